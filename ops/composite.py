@@ -1,0 +1,341 @@
+"""Ops defined as compositions of primitives (softmax, gelu, layer_norm, conv2d, …).
+
+Written once with op calls, so both engines get them, and their gradients come from the
+primitives' rules. Each has samples and a NumPy-API reference, like a primitive.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from .core import Sample, ShapeError, fmt_shape, user_frame, where_str
+from .elementwise import erf, exp, is_value, log, sqrt, stop_gradient, tanh, where, cast
+from .nn import matmul, one_hot, rand_like, unfold
+from .reduce import count, max as max_, static_count, sum as sum_
+from .rules import norm_axes
+from .shape import concat, expand_dims, pad, reshape, slice_, squeeze, take, transpose
+
+
+@dataclass(frozen=True)
+class Composite:
+    name: str
+    fn: object
+    samples: tuple = ()
+    ref: object = None
+
+
+COMPOSITES: dict[str, Composite] = {}
+
+
+def composite(samples=(), ref=None):
+    def deco(fn):
+        COMPOSITES[fn.__name__] = Composite(fn.__name__, fn, tuple(samples), ref)
+        return fn
+    return deco
+
+
+def _shape(x):
+    return tuple(x.shape) if hasattr(x, "shape") else ()
+
+
+# -- reductions -------------------------------------------------------------------------------
+@composite(samples=(Sample(((3, 4),), {"axis": 1}), Sample(((2, 3, 4),), {"axis": (0, 2),
+                                                                           "keepdims": True}),
+                    Sample(((3, 4),), {"axis": None})),
+           ref=lambda np, x, axis=None, keepdims=False: np.mean(x, axis=axis, keepdims=keepdims))
+def mean(x, axis=None, keepdims=False):
+    s = sum_(x, axis=axis, keepdims=keepdims)
+    n = static_count(_shape(x), axis)
+    if n is not None:
+        return s * (1.0 / n) if n else s / count(x, axis=axis)
+    return s / count(x, axis=axis)
+
+
+@composite(samples=(Sample(((3, 4),), {"axis": 1}),),
+           ref=lambda np, x, axis=None, keepdims=False: np.min(x, axis=axis, keepdims=keepdims))
+def min(x, axis=None, keepdims=False):  # noqa: A001 - torch's name
+    return -max_(-x, axis=axis, keepdims=keepdims)
+
+
+@composite(samples=(Sample(((3, 4),), {"axis": 1}), Sample(((3, 4),), {"axis": None,
+                                                                        "keepdims": True})),
+           ref=lambda np, x, axis=None, keepdims=False: np.var(x, axis=axis, keepdims=keepdims))
+def var(x, axis=None, keepdims=False):
+    """Biased variance (divides by N), as layer norm uses."""
+    xc = x - mean(x, axis=axis, keepdims=True)
+    return mean(xc * xc, axis=axis, keepdims=keepdims)
+
+
+def _lse_ref(np, x, axis=-1, keepdims=False):
+    m = np.max(x, axis=axis, keepdims=True)
+    r = m + np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True))
+    return r if keepdims else np.squeeze(r, axis=axis)
+
+
+@composite(samples=(Sample(((3, 5),), {"axis": -1}), Sample(((2, 3, 4),), {"axis": 1,
+                                                                            "keepdims": True})),
+           ref=_lse_ref)
+def logsumexp(x, axis=-1, keepdims=False):
+    m = stop_gradient(max_(x, axis=axis, keepdims=True))
+    r = m + log(sum_(exp(x - m), axis=axis, keepdims=True))
+    return r if keepdims else squeeze(r, axis=axis)
+
+
+def _softmax_ref(np, x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+@composite(samples=(Sample(((3, 5),), {"axis": -1}), Sample(((2, 3, 4),), {"axis": 1}),
+                    Sample(((4,),), {"axis": 0})), ref=_softmax_ref)
+def softmax(x, axis=-1):
+    e = exp(x - stop_gradient(max_(x, axis=axis, keepdims=True)))
+    return e / sum_(e, axis=axis, keepdims=True)
+
+
+@composite(samples=(Sample(((3, 5),), {"axis": -1}), Sample(((2, 3, 4),), {"axis": 1})),
+           ref=lambda np, x, axis=-1: x - _lse_ref(np, x, axis=axis, keepdims=True))
+def log_softmax(x, axis=-1):
+    return x - logsumexp(x, axis=axis, keepdims=True)
+
+
+# -- activations ------------------------------------------------------------------------------
+_GELU_C = math.sqrt(2.0 / math.pi)
+
+
+def _gelu_ref(np, x, approximate="none"):
+    if approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(_GELU_C * (x + 0.044715 * x * x * x)))
+    import jax.scipy.special as jss  # NOTE: only the jax oracle evaluates the erf form
+    return 0.5 * x * (1 + jss.erf(x / math.sqrt(2.0)))
+
+
+@composite(samples=(Sample(((3, 4),), {"approximate": "tanh"}),
+                    Sample(((3, 4),), {"approximate": "none"})), ref=_gelu_ref)
+def gelu(x, approximate="none"):
+    """GELU; `approximate='tanh'` is the tanh form (torch's names)."""
+    if approximate == "tanh":
+        return 0.5 * x * (1.0 + tanh(_GELU_C * (x + 0.044715 * x ** 3)))
+    if approximate != "none":
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return 0.5 * x * (1.0 + erf(x * (1.0 / math.sqrt(2.0))))
+
+
+@composite(samples=(Sample(((3, 4),)),), ref=lambda np, x: x / (1 + np.exp(-x)))
+def silu(x):
+    from .elementwise import sigmoid
+    return x * sigmoid(x)
+
+
+# -- normalisation and layers -----------------------------------------------------------------
+def _ln_ref(np, x, weight=None, bias=None, eps=1e-5, normalized_ndim=1):
+    axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
+    mu = np.mean(x, axis=axes, keepdims=True)
+    v = np.mean((x - mu) ** 2, axis=axes, keepdims=True)
+    y = (x - mu) / np.sqrt(v + eps)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+@composite(samples=(Sample(((4, 6), (6,), (6,))), Sample(((2, 3, 5), (5,), (5,))),
+                    Sample(((2, 3, 4), (3, 4), (3, 4)), {"normalized_ndim": 2})),
+           ref=_ln_ref)
+def layer_norm(x, weight=None, bias=None, eps=1e-5, normalized_ndim=1):
+    """Normalise over the last `normalized_ndim` dims, then scale and shift."""
+    nd = len(_shape(x))
+    axes = tuple(range(nd - normalized_ndim, nd))
+    if weight is not None and None not in _shape(x) and _shape(weight) != _shape(x)[nd - normalized_ndim:]:
+        raise ShapeError(f"layer_norm: weight {fmt_shape(_shape(weight))} does not match the "
+                         f"normalized shape {fmt_shape(_shape(x)[nd - normalized_ndim:])} of "
+                         f"input {fmt_shape(_shape(x))}")
+    xc = x - mean(x, axis=axes, keepdims=True)
+    y = xc / sqrt(mean(xc * xc, axis=axes, keepdims=True) + eps)
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+@composite(samples=(Sample(((4, 3), (5, 3), (5,))), Sample(((2, 4, 3), (5, 3))),
+                    Sample(((4, 3), (5, 4)), match=r"inner dimensions 3 != 4")),
+           ref=lambda np, x, w, b=None: x @ w.T + (0 if b is None else b))
+def linear(x, weight, bias=None):
+    """x @ weight.T + bias, with torch's weight layout (out_features, in_features)."""
+    y = matmul(x, transpose(weight, axes=(1, 0)))
+    return y if bias is None else y + bias
+
+
+def _conv_ref(np, x, w, b=None, stride=1, padding=0):
+    from .nn import _unfold_ref
+    n, c, h, ww = x.shape
+    o, _, kh, kw = w.shape
+    ho, wo = (h + 2 * padding - kh) // stride + 1, (ww + 2 * padding - kw) // stride + 1
+    cols = _unfold_ref(np, x, (kh, kw), stride, padding)
+    y = np.einsum("ok,nkl->nol", w.reshape(o, -1), cols).reshape(n, o, ho, wo)
+    return y if b is None else y + b.reshape(1, o, 1, 1)
+
+
+@composite(samples=(Sample(((2, 3, 6, 6), (4, 3, 3, 3), (4,))),
+                    Sample(((1, 2, 5, 5), (3, 2, 3, 3)), {"stride": 2, "padding": 1}),
+                    Sample(((1, 2, 5, 5), (3, 4, 3, 3)), match="has 2 channels")),
+           ref=_conv_ref)
+def conv2d(x, weight, bias=None, stride=1, padding=0):
+    """2-d convolution, NCHW input, weight (out_channels, in_channels, kh, kw), as torch."""
+    xs, ws = _shape(x), _shape(weight)
+    if len(xs) != 4 or len(ws) != 4:
+        raise ShapeError(f"conv2d: expects input (N, C, H, W) and weight (O, C, kh, kw), got "
+                         f"{fmt_shape(xs)} and {fmt_shape(ws)}")
+    if xs[1] is not None and ws[1] is not None and xs[1] != ws[1]:
+        raise ShapeError(f"conv2d: input {fmt_shape(xs)} has {xs[1]} channels but weight "
+                         f"{fmt_shape(ws)} expects {ws[1]}")
+    o, _, kh, kw = ws
+    cols = unfold(x, kernel=(kh, kw), stride=stride, padding=padding)   # (N, C*kh*kw, L)
+    ho = (xs[2] + 2 * padding - kh) // stride + 1
+    wo = (xs[3] + 2 * padding - kw) // stride + 1
+    y = reshape(matmul(reshape(weight, (o, -1)), cols), (-1, o, ho, wo))
+    return y if bias is None else y + reshape(bias, (1, o, 1, 1))
+
+
+def _pool_ref(np, x, kernel_size, stride=None):
+    stride = stride or kernel_size
+    n, c, h, w = x.shape
+    ho, wo = (h - kernel_size) // stride + 1, (w - kernel_size) // stride + 1
+    wins = [x[:, :, i:i + stride * ho:stride, j:j + stride * wo:stride]
+            for i in range(kernel_size) for j in range(kernel_size)]
+    return np.max(np.stack(wins, axis=0), axis=0)
+
+
+@composite(samples=(Sample(((2, 3, 4, 4),), {"kernel_size": 2}),
+                    Sample(((1, 2, 5, 5),), {"kernel_size": 3, "stride": 2})),
+           ref=_pool_ref)
+def max_pool2d(x, kernel_size, stride=None, padding=0):
+    """Max over kernel_size windows of an (N, C, H, W) input."""
+    xs = _shape(x)
+    if len(xs) != 4:
+        raise ShapeError(f"max_pool2d: expects a 4-d input (N, C, H, W), got {fmt_shape(xs)}")
+    stride = stride or kernel_size
+    if padding:
+        x = pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)), value=-np.inf)
+    _, c, h, w = _shape(x)
+    ho, wo = (h - kernel_size) // stride + 1, (w - kernel_size) // stride + 1
+    cols = unfold(reshape(x, (-1, 1, h, w)), kernel=(kernel_size, kernel_size), stride=stride)
+    return reshape(max_(cols, axis=1), (-1, c, ho, wo))
+
+
+# -- losses -----------------------------------------------------------------------------------
+def _ce_ref(np, logits, target, reduction="mean"):
+    m = np.max(logits, axis=-1, keepdims=True)
+    logp = logits - m - np.log(np.sum(np.exp(logits - m), axis=-1, keepdims=True))
+    oh = target[..., None] == np.arange(logits.shape[-1])
+    loss = -np.sum(np.where(oh, logp, 0.0), axis=-1)
+    return np.mean(loss) if reduction == "mean" else np.sum(loss) if reduction == "sum" else loss
+
+
+@composite(samples=(Sample(((4, 5), np.array([0, 4, 2, 2]))),
+                    Sample(((3, 2, 4), np.array([[0, 1], [3, 3], [2, 0]])), {"reduction": "sum"}),
+                    Sample(((4, 5), np.array([[0], [4], [2], [2]])),
+                           match=r"cross_entropy: target \(4, 1\) must have shape \(4,\)")),
+           ref=_ce_ref)
+def cross_entropy(logits, target, reduction="mean"):
+    """Softmax cross-entropy from logits (..., C) and integer class targets (...)."""
+    ls, ts = _shape(logits), _shape(target)
+    t_dtype = np.dtype(getattr(target, "dtype", np.asarray(target).dtype))
+    if t_dtype.kind in "iu":
+        if ts != ls[:-1] and not (len(ts) == len(ls) - 1 and all(
+                a is None or b is None or a == b for a, b in zip(ts, ls))):
+            raise ShapeError(f"cross_entropy: target {fmt_shape(ts)} must have shape "
+                             f"{fmt_shape(ls[:-1])} (class indices) for logits {fmt_shape(ls)}")
+        target = one_hot(target, ls[-1], dtype=logits.dtype)
+    elif ts != ls:
+        raise ShapeError(f"cross_entropy: probability target {fmt_shape(ts)} must have the "
+                         f"shape of logits {fmt_shape(ls)}")
+    loss = -sum_(target * log_softmax(logits, axis=-1), axis=-1)
+    return _reduce_loss(loss, reduction)
+
+
+def _reduce_loss(loss, reduction):
+    if reduction == "mean":
+        return mean(loss)
+    if reduction == "sum":
+        return sum_(loss)
+    if reduction == "none":
+        return loss
+    raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+@composite(samples=(Sample(((4, 3), (4, 3))), Sample(((5,), (5,)), {"reduction": "sum"})),
+           ref=lambda np, a, b, reduction="mean": (np.mean if reduction == "mean" else np.sum)(
+               (a - b) ** 2))
+def mse_loss(input, target, reduction="mean"):  # noqa: A002 - torch's argument name
+    si, st = _shape(input), _shape(target)
+    if si != st:
+        # NOTE: the silent (N,) vs (N, 1) -> (N, N) bug; torch warns here too.
+        warnings.warn(f"mse_loss: target {fmt_shape(st)} differs from input {fmt_shape(si)} and "
+                      f"will be broadcast, which is likely a bug (at {where_str(user_frame())})",
+                      UserWarning, stacklevel=3)
+    d = input - target
+    return _reduce_loss(d * d, reduction)
+
+
+# -- structure --------------------------------------------------------------------------------
+@composite(samples=(Sample(((2, 3), (2, 3)), {"axis": 0}), Sample(((2, 3), (2, 3), (2, 3)),
+                                                                   {"axis": -1})),
+           ref=lambda np, *xs, axis=0: np.stack(xs, axis=axis))
+def stack(*xs, axis=0):
+    nd = len(_shape(xs[0])) + 1
+    a = axis % nd
+    return concat(*[expand_dims(x, axis=a) for x in xs], axis=a)
+
+
+def split(x, split_size_or_sections, axis=0):
+    """torch.split: pieces of size split_size (the last may be shorter) or of listed sizes."""
+    shape = _shape(x)
+    a = norm_axes("split", axis, len(shape))[0]
+    n = shape[a]
+    if isinstance(split_size_or_sections, int):
+        if n is None:
+            raise ShapeError(f"split: dimension {a} of {fmt_shape(shape)} is unknown; "
+                             f"give the section sizes")
+        sizes = [split_size_or_sections] * (n // split_size_or_sections)
+        if n % split_size_or_sections:
+            sizes.append(n % split_size_or_sections)
+    else:
+        sizes = list(split_size_or_sections)
+        if n is not None and sum(sizes) != n:
+            raise ShapeError(f"split: sections {sizes} add up to {sum(sizes)}, but dimension "
+                             f"{a} of {fmt_shape(shape)} is {n}")
+    out, start = [], 0
+    for s in sizes:
+        index = (slice(None),) * a + (slice(start, start + s),)
+        out.append(slice_(x, index=index))
+        start += s
+    return out
+
+
+@composite(samples=(Sample((np.array([1, 0, 3]), (4, 3))),), ref=lambda np, idx, w: w[idx])
+def embedding(idx, weight):
+    """Rows of `weight` (num_embeddings, dim) picked by integer indices."""
+    return take(weight, idx, axis=0)
+
+
+def dropout(x, p=0.5, training=True):
+    """Zero each element with probability p and scale the rest by 1/(1-p) (torch semantics)."""
+    if not 0.0 <= p < 1.0:
+        if p == 1.0 and training:
+            return x * 0.0
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout: p must be in [0, 1], got {p}")
+    if not training or p == 0.0:
+        return x
+    keep = rand_like(x, dtype=x.dtype) >= p
+    return where(keep, x * (1.0 / (1.0 - p)), 0.0)
+
+
+_ = (is_value, cast)

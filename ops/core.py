@@ -1,0 +1,177 @@
+"""The op registry: one `Op` entry per primitive, and `bind`, which hands a call to an engine.
+
+An op is defined once (shape rule, NumPy kernel, gradient rule, scalar form, samples) and
+both engines interpret the same call: `bind(op, *args, **attrs)` finds the engine of the
+first engine-owned argument (eager `Tensor` or graph `Tensor`) and lets it decide what
+"running" the op means. With plain NumPy inputs the kernel runs directly.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = [
+    "ShapeError", "KernelError", "Spec", "Op", "Sample", "REGISTRY", "ELEMENTWISE",
+    "REDUCTION", "register", "bind", "spec_of", "user_frame", "fmt_shape",
+]
+
+
+class ShapeError(ValueError):
+    """An op's shape or dtype rule failed: the message names the op, every input shape and the rule."""
+
+
+class KernelError(RuntimeError):
+    """A kernel failed for a reason the shape rule does not cover (e.g. an index out of range)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """What is known of a value before it exists: shape (dims may be None) and dtype.
+
+    `weak` holds the Python scalar itself for a bare `2.0` or `3`, so dtype promotion follows
+    NumPy 2's rule for Python scalars (float32 tensor * 2.0 stays float32).
+    """
+    shape: tuple
+    dtype: np.dtype
+    weak: Any = None
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+
+def spec_of(x) -> Spec:
+    """The Spec of an engine tensor, an array or a Python scalar."""
+    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+        return Spec((), np.result_type(x), weak=x)
+    s = getattr(x, "spec", None)
+    if s is not None:
+        return s
+    x = np.asarray(x)
+    return Spec(x.shape, x.dtype)
+
+
+def fmt_shape(shape) -> str:
+    if isinstance(shape, Spec):
+        shape = shape.shape
+    inner = ", ".join("?" if d is None else str(d) for d in shape)
+    return f"({inner},)" if len(shape) == 1 else f"({inner})"
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """One test input for an op: argument shapes (tuples) or literal values, and attrs.
+
+    `domain` bounds the random floats (log and sqrt want positive inputs); `match` makes it an
+    error sample: the op must raise ShapeError whose message matches this regex.
+    """
+    args: tuple
+    attrs: dict = field(default_factory=dict)
+    domain: tuple = (-2.0, 2.0)
+    match: str | None = None
+    grad: bool = True
+
+
+class Op:
+    """One primitive. See DESIGN.md 'ops/ — one op library' for what each field means."""
+    __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "kind", "samples", "ref",
+                 "stateful", "view", "nondiff", "fn")
+
+    def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, kind="other", samples=(),
+                 ref=None, stateful=False, view=False):
+        self.name, self.infer, self.kernel, self.vjp = name, infer, kernel, vjp
+        self.scalar, self.kind, self.samples, self.ref = scalar, kind, tuple(samples), ref
+        self.stateful, self.view = stateful, view
+        self.nondiff = vjp is None
+        self.fn = None  # the public function, e.g. ops.add
+
+    def __repr__(self):
+        return f"<op {self.name}>"
+
+    def __reduce__(self):  # ops travel by name only (graph files store names, never objects)
+        return (REGISTRY.__getitem__, (self.name,))
+
+
+REGISTRY: dict[str, Op] = {}
+ELEMENTWISE: set[str] = set()   # ops with a scalar form, fusable into one loop
+REDUCTION: set[str] = set()     # sum / max over axes
+
+
+def register(name, infer, kernel, vjp=None, **kw) -> Op:
+    if name in REGISTRY:
+        raise ValueError(f"op {name!r} is registered twice")
+    op = Op(name, infer, kernel, vjp, **kw)
+    REGISTRY[name] = op
+    if op.kind == "elementwise":
+        ELEMENTWISE.add(name)
+    elif op.kind == "reduction":
+        REDUCTION.add(name)
+    return op
+
+
+class _NumpyEngine:
+    """No engine tensor among the arguments: run the kernel on the arrays as they are."""
+
+    @staticmethod
+    def apply(op, args, attrs):
+        return run_kernel(op, args, attrs)
+
+
+def bind(op: Op, *args, **attrs):
+    """Hand one op call to the engine that owns its arguments (JAX's Primitive.bind)."""
+    for a in args:
+        engine = getattr(a, "_engine", None)
+        if engine is not None:
+            return engine.apply(op, args, attrs)
+    return _NumpyEngine.apply(op, args, attrs)
+
+
+def run_kernel(op, arrays, attrs):
+    """Run a kernel; any failure becomes the op's ShapeError (from its rule) or a KernelError."""
+    try:
+        return op.kernel(*arrays, **attrs)
+    except Exception as e:  # noqa: BLE001 - re-raised below with the op's own words
+        raise explain_failure(op, [spec_of(a) for a in arrays], attrs, e) from e
+
+
+def explain_failure(op, specs, attrs, err) -> Exception:
+    """Turn a kernel failure into the error a user should see (kernel first, rule on failure)."""
+    try:
+        op.infer(*specs, **attrs)
+    except ShapeError as se:
+        return se
+    shapes = ", ".join(fmt_shape(s) for s in specs)
+    return KernelError(f"{op.name}: failed on inputs {shapes}: {err}")
+
+
+# -- where the user is ------------------------------------------------------------------------
+_PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_FRAMEWORK_DIRS = tuple(os.path.join(_PKG_ROOT, p) + os.sep
+                        for p in ("ops", "eager", "graph", "compiler"))
+
+
+def user_frame(skip_dirs=_FRAMEWORK_DIRS) -> tuple[str, int] | None:
+    """(filename, lineno) of the innermost frame outside the framework's packages."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not fn.startswith(skip_dirs) and not fn.startswith("<frozen"):
+            return fn, f.f_lineno
+        f = f.f_back
+    return None
+
+
+def where_str(loc) -> str:
+    if loc is None:
+        return "<unknown>"
+    fn, line = loc
+    try:
+        rel = os.path.relpath(fn)
+        fn = rel if not rel.startswith("..") else fn
+    except ValueError:
+        pass
+    return f"{fn}:{line}"

@@ -1,0 +1,310 @@
+"""Elementwise primitives: unary and binary math, comparisons, where, cast.
+
+Each entry: shape rule, NumPy kernel, gradient rule in op calls, scalar form for fusion
+(a template over {0}, {1}… using only operators and the function names the fusion code
+generator knows), samples, and a reference written against the NumPy API (run with numpy
+and with jax.numpy in the tests).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .core import REGISTRY, Sample, Spec, ShapeError, bind, fmt_shape, register
+from .rules import broadcast, require_float, result_dtype, same
+
+_EW = "elementwise"
+
+
+def _public(op):
+    def fn(*args, **attrs):
+        return bind(op, *args, **attrs)
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = f"The `{op.name}` primitive (see ops.REGISTRY[{op.name!r}])."
+    op.fn = fn
+    return fn
+
+
+def is_value(x) -> bool:
+    """True for an engine tensor (something a gradient can flow to)."""
+    return getattr(x, "_engine", None) is not None
+
+
+def unbroadcast(g, x):
+    """Reduce a gradient back to x's shape (None for a Python scalar or a raw array input)."""
+    if not is_value(x):
+        return None
+    xs, gs = x.shape, g.shape
+    if xs == gs and None not in xs:
+        return g
+    return sum_to_like(g, x)
+
+
+# -- shape rules ------------------------------------------------------------------------------
+def _unary_infer(x, **_):
+    return x
+
+
+def _float_unary_infer(name):
+    def infer(x, **_):
+        require_float(name, x)
+        return x
+    return infer
+
+
+def _binary_infer(name, out_dtype=None):
+    def infer(x, y, **_):
+        shape = broadcast(name, x, y)
+        return Spec(shape, np.dtype(out_dtype) if out_dtype else result_dtype(x, y))
+    return infer
+
+
+def _div_infer(x, y, **_):
+    shape = broadcast("div", x, y)
+    dt = result_dtype(x, y)
+    return Spec(shape, dt if dt.kind in "fc" else np.dtype(np.float64))
+
+
+# -- unary ------------------------------------------------------------------------------------
+def _S(*shapes, **kw):
+    return Sample(tuple(shapes), **kw)
+
+
+_UNARY_SAMPLES = (_S(()), _S((1,)), _S((3, 4)), _S((2, 1, 3)))
+_POS_SAMPLES = tuple(Sample(s.args, domain=(0.2, 3.0)) for s in _UNARY_SAMPLES)
+
+NEG = register("neg", _unary_infer, np.negative, lambda g, x, **kw: (-g,),
+               scalar="(-{0})", kind=_EW, samples=_UNARY_SAMPLES, ref=lambda np, x: -x)
+EXP = register("exp", _float_unary_infer("exp"), np.exp,
+               lambda g, x, out, **kw: (g * out,),
+               scalar="exp({0})", kind=_EW, samples=_UNARY_SAMPLES, ref=lambda np, x: np.exp(x))
+LOG = register("log", _float_unary_infer("log"), np.log, lambda g, x, **kw: (g / x,),
+               scalar="log({0})", kind=_EW, samples=_POS_SAMPLES, ref=lambda np, x: np.log(x))
+SQRT = register("sqrt", _float_unary_infer("sqrt"), np.sqrt,
+                lambda g, x, out, **kw: (g * 0.5 / out,),
+                scalar="sqrt({0})", kind=_EW, samples=_POS_SAMPLES,
+                ref=lambda np, x: np.sqrt(x))
+TANH = register("tanh", _float_unary_infer("tanh"), np.tanh,
+                lambda g, x, out, **kw: (g * (1.0 - out * out),),
+                scalar="tanh({0})", kind=_EW, samples=_UNARY_SAMPLES,
+                ref=lambda np, x: np.tanh(x))
+
+
+def _sigmoid_kernel(x):
+    # NOTE: the tanh form never overflows, unlike 1 / (1 + exp(-x)) for large negative x.
+    return (np.tanh(x * 0.5) + 1) * 0.5
+
+
+SIGMOID = register("sigmoid", _float_unary_infer("sigmoid"), _sigmoid_kernel,
+                   lambda g, x, out, **kw: (g * out * (1.0 - out),),
+                   scalar="sigmoid({0})", kind=_EW, samples=_UNARY_SAMPLES,
+                   ref=lambda np, x: 1 / (1 + np.exp(-x)))
+
+
+def _relu_kernel(x):
+    return np.maximum(x, 0)
+
+
+RELU = register("relu", _unary_infer, _relu_kernel,
+                lambda g, x, **kw: (where(x > 0, g, 0),),
+                scalar="relu({0})", kind=_EW,
+                samples=_UNARY_SAMPLES, ref=lambda np, x: np.maximum(x, 0))
+ABS = register("abs", _unary_infer, np.abs, lambda g, x, **kw: (g * sign(x),),
+               scalar="abs({0})", kind=_EW, samples=_UNARY_SAMPLES, ref=lambda np, x: np.abs(x))
+SIGN = register("sign", _unary_infer, np.sign, None, scalar="sign({0})", kind=_EW,
+                samples=_UNARY_SAMPLES, ref=lambda np, x: np.sign(x))
+
+_erf_scalar = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf_kernel(x):
+    x = np.asarray(x)
+    return _erf_scalar(x).astype(x.dtype)
+
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+ERF = register("erf", _float_unary_infer("erf"), _erf_kernel,
+               lambda g, x, **kw: (g * _TWO_OVER_SQRT_PI * exp(-(x * x)),),
+               scalar="erf({0})", kind=_EW, samples=_UNARY_SAMPLES,
+               ref=None)  # NOTE: numpy has no erf; the jax oracle uses jax.scipy.special.erf
+
+
+def _cast_infer(x, dtype, **_):
+    return same(x, dtype=dtype)
+
+
+def _cast_kernel(x, dtype):
+    return np.asarray(x).astype(dtype, copy=False)
+
+
+def _cast_vjp(g, x, dtype, **kw):
+    if np.dtype(x.dtype).kind not in "fc":
+        return (None,)
+    return (cast(g, dtype=str(np.dtype(x.dtype))),)
+
+
+CAST = register("cast", _cast_infer, _cast_kernel, _cast_vjp, scalar="cast_{dtype}({0})",
+                kind=_EW, samples=(_S((3, 4), attrs={"dtype": "float64"}),
+                                   _S((2,), attrs={"dtype": "int64"}, grad=False)),
+                ref=lambda np, x, dtype: x.astype(dtype))
+
+
+def _stop_gradient_kernel(x):
+    return x
+
+
+STOP_GRADIENT = register("stop_gradient", _unary_infer, _stop_gradient_kernel, None,
+                         scalar="{0}", kind=_EW, samples=(_S((3,)),), ref=lambda np, x: x,
+                         view=True)
+
+
+# -- binary -----------------------------------------------------------------------------------
+_BINARY_SAMPLES = (
+    _S((), ()), _S((3, 4), (3, 4)), _S((3, 4), ()), _S((4, 1), (1, 5)), _S((2, 3, 4), (4,)),
+    _S((1,), (3, 1)),
+    _S((3, 4), (5,), match=r"cannot broadcast \(3, 4\), \(5,\): dimension -1 is 4 vs 5"),
+)
+
+
+def _add_vjp(g, x, y, **kw):
+    return unbroadcast(g, x), unbroadcast(g, y)
+
+
+def _sub_vjp(g, x, y, **kw):
+    return unbroadcast(g, x), (unbroadcast(-g, y) if is_value(y) else None)
+
+
+def _mul_vjp(g, x, y, needs=(True, True), **kw):
+    return (unbroadcast(g * y, x) if needs[0] else None,
+            unbroadcast(g * x, y) if needs[1] else None)
+
+
+def _div_vjp(g, x, y, out=None, needs=(True, True), **kw):
+    gx = g / y
+    return (unbroadcast(gx, x) if needs[0] else None,
+            unbroadcast(-gx * out, y) if needs[1] and is_value(y) else None)
+
+
+def small_int_power(y):
+    """The exponent as a small int (0..4) or None: such powers become multiplications."""
+    if np.ndim(y) != 0:
+        return None
+    v = float(y)
+    return int(v) if v in (0.0, 1.0, 2.0, 3.0, 4.0) else None
+
+
+def _pow_kernel(x, y):
+    # NOTE: x ** 3 on negative x takes NumPy's scalar pow path (about 18x slower than x*x*x).
+    k = small_int_power(y)
+    if k is None or np.ndim(x) == 0 and not isinstance(x, np.ndarray):
+        return np.power(x, y)
+    if k == 0:
+        return np.ones_like(x, dtype=np.result_type(x, y))
+    r = x
+    for _ in range(k - 1):
+        r = r * x
+    return r if k > 1 else np.array(x, dtype=np.result_type(x, y), copy=True)
+
+
+def _pow_vjp(g, x, y, out=None, needs=(True, True), **kw):
+    gx = gy = None
+    if needs[0]:
+        k = small_int_power(y) if not is_value(y) else None
+        if k == 2:
+            gx = g * 2.0 * x
+        elif k == 1:
+            gx = g
+        else:
+            gx = g * y * (x ** (y - 1))
+        gx = unbroadcast(gx, x)
+    if needs[1] and is_value(y):
+        gy = unbroadcast(g * where(x > 0, out * log(where(x > 0, x, 1.0)), 0.0), y)
+    return gx, gy
+
+
+def _maximum_vjp(g, x, y, **kw):
+    m = x >= y
+    return unbroadcast(where(m, g, 0.0), x), unbroadcast(where(m, 0.0, g), y)
+
+
+def _minimum_vjp(g, x, y, **kw):
+    m = x <= y
+    return unbroadcast(where(m, g, 0.0), x), unbroadcast(where(m, 0.0, g), y)
+
+
+_POW_SAMPLES = (Sample(((3, 4), 3), domain=(-2.0, 2.0)), Sample(((3, 4), 2)),
+                Sample(((3, 4), 0.5), domain=(0.2, 3.0)),
+                Sample(((3, 4), (3, 4)), domain=(0.2, 3.0)), Sample(((4, 1), (1, 2)), domain=(0.5, 2.0)))
+
+ADD = register("add", _binary_infer("add"), np.add, _add_vjp, scalar="({0} + {1})", kind=_EW,
+               samples=_BINARY_SAMPLES, ref=lambda np, x, y: x + y)
+SUB = register("sub", _binary_infer("sub"), np.subtract, _sub_vjp, scalar="({0} - {1})",
+               kind=_EW, samples=_BINARY_SAMPLES, ref=lambda np, x, y: x - y)
+MUL = register("mul", _binary_infer("mul"), np.multiply, _mul_vjp, scalar="({0} * {1})",
+               kind=_EW, samples=_BINARY_SAMPLES, ref=lambda np, x, y: x * y)
+DIV = register("div", _div_infer, np.true_divide, _div_vjp, scalar="({0} / {1})", kind=_EW,
+               samples=tuple(Sample(s.args, domain=(0.5, 2.0), match=s.match)
+                             for s in _BINARY_SAMPLES), ref=lambda np, x, y: x / y)
+POW = register("pow", _binary_infer("pow"), _pow_kernel, _pow_vjp, scalar="({0} ** {1})",
+               kind=_EW, samples=_POW_SAMPLES, ref=lambda np, x, y: np.power(x, y))
+MAXIMUM = register("maximum", _binary_infer("maximum"), np.maximum, _maximum_vjp,
+                   scalar="maximum({0}, {1})", kind=_EW, samples=_BINARY_SAMPLES,
+                   ref=lambda np, x, y: np.maximum(x, y))
+MINIMUM = register("minimum", _binary_infer("minimum"), np.minimum, _minimum_vjp,
+                   scalar="minimum({0}, {1})", kind=_EW, samples=_BINARY_SAMPLES,
+                   ref=lambda np, x, y: np.minimum(x, y))
+
+_CMP_SAMPLES = tuple(Sample(s.args, grad=False, match=s.match) for s in _BINARY_SAMPLES)
+for _name, _kernel, _sym in (("eq", np.equal, "=="), ("ne", np.not_equal, "!="),
+                             ("lt", np.less, "<"), ("le", np.less_equal, "<="),
+                             ("gt", np.greater, ">"), ("ge", np.greater_equal, ">=")):
+    register(_name, _binary_infer(_name, np.bool_), _kernel, None,
+             scalar=f"({{0}} {_sym} {{1}})", kind=_EW, samples=_CMP_SAMPLES,
+             ref=eval(f"lambda np, x, y: x {_sym} y"))  # noqa: S307 - a fixed operator table
+
+
+def _where_infer(c, x, y, **_):
+    if c.weak is None and c.dtype != np.bool_:
+        raise ShapeError(f"where: condition must be bool, got {c.dtype} for {fmt_shape(c)}")
+    shape = broadcast("where", c, x, y)
+    return Spec(shape, result_dtype(x, y))
+
+
+def _where_vjp(g, c, x, y, **kw):
+    return (None,
+            unbroadcast(where(c, g, 0.0), x) if is_value(x) else None,
+            unbroadcast(where(c, 0.0, g), y) if is_value(y) else None)
+
+
+def _where_kernel(c, x, y):
+    return np.where(c, x, y)
+
+
+WHERE = register(
+    "where", _where_infer, _where_kernel, _where_vjp, scalar="where({0}, {1}, {2})", kind=_EW,
+    samples=(Sample((np.array([True, False, True]), (3,), (3,))),
+             Sample((np.array([[True], [False]]), (2, 3), ())),
+             Sample((np.array([True, False]), (2,), (3,)),
+                    match=r"cannot broadcast \(2,\), \(2,\), \(3,\)")),
+    ref=lambda np, c, x, y: np.where(c, x, y))
+
+# public functions: ops.add(x, y), ops.exp(x), …
+for _op in list(REGISTRY.values()):
+    globals()[_op.name] = _public(_op)
+
+neg, exp, log, sqrt, tanh, sigmoid, relu, abs, sign, erf = (  # noqa: A001 - op names
+    NEG.fn, EXP.fn, LOG.fn, SQRT.fn, TANH.fn, SIGMOID.fn, RELU.fn, ABS.fn, SIGN.fn, ERF.fn)
+add, sub, mul, div, pow, maximum, minimum, where = (  # noqa: A001
+    ADD.fn, SUB.fn, MUL.fn, DIV.fn, POW.fn, MAXIMUM.fn, MINIMUM.fn, WHERE.fn)
+eq, ne, lt, le, gt, ge = (REGISTRY[n].fn for n in ("eq", "ne", "lt", "le", "gt", "ge"))
+stop_gradient = STOP_GRADIENT.fn
+
+
+def cast(x, dtype):
+    return bind(CAST, x, dtype=str(np.dtype(dtype)))
+
+
+CAST.fn = cast
+
+from .shape import sum_to_like  # noqa: E402  (defined with the shape ops; used by unbroadcast)

@@ -1,0 +1,234 @@
+"""Neural-network primitives: matmul, unfold/fold (im2col and its adjoint), one_hot, rand_like.
+
+conv2d and max_pool2d are compositions over unfold (see composite.py): one primitive
+carries the sliding-window arithmetic, and its adjoint `fold` is its gradient.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .core import Sample, ShapeError, Spec, bind, fmt_shape, register
+from .elementwise import _public, unbroadcast
+from .rules import broadcast, result_dtype, shapes_str
+from .shape import expand_dims, reshape_like, squeeze, transpose
+
+
+# -- matmul -----------------------------------------------------------------------------------
+def _matmul_infer(x, y, **_):
+    if x.ndim == 0 or y.ndim == 0:
+        raise ShapeError(f"matmul: both operands need at least 1 dim, got {shapes_str(x, y)}")
+    k1 = x.shape[-1]
+    k2 = y.shape[-2] if y.ndim >= 2 else y.shape[0]
+    if k1 is not None and k2 is not None and k1 != k2:
+        raise ShapeError(f"matmul: cannot multiply {fmt_shape(x)} by {fmt_shape(y)}: "
+                         f"inner dimensions {k1} != {k2}")
+    bx = x.shape[:-2] if x.ndim >= 2 else ()
+    by = y.shape[:-2] if y.ndim >= 2 else ()
+    try:
+        batch = broadcast("matmul", Spec(bx, x.dtype), Spec(by, y.dtype))
+    except ShapeError:
+        raise ShapeError(f"matmul: cannot multiply {fmt_shape(x)} by {fmt_shape(y)}: batch "
+                         f"dimensions {fmt_shape(bx)} and {fmt_shape(by)} do not broadcast") \
+            from None
+    rows = (x.shape[-2],) if x.ndim >= 2 else ()
+    cols = (y.shape[-1],) if y.ndim >= 2 else ()
+    return Spec(batch + rows + cols, result_dtype(x, y))
+
+
+def _swap(t):
+    nd = len(t.shape)
+    return transpose(t, axes=tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+def _matmul_vjp(g, x, y, needs=(True, True), **kw):
+    # NOTE: 1-d operands are lifted to matrices so one rule covers every case.
+    x2 = expand_dims(x, axis=0) if len(x.shape) == 1 else x
+    y2 = expand_dims(y, axis=-1) if len(y.shape) == 1 else y
+    g2 = g
+    if len(y.shape) == 1:
+        g2 = expand_dims(g2, axis=-1)
+    if len(x.shape) == 1:
+        g2 = expand_dims(g2, axis=-2)
+    gx = gy = None
+    if needs[0]:
+        gx = matmul(g2, _swap(y2))
+        gx = reshape_like(unbroadcast(gx, x2), x) if len(x.shape) == 1 else unbroadcast(gx, x)
+    if needs[1]:
+        gy = matmul(_swap(x2), g2)
+        gy = reshape_like(unbroadcast(gy, y2), y) if len(y.shape) == 1 else unbroadcast(gy, y)
+    return gx, gy
+
+
+MATMUL = register(
+    "matmul", _matmul_infer, np.matmul, _matmul_vjp, kind="matmul",
+    samples=(Sample(((3, 4), (4, 5))), Sample(((2, 3, 4), (4, 5))),
+             Sample(((2, 1, 3, 4), (3, 4, 2))), Sample(((4,), (4, 3))), Sample(((3, 4), (4,))),
+             Sample(((4,), (4,))),
+             Sample(((32, 64), (128, 10)),
+                    match=r"matmul: cannot multiply \(32, 64\) by \(128, 10\): "
+                          r"inner dimensions 64 != 128"),
+             Sample(((2, 3, 4), (3, 4, 5)), match="batch dimensions")),
+    ref=lambda np, x, y: np.matmul(x, y))
+
+
+# -- unfold / fold (im2col) -------------------------------------------------------------------
+def _window_out(size, k, stride, pad):
+    if size is None:
+        return None
+    return (size + 2 * pad - k) // stride + 1
+
+
+def _unfold_check(x, kernel, stride, padding, name="unfold"):
+    if x.ndim != 4:
+        raise ShapeError(f"{name}: expects a 4-d input (N, C, H, W), got {fmt_shape(x)}")
+    _, c, h, w = x.shape
+    kh, kw = kernel
+    for size, k, axis in ((h, kh, "height"), (w, kw, "width")):
+        if size is not None and size + 2 * padding < k:
+            raise ShapeError(f"{name}: input {fmt_shape(x)} is smaller than the {kh}x{kw} "
+                             f"window along {axis} (with padding {padding})")
+    return c, _window_out(h, kh, stride, padding), _window_out(w, kw, stride, padding)
+
+
+def _unfold_infer(x, kernel, stride=1, padding=0, **_):
+    c, ho, wo = _unfold_check(x, kernel, stride, padding)
+    ck = None if c is None else c * kernel[0] * kernel[1]
+    cols = None if ho is None or wo is None else ho * wo
+    return Spec((x.shape[0], ck, cols), x.dtype)
+
+
+def _unfold_kernel(x, kernel, stride=1, padding=0):
+    """(N, C, H, W) -> (N, C*kh*kw, Ho*Wo), columns in (c, i, j) order like torch.nn.Unfold."""
+    kh, kw = kernel
+    if padding:
+        x = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    win = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(2, 3))
+    win = win[:, :, ::stride, ::stride]                  # (N, C, Ho, Wo, kh, kw)
+    n, c, ho, wo = win.shape[:4]
+    return np.ascontiguousarray(win.transpose(0, 1, 4, 5, 2, 3)).reshape(n, c * kh * kw, ho * wo)
+
+
+def _fold_infer(cols, like, kernel, stride=1, padding=0, **_):
+    return Spec(like.shape, cols.dtype)
+
+
+def _fold_kernel(cols, like, kernel, stride=1, padding=0):
+    """The adjoint of unfold: scatter-add columns back into an image shaped like `like`."""
+    kh, kw = kernel
+    n, c, h, w = np.shape(like)
+    ho, wo = _window_out(h, kh, stride, padding), _window_out(w, kw, stride, padding)
+    cols = np.asarray(cols).reshape(n, c, kh, kw, ho, wo)
+    img = np.zeros((n, c, h + 2 * padding, w + 2 * padding), dtype=cols.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            img[:, :, i:i + stride * ho:stride, j:j + stride * wo:stride] += cols[:, :, i, j]
+    return img[:, :, padding:padding + h, padding:padding + w]
+
+
+def _unfold_vjp(g, x, kernel, stride=1, padding=0, **kw):
+    return (fold(g, x, kernel=kernel, stride=stride, padding=padding),)
+
+
+def _fold_vjp(g, cols, like, kernel, stride=1, padding=0, **kw):
+    return (unfold(g, kernel=kernel, stride=stride, padding=padding), None)
+
+
+def _unfold_ref(np, x, kernel, stride=1, padding=0):
+    kh, kw = kernel
+    x = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    n, c, h, w = x.shape
+    ho, wo = (h - kh) // stride + 1, (w - kw) // stride + 1
+    cols = [x[:, :, i:i + stride * ho:stride, j:j + stride * wo:stride]
+            for i in range(kh) for j in range(kw)]          # each (N, C, Ho, Wo)
+    return np.stack(cols, axis=2).reshape(n, c * kh * kw, ho * wo)
+
+
+UNFOLD = register(
+    "unfold", _unfold_infer, _unfold_kernel, _unfold_vjp, kind="other",
+    samples=(Sample(((2, 3, 5, 5),), {"kernel": (3, 3), "stride": 1, "padding": 0}),
+             Sample(((1, 2, 6, 5),), {"kernel": (2, 3), "stride": 2, "padding": 1}),
+             Sample(((1, 1, 4, 4),), {"kernel": (2, 2), "stride": 2, "padding": 0}),
+             Sample(((2, 3, 5),), {"kernel": (3, 3)}, match=r"expects a 4-d input"),
+             Sample(((1, 1, 2, 2),), {"kernel": (3, 3)}, match="smaller than the 3x3 window")),
+    ref=_unfold_ref)
+FOLD = register(
+    "fold", _fold_infer, _fold_kernel, _fold_vjp, kind="other",
+    samples=(Sample(((2, 27, 9), (2, 3, 5, 5)), {"kernel": (3, 3), "stride": 1, "padding": 0}),
+             Sample(((1, 12, 12), (1, 2, 6, 5)), {"kernel": (2, 3), "stride": 2, "padding": 1})),
+    ref=None)
+
+
+def unfold(x, kernel, stride=1, padding=0):
+    return bind(UNFOLD, x, kernel=tuple(int(k) for k in kernel), stride=int(stride),
+                padding=int(padding))
+
+
+def fold(cols, like, kernel, stride=1, padding=0):
+    return bind(FOLD, cols, like, kernel=tuple(int(k) for k in kernel), stride=int(stride),
+                padding=int(padding))
+
+
+UNFOLD.fn, FOLD.fn = unfold, fold
+
+
+# -- one_hot ----------------------------------------------------------------------------------
+def _one_hot_infer(idx, num_classes, dtype="float32", **_):
+    if idx.dtype.kind not in "iu":
+        raise ShapeError(f"one_hot: indices must be integers, got {idx.dtype} for "
+                         f"{fmt_shape(idx)}")
+    return Spec(idx.shape + (num_classes,), np.dtype(dtype))
+
+
+def _one_hot_kernel(idx, num_classes, dtype="float32"):
+    idx = np.asarray(idx)
+    if idx.size and (idx.min() < 0 or idx.max() >= num_classes):
+        bad = idx.min() if idx.min() < 0 else idx.max()
+        raise IndexError(f"class index {bad} is out of range for {num_classes} classes")
+    return (idx[..., None] == np.arange(num_classes)).astype(dtype)
+
+
+ONE_HOT = register("one_hot", _one_hot_infer, _one_hot_kernel, None, kind="other",
+                   samples=(Sample((np.array([0, 2, 1]),), {"num_classes": 3}, grad=False),
+                            Sample(((3,),), {"num_classes": 3}, match="must be integers")),
+                   ref=lambda np, idx, num_classes, dtype="float32":
+                       (idx[..., None] == np.arange(num_classes)).astype(dtype))
+
+
+def one_hot(idx, num_classes, dtype="float32"):
+    return bind(ONE_HOT, idx, num_classes=int(num_classes), dtype=str(np.dtype(dtype)))
+
+
+ONE_HOT.fn = one_hot
+
+
+# -- randomness -------------------------------------------------------------------------------
+class _RNG:
+    gen = np.random.default_rng(0)
+
+
+def manual_seed(seed: int):
+    """Seed the generator that random ops (dropout masks, rand_like) draw from."""
+    _RNG.gen = np.random.default_rng(seed)
+
+
+def generator() -> np.random.Generator:
+    return _RNG.gen
+
+
+def _rand_like_kernel(x, dtype="float32"):
+    return _RNG.gen.random(np.shape(x), dtype=np.float64).astype(dtype)
+
+
+RAND_LIKE = register("rand_like", lambda x, dtype="float32", **_: Spec(x.shape, np.dtype(dtype)),
+                     _rand_like_kernel, None, kind="other", stateful=True, samples=(),
+                     ref=None)
+
+
+def rand_like(x, dtype="float32"):
+    """Uniform [0, 1) values shaped like x, drawn at run time (a new draw every run)."""
+    return bind(RAND_LIKE, x, dtype=str(np.dtype(dtype)))
+
+
+RAND_LIKE.fn = rand_like
+matmul = _public(MATMUL)
+_ = squeeze

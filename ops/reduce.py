@@ -1,0 +1,126 @@
+"""Reductions over axes: sum, max, argmax, and count (how many elements a reduction sees)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .core import Sample, Spec, bind, register
+from .elementwise import _public, cast, eq
+from .rules import norm_axes, numel, reduced_shape, same
+from .shape import broadcast_like, expand_dims
+
+_RED = "reduction"
+
+
+def _reduce_infer(name, out_dtype=None):
+    def infer(x, axis=None, keepdims=False, **_):
+        axes = norm_axes(name, axis, x.ndim, x)
+        return same(x, shape=reduced_shape(x.shape, axes, keepdims), dtype=out_dtype)
+    return infer
+
+
+def _keep(g, x, axis, keepdims):
+    """g with the reduced axes put back as size-1 dims."""
+    if keepdims:
+        return g
+    axes = norm_axes("sum", axis, x.ndim)
+    if len(axes) == x.ndim:
+        return g  # a 0-d gradient broadcasts as it is
+    for a in axes:
+        g = expand_dims(g, axis=a)
+    return g
+
+
+def _sum_kernel(x, axis=None, keepdims=False):
+    return np.sum(x, axis=axis, keepdims=keepdims)
+
+
+def _max_kernel(x, axis=None, keepdims=False):
+    return np.max(x, axis=axis, keepdims=keepdims)
+
+
+def _sum_vjp(g, x, axis=None, keepdims=False, **kw):
+    return (broadcast_like(_keep(g, x, axis, keepdims), x),)
+
+
+def _max_vjp(g, x, axis=None, keepdims=False, out=None, **kw):
+    # NOTE: ties share the gradient evenly (like torch.amax), so the rule stays symmetric.
+    hit = cast(eq(x, broadcast_like(_keep(out, x, axis, keepdims), x)), x.dtype)
+    share = hit / sum_(hit, axis=axis, keepdims=True)
+    return (broadcast_like(_keep(g, x, axis, keepdims), x) * share,)
+
+
+_RED_SAMPLES = (
+    Sample(((3, 4),), {"axis": None}), Sample(((3, 4),), {"axis": 1}),
+    Sample(((2, 3, 4),), {"axis": (0, 2), "keepdims": True}), Sample(((),), {"axis": None}),
+    Sample(((2, 3),), {"axis": -1, "keepdims": True}),
+    Sample(((2, 3),), {"axis": 2}, match=r"axis 2 is out of range for 2-d input of \(2, 3\)"),
+)
+
+SUM = register("sum", _reduce_infer("sum"), _sum_kernel, _sum_vjp, kind=_RED,
+               samples=_RED_SAMPLES,
+               ref=lambda np, x, axis=None, keepdims=False: np.sum(x, axis=axis,
+                                                                    keepdims=keepdims))
+MAX = register("max", _reduce_infer("max"), _max_kernel, _max_vjp, kind=_RED,
+               samples=_RED_SAMPLES,
+               ref=lambda np, x, axis=None, keepdims=False: np.max(x, axis=axis,
+                                                                    keepdims=keepdims))
+
+
+def _argmax_infer(x, axis=-1, keepdims=False, **_):
+    return _reduce_infer("argmax", np.int64)(x, axis=axis, keepdims=keepdims)
+
+
+def _argmax_kernel(x, axis=-1, keepdims=False):
+    return np.argmax(x, axis=axis, keepdims=keepdims)
+
+
+ARGMAX = register("argmax", _argmax_infer, _argmax_kernel, None, kind="other",
+                  samples=(Sample(((3, 4),), {"axis": 1}, grad=False),),
+                  ref=lambda np, x, axis=-1, keepdims=False: np.argmax(x, axis=axis,
+                                                                       keepdims=keepdims))
+
+
+def _count_infer(x, axis=None, **_):
+    norm_axes("count", axis, x.ndim, x)
+    return Spec((), x.dtype if x.dtype.kind in "fc" else np.dtype(np.float32))
+
+
+def _count_kernel(x, axis=None):
+    shape = np.shape(x)
+    axes = range(len(shape)) if axis is None else (axis,) if isinstance(axis, int) else axis
+    n = 1
+    for a in axes:
+        n *= shape[a]
+    dt = np.asarray(x).dtype
+    return np.array(n, dtype=dt if dt.kind in "fc" else np.float32)
+
+
+COUNT = register("count", _count_infer, _count_kernel, None, kind="other",
+                 samples=(Sample(((3, 4),), {"axis": 1}, grad=False),),
+                 ref=None)
+
+sum_, max_, argmax, count = (_public(o) for o in (SUM, MAX, ARGMAX, COUNT))
+
+
+def _axis(axis):
+    if axis is None or isinstance(axis, int):
+        return axis
+    return tuple(int(a) for a in axis)
+
+
+def sum(x, axis=None, keepdims=False):  # noqa: A001 - the op's name
+    return bind(SUM, x, axis=_axis(axis), keepdims=bool(keepdims))
+
+
+def max(x, axis=None, keepdims=False):  # noqa: A001
+    return bind(MAX, x, axis=_axis(axis), keepdims=bool(keepdims))
+
+
+def static_count(shape, axis):
+    """The number of reduced elements when it is known at build time, else None."""
+    axes = range(len(shape)) if axis is None else (axis,) if isinstance(axis, int) else axis
+    return numel([shape[a] for a in axes])
+
+
+SUM.fn, MAX.fn = sum, max
+sum_, max_ = sum, max

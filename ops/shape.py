@@ -1,0 +1,467 @@
+"""Shape primitives: reshape, transpose, broadcast, squeeze, concat, slicing, take, pad.
+
+Gradient rules that need a shape use `*_like` ops, whose target shape is read from a tensor
+at run time, so they work when dims are None in a graph.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .core import Sample, ShapeError, Spec, bind, fmt_shape, register
+from .elementwise import _public, is_value
+from .rules import broadcast, norm_axis, numel, same, shapes_str
+
+_SHAPE = "shape"
+
+
+def _S(*args, **kw):
+    return Sample(tuple(args), **kw)
+
+
+# -- reshape ----------------------------------------------------------------------------------
+def _reshape_infer(x, shape, **_):
+    shape = tuple(shape)
+    if sum(d == -1 for d in shape) > 1:
+        raise ShapeError(f"reshape: can only infer one dimension (-1), got {shape}")
+    n_in, known = numel(x.shape), numel([d for d in shape if d != -1])
+    if -1 not in shape:
+        if n_in is not None and n_in != known:
+            raise ShapeError(f"reshape: cannot reshape {fmt_shape(x)} ({n_in} elements) "
+                             f"into {fmt_shape(shape)} ({known} elements)")
+        return same(x, shape=shape)
+    if n_in is None:
+        fill = None
+    elif known == 0 or n_in % known:
+        raise ShapeError(f"reshape: cannot reshape {fmt_shape(x)} ({n_in} elements) into "
+                         f"{fmt_shape(shape)}: {n_in} is not a multiple of {known}")
+    else:
+        fill = n_in // known
+    return same(x, shape=[fill if d == -1 else d for d in shape])
+
+
+def _reshape_kernel(x, shape):
+    return np.reshape(x, shape)
+
+
+RESHAPE = register("reshape", _reshape_infer, _reshape_kernel,
+                   lambda g, x, **kw: (reshape_like(g, x),), kind=_SHAPE, view=True,
+                   samples=(_S((3, 4), attrs={"shape": (4, 3)}),
+                            _S((2, 3, 4), attrs={"shape": (-1, 4)}),
+                            _S((), attrs={"shape": (1, 1)}),
+                            _S((3, 4), attrs={"shape": (5, -1)},
+                               match=r"cannot reshape \(3, 4\) \(12 elements\) into \(5, \?\)"
+                                     r"|not a multiple"),
+                            _S((3, 4), attrs={"shape": (5, 2)},
+                               match=r"reshape: cannot reshape \(3, 4\) \(12 elements\)")),
+                   ref=lambda np, x, shape: np.reshape(x, shape))
+
+
+def _like_shape_infer(name):
+    def infer(x, like, **_):
+        nx, nl = numel(x.shape), numel(like.shape)
+        if nx is not None and nl is not None and nx != nl:
+            raise ShapeError(f"{name}: cannot reshape {fmt_shape(x)} into {fmt_shape(like)}")
+        return same(x, shape=like.shape)
+    return infer
+
+
+def _reshape_like_kernel(x, like):
+    return np.reshape(x, np.shape(like))
+
+
+RESHAPE_LIKE = register("reshape_like", _like_shape_infer("reshape_like"), _reshape_like_kernel,
+                        lambda g, x, like, **kw: (reshape_like(g, x), None), kind=_SHAPE,
+                        view=True, samples=(_S((3, 4), (2, 6)),),
+                        ref=lambda np, x, like: np.reshape(x, like.shape))
+
+
+# -- transpose --------------------------------------------------------------------------------
+def _transpose_infer(x, axes, **_):
+    if sorted(a % max(x.ndim, 1) for a in axes) != list(range(x.ndim)) or len(axes) != x.ndim:
+        raise ShapeError(f"transpose: axes {tuple(axes)} are not a permutation of the "
+                         f"{x.ndim} dims of {fmt_shape(x)}")
+    return same(x, shape=[x.shape[a] for a in axes])
+
+
+def _transpose_kernel(x, axes):
+    return np.transpose(x, axes)
+
+
+def _transpose_vjp(g, x, axes, **kw):
+    return (transpose(g, axes=tuple(int(i) for i in np.argsort([a % x.ndim for a in axes]))),)
+
+
+TRANSPOSE = register("transpose", _transpose_infer, _transpose_kernel, _transpose_vjp,
+                     kind=_SHAPE, view=True,
+                     samples=(_S((3, 4), attrs={"axes": (1, 0)}),
+                              _S((2, 3, 4), attrs={"axes": (2, 0, 1)}),
+                              _S((2, 3), attrs={"axes": (0, 0)}, match="not a permutation")),
+                     ref=lambda np, x, axes: np.transpose(x, axes))
+
+
+# -- broadcasting and its inverse -------------------------------------------------------------
+def _broadcast_to_infer(x, shape, **_):
+    shape = tuple(shape)
+    out = broadcast("broadcast_to", x, Spec(shape, x.dtype))
+    if len(shape) < x.ndim or out != tuple(d if d is not None else o for d, o in zip(shape, out)):
+        raise ShapeError(f"broadcast_to: cannot broadcast {fmt_shape(x)} to {fmt_shape(shape)}")
+    return same(x, shape=shape)
+
+
+def _broadcast_to_kernel(x, shape):
+    return np.broadcast_to(x, shape)
+
+
+BROADCAST_TO = register("broadcast_to", _broadcast_to_infer, _broadcast_to_kernel,
+                        lambda g, x, **kw: (sum_to_like(g, x),), kind=_SHAPE, view=True,
+                        samples=(_S((3, 1), attrs={"shape": (2, 3, 4)}),
+                                 _S((), attrs={"shape": (2,)}),
+                                 _S((3,), attrs={"shape": (4, 2)}, match="cannot broadcast")),
+                        ref=lambda np, x, shape: np.broadcast_to(x, shape))
+
+
+def _broadcast_like_infer(x, like, **_):
+    return _broadcast_to_infer(x, like.shape)
+
+
+def _broadcast_like_kernel(x, like):
+    return np.broadcast_to(x, np.shape(like))
+
+
+BROADCAST_LIKE = register("broadcast_like", _broadcast_like_infer, _broadcast_like_kernel,
+                          lambda g, x, like, **kw: (sum_to_like(g, x), None), kind=_SHAPE,
+                          view=True, samples=(_S((3, 1), (2, 3, 4)), _S((), (3,))),
+                          ref=lambda np, x, like: np.broadcast_to(x, like.shape))
+
+
+def _sum_to_like_infer(x, like, **_):
+    broadcast("sum_to_like", x, like)
+    return same(x, shape=like.shape)
+
+
+def _sum_to_like_kernel(x, like):
+    """Sum x over the axes along which `like` was broadcast to x's shape."""
+    shape = np.shape(like)
+    lead = x.ndim - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
+                                      if d == 1 and x.shape[lead + i] != 1)
+    r = np.sum(x, axis=axes, keepdims=True) if axes else x
+    return np.reshape(r, shape)
+
+
+SUM_TO_LIKE = register("sum_to_like", _sum_to_like_infer, _sum_to_like_kernel,
+                       lambda g, x, like, **kw: (broadcast_like(g, x), None), kind=_SHAPE,
+                       samples=(_S((2, 3, 4), (3, 1)), _S((2, 3), ()), _S((4, 3), (4, 3))),
+                       ref=None)
+
+
+# -- squeeze / expand_dims --------------------------------------------------------------------
+def _expand_dims_infer(x, axis, **_):
+    a = norm_axis("expand_dims", axis, x.ndim + 1, x)
+    s = list(x.shape)
+    s.insert(a, 1)
+    return same(x, shape=s)
+
+
+def _expand_dims_kernel(x, axis):
+    return np.expand_dims(x, axis)
+
+
+EXPAND_DIMS = register("expand_dims", _expand_dims_infer, _expand_dims_kernel,
+                       lambda g, x, axis, **kw: (reshape_like(g, x),), kind=_SHAPE, view=True,
+                       samples=(_S((3, 4), attrs={"axis": 1}), _S((), attrs={"axis": 0}),
+                                _S((3,), attrs={"axis": -1}),
+                                _S((3,), attrs={"axis": 3}, match="out of range")),
+                       ref=lambda np, x, axis: np.expand_dims(x, axis))
+
+
+def _squeeze_axes(x, axis):
+    if axis is None:
+        if None in x.shape:
+            raise ShapeError(f"squeeze: cannot squeeze all size-1 dims of {fmt_shape(x)}: "
+                             f"some dims are unknown; pass axis")
+        return tuple(i for i, d in enumerate(x.shape) if d == 1)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    axes = tuple(norm_axis("squeeze", a, x.ndim, x) for a in axes)
+    for a in axes:
+        if x.shape[a] not in (1, None):
+            raise ShapeError(f"squeeze: dimension {a} of {fmt_shape(x)} has size "
+                             f"{x.shape[a]}, not 1")
+    return axes
+
+
+def _squeeze_infer(x, axis=None, **_):
+    axes = _squeeze_axes(x, axis)
+    return same(x, shape=[d for i, d in enumerate(x.shape) if i not in axes])
+
+
+def _squeeze_kernel(x, axis=None):
+    return np.squeeze(x, axis)
+
+
+SQUEEZE = register("squeeze", _squeeze_infer, _squeeze_kernel,
+                   lambda g, x, **kw: (reshape_like(g, x),), kind=_SHAPE, view=True,
+                   samples=(_S((3, 1, 4), attrs={"axis": 1}), _S((1, 3, 1), attrs={"axis": None}),
+                            _S((3, 4), attrs={"axis": 0}, match="has size 3, not 1")),
+                   ref=lambda np, x, axis: np.squeeze(x, axis))
+
+
+# -- concat -----------------------------------------------------------------------------------
+def _concat_infer(*xs, axis, **_):
+    if not xs:
+        raise ShapeError("concat: needs at least one tensor")
+    nd = xs[0].ndim
+    if any(x.ndim != nd for x in xs):
+        raise ShapeError(f"concat: all inputs must have the same rank, got {shapes_str(*xs)}")
+    a = norm_axis("concat", axis, nd, xs[0])
+    out = []
+    for i in range(nd):
+        dims = [x.shape[i] for x in xs]
+        if i == a:
+            out.append(None if None in dims else sum(dims))
+            continue
+        known = {d for d in dims if d is not None}
+        if len(known) > 1:
+            raise ShapeError(f"concat: along axis {a}, inputs {shapes_str(*xs)} differ in "
+                             f"dimension {i} ({' vs '.join(map(str, sorted(known)))})")
+        out.append(known.pop() if known else None)
+    dt = np.result_type(*[x.dtype for x in xs])
+    return Spec(tuple(out), dt)
+
+
+def _concat_kernel(*xs, axis):
+    return np.concatenate(xs, axis=axis)
+
+
+def _concat_vjp(g, *xs, axis, out=None, **kw):
+    return tuple(concat_part(g, *xs, axis=axis, index=i) if is_value(x) else None
+                 for i, x in enumerate(xs))
+
+
+CONCAT = register("concat", _concat_infer, _concat_kernel, _concat_vjp, kind=_SHAPE,
+                  samples=(_S((2, 3), (4, 3), attrs={"axis": 0}),
+                           _S((2, 3), (2, 1), (2, 2), attrs={"axis": -1}),
+                           _S((2, 3), (2, 4), attrs={"axis": 0},
+                              match=r"concat: along axis 0, inputs \(2, 3\), \(2, 4\) differ "
+                                    r"in dimension 1 \(3 vs 4\)")),
+                  ref=lambda np, *xs, axis: np.concatenate(xs, axis=axis))
+
+
+def _concat_part_infer(g, *xs, axis, index, **_):
+    a = norm_axis("concat_part", axis, g.ndim, g)
+    return same(g, shape=[xs[index].shape[a] if i == a else d for i, d in enumerate(g.shape)])
+
+
+def _concat_part_kernel(g, *xs, axis, index):
+    a = axis % g.ndim
+    start = sum(np.shape(x)[a] for x in xs[:index])
+    sl = [slice(None)] * g.ndim
+    sl[a] = slice(start, start + np.shape(xs[index])[a])
+    return g[tuple(sl)]
+
+
+def _concat_part_vjp(gg, g, *xs, axis, index, **kw):
+    parts = [gg if i == index else zeros_like(x, dtype=str(np.dtype(gg.dtype)))
+             for i, x in enumerate(xs)]
+    return (concat(*parts, axis=axis),) + (None,) * len(xs)
+
+
+CONCAT_PART = register("concat_part", _concat_part_infer, _concat_part_kernel, _concat_part_vjp,
+                       kind=_SHAPE, view=True,
+                       samples=(_S((6, 3), (2, 3), (4, 3), attrs={"axis": 0, "index": 1}),),
+                       ref=None)
+
+
+# -- basic slicing ----------------------------------------------------------------------------
+def _slice_dim(d, s: slice):
+    if d is None:
+        if (s.start is None or s.start >= 0) and s.stop is not None and s.stop >= 0 \
+                and (s.step or 1) > 0:
+            return max(0, -(-(s.stop - (s.start or 0)) // (s.step or 1)))
+        return None
+    return len(range(*s.indices(d)))
+
+
+def expand_index(index, ndim) -> tuple:
+    """Normalise a basic index (int, slice, None, Ellipsis) to a tuple without Ellipsis."""
+    index = index if isinstance(index, tuple) else (index,)
+    n_real = sum(1 for i in index if i is not None and i is not Ellipsis)
+    if sum(i is Ellipsis for i in index) > 1:
+        raise ShapeError("slice: an index can only have a single ellipsis ('...')")
+    out = []
+    for i in index:
+        if i is Ellipsis:
+            out.extend([slice(None)] * (ndim - n_real))
+        else:
+            out.append(i)
+    if Ellipsis not in index:
+        out.extend([slice(None)] * (ndim - n_real))
+    return tuple(out)
+
+
+def _slice_infer(x, index, **_):
+    idx = expand_index(index, x.ndim)
+    n_real = sum(1 for i in idx if i is not None)
+    if n_real > x.ndim:
+        raise ShapeError(f"slice: too many indices for {fmt_shape(x)}: {n_real} indices for "
+                         f"{x.ndim} dims")
+    out, d = [], 0
+    for i in idx:
+        if i is None:
+            out.append(1)
+            continue
+        size = x.shape[d]
+        if isinstance(i, slice):
+            out.append(_slice_dim(size, i))
+        elif size is not None and not -size <= i < size:
+            raise ShapeError(f"slice: index {i} is out of range for dimension {d} of "
+                             f"{fmt_shape(x)} (size {size})")
+        d += 1
+    return same(x, shape=out)
+
+
+def _slice_kernel(x, index):
+    return x[index]
+
+
+SLICE = register("slice", _slice_infer, _slice_kernel,
+                 lambda g, x, index, **kw: (slice_grad(g, x, index=index),), kind=_SHAPE,
+                 view=True,
+                 samples=(_S((4, 5), attrs={"index": (slice(1, 3), slice(None, None, 2))}),
+                          _S((4, 5), attrs={"index": (1,)}),
+                          _S((2, 3, 4), attrs={"index": (Ellipsis, -1)}),
+                          _S((3, 4), attrs={"index": (None, slice(None), 2)}),
+                          _S((3,), attrs={"index": (5,)}, match="index 5 is out of range")),
+                 ref=lambda np, x, index: x[index])
+
+
+def _slice_grad_kernel(g, x, index):
+    z = np.zeros(np.shape(x), dtype=np.asarray(g).dtype)
+    z[index] = g
+    return z
+
+
+SLICE_GRAD = register("slice_grad", lambda g, x, index, **_: same(x, dtype=g.dtype),
+                      _slice_grad_kernel,
+                      lambda gg, g, x, index, **kw: (slice_(gg, index=index), None),
+                      kind=_SHAPE, samples=(_S((2, 5), (4, 5), attrs={"index": (slice(1, 3),)}),),
+                      ref=None)
+
+
+# -- take (integer-array indexing, embedding lookup) ------------------------------------------
+def _take_infer(x, idx, axis=0, **_):
+    if idx.weak is None and idx.dtype.kind not in "iu":
+        raise ShapeError(f"take: indices must be integers, got {idx.dtype} for {fmt_shape(idx)}")
+    a = norm_axis("take", axis, x.ndim, x)
+    return same(x, shape=x.shape[:a] + idx.shape + x.shape[a + 1:])
+
+
+def _take_kernel(x, idx, axis=0):
+    n = np.shape(x)[axis]
+    i = np.asarray(idx)
+    if i.size and (i.max() >= n or i.min() < -n):
+        bad = i.max() if i.max() >= n else i.min()
+        raise IndexError(f"index {bad} is out of range for dimension {axis} (size {n})")
+    return np.take(x, i, axis=axis)
+
+
+TAKE = register("take", _take_infer, _take_kernel,
+                lambda g, x, idx, axis=0, **kw: (take_grad(g, idx, x, axis=axis), None),
+                kind="other",
+                samples=(Sample(((5, 3), np.array([0, 4, 4, 1])), attrs={"axis": 0}),
+                         Sample(((5, 3), np.array([[1, 2], [0, 0]])), attrs={"axis": 0}),
+                         Sample(((2, 5), np.array([3, 1])), attrs={"axis": 1}),
+                         Sample(((5, 3), (2,)), attrs={"axis": 0},
+                                match="indices must be integers")),
+                ref=lambda np, x, idx, axis=0: np.take(x, idx, axis=axis))
+
+
+def _take_grad_kernel(g, idx, x, axis=0):
+    z = np.zeros(np.shape(x), dtype=np.asarray(g).dtype)
+    zm = np.moveaxis(z, axis, 0)
+    gm = np.moveaxis(np.asarray(g), axis, 0) if np.ndim(idx) == 1 else \
+        np.moveaxis(np.asarray(g), list(range(axis, axis + np.ndim(idx))),
+                    list(range(np.ndim(idx))))
+    np.add.at(zm, np.asarray(idx), gm)
+    return z
+
+
+TAKE_GRAD = register("take_grad", lambda g, idx, x, axis=0, **_: same(x, dtype=g.dtype),
+                     _take_grad_kernel,
+                     lambda gg, g, idx, x, axis=0, **kw: (take(gg, idx, axis=axis), None, None),
+                     kind="other",
+                     samples=(Sample(((4, 3), np.array([0, 4, 4, 1]), (5, 3)),
+                                     attrs={"axis": 0}),),
+                     ref=None)
+
+
+# -- pad --------------------------------------------------------------------------------------
+def _pad_infer(x, pad_width, value=0.0, **_):
+    if len(pad_width) != x.ndim:
+        raise ShapeError(f"pad: pad_width has {len(pad_width)} pairs for {fmt_shape(x)}, "
+                         f"needs {x.ndim}")
+    return same(x, shape=[None if d is None else d + lo + hi
+                          for d, (lo, hi) in zip(x.shape, pad_width)])
+
+
+def _pad_kernel(x, pad_width, value=0.0):
+    return np.pad(x, pad_width, constant_values=value)
+
+
+def _pad_vjp(g, x, pad_width, **kw):
+    index = tuple(slice(lo, -hi if hi else None) for lo, hi in pad_width)
+    return (slice_(g, index=index),)
+
+
+PAD = register("pad", _pad_infer, _pad_kernel, _pad_vjp, kind=_SHAPE,
+               samples=(_S((2, 3), attrs={"pad_width": ((1, 0), (2, 1))}),
+                        _S((2, 3), attrs={"pad_width": ((0, 0), (1, 1)), "value": -1.0}),
+                        _S((2, 3), attrs={"pad_width": ((1, 1),)}, match="needs 2")),
+               ref=lambda np, x, pad_width, value=0.0: np.pad(x, pad_width,
+                                                              constant_values=value))
+
+
+# -- constants shaped like a tensor -----------------------------------------------------------
+def _fill_like_infer(x, dtype=None, **_):
+    return same(x, dtype=dtype or x.dtype)
+
+
+def _zeros_like_kernel(x, dtype=None):
+    return np.zeros(np.shape(x), dtype=dtype or np.asarray(x).dtype)
+
+
+def _ones_like_kernel(x, dtype=None):
+    return np.ones(np.shape(x), dtype=dtype or np.asarray(x).dtype)
+
+
+ZEROS_LIKE = register("zeros_like", _fill_like_infer, _zeros_like_kernel, None, kind="other",
+                      samples=(_S((2, 3)),), ref=lambda np, x, dtype=None: np.zeros_like(x))
+ONES_LIKE = register("ones_like", _fill_like_infer, _ones_like_kernel, None, kind="other",
+                     samples=(_S((2, 3)),), ref=lambda np, x, dtype=None: np.ones_like(x))
+
+reshape_like, transpose, broadcast_to, broadcast_like, sum_to_like, expand_dims, squeeze = (
+    _public(o) for o in (RESHAPE_LIKE, TRANSPOSE, BROADCAST_TO, BROADCAST_LIKE, SUM_TO_LIKE,
+                         EXPAND_DIMS, SQUEEZE))
+concat_part, slice_grad, take_grad, pad_, zeros_like, ones_like = (
+    _public(o) for o in (CONCAT_PART, SLICE_GRAD, TAKE_GRAD, PAD, ZEROS_LIKE, ONES_LIKE))
+slice_ = _public(SLICE)
+
+
+def reshape(x, shape):
+    return bind(RESHAPE, x, shape=tuple(int(d) for d in shape))
+
+
+def concat(*xs, axis=0):
+    return bind(CONCAT, *xs, axis=int(axis))
+
+
+def take(x, idx, axis=0):
+    return bind(TAKE, x, idx, axis=int(axis))
+
+
+def pad(x, pad_width, value=0.0):
+    return bind(PAD, x, pad_width=tuple((int(a), int(b)) for a, b in pad_width),
+                value=float(value))
+
+
+RESHAPE.fn, CONCAT.fn, TAKE.fn, PAD.fn = reshape, concat, take, pad
