@@ -1,0 +1,430 @@
+"""eager.nn: Modules with auto-registered parameters, as torch.nn.
+
+>>> import eager
+>>> from eager import nn
+>>> eager.manual_seed(0)
+>>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+>>> model(eager.randn(3, 4)).shape
+(3, 2)
+>>> [name for name, _ in model.named_parameters()]
+['0.weight', '0.bias', '2.weight', '2.bias']
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+import numpy as np
+
+import ops
+from ..tensor import Tensor
+from . import functional
+from . import functional as F
+
+
+class Parameter(Tensor):
+    """A Tensor that a Module registers as a parameter (requires_grad=True by default)."""
+    __slots__ = ()
+
+    def __init__(self, data, requires_grad=True):
+        if isinstance(data, Tensor):
+            data = data.data
+        super().__init__(np.array(data, copy=True), requires_grad)
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+
+def _uniform(shape, bound, dtype=np.float32):
+    return Parameter(ops.generator().uniform(-bound, bound, shape).astype(dtype))
+
+
+class Module:
+    """Base class: assign Parameters and Modules as attributes and they are registered."""
+
+    def __init__(self):
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "training", True)
+
+    def __setattr__(self, name, value):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("call super().__init__() before assigning attributes in a "
+                                 "Module's __init__")
+        for d in (self._parameters, self._modules, self._buffers):
+            d.pop(name, None)
+        if isinstance(value, Parameter):
+            self._parameters[name] = value
+        elif isinstance(value, Module):
+            self._modules[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        d = self.__dict__
+        for key in ("_parameters", "_modules", "_buffers"):
+            if key in d and name in d[key]:
+                return d[key][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name):
+        for d in (self._parameters, self._modules, self._buffers):
+            if name in d:
+                del d[name]
+                return
+        object.__delattr__(self, name)
+
+    def register_buffer(self, name, tensor):
+        """A tensor saved in state_dict but not trained (e.g. a running statistic)."""
+        self._buffers[name] = tensor
+
+    def register_parameter(self, name, param):
+        self._parameters[name] = param
+
+    def add_module(self, name, module):
+        self._modules[name] = module
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # -- traversal ----------------------------------------------------------------------------
+    def named_modules(self, prefix=""):
+        yield prefix, self
+        for name, m in self._modules.items():
+            yield from m.named_modules(f"{prefix}.{name}" if prefix else name)
+
+    def modules(self):
+        return (m for _, m in self.named_modules())
+
+    def children(self):
+        return iter(self._modules.values())
+
+    def named_children(self):
+        return iter(self._modules.items())
+
+    def named_parameters(self, prefix=""):
+        seen = set()
+        for mprefix, m in self.named_modules(prefix):
+            for name, p in m._parameters.items():
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    yield (f"{mprefix}.{name}" if mprefix else name), p
+
+    def parameters(self):
+        return (p for _, p in self.named_parameters())
+
+    def named_buffers(self, prefix=""):
+        for mprefix, m in self.named_modules(prefix):
+            for name, b in m._buffers.items():
+                yield (f"{mprefix}.{name}" if mprefix else name), b
+
+    def apply(self, fn):
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    # -- state --------------------------------------------------------------------------------
+    def state_dict(self):
+        """name -> detached tensor, for parameters and buffers (as torch)."""
+        out = OrderedDict((n, p.detach()) for n, p in self.named_parameters())
+        out.update((n, b.detach()) for n, b in self.named_buffers())
+        return out
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Copy values in place; missing, unexpected or mis-shaped entries are a clear error."""
+        own = OrderedDict(self.named_parameters())
+        own.update(self.named_buffers())
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        if strict and (missing or unexpected):
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}: "
+                               f"missing keys {missing}, unexpected keys {unexpected}")
+        for k, t in own.items():
+            if k not in state_dict:
+                continue
+            v = np.asarray(state_dict[k].data if isinstance(state_dict[k], Tensor)
+                           else state_dict[k])
+            if v.shape != t.shape:
+                raise RuntimeError(f"Error in loading state_dict for {type(self).__name__}: "
+                                   f"size mismatch for {k}: checkpoint has {v.shape}, the "
+                                   f"model has {t.shape}")
+            t.data[...] = v
+        return missing, unexpected
+
+    def train(self, mode=True):
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def zero_grad(self, set_to_none=True):
+        for p in self.parameters():
+            p.grad = None
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad = requires_grad
+        return self
+
+    def extra_repr(self):
+        return ""
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__}({self.extra_repr()}"]
+        for name, m in self._modules.items():
+            sub = repr(m).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {sub}")
+        return "\n".join(lines) + ("\n)" if self._modules else ")")
+
+
+# -- layers -----------------------------------------------------------------------------------
+class Linear(Module):
+    """y = x @ weight.T + bias, weight (out_features, in_features), torch's init."""
+
+    def __init__(self, in_features, out_features, bias=True):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
+        self.weight = _uniform((out_features, in_features), bound)
+        self.bias = _uniform((out_features,), bound) if bias else None
+
+    def forward(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
+class Conv2d(Module):
+    """2-d convolution over (N, C, H, W), weight (out, in, kh, kw), torch's init."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, bias=True):
+        super().__init__()
+        kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size, self.stride, self.padding = (kh, kw), stride, padding
+        bound = 1.0 / math.sqrt(in_channels * kh * kw)
+        self.weight = _uniform((out_channels, in_channels, kh, kw), bound)
+        self.bias = _uniform((out_channels,), bound) if bias else None
+
+    def forward(self, x):
+        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding)
+
+    def extra_repr(self):
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, padding={self.padding}")
+
+
+class MaxPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
+
+    def forward(self, x):
+        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}"
+
+
+class Flatten(Module):
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x):
+        return x.flatten(self.start_dim, self.end_dim)
+
+
+class LayerNorm(Module):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True):
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
+            tuple(normalized_shape)
+        self.normalized_shape, self.eps = shape, eps
+        self.weight = Parameter(np.ones(shape, np.float32)) if elementwise_affine else None
+        self.bias = Parameter(np.zeros(shape, np.float32)) if elementwise_affine else None
+
+    def forward(self, x):
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}"
+
+
+class Embedding(Module):
+    def __init__(self, num_embeddings, embedding_dim):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.weight = Parameter(ops.generator().standard_normal(
+            (num_embeddings, embedding_dim)).astype(np.float32))
+
+    def forward(self, idx):
+        return F.embedding(idx, self.weight)
+
+    def extra_repr(self):
+        return f"{self.num_embeddings}, {self.embedding_dim}"
+
+
+class Dropout(Module):
+    def __init__(self, p=0.5):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        return F.dropout(x, self.p, self.training)
+
+    def extra_repr(self):
+        return f"p={self.p}"
+
+
+def _activation(name, fn, doc):
+    cls = type(name, (Module,), {"forward": lambda self, x: fn(x), "__doc__": doc})
+    return cls
+
+
+ReLU = _activation("ReLU", F.relu, "max(x, 0)")
+Tanh = _activation("Tanh", F.tanh, "tanh(x)")
+Sigmoid = _activation("Sigmoid", F.sigmoid, "1 / (1 + exp(-x))")
+SiLU = _activation("SiLU", F.silu, "x * sigmoid(x)")
+Identity = _activation("Identity", lambda x: x, "returns its input")
+
+
+class GELU(Module):
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, x):
+        return F.gelu(x, self.approximate)
+
+
+class Softmax(Module):
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.softmax(x, self.dim)
+
+
+class Sequential(Module):
+    def __init__(self, *modules):
+        super().__init__()
+        for i, m in enumerate(modules):
+            self.add_module(str(i), m)
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+
+class ModuleList(Module):
+    def __init__(self, modules=()):
+        super().__init__()
+        for m in modules:
+            self.append(m)
+
+    def append(self, m):
+        self.add_module(str(len(self._modules)), m)
+        return self
+
+    def __getitem__(self, i):
+        return list(self._modules.values())[i]
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+
+# -- recurrent cells --------------------------------------------------------------------------
+class _Cell(Module):
+    def __init__(self, input_size, hidden_size, gates):
+        super().__init__()
+        self.input_size, self.hidden_size = input_size, hidden_size
+        b = 1.0 / math.sqrt(hidden_size)
+        self.weight_ih = _uniform((gates * hidden_size, input_size), b)
+        self.weight_hh = _uniform((gates * hidden_size, hidden_size), b)
+        self.bias_ih = _uniform((gates * hidden_size,), b)
+        self.bias_hh = _uniform((gates * hidden_size,), b)
+
+    def _zeros(self, x):
+        return Tensor(np.zeros((x.shape[0], self.hidden_size), x.dtype))
+
+    def extra_repr(self):
+        return f"{self.input_size}, {self.hidden_size}"
+
+
+class LSTMCell(_Cell):
+    """(h, c) = cell(x, (h, c)); gates in torch's order i, f, g, o."""
+
+    def __init__(self, input_size, hidden_size):
+        super().__init__(input_size, hidden_size, 4)
+
+    def forward(self, x, state=None):
+        h, c = state if state is not None else (self._zeros(x), self._zeros(x))
+        z = F.linear(x, self.weight_ih, self.bias_ih) + F.linear(h, self.weight_hh, self.bias_hh)
+        i, f, g, o = ops.split(z, self.hidden_size, axis=-1)
+        c = F.sigmoid(f) * c + F.sigmoid(i) * F.tanh(g)
+        return F.sigmoid(o) * F.tanh(c), c
+
+
+class GRUCell(_Cell):
+    """h = cell(x, h); gates in torch's order r, z, n."""
+
+    def __init__(self, input_size, hidden_size):
+        super().__init__(input_size, hidden_size, 3)
+
+    def forward(self, x, h=None):
+        h = h if h is not None else self._zeros(x)
+        gi = ops.split(F.linear(x, self.weight_ih, self.bias_ih), self.hidden_size, axis=-1)
+        gh = ops.split(F.linear(h, self.weight_hh, self.bias_hh), self.hidden_size, axis=-1)
+        r = F.sigmoid(gi[0] + gh[0])
+        z = F.sigmoid(gi[1] + gh[1])
+        n = F.tanh(gi[2] + r * gh[2])
+        return (1.0 - z) * n + z * h
+
+
+# -- losses as modules ------------------------------------------------------------------------
+class CrossEntropyLoss(Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, logits, target):
+        return F.cross_entropy(logits, target, self.reduction)
+
+
+class MSELoss(Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input, target):  # noqa: A002
+        return F.mse_loss(input, target, self.reduction)
+
+
+__all__ = ["Module", "Parameter", "Linear", "Conv2d", "MaxPool2d", "Flatten", "LayerNorm",
+           "Embedding", "Dropout", "ReLU", "Tanh", "Sigmoid", "SiLU", "GELU", "Identity",
+           "Softmax", "Sequential", "ModuleList", "LSTMCell", "GRUCell", "CrossEntropyLoss",
+           "MSELoss", "functional"]

@@ -1,0 +1,528 @@
+"""The eager Tensor: every op runs at once; autograd records a tape as it goes.
+
+>>> import eager
+>>> x = eager.tensor([1.0, 2.0, 3.0], requires_grad=True)
+>>> y = (x * x).sum()
+>>> y.backward()
+>>> x.grad
+tensor([2., 4., 6.], shape=(3,), dtype=float32)
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+import ops
+from ops import REGISTRY as R
+from ops.autodiff import backprop
+from ops.core import ShapeError, explain_failure, spec_of, user_frame, where_str
+
+_GRAD = [True]   # grad mode: module-level so the hot path reads one list item
+_new = object.__new__
+
+_ADD, _SUB, _MUL, _DIV, _POW, _MATMUL, _NEG = (
+    R["add"], R["sub"], R["mul"], R["div"], R["pow"], R["matmul"], R["neg"])
+_CMP = {n: R[n] for n in ("eq", "ne", "lt", "le", "gt", "ge")}
+
+ValuesIndices = namedtuple("ValuesIndices", "values indices")
+
+
+class _Freed:
+    """Marks a tape entry whose saved inputs were released by backward()."""
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+
+def _fail(op, args, attrs, err):
+    """The error a user sees when a kernel fails: the op's own rule, at the user's line."""
+    e = explain_failure(op, [spec_of(a.data if isinstance(a, Tensor) else a) for a in args],
+                        attrs, err)
+    loc = user_frame()
+    e.args = (f"{e.args[0]} (at {where_str(loc)})",)
+    e.location = loc
+    return e
+
+
+def _wrap(out, op, args, attrs):
+    t = _new(Tensor)
+    t.data = out
+    t.grad = None
+    if _GRAD[0] and any(isinstance(a, Tensor) and a.requires_grad for a in args):
+        t.requires_grad = out.dtype.kind in "fc"
+        t._node = (op, args, attrs) if t.requires_grad else None
+    else:
+        t.requires_grad = False
+        t._node = None
+    return t
+
+
+class EagerEngine:
+    """Runs each op the moment it is called: kernel first, the shape rule only to explain."""
+
+    @staticmethod
+    def apply(op, args, attrs):
+        try:
+            out = op.kernel(*[a.data if isinstance(a, Tensor) else a for a in args], **attrs)
+        except Exception as err:  # noqa: BLE001 - becomes the op's ShapeError / KernelError
+            raise _fail(op, args, attrs, err) from None
+        if type(out) is not np.ndarray:
+            out = np.asarray(out)
+        return _wrap(out, op, args, attrs)
+
+
+def _binary(op, a, b):
+    """The operator fast path (a + b …): no attrs, one kernel call, one wrap."""
+    try:
+        out = op.kernel(a.data, b.data if isinstance(b, Tensor) else b)
+    except Exception as err:  # noqa: BLE001
+        raise _fail(op, (a, b), {}, err) from None
+    t = _new(Tensor)
+    t.data = out if type(out) is np.ndarray else np.asarray(out)
+    t.grad = None
+    if _GRAD[0] and (a.requires_grad or isinstance(b, Tensor) and b.requires_grad) \
+            and t.data.dtype.kind in "fc":
+        t.requires_grad = True
+        t._node = (op, (a, b), {})
+    else:
+        t.requires_grad = False
+        t._node = None
+    return t
+
+
+def _rbinary(op, a, b):
+    """b op a where b is not a Tensor (2 - t)."""
+    return EagerEngine.apply(op, (b, a), {})
+
+
+def _node_of(t):
+    node = t._node
+    if type(node) is _Freed:
+        raise RuntimeError(
+            f"Trying to backward through the graph a second time (through '{node.name}'): "
+            f"its saved values were freed by the first backward(). Pass retain_graph=True to "
+            f"the first backward() if you need to call it twice.")
+    return node
+
+
+def _needs_grad(v):
+    return isinstance(v, Tensor) and v.requires_grad
+
+
+class Tensor:
+    """An n-dimensional array with autograd, in PyTorch's style."""
+    __slots__ = ("data", "requires_grad", "grad", "_node", "__weakref__")
+    _engine = EagerEngine
+    __array_ufunc__ = None   # ndarray + Tensor defers to Tensor.__radd__
+
+    def __init__(self, data, requires_grad=False):
+        self.data = data if type(data) is np.ndarray else np.asarray(data)
+        self.requires_grad = bool(requires_grad)
+        self.grad = None
+        self._node = None
+
+    # -- what it is ---------------------------------------------------------------------------
+    @property
+    def shape(self):
+        return self.data.shape
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    @property
+    def spec(self):
+        return ops.Spec(self.data.shape, self.data.dtype)
+
+    @property
+    def ndim(self):
+        return self.data.ndim
+
+    @property
+    def grad_fn(self):
+        node = self._node
+        return None if node is None else node.name if type(node) is _Freed else node[0].name
+
+    @property
+    def is_leaf(self):
+        return self._node is None
+
+    def size(self, dim=None):
+        return self.data.shape if dim is None else self.data.shape[dim]
+
+    def dim(self):
+        return self.data.ndim
+
+    def numel(self):
+        return self.data.size
+
+    def __len__(self):
+        if self.data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.data.shape[0]
+
+    def __repr__(self):
+        body = np.array2string(self.data, separator=", ", prefix="tensor(", precision=4,
+                               threshold=200, edgeitems=3)
+        extra = [f"shape={self.data.shape}", f"dtype={self.data.dtype}"]
+        if self.grad_fn is not None:
+            extra.append(f"grad_fn=<{self.grad_fn}>")
+        elif self.requires_grad:
+            extra.append("requires_grad=True")
+        return f"tensor({body}, {', '.join(extra)})"
+
+    __str__ = __repr__
+
+    # -- leaving the tensor world ---------------------------------------------------------------
+    def numpy(self):
+        if self.requires_grad:
+            raise RuntimeError("Can't call numpy() on a Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        return self.data
+
+    def item(self):
+        if self.data.size != 1:
+            raise ValueError(f"item(): only a one-element tensor can be converted to a Python "
+                             f"scalar, this one has shape {self.data.shape}")
+        return self.data.item()
+
+    def tolist(self):
+        return self.data.tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        return self.data if dtype is None else self.data.astype(dtype)
+
+    def __bool__(self):
+        if self.data.size != 1:
+            raise RuntimeError(f"Boolean value of a Tensor with shape {self.data.shape} is "
+                               f"ambiguous; use .any() or .all()")
+        return bool(self.data)
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self.data.dtype.kind not in "iu" or self.data.size != 1:
+            raise TypeError("only integer tensors of a single element can be an index")
+        return int(self.data)
+
+    __hash__ = object.__hash__
+
+    # -- autograd -----------------------------------------------------------------------------
+    def detach(self):
+        return Tensor(self.data)
+
+    def requires_grad_(self, requires_grad=True):
+        self.requires_grad = requires_grad
+        return self
+
+    def backward(self, gradient=None, retain_graph=False, create_graph=False):
+        """Accumulate d(self)/d(leaf) into every leaf's .grad that requires grad."""
+        if not self.requires_grad:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have "
+                               "a grad_fn")
+        if gradient is None:
+            if self.data.size != 1:
+                raise RuntimeError(f"grad can be implicitly created only for scalar outputs; "
+                                   f"this output has shape {self.data.shape}")
+            gradient = Tensor(np.ones_like(self.data))
+        elif not isinstance(gradient, Tensor):
+            gradient = Tensor(np.asarray(gradient, dtype=self.data.dtype))
+        prev = _GRAD[0]
+        _GRAD[0] = create_graph
+        try:
+            grads = backprop([self], [gradient], _node_of, _needs_grad)
+        finally:
+            _GRAD[0] = prev
+        for t, g in grads.values():
+            if t._node is None:
+                g = g if create_graph else g.detach()
+                t.grad = g if t.grad is None else t.grad + g
+            elif not retain_graph:
+                t._node = _Freed(t._node[0].name)
+
+    # -- operators ----------------------------------------------------------------------------
+    def __add__(self, o):
+        return _binary(_ADD, self, o)
+
+    def __radd__(self, o):
+        return _rbinary(_ADD, self, o)
+
+    def __sub__(self, o):
+        return _binary(_SUB, self, o)
+
+    def __rsub__(self, o):
+        return _rbinary(_SUB, self, o)
+
+    def __mul__(self, o):
+        return _binary(_MUL, self, o)
+
+    def __rmul__(self, o):
+        return _rbinary(_MUL, self, o)
+
+    def __truediv__(self, o):
+        return _binary(_DIV, self, o)
+
+    def __rtruediv__(self, o):
+        return _rbinary(_DIV, self, o)
+
+    def __pow__(self, o):
+        return _binary(_POW, self, o)
+
+    def __rpow__(self, o):
+        return _rbinary(_POW, self, o)
+
+    def __matmul__(self, o):
+        return _binary(_MATMUL, self, o)
+
+    def __rmatmul__(self, o):
+        return _rbinary(_MATMUL, self, o)
+
+    def __neg__(self):
+        return EagerEngine.apply(_NEG, (self,), {})
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return ops.abs(self)
+
+    def __eq__(self, o):
+        return _binary(_CMP["eq"], self, o)
+
+    def __ne__(self, o):
+        return _binary(_CMP["ne"], self, o)
+
+    def __lt__(self, o):
+        return _binary(_CMP["lt"], self, o)
+
+    def __le__(self, o):
+        return _binary(_CMP["le"], self, o)
+
+    def __gt__(self, o):
+        return _binary(_CMP["gt"], self, o)
+
+    def __ge__(self, o):
+        return _binary(_CMP["ge"], self, o)
+
+    def __invert__(self):
+        if self.data.dtype != np.bool_:
+            raise TypeError("~ is only defined for bool tensors here")
+        return ops.eq(self, False)
+
+    def __and__(self, o):
+        return ops.where(self, o, False)
+
+    def __or__(self, o):
+        return ops.where(self, True, o)
+
+    def __getitem__(self, index):
+        return getitem(self, index)
+
+    def __setitem__(self, index, value):
+        if self.requires_grad or self._node is not None:
+            raise RuntimeError("in-place assignment into a tensor that requires grad or is part "
+                               "of a graph is not supported; build a new tensor instead")
+        self.data[index] = value.data if isinstance(value, Tensor) else value
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    # -- methods, as torch names them ---------------------------------------------------------
+    def sum(self, dim=None, keepdim=False):
+        return ops.sum(self, axis=dim, keepdims=keepdim)
+
+    def mean(self, dim=None, keepdim=False):
+        return ops.mean(self, axis=dim, keepdims=keepdim)
+
+    def var(self, dim=None, keepdim=False, unbiased=True):
+        v = ops.var(self, axis=dim, keepdims=keepdim)
+        if not unbiased:
+            return v
+        n = ops.reduce.static_count(self.shape, dim)
+        return v * (n / max(n - 1, 1))
+
+    def std(self, dim=None, keepdim=False, unbiased=True):
+        return ops.sqrt(self.var(dim, keepdim, unbiased))
+
+    def max(self, dim=None, keepdim=False):
+        if dim is None:
+            return ops.max(self)
+        return ValuesIndices(ops.max(self, axis=dim, keepdims=keepdim),
+                             ops.argmax(self, axis=dim, keepdims=keepdim))
+
+    def min(self, dim=None, keepdim=False):
+        if dim is None:
+            return ops.min(self)
+        return ValuesIndices(ops.min(self, axis=dim, keepdims=keepdim),
+                             ops.argmax(-self, axis=dim, keepdims=keepdim))
+
+    def amax(self, dim=None, keepdim=False):
+        return ops.max(self, axis=dim, keepdims=keepdim)
+
+    def argmax(self, dim=None, keepdim=False):
+        if dim is None:
+            return ops.argmax(self.reshape(-1), axis=0)
+        return ops.argmax(self, axis=dim, keepdims=keepdim)
+
+    def logsumexp(self, dim, keepdim=False):
+        return ops.logsumexp(self, axis=dim, keepdims=keepdim)
+
+    def softmax(self, dim):
+        return ops.softmax(self, axis=dim)
+
+    def log_softmax(self, dim):
+        return ops.log_softmax(self, axis=dim)
+
+    def exp(self):
+        return ops.exp(self)
+
+    def log(self):
+        return ops.log(self)
+
+    def sqrt(self):
+        return ops.sqrt(self)
+
+    def tanh(self):
+        return ops.tanh(self)
+
+    def sigmoid(self):
+        return ops.sigmoid(self)
+
+    def relu(self):
+        return ops.relu(self)
+
+    def abs(self):
+        return ops.abs(self)
+
+    def pow(self, exponent):
+        return self ** exponent
+
+    def matmul(self, other):
+        return ops.matmul(self, other)
+
+    def clamp(self, min=None, max=None):  # noqa: A002 - torch's names
+        out = self
+        if min is not None:
+            out = ops.maximum(out, min)
+        if max is not None:
+            out = ops.minimum(out, max)
+        return out
+
+    clip = clamp
+
+    def reshape(self, *shape):
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return ops.reshape(self, shape)
+
+    view = reshape
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        nd = self.data.ndim
+        if nd == 0:
+            return self.reshape(1)
+        s, e = start_dim % nd, end_dim % nd
+        shape = self.data.shape
+        return ops.reshape(self, shape[:s] + (-1,) + shape[e + 1:])
+
+    def transpose(self, dim0, dim1):
+        axes = list(range(self.data.ndim))
+        axes[dim0], axes[dim1] = axes[dim1], axes[dim0]
+        return ops.transpose(self, axes=tuple(axes))
+
+    def permute(self, *dims):
+        dims = dims[0] if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+        return ops.transpose(self, axes=tuple(dims))
+
+    @property
+    def T(self):
+        return ops.transpose(self, axes=tuple(reversed(range(self.data.ndim))))
+
+    def unsqueeze(self, dim):
+        return ops.expand_dims(self, axis=dim)
+
+    def squeeze(self, dim=None):
+        return ops.squeeze(self, axis=dim)
+
+    def expand(self, *sizes):
+        sizes = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+        lead = len(sizes) - self.data.ndim
+        shape = tuple(self.data.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
+        return ops.broadcast_to(self, shape=shape)
+
+    def expand_as(self, other):
+        return ops.broadcast_like(self, other)
+
+    def to(self, dtype):
+        return ops.cast(self, dtype)
+
+    def type(self, dtype):
+        return ops.cast(self, dtype)
+
+    def float(self):
+        return ops.cast(self, "float32")
+
+    def double(self):
+        return ops.cast(self, "float64")
+
+    def long(self):
+        return ops.cast(self, "int64")
+
+    def int(self):
+        return ops.cast(self, "int32")
+
+    def bool(self):
+        return ops.cast(self, "bool")
+
+    def clone(self):
+        return self + 0 if self.data.dtype.kind in "fc" else Tensor(self.data.copy())
+
+    def zero_(self):
+        self.data[...] = 0
+        return self
+
+    def fill_(self, value):
+        self.data[...] = value
+        return self
+
+    def any(self):
+        return Tensor(self.data.any())
+
+    def all(self):
+        return Tensor(self.data.all())
+
+
+def _is_int_index(i):
+    return isinstance(i, (list, np.ndarray, Tensor)) and not (
+        isinstance(i, (np.ndarray, Tensor)) and np.asarray(i).dtype == np.bool_)
+
+
+def getitem(t, index):
+    """Basic indexing becomes a `slice` op; one integer array/tensor becomes `take`."""
+    parts = index if isinstance(index, tuple) else (index,)
+    arrays = [k for k, p in enumerate(parts) if _is_int_index(p)]
+    if any(isinstance(p, (np.ndarray, Tensor)) and np.asarray(p).dtype == np.bool_
+           for p in parts):
+        raise IndexError("boolean-mask indexing makes a data-dependent shape and is not "
+                         "supported; use eager.where(mask, x, 0) instead")
+    if not arrays:
+        return ops.slice_(t, index=tuple(int(p) if isinstance(p, (np.integer, Tensor)) else p
+                                         for p in parts))
+    if len(arrays) > 1 or any(p is not Ellipsis and p != slice(None)
+                              for k, p in enumerate(parts) if k not in arrays):
+        raise IndexError("only one integer-array index, with ':' elsewhere, is supported "
+                         "(e.g. x[idx] or x[:, idx])")
+    k = arrays[0]
+    if Ellipsis in parts:
+        k = t.ndim - (len(parts) - k)
+    idx = parts[arrays[0]]
+    idx = idx if isinstance(idx, Tensor) else np.asarray(idx, dtype=np.int64)
+    return ops.take(t, idx, axis=k)
+
+
+_ = ShapeError
