@@ -109,8 +109,13 @@ _GELU_C = math.sqrt(2.0 / math.pi)
 def _gelu_ref(np, x, approximate="none"):
     if approximate == "tanh":
         return 0.5 * x * (1 + np.tanh(_GELU_C * (x + 0.044715 * x * x * x)))
-    import jax.scipy.special as jss  # NOTE: only the jax oracle evaluates the erf form
-    return 0.5 * x * (1 + jss.erf(x / math.sqrt(2.0)))
+    if np.__name__ == "numpy":   # NOTE: NumPy has no erf; the jax oracle uses jax's own
+        def erf_(v):
+            return np.vectorize(math.erf)(v).astype(v.dtype)
+    else:
+        import jax.scipy.special as jss
+        erf_ = jss.erf
+    return 0.5 * x * (1 + erf_(x / math.sqrt(2.0)))
 
 
 @composite(samples=(Sample(((3, 4),), {"approximate": "tanh"}),
@@ -164,10 +169,20 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5, normalized_ndim=1):
 
 
 @composite(samples=(Sample(((4, 3), (5, 3), (5,))), Sample(((2, 4, 3), (5, 3))),
-                    Sample(((4, 3), (5, 4)), match=r"inner dimensions 3 != 4")),
+                    Sample(((4, 3), (5, 4)),
+                           match=r"linear: input \(4, 3\) has 3 features but weight \(5, 4\) "
+                                 r"expects 4 \(weight is \(out_features, in_features\)\)")),
            ref=lambda np, x, w, b=None: x @ w.T + (0 if b is None else b))
 def linear(x, weight, bias=None):
     """x @ weight.T + bias, with torch's weight layout (out_features, in_features)."""
+    xs, ws = _shape(x), _shape(weight)
+    if len(ws) != 2 or not xs:
+        raise ShapeError(f"linear: expects a 2-d weight (out_features, in_features) and an input "
+                         f"with features last, got input {fmt_shape(xs)}, weight {fmt_shape(ws)}")
+    if xs[-1] is not None and ws[1] is not None and xs[-1] != ws[1]:
+        raise ShapeError(f"linear: input {fmt_shape(xs)} has {xs[-1]} features but weight "
+                         f"{fmt_shape(ws)} expects {ws[1]} (weight is (out_features, "
+                         f"in_features))")
     y = matmul(x, transpose(weight, axes=(1, 0)))
     return y if bias is None else y + bias
 

@@ -120,7 +120,7 @@ _erf_scalar = np.frompyfunc(math.erf, 1, 1)
 
 def _erf_kernel(x):
     x = np.asarray(x)
-    return _erf_scalar(x).astype(x.dtype)
+    return np.asarray(_erf_scalar(x), dtype=x.dtype)
 
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)

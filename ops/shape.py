@@ -405,6 +405,8 @@ def _pad_infer(x, pad_width, value=0.0, **_):
 
 
 def _pad_kernel(x, pad_width, value=0.0):
+    if len(pad_width) != np.ndim(x):
+        raise ValueError("pad_width does not match the input's rank")  # NOTE: np.pad broadcasts
     return np.pad(x, pad_width, constant_values=value)
 
 

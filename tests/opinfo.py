@@ -1,0 +1,107 @@
+"""The OpInfo idea: test cases generated from the op registry.
+
+Every primitive in ops.REGISTRY and every composite in ops.COMPOSITES carries its samples
+and a reference written against the NumPy API; the test modules of each engine iterate over
+`cases()` so adding an op adds its tests.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import ops
+
+
+@dataclass
+class Case:
+    name: str            # op or composite name
+    fn: object           # the public function, e.g. ops.add
+    sample: ops.Sample
+    ref: object          # ref(np_module, *args, **attrs) or None
+    differentiable: bool
+    index: int
+
+    @property
+    def id(self):
+        return f"{self.name}-{self.index}"
+
+    def args(self, dtype=np.float64, seed=0):
+        """Concrete arguments: shapes become random floats in the sample's domain."""
+        rng = np.random.default_rng(seed + 7919 * self.index)
+        lo, hi = self.sample.domain
+        out = []
+        for a in self.sample.args:
+            if isinstance(a, tuple):
+                out.append(rng.uniform(lo, hi, a).astype(dtype))
+            else:
+                out.append(a)
+        return out
+
+    def float_positions(self, args):
+        return [i for i, a in enumerate(args)
+                if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+
+
+def _entries():
+    for name, op in sorted(ops.REGISTRY.items()):
+        yield name, op.fn, op.samples, op.ref, op.vjp is not None
+    for name, c in sorted(ops.COMPOSITES.items()):
+        yield name, c.fn, c.samples, c.ref, True
+
+
+def cases(kind="ok"):
+    """kind='ok': samples that must run; 'error': samples that must raise ShapeError."""
+    out = []
+    for name, fn, samples, ref, diff in _entries():
+        for i, s in enumerate(samples):
+            if (s.match is None) == (kind == "ok"):
+                out.append(Case(name, fn, s, ref, diff and s.grad, i))
+    return out
+
+
+def params(kind="ok", where=lambda c: True):
+    return [pytest.param(c, id=c.id) for c in cases(kind) if where(c)]
+
+
+def numeric_grad(f, args, pos, eps=1e-6):
+    """Central differences of the scalar f(*args) with respect to args[pos]."""
+    x = args[pos]
+    g = np.zeros_like(x)
+    flat, gflat = x.reshape(-1), g.reshape(-1)
+    for k in range(flat.size):
+        old = flat[k]
+        flat[k] = old + eps
+        up = f(*args)
+        flat[k] = old - eps
+        down = f(*args)
+        flat[k] = old
+        gflat[k] = (up - down) / (2 * eps)
+    return g
+
+
+def numpy_ref(case, args):
+    """The reference evaluated with NumPy (erf via math.erf, since NumPy has none)."""
+    if case.name == "erf":
+        return np.vectorize(math.erf)(args[0]).astype(args[0].dtype)
+    if case.ref is None:
+        return None
+    try:
+        return case.ref(np, *args, **case.sample.attrs)
+    except ImportError:      # a reference that needs jax (gelu's erf form)
+        return None
+
+
+def jax_ref_fn(case):
+    """A function of the float args, evaluated with jax.numpy, or None without jax/ref."""
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    if case.name == "erf":
+        import jax.scipy.special as jss
+        return lambda x: jss.erf(x)
+    if case.ref is None:
+        return None
+    return lambda *a: case.ref(jnp, *a, **case.sample.attrs)
