@@ -1,0 +1,591 @@
+"""Fused-loop code generator: one SSA program over an R x C view -> one numba kernel.
+
+The fusion pass hands each group of elementwise ops and last-axis reductions to
+`compile_fused` as a `FusedSpec`; what comes back is a callable that runs the whole group
+as a single compiled loop, with no temporaries.
+
+    >>> import numpy as np
+    >>> spec = FusedSpec(
+    ...     inputs=(("float32", "full"),),
+    ...     nodes=(("in", 0), ("const", 2.0, "float32"),
+    ...            ("ew", "({0} * {1})", (0, 1), "float32"),
+    ...            ("reduce", "sum", 2, "float32")),
+    ...     outputs=(2, 3))
+    >>> fn = compile_fused(spec)
+    >>> y, s = fn(2, 3, np.arange(6, dtype=np.float32).reshape(2, 3))
+    >>> y.tolist(), s.tolist()
+    ([[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]], [6.0, 24.0])
+
+Two loop shapes are generated (see `_Source`):
+
+* flat: no reduction and only full/scalar inputs -> one loop over R*C elements, so that a
+  single long row still runs on every core;
+* rows: otherwise -> a loop over rows; per row, one pass over the columns for each level of
+  reductions (LayerNorm: mean, then variance), recomputing the elementwise values a pass
+  needs from the inputs (the row stays in cache), then one pass writing the full outputs.
+
+Each spec becomes a real `.py` module under `<cache>/kernels/` (named by a hash of the spec,
+the generated source, the prelude and CODEGEN_VERSION) with `njit(cache=True)` kernels, so a
+second process loads machine code from numba's cache instead of compiling. Two variants
+live in the module: `kernel_serial` (compiled by `compile_fused`) and `kernel_parallel`
+(`prange`, compiled on the first call with at least PARALLEL_MIN_ELEMENTS elements).
+
+numba options, each measured in shared/peers/RESULTS.md: error_model='numpy' (a zero-check on
+every `/` blocks vectorisation), typed constants (a Python float literal turns float32 math
+into float64), FASTMATH below (reductions only vectorise with `reassoc`), and rational
+tanh/erf/exp approximations from `_prelude` (no SVML: libm tanhf in a loop is 5x slower
+than NumPy).
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import _prelude
+from ._template import DTYPES, FLOATS, TemplateError, cast, lower_template, typed_literal
+
+CODEGEN_VERSION = 1
+KINDS = ("full", "row", "col", "scalar")
+REDUCTIONS = ("sum", "max", "min")
+# NOTE: fastmath without 'nnan'/'ninf': reductions need only 'reassoc' to vectorise, and
+# keeping NaN/inf semantics makes isnan-style templates (x != x), -inf max seeds and NaN
+# propagation behave as in NumPy.
+FASTMATH = frozenset({"nsz", "arcp", "contract", "afn", "reassoc"})
+# Below this many elements a parallel launch costs more than it saves (a prange kernel costs
+# ~2 us even on 4 elements; 2**16 float32 elements stream in ~10 us on one core).
+PARALLEL_MIN_ELEMENTS = 1 << 16
+
+
+class CodegenError(Exception):
+    """The spec cannot be compiled into a fused kernel; the message is a one-line reason."""
+
+
+# -- the spec ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class FusedSpec:
+    """An SSA program over an R x C view. See the module docstring for an example.
+
+    inputs:  ((dtype, kind), ...) with kind in full (R, C) | row (R,) | col (C,) | scalar ().
+    nodes:   ("in", i) | ("const", value, dtype) | ("ew", template, (args...), dtype) |
+             ("reduce", "sum"|"max"|"min", arg, dtype) | ("dim", "R"|"C", dtype) (the
+             run-time row or column count as a scalar, e.g. for a mean over unknown C);
+             node k uses only nodes < k.
+    outputs: node indices; each is returned with the shape of its kind.
+    """
+    inputs: tuple
+    nodes: tuple
+    outputs: tuple
+
+    def __post_init__(self):
+        object.__setattr__(self, "inputs", tuple((str(d), str(k)) for d, k in self.inputs))
+        object.__setattr__(self, "nodes", tuple(_norm_node(n) for n in self.nodes))
+        object.__setattr__(self, "outputs", tuple(int(o) for o in self.outputs))
+        _validate(self)
+
+    def canonical(self) -> str:
+        """A stable text form (dtypes, kinds, templates, constants): the cache key's base."""
+        return repr((self.inputs, self.nodes, self.outputs))
+
+
+def _norm_node(node):
+    node = tuple(node)
+    op = node[0]
+    if op == "in":
+        return ("in", int(node[1]))
+    if op == "const":
+        dt = str(node[2])
+        conv = {"bool": bool, "int32": int, "int64": int}.get(dt, float)
+        return ("const", conv(node[1]), dt)
+    if op == "ew":
+        return ("ew", str(node[1]), tuple(int(a) for a in node[2]), str(node[3]))
+    if op == "reduce":
+        return ("reduce", str(node[1]), int(node[2]), str(node[3]))
+    if op == "dim":
+        return ("dim", str(node[1]), str(node[2]))
+    raise ValueError(f"FusedSpec: unknown node op {op!r} in {node!r}")
+
+
+def _validate(spec):
+    for dt, kind in spec.inputs:
+        if dt not in DTYPES or kind not in KINDS:
+            raise ValueError(f"FusedSpec: input ({dt!r}, {kind!r}): dtype must be one of "
+                             f"{DTYPES} and kind one of {KINDS}")
+    for k, node in enumerate(spec.nodes):
+        if node[0] == "dim" and node[1] not in ("R", "C"):
+            raise ValueError(f"FusedSpec: node {k}: dim must be 'R' or 'C', got {node[1]!r}")
+        refs = {"in": (), "const": (), "dim": (), "ew": node[2] if node[0] == "ew" else (),
+                "reduce": (node[2],) if node[0] == "reduce" else ()}[node[0]]
+        if any(not 0 <= a < k for a in refs):
+            raise ValueError(f"FusedSpec: node {k} {node!r} may only use nodes 0..{k - 1}")
+        if node[0] == "in" and not 0 <= node[1] < len(spec.inputs):
+            raise ValueError(f"FusedSpec: node {k} reads input {node[1]}, "
+                             f"but there are {len(spec.inputs)} inputs")
+        if node[0] == "reduce" and node[1] not in REDUCTIONS:
+            raise ValueError(f"FusedSpec: node {k}: reduction {node[1]!r} not in {REDUCTIONS}")
+        if node[0] != "in" and node[-1] not in DTYPES:
+            raise ValueError(f"FusedSpec: node {k}: dtype {node[-1]!r} not in {DTYPES}")
+    if not spec.outputs or any(not 0 <= o < len(spec.nodes) for o in spec.outputs):
+        raise ValueError(f"FusedSpec: outputs {spec.outputs} must be node indices "
+                         f"0..{len(spec.nodes) - 1} (at least one)")
+
+
+# -- analysis: kind, dtype and reduction level of every node -----------------------------------
+def _args(node):
+    return node[2] if node[0] == "ew" else (node[2],) if node[0] == "reduce" else ()
+
+
+def _combine(kinds):
+    ks = set(kinds) - {"scalar"}
+    if "full" in ks or ks == {"row", "col"}:
+        return "full"
+    return ks.pop() if ks else "scalar"
+
+
+class _Program:
+    """Per-node kind, dtype and level (how many reductions deep it sits)."""
+
+    def __init__(self, spec: FusedSpec):
+        self.spec = spec
+        self.kind, self.dtype, self.level = [], [], []
+        for node in spec.nodes:
+            op, args = node[0], _args(node)
+            if op == "in":
+                dt, kind = spec.inputs[node[1]]
+            elif op in ("const", "dim"):
+                dt, kind = node[2], "scalar"
+            elif op == "ew":
+                dt, kind = node[3], _combine(self.kind[a] for a in args)
+            else:
+                dt, kind = node[3], "row"
+            lvl = max((self.level[a] for a in args), default=0) + (op == "reduce")
+            self.kind.append(kind)
+            self.dtype.append(dt)
+            self.level.append(lvl)
+        self.needed = self.cone(spec.outputs, lambda k: True)
+        self.flat = all(spec.nodes[k][0] != "reduce" and self.kind[k] in ("full", "scalar")
+                        for k in self.needed)
+        self.depth = max((self.level[k] for k in self.needed), default=0)
+
+    def cone(self, targets, inside):
+        """Sorted nodes reachable from targets through nodes for which inside(k) holds."""
+        seen, stack = set(), [t for t in targets if inside(t)]
+        while stack:
+            k = stack.pop()
+            if k not in seen:
+                seen.add(k)
+                stack.extend(a for a in _args(self.spec.nodes[k]) if inside(a))
+        return sorted(seen)
+
+
+# -- source generation -------------------------------------------------------------------------
+class _Source:
+    """Builds the text of one kernel body (shared by the serial and the parallel variant)."""
+
+    def __init__(self, prog: _Program):
+        self.p, self.spec = prog, prog.spec
+        self.lines: list[str] = []
+        self.names: dict[int, str] = {}   # node -> variable in the scope being emitted
+        self.helpers: set[str] = set()
+
+    def out(self, text, depth):
+        self.lines.append("    " * depth + text)
+
+    def ref(self, k):
+        if self.spec.nodes[k][0] == "const":
+            return f"K{k}"
+        return self.names[k]
+
+    def emit_node(self, k, depth, index, tag):
+        """Emit node k (not a reduction) at indentation `depth`; index: how inputs are read."""
+        node, dt = self.spec.nodes[k], self.p.dtype[k]
+        var = f"v{k}{tag}"
+        if node[0] == "const":
+            return
+        if node[0] == "in":
+            kind = self.spec.inputs[node[1]][1]
+            self.out(f"{var} = in{node[1]}[{index[kind]}]", depth)
+        elif node[0] == "dim":
+            self.out(f"{var} = {cast(node[1], 'int64', dt)}", depth)
+        else:
+            args = [(self.ref(a), self.p.dtype[a]) for a in node[2]]
+            consts = {i: self.spec.nodes[a][1] for i, a in enumerate(node[2])
+                      if self.spec.nodes[a][0] == "const"}
+            body: list[str] = []
+            try:
+                res, _ = lower_template(node[1], args, consts, dt, f"{var}_", body)
+            except TemplateError as e:
+                raise CodegenError(f"node {k}: {e}") from None
+            for line in body:
+                self.out(line, depth)
+            var = res
+        self.names[k] = var
+
+    def emit_all(self, nodes, depth, index, tag=""):
+        for k in nodes:
+            if self.spec.nodes[k][0] != "reduce":
+                self.emit_node(k, depth, index, tag)
+
+    def outputs_of(self, kinds):
+        return [(o, k) for o, k in enumerate(self.spec.outputs) if self.p.kind[k] in kinds]
+
+    def scalars(self, depth):
+        p = self.p
+        self.emit_all([k for k in p.needed if p.kind[k] == "scalar"], depth, {"scalar": "()"})
+        for o, k in self.outputs_of(("scalar",)):
+            self.out(f"out{o}[()] = {self.ref(k)}", depth)
+
+    # -- flat: one loop over R*C ------------------------------------------------------------------
+    def flat(self):
+        self.out("n = R * C", 1)
+        self.scalars(1)
+        full = self.outputs_of(("full",))
+        if not full:
+            return
+        self.out("for e in RANGE(n):", 1)
+        idx = {"full": "e", "scalar": "()"}
+        self.emit_all(self.p.cone([k for _, k in full], lambda a: self.p.kind[a] == "full"),
+                      2, idx)
+        for o, k in full:
+            self.out(f"out{o}[e] = {self.ref(k)}", 2)
+
+    # -- rows: per row, one column pass per reduction level, then the write pass --------------
+    def rows(self):
+        p = self.p
+        self.scalars(1)
+        idx = {"full": "i, j", "col": "j", "row": "i", "scalar": "()"}
+        cols = self.outputs_of(("col",))
+        if cols:
+            self.out("for j in range(C):", 1)
+            self.column_pass([k for _, k in cols], 2, idx, "c")
+            for o, k in cols:
+                self.out(f"out{o}[j] = {self.ref(k)}", 2)
+        self.out("for i in RANGE(R):", 1)
+        row_nodes = [k for k in p.needed if p.kind[k] == "row"]
+        for lvl in range(p.depth + 1):
+            reds = [k for k in row_nodes if p.level[k] == lvl and self.spec.nodes[k][0] == "reduce"]
+            if reds:
+                self.reduction_pass(reds, lvl, idx)
+            self.emit_all([k for k in row_nodes if p.level[k] == lvl], 2, idx)
+        full = self.outputs_of(("full",))
+        if full:
+            self.out("for j in range(C):", 2)
+            self.column_pass([k for _, k in full], 3, idx, "w")
+            for o, k in full:
+                self.out(f"out{o}[i, j] = {self.ref(k)}", 3)
+        for o, k in self.outputs_of(("row",)):
+            self.out(f"out{o}[i] = {self.ref(k)}", 2)
+
+    def column_pass(self, targets, depth, idx, tag):
+        inner = self.p.cone(targets, lambda a: self.p.kind[a] in ("full", "col"))
+        self.emit_all(inner, depth, idx, tag)
+
+    def reduction_pass(self, reds, lvl, idx):
+        for k in reds:
+            self.out(f"acc{k} = {self.reduce_init(k)}", 2)
+        self.out("for j in range(C):", 2)
+        self.column_pass([self.spec.nodes[k][2] for k in reds], 3, idx, f"p{lvl}")
+        for k in reds:
+            self.out(self.reduce_step(k), 3)
+        for k in reds:
+            self.names[k] = f"acc{k}"
+
+    def reduce_init(self, k):
+        how, dt = self.spec.nodes[k][1], self.p.dtype[k]
+        if how == "sum":
+            return typed_literal(0, dt)
+        if dt in FLOATS:
+            return typed_literal(float("-inf") if how == "max" else float("inf"), dt)
+        if dt == "bool":
+            return typed_literal(how == "min", dt)
+        info = np.iinfo(dt)
+        return typed_literal(info.min if how == "max" else info.max, dt)
+
+    def reduce_step(self, k):
+        how, arg, dt = self.spec.nodes[k][1], self.spec.nodes[k][2], self.p.dtype[k]
+        acc, v = f"acc{k}", cast(self.ref(arg), self.p.dtype[arg], dt)
+        if how == "sum":
+            if dt == "bool":
+                return f"{acc} = {acc} | {v}"
+            return f"{acc} = np.int32({acc} + {v})" if dt == "int32" else f"{acc} += {v}"
+        if dt in FLOATS:
+            return f"{acc} = f{'maximum' if how == 'max' else 'minimum'}({acc}, {v})"
+        if dt == "bool":
+            return f"{acc} = {acc} {'|' if how == 'max' else '&'} {v}"
+        return f"{acc} = {v} if {v} {'>' if how == 'max' else '<'} {acc} else {acc}"
+
+
+def _params(spec):
+    return ", ".join(["R", "C"] + [f"in{i}" for i in range(len(spec.inputs))] +
+                     [f"out{o}" for o in range(len(spec.outputs))])
+
+
+def generate_source(spec: FusedSpec) -> tuple[str, bool]:
+    """The text of the kernel module for `spec`, and whether it uses the flat loop."""
+    prog = _Program(spec)
+    body = _Source(prog)
+    body.flat() if prog.flat else body.rows()
+    consts = [f"K{k} = {typed_literal(n[1], n[2])}" for k, n in enumerate(spec.nodes)
+              if n[0] == "const" and k in prog.needed]
+    text = "\n".join(body.lines)
+    head = [
+        f"# Generated by dualgrad compiler/codegen.py (codegen version {CODEGEN_VERSION}). "
+        "Do not edit: the file name is a hash of its text.",
+        f"# layout: {'flat' if prog.flat else 'rows'}; spec: {spec.canonical()}",
+        "import math",
+        "import numpy as np",
+        "from numba import njit, prange",
+        f"from {_prelude.__name__} import (erf_f32, exp_f32, fmaximum, fminimum, "
+        "sigmoid_f32, sigmoid_f64, tanh_f32)",
+        "",
+        f"FASTMATH = {sorted(FASTMATH)!r}",
+        *consts,
+        "",
+    ]
+    variants = []
+    for name, parallel, rng in (("kernel_serial", False, "range"),
+                                ("kernel_parallel", True, "prange")):
+        variants += [
+            "",
+            f"@njit(cache=True, nogil=True, parallel={parallel}, error_model='numpy', "
+            "fastmath=set(FASTMATH))",
+            f"def {name}({_params(spec)}):",
+            text.replace("RANGE(", f"{rng}("),
+            "",
+        ]
+    return "\n".join(head + variants), prog.flat
+
+
+# -- the disk cache ----------------------------------------------------------------------------
+def cache_dir() -> Path:
+    """$DUALGRAD_CACHE_DIR, else $XDG_CACHE_HOME/dualgrad, else ~/.cache/dualgrad."""
+    if os.environ.get("DUALGRAD_CACHE_DIR"):
+        return Path(os.environ["DUALGRAD_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "dualgrad"
+
+
+def _prelude_digest() -> str:
+    global _PRELUDE_DIGEST
+    if _PRELUDE_DIGEST is None:
+        _PRELUDE_DIGEST = hashlib.sha256(Path(_prelude.__file__).read_bytes()).hexdigest()
+    return _PRELUDE_DIGEST
+
+
+_PRELUDE_DIGEST = None
+
+
+def module_name(spec: FusedSpec, source: str) -> str:
+    """dualgrad_fused_<hash of codegen version, canonical spec, source and prelude>."""
+    h = hashlib.sha256()
+    for part in (str(CODEGEN_VERSION), spec.canonical(), source, _prelude_digest()):
+        h.update(part.encode())
+        h.update(b"\0")
+    return f"dualgrad_fused_{h.hexdigest()[:24]}"
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    # NOTE: never rewrite an existing module: numba's cache index is keyed on the file's
+    # mtime, and another process may be importing it. Same name => same text.
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _import_module(name: str, path: Path):
+    # NOTE: registered in sys.modules under its own name: numba's cache needs to find the
+    # module by name when it loads the machine code (exec()'d code cannot be cached at all).
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return mod
+
+
+# -- the callable ------------------------------------------------------------------------------
+def _numba_signature(spec: FusedSpec, flat: bool):
+    from numba import from_dtype, types
+    ndim = {"full": 1 if flat else 2, "row": 1, "col": 1, "scalar": 0}
+    prog = _Program(spec)
+    ins = [types.Array(from_dtype(np.dtype(d)), ndim[k], "C") for d, k in spec.inputs]
+    outs = [types.Array(from_dtype(np.dtype(prog.dtype[o])), ndim[prog.kind[o]], "C")
+            for o in spec.outputs]
+    return (types.intp, types.intp, *ins, *outs)
+
+
+def _compile(dispatcher, sig):
+    """Compile (or load from numba's cache) one signature: (seconds, cache hit?)."""
+    import warnings
+    from numba.core.errors import NumbaPerformanceWarning
+    hits = sum(dispatcher.stats.cache_hits.values())
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NumbaPerformanceWarning)
+        dispatcher.compile(sig)
+    return time.perf_counter() - t0, sum(dispatcher.stats.cache_hits.values()) > hits
+
+
+class FusedKernel:
+    """The callable `compile_fused` returns: fn(R, C, *arrays, out=None) -> tuple of arrays.
+
+    Attributes for reports: spec, source, module_name, module_path, layout ("flat"|"rows"),
+    cache_hit (serial kernel loaded from disk), compile_seconds (serial compile or load),
+    parallel_compiled / parallel_cache_hit / parallel_compile_seconds (set on the first call
+    of at least PARALLEL_MIN_ELEMENTS elements), parallel_error (why the parallel variant
+    could not be built; the serial one is used instead).
+    """
+
+    def __init__(self, spec, source, flat, module, path, seconds, hit):
+        self.spec, self.source, self.layout = spec, source, "flat" if flat else "rows"
+        self.module_name, self.module_path = module.__name__, str(path)
+        self.compile_seconds, self.cache_hit = seconds, hit
+        self.parallel_compiled = False
+        self.parallel_cache_hit = None
+        self.parallel_compile_seconds = None
+        self.parallel_error = None
+        self._flat = flat
+        self._serial, self._parallel_disp = module.kernel_serial, module.kernel_parallel
+        self._parallel = None
+        self._sig = _numba_signature(spec, flat)
+        prog = _Program(spec)
+        self._has_loop = not flat or any(prog.kind[o] == "full" for o in spec.outputs)
+        self._ins = [(np.dtype(d), k) for d, k in spec.inputs]
+        self._outs = [(np.dtype(prog.dtype[o]), prog.kind[o]) for o in spec.outputs]
+        self._lock = threading.Lock()
+
+    def __repr__(self):
+        return (f"<FusedKernel {self.module_name} {self.layout} inputs={len(self._ins)} "
+                f"outputs={len(self._outs)} cache_hit={self.cache_hit}>")
+
+    def _shape(self, kind, R, C):
+        if kind == "full":
+            return (R * C,) if self._flat else (R, C)
+        return {"row": (R,), "col": (C,), "scalar": ()}[kind]
+
+    def _arg(self, i, a, R, C):
+        dt, kind = self._ins[i]
+        if type(a) is not np.ndarray:
+            a = np.asarray(a, dtype=dt)
+        elif a.dtype != dt:
+            raise TypeError(f"fused kernel {self.module_name}: input {i} has dtype {a.dtype}, "
+                            f"expected {dt}")
+        shape = self._shape(kind, R, C)
+        if a.shape != shape:
+            if a.size != (R * C if kind == "full" else shape[0] if shape else 1):
+                raise ValueError(f"fused kernel {self.module_name}: input {i} ({kind}) has "
+                                 f"shape {a.shape}, expected {self._shape(kind, R, C)} "
+                                 f"for R={R}, C={C}")
+            a = a.reshape(shape)
+        if not a.flags.c_contiguous:
+            a = np.ascontiguousarray(a)
+        return a
+
+    def _user_shape(self, kind, R, C):
+        return {"full": (R, C), "row": (R,), "col": (C,), "scalar": ()}[kind]
+
+    def _out(self, o, buf, R, C):
+        dt, kind = self._outs[o]
+        shape = self._user_shape(kind, R, C)
+        if buf is None:
+            buf = np.empty(shape, dt)
+        elif (type(buf) is not np.ndarray or buf.dtype != dt or buf.shape != shape
+              or not buf.flags.c_contiguous or not buf.flags.writeable):
+            got = (getattr(buf, "dtype", type(buf).__name__), getattr(buf, "shape", None))
+            raise ValueError(f"fused kernel {self.module_name}: out[{o}] must be a writeable "
+                             f"C-contiguous {dt} array of shape {shape}, got {got}")
+        return buf
+
+    def __call__(self, R, C, *arrays, out=None):
+        R, C = int(R), int(C)
+        if len(arrays) != len(self._ins):
+            raise TypeError(f"fused kernel {self.module_name} takes {len(self._ins)} arrays, "
+                            f"got {len(arrays)}")
+        args = [self._arg(i, a, R, C) for i, a in enumerate(arrays)]
+        if out is None:
+            out = [None] * len(self._outs)
+        elif len(out) != len(self._outs):
+            raise TypeError(f"fused kernel {self.module_name}: out= needs {len(self._outs)} "
+                            f"buffers, got {len(out)}")
+        bufs = tuple(self._out(o, b, R, C) for o, b in enumerate(out))
+        views = [b.reshape(-1) if self._flat and k == "full" else b
+                 for b, (_, k) in zip(bufs, self._outs)]
+        kernel = self._serial
+        if R * C >= PARALLEL_MIN_ELEMENTS and self._has_loop and (self._flat or R > 1):
+            kernel = self._parallel or self._build_parallel()
+        kernel(R, C, *args, *views)
+        return bufs
+
+    def _build_parallel(self):
+        with self._lock:
+            if self._parallel is None:
+                try:
+                    secs, hit = _compile(self._parallel_disp, self._sig)
+                    self._parallel = self._parallel_disp
+                    self.parallel_compiled, self.parallel_cache_hit = True, hit
+                    self.parallel_compile_seconds = secs
+                except Exception as e:  # NOTE: numba's parfor lowering can fail where serial works
+                    self.parallel_error = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+                    self._parallel = self._serial
+            return self._parallel
+
+
+# -- entry point -------------------------------------------------------------------------------
+_KERNELS: dict[str, FusedKernel] = {}
+_COMPILE_LOCK = threading.Lock()
+
+
+def compile_fused(spec: FusedSpec) -> FusedKernel:
+    """Compile `spec` (or load it from the disk cache) once per process; see FusedKernel.
+
+    Raises CodegenError with a one-line reason if the spec uses something the generator does
+    not support or numba cannot compile it.
+    """
+    key = spec.canonical()
+    fn = _KERNELS.get(key)
+    if fn is not None:
+        return fn
+    with _COMPILE_LOCK:
+        fn = _KERNELS.get(key)
+        if fn is None:
+            fn = _KERNELS[key] = _build(spec)
+    return fn
+
+
+def _build(spec: FusedSpec) -> FusedKernel:
+    source, flat = generate_source(spec)
+    name = module_name(spec, source)
+    path = cache_dir() / "kernels" / f"{name}.py"
+    _write_atomic(path, source)
+    module = _import_module(name, path)
+    sig = _numba_signature(spec, flat)
+    try:
+        seconds, hit = _compile(module.kernel_serial, sig)
+    except Exception as e:
+        lines = [ln for ln in str(e).splitlines() if ln.strip()]
+        why = next((ln for ln in lines if not ln.startswith(("During:", "File"))), "")
+        raise CodegenError(f"numba cannot compile {name}: {type(e).__name__}: {why}"[:300]) \
+            from e
+    return FusedKernel(spec, source, flat, module, path, seconds, hit)
