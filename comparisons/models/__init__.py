@@ -1,0 +1,24 @@
+"""The same four models, each written twice: `*_eager.py` (PyTorch style) and `*_graph.py`
+(TensorFlow 1.x style). Read a pair side by side.
+
+`load(name, mode)` returns the module of one version; `MODELS` lists the names.
+
+>>> from comparisons import models
+>>> models.MODELS
+('mlp', 'cnn', 'rnn', 'transformer')
+"""
+from __future__ import annotations
+
+import importlib
+
+MODELS = ("mlp", "cnn", "rnn", "transformer")
+MODES = ("eager", "graph")
+
+
+def load(name: str, mode: str):
+    """The module `comparisons.models.{name}_{mode}`."""
+    if name not in MODELS:
+        raise KeyError(f"unknown model {name!r}; choose one of {', '.join(MODELS)}")
+    if mode not in MODES:
+        raise KeyError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    return importlib.import_module(f"{__name__}.{name}_{mode}")

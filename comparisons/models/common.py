@@ -1,0 +1,120 @@
+"""What both versions of a model share: the task (data, batches) and the initial weights.
+
+A *task* turns the digits into the numpy arrays one model consumes, batch by batch, so the
+eager and the graph trainer are fed identical inputs in an identical order. Each batch is a
+tuple of arrays ending with the labels `y`; `test_inputs()` is the held-out set in the same
+layout (without `y`).
+
+Initial weights are made once, by the eager module (torch's initialisation, seeded by
+`eager.manual_seed`), and handed to the graph version as a dict of numpy arrays: that is
+the shared way to start both from the same point. `numpy_state(module)` does the export.
+
+Each model file offers the same small protocol, so the CLI, the benchmark and the tests drive
+every model alike:
+
+    trainer = build(weights=None, seed=0, **options)  # a Trainer
+    trainer.step(*batch) -> float        # one training step on a batch, returns the loss
+    trainer.predict(*inputs) -> ndarray  # logits, no training
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .. import data as D
+
+
+class CompiledUnavailable(RuntimeError):
+    """compiler.compile (issue 5) is not there yet, so 'compiled' mode cannot run."""
+
+
+def compiled_available() -> bool:
+    try:
+        import compiler
+    except ImportError:
+        return False
+    return callable(getattr(compiler, "compile", None))
+
+
+def compile_fn(fn):
+    """`compiler.compile(fn)`: eager code traced into an optimised graph (the third way)."""
+    if not compiled_available():
+        raise CompiledUnavailable("compiled mode needs compiler.compile, which has not landed "
+                                  "in this checkout yet; use --mode eager or --mode graph")
+    import compiler
+    return compiler.compile(fn)
+
+
+def numpy_state(module) -> dict[str, np.ndarray]:
+    """An eager module's state_dict as fresh float32 numpy arrays (name -> array)."""
+    return {k: np.array(v.numpy(), copy=True) for k, v in module.state_dict().items()}
+
+
+@dataclass
+class Task:
+    """The data side of one model: how to cut the digits into its batches."""
+    name: str
+    train: tuple                     # arrays over the training set, labels last
+    test: tuple                      # held-out arrays, labels last
+    make_batches: Callable           # (epoch) -> list of index arrays into `train`
+    meta: dict = field(default_factory=dict)
+
+    def batches(self, epoch: int = 0) -> list[tuple]:
+        return [tuple(a[idx] for a in self.train) for idx in self.make_batches(epoch)]
+
+    def test_inputs(self) -> tuple:
+        return self.test[:-1]
+
+    @property
+    def y_test(self) -> np.ndarray:
+        return self.test[-1]
+
+
+def mlp_task(batch_size=64, seed=0) -> Task:
+    d = D.digits()
+    return Task("mlp", (d.x_train, d.y_train), (d.x_test, d.y_test),
+                lambda e: D.batches(len(d.y_train), batch_size, seed, e))
+
+
+def cnn_task(batch_size=64, seed=0) -> Task:
+    d = D.digits()
+    return Task("cnn", (D.images(d.x_train), d.y_train), (D.images(d.x_test), d.y_test),
+                lambda e: D.batches(len(d.y_train), batch_size, seed, e))
+
+
+def rnn_task(batch_size=32, seed=0) -> Task:
+    """Row sequences of 5-8 steps, batched by length (every batch has one length)."""
+    d = D.digits()
+    tr, te = D.row_sequences(d.x_train, seed=1), D.row_sequences(d.x_test, seed=2)
+    return Task("rnn", (tr.x, tr.lengths, tr.mask, d.y_train),
+                (te.x, te.lengths, te.mask, d.y_test),
+                lambda e: D.length_batches(tr.lengths, batch_size, seed, e))
+
+
+def transformer_task(batch_size=64, seed=0) -> Task:
+    """Row sequences as tokens, padded to 8 with a mask; batches of mixed lengths."""
+    d = D.digits()
+    tr, te = D.row_sequences(d.x_train, seed=1), D.row_sequences(d.x_test, seed=2)
+    return Task("transformer", (tr.x, tr.mask, d.y_train), (te.x, te.mask, d.y_test),
+                lambda e: D.batches(len(d.y_train), batch_size, seed, e))
+
+
+TASKS = {"mlp": mlp_task, "cnn": cnn_task, "rnn": rnn_task, "transformer": transformer_task}
+
+
+def evaluate(trainer, task: Task) -> float:
+    """Held-out accuracy of a trainer on its task."""
+    return D.accuracy(trainer.predict(*task.test_inputs()), task.y_test)
+
+
+def fit(trainer, task: Task, epochs: int, on_step=None) -> list[float]:
+    """Train for `epochs` over the task's batches; returns every step's loss."""
+    losses = []
+    for epoch in range(epochs):
+        for batch in task.batches(epoch):
+            losses.append(trainer.step(*batch))
+            if on_step is not None:
+                on_step(epoch, len(losses), losses[-1])
+    return losses
