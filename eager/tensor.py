@@ -518,7 +518,7 @@ def getitem(t, index):
         raise IndexError("only one integer-array index, with ':' elsewhere, is supported "
                          "(e.g. x[idx] or x[:, idx])")
     k = arrays[0]
-    if Ellipsis in parts:
+    if any(p is Ellipsis for p in parts):   # NOTE: not `in`, which would call Tensor.__eq__
         k = t.ndim - (len(parts) - k)
     idx = parts[arrays[0]]
     idx = idx if isinstance(idx, Tensor) else np.asarray(idx, dtype=np.int64)
