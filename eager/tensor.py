@@ -107,6 +107,19 @@ def _node_of(t):
     return node
 
 
+def _owned(arr, taken):
+    """arr itself if a leaf's .grad may keep it, else a copy.
+
+    A gradient can be a read-only broadcast view (from sum), a view of another array, the
+    same array as another leaf's gradient (add passes g to both sides) or the caller's own
+    `gradient`: .grad must be a writable array of its own, as in torch.
+    """
+    if not (arr.flags.owndata and arr.flags.writeable) or id(arr) in taken:
+        arr = arr.copy()
+    taken.add(id(arr))
+    return arr
+
+
 def _needs_grad(v):
     return isinstance(v, Tensor) and v.requires_grad
 
@@ -239,9 +252,10 @@ class Tensor:
             grads = backprop([self], [gradient], _node_of, _needs_grad)
         finally:
             _GRAD[0] = prev
+        owned = {id(gradient.data)}
         for t, g in grads.values():
             if t._node is None:
-                g = g if create_graph else g.detach()
+                g = g if create_graph else Tensor(_owned(g.data, owned))
                 t.grad = g if t.grad is None else t.grad + g
             elif not retain_graph:
                 t._node = _Freed(t._node[0].name)
