@@ -144,16 +144,17 @@ class Module:
         if strict and (missing or unexpected):
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}: "
                                f"missing keys {missing}, unexpected keys {unexpected}")
-        for k, t in own.items():
-            if k not in state_dict:
-                continue
-            v = np.asarray(state_dict[k].data if isinstance(state_dict[k], Tensor)
-                           else state_dict[k])
-            if v.shape != t.shape:
-                raise RuntimeError(f"Error in loading state_dict for {type(self).__name__}: "
-                                   f"size mismatch for {k}: checkpoint has {v.shape}, the "
-                                   f"model has {t.shape}")
-            t.data[...] = v
+        values = {k: np.asarray(state_dict[k].data if isinstance(state_dict[k], Tensor)
+                                else state_dict[k]) for k in own if k in state_dict}
+        # NOTE: every shape is checked before anything is copied: a failed load leaves the
+        # model as it was, never half-loaded.
+        bad = [f"size mismatch for {k}: checkpoint has {v.shape}, the model has "
+               f"{own[k].shape}" for k, v in values.items() if v.shape != own[k].shape]
+        if bad:
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}: "
+                               + "; ".join(bad))
+        for k, v in values.items():
+            own[k].data[...] = v
         return missing, unexpected
 
     def train(self, mode=True):
@@ -319,6 +320,10 @@ class Softmax(Module):
 class Sequential(Module):
     def __init__(self, *modules):
         super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            for name, m in modules[0].items():
+                self.add_module(name, m)
+            return
         for i, m in enumerate(modules):
             self.add_module(str(i), m)
 
@@ -328,6 +333,8 @@ class Sequential(Module):
         return x
 
     def __getitem__(self, i):
+        if isinstance(i, slice):   # torch returns a Sequential that keeps the names
+            return Sequential(OrderedDict(list(self._modules.items())[i]))
         return list(self._modules.values())[i]
 
     def __len__(self):
