@@ -36,7 +36,8 @@ def save(state_dict, path):
         if not isinstance(arr, np.ndarray):
             raise TypeError(f"eager.save: {name!r} is a {type(value).__name__}, not a tensor; "
                             f"only tensors are stored (safetensors holds no Python objects)")
-        arrays[name] = np.ascontiguousarray(arr)
+        # NOTE: not np.ascontiguousarray, which turns a 0-d array into shape (1,)
+        arrays[name] = arr if arr.flags.c_contiguous else arr.copy(order="C")
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".safetensors", dir=folder)
