@@ -1,0 +1,140 @@
+"""eager.save / eager.load: safetensors round trips, atomic writes, and no unpickling ever."""
+import os
+import pathlib
+import pickle
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+import eager
+import eager.serialization
+from eager import nn
+
+
+def test_round_trip_keeps_names_order_dtypes_shapes_and_values(tmp_path):
+    rng = np.random.default_rng(0)
+    state = OrderedDict([
+        ("layer.weight", eager.tensor(rng.standard_normal((3, 4)).astype(np.float32))),
+        ("layer.bias", eager.tensor(rng.standard_normal(4), dtype=np.float64)),
+        ("steps", eager.tensor(np.array([1, 2, 2**40], dtype=np.int64))),
+        ("scalar", eager.tensor(np.float32(2.5))),
+        ("mask", eager.tensor(np.array([True, False]))),
+        ("transposed", eager.tensor(np.arange(6, dtype=np.float32).reshape(2, 3)).T),
+        ("raw array", np.arange(4, dtype=np.int32)),
+    ])
+    path = tmp_path / "ckpt.safetensors"
+    eager.save(state, path)
+    loaded = eager.load(path)
+    assert isinstance(loaded, OrderedDict)
+    assert set(loaded) == set(state)
+    for name, t in state.items():
+        got = loaded[name]
+        want = np.asarray(t.data if isinstance(t, eager.Tensor) else t)
+        assert isinstance(got, eager.Tensor) and not got.requires_grad
+        assert got.dtype == want.dtype and got.shape == want.shape, name
+        np.testing.assert_array_equal(got.numpy(), want, err_msg=name)
+
+
+def test_model_state_dict_round_trip(tmp_path):
+    eager.manual_seed(0)
+    a = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    eager.manual_seed(1)
+    b = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    path = str(tmp_path / "model.safetensors")       # a str path works as well as a Path
+    eager.save(a.state_dict(), path)
+    b.load_state_dict(eager.load(path))
+    x = eager.randn(5, 4)
+    np.testing.assert_array_equal(a(x).detach().numpy(), b(x).detach().numpy())
+
+
+def test_an_interrupted_write_leaves_the_old_file_intact_and_no_temp_files(tmp_path,
+                                                                            monkeypatch):
+    path = tmp_path / "ckpt.safetensors"
+    eager.save({"w": eager.ones(3)}, path)
+    old_bytes = path.read_bytes()
+    real_save_file = eager.serialization.save_file
+
+    def crash_midway(tensors, filename, metadata=None):
+        real_save_file(tensors, filename, metadata=metadata)
+        with open(filename, "r+b") as f:          # half of the bytes are written, then: crash
+            f.truncate(os.path.getsize(filename) // 2)
+        raise KeyboardInterrupt("simulated crash in the middle of the write")
+
+    monkeypatch.setattr(eager.serialization, "save_file", crash_midway)
+    with pytest.raises(KeyboardInterrupt):
+        eager.save({"w": eager.zeros(1000)}, path)
+    assert path.read_bytes() == old_bytes
+    assert sorted(os.listdir(tmp_path)) == ["ckpt.safetensors"]
+    np.testing.assert_array_equal(eager.load(path)["w"].numpy(), np.ones(3, np.float32))
+
+
+def test_a_failed_first_write_leaves_nothing(tmp_path, monkeypatch):
+    def fail(tensors, filename, metadata=None):
+        pathlib.Path(filename).write_bytes(b"partial")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(eager.serialization, "save_file", fail)
+    with pytest.raises(OSError, match="disk full"):
+        eager.save({"w": eager.ones(2)}, tmp_path / "new.safetensors")
+    assert os.listdir(tmp_path) == []
+
+
+class _Trap:
+    """Unpickling this writes a marker file: proof that code from the file ran."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (pathlib.Path.write_text, (pathlib.Path(self.marker), "code ran"))
+
+
+def test_a_pickle_file_is_refused_without_being_unpickled(tmp_path):
+    marker = tmp_path / "MARKER"
+    payload = pickle.dumps({"weight": np.ones((2, 2), np.float32), "trap": _Trap(marker)})
+    # the trap is real: unpickling this payload does write the marker
+    pickle.loads(payload)
+    assert marker.exists()
+    marker.unlink()
+
+    path = tmp_path / "model.pt"
+    path.write_bytes(payload)
+    with pytest.raises(ValueError, match=r"not a valid safetensors file.*never unpickles"):
+        eager.load(path)
+    assert not marker.exists()
+
+
+def test_a_torch_checkpoint_is_refused(tmp_path):
+    torch = pytest.importorskip("torch")
+    path = tmp_path / "model.pt"
+    torch.save({"w": torch.ones(2)}, path)
+    with pytest.raises(ValueError, match="never unpickles"):
+        eager.load(path)
+
+
+def test_truncated_and_missing_files(tmp_path):
+    path = tmp_path / "ckpt.safetensors"
+    eager.save({"w": eager.ones(100)}, path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="not a valid safetensors file"):
+        eager.load(path)
+    with pytest.raises(FileNotFoundError):
+        eager.load(tmp_path / "nope.safetensors")
+
+
+@pytest.mark.parametrize("value", [3, 2.5, "text", [1.0, 2.0], None, {"nested": 1}],
+                         ids=repr)
+def test_save_refuses_values_that_are_not_tensors(tmp_path, value):
+    with pytest.raises(TypeError, match=r"'extra' is a .*not a tensor"):
+        eager.save({"w": eager.ones(2), "extra": value}, tmp_path / "x.safetensors")
+    assert os.listdir(tmp_path) == []
+
+
+def test_save_refuses_non_string_keys_and_non_mappings(tmp_path):
+    with pytest.raises(TypeError, match="keys must be strings"):
+        eager.save({1: eager.ones(2)}, tmp_path / "x.safetensors")
+    with pytest.raises(TypeError, match="expects a dict"):
+        eager.save([eager.ones(2)], tmp_path / "x.safetensors")
+    assert os.listdir(tmp_path) == []
