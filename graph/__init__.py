@@ -1,0 +1,58 @@
+"""dualgrad's define-and-run engine, in the style of TensorFlow 1.x (`tf.compat.v1`).
+
+Ops build nodes of a `Graph`; nothing runs until `Session.run(fetches, feed_dict)`.
+Shape rules run as each node is built, so a mismatch with known dims raises `ShapeError`
+at the user's line; errors at run time name the node and the line that built it.
+
+>>> import graph, numpy as np
+>>> x = graph.placeholder(graph.float32, (None, 3), name="x")
+>>> w = graph.Variable(np.ones((3, 2), np.float32), name="w")
+>>> loss = graph.reduce_mean(graph.matmul(x, w) ** 2)
+>>> train_op = graph.train.GradientDescentOptimizer(0.1).minimize(loss)
+>>> with graph.Session() as sess:
+...     sess.run(graph.global_variables_initializer())
+...     before = sess.run(loss, {x: np.ones((4, 3))})
+...     _ = sess.run(train_op, {x: np.ones((4, 3))})
+...     bool(sess.run(loss, {x: np.ones((4, 3))}) < before)
+True
+
+See docs/graph.md for the guide, graph/plan.py for the execution-plan interface.
+"""
+from ops import ShapeError, manual_seed as set_random_seed
+
+from . import errors
+from .core import (Graph, Node, Tensor, TensorShape, control_dependencies, constant,
+                   convert_to_tensor, get_default_graph, name_scope, placeholder,
+                   reset_default_graph)
+from .dtypes import (as_dtype, bool_, float16, float32, float64, int8, int16, int32, int64,
+                     uint8)
+from .variables import (Variable, assign, assign_add, assign_sub, global_variables,
+                        global_variables_initializer, trainable_variables,
+                        variables_initializer)
+from .control_flow import cond, group, identity, no_op, print_, while_loop
+from .gradients import gradients
+from .math_ops import *  # noqa: F403 - TF's op functions: graph.matmul, graph.reduce_sum, …
+from .math_ops import __all__ as _math_all
+from .session import InteractiveSession, Session, get_default_session
+from .plan import Plan, Step, build_plan, lower
+from . import nn, layers, train
+from .serialize import load, restore, save
+from .inspect import summary, to_dot
+
+Operation = Node
+bool = bool_  # noqa: A001 - graph.bool, as tf.bool
+print = print_  # noqa: A001 - graph.print(x, message), as tf.print / tf.Print
+Print = print_
+
+__all__ = [
+    "ShapeError", "set_random_seed", "errors", "Graph", "Node", "Operation", "Tensor",
+    "TensorShape", "control_dependencies", "constant", "convert_to_tensor",
+    "get_default_graph", "name_scope", "placeholder", "reset_default_graph", "as_dtype",
+    "bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+    "Variable", "assign", "assign_add", "assign_sub", "global_variables",
+    "global_variables_initializer", "trainable_variables", "variables_initializer", "cond",
+    "group", "identity", "no_op", "print", "Print", "while_loop", "gradients",
+    "InteractiveSession", "Session", "get_default_session", "Plan", "Step", "build_plan",
+    "lower", "nn", "layers", "train", "load", "restore", "save", "summary", "to_dot",
+    *_math_all,
+]

@@ -1,0 +1,361 @@
+"""Control flow and graph plumbing: `cond`, `while_loop`, `group`, `identity`, `print`.
+
+`cond` and `while_loop` build their branches / body once, at build time, as sub-graphs
+(`Body`), so every op inside is shape-checked before any data exists. An outer tensor used
+inside a body is captured: it becomes a placeholder of the body and an input of the cond /
+while node. At run time only the taken branch runs. Gradients through `cond` are a `cond`
+over the branches' own gradient graphs (built in the bodies with `gradients`); gradients
+through `while_loop` re-run the loop, keep each iteration's values and apply the body's
+gradient graph backwards (`while_grad`).
+
+>>> import graph, numpy as np
+>>> x = graph.placeholder(graph.float32, ())
+>>> y = graph.cond(x > 0, lambda: x * 3.0, lambda: -x)
+>>> (dy,) = graph.gradients(y, [x])
+>>> with graph.Session() as s:
+...     s.run([y, dy], {x: 2.0}), s.run([y, dy], {x: -2.0})
+([6.0, 3.0], [2.0, -1.0])
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+import ops
+from ops.core import ShapeError, Spec, fmt_shape
+
+from .core import (Graph, Node, Tensor, _at_user_line, _graph_of, _lift, constant,
+                   get_default_graph, graph_kind, placeholder)
+
+__all__ = ["cond", "while_loop", "group", "no_op", "identity", "print_", "Body", "Function"]
+
+
+# -- group / no_op / identity / print ---------------------------------------------------------
+def _no_op_lower(node):
+    return (lambda: None), False
+
+
+NO_OP = graph_kind("no_op", _no_op_lower)
+
+
+def _as_node(x):
+    if isinstance(x, Tensor):
+        return x.node
+    if isinstance(x, Node):
+        return x
+    raise TypeError(f"group: expected tensors or nodes, got {x!r}")
+
+
+def group(*inputs, name=None) -> Node:
+    """One node that runs after all `inputs` (tensors or nodes); fetching it gives None."""
+    nodes = [_as_node(x) for x in inputs]
+    g = nodes[0].graph if nodes else get_default_graph()
+    return g.create_node(NO_OP, (), {}, [], name or "group_deps", control_inputs=nodes)
+
+
+def no_op(name=None) -> Node:
+    return get_default_graph().create_node(NO_OP, (), {}, [], name or "NoOp")
+
+
+def _identity_lower(node):
+    return (lambda x: x), False
+
+
+IDENTITY = graph_kind("identity", _identity_lower, vjp=lambda g, x, **kw: (g,))
+
+
+def identity(x, name=None) -> Tensor:
+    g = _graph_of([x])
+    t = _lift(g, x, [x])
+    return g.create_node(IDENTITY, (t,), {}, [Spec(t.shape, t.dtype)], name or "Identity") \
+        .outputs[0]
+
+
+def _print_lower(node):
+    message, summarize = node.attrs["message"], node.attrs["summarize"]
+
+    def run(state, x):
+        with np.printoptions(threshold=summarize or 1000, edgeitems=3):
+            print(f"{message}{np.asarray(x)}", file=sys.stdout)
+        return x
+    return run, True
+
+
+PRINT = graph_kind("print", _print_lower, vjp=lambda g, x, **kw: (g,))
+
+
+def print_(x, message="", summarize=None, name=None) -> Tensor:
+    """Pass `x` through and print `message` and its value each time it runs (like tf.print
+    / tf.Print); the graph side's answer to eager's print()."""
+    g = _graph_of([x])
+    t = _lift(g, x, [x])
+    attrs = {"message": str(message), "summarize": None if summarize is None else int(summarize)}
+    return g.create_node(PRINT, (t,), attrs, [Spec(t.shape, t.dtype)], name or "Print") \
+        .outputs[0]
+
+
+# -- bodies ------------------------------------------------------------------------------------
+class Body(Graph):
+    """The sub-graph of a cond branch or a while_loop body; captures outer tensors."""
+
+    def __init__(self, outer, label):
+        super().__init__()
+        self.outer = outer
+        self.label = label
+        self.captures: list[tuple[Tensor, Tensor]] = []   # (outer tensor, inner placeholder)
+        self._cmap: dict[int, Tensor] = {}
+        self._scope = label + "/"
+
+    def capture(self, t):
+        inner = self._cmap.get(id(t))
+        if inner is not None:
+            return inner
+        src = t if t.graph is self.outer else self.outer.capture(t)
+        if src.graph is not self.outer:
+            raise ValueError(f"tensor '{t.name}' does not belong to a graph enclosing "
+                             f"'{self.label}'")
+        with self.as_default(), self.name_scope(self.label + "/"):
+            inner = placeholder(t.dtype, t.shape, name="capture")
+        self._cmap[id(t)] = inner
+        self._cmap[id(src)] = inner
+        self.captures.append((src, inner))
+        return inner
+
+    def __repr__(self):
+        return f"<graph.Body '{self.label}' with {len(self._nodes)} nodes>"
+
+
+class Function:
+    """A callable view of a body: named inputs (placeholders) and outputs, run by a plan."""
+
+    def __init__(self, body, inputs, outputs):
+        self.body, self.inputs, self.outputs = body, list(inputs), list(outputs)
+        self._plan = None
+
+    def __call__(self, state, *arrays):
+        if self._plan is None:
+            from .plan import build_plan
+            self._plan = build_plan(self.outputs, self.inputs)
+        return self._plan.run(state, dict(zip(self.inputs, arrays)))
+
+    def __reduce__(self):
+        raise TypeError("graph functions cannot be pickled; save the graph with graph.save()")
+
+
+def _flatten(x):
+    if isinstance(x, (list, tuple)):
+        parts = [_flatten(v) for v in x]
+        leaves = [leaf for p in parts for leaf in p[0]]
+
+        def rebuild(vals, parts=parts, typ=type(x)):
+            out, i = [], 0
+            for leaves_k, rb in parts:
+                out.append(rb(vals[i:i + len(leaves_k)]))
+                i += len(leaves_k)
+            return typ(out)
+        return leaves, rebuild
+    if x is None:
+        return [], lambda vals: None
+    return [x], lambda vals: vals[0]
+
+
+def _trace(outer, label, fn, args=()):
+    """Build `fn(*args)` into a new Body; return (body, flat output tensors, rebuild)."""
+    body = Body(outer, label)
+    with body.as_default():
+        out = fn(*args)
+        leaves, rebuild = _flatten(out)
+        leaves = [_lift(body, v, []) if not isinstance(v, Tensor) else
+                  (v if v.graph is body else body.capture(v)) for v in leaves]
+    return body, leaves, rebuild
+
+
+# -- cond ----------------------------------------------------------------------------------------
+def _cond_lower(node):
+    fns, n = node.attrs["branches"], len(node.outputs)
+
+    def run(state, pred, *caps):
+        out = fns[0 if pred else 1](state, *caps)
+        return out[0] if n == 1 else tuple(out)
+    return run, True
+
+
+def _cond_vjp(g, pred, *caps, out, needs, branches, **kw):
+    """d/d(captures) of output `out.index`: a cond over each branch's gradient graph."""
+    i, node = out.index, out.node
+    want = [k for k, need in enumerate(needs[1:]) if need]
+    if not want:
+        return (None,) * (1 + len(caps))
+    grad_fns = [_branch_grad(f, i, out.spec, want) for f in branches]
+    specs = [node.inputs[1 + k].spec for k in want]
+    inputs = (node.inputs[0],) + node.inputs[1:] + (_lift(node.graph, g, [out]),)
+    gnode = node.graph.create_node(COND, inputs, {"branches": tuple(grad_fns)},
+                                   [Spec(s.shape, s.dtype) for s in specs], "cond_grad")
+    grads = [None] * len(caps)
+    for k, t in zip(want, gnode.outputs):
+        grads[k] = t
+    return (None, *grads)
+
+
+def _branch_grad(fn, i, spec, want):
+    from .gradients import gradients
+    body = fn.body
+    with body.as_default(), body.name_scope(body.label + "/grad/"):
+        gp = placeholder(spec.dtype, spec.shape, name="grad_in")
+        xs = [fn.inputs[k] for k in want]
+        grads = gradients([fn.outputs[i]], xs, grad_ys=[gp])
+        grads = [ops.zeros_like(x) if gr is None else gr for x, gr in zip(xs, grads)]
+    return Function(body, fn.inputs + [gp], grads)
+
+
+COND = graph_kind("cond", _cond_lower, vjp=_cond_vjp)
+
+
+def _merge_specs(a, b, what):
+    if a.dtype != b.dtype or len(a.shape) != len(b.shape):
+        raise ShapeError(f"{what}: {fmt_shape(a)} {a.dtype} vs {fmt_shape(b)} {b.dtype}")
+    return Spec(tuple(x if x == y else None for x, y in zip(a.shape, b.shape)), a.dtype)
+
+
+def cond(pred, true_fn, false_fn, name=None):
+    """`true_fn()` if pred else `false_fn()`, decided at run time; both are built now.
+
+    pred: a scalar bool tensor (a Python bool just picks the branch now). The branches must
+    return the same structure of tensors with the same dtypes and ranks; a dim that differs
+    between them is unknown (None) in the result.
+    """
+    if isinstance(pred, (bool, np.bool_)):
+        return true_fn() if pred else false_fn()
+    outer = _graph_of([pred])
+    pred = _lift(outer, pred, [])
+    if pred.dtype != np.bool_ or len(pred.shape) not in (0,):
+        raise _at_user_line(ShapeError(f"cond: pred must be a scalar bool tensor, got "
+                                       f"{fmt_shape(pred.spec)} {pred.dtype}"), outer, "cond")
+    with outer.name_scope(name or "cond") as scope:
+        tb, t_out, rebuild = _trace(outer, scope + "then", true_fn)
+        fb, f_out, _ = _trace(outer, scope + "else", false_fn)
+    if len(t_out) != len(f_out):
+        raise _at_user_line(ShapeError(f"cond: true_fn returns {len(t_out)} tensors but "
+                                       f"false_fn returns {len(f_out)}"), outer, "cond")
+    try:
+        specs = [_merge_specs(a.spec, b.spec, f"cond: output {k} differs between branches")
+                 for k, (a, b) in enumerate(zip(t_out, f_out))]
+    except ShapeError as e:
+        raise _at_user_line(e, outer, "cond") from None
+    outer_caps = _union_captures(tb, fb)
+    fns = tuple(Function(b, [b.capture(t) for t in outer_caps], outs)
+                for b, outs in ((tb, t_out), (fb, f_out)))
+    node = outer.create_node(COND, (pred, *outer_caps), {"branches": fns}, specs, scope[:-1],
+                             exact_name=True)
+    return rebuild(list(node.outputs))
+
+
+def _union_captures(*bodies):
+    seen, out = set(), []
+    for b in bodies:
+        for src, _ in b.captures:
+            if id(src) not in seen:
+                seen.add(id(src))
+                out.append(src)
+    return out
+
+
+# -- while_loop ----------------------------------------------------------------------------------
+def _while_lower(node):
+    c_fn, b_fn = node.attrs["cond"], node.attrs["body"]
+    n, nc, max_it = node.attrs["n_vars"], node.attrs["n_cond_caps"], node.attrs["max_iter"]
+    specs = [t.spec for t in node.outputs]
+
+    def run(state, *args):
+        vs, cc, bc = list(args[:n]), args[n:n + nc], args[n + nc:]
+        it = 0
+        while (max_it is None or it < max_it) and c_fn(state, *vs, *cc)[0]:
+            vs = b_fn(state, *vs, *bc)
+            _check_invariants(node, specs, vs, it)
+            it += 1
+        return vs[0] if n == 1 else tuple(vs)
+    return run, True
+
+
+def _check_invariants(node, specs, vs, it):
+    for k, (s, v) in enumerate(zip(specs, vs)):
+        if v.ndim != len(s.shape) or any(d is not None and d != a for d, a in zip(s.shape,
+                                                                                  v.shape)):
+            raise ShapeError(f"while_loop: iteration {it} changed loop variable {k} to shape "
+                             f"{fmt_shape(v.shape)}, outside its shape invariant "
+                             f"{fmt_shape(s.shape)}")
+
+
+def _while_vjp(g, *inputs, out, needs, **attrs):
+    from .while_grad import while_vjp
+    return while_vjp(g, *inputs, out=out, needs=needs, **attrs)
+
+
+WHILE = graph_kind("while", _while_lower, vjp=_while_vjp)
+
+
+def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=None,
+               name=None, return_same_structure=False):
+    """Repeat `loop_vars = body(*loop_vars)` while `cond(*loop_vars)`; both built once now.
+
+    The body must keep each loop variable's dtype and shape; a dim that may change needs a
+    None in `shape_invariants` (checked at build time and after every iteration).
+    """
+    single = isinstance(loop_vars, Tensor) or not isinstance(loop_vars, (list, tuple))
+    lv = [loop_vars] if single else list(loop_vars)
+    outer = _graph_of(lv) if any(isinstance(v, Tensor) for v in lv) else get_default_graph()
+    lv = [_lift(outer, v, []) for v in lv]
+    inv = [v.shape for v in lv] if shape_invariants is None else \
+        [tuple(s) for s in ([shape_invariants] if single else shape_invariants)]
+    with outer.name_scope(name or "while") as scope:
+        cb, c_out, _ = _trace_loop(outer, scope + "cond", cond, lv, inv)
+        bb, b_out, _ = _trace_loop(outer, scope + "body", body, lv, inv)
+    _check_loop(outer, c_out, b_out, lv, inv)
+    c_fn = Function(cb, cb.var_inputs + [p for _, p in cb.captures], c_out)
+    b_fn = Function(bb, bb.var_inputs + [p for _, p in bb.captures], b_out)
+    ins = (*lv, *[s for s, _ in cb.captures], *[s for s, _ in bb.captures])
+    attrs = {"cond": c_fn, "body": b_fn, "n_vars": len(lv), "n_cond_caps": len(cb.captures),
+             "max_iter": None if maximum_iterations is None else int(maximum_iterations)}
+    specs = [Spec(tuple(s), v.dtype) for s, v in zip(inv, lv)]
+    node = outer.create_node(WHILE, ins, attrs, specs, scope[:-1], exact_name=True)
+    outs = list(node.outputs)
+    if single or (len(outs) == 1 and not return_same_structure):
+        return outs[0]
+    return type(loop_vars)(outs) if isinstance(loop_vars, tuple) else outs
+
+
+def _trace_loop(outer, label, fn, lv, inv):
+    body = Body(outer, label)
+    with body.as_default():
+        body.var_inputs = [placeholder(v.dtype, s, name="loop_var") for v, s in zip(lv, inv)]
+        out = fn(*body.var_inputs)
+        leaves, rebuild = _flatten(out)
+        leaves = [_lift(body, v, []) if not isinstance(v, Tensor) else
+                  (v if v.graph is body else body.capture(v)) for v in leaves]
+    return body, leaves, rebuild
+
+
+def _check_loop(outer, c_out, b_out, lv, inv):
+    def fail(msg):
+        raise _at_user_line(ShapeError(msg), outer, "while")
+    if len(c_out) != 1 or c_out[0].dtype != np.bool_ or c_out[0].shape not in ((), ):
+        fail(f"while_loop: cond must return one scalar bool tensor, got "
+             f"{[(fmt_shape(t.spec), str(t.dtype)) for t in c_out]}")
+    if len(b_out) != len(lv):
+        fail(f"while_loop: body returns {len(b_out)} values for {len(lv)} loop variables")
+    for k, (t, v, s) in enumerate(zip(b_out, lv, inv)):
+        if t.dtype != v.dtype:
+            fail(f"while_loop: body changes the dtype of loop variable {k} from {v.dtype} "
+                 f"to {t.dtype}")
+        if len(t.shape) != len(s) or any(a is not None and a != b for a, b in zip(s, t.shape)):
+            fail(f"while_loop: body changes loop variable {k} from shape {fmt_shape(s)} to "
+                 f"{fmt_shape(t.spec)}; give shape_invariants with None for the dims that "
+                 f"change")
+        if len(v.shape) != len(s) or any(a is not None and b is not None and a != b
+                                         for a, b in zip(s, v.shape)):
+            fail(f"while_loop: loop variable {k} of shape {fmt_shape(v.spec)} does not fit "
+                 f"its shape invariant {fmt_shape(s)}")
+
+
+_ = constant

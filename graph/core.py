@@ -1,0 +1,597 @@
+"""Graphs, nodes and symbolic tensors; `GraphEngine`, the engine `ops.bind` hands calls to.
+
+A `Node` is one operation in a `Graph` (TF's `Operation`): its `op` is an `ops.Op` (a
+registry primitive, or one of the graph-only kinds in `KINDS`: placeholder, const,
+variable, assign, cond, …), its `inputs` are `Tensor`s, its `attrs` the op's attributes.
+A `Tensor` is one output of a node: static `spec` (shape with None dims, dtype), nothing
+else. Building an op runs its shape rule at once, so a mismatch with known dims raises
+`ShapeError` at the user's line, before any data exists.
+
+>>> import graph, numpy as np
+>>> x = graph.placeholder(graph.float32, (None, 3), name="x")
+>>> y = graph.matmul(x, np.ones((3, 2), np.float32))
+>>> y.shape, y.dtype, y.op.type
+((None, 2), dtype('float32'), 'matmul')
+"""
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+import ops
+from ops.core import ShapeError, Spec, fmt_shape, user_frame, where_str
+
+from .dtypes import as_dtype
+
+__all__ = ["Graph", "Node", "Tensor", "TensorShape", "GraphEngine", "get_default_graph",
+           "reset_default_graph", "name_scope", "control_dependencies", "placeholder",
+           "constant", "convert_to_tensor", "KINDS", "Kind", "graph_kind"]
+
+
+# -- graph-only node kinds -------------------------------------------------------------------
+@dataclass(frozen=True)
+class Kind:
+    """A graph-only node kind. `op` carries its name and (for some) its gradient rule;
+    `lower(node)` returns `(kernel, stateful)` for the executor (see graph/plan.py)."""
+    op: ops.Op
+    lower: object
+
+
+KINDS: dict[str, Kind] = {}
+
+
+def graph_kind(name, lower, vjp=None) -> ops.Op:
+    """Declare a graph-only node kind (not an arithmetic op: those live in ops/)."""
+    if name in ops.REGISTRY or name in KINDS:
+        raise ValueError(f"graph kind {name!r} clashes with an existing op")
+    op = ops.Op(name, None, None, vjp)
+    KINDS[name] = Kind(op, lower)
+    return op
+
+
+def op_by_name(name):
+    if name in KINDS:
+        return KINDS[name].op
+    return ops.REGISTRY.get(name)
+
+
+# -- shapes ------------------------------------------------------------------------------------
+class TensorShape(tuple):
+    """A static shape: a tuple whose dims may be None; `as_list()` as in TF."""
+
+    def as_list(self):
+        return list(self)
+
+    @property
+    def ndims(self):
+        return len(self)
+
+    rank = ndims
+
+    def is_fully_defined(self):
+        return None not in self
+
+    def __repr__(self):
+        return fmt_shape(tuple(self))
+
+
+# -- nodes and tensors -------------------------------------------------------------------------
+class Node:
+    """One operation of a graph (TF's `Operation`)."""
+    __slots__ = ("graph", "name", "op", "inputs", "attrs", "outputs", "control_inputs", "loc",
+                 "grad_of", "id", "__weakref__")
+
+    @property
+    def type(self):
+        return self.op.name
+
+    def run(self, feed_dict=None, session=None):
+        """Run this node in `session` (default: the default session), like TF's `op.run()`."""
+        from .session import _session_or_default
+        _session_or_default(session).run(self, feed_dict)
+
+    def __repr__(self):
+        return f"<graph.Node '{self.name}' type={self.type}>"
+
+    def __reduce__(self):
+        raise TypeError("graph nodes cannot be pickled; save the graph with graph.save()")
+
+
+class Tensor:
+    """A symbolic value: the output `index` of `node`. Nothing is computed until Session.run."""
+    __slots__ = ("node", "index", "spec", "__weakref__")
+    __array_priority__ = 1000
+    __array_ufunc__ = None   # ndarray + Tensor -> Tensor.__radd__
+
+    def __init__(self, node, index, spec):
+        self.node, self.index, self.spec = node, index, spec
+
+    # -- what it is --------------------------------------------------------------------------
+    @property
+    def op(self):
+        return self.node
+
+    @property
+    def graph(self):
+        return self.node.graph
+
+    @property
+    def name(self):
+        return f"{self.node.name}:{self.index}"
+
+    @property
+    def shape(self):
+        return TensorShape(self.spec.shape)
+
+    def get_shape(self):
+        return self.shape
+
+    @property
+    def dtype(self):
+        return self.spec.dtype
+
+    @property
+    def ndim(self):
+        return len(self.spec.shape)
+
+    def __repr__(self):
+        return f"<graph.Tensor '{self.name}' shape={fmt_shape(self.spec)} dtype={self.dtype}>"
+
+    def eval(self, feed_dict=None, session=None):
+        """The value in `session` (default: the default session), like TF's `Tensor.eval()`."""
+        from .session import _session_or_default
+        return _session_or_default(session).run(self, feed_dict)
+
+    # -- no Python truth, length or array for a value that does not exist yet -------------------
+    def __bool__(self):
+        raise TypeError(
+            f"Using a symbolic graph.Tensor ('{self.name}') as a Python bool is not allowed: "
+            f"its value exists only inside Session.run. For a data-dependent branch use "
+            f"graph.cond(pred, true_fn, false_fn); for an elementwise choice use "
+            f"graph.where(cond, x, y).")
+
+    def __len__(self):
+        raise TypeError(f"len() of a symbolic graph.Tensor ('{self.name}', shape "
+                        f"{fmt_shape(self.spec)}) is not defined; use t.shape[0]")
+
+    def __iter__(self):
+        raise TypeError(f"a symbolic graph.Tensor ('{self.name}') is not iterable; index it "
+                        f"(t[i]) or use graph.while_loop")
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError(f"cannot convert the symbolic graph.Tensor '{self.name}' to a NumPy "
+                        f"array: fetch its value with Session.run")
+
+    def __reduce__(self):
+        raise TypeError("graph tensors cannot be pickled; save the graph with graph.save()")
+
+    __hash__ = object.__hash__
+
+    # -- operators ----------------------------------------------------------------------------
+    def __add__(self, o):
+        return ops.add(self, o)
+
+    def __radd__(self, o):
+        return ops.add(o, self)
+
+    def __sub__(self, o):
+        return ops.sub(self, o)
+
+    def __rsub__(self, o):
+        return ops.sub(o, self)
+
+    def __mul__(self, o):
+        return ops.mul(self, o)
+
+    def __rmul__(self, o):
+        return ops.mul(o, self)
+
+    def __truediv__(self, o):
+        return ops.div(self, o)
+
+    def __rtruediv__(self, o):
+        return ops.div(o, self)
+
+    def __pow__(self, o):
+        return ops.pow(self, o)
+
+    def __rpow__(self, o):
+        return ops.pow(o, self)
+
+    def __matmul__(self, o):
+        return ops.matmul(self, o)
+
+    def __rmatmul__(self, o):
+        return ops.matmul(o, self)
+
+    def __neg__(self):
+        return ops.neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return ops.abs(self)
+
+    def __eq__(self, o):  # NOTE: elementwise, like eager (TF2); tensors still hash by identity
+        return ops.eq(self, o)
+
+    def __ne__(self, o):
+        return ops.ne(self, o)
+
+    def __lt__(self, o):
+        return ops.lt(self, o)
+
+    def __le__(self, o):
+        return ops.le(self, o)
+
+    def __gt__(self, o):
+        return ops.gt(self, o)
+
+    def __ge__(self, o):
+        return ops.ge(self, o)
+
+    def __getitem__(self, index):
+        return getitem(self, index)
+
+    @property
+    def T(self):
+        return ops.transpose(self, axes=tuple(reversed(range(self.ndim))))
+
+
+def getitem(t, index):
+    """Basic indexing (ints, slices, None, ...) is a `slice` op; one integer array is `take`."""
+    parts = index if isinstance(index, tuple) else (index,)
+    arrays = [k for k, p in enumerate(parts) if isinstance(p, (list, np.ndarray, Tensor))]
+    if not arrays:
+        return ops.slice_(t, index=tuple(int(p) if isinstance(p, np.integer) else p
+                                         for p in parts))
+    idx = parts[arrays[0]]
+    if np.dtype(idx.dtype if isinstance(idx, Tensor) else np.asarray(idx).dtype) == np.bool_:
+        raise IndexError("boolean-mask indexing makes a data-dependent shape and is not "
+                         "supported; use graph.where(mask, x, 0)")
+    if len(arrays) > 1 or any(p is not Ellipsis and p != slice(None)
+                              for k, p in enumerate(parts) if k != arrays[0]):
+        raise IndexError("only one integer-array index, with ':' elsewhere, is supported "
+                         "(e.g. x[idx] or x[:, idx]); see graph.gather")
+    k = arrays[0] if Ellipsis not in parts else t.ndim - (len(parts) - arrays[0])
+    if not isinstance(idx, Tensor):
+        idx = np.asarray(idx, dtype=np.int64)
+    return ops.take(t, idx, axis=k)
+
+
+# -- graphs ------------------------------------------------------------------------------------
+class Graph:
+    """A dataflow graph (TF's `tf.Graph`): nodes in creation order, names unique.
+
+    >>> g = Graph()
+    >>> with g.as_default():
+    ...     c = constant(1.0)
+    >>> c.graph is g
+    True
+    """
+
+    def __init__(self):
+        self._nodes: list[Node] = []
+        self._by_name: dict[str, Node] = {}
+        self._names: set[str] = set()
+        self._scope = ""
+        self._control: list[list[Node]] = []
+        self.variables: list = []            # every Variable, in creation order
+        self.version = 0                     # bumped by every new node
+        self.outer = None                    # the enclosing graph of a cond/while body
+        self.saved_values: dict = {}         # variable values a loaded graph starts with
+
+    def __reduce__(self):
+        raise TypeError("graphs cannot be pickled; save them with graph.save()")
+
+    def __repr__(self):
+        return f"<graph.Graph with {len(self._nodes)} nodes>"
+
+    # -- default graph -------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def as_default(self):
+        _STACK.append(self)
+        try:
+            yield self
+        finally:
+            _STACK.pop()
+
+    # -- names ---------------------------------------------------------------------------------
+    def unique_name(self, name, mark_as_used=True) -> str:
+        full = self._scope + name
+        if full in self._names:
+            i = 1
+            while f"{full}_{i}" in self._names:
+                i += 1
+            full = f"{full}_{i}"
+        if mark_as_used:
+            self._names.add(full)
+        return full
+
+    @contextlib.contextmanager
+    def name_scope(self, name):
+        """Prefix node names with `name/`; a scope re-entered gets a fresh name (`dense_1/`).
+        A name ending in '/' is used as is (absolute); None or '' resets to the top level."""
+        old = self._scope
+        if not name:
+            new = ""
+        elif name.endswith("/"):
+            new = name
+        else:
+            new = self.unique_name(name) + "/"
+        self._scope = new
+        try:
+            yield new
+        finally:
+            self._scope = old
+
+    @contextlib.contextmanager
+    def control_dependencies(self, control_inputs):
+        """Nodes built inside run only after `control_inputs` (nodes or tensors) ran."""
+        if control_inputs is None:
+            saved, self._control = self._control, []
+            try:
+                yield
+            finally:
+                self._control = saved
+            return
+        nodes = [c.node if isinstance(c, Tensor) else c for c in control_inputs]
+        self._control.append(nodes)
+        try:
+            yield
+        finally:
+            self._control.pop()
+
+    # -- nodes ---------------------------------------------------------------------------------
+    def create_node(self, op, inputs, attrs, specs, name=None, *, exact_name=False, loc=None,
+                    grad_of=None, control_inputs=()) -> Node:
+        node = Node()
+        node.graph, node.op, node.inputs, node.attrs = self, op, tuple(inputs), attrs
+        if exact_name:  # a name reserved by unique_name / name_scope, or read from a file
+            if name in self._by_name:
+                raise ValueError(f"duplicate node name {name!r}")
+            self._names.add(name)
+        else:
+            name = self.unique_name(name or op.name)
+        node.name = name
+        node.loc = loc if loc is not None else user_frame()
+        node.grad_of = grad_of if grad_of is not None else (_GRAD_OF[-1] if _GRAD_OF else None)
+        deps = list(control_inputs) + [n for group in self._control for n in group]
+        node.control_inputs = tuple(deps)
+        node.id = len(self._nodes)
+        node.outputs = tuple(Tensor(node, i, s) for i, s in enumerate(specs))
+        self._nodes.append(node)
+        self._by_name[name] = node
+        self.version += 1
+        return node
+
+    def rename(self, node, new_name):
+        """Give `node` a reserved name (used by the `name=` argument of op functions)."""
+        del self._by_name[node.name]
+        self._names.discard(node.name)
+        node.name = new_name
+        self._names.add(new_name)
+        self._by_name[new_name] = node
+
+    def get_operations(self) -> list[Node]:
+        return list(self._nodes)
+
+    def get_operation_by_name(self, name) -> Node:
+        from .errors import NotFoundError
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise NotFoundError(f"the graph has no node named {name!r}") from None
+
+    def get_tensor_by_name(self, name) -> Tensor:
+        from .errors import NotFoundError
+        m = re.fullmatch(r"(.+):(\d+)", name)
+        if m is None:
+            raise ValueError(f"a tensor name looks like 'node:0', got {name!r} (that would "
+                             f"name a node: use get_operation_by_name)")
+        node = self.get_operation_by_name(m.group(1))
+        i = int(m.group(2))
+        if i >= len(node.outputs):
+            raise NotFoundError(f"node {node.name!r} has {len(node.outputs)} outputs, no :{i}")
+        return node.outputs[i]
+
+    def is_enclosed_by(self, other) -> bool:
+        """True if this graph is a cond/while body nested (at any depth) inside `other`."""
+        g = self.outer
+        while g is not None:
+            if g is other:
+                return True
+            g = g.outer
+        return False
+
+    def capture(self, t):  # a plain graph captures nothing; bodies override (control_flow.py)
+        raise ValueError(f"tensor '{t.name}' belongs to another graph")
+
+    def trainable_variables(self):
+        return [v for v in self.variables if v.trainable]
+
+
+_STACK: list[Graph] = []
+_GLOBAL = [Graph()]
+_GRAD_OF: list[Node] = []   # the forward node whose gradient rule is being built
+
+
+def get_default_graph() -> Graph:
+    return _STACK[-1] if _STACK else _GLOBAL[0]
+
+
+def reset_default_graph():
+    """Start a fresh global default graph (not allowed inside `with g.as_default()`)."""
+    if _STACK:
+        raise AssertionError("reset_default_graph() was called inside a `with g.as_default()` "
+                             "block or a cond/while_loop body; leave the block first")
+    _GLOBAL[0] = Graph()
+
+
+def name_scope(name):
+    """`with graph.name_scope("dense"):` prefixes names of the nodes built inside."""
+    return get_default_graph().name_scope(name)
+
+
+def control_dependencies(control_inputs):
+    return get_default_graph().control_dependencies(control_inputs)
+
+
+@contextlib.contextmanager
+def gradient_of(node):
+    """Tag nodes built inside as gradient nodes of `node` (backprop's vjp_context)."""
+    _GRAD_OF.append(node)
+    try:
+        yield
+    finally:
+        _GRAD_OF.pop()
+
+
+# -- the engine ------------------------------------------------------------------------------
+def _is_weak(a) -> bool:
+    return isinstance(a, (bool, int, float)) and not isinstance(a, np.generic)
+
+
+def _graph_of(args) -> Graph:
+    """The graph an op on `args` is built in: the default graph when every input lives in it
+    or in a graph enclosing it (a cond/while body captures those), else the inputs' graph."""
+    graphs = []
+    for a in args:
+        if isinstance(a, Tensor) and all(a.graph is not g for g in graphs):
+            graphs.append(a.graph)
+        elif getattr(a, "_engine", None) not in (None, GraphEngine):
+            raise TypeError(f"cannot mix a {type(a).__module__}.{type(a).__name__} with graph "
+                            f"tensors in one op; convert it with np.asarray or graph.constant")
+    dflt = get_default_graph()
+    if all(g is dflt or dflt.is_enclosed_by(g) for g in graphs):
+        return dflt
+    if len(graphs) == 1:
+        return graphs[0]
+    names = [next(a.name for a in args if isinstance(a, Tensor) and a.graph is g)
+             for g in graphs]
+    raise ValueError(f"tensors {', '.join(repr(n) for n in names)} belong to different graphs "
+                     f"and cannot be used in one op")
+
+
+def _lift(g, a, args) -> Tensor:
+    """An op argument as a tensor of graph g: captured, or a constant node."""
+    if isinstance(a, Tensor):
+        return a if a.graph is g else g.capture(a)
+    if _is_weak(a):
+        others = [t.dtype for t in args if isinstance(t, Tensor)]
+        dt = np.result_type(*others, a)
+        return _const_node(g, np.asarray(a, dtype=dt), weak=a)
+    return _const_node(g, np.asarray(a))
+
+
+def _build(g, op, inputs, attrs, name=None):
+    try:
+        spec = op.infer(*[t.spec for t in inputs], **attrs)
+    except ShapeError as e:
+        raise _at_user_line(e, g, op.name) from None
+    return g.create_node(op, inputs, attrs, [spec], name).outputs[0]
+
+
+def _at_user_line(e, g, what):
+    loc = user_frame()
+    extra = f" (at {where_str(loc)}, building node '{g._scope}{what}'"
+    if _GRAD_OF:
+        fwd = _GRAD_OF[-1]
+        extra += (f", the gradient of '{fwd.name}' (op {fwd.type}) defined at "
+                  f"{where_str(fwd.loc)}")
+    err = ShapeError(f"{e}{extra})")
+    err.location = loc
+    return err
+
+
+class GraphEngine:
+    """What `ops.bind` calls for graph tensors: shape rule now, a new node, no arithmetic."""
+
+    @staticmethod
+    def apply(op, args, attrs):
+        g = _graph_of(args)
+        inputs = [_lift(g, a, args) for a in args]
+        return _build(g, op, inputs, attrs)
+
+
+Tensor._engine = GraphEngine
+
+
+# -- placeholders and constants ---------------------------------------------------------------
+def _const_lower(node):
+    value = node.attrs["value"]
+    return (lambda: value), False
+
+
+def _placeholder_lower(node):
+    def unfed():
+        from .errors import InvalidArgumentError, describe
+        raise InvalidArgumentError(f"You must feed a value for placeholder {describe(node)}",
+                                   node=node)
+    return unfed, False
+
+
+CONST = graph_kind("const", _const_lower)
+PLACEHOLDER = graph_kind("placeholder", _placeholder_lower)
+
+
+def _const_node(g, value, weak=None, name=None):
+    spec = Spec(value.shape, value.dtype, weak=weak)
+    return g.create_node(CONST, (), {"value": value}, [spec], name or "Const").outputs[0]
+
+
+def _norm_shape(shape):
+    if shape is None:
+        raise ValueError("placeholder: a shape is required (use None for unknown dims, e.g. "
+                         "(None, 784))")
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    return tuple(None if d is None or d == -1 else int(d) for d in shape)
+
+
+def placeholder(dtype, shape=None, name=None) -> Tensor:
+    """A value fed at run time: `placeholder(graph.float32, (None, 784), name="x")`."""
+    dt, shape = as_dtype(dtype), _norm_shape(shape)
+    g = get_default_graph()
+    node = g.create_node(PLACEHOLDER, (), {"dtype": dt.name, "shape": shape}, [Spec(shape, dt)],
+                         name or "Placeholder")
+    return node.outputs[0]
+
+
+def constant(value, dtype=None, shape=None, name=None) -> Tensor:
+    """A constant: `constant([1, 2], graph.float32)`; a scalar with `shape` fills it.
+    Python floats become float32, as in TF (NumPy arrays keep their dtype)."""
+    if isinstance(value, Tensor):
+        raise TypeError(f"constant() needs a value, got the symbolic tensor '{value.name}'")
+    if dtype is None and not isinstance(value, (np.ndarray, np.generic)):
+        arr = np.asarray(value)
+        dt = np.dtype(np.float32) if arr.dtype == np.float64 else \
+            np.dtype(np.int32) if arr.dtype == np.int64 else arr.dtype
+        arr = arr.astype(dt)
+    else:
+        arr = np.asarray(value, dtype=None if dtype is None else as_dtype(dtype))
+    as_dtype(arr.dtype)
+    if shape is not None:
+        shape = tuple(int(d) for d in _norm_shape(shape))
+        if arr.size == 1:
+            arr = np.full(shape, arr.reshape(()), dtype=arr.dtype)
+        elif arr.shape != shape:
+            arr = arr.reshape(shape)
+    return _const_node(get_default_graph(), np.array(arr), name=name or "Const")
+
+
+def convert_to_tensor(value, dtype=None, name=None) -> Tensor:
+    """A tensor as is (checking dtype), anything else as a constant."""
+    if isinstance(value, Tensor):
+        if dtype is not None and value.dtype != as_dtype(dtype):
+            raise TypeError(f"tensor '{value.name}' has dtype {value.dtype}, expected "
+                            f"{as_dtype(dtype)}")
+        return value
+    return constant(value, dtype=dtype, name=name)
+
+
+_ = fmt_shape

@@ -1,0 +1,230 @@
+"""`Session`: runs the part of a graph that fetches need, with fed placeholder values.
+
+>>> import graph, numpy as np
+>>> x = graph.placeholder(graph.float32, (None,), name="x")
+>>> y = x * 2.0
+>>> with graph.Session() as s:
+...     s.run({"double": y}, feed_dict={x: [1.0, 2.0]})
+{'double': array([2., 4.], dtype=float32)}
+
+Feeds are checked before anything runs (a placeholder's dtype and known dims); a missing
+feed names the placeholder. Variables keep their values across `run` calls of a session.
+With `optimize=True` (the default) the plan comes from `compiler.optimize` when the
+compiler is installed, else the graph runs as built. Plans are cached per (fetches, fed
+placeholders[, feed shapes when optimised]).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ops.core import Spec, fmt_shape
+
+from .core import Graph, Node, Tensor, get_default_graph
+from .errors import InvalidArgumentError, describe
+from .plan import build_plan
+
+__all__ = ["Session", "InteractiveSession", "get_default_session"]
+
+_DEFAULT: list = []
+
+
+def get_default_session():
+    return _DEFAULT[-1] if _DEFAULT else None
+
+
+def _session_or_default(session):
+    s = session or get_default_session()
+    if s is None:
+        raise ValueError("no session given and no default session: use `with graph.Session()"
+                         " as sess:` or pass session=")
+    return s
+
+
+class RunState:
+    """What stateful kernels see: the session's variable values (by node name) and RNGs."""
+
+    def __init__(self, session, graph):
+        self.session = session
+        self.variables = {k: np.array(v, copy=True) for k, v in graph.saved_values.items()}
+        self.rngs = {}
+
+
+def _optimizer():
+    """The optimiser entry point, or None when compiler/ is not there (one late import)."""
+    try:
+        from compiler import optimize
+    except ImportError:
+        return None
+    return optimize
+
+
+class Session:
+    """`Session(graph=None, optimize=True)`: a context manager with `run(fetches, feed_dict)`.
+
+    fetches: a Tensor, a Variable, a Node (an op: its result is None), a name ("x:0" or
+    "train"), or a nested list / tuple / dict of them; the result has the same structure.
+    """
+
+    def __init__(self, graph=None, optimize=True, config=None):
+        self.graph = graph if graph is not None else get_default_graph()
+        if not isinstance(self.graph, Graph):
+            raise TypeError(f"Session(graph=...) needs a graph.Graph, got {self.graph!r}")
+        self.optimize = bool(optimize)
+        self._state = RunState(self, self.graph)
+        self._plans = {}
+        self._closed = False
+        self.last_report = None   # the optimiser's report for the last plan it built
+
+    def __reduce__(self):
+        raise TypeError("sessions cannot be pickled")
+
+    # -- lifetime --------------------------------------------------------------------------------
+    def __enter__(self):
+        _DEFAULT.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        if _DEFAULT and _DEFAULT[-1] is self:
+            _DEFAULT.pop()
+        self.close()
+
+    def as_default(self):
+        return _AsDefault(self)
+
+    def close(self):
+        self._closed = True
+        self._plans.clear()
+        self._state.variables.clear()
+
+    @property
+    def closed(self):
+        return self._closed
+
+    # -- running -------------------------------------------------------------------------------
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        flat, rebuild = _flatten(fetches, self._element)
+        feeds = self._check_feeds(feed_dict or {})
+        values = self._plan(flat, feeds).run(self._state, feeds)
+        stored = {id(a) for a in self._state.variables.values()}
+        return rebuild([_result(v, stored) for v in values])
+
+    def _plan(self, flat, feeds):
+        key = (tuple(id(f) for f in flat), tuple(sorted(id(t) for t in feeds)))
+        if self.optimize:
+            key += (tuple(sorted((id(t), a.shape, a.dtype.str) for t, a in feeds.items())),)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._new_plan(flat, feeds)
+        return plan
+
+    def _new_plan(self, flat, feeds):
+        optimize = _optimizer() if self.optimize else None
+        if optimize is None:
+            return build_plan(flat, feeds)
+        specs = {t: Spec(a.shape, a.dtype) for t, a in feeds.items()}
+        plan, self.last_report = optimize(self.graph, flat, specs)
+        return plan
+
+    # -- fetches and feeds ------------------------------------------------------------------------
+    def _element(self, f, what="fetch"):
+        """A fetch or feed key as a Tensor or Node of this session's graph."""
+        if isinstance(f, str):
+            g = self.graph
+            return g.get_tensor_by_name(f) if ":" in f else g.get_operation_by_name(f)
+        if not isinstance(f, (Tensor, Node)):
+            raise TypeError(f"{what} argument {f!r} has invalid type {type(f).__name__}: "
+                            f"expected a graph Tensor, Variable, node or name")
+        g = f.graph
+        if g is not self.graph:
+            where = ("is inside a cond/while_loop body (return it from the body instead)"
+                     if g.is_enclosed_by(self.graph) else "belongs to another graph")
+            name = f.name
+            raise ValueError(f"{what} argument '{name}' {where}: it is not an element of "
+                             f"this session's graph")
+        return f
+
+    def _check_feeds(self, feed_dict):
+        feeds = {}
+        for key, value in feed_dict.items():
+            t = self._element(key, "feed")
+            if isinstance(t, Node) or t.node.type != "placeholder":
+                node = t if isinstance(t, Node) else t.node
+                raise InvalidArgumentError(
+                    f"cannot feed {t.name!r}: only placeholders can be fed, and node "
+                    f"{describe(node)} is not one", node=node)
+            feeds[t] = _check_feed(t, value)
+        return feeds
+
+
+def _check_feed(t, value):
+    arr = np.asarray(value)
+    want = t.dtype
+    if arr.dtype != want and not np.can_cast(arr.dtype, want, "same_kind"):
+        raise InvalidArgumentError(
+            f"cannot feed a {arr.dtype} value to placeholder {describe(t.node)}: it expects "
+            f"{want}", node=t.node)
+    shape = t.spec.shape
+    if arr.ndim != len(shape) or any(d is not None and d != a for d, a in zip(shape, arr.shape)):
+        raise InvalidArgumentError(
+            f"cannot feed a value of shape {fmt_shape(arr.shape)} to placeholder "
+            f"{describe(t.node)}: it expects shape {fmt_shape(shape)}", node=t.node)
+    return arr if arr.dtype == want else arr.astype(want)
+
+
+def _result(v, stored):
+    if v is None:
+        return None
+    if id(v) in stored:
+        v = v.copy()   # NOTE: never hand out the session's own variable buffer
+    return v[()] if v.ndim == 0 else v
+
+
+def _flatten(fetches, element):
+    """Flatten nested fetches to a list; return it and a function that rebuilds the shape."""
+    flat = []
+
+    def walk(f):
+        if isinstance(f, dict):
+            keys = list(f)
+            subs = [walk(f[k]) for k in keys]
+            return lambda vals: type(f)(zip(keys, (s(vals) for s in subs))) \
+                if type(f) is not dict else {k: s(vals) for k, s in zip(keys, subs)}
+        if isinstance(f, (list, tuple)):
+            subs = [walk(x) for x in f]
+            if hasattr(f, "_fields"):   # namedtuple
+                return lambda vals: type(f)(*(s(vals) for s in subs))
+            return lambda vals: type(f)(s(vals) for s in subs)
+        if f is None:
+            raise TypeError("Fetch argument None has invalid type NoneType")
+        i = len(flat)
+        flat.append(element(f))
+        return lambda vals: vals[i]
+
+    return flat, walk(fetches)
+
+
+class _AsDefault:
+    def __init__(self, s):
+        self.s = s
+
+    def __enter__(self):
+        _DEFAULT.append(self.s)
+        return self.s
+
+    def __exit__(self, *exc):
+        _DEFAULT.remove(self.s)
+
+
+class InteractiveSession(Session):
+    """A Session that installs itself as the default session on creation (for notebooks)."""
+
+    def __init__(self, graph=None, optimize=True):
+        super().__init__(graph, optimize)
+        _DEFAULT.append(self)
+
+    def close(self):
+        if self in _DEFAULT:
+            _DEFAULT.remove(self)
+        super().close()

@@ -1,0 +1,186 @@
+"""`graph.train`: optimizers whose updates are graph nodes (assigns built from op calls).
+
+Update rules, as TF1 (and PyTorch, where they agree) write them; g is the gradient:
+
+- GradientDescentOptimizer: var -= lr * g
+- MomentumOptimizer: accum = momentum * accum + g; var -= lr * accum
+  (use_nesterov: var -= lr * (g + momentum * accum)) — the same as torch.optim.SGD with
+  momentum and dampening 0.
+- AdamOptimizer (TF1's form): m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+  lr_t = lr * sqrt(1 - b2^t) / (1 - b1^t); var -= lr_t * m / (sqrt(v) + epsilon).
+  torch.optim.Adam divides by sqrt(v_hat) + eps instead: the two differ only in where
+  epsilon sits (epsilon * sqrt(1 - b2^t) here), which matters only when sqrt(v) ~ eps.
+
+>>> import graph, numpy as np
+>>> w = graph.Variable(np.array([1.0], np.float32))
+>>> train = graph.train.GradientDescentOptimizer(0.5).minimize(graph.reduce_sum(w * w))
+>>> with graph.Session() as s:
+...     s.run(graph.global_variables_initializer()); s.run(train); s.run(w)
+array([0.], dtype=float32)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import ops
+
+from .control_flow import group
+from .core import Tensor, get_default_graph
+from .gradients import gradients
+from .variables import Variable, assign, assign_add
+
+__all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
+           "get_or_create_global_step", "get_global_step", "Saver"]
+
+
+class Optimizer:
+    """Base class: `minimize(loss)` = `apply_gradients(compute_gradients(loss))`."""
+
+    def __init__(self, learning_rate, name):
+        self.learning_rate = learning_rate
+        self.name = name
+        self._slots: dict[tuple[str, int], Variable] = {}
+
+    def compute_gradients(self, loss, var_list=None):
+        """[(gradient or None, variable)] for the trainable variables (or var_list)."""
+        if not isinstance(loss, Tensor):
+            raise TypeError(f"{self.name}: loss must be a graph tensor, got {loss!r}")
+        var_list = list(var_list) if var_list is not None else loss.graph.trainable_variables()
+        if not var_list:
+            raise ValueError(f"{self.name}: no variables to optimize")
+        return list(zip(gradients(loss, var_list), var_list))
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        """One node that applies every update (and increments global_step, if given)."""
+        pairs = [(g, v) for g, v in grads_and_vars if g is not None]
+        if not pairs:
+            names = [v.name for _, v in grads_and_vars]
+            raise ValueError(f"{self.name}: no gradients provided for any variable "
+                             f"({', '.join(names)}): the loss does not depend on them")
+        g = pairs[0][1].graph
+        with g.as_default(), g.name_scope(name or self.name) as scope:
+            self._prepare(pairs)
+            updates = [n for grad, var in pairs for n in self._apply_one(grad, var)]
+            updates += self._finish(updates)
+            if global_step is not None:
+                with g.control_dependencies(updates):
+                    updates.append(assign_add(global_step, 1).node)
+            step = group(*updates)
+            g.rename(step, scope[:-1])   # NOTE: TF names the update op after the optimizer
+            return step
+
+    def minimize(self, loss, global_step=None, var_list=None, name=None):
+        return self.apply_gradients(self.compute_gradients(loss, var_list), global_step, name)
+
+    # -- slots -------------------------------------------------------------------------------
+    def slot(self, var, slot_name, init=None):
+        key = (slot_name, id(var))
+        v = self._slots.get(key)
+        if v is None:
+            g = var.graph
+            with g.name_scope(None):
+                value = np.zeros(var.shape, var.dtype) if init is None else init
+                v = Variable(value, name=f"{var.node.name}/{slot_name}", trainable=False)
+            self._slots[key] = v
+        return v
+
+    def get_slot(self, var, name):
+        return self._slots.get((name, id(var)))
+
+    def get_slot_names(self):
+        return sorted({k for k, _ in self._slots})
+
+    # -- the rule ------------------------------------------------------------------------------
+    def _prepare(self, pairs):
+        pass
+
+    def _apply_one(self, grad, var) -> list:
+        """The update nodes for one variable."""
+        raise NotImplementedError
+
+    def _finish(self, updates):
+        return []
+
+
+class GradientDescentOptimizer(Optimizer):
+    def __init__(self, learning_rate, use_locking=False, name="GradientDescent"):
+        super().__init__(learning_rate, name)
+
+    def _apply_one(self, grad, var):
+        return [assign(var, var - self.learning_rate * grad).node]
+
+
+class MomentumOptimizer(Optimizer):
+    def __init__(self, learning_rate, momentum, use_locking=False, name="Momentum",
+                 use_nesterov=False):
+        super().__init__(learning_rate, name)
+        self.momentum, self.use_nesterov = momentum, use_nesterov
+
+    def _apply_one(self, grad, var):
+        accum = self.slot(var, self.name)
+        new = accum * self.momentum + grad
+        step = grad + self.momentum * new if self.use_nesterov else new
+        return [assign(accum, new).node, assign(var, var - self.learning_rate * step).node]
+
+
+class AdamOptimizer(Optimizer):
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08,
+                 use_locking=False, name="Adam"):
+        super().__init__(learning_rate, name)
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        self._powers = None
+
+    def _prepare(self, pairs):
+        var = pairs[0][1]
+        if self._powers is None:
+            g = var.graph
+            with g.name_scope(None):
+                dt = var.dtype
+                self._powers = (Variable(np.array(self.beta1, dt), name="beta1_power",
+                                         trainable=False),
+                                Variable(np.array(self.beta2, dt), name="beta2_power",
+                                         trainable=False))
+        b1p, b2p = self._powers
+        self._lr_t = self.learning_rate * ops.sqrt(1.0 - b2p) / (1.0 - b1p)
+
+    def _apply_one(self, grad, var):
+        b1, b2 = self.beta1, self.beta2
+        m, v = self.slot(var, self.name), self.slot(var, self.name + "_1")
+        m_new = m * b1 + grad * (1.0 - b1)
+        v_new = v * b2 + (grad * grad) * (1.0 - b2)
+        ups = [assign(m, m_new).node, assign(v, v_new).node]
+        step = self._lr_t * m_new / (ops.sqrt(v_new) + self.epsilon)
+        return ups + [assign(var, var - step).node]
+
+    def _finish(self, updates):
+        b1p, b2p = self._powers
+        with b1p.graph.control_dependencies(updates):
+            return [assign(b1p, b1p * self.beta1).node, assign(b2p, b2p * self.beta2).node]
+
+
+# -- global step ---------------------------------------------------------------------------------
+def get_global_step(graph=None):
+    g = graph or get_default_graph()
+    return next((v for v in g.variables if v.node.name == "global_step"), None)
+
+
+def get_or_create_global_step(graph=None):
+    g = graph or get_default_graph()
+    step = get_global_step(g)
+    if step is None:
+        with g.as_default(), g.name_scope(None):
+            step = Variable(np.array(0, np.int64), name="global_step", trainable=False)
+    return step
+
+
+class Saver:
+    """TF1's Saver: `save(sess, path)` writes the graph and the session's variable values;
+    `restore(sess, path)` loads the values of matching variables into `sess`."""
+
+    def save(self, sess, save_path):
+        from .serialize import save
+        return save(save_path, sess)
+
+    def restore(self, sess, save_path):
+        from .serialize import restore
+        restore(sess, save_path)

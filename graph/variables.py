@@ -1,0 +1,214 @@
+"""Variables: state that lives in a Session and survives across `run` calls.
+
+A `Variable` is a tensor (reading it gives its current value) whose node is of kind
+`variable`. Its value is set by running an assign node: `v.initializer` (built from
+`initial_value`), `v.assign(x)`, `v.assign_add(x)`. Within one `run`, every read of a
+variable sees the value it had when the run started (a read node runs once per run, before
+any assign built after it).
+
+>>> import graph, numpy as np
+>>> v = graph.Variable(np.zeros(2, np.float32), name="v")
+>>> step = v.assign_add(np.ones(2, np.float32))
+>>> with graph.Session() as s:
+...     s.run(graph.global_variables_initializer())
+...     _ = s.run(step); _ = s.run(step)
+...     s.run(v)
+array([2., 2.], dtype=float32)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import ops
+from ops.core import ShapeError, Spec, fmt_shape, where_str
+
+from .core import (Tensor, _graph_of, _lift, get_default_graph, graph_kind, constant,
+                   _at_user_line)
+from .dtypes import as_dtype
+from .errors import FailedPreconditionError, InvalidArgumentError
+
+__all__ = ["Variable", "global_variables_initializer", "variables_initializer",
+           "global_variables", "trainable_variables", "assign", "assign_add", "assign_sub"]
+
+
+# -- node kinds ------------------------------------------------------------------------------
+def _variable_lower(node):
+    name = node.name
+
+    def read(state):
+        try:
+            return state.variables[name]
+        except KeyError:
+            raise FailedPreconditionError(
+                f"Attempting to use uninitialized value '{name}' (Variable defined at "
+                f"{where_str(node.loc)}); run graph.global_variables_initializer() (or "
+                f"'{name}.initializer') in this session first", node=node) from None
+    return read, True
+
+
+def _check_assign(node, value):
+    spec = node.outputs[0].spec
+    if np.shape(value) != spec.shape:
+        raise InvalidArgumentError(
+            f"assign: cannot assign a value of shape {fmt_shape(np.shape(value))} to variable "
+            f"'{node.attrs['var']}' of shape {fmt_shape(spec.shape)}", node=node)
+    return np.array(value, dtype=spec.dtype, copy=True)
+
+
+def _assign_lower(node):
+    name = node.attrs["var"]
+
+    def run(state, value):
+        state.variables[name] = _check_assign(node, value)
+        return value
+    return run, True
+
+
+def _update_lower(opname):
+    kernel = ops.REGISTRY[opname].kernel   # the op library's own add/sub
+
+    def lower(node):
+        name = node.attrs["var"]
+
+        def run(state, delta):
+            try:
+                cur = state.variables[name]
+            except KeyError:
+                raise FailedPreconditionError(
+                    f"Attempting to use uninitialized value '{name}' in {node.type} "
+                    f"'{node.name}'; run graph.global_variables_initializer() first",
+                    node=node) from None
+            new = _check_assign(node, kernel(cur, delta))
+            state.variables[name] = new
+            return new
+        return run, True
+    return lower
+
+
+VARIABLE = graph_kind("variable", _variable_lower)
+ASSIGN = graph_kind("assign", _assign_lower)
+ASSIGN_ADD = graph_kind("assign_add", _update_lower("add"))
+ASSIGN_SUB = graph_kind("assign_sub", _update_lower("sub"))
+
+
+# -- Variable ----------------------------------------------------------------------------------
+class Variable(Tensor):
+    """`Variable(initial_value, trainable=True, name=None, dtype=None)`, as `tf.Variable`.
+
+    `initial_value` may be an array, a Python value, a tensor (e.g. `random_normal(...)`) or
+    a callable returning one (called under the variable's name scope). Python floats become
+    float32. The shape must be fully known.
+    """
+    __slots__ = ("trainable", "initializer", "initial_value")
+
+    def __init__(self, initial_value, trainable=True, name=None, dtype=None):
+        g = get_default_graph()
+        if g.outer is not None:
+            raise ValueError("create Variables outside cond/while_loop bodies (TF1 cannot "
+                             "either); pass them in as ordinary tensors")
+        vname = g.unique_name(name or "Variable")
+        with g.name_scope(vname + "/"):
+            init = initial_value() if callable(initial_value) else initial_value
+            init = init if isinstance(init, Tensor) else constant(init, dtype=dtype,
+                                                                  name="initial_value")
+            if dtype is not None and init.dtype != as_dtype(dtype):
+                init = ops.cast(init, as_dtype(dtype))
+        if init.graph is not g:
+            raise ValueError(f"the initial value '{init.name}' of Variable '{vname}' belongs "
+                             f"to another graph")
+        if None in init.shape:
+            raise ShapeError(f"Variable '{vname}': the initial value has shape "
+                             f"{fmt_shape(init.spec)}; a Variable needs a fully known shape")
+        spec = Spec(tuple(init.shape), init.dtype)
+        node = g.create_node(VARIABLE, (), {"trainable": bool(trainable)}, [spec], vname,
+                             exact_name=True)
+        Tensor.__init__(self, node, 0, spec)
+        node.outputs = (self,)
+        self.trainable = bool(trainable)
+        self.initial_value = init
+        with g.name_scope(vname + "/"):
+            self.initializer = assign(self, init, name="Assign").node
+        g.variables.append(self)
+
+    def __repr__(self):
+        return (f"<graph.Variable '{self.node.name}' shape={fmt_shape(self.spec)} "
+                f"dtype={self.dtype}>")
+
+    # -- TF's Variable methods -----------------------------------------------------------------
+    def value(self):
+        return self
+
+    read_value = value
+
+    def assign(self, value, name=None):
+        return assign(self, value, name)
+
+    def assign_add(self, delta, name=None):
+        return assign_add(self, delta, name)
+
+    def assign_sub(self, delta, name=None):
+        return assign_sub(self, delta, name)
+
+    def load(self, value, session=None):
+        """Set the value in `session` directly (TF's `Variable.load`)."""
+        from .session import _session_or_default
+        s = _session_or_default(session)
+        s._state.variables[self.node.name] = _check_assign(self.initializer, np.asarray(value))
+
+
+def _assign_node(kind, var, value, name):
+    if not isinstance(var, Variable):
+        raise TypeError(f"{kind.name}: the target must be a graph.Variable, got {var!r}")
+    g = _graph_of([var, value] if isinstance(value, Tensor) else [var])
+    if not isinstance(value, Tensor):
+        arr = np.asarray(value)
+        if not np.can_cast(arr.dtype, var.dtype, "same_kind"):
+            raise TypeError(f"{kind.name}: cannot assign a {arr.dtype} value to Variable "
+                            f"'{var.node.name}' of dtype {var.dtype}")
+        value = arr.astype(var.dtype)
+    t = _lift(g, value, [var])
+    if t.dtype != var.dtype:
+        raise TypeError(f"{kind.name}: value '{t.name}' has dtype {t.dtype}, but Variable "
+                        f"'{var.node.name}' has dtype {var.dtype}; cast it first")
+    try:
+        ok = len(t.shape) == len(var.shape) and all(
+            a is None or a == b for a, b in zip(t.shape, var.shape))
+        if not ok:
+            raise ShapeError(f"{kind.name}: cannot assign a value of shape "
+                             f"{fmt_shape(t.spec)} to Variable '{var.node.name}' of shape "
+                             f"{fmt_shape(var.spec)}")
+    except ShapeError as e:
+        raise _at_user_line(e, g, kind.name) from None
+    node = g.create_node(kind, (t,), {"var": var.node.name}, [var.spec], name or kind.name)
+    return node.outputs[0]
+
+
+def assign(ref, value, name=None):
+    """Set Variable `ref` to `value` when run; the result is the new value."""
+    return _assign_node(ASSIGN, ref, value, name)
+
+
+def assign_add(ref, delta, name=None):
+    return _assign_node(ASSIGN_ADD, ref, delta, name)
+
+
+def assign_sub(ref, delta, name=None):
+    return _assign_node(ASSIGN_SUB, ref, delta, name)
+
+
+def global_variables(graph=None):
+    return list((graph or get_default_graph()).variables)
+
+
+def trainable_variables(graph=None):
+    return (graph or get_default_graph()).trainable_variables()
+
+
+def variables_initializer(var_list, name="init"):
+    from .control_flow import group
+    return group(*[v.initializer for v in var_list], name=name)
+
+
+def global_variables_initializer():
+    """One op that initialises every Variable of the default graph."""
+    return variables_initializer(global_variables())

@@ -1,0 +1,69 @@
+"""Turn the op registry's samples into arrays, graph placeholders and reference values."""
+from __future__ import annotations
+
+import numpy as np
+
+import graph
+import ops
+
+
+def arrays_for(sample, dtype=np.float64, seed=0):
+    """Sample args as arrays: a tuple is a shape (random floats in sample.domain), arrays and
+    Python scalars as they are."""
+    rng = np.random.default_rng(seed)
+    lo, hi = sample.domain
+    out = []
+    for a in sample.args:
+        if isinstance(a, tuple):
+            out.append(rng.uniform(lo, hi, a).astype(dtype))
+        else:
+            out.append(a)
+    return out
+
+
+def graph_args(arrays, unknown_dims=False):
+    """Placeholders for the array args (feeds in a dict), Python scalars kept as they are."""
+    args, feeds = [], {}
+    for a in arrays:
+        if isinstance(a, np.ndarray):
+            shape = (None,) * a.ndim if unknown_dims else a.shape
+            p = graph.placeholder(a.dtype, shape)
+            feeds[p] = a
+            args.append(p)
+        else:
+            args.append(a)
+    return args, feeds
+
+
+def float_inputs(sample, arrays):
+    """Indices of the args that are random floats (the ones gradients are checked for)."""
+    return [i for i, (s, a) in enumerate(zip(sample.args, arrays))
+            if isinstance(s, tuple) and isinstance(a, np.ndarray)]
+
+
+def numeric_grad(f, arrays, i, eps=1e-6):
+    """Central finite difference of scalar f(arrays) with respect to arrays[i] (float64)."""
+    x = arrays[i]
+    g = np.zeros_like(x)
+    flat, gflat = x.reshape(-1), g.reshape(-1)
+    for k in range(flat.size):
+        old = flat[k]
+        flat[k] = old + eps
+        up = f(arrays)
+        flat[k] = old - eps
+        down = f(arrays)
+        flat[k] = old
+        gflat[k] = (up - down) / (2 * eps)
+    return g
+
+
+def op_cases():
+    for name, op in sorted(ops.REGISTRY.items()):
+        for i, s in enumerate(op.samples):
+            yield name, op, i, s
+
+
+def composite_cases():
+    for name, c in sorted(ops.COMPOSITES.items()):
+        for i, s in enumerate(c.samples):
+            yield name, c, i, s
