@@ -133,9 +133,14 @@ def test_composite_gradient_matches_finite_difference(comp, sample):
 def _check_build_error(fn, sample):
     arrays = arrays_for(sample, np.float32)
     args, _ = graph_args(arrays)
-    line = sys._getframe().f_lineno + 2
-    with pytest.raises((ShapeError, TypeError)) as ei:
-        _build(fn, args, sample.attrs)
+    line = sys._getframe().f_lineno + 3
+    try:
+        with pytest.raises(ShapeError) as ei:
+            fn(*args, **sample.attrs)
+    except TypeError as e:
+        if "cannot convert the symbolic" in str(e):
+            pytest.xfail(f"ops/ bug: the composite converts a graph tensor to NumPy: {e}")
+        raise
     msg = str(ei.value)
     assert re.search(sample.match, msg), msg
     assert f"{HERE}:{line}" in msg, msg
