@@ -11,11 +11,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .core import Sample, ShapeError, fmt_shape, user_frame, where_str
+from .core import Sample, ShapeError, fmt_shape, spec_of, user_frame, where_str
 from .elementwise import erf, exp, is_value, log, sqrt, stop_gradient, tanh, where, cast
 from .nn import matmul, one_hot, rand_like, unfold
 from .reduce import count, max as max_, static_count, sum as sum_
-from .rules import norm_axes
+from .rules import broadcast, norm_axes
 from .shape import concat, expand_dims, pad, reshape, slice_, squeeze, take, transpose
 
 
@@ -39,6 +39,14 @@ def composite(samples=(), ref=None):
 
 def _shape(x):
     return tuple(x.shape) if hasattr(x, "shape") else ()
+
+
+def _located(msg) -> ShapeError:
+    """A composite's own ShapeError, at the user's line, as the engines place primitives'."""
+    loc = user_frame()
+    err = ShapeError(f"{msg} (at {where_str(loc)})")
+    err.location = loc
+    return err
 
 
 # -- reductions -------------------------------------------------------------------------------
@@ -156,7 +164,7 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5, normalized_ndim=1):
     nd = len(_shape(x))
     axes = tuple(range(nd - normalized_ndim, nd))
     if weight is not None and None not in _shape(x) and _shape(weight) != _shape(x)[nd - normalized_ndim:]:
-        raise ShapeError(f"layer_norm: weight {fmt_shape(_shape(weight))} does not match the "
+        raise _located(f"layer_norm: weight {fmt_shape(_shape(weight))} does not match the "
                          f"normalized shape {fmt_shape(_shape(x)[nd - normalized_ndim:])} of "
                          f"input {fmt_shape(_shape(x))}")
     xc = x - mean(x, axis=axes, keepdims=True)
@@ -177,10 +185,10 @@ def linear(x, weight, bias=None):
     """x @ weight.T + bias, with torch's weight layout (out_features, in_features)."""
     xs, ws = _shape(x), _shape(weight)
     if len(ws) != 2 or not xs:
-        raise ShapeError(f"linear: expects a 2-d weight (out_features, in_features) and an input "
+        raise _located(f"linear: expects a 2-d weight (out_features, in_features) and an input "
                          f"with features last, got input {fmt_shape(xs)}, weight {fmt_shape(ws)}")
     if xs[-1] is not None and ws[1] is not None and xs[-1] != ws[1]:
-        raise ShapeError(f"linear: input {fmt_shape(xs)} has {xs[-1]} features but weight "
+        raise _located(f"linear: input {fmt_shape(xs)} has {xs[-1]} features but weight "
                          f"{fmt_shape(ws)} expects {ws[1]} (weight is (out_features, "
                          f"in_features))")
     y = matmul(x, transpose(weight, axes=(1, 0)))
@@ -205,10 +213,10 @@ def conv2d(x, weight, bias=None, stride=1, padding=0):
     """2-d convolution, NCHW input, weight (out_channels, in_channels, kh, kw), as torch."""
     xs, ws = _shape(x), _shape(weight)
     if len(xs) != 4 or len(ws) != 4:
-        raise ShapeError(f"conv2d: expects input (N, C, H, W) and weight (O, C, kh, kw), got "
+        raise _located(f"conv2d: expects input (N, C, H, W) and weight (O, C, kh, kw), got "
                          f"{fmt_shape(xs)} and {fmt_shape(ws)}")
     if xs[1] is not None and ws[1] is not None and xs[1] != ws[1]:
-        raise ShapeError(f"conv2d: input {fmt_shape(xs)} has {xs[1]} channels but weight "
+        raise _located(f"conv2d: input {fmt_shape(xs)} has {xs[1]} channels but weight "
                          f"{fmt_shape(ws)} expects {ws[1]}")
     o, _, kh, kw = ws
     cols = unfold(x, kernel=(kh, kw), stride=stride, padding=padding)   # (N, C*kh*kw, L)
@@ -234,7 +242,7 @@ def max_pool2d(x, kernel_size, stride=None, padding=0):
     """Max over kernel_size windows of an (N, C, H, W) input."""
     xs = _shape(x)
     if len(xs) != 4:
-        raise ShapeError(f"max_pool2d: expects a 4-d input (N, C, H, W), got {fmt_shape(xs)}")
+        raise _located(f"max_pool2d: expects a 4-d input (N, C, H, W), got {fmt_shape(xs)}")
     stride = stride or kernel_size
     if padding:
         x = pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)), value=-np.inf)
@@ -265,11 +273,11 @@ def cross_entropy(logits, target, reduction="mean"):
     if t_dtype.kind in "iu":
         if ts != ls[:-1] and not (len(ts) == len(ls) - 1 and all(
                 a is None or b is None or a == b for a, b in zip(ts, ls))):
-            raise ShapeError(f"cross_entropy: target {fmt_shape(ts)} must have shape "
+            raise _located(f"cross_entropy: target {fmt_shape(ts)} must have shape "
                              f"{fmt_shape(ls[:-1])} (class indices) for logits {fmt_shape(ls)}")
         target = one_hot(target, ls[-1], dtype=logits.dtype)
     elif ts != ls:
-        raise ShapeError(f"cross_entropy: probability target {fmt_shape(ts)} must have the "
+        raise _located(f"cross_entropy: probability target {fmt_shape(ts)} must have the "
                          f"shape of logits {fmt_shape(ls)}")
     loss = -sum_(target * log_softmax(logits, axis=-1), axis=-1)
     return _reduce_loss(loss, reduction)
@@ -285,16 +293,25 @@ def _reduce_loss(loss, reduction):
     raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
-@composite(samples=(Sample(((4, 3), (4, 3))), Sample(((5,), (5,)), {"reduction": "sum"})),
+@composite(samples=(Sample(((4, 3), (4, 3))), Sample(((5,), (5,)), {"reduction": "sum"}),
+                    Sample(((4, 8, 3), (4, 7, 3)),
+                           match=r"mse_loss: input \(4, 8, 3\) and target \(4, 7, 3\) do not "
+                                 r"broadcast: dimension -2 is 7 vs 8")),
            ref=lambda np, a, b, reduction="mean": (np.mean if reduction == "mean" else np.sum)(
                (a - b) ** 2))
 def mse_loss(input, target, reduction="mean"):  # noqa: A002 - torch's argument name
     si, st = _shape(input), _shape(target)
     if si != st:
+        # NOTE: the loss's own words, not those of the `sub` inside it
+        try:
+            out = broadcast("mse_loss", spec_of(input), spec_of(target))
+        except ShapeError as e:
+            raise _located(f"mse_loss: input {fmt_shape(si)} and target {fmt_shape(st)} do not "
+                           f"broadcast: {str(e).rsplit(': ', 1)[-1]}") from None
         # NOTE: the silent (N,) vs (N, 1) -> (N, N) bug; torch warns here too.
-        warnings.warn(f"mse_loss: target {fmt_shape(st)} differs from input {fmt_shape(si)} and "
-                      f"will be broadcast, which is likely a bug (at {where_str(user_frame())})",
-                      UserWarning, stacklevel=3)
+        warnings.warn(f"mse_loss: target {fmt_shape(st)} differs from input {fmt_shape(si)}; "
+                      f"they broadcast to {fmt_shape(out)}, which is likely a bug (at "
+                      f"{where_str(user_frame())})", UserWarning, stacklevel=3)
     d = input - target
     return _reduce_loss(d * d, reduction)
 
@@ -316,7 +333,7 @@ def split(x, split_size_or_sections, axis=0):
     n = shape[a]
     if isinstance(split_size_or_sections, int):
         if n is None:
-            raise ShapeError(f"split: dimension {a} of {fmt_shape(shape)} is unknown; "
+            raise _located(f"split: dimension {a} of {fmt_shape(shape)} is unknown; "
                              f"give the section sizes")
         sizes = [split_size_or_sections] * (n // split_size_or_sections)
         if n % split_size_or_sections:
@@ -324,7 +341,7 @@ def split(x, split_size_or_sections, axis=0):
     else:
         sizes = list(split_size_or_sections)
         if n is not None and sum(sizes) != n:
-            raise ShapeError(f"split: sections {sizes} add up to {sum(sizes)}, but dimension "
+            raise _located(f"split: sections {sizes} add up to {sum(sizes)}, but dimension "
                              f"{a} of {fmt_shape(shape)} is {n}")
     out, start = [], 0
     for s in sizes:
