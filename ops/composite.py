@@ -269,7 +269,9 @@ def _ce_ref(np, logits, target, reduction="mean"):
 def cross_entropy(logits, target, reduction="mean"):
     """Softmax cross-entropy from logits (..., C) and integer class targets (...)."""
     ls, ts = _shape(logits), _shape(target)
-    t_dtype = np.dtype(getattr(target, "dtype", np.asarray(target).dtype))
+    # NOTE: not getattr(target, "dtype", np.asarray(target).dtype): the default is evaluated
+    # first, and a graph tensor refuses np.asarray
+    t_dtype = np.dtype(target.dtype if hasattr(target, "dtype") else np.asarray(target).dtype)
     if t_dtype.kind in "iu":
         if ts != ls[:-1] and not (len(ts) == len(ls) - 1 and all(
                 a is None or b is None or a == b for a, b in zip(ts, ls))):
