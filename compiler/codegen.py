@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import math
 import os
 import sys
 import tempfile
@@ -194,7 +195,7 @@ class _Source:
         self.p, self.spec = prog, prog.spec
         self.lines: list[str] = []
         self.names: dict[int, str] = {}   # node -> variable in the scope being emitted
-        self.helpers: set[str] = set()
+        self.arrays: dict[int, str] = {}  # input -> variable that holds it, if not in<i>
 
     def out(self, text, depth):
         self.lines.append("    " * depth + text)
@@ -212,7 +213,8 @@ class _Source:
             return
         if node[0] == "in":
             kind = self.spec.inputs[node[1]][1]
-            self.out(f"{var} = in{node[1]}[{index[kind]}]", depth)
+            arr = self.arrays.get(node[1], f"in{node[1]}")
+            self.out(f"{var} = {arr}[{index[kind]}]", depth)
         elif node[0] == "dim":
             self.out(f"{var} = {cast(node[1], 'int64', dt)}", depth)
         else:
@@ -250,12 +252,19 @@ class _Source:
         full = self.outputs_of(("full",))
         if not full:
             return
+        # NOTE: full arrays arrive as C-contiguous (R, C); a 1-D view makes one flat loop.
+        for i, (_, kind) in enumerate(self.spec.inputs):
+            if kind == "full":
+                self.out(f"in{i}f = in{i}.reshape(n)", 1)
+                self.arrays[i] = f"in{i}f"
+        for o, _ in full:
+            self.out(f"out{o}f = out{o}.reshape(n)", 1)
         self.out("for e in RANGE(n):", 1)
         idx = {"full": "e", "scalar": "()"}
         self.emit_all(self.p.cone([k for _, k in full], lambda a: self.p.kind[a] == "full"),
                       2, idx)
         for o, k in full:
-            self.out(f"out{o}[e] = {self.ref(k)}", 2)
+            self.out(f"out{o}f[e] = {self.ref(k)}", 2)
 
     # -- rows: per row, one column pass per reduction level, then the write pass --------------
     def rows(self):
@@ -426,9 +435,9 @@ def _import_module(name: str, path: Path):
 
 
 # -- the callable ------------------------------------------------------------------------------
-def _numba_signature(spec: FusedSpec, flat: bool):
+def _numba_signature(spec: FusedSpec):
     from numba import from_dtype, types
-    ndim = {"full": 1 if flat else 2, "row": 1, "col": 1, "scalar": 0}
+    ndim = {"full": 2, "row": 1, "col": 1, "scalar": 0}
     prog = _Program(spec)
     ins = [types.Array(from_dtype(np.dtype(d)), ndim[k], "C") for d, k in spec.inputs]
     outs = [types.Array(from_dtype(np.dtype(prog.dtype[o])), ndim[prog.kind[o]], "C")
@@ -451,6 +460,12 @@ def _compile(dispatcher, sig):
 class FusedKernel:
     """The callable `compile_fused` returns: fn(R, C, *arrays, out=None) -> tuple of arrays.
 
+    Inputs are full (R, C), row (R,), col (C,) or scalar () arrays of the spec's dtypes; an
+    array of another shape with the right size (e.g. (B, T, D) for R = B*T, C = D, or a
+    keepdims (R, 1) row) is reshaped, a non-contiguous one copied, a Python scalar converted.
+    Outputs are freshly allocated, or written into `out=` buffers (exact shape and dtype,
+    C-contiguous), which are returned.
+
     Attributes for reports: spec, source, module_name, module_path, layout ("flat"|"rows"),
     cache_hit (serial kernel loaded from disk), compile_seconds (serial compile or load),
     parallel_compiled / parallel_cache_hit / parallel_compile_seconds (set on the first call
@@ -466,77 +481,71 @@ class FusedKernel:
         self.parallel_cache_hit = None
         self.parallel_compile_seconds = None
         self.parallel_error = None
-        self._flat = flat
         self._serial, self._parallel_disp = module.kernel_serial, module.kernel_parallel
         self._parallel = None
-        self._sig = _numba_signature(spec, flat)
+        self._sig = _numba_signature(spec)
         prog = _Program(spec)
-        self._has_loop = not flat or any(prog.kind[o] == "full" for o in spec.outputs)
-        self._ins = [(np.dtype(d), k) for d, k in spec.inputs]
-        self._outs = [(np.dtype(prog.dtype[o]), prog.kind[o]) for o in spec.outputs]
+        self._can_split = not flat or any(prog.kind[o] == "full" for o in spec.outputs)
+        self._rows_only = not flat   # the rows layout splits rows only: R > 1 to go parallel
+        code = {k: i for i, k in enumerate(KINDS)}
+        self._ins = tuple((np.dtype(d), code[k]) for d, k in spec.inputs)
+        self._outs = tuple((np.dtype(prog.dtype[o]), code[prog.kind[o]]) for o in spec.outputs)
         self._lock = threading.Lock()
 
     def __repr__(self):
         return (f"<FusedKernel {self.module_name} {self.layout} inputs={len(self._ins)} "
                 f"outputs={len(self._outs)} cache_hit={self.cache_hit}>")
 
-    def _shape(self, kind, R, C):
-        if kind == "full":
-            return (R * C,) if self._flat else (R, C)
-        return {"row": (R,), "col": (C,), "scalar": ()}[kind]
+    def __call__(self, R, C, *arrays, out=None):
+        if type(R) is not int or type(C) is not int:
+            R, C = int(R), int(C)
+        shapes = ((R, C), (R,), (C,), ())
+        if len(arrays) != len(self._ins):
+            raise TypeError(f"fused kernel {self.module_name} takes {len(self._ins)} arrays, "
+                            f"got {len(arrays)}")
+        args = list(arrays)
+        for i, (dt, kc) in enumerate(self._ins):
+            a = args[i]
+            if (type(a) is not np.ndarray or a.dtype is not dt or a.shape != shapes[kc]
+                    or not a.flags.c_contiguous):
+                args[i] = self._coerce(i, a, shapes[kc])
+        if out is None:
+            bufs = tuple(np.empty(shapes[kc], dt) for dt, kc in self._outs)
+        else:
+            bufs = self._check_out(out, shapes)
+        kernel = self._serial
+        if R * C >= PARALLEL_MIN_ELEMENTS and self._can_split and (R > 1 or not self._rows_only):
+            kernel = self._parallel or self._build_parallel()
+        kernel(R, C, *args, *bufs)
+        return bufs
 
-    def _arg(self, i, a, R, C):
-        dt, kind = self._ins[i]
+    def _coerce(self, i, a, shape):
+        dt, kc = self._ins[i]
         if type(a) is not np.ndarray:
             a = np.asarray(a, dtype=dt)
         elif a.dtype != dt:
             raise TypeError(f"fused kernel {self.module_name}: input {i} has dtype {a.dtype}, "
                             f"expected {dt}")
-        shape = self._shape(kind, R, C)
         if a.shape != shape:
-            if a.size != (R * C if kind == "full" else shape[0] if shape else 1):
-                raise ValueError(f"fused kernel {self.module_name}: input {i} ({kind}) has "
-                                 f"shape {a.shape}, expected {self._shape(kind, R, C)} "
-                                 f"for R={R}, C={C}")
+            if a.size != math.prod(shape):
+                raise ValueError(f"fused kernel {self.module_name}: input {i} ({KINDS[kc]}) "
+                                 f"has shape {a.shape}, expected {shape}")
             a = a.reshape(shape)
-        if not a.flags.c_contiguous:
-            a = np.ascontiguousarray(a)
-        return a
+        # NOTE: not np.ascontiguousarray, which turns a 0-d array into a 1-d one
+        return a if a.flags.c_contiguous else a.copy(order="C")
 
-    def _user_shape(self, kind, R, C):
-        return {"full": (R, C), "row": (R,), "col": (C,), "scalar": ()}[kind]
-
-    def _out(self, o, buf, R, C):
-        dt, kind = self._outs[o]
-        shape = self._user_shape(kind, R, C)
-        if buf is None:
-            buf = np.empty(shape, dt)
-        elif (type(buf) is not np.ndarray or buf.dtype != dt or buf.shape != shape
-              or not buf.flags.c_contiguous or not buf.flags.writeable):
-            got = (getattr(buf, "dtype", type(buf).__name__), getattr(buf, "shape", None))
-            raise ValueError(f"fused kernel {self.module_name}: out[{o}] must be a writeable "
-                             f"C-contiguous {dt} array of shape {shape}, got {got}")
-        return buf
-
-    def __call__(self, R, C, *arrays, out=None):
-        R, C = int(R), int(C)
-        if len(arrays) != len(self._ins):
-            raise TypeError(f"fused kernel {self.module_name} takes {len(self._ins)} arrays, "
-                            f"got {len(arrays)}")
-        args = [self._arg(i, a, R, C) for i, a in enumerate(arrays)]
-        if out is None:
-            out = [None] * len(self._outs)
-        elif len(out) != len(self._outs):
+    def _check_out(self, out, shapes):
+        if len(out) != len(self._outs):
             raise TypeError(f"fused kernel {self.module_name}: out= needs {len(self._outs)} "
                             f"buffers, got {len(out)}")
-        bufs = tuple(self._out(o, b, R, C) for o, b in enumerate(out))
-        views = [b.reshape(-1) if self._flat and k == "full" else b
-                 for b, (_, k) in zip(bufs, self._outs)]
-        kernel = self._serial
-        if R * C >= PARALLEL_MIN_ELEMENTS and self._has_loop and (self._flat or R > 1):
-            kernel = self._parallel or self._build_parallel()
-        kernel(R, C, *args, *views)
-        return bufs
+        for o, (buf, (dt, kc)) in enumerate(zip(out, self._outs)):
+            if (type(buf) is not np.ndarray or buf.dtype != dt or buf.shape != shapes[kc]
+                    or not buf.flags.c_contiguous or not buf.flags.writeable):
+                got = (getattr(buf, "dtype", type(buf).__name__), getattr(buf, "shape", None))
+                raise ValueError(f"fused kernel {self.module_name}: out[{o}] must be a "
+                                 f"writeable C-contiguous {dt} array of shape {shapes[kc]}, "
+                                 f"got {got}")
+        return tuple(out)
 
     def _build_parallel(self):
         with self._lock:
@@ -580,7 +589,7 @@ def _build(spec: FusedSpec) -> FusedKernel:
     path = cache_dir() / "kernels" / f"{name}.py"
     _write_atomic(path, source)
     module = _import_module(name, path)
-    sig = _numba_signature(spec, flat)
+    sig = _numba_signature(spec)
     try:
         seconds, hit = _compile(module.kernel_serial, sig)
     except Exception as e:
