@@ -30,6 +30,7 @@ from .variables import (Variable, assign, assign_add, assign_sub, global_variabl
                         global_variables_initializer, trainable_variables,
                         variables_initializer)
 from .control_flow import cond, group, identity, no_op, print_, while_loop
+from . import while_grad as _while_grad  # noqa: F401 - registers the while_grad kind
 from .gradients import gradients
 from .math_ops import *  # noqa: F403 - TF's op functions: graph.matmul, graph.reduce_sum, …
 from .math_ops import __all__ as _math_all

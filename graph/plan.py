@@ -98,7 +98,7 @@ def needed_nodes(fetch_nodes, fed_ids=frozenset()):
     seen, stack = {}, list(fetch_nodes)
     while stack:
         n = stack.pop()
-        if id(n) in seen:
+        if id(n) in seen or n.type == "placeholder" and id(n.outputs[0]) in fed_ids:
             continue
         seen[id(n)] = n
         for t in n.inputs:
