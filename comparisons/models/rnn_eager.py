@@ -28,7 +28,7 @@ from eager.nn import functional as F
 
 from .common import compile_fn, numpy_state
 
-LR, EPOCHS, HIDDEN = 0.01, 10, 64
+LR, MOMENTUM, EPOCHS, HIDDEN = 0.2, 0.9, 20, 64
 
 
 class RowLSTM(nn.Module):
@@ -57,9 +57,9 @@ def initial_weights(seed=0) -> dict:
 
 
 class Trainer:
-    def __init__(self, model, lr=LR, compiled=False):
+    def __init__(self, model, lr=LR, momentum=MOMENTUM, compiled=False):
         self.model = model
-        self.opt = optim.Adam(model.parameters(), lr=lr)
+        self.opt = optim.SGD(model.parameters(), lr=lr, momentum=momentum)
         self.loss_fn = compile_fn(self._loss) if compiled else self._loss
 
     def _loss(self, x, lengths, y):

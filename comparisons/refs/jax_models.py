@@ -152,7 +152,7 @@ def _spec(name):
     if name == "cnn":
         return cnn_forward, lambda x, y: (x,), _sgd(hp.LR, hp.MOMENTUM)
     if name == "rnn":
-        return rnn_forward, lambda x, lengths, mask, y: (x, mask), _adam(hp.LR)
+        return rnn_forward, lambda x, lengths, mask, y: (x, mask), _sgd(hp.LR, hp.MOMENTUM)
     if name == "transformer":
         return transformer_forward, lambda x, mask, y: (x, mask), _adam(hp.LR)
     raise KeyError(name)
