@@ -17,6 +17,7 @@ from collections import OrderedDict
 import numpy as np
 
 import ops
+from ops.core import ShapeError, user_frame, where_str
 from ..tensor import Tensor
 from . import functional
 from . import functional as F
@@ -35,6 +36,22 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
 
+def _name_layer(module, err):
+    """Add the line that built the failing layer to a shape error passing out of it.
+
+    The error's own `at FILE:LINE` is the call (`model(x)`); a wrong layer size is written
+    where the layer was built (`nn.Linear(64, 10)`), so the message names that line too.
+    Only the innermost built-in layer does this, once.
+    """
+    loc = module.__dict__.get("_loc")
+    if loc is None or getattr(err, "layer", None) is not None or module._modules \
+            or not type(module).__module__.startswith(__name__):
+        return
+    err.layer = module
+    err.args = (f"{err.args[0]}\n  in layer {type(module).__name__}({module.extra_repr()}) "
+                f"created at {where_str(loc)}",) + err.args[1:]
+
+
 def _uniform(shape, bound, dtype=np.float32):
     return Parameter(ops.generator().uniform(-bound, bound, shape).astype(dtype))
 
@@ -47,6 +64,7 @@ class Module:
         object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_loc", user_frame())   # the user's line that built it
 
     def __setattr__(self, name, value):
         if "_parameters" not in self.__dict__:
@@ -89,7 +107,11 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        try:
+            return self.forward(*args, **kwargs)
+        except ShapeError as e:
+            _name_layer(self, e)
+            raise
 
     # -- traversal ----------------------------------------------------------------------------
     def named_modules(self, prefix=""):
