@@ -53,7 +53,8 @@ def conv2d(inputs, filters, kernel_size, strides=1, padding="valid", activation=
     g = _graph_of([inputs])
     with g.as_default(), g.name_scope(name or "conv2d"):
         lim = math.sqrt(6.0 / ((c + filters) * k * k))
-        init = kernel_initializer or (lambda s, d: random_uniform(s, -lim, lim, dtype=d))
+        init = kernel_initializer if kernel_initializer is not None else \
+            (lambda s, d: random_uniform(s, -lim, lim, dtype=d))
         kernel = Variable(_init(init, shape, dt), name="kernel")
         y = _conv2d(inputs, kernel, strides=strides,
                     padding=_padding(padding, k, int(np.ravel(strides)[0]), "conv2d"))

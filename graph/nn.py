@@ -195,8 +195,9 @@ def dense(inputs, units, activation=None, use_bias=True, name=None, kernel_initi
     g = _graph_of([inputs])
     dt = inputs.dtype
     with g.as_default(), g.name_scope(name or "dense"):
-        kernel = Variable(_init(kernel_initializer or glorot_uniform_initializer(),
-                                (d_in, units), dt), name="kernel", trainable=trainable)
+        k_init = glorot_uniform_initializer() if kernel_initializer is None else \
+            kernel_initializer
+        kernel = Variable(_init(k_init, (d_in, units), dt), name="kernel", trainable=trainable)
         y = ops.matmul(inputs, kernel)
         if use_bias:
             bias = Variable(_init(bias_initializer, (units,), dt), name="bias",
