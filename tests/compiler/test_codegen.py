@@ -344,6 +344,30 @@ def test_softmax_program():
                                atol=1e-7)
 
 
+def test_expensive_values_are_kept_in_a_scratch_row_between_passes():
+    # normalise tanh(x) over the row: tanh is computed once (pass 1), then loaded twice
+    p = Prog("float64")
+    x = p.input()
+    t = p.ew("tanh({0})", x)
+    n = p._add(("dim", "C", "float64"))
+    mean = p.ew("({0} / {1})", p.reduce("sum", t), n)
+    tc = p.ew("({0} - {1})", t, mean)
+    var = p.ew("({0} / {1})", p.reduce("sum", p.ew("({0} * {1})", tc, tc)), n)
+    fn = compile_fused(p.spec(p.ew("({0} / sqrt({1}))", tc, var), mean))
+    body = fn.source.split("def kernel_serial")[1].split("@njit")[0]
+    assert body.count("np.tanh(") == 1 and body.count(f"= st{t}[j]") == 2
+    for R, C in ((70, 9), (1, 5), (3, 1)):
+        xv = rand((R, C), "float64")
+        y, m = fn(R, C, xv)
+        tv = np.tanh(xv)
+        np.testing.assert_allclose(m, tv.mean(-1), rtol=1e-12, atol=1e-15)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            want = (tv - tv.mean(-1, keepdims=True)) / tv.std(-1, keepdims=True)
+        np.testing.assert_allclose(y, want, rtol=1e-9, atol=1e-9)
+    soft = compile_fused(softmax_prog()).source.split("def kernel_serial")[1]
+    assert soft.split("@njit")[0].count("exp_f32(") == 1
+
+
 def test_float32_programs_compute_in_float32():
     """numba must not see a float64 temporary (Python float literals, widening helpers)."""
     for spec in (gelu_prog(), layernorm_prog(), softmax_prog()):
