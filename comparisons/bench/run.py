@@ -1,0 +1,145 @@
+"""Run the workloads column by column and collect every figure into one plain dict.
+
+For each workload every column is built (build time), called once (first-call time: trace,
+optimise, compile, JIT), then all columns that run are timed side by side
+(`timing.time_group`). Figures are per unit: per training step, or per op for dispatch.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import time
+
+from .timing import time_group, timed
+from .workloads import COLUMNS, Skip, workloads
+
+SETTINGS = {False: {"repeat": 8, "target_s": 0.05, "passes": 2},
+            True: {"repeat": 3, "target_s": 0.005, "passes": 1}}
+
+
+def _one_line(err: BaseException) -> str:
+    msg = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {msg[0] if msg else ''}"[:200]
+
+
+def _build(w, col):
+    """(step fn or None, cell) for one column: built, called once, timed."""
+    cell = {"status": "ok", "note": w.notes.get(col, "")}
+    try:
+        fn, cell["build_s"] = timed(lambda: w.make(col))
+        _, cell["first_call_s"] = timed(fn)
+        return fn, cell
+    except Skip as e:
+        cell.update(status="skipped", note=str(e))
+    except Exception as e:  # noqa: BLE001 - one failing column must not stop the run
+        cell.update(status="error", note=_one_line(e))
+    return None, cell
+
+
+def _stats(cell, st, unit_div):
+    med, lo, hi = (st[k] / unit_div for k in ("median_s", "min_s", "max_s"))
+    cell.update(median_ms=med * 1e3, min_ms=lo * 1e3, max_ms=hi * 1e3,
+                spread_pct=100.0 * (hi - lo) / med if med else 0.0,
+                number=st["number"], repeat=st["repeat"])
+
+
+def _report_dict(report):
+    if report is None:
+        return None
+    passes = []
+    for p in getattr(report, "passes", []) or []:
+        get = p.get if isinstance(p, dict) else (lambda k, d=None, p=p: getattr(p, k, d))
+        passes.append({"name": get("name", "?"), "nodes_before": get("nodes_before"),
+                       "nodes_after": get("nodes_after"),
+                       "details": str(get("details", "") or "")})
+    return {"nodes_before": getattr(report, "nodes_before", None),
+            "nodes_after": getattr(report, "nodes_after", None),
+            "passes": passes, "text": str(report)}
+
+
+def run_workload(w, columns, settings, progress=None) -> dict:
+    cells, fns = {}, {}
+    for col in COLUMNS:
+        if col not in columns:
+            cells[col] = {"status": "skipped", "note": "not selected"}
+            continue
+        if progress:
+            progress(f"{w.name}: building {col}")
+        fn, cells[col] = _build(w, col)
+        if fn is not None:
+            fns[col] = fn
+    if progress:
+        progress(f"{w.name}: timing {', '.join(fns) or 'nothing'}")
+    try:
+        stats = time_group(fns, settings["repeat"], settings["target_s"], settings["passes"])
+    except Exception as e:  # noqa: BLE001 - a step that fails on a later call
+        stats = {}
+        for col in fns:
+            cells[col].update(status="error", note=_one_line(e))
+    for col, st in stats.items():
+        _stats(cells[col], st, w.unit_div)
+    base = cells.get("eager", {}).get("median_ms")
+    for cell in cells.values():
+        if base and cell.get("median_ms"):
+            cell["speedup_vs_eager"] = base / cell["median_ms"]
+    return {"name": w.name, "kind": w.kind, "description": w.description, "size": w.size,
+            "unit": w.unit, "columns": cells,
+            "optimizer_report": _report_dict(w.optimizer_report())}
+
+
+def run_bench(names, quick=False, columns=COLUMNS, progress=None) -> dict:
+    """Every figure of one run, as a JSON-ready dict (see docs/benchmarks.md)."""
+    settings = SETTINGS[bool(quick)]
+    t0 = time.perf_counter()
+    results = []
+    for w in workloads(names, quick):
+        results.append(run_workload(w, columns, settings, progress))
+    return {"dualgrad_bench": 1,
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "quick": bool(quick), "settings": settings, "columns": list(COLUMNS),
+            "machine": machine_description(), "workloads": results,
+            "total_s": time.perf_counter() - t0}
+
+
+# -- the machine ---------------------------------------------------------------------------------
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _mem_gib():
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return round(int(line.split()[1]) / 2 ** 20, 1)
+    except OSError:
+        pass
+    return None
+
+
+def _version(mod):
+    try:
+        m = __import__(mod)
+    except Exception:  # noqa: BLE001 - absent or broken: reported as not installed
+        return None
+    return getattr(m, "__version__", "?")
+
+
+def machine_description() -> dict:
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count()
+    return {"cpu": _cpu_model(), "cores": os.cpu_count(), "usable_cores": usable,
+            "memory_gib": _mem_gib(), "os": platform.platform(),
+            "python": platform.python_version(),
+            "numpy": _version("numpy"), "numba": _version("numba"), "jax": _version("jax"),
+            "torch": _version("torch")}

@@ -1,0 +1,66 @@
+"""Side-by-side timing, the method of shared/peers/_bench.py: medians of repeats, peers
+interleaved in passes, the first call timed on its own.
+
+Each peer gets one untimed warm-up call, a call count `number` chosen so one repeat lasts
+about `target` seconds, then `repeat` timed repeats split over `passes` rounds
+(A, B, C, A, B, C) so a slow drift of a shared machine hits every peer alike. The garbage
+collector is off while timing.
+
+>>> from comparisons.bench.timing import time_group
+>>> st = time_group({"noop": lambda: None}, repeat=3, target=0.001)
+>>> sorted(st["noop"])
+['max_s', 'median_s', 'min_s', 'number', 'repeat']
+"""
+from __future__ import annotations
+
+import gc
+import math
+import statistics
+import time
+
+
+def _autorange(fn, target):
+    """Calls per repeat so that one repeat lasts about `target` seconds."""
+    number = 1
+    while True:
+        t = time.perf_counter()
+        for _ in range(number):
+            fn()
+        dt = time.perf_counter() - t
+        if dt >= target or number >= 1 << 20:
+            return number
+        number = max(number * 2, int(math.ceil(number * target * 1.2 / max(dt, 1e-9))))
+
+
+def time_group(fns: dict, repeat: int = 8, target: float = 0.05, passes: int = 2) -> dict:
+    """{name: {median_s, min_s, max_s, number, repeat}} per call of each zero-arg callable."""
+    numbers = {}
+    for name, fn in fns.items():
+        fn()
+        numbers[name] = _autorange(fn, target) if target > 0 else 1
+    samples = {name: [] for name in fns}
+    per_pass = -(-repeat // passes)
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(passes):
+            for name, fn in fns.items():
+                fn()
+                n = numbers[name]
+                for _ in range(per_pass):
+                    t = time.perf_counter()
+                    for _ in range(n):
+                        fn()
+                    samples[name].append((time.perf_counter() - t) / n)
+    finally:
+        if gc_was:
+            gc.enable()
+    return {name: {"median_s": statistics.median(s), "min_s": min(s), "max_s": max(s),
+                   "number": numbers[name], "repeat": len(s)} for name, s in samples.items()}
+
+
+def timed(fn):
+    """(result, seconds) of one call."""
+    t = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - t
