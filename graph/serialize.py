@@ -98,7 +98,7 @@ class _Encoder:
         if isinstance(v, np.dtype):
             return {"__dtype__": v.name}
         if isinstance(v, np.ndarray):
-            self.arrays[key] = np.ascontiguousarray(v)
+            self.arrays[key] = np.asarray(v, order="C")   # NOTE: ascontiguousarray makes 0-d 1-d
             return {"__array__": key}
         if isinstance(v, Function):
             return {"__function__": {"body": self.body(v.body),
@@ -127,7 +127,7 @@ def save(path, session=None, graph=None):
         state = session._state.variables
         for v in g.variables:
             if v.node.name in state:
-                enc.arrays[f"var:{v.node.name}"] = np.ascontiguousarray(state[v.node.name])
+                enc.arrays[f"var:{v.node.name}"] = np.asarray(state[v.node.name], order="C")
     jpath, spath = _paths(path)
     with open(jpath, "w") as f:
         json.dump(doc, f, indent=1)
@@ -165,6 +165,12 @@ class _Decoder:
                       self.value(o.get("weak"))) for o in _get(nd, "outputs", list)]
         if opname not in KINDS:
             _check_rule(op, name, inputs, attrs, specs)
+        elif opname == "const":
+            v = attrs.get("value")
+            if not isinstance(v, np.ndarray) or len(specs) != 1 or v.shape != specs[0].shape \
+                    or v.dtype != specs[0].dtype:
+                raise GraphFileError(f"constant {name!r}: stored value does not match its "
+                                     f"declared shape and dtype")
         loc = nd.get("loc")
         node = g.create_node(op, inputs, attrs, specs, name, exact_name=True,
                              loc=tuple(loc) if loc else ("<loaded>", 0),
