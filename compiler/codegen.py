@@ -23,6 +23,8 @@ Two loop shapes are generated (see `_Source`):
 * rows: otherwise -> a loop over rows; per row, one pass over the columns for each level of
   reductions (LayerNorm: mean, then variance), recomputing the elementwise values a pass
   needs from the inputs (the row stays in cache), then one pass writing the full outputs.
+  An expensive value that a later pass needs again (softmax's exp(x - max)) is kept in a
+  scratch row instead of being recomputed.
 
 Each spec becomes a real `.py` module under `<cache>/kernels/` (named by a hash of the spec,
 the generated source, the prelude and CODEGEN_VERSION) with `njit(cache=True)` kernels, so a
@@ -63,7 +65,7 @@ REDUCTIONS = ("sum", "max", "min")
 FASTMATH = frozenset({"nsz", "arcp", "contract", "afn", "reassoc"})
 # Below this many elements a parallel launch costs more than it saves (a prange kernel costs
 # ~2 us even on 4 elements; 2**16 float32 elements stream in ~10 us on one core).
-PARALLEL_MIN_ELEMENTS = 1 << 16
+PARALLEL_MIN_ELEMENTS = int(os.environ.get("DUALGRAD_PARALLEL_MIN_ELEMENTS", 1 << 16))
 # Full values worth keeping in a scratch row (one per block of rows) rather than computing
 # again in a later pass: vectorised exp costs ~0.55 ns/element, an L1/L2 load far less.
 EXPENSIVE = ("exp(", "log(", "tanh(", "erf(", "sigmoid(", "**")
@@ -638,7 +640,11 @@ def _build(spec: FusedSpec) -> FusedKernel:
     source, flat = generate_source(spec)
     name = module_name(spec, source)
     path = cache_dir() / "kernels" / f"{name}.py"
-    _write_atomic(path, source)
+    try:
+        _write_atomic(path, source)
+    except OSError:  # NOTE: an unwritable cache directory must not stop fusion
+        path = Path(tempfile.gettempdir()) / f"dualgrad-{os.getuid()}" / "kernels" / path.name
+        _write_atomic(path, source)
     module = _import_module(name, path)
     sig = _numba_signature(spec)
     try:
