@@ -147,11 +147,16 @@ class Tensor:
 
     # -- no Python truth, length or array for a value that does not exist yet -------------------
     def __bool__(self):
+        hint = ""
+        if self.node.type in ("eq", "ne"):
+            hint = (" (== and != on graph tensors are elementwise ops, as in eager; to test "
+                    "whether two tensors are the same object use `is`, e.g. "
+                    "any(t is x for t in tensors))")
         raise TypeError(
             f"Using a symbolic graph.Tensor ('{self.name}') as a Python bool is not allowed: "
             f"its value exists only inside Session.run. For a data-dependent branch use "
             f"graph.cond(pred, true_fn, false_fn); for an elementwise choice use "
-            f"graph.where(cond, x, y).")
+            f"graph.where(cond, x, y){hint}.")
 
     def __len__(self):
         raise TypeError(f"len() of a symbolic graph.Tensor ('{self.name}', shape "

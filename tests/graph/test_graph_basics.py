@@ -89,6 +89,8 @@ def test_bool_of_symbolic_tensor_points_to_cond():
     with pytest.raises(TypeError, match=r"graph\.cond"):
         if x > 0:
             pass
+    with pytest.raises(TypeError, match="elementwise ops, as in eager.*use `is`"):
+        assert x in [graph.constant(1.0), x]
     with pytest.raises(TypeError, match="not iterable"):
         list(graph.placeholder(graph.float32, (3,)))
     with pytest.raises(TypeError, match="Session.run"):
