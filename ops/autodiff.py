@@ -7,27 +7,39 @@ eager mode they are computed, and in graph mode they become new nodes.
 """
 from __future__ import annotations
 
-from contextlib import nullcontext
-
 
 def toposort(outputs, node_of, needs_grad=lambda v: True):
     """Values reachable from `outputs` through producers, inputs before users."""
+    return [v for v, _, _ in _walk(outputs, node_of, needs_grad, leaves=True)]
+
+
+def _walk(outputs, node_of, needs_grad, leaves=False):
+    """Depth-first walk: [(value, node, needs)] with inputs before users.
+
+    Each producer is asked for once (node_of may build a tuple, or raise for a freed tape) and
+    `needs` - which inputs need a gradient - is computed once, here, and reused by backprop.
+    Leaves (node None) are listed only when `leaves` is true.
+    """
     order, seen = [], set()
-    stack = [(v, False) for v in outputs]
+    stack = [(v, None) for v in outputs]
     while stack:
         v, done = stack.pop()
-        if done:
-            order.append(v)
+        if done is not None:
+            if done[0] is not None or leaves:
+                order.append((v, done[0], done[1]))
             continue
         if id(v) in seen:
             continue
         seen.add(id(v))
-        stack.append((v, True))
         node = node_of(v)
-        if node is not None:
-            for inp in node[1]:
-                if needs_grad(inp) and id(inp) not in seen:
-                    stack.append((inp, False))
+        if node is None:
+            stack.append((v, (None, ())))
+            continue
+        needs = tuple([needs_grad(i) for i in node[1]])
+        stack.append((v, (node, needs)))
+        for inp, need in zip(node[1], needs):
+            if need and id(inp) not in seen:
+                stack.append((inp, None))
     return order
 
 
@@ -40,24 +52,22 @@ def backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=None
     `vjp_context(value)` may wrap each rule's call (the graph engine uses it to tag gradient
     nodes with the forward op they differentiate).
     """
-    stop = stop or set()
+    if stop:
+        def node_of(u, _inner=node_of):
+            return None if id(u) in stop else _inner(u)
     acc = {}
     for v, g in zip(outputs, grads):
         _accumulate(acc, v, g)
-    for v in reversed(toposort(outputs, lambda u: None if id(u) in stop else node_of(u),
-                               needs_grad)):
+    for v, node, needs in reversed(_walk(outputs, node_of, needs_grad)):
         entry = acc.get(id(v))
-        node = None if id(v) in stop else node_of(v)
-        if entry is None or node is None:
-            continue
         op, inputs, attrs = node
-        if op.vjp is None:
+        if entry is None or op.vjp is None or not any(needs):
             continue
-        needs = tuple(needs_grad(i) for i in inputs)
-        if not any(needs):
-            continue
-        with (vjp_context(v) if vjp_context else nullcontext()):
+        if vjp_context is None:
             in_grads = op.vjp(entry[1], *inputs, out=v, needs=needs, **attrs)
+        else:
+            with vjp_context(v):
+                in_grads = op.vjp(entry[1], *inputs, out=v, needs=needs, **attrs)
         for inp, need, g in zip(inputs, needs, in_grads):
             if need and g is not None:
                 _accumulate(acc, inp, g)
