@@ -50,12 +50,14 @@ def _report_dict(report):
     passes = []
     for p in getattr(report, "passes", []) or []:
         get = p.get if isinstance(p, dict) else (lambda k, d=None, p=p: getattr(p, k, d))
+        summary = getattr(p, "summary", None)
         passes.append({"name": get("name", "?"), "nodes_before": get("nodes_before"),
                        "nodes_after": get("nodes_after"),
-                       "details": str(get("details", "") or "")})
+                       "details": summary() if callable(summary) else str(get("details", ""))})
     return {"nodes_before": getattr(report, "nodes_before", None),
             "nodes_after": getattr(report, "nodes_after", None),
-            "passes": passes, "text": str(report)}
+            "seconds": getattr(report, "seconds", None), "passes": passes,
+            "text": str(report)}
 
 
 def run_workload(w, columns, settings, progress=None) -> dict:

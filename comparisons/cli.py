@@ -1,0 +1,165 @@
+"""`dualgrad`: train, benchmark and look at the same models in both styles.
+
+    dualgrad tour                                  the newcomer's first minute
+    dualgrad train MODEL --mode eager|graph|compiled [--epochs N] [--seed S]
+    dualgrad bench [MODEL|all] [--quick] [--json PATH] [--plot PATH]
+    dualgrad graph MODEL [--optimized] [--train] [--dot PATH]
+
+MODEL is one of mlp, cnn, rnn, transformer (bench also takes gelu, layernorm, dispatch).
+A command-line mistake prints one line and exits non-zero; set DUALGRAD_DEBUG=1 to see the
+traceback of an unexpected error.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from rich.console import Console
+
+from .errors import CliError, UsageError
+from .models import MODELS
+
+BENCH_NAMES = MODELS + ("gelu", "layernorm", "dispatch")
+EXIT_USAGE, EXIT_ERROR = 2, 1
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="dualgrad", description="One framework, two front doors: the same models "
+                "eager (PyTorch style) and graph (TensorFlow 1.x style), side by side.")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    t = sub.add_parser("tour", help="train the MLP both ways, compare, benchmark, shape errors")
+    t.add_argument("--epochs", type=_positive, default=5, help="training epochs (default 5)")
+
+    t = sub.add_parser("train", help="train one model, with a progress bar")
+    t.add_argument("model", choices=MODELS, metavar="MODEL", help=", ".join(MODELS))
+    t.add_argument("--mode", choices=("eager", "graph", "compiled"), default="eager")
+    t.add_argument("--epochs", type=_positive, default=None,
+                   help="epochs (default: the model's own)")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--no-optimize", action="store_true",
+                   help="graph mode: Session(optimize=False)")
+
+    b = sub.add_parser("bench", help="step times side by side: eager, graph, optimised, "
+                       "compiled, jax.jit, PyTorch")
+    b.add_argument("what", nargs="?", default="all", choices=BENCH_NAMES + ("all",),
+                   metavar="MODEL|all", help=", ".join(BENCH_NAMES) + " or all (default)")
+    b.add_argument("--quick", action="store_true", help="small sizes, few repeats (< 20 s)")
+    b.add_argument("--json", metavar="PATH", help="write every figure and the machine here")
+    b.add_argument("--plot", metavar="PATH", help="bar chart of speed-ups (needs matplotlib)")
+
+    g = sub.add_parser("graph", help="the model's graph as a tree, before/after optimisation")
+    g.add_argument("model", choices=MODELS, metavar="MODEL", help=", ".join(MODELS))
+    g.add_argument("--optimized", action="store_true", help="show the optimised plan too")
+    g.add_argument("--train", action="store_true",
+                   help="include gradients and updates (the whole training step)")
+    g.add_argument("--dot", metavar="PATH", help="write Graphviz DOT (and SVG if `dot` exists)")
+    return p
+
+
+def _positive(s):
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {s!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {s!r}")
+    return v
+
+
+def check_writable(path, what):
+    """Fail early, in one line, if `path` cannot be written (before minutes of work)."""
+    d = os.path.dirname(os.path.abspath(path)) or "."
+    if os.path.isdir(path):
+        raise CliError(f"{what} {path}: is a directory")
+    if not os.path.isdir(d):
+        raise CliError(f"{what} {path}: directory {d} does not exist")
+    if not os.access(d, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise CliError(f"{what} {path}: not writable")
+
+
+# -- commands ----------------------------------------------------------------------------------
+def cmd_train(args, console):
+    from .training import train
+    train(args.model, args.mode, args.epochs, args.seed, not args.no_optimize, console)
+
+
+def cmd_bench(args, console):
+    from .bench import report, run_bench
+    for path, what in ((args.json, "--json"), (args.plot, "--plot")):
+        if path:
+            check_writable(path, what)
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise CliError("--plot needs matplotlib: pip install 'dualgrad[plot]' "
+                           "(or pip install matplotlib)") from None
+    names = BENCH_NAMES if args.what == "all" else (args.what,)
+    with console.status("benchmarking…") as status:
+        res = run_bench(names, quick=args.quick,
+                        progress=lambda msg: status.update(f"benchmarking {msg}"))
+    report.render(res, console)
+    if args.json:
+        report.write_json(res, args.json)
+        console.print(f"wrote {args.json}")
+    if args.plot:
+        report.plot(res, args.plot)
+        console.print(f"wrote {args.plot}")
+
+
+def cmd_graph(args, console):
+    from .graphview import show
+    if args.dot:
+        check_writable(args.dot, "--dot")
+    show(args.model, args.optimized, args.train, args.dot, console)
+
+
+def cmd_tour(args, console):
+    from .tour import tour
+    tour(console, epochs=args.epochs)
+
+
+COMMANDS = {"train": cmd_train, "bench": cmd_bench, "graph": cmd_graph, "tour": cmd_tour}
+
+
+def main(argv=None) -> int:
+    """Entry point of the `dualgrad` console script; returns the exit status."""
+    console = Console(highlight=False)
+    try:
+        args = _parser().parse_args(argv)
+        t0 = time.perf_counter()
+        COMMANDS[args.command](args, console)
+        console.print(f"[dim]done in {time.perf_counter() - t0:.1f} s[/]")
+        return 0
+    except CliError as e:
+        _say(f"dualgrad: error: {e}")
+        return EXIT_USAGE if isinstance(e, UsageError) else EXIT_ERROR
+    except KeyboardInterrupt:
+        _say("dualgrad: interrupted")
+        return 130
+    except SystemExit as e:          # argparse's --help and --version
+        return e.code if isinstance(e.code, int) else 0
+    except Exception as e:  # noqa: BLE001 - the CLI's promise: one line, never a traceback
+        if os.environ.get("DUALGRAD_DEBUG"):
+            raise
+        first = (str(e).strip().splitlines() or [""])[0]
+        _say(f"dualgrad: error: {type(e).__name__}: {first} (set DUALGRAD_DEBUG=1 for the "
+             f"traceback)")
+        return EXIT_ERROR
+
+
+def _say(line):
+    print(line, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""`dualgrad train`: one model, one mode, a progress bar with the loss, held-out accuracy."""
+from __future__ import annotations
+
+import time
+
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from .errors import CliError
+from .models import load
+from .models.common import TASKS, evaluate
+
+
+def make_trainer(model, mode, seed=0, optimize=True, weights=None):
+    """A trainer of `model` in `mode` (eager, graph or compiled) from the shared weights."""
+    w = weights if weights is not None else load(model, "eager").initial_weights(seed)
+    if mode == "graph":
+        return load(model, "graph").build(weights=w, optimize=optimize)
+    return load(model, "eager").build(weights=w, compiled=mode == "compiled")
+
+
+def train(model, mode, epochs=None, seed=0, optimize=True, console=None):
+    """Train and report; returns (losses, held-out accuracy)."""
+    from .models.common import CompiledUnavailable
+    epochs = epochs or load(model, "eager").EPOCHS
+    task = TASKS[model]()
+    try:
+        trainer = make_trainer(model, mode, seed, optimize)
+    except CompiledUnavailable as e:
+        raise CliError(str(e)) from None
+    n_batches = len(task.batches(0))
+    losses, acc = [], float("nan")
+    t0 = time.perf_counter()
+    label = f"{model} ({mode}{', optimize=False' if mode == 'graph' and not optimize else ''})"
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                  TextColumn("epoch {task.fields[epoch]}/{task.fields[epochs]}"),
+                  TextColumn("loss {task.fields[loss]:.4f}"),
+                  TextColumn("held-out acc {task.fields[acc]}"), TimeElapsedColumn(),
+                  console=console, transient=False) as bar:
+        job = bar.add_task(label, total=epochs * n_batches, epoch=0, epochs=epochs,
+                           loss=float("nan"), acc="-")
+        for epoch in range(epochs):
+            for batch in task.batches(epoch):
+                losses.append(trainer.step(*batch))
+                bar.update(job, advance=1, epoch=epoch + 1, loss=losses[-1])
+            acc = evaluate(trainer, task)
+            bar.update(job, acc=f"{acc:.3f}")
+    if console is not None:
+        console.print(f"{label}: {epochs} epochs, {len(losses)} steps in "
+                      f"{time.perf_counter() - t0:.1f} s; final loss {losses[-1]:.4f}; "
+                      f"held-out accuracy [bold]{acc:.3f}[/] on {len(task.y_test)} digits")
+    return losses, acc
