@@ -1,0 +1,18 @@
+"""dualgrad's graph optimiser: what only a whole graph allows.
+
+>>> import numpy as np, graph, compiler, ops
+>>> g = graph.Graph()
+>>> with g.as_default():
+...     x = graph.placeholder(graph.float32, (None, 4))
+...     y = graph.tanh(x * 2.0 + 1.0) * 1.0
+>>> plan, report = compiler.optimize(g, [y], {x: ops.Spec((3, 4), np.dtype(np.float32))})
+>>> [p.name for p in report.passes]
+['prune', 'fold', 'simplify', 'cse', 'fuse', 'buffers']
+"""
+from .codegen import CodegenError, FusedSpec, compile_fused
+from .optimize import optimize
+from .passes import PASSES
+from .report import PassRecord, Report
+
+__all__ = ["optimize", "Report", "PassRecord", "PASSES", "compile_fused", "FusedSpec",
+           "CodegenError"]

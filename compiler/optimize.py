@@ -1,0 +1,52 @@
+"""`optimize(graph, fetches, feed_specs) -> (plan, report)`: the passes, in order.
+
+The plan is a `graph.Plan` (see graph/plan.py); `Session(optimize=True)` calls this once per
+(fetches, feed signature) and caches the plan, so a training loop pays for it once.
+"""
+from __future__ import annotations
+
+import time
+
+from .ir import ReinferError, from_graph, lower, topo_sort
+from .passes import BY_NAME, PASSES
+from .report import PassRecord, Report
+
+
+def optimize(graph, fetches, feed_specs=None, passes=None):
+    """Optimise the subgraph `fetches` need, for feeds of the given specs.
+
+    passes: names to run (default: all, in the listed order: prune, fold, simplify, cse,
+    fuse, buffers). A shape rule that fails with the actual feed shapes gives the
+    unoptimised plan, so the error is raised at run time naming the node, as without
+    the optimiser.
+    """
+    from graph.plan import build_plan
+    feed_specs = feed_specs or {}
+    chosen = PASSES if passes is None else [BY_NAME[p] for p in _check(passes)]
+    t0 = time.perf_counter()
+    try:
+        prog = from_graph(fetches, feed_specs)
+    except ReinferError as e:
+        plan = build_plan(fetches, list(feed_specs))
+        return plan, Report(len(plan.steps), len(plan.steps), [], note=f"not optimised: {e}")
+    topo_sort(prog)
+    before = prog.count()
+    records = []
+    for p in chosen:
+        n0, t = prog.count(), time.perf_counter()
+        details = p.run(prog)
+        topo_sort(prog)
+        records.append(PassRecord(p.NAME, n0, prog.count(), details,
+                                  time.perf_counter() - t))
+    plan = lower(prog, fetches)
+    report = Report(before, prog.count(), records, seconds=time.perf_counter() - t0)
+    report.program = prog
+    return plan, report
+
+
+def _check(names):
+    unknown = [n for n in names if n not in BY_NAME]
+    if unknown:
+        raise ValueError(f"unknown pass(es) {unknown}; the passes are {list(BY_NAME)}")
+    order = [p.NAME for p in PASSES]
+    return sorted(names, key=order.index)

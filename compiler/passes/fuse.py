@@ -1,0 +1,309 @@
+"""Elementwise fusion: groups of elementwise ops and last-axis reductions -> one numba loop.
+
+Every group lives on a 2-D view of one "domain" shape S: R = prod(S[:-1]) rows by C = S[-1]
+columns. Each value in a group is, by its shape under NumPy broadcasting against S, `full`
+(S), `row` (S[:-1] + (1,), e.g. a keepdims reduction), `col` (a trailing (C,) vector such as
+a bias or LayerNorm's gamma) or `scalar`. Nodes are visited in topological order and a node
+joins the group of one of its inputs when the group stays on one domain and no cycle
+appears (an input reached from the group through a node outside it). Groups of at least
+MIN_GROUP ops become one `fused` node whose kernel is `compiler.codegen.compile_fused`.
+A group numba cannot compile stays unfused, with the reason in the report.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+import ops
+from ..codegen import CodegenError, FusedSpec, compile_fused
+from ..ir import INode, SyntheticNode, known
+
+NAME = "fuse"
+MIN_GROUP = 2
+_DTYPES = {"float32", "float64", "int32", "int64", "bool"}
+
+
+def _is_reduction(n):
+    if n.op.name not in ("sum", "max") or not known(n.inputs[0][0].specs[n.inputs[0][1]]):
+        return False
+    shape = n.inputs[0][0].specs[n.inputs[0][1]].shape
+    axis = n.attrs.get("axis")
+    nd = len(shape)
+    if nd == 0:
+        return False
+    axes = tuple(range(nd)) if axis is None else (axis,) if isinstance(axis, int) else axis
+    return tuple(a % nd for a in axes) == (nd - 1,)
+
+
+def candidate(n) -> bool:
+    if not n.pure() or not known(n.spec) or n.spec.dtype.name not in _DTYPES:
+        return False
+    if any(src.specs[i].dtype.name not in _DTYPES or not known(src.specs[i])
+           for src, i in n.inputs):
+        return False
+    return n.op.name in ops.ELEMENTWISE or _is_reduction(n)
+
+
+def role(shape, S):
+    """How a value of `shape` broadcasts against domain S: full/row/col/scalar or None."""
+    if len(shape) > len(S):
+        return None
+    pad = (1,) * (len(S) - len(shape)) + tuple(shape)
+    if pad == tuple(S):
+        return "full"
+    if all(d == 1 for d in pad):
+        return "scalar"
+    if all(d == 1 for d in pad[:-1]) and pad[-1] == S[-1]:
+        return "col"
+    if pad[-1] == 1 and pad[:-1] == tuple(S[:-1]):
+        return "row"
+    return None
+
+
+def _combine(kinds):
+    ks = set(kinds)
+    if "full" in ks or {"row", "col"} <= ks:
+        return "full"
+    for k in ("row", "col"):
+        if k in ks:
+            return k
+    return "scalar"
+
+
+def _domain(n):
+    """The full shape a node needs: its output, or a reduction's input."""
+    if n.op.name in ("sum", "max"):
+        return tuple(n.inputs[0][0].specs[n.inputs[0][1]].shape)
+    return tuple(n.spec.shape)
+
+
+class Group:
+    def __init__(self, gid, S):
+        self.id, self.S, self.members = gid, tuple(S), []
+
+    def kinds(self, members, S):
+        """Each member's kind on domain S, or None when the members don't fit S."""
+        kinds = {}
+        inside = {id(m) for m in members}
+        for m in members:
+            in_kinds = []
+            for src, i in m.inputs:
+                shape = src.specs[i].shape
+                r = role(shape, S)
+                if r is None:
+                    return None
+                if id(src) in inside:
+                    if kinds[id(src)] != r:
+                        return None
+                elif src.kind == "const" and src.value.ndim == 0:
+                    r = "scalar"
+                in_kinds.append(r)
+            if m.op.name in ("sum", "max"):
+                if in_kinds[0] not in ("full", "col"):
+                    return None
+                k = "row"
+                if role(m.spec.shape, S) != "row" and len(m.spec.shape) != len(S) - 1:
+                    return None
+            else:
+                k = _combine(in_kinds)
+                if role(m.spec.shape, S) != k:
+                    return None
+            kinds[id(m)] = k
+        return kinds
+
+
+def _widen(S, D):
+    if len(S) != len(D):
+        return None
+    out = []
+    for a, b in zip(S, D):
+        if a == b or b == 1:
+            out.append(a)
+        elif a == 1:
+            out.append(b)
+        else:
+            return None
+    return tuple(out)
+
+
+def form_groups(prog):
+    group_of, groups = {}, []
+    for n in prog.nodes:
+        if candidate(n):
+            g = _join(n, group_of)
+            if g is None:
+                g = Group(len(groups), _domain(n))
+                groups.append(g)
+                g.members.append(n)
+            group_of[id(n)] = g
+    return groups, group_of
+
+
+def _join(n, group_of):
+    """The input group n can join (largest first), or None."""
+    options = []
+    for src, _ in n.inputs:
+        g = group_of.get(id(src))
+        if g is not None and g not in options:
+            options.append(g)
+    options.sort(key=lambda g: -len(g.members))
+    for g in options:
+        if n.op.name == "max" and any(src in g.members for src, _ in n.inputs):
+            # NOTE: a max over values the loop recomputes may differ in the last bit from the
+            # stored values (fastmath contracts differently per pass), and max's gradient
+            # compares them for equality: reduce a stored array instead.
+            continue
+        S = _widen(g.S, _domain(n))
+        if S is None:
+            continue
+        if not _acyclic(n, g, group_of):
+            continue
+        if g.kinds(g.members + [n], S) is None:
+            continue
+        g.S = S
+        g.members.append(n)
+        return g
+    return None
+
+
+def _acyclic(n, g, group_of):
+    """n may join g only if no input of n outside g is downstream of g."""
+    member_ids = {id(m) for m in g.members}
+    for src, _ in n.inputs:
+        if id(src) in member_ids:
+            continue
+        if _reaches(src, member_ids):
+            return False
+    return True
+
+
+def _reaches(node, targets, limit=10_000):
+    stack, seen = [node], set()
+    while stack and len(seen) < limit:
+        m = stack.pop()
+        if id(m) in targets:
+            return True
+        if id(m) in seen:
+            continue
+        seen.add(id(m))
+        stack.extend(src for src, _ in m.inputs)
+        stack.extend(m.controls)
+    return len(seen) >= limit
+
+
+def run(prog):
+    groups, group_of = form_groups(prog)
+    users = prog.users()
+    fetched = {id(n) for n, _ in prog.fetches}
+    fused, skipped, sizes = 0, [], []
+    for g in groups:
+        n_ops = len(g.members)
+        if n_ops < MIN_GROUP:
+            continue
+        try:
+            node = _fuse(prog, g, users, fetched)
+        except CodegenError as e:
+            skipped.append(f"{'+'.join(m.op.name for m in g.members)}: {e}")
+            continue
+        fused += 1
+        sizes.append(n_ops)
+        del node
+    from ..ir import topo_sort
+    from .prune import dead_code
+    topo_sort(prog)
+    dead_code(prog)
+    return {"groups": fused, "sizes": sizes, "unfused": skipped}
+
+
+def _fuse(prog, g, users, fetched):
+    S = g.S
+    kinds = g.kinds(g.members, S)
+    member_ids = {id(m) for m in g.members}
+    inputs, in_index, nodes, index = [], {}, [], {}
+
+    def ref(src, i):
+        key = (id(src), i)
+        if key in index:
+            return index[key]
+        if src.kind == "const" and src.value.ndim == 0 and src.value.dtype.name in _DTYPES:
+            nodes.append(("const", src.value.item(), src.value.dtype.name))
+        else:
+            r = role(src.specs[i].shape, S)
+            if src.kind == "const" and src.value.size == 1:
+                r = "scalar"
+            in_index[key] = len(inputs)
+            inputs.append(((src, i), r))
+            nodes.append(("in", in_index[key]))
+        index[key] = len(nodes) - 1
+        return index[key]
+
+    for m in g.members:
+        args = tuple(ref(src, i) for src, i in m.inputs)
+        if m.op.name in ("sum", "max"):
+            nodes.append(("reduce", m.op.name, args[0], m.spec.dtype.name))
+        else:
+            tmpl = m.op.scalar.replace("{dtype}", m.attrs.get("dtype", ""))
+            nodes.append(("ew", tmpl, args, m.spec.dtype.name))
+        index[(id(m), 0)] = len(nodes) - 1
+    outs = [m for m in g.members
+            if id(m) in fetched or any(id(u) not in member_ids for u, _ in users[id(m)])]
+    spec = FusedSpec(
+        inputs=tuple((src.specs[i].dtype.name, r) for (src, i), r in inputs),
+        nodes=tuple(nodes), outputs=tuple(index[(id(m), 0)] for m in outs))
+    kernel = compile_fused(spec)
+    R = int(np.prod(S[:-1])) if len(S) > 1 else 1
+    C = S[-1] if S else 1
+    label = "fused(" + ",".join(m.op.name for m in g.members) + ")"
+    last = outs[-1] if outs else g.members[-1]
+    synthetic = SyntheticNode(f"{last.origin.name if last.origin else 'fused'}/fused", None,
+                              {}, last.origin, label)
+    runner = FusedRun(kernel, R, C, [(src.specs[i], r) for (src, i), r in inputs],
+                      [m.spec for m in outs], synthetic, g.members,
+                      [kinds[id(m)] for m in outs])
+    fnode = INode("fused", None, [ref_ for ref_, _ in inputs], {},
+                  [m.spec for m in outs], origin=last.origin)
+    fnode.fused, fnode.members = runner, tuple(g.members)
+    prog.nodes.append(fnode)
+    for k, m in enumerate(outs):
+        prog.replace_uses((m, 0), (fnode, k))
+    return fnode
+
+
+class FusedRun:
+    """The step kernel of a fused node: run the loop on the R x C view, reshape back.
+
+    `buffers` (set by the buffer pass) holds, per output, a preallocated array reused on
+    every run, or None for an output that leaves the plan (fetched or stored), which is
+    freshly allocated each run so a result handed back is never overwritten.
+    """
+
+    def __init__(self, kernel, R, C, in_specs, out_specs, node, members, out_kinds):
+        self.kernel, self.R, self.C = kernel, R, C
+        self.in_shapes = [tuple(s.shape) for s, _ in in_specs]
+        self.out_shapes = [tuple(s.shape) for s in out_specs]
+        self.out_dtypes = [s.dtype for s in out_specs]
+        self.out_views = [_VIEWS[k](R, C) for k in out_kinds]
+        self.node, self.members, self.out_kinds = node, members, out_kinds
+        self.buffers = None
+
+    def __call__(self, *arrays):
+        for a, shape in zip(arrays, self.in_shapes):
+            if a.shape != shape:
+                raise ValueError(f"fused kernel expected an input of shape {shape}, got "
+                                 f"{a.shape}")
+        if self.buffers is None:
+            res = self.kernel(self.R, self.C, *arrays)
+        else:
+            out = tuple(np.empty(v, d) if b is None else b
+                        for b, v, d in zip(self.buffers, self.out_views, self.out_dtypes))
+            res = self.kernel(self.R, self.C, *arrays, out=out)
+        if len(res) == 1:
+            return res[0].reshape(self.out_shapes[0])
+        return tuple(r.reshape(s) for r, s in zip(res, self.out_shapes))
+
+    @property
+    def n_outputs(self):
+        return len(self.out_shapes)
+
+
+_VIEWS = {"full": lambda R, C: (R, C), "row": lambda R, C: (R,), "col": lambda R, C: (C,),
+          "scalar": lambda R, C: ()}

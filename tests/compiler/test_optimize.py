@@ -1,0 +1,273 @@
+"""The optimiser never changes an answer: every op sample, passes one by one, random graphs."""
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import compiler
+import graph
+import ops
+from tests.opinfo import params
+
+RTOL, ATOL = 2e-5, 2e-5   # float32; tanh/erf in fused loops are rational approximations
+
+
+def _build(case, args, grads=False):
+    """The op sample as a graph: float arrays are fed through placeholders."""
+    g = graph.Graph()
+    with g.as_default():
+        feeds, inputs = {}, []
+        for a in args:
+            if isinstance(a, np.ndarray) and a.dtype.kind == "f":
+                p = graph.placeholder(a.dtype, a.shape)
+                feeds[p] = a
+                inputs.append(p)
+            elif isinstance(a, np.ndarray):
+                inputs.append(graph.constant(a))
+            else:
+                inputs.append(a)
+        out = case.fn(*inputs, **case.sample.attrs)
+        fetches = [out]
+        if grads and feeds:
+            w = np.random.default_rng(3).uniform(0.5, 1.5, out.shape).astype(out.dtype)
+            fetches += [d for d in graph.gradients(graph.reduce_sum(out * w), list(feeds))
+                        if d is not None]
+    return g, fetches, feeds
+
+
+def _run(g, fetches, feeds, optimize):
+    with graph.Session(g, optimize=optimize) as s:
+        vals = s.run(fetches, feeds)
+        return vals, s.last_report
+
+
+@pytest.mark.parametrize("case", params("ok", lambda c: not getattr(
+    ops.REGISTRY.get(c.name), "stateful", False)))
+def test_optimised_equals_unoptimised_on_every_op_sample(case):
+    args = case.args(np.float32)
+    g, fetches, feeds = _build(case, args, grads=case.differentiable)
+    plain, _ = _run(g, fetches, feeds, False)
+    opt, report = _run(g, fetches, feeds, True)
+    assert report is not None
+    for a, b in zip(plain, opt):
+        if a is None:
+            assert b is None
+            continue
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=RTOL, atol=ATOL)
+        assert np.asarray(b).dtype == np.asarray(a).dtype
+
+
+def _gelu_graph(n=1000):
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (None,))
+        y = 0.5 * x * (1.0 + graph.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))
+    return g, x, y
+
+
+def test_gelu_fuses_into_one_kernel_and_matches():
+    g, x, y = _gelu_graph()
+    xv = np.random.default_rng(0).standard_normal(4096).astype(np.float32)
+    plan, report = compiler.optimize(g, [y], {x: ops.Spec(xv.shape, xv.dtype)})
+    fuse = report["fuse"]
+    assert fuse.details["groups"] == 1 and fuse.details["sizes"] == [7]
+    assert report.nodes_after < report.nodes_before
+    assert sum(1 for s in plan.steps if s.node.type.startswith("fused(")) == 1
+    ref = 0.5 * xv * (1 + np.tanh(0.7978845608 * (xv + 0.044715 * xv ** 3)))
+    with graph.Session(g) as s:
+        np.testing.assert_allclose(s.run(y, {x: xv}), ref, rtol=RTOL, atol=ATOL)
+
+
+def test_layer_norm_with_residual_is_one_group():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (None, 64))
+        r = graph.placeholder(graph.float32, (None, 64))
+        gamma = graph.constant(np.linspace(0.5, 1.5, 64).astype(np.float32))
+        beta = graph.constant(np.linspace(-1, 1, 64).astype(np.float32))
+        y = ops.layer_norm(x, gamma, beta) + r
+    xv = np.random.default_rng(1).standard_normal((32, 64)).astype(np.float32)
+    rv = np.random.default_rng(2).standard_normal((32, 64)).astype(np.float32)
+    with graph.Session(g) as s:
+        got = s.run(y, {x: xv, r: rv})
+        assert s.last_report["fuse"].details["groups"] == 1
+    ref = ops.layer_norm(xv, np.linspace(0.5, 1.5, 64).astype(np.float32),
+                         np.linspace(-1, 1, 64).astype(np.float32)) + rv
+    np.testing.assert_allclose(got, ref, rtol=RTOL, atol=ATOL)
+
+
+def test_constant_folding_uses_kernels_and_skips_variables():
+    g = graph.Graph()
+    with g.as_default():
+        a = graph.constant(np.arange(4, dtype=np.float32))
+        b = graph.exp(a) * 2.0 + 1.0            # all constant: folds
+        v = graph.Variable(np.ones(4, np.float32))
+        y = b + v                               # a Variable is not a constant
+        init = graph.global_variables_initializer()
+    with graph.Session(g) as s:
+        s.run(init)
+        got = s.run(y)
+        rep = s.last_report
+    assert rep["fold"].details["folded"] == 3
+    np.testing.assert_allclose(got, np.exp(np.arange(4)) * 2 + 1 + 1, rtol=1e-6)
+
+
+def test_simplify_rewrites():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (3, 4))
+        y = -(-x) * 1.0 + 0.0
+        z = graph.transpose(graph.transpose(x, (1, 0)), (1, 0))
+        w = graph.reshape(graph.reshape(x, (12,)), (4, 3))
+        q = x * 0.0
+    xv = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    with graph.Session(g) as s:
+        got = s.run([y, z, w, q], {x: xv})
+        rules = s.last_report["simplify"].details["rewrites"]
+    for k in ("double_neg", "mul_one", "add_zero", "transpose_transpose", "reshape_reshape",
+              "mul_zero"):
+        assert rules.get(k, 0) >= 1, (k, rules)
+    np.testing.assert_array_equal(got[0], xv)
+    np.testing.assert_array_equal(got[1], xv)
+    np.testing.assert_array_equal(got[2], xv.reshape(4, 3))
+    np.testing.assert_array_equal(got[3], np.zeros((3, 4), np.float32))
+
+
+def test_cse_merges_duplicates_but_not_random_ops():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (5,))
+        a = graph.exp(x) + graph.exp(x)
+        r = ops.rand_like(x) - ops.rand_like(x)     # two draws: must stay two nodes
+    xv = np.ones(5, np.float32)
+    with graph.Session(g) as s:
+        av, rv = s.run([a, r], {x: xv})
+        assert s.last_report["cse"].details["merged"] >= 1
+    np.testing.assert_allclose(av, 2 * np.exp(xv), rtol=1e-6)
+    assert np.any(rv != 0)
+
+
+def test_prune_reports_only_needed_nodes():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (2,))
+        y = x + 1.0
+        for _ in range(5):
+            graph.exp(x)                       # never fetched
+    with graph.Session(g) as s:
+        s.run(y, {x: np.zeros(2, np.float32)})
+        assert s.last_report.nodes_before <= 3
+
+
+def test_results_handed_back_are_never_overwritten():
+    g, x, y = _gelu_graph()
+    a = np.random.default_rng(0).standard_normal(70_000).astype(np.float32)
+    with graph.Session(g) as s:
+        first = s.run(y, {x: a})
+        keep = first.copy()
+        s.run(y, {x: a + 1.0})
+        np.testing.assert_array_equal(first, keep)
+
+
+def test_buffers_are_reused_for_internal_fused_outputs():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (64, 32))
+        h = graph.tanh(x * 2.0 + 1.0)           # fused, feeds a matmul: internal
+        y = graph.matmul(h, np.ones((32, 8), np.float32))
+    xv = np.random.default_rng(0).standard_normal((64, 32)).astype(np.float32)
+    with graph.Session(g) as s:
+        r1 = s.run(y, {x: xv})
+        r2 = s.run(y, {x: xv})
+        d = s.last_report["buffers"].details
+    assert d["buffers"] >= 1 and d["bytes_per_run"] >= 64 * 32 * 4
+    np.testing.assert_allclose(r1, r2)
+    np.testing.assert_allclose(r1, np.tanh(xv * 2 + 1) @ np.ones((32, 8)), rtol=1e-5)
+
+
+def test_unfusable_group_is_left_unfused_with_reason(monkeypatch):
+    from compiler.passes import fuse
+
+    def refuse(spec):
+        raise compiler.CodegenError("numba says no")
+    monkeypatch.setattr(fuse, "compile_fused", refuse)
+    g, x, y = _gelu_graph()
+    xv = np.linspace(-3, 3, 100).astype(np.float32)
+    with graph.Session(g) as s:
+        got = s.run(y, {x: xv})
+        d = s.last_report["fuse"].details
+    assert d["groups"] == 0 and "numba says no" in d["unfused"][0]
+    np.testing.assert_allclose(got, 0.5 * xv * (1 + np.tanh(0.7978845608 * (
+        xv + 0.044715 * xv ** 3))), rtol=1e-5, atol=1e-6)
+
+
+def test_report_renders():
+    g, x, y = _gelu_graph()
+    _, report = compiler.optimize(g, [y], {x: ops.Spec((10,), np.dtype(np.float32))})
+    text = str(report)
+    assert "fuse" in text and "->" in text
+    from rich.console import Console
+    c = Console(record=True, width=120)
+    c.print(report)
+    assert "fused groups" in c.export_text()
+
+
+def test_run_time_error_in_optimised_plan_names_the_node_line():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (None, 3))
+        b = graph.placeholder(graph.float32, (None, 3))
+        y = graph.tanh(x + b) * 2.0  # the line the error must name
+    line = __import__("inspect").currentframe().f_lineno - 1
+    with graph.Session(g) as s:
+        with pytest.raises(Exception) as info:
+            s.run(y, {x: np.ones((4, 3), np.float32), b: np.ones((5, 3), np.float32)})
+    assert f"test_optimize.py:{line}" in str(info.value)
+    assert "(4, 3)" in str(info.value) and "(5, 3)" in str(info.value)
+
+
+# -- random graphs ------------------------------------------------------------------------------
+_UNARY = [graph.tanh, graph.exp, lambda t: t * t, graph.nn.relu, graph.sigmoid, lambda t: -t,
+          lambda t: ops.abs(t) + 1.0]
+_BINARY = [lambda a, b: a + b, lambda a, b: a * b, lambda a, b: a - b,
+           lambda a, b: graph.maximum(a, b), lambda a, b: a / (ops.abs(b) + 1.0)]
+_SHAPES = [(6, 5), (5,), (6, 1), (1, 5), ()]
+
+
+@st.composite
+def _programs(draw):
+    steps = draw(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 6), st.integers(0, 6),
+                                    st.integers(0, 4)), min_size=2, max_size=10))
+    shapes = draw(st.lists(st.sampled_from(_SHAPES), min_size=2, max_size=3))
+    reduce_last = draw(st.booleans())
+    return steps, shapes, reduce_last
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_programs())
+def test_random_elementwise_graphs_match_unoptimised(prog):
+    steps, shapes, reduce_last = prog
+    rng = np.random.default_rng(0)
+    g = graph.Graph()
+    feeds = {}
+    with g.as_default():
+        vals = []
+        for s in [(6, 5)] + shapes:
+            p = graph.placeholder(graph.float32, s)
+            feeds[p] = rng.uniform(-1.5, 1.5, s).astype(np.float32)
+            vals.append(p)
+        for kind, i, j, f in steps:
+            a, b = vals[i % len(vals)], vals[j % len(vals)]
+            if kind == 0:
+                vals.append(_UNARY[f % len(_UNARY)](a))
+            elif kind == 3 and a.shape and a.shape[-1] != 1:
+                vals.append(graph.reduce_sum(a, axis=-1, keepdims=True) * 0.1)
+            else:
+                vals.append(_BINARY[f % len(_BINARY)](a, b))
+        out = vals[-1] + vals[0]
+        if reduce_last:
+            out = graph.reduce_max(out, axis=-1, keepdims=True) + out
+        grads = [d for d in graph.gradients(graph.reduce_sum(out), list(feeds)) if d is not None]
+    plain, _ = _run(g, [out] + grads, feeds, False)
+    opt, _ = _run(g, [out] + grads, feeds, True)
+    for a, b in zip(plain, opt):
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4)
