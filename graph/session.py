@@ -55,7 +55,7 @@ def _optimizer():
         from compiler import optimize
     except ImportError:
         return None
-    return optimize
+    return optimize if callable(optimize) else None   # NOTE: not the submodule of that name
 
 
 class Session:
