@@ -127,19 +127,20 @@ def _widen(S, D):
 
 def form_groups(prog):
     group_of, groups = {}, []
+    position = {id(n): k for k, n in enumerate(prog.nodes)}
     for n in prog.nodes:
         if candidate(n):
-            g = _join(n, group_of)
+            g = _join(n, group_of, position)
             if g is None:
                 g = Group(len(groups), _domain(n))
                 groups.append(g)
                 g.members.append(n)
             group_of[id(n)] = g
-    return groups, group_of
+    return [g for g in groups if g.members], group_of
 
 
-def _join(n, group_of):
-    """The input group n can join (largest first), or None."""
+def _join(n, group_of, position):
+    """The input group n joins (largest first; other input groups merge in), or None."""
     options = []
     for src, _ in n.inputs:
         g = group_of.get(id(src))
@@ -152,27 +153,37 @@ def _join(n, group_of):
             # stored values (fastmath contracts differently per pass), and max's gradient
             # compares them for equality: reduce a stored array instead.
             continue
-        S = _widen(g.S, _domain(n))
-        if S is None:
-            continue
-        if not _acyclic(n, g, group_of):
-            continue
-        if g.kinds(g.members + [n], S) is None:
-            continue
-        g.S = S
-        g.members.append(n)
-        return g
+        if _try_add(g, [n], position):
+            for other in options:
+                if other is not g and other.members and _try_add(g, other.members, position):
+                    for m in other.members:
+                        group_of[id(m)] = g
+                    other.members = []
+            return g
     return None
 
 
-def _acyclic(n, g, group_of):
-    """n may join g only if no input of n outside g is downstream of g."""
-    member_ids = {id(m) for m in g.members}
-    for src, _ in n.inputs:
-        if id(src) in member_ids:
-            continue
-        if _reaches(src, member_ids):
+def _try_add(g, new, position):
+    """Add nodes `new` to group g if the result stays on one domain and acyclic."""
+    S = g.S
+    for m in new:
+        S = _widen(S, _domain(m))
+        if S is None:
             return False
+    members = sorted(g.members + new, key=lambda m: position[id(m)])
+    if not _acyclic(members) or g.kinds(members, S) is None:
+        return False
+    g.S, g.members = S, members
+    return True
+
+
+def _acyclic(members):
+    """No input from outside the group may depend on a member (it would be a cycle)."""
+    member_ids = {id(m) for m in members}
+    for m in members:
+        for src, _ in m.inputs:
+            if id(src) not in member_ids and _reaches(src, member_ids):
+                return False
     return True
 
 
