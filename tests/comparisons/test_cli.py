@@ -1,0 +1,133 @@
+"""`dualgrad` end to end: each subcommand runs (quick settings) and exits 0; `--json` holds
+every column; command-line mistakes are one line on stderr and a non-zero exit."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from comparisons.bench import COLUMNS
+from comparisons.cli import main
+from comparisons.models.common import compiled_available
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CELL_KEYS = {"status", "note"}
+TIMED_KEYS = {"median_ms", "min_ms", "max_ms", "spread_pct", "build_s", "first_call_s",
+              "number", "repeat"}
+
+
+def _one_line_error(capsys, rc):
+    out = capsys.readouterr()
+    assert rc != 0
+    lines = out.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dualgrad: error:"), out.err
+    assert "Traceback" not in out.err + out.out
+    return lines[0]
+
+
+def test_bench_quick_json_has_every_column(tmp_path, capsys):
+    path = tmp_path / "bench.json"
+    assert main(["bench", "mlp", "--quick", "--json", str(path)]) == 0
+    res = json.loads(path.read_text())
+    assert set(res["machine"]) >= {"cpu", "cores", "numpy", "numba", "python"}
+    (w,) = res["workloads"]
+    assert w["name"] == "mlp" and set(w["columns"]) == set(COLUMNS)
+    for col, cell in w["columns"].items():
+        assert CELL_KEYS <= set(cell), col
+        if cell["status"] == "ok":
+            assert TIMED_KEYS <= set(cell), col
+            assert cell["median_ms"] > 0
+    assert w["columns"]["eager"]["status"] == "ok"
+    assert w["columns"]["graph"]["status"] == "ok"
+    assert w["columns"]["eager"]["speedup_vs_eager"] == pytest.approx(1.0)
+    assert (w["columns"]["compiled"]["status"] == "ok") == compiled_available()
+    assert "median time" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_bench_all_quick(tmp_path):
+    path = tmp_path / "all.json"
+    assert main(["bench", "all", "--quick", "--json", str(path)]) == 0
+    res = json.loads(path.read_text())
+    names = [w["name"] for w in res["workloads"]]
+    assert names == ["mlp", "cnn", "rnn", "transformer", "gelu", "layernorm", "dispatch"]
+    for w in res["workloads"]:
+        assert set(w["columns"]) == set(COLUMNS)
+        assert all(w["columns"][c]["status"] == "ok" for c in ("eager", "graph")), w["name"]
+
+
+def test_bench_micro_quick(capsys):
+    assert main(["bench", "dispatch", "--quick"]) == 0
+    assert "dispatch" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+def test_train(mode, capsys):
+    assert main(["train", "mlp", "--mode", mode, "--epochs", "2"]) == 0
+    assert "held-out accuracy" in capsys.readouterr().out
+
+
+def test_train_compiled(capsys):
+    rc = main(["train", "mlp", "--mode", "compiled", "--epochs", "1"])
+    if compiled_available():
+        assert rc == 0
+    else:
+        assert "compiler.compile" in _one_line_error(capsys, rc)
+
+
+def test_graph_view_and_dot(tmp_path, capsys):
+    dot = tmp_path / "cnn.dot"
+    assert main(["graph", "cnn", "--optimized", "--dot", str(dot)]) == 0
+    out = capsys.readouterr().out
+    assert "conv1/" in out and "placeholder" in out
+    assert dot.read_text().startswith('digraph "cnn')
+
+
+def test_graph_view_training_step(capsys):
+    assert main(["graph", "rnn", "--train"]) == 0
+    assert "gradients" in capsys.readouterr().out
+
+
+def test_tour(capsys):
+    assert main(["tour", "--epochs", "1"]) == 0
+    out = capsys.readouterr().out
+    for part in ("1. The same MLP", "2. How fast", "3. One shape bug", "build"):
+        assert part in out
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "resnet"],                          # unknown model
+    ["bench", "nope"],                            # unknown workload
+    ["train", "mlp", "--mode", "jit"],            # unknown mode
+    ["train", "mlp", "--epochs", "0"],            # bad value
+    ["bench", "--frobnicate"],                    # unknown flag
+    ["fly"],                                      # unknown command
+    [],                                           # no command
+    ["bench", "mlp", "--json", "/nonexistent-dir/x.json"],
+    ["graph", "mlp", "--dot", "/proc/dualgrad.dot"],
+])
+def test_cli_errors_are_one_line(argv, capsys):
+    _one_line_error(capsys, main(argv))
+
+
+def test_plot_without_matplotlib_is_one_line(tmp_path, capsys):
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        _one_line_error(capsys, main(["bench", "dispatch", "--quick", "--plot",
+                                      str(tmp_path / "p.png")]))
+    else:
+        assert main(["bench", "dispatch", "--quick", "--plot", str(tmp_path / "p.png")]) == 0
+        assert (tmp_path / "p.png").stat().st_size > 0
+
+
+def test_console_script_error_has_no_traceback():
+    """Through a real process, as a user runs it."""
+    p = subprocess.run([sys.executable, "-m", "comparisons.cli", "train", "resnet"],
+                       cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2
+    assert p.stderr.count("\n") == 1 and "invalid choice: 'resnet'" in p.stderr
+    assert "Traceback" not in p.stderr
