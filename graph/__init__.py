@@ -13,7 +13,7 @@ at the user's line; errors at run time name the node and the line that built it.
 ...     sess.run(graph.global_variables_initializer())
 ...     before = sess.run(loss, {x: np.ones((4, 3))})
 ...     _ = sess.run(train_op, {x: np.ones((4, 3))})
-...     bool(sess.run(loss, {x: np.ones((4, 3))}) < before)
+...     float(sess.run(loss, {x: np.ones((4, 3))})) < float(before)
 True
 
 See docs/graph.md for the guide, graph/plan.py for the execution-plan interface.

@@ -13,8 +13,8 @@ gradient graph backwards (`while_grad`).
 >>> y = graph.cond(x > 0, lambda: x * 3.0, lambda: -x)
 >>> (dy,) = graph.gradients(y, [x])
 >>> with graph.Session() as s:
-...     s.run([y, dy], {x: 2.0}), s.run([y, dy], {x: -2.0})
-([6.0, 3.0], [2.0, -1.0])
+...     [float(v) for v in s.run([y, dy], {x: 2.0}) + s.run([y, dy], {x: -2.0})]
+[6.0, 3.0, 2.0, -1.0]
 """
 from __future__ import annotations
 

@@ -74,8 +74,10 @@ class TensorShape(tuple):
     def is_fully_defined(self):
         return None not in self
 
-    def __repr__(self):
+    def __str__(self):   # TF prints unknown dims as '?'
         return fmt_shape(tuple(self))
+
+    __repr__ = tuple.__repr__
 
 
 # -- nodes and tensors -------------------------------------------------------------------------
@@ -497,20 +499,32 @@ def _build(g, op, inputs, attrs, name=None):
     try:
         spec = op.infer(*[t.spec for t in inputs], **attrs)
     except ShapeError as e:
-        raise _at_user_line(e, g, op.name) from None
+        raise _at_user_line(e, g, op.name, inputs) from None
     return g.create_node(op, inputs, attrs, [spec], name).outputs[0]
 
 
-def _at_user_line(e, g, what):
+def _at_user_line(e, g, what, inputs=()):
     loc = user_frame()
     extra = f" (at {where_str(loc)}, building node '{g._scope}{what}'"
     if _GRAD_OF:
         fwd = _GRAD_OF[-1]
         extra += (f", the gradient of '{fwd.name}' (op {fwd.type}) defined at "
                   f"{where_str(fwd.loc)}")
-    err = ShapeError(f"{e}{extra})")
+    err = ShapeError(f"{e}{extra}){_declared(inputs, loc)}")
     err.location = loc
     return err
+
+
+def _declared(inputs, loc) -> str:
+    """Where the Variables and placeholders among `inputs` were declared, when elsewhere:
+    a wrong shape is usually written there (`Variable(random_normal((64, 10)))`)."""
+    out = ""
+    for t in inputs:
+        n = t.node
+        if n.type in ("variable", "placeholder") and n.loc != loc and n.loc is not None:
+            out += (f"\n  input '{n.name}' ({n.type} {fmt_shape(t.spec)}) defined at "
+                    f"{where_str(n.loc)}")
+    return out
 
 
 class GraphEngine:
