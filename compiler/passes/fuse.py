@@ -100,6 +100,11 @@ class Group:
             if m.op.name in ("sum", "max"):
                 if in_kinds[0] not in ("full", "col"):
                     return None
+                if m.op.name == "max" and id(m.inputs[0][0]) in inside:
+                    # NOTE: a max over values the loop recomputes may differ in the last bit
+                    # from the stored values (fastmath contracts differently per pass), and
+                    # max's gradient compares them for equality: reduce a stored array.
+                    return None
                 k = "row"
                 if role(m.spec.shape, S) != "row" and len(m.spec.shape) != len(S) - 1:
                     return None
@@ -148,11 +153,6 @@ def _join(n, group_of, position):
             options.append(g)
     options.sort(key=lambda g: -len(g.members))
     for g in options:
-        if n.op.name == "max" and any(src in g.members for src, _ in n.inputs):
-            # NOTE: a max over values the loop recomputes may differ in the last bit from the
-            # stored values (fastmath contracts differently per pass), and max's gradient
-            # compares them for equality: reduce a stored array instead.
-            continue
         if _try_add(g, [n], position):
             for other in options:
                 if other is not g and other.members and _try_add(g, other.members, position):
