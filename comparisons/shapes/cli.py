@@ -1,0 +1,88 @@
+"""`dualgrad shapes`: where each catalogued shape bug surfaces, eager vs graph (vs compiled).
+
+    dualgrad shapes                       # the side-by-side table of every bug
+    dualgrad shapes attn_mask --explain   # both full messages and tracebacks
+    dualgrad shapes --json shapes.json    # also write the records
+    dualgrad shapes --list                # the catalogue
+
+`add_parser(subparsers)` registers the subcommand in the main CLI; `main(argv)` runs it
+alone (`python -m comparisons.shapes`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rich.console import Console
+
+from . import report, runner
+from .harness import MODES
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "shapes", help="where each catalogued shape bug surfaces in eager, graph and compiled "
+                       "mode", description=__doc__.split("\n\n")[0])
+    _arguments(p)
+    p.set_defaults(func=handle)
+    return p
+
+
+def _arguments(p):
+    p.add_argument("bugs", nargs="*", metavar="BUG", help="bugs to run (default: all)")
+    p.add_argument("--explain", action="store_true",
+                   help="show each mode's full message and traceback, one above the other")
+    p.add_argument("--json", metavar="PATH", help="write the records as JSON to PATH")
+    p.add_argument("--modes", default=",".join(MODES),
+                   help=f"comma-separated modes (default: {','.join(MODES)})")
+    p.add_argument("--jobs", type=int, default=None, help="bug files run at once "
+                   "(default: one per CPU)")
+    p.add_argument("--timeout", type=float, default=runner.TIMEOUT,
+                   help="seconds before one bug file is stopped")
+    p.add_argument("--list", action="store_true", help="list the catalogue and exit")
+
+
+def handle(args) -> int:
+    console = Console()
+    if not console.is_terminal:        # NOTE: a pipe or a file gets the table unsquashed
+        console = Console(width=max(console.width, 180))
+    try:
+        bugs = runner.find(args.bugs)
+    except KeyError as e:
+        console.print(f"[red]{e.args[0]}[/red]")
+        return 2
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    bad = [m for m in modes if m not in MODES]
+    if bad:
+        console.print(f"[red]unknown mode {', '.join(bad)}; modes are {', '.join(MODES)}[/red]")
+        return 2
+    if args.list:
+        for b in bugs:
+            console.print(f"[bold]{b.name:18}[/bold] {b.title}  "
+                          f"[dim]({', '.join(sorted(b.files))})[/dim]")
+        return 0
+    if args.explain and len(bugs) != 1:
+        console.print("[red]--explain needs exactly one BUG (see --list)[/red]")
+        return 2
+    with console.status(f"running {len(bugs)} bug(s) × {len(modes)} mode(s)…"):
+        records = runner.run(bugs, modes, jobs=args.jobs, timeout=args.timeout)
+    if args.explain:
+        report.print_explain(records, console)
+    else:
+        report.print_table(records, modes, console)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(records, f, indent=1)
+        console.print(f"[dim]records written to {args.json}[/dim]")
+    return 0
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="dualgrad shapes", description=__doc__.split("\n\n")[0])
+    _arguments(p)
+    return handle(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+"""Run one bug file and say where its shape error surfaced: the child side of the runner.
+
+    python -m comparisons.shapes.harness FILE MODE      # prints one JSON line (see MARK)
+
+The bug file runs as `__main__`, unchanged. Hooks count training steps without the file
+knowing: in eager (and compiled) mode a step is one `Optimizer.step()`; in graph mode a step
+is one `Session.run` with a non-empty feed (initialiser runs have none). The phase follows:
+
+- `build`: raised in graph mode before any `Session.run` started (graph construction);
+- `first run`: raised before the first training step completed;
+- `step k`: raised during training step k (k - 1 steps completed);
+- `never`: the script ran to its end (warnings, if any, are recorded with their step).
+
+The record also holds the message's `file:line` locations (the `at FILE:LINE` that ops/,
+eager/ and graph/ append), the innermost traceback frame in the bug file, and whether each
+is the line marked `# BUG`. `run_file` can be called in-process as well.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import runpy
+import sys
+import time
+import traceback
+import warnings
+
+MARK = "@@dualgrad-shapes@@ "
+MODES = ("eager", "graph", "compiled")
+
+# `at ops/x.py:12`, `defined at bugs/a.py:30`, `created at /abs/b.py:7`
+_LOC = re.compile(r"(?:(defined|created) )?at (?P<file>[^\s(),'\"]+\.py):(?P<line>\d+)")
+_OP_NAMED = re.compile(r"^[a-z][a-z0-9_]*: |\(op [a-z][a-z0-9_]*\)")
+_SHAPE = re.compile(r"\((?:\d+|\?)(?:, (?:\d+|\?))*,?\)")
+_PKG_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_FRAMEWORK = tuple(os.path.join(_PKG_ROOT, p) + os.sep for p in ("ops", "eager", "graph",
+                                                                   "compiler"))
+
+
+def bug_line(path) -> int | None:
+    """The line of `path` marked with a `# BUG` comment (1-based)."""
+    with open(path) as f:
+        for i, line in enumerate(f, 1):
+            if re.search(r"#\s*BUG\b", line):
+                return i
+    return None
+
+
+def unavailable(mode) -> str | None:
+    """Why `mode` cannot run in this checkout, or None when it can."""
+    if mode == "graph":
+        try:
+            import graph
+        except ImportError as e:
+            return f"graph/ does not import: {e}"
+        missing = [n for n in ("placeholder", "Variable", "Session", "cond")
+                   if not hasattr(graph, n)]
+        return f"graph/ has not landed (no graph.{', graph.'.join(missing)})" if missing else None
+    if mode == "compiled":
+        try:
+            import compiler
+        except ImportError as e:
+            return f"compiler/ does not import: {e}"
+        if not callable(getattr(compiler, "compile", None)):
+            return "compiler.compile (issue 5) has not landed"
+    return None
+
+
+class _Counter:
+    def __init__(self):
+        self.steps = 0          # training steps completed
+        self.runs = 0           # Session.run calls started (graph)
+        self.in_run = False
+        self.t0 = time.perf_counter()
+        self.warnings = []
+
+
+def _install(mode, c: _Counter):
+    """Patch the step points; returns a function that undoes the patches."""
+    undo = []
+    if mode in ("eager", "compiled"):
+        from eager import optim
+        orig_step = optim.Optimizer.step
+
+        def step(self, *a, **k):
+            out = orig_step(self, *a, **k)
+            c.steps += 1
+            return out
+        optim.Optimizer.step = step
+        undo.append(lambda: setattr(optim.Optimizer, "step", orig_step))
+    if mode == "graph":
+        import graph
+        orig_run = graph.Session.run
+
+        def run(self, fetches, feed_dict=None, *a, **k):
+            c.runs += 1
+            c.in_run = True
+            try:
+                out = orig_run(self, fetches, feed_dict, *a, **k)
+            finally:
+                c.in_run = False
+            if feed_dict:
+                c.steps += 1
+            return out
+        graph.Session.run = run
+        undo.append(lambda: setattr(graph.Session, "run", orig_run))
+        graph.reset_default_graph()
+    orig_show = warnings.showwarning
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        c.warnings.append({"category": category.__name__, "message": str(message),
+                           "file": filename, "line": lineno, "step": c.steps + 1})
+    warnings.showwarning = show
+    undo.append(lambda: setattr(warnings, "showwarning", orig_show))
+    return lambda: [u() for u in reversed(undo)]
+
+
+def _phase(mode, c: _Counter) -> str:
+    if mode == "graph" and c.runs == 0:
+        return "build"
+    return "first run" if c.steps == 0 else f"step {c.steps + 1}"
+
+
+def _same_file(a, b) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def message_locations(message, cwd=None) -> list[dict]:
+    """Every `at FILE:LINE` in an error message, with absolute paths."""
+    out = []
+    for m in _LOC.finditer(message):
+        f = m.group("file")
+        f = f if os.path.isabs(f) else os.path.join(cwd or os.getcwd(), f)
+        out.append({"file": os.path.normpath(f), "line": int(m.group("line")),
+                    "kind": m.group(1) or "at"})
+    return out
+
+
+def _analyse(exc, path, line, mode):
+    message = str(exc) if str(exc) else type(exc).__name__
+    frames = traceback.extract_tb(exc.__traceback__)
+    user = [f for f in frames if _same_file(f.filename, path)]
+    locs = message_locations(message)
+    in_bug_file = [loc for loc in locs if _same_file(loc["file"], path)]
+    first = locs[0] if locs else None
+    return {
+        "exc_type": type(exc).__name__,
+        "exc_module": type(exc).__module__,
+        "first_line": message.splitlines()[0],
+        "message": message,
+        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+        "msg_locs": locs,
+        "msg_line": in_bug_file[0]["line"] if in_bug_file else None,
+        "msg_file": first["file"] if first else None,
+        "msg_points_to_bug": any(loc["line"] == line for loc in in_bug_file),
+        "msg_in_framework": bool(first) and first["file"].startswith(_FRAMEWORK),
+        "tb_line": user[-1].lineno if user else None,
+        "tb_is_bug": bool(user) and user[-1].lineno == line,
+        "tb_innermost": f"{frames[-1].filename}:{frames[-1].lineno}" if frames else None,
+        "names_op": bool(_OP_NAMED.search(message)),
+        "names_shapes": bool(_SHAPE.search(message)),
+    }
+
+
+def preload(mode):
+    """Import the engine and load the digits before the clock starts: times measure the
+    model (build, run, kernel compilation), not imports or reading the data from disk."""
+    import importlib
+    for name in {"eager": ("eager",), "graph": ("graph", "compiler"),
+                 "compiled": ("eager", "compiler")}[mode]:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    from comparisons.data import digits
+    digits()
+
+
+def run_file(path, mode) -> dict:
+    """Run the bug file `path` in `mode` in this process and return its record."""
+    path = os.path.abspath(path)
+    name = os.path.basename(path)[:-len(f"_{mode}.py")]
+    rec = {"bug": name, "mode": mode, "file": path, "bug_line": bug_line(path)}
+    why = unavailable(mode)
+    if why:
+        return {**rec, "status": "unavailable", "phase": "n/a", "reason": why}
+    preload(mode)
+    c = _Counter()
+    undo = _install(mode, c)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            c.t0 = time.perf_counter()
+            runpy.run_path(path, run_name="__main__")
+        rec.update(status="silent", phase="never")
+    except Exception as exc:  # noqa: BLE001 - recording the failure is the point
+        seconds = time.perf_counter() - c.t0
+        rec.update(status="raised", phase=_phase(mode, c), seconds=seconds,
+                   in_session_run=c.in_run, **_analyse(exc, path, rec["bug_line"], mode))
+    finally:
+        undo()
+    rec.setdefault("seconds", time.perf_counter() - c.t0)
+    rec["steps"] = c.steps
+    rec["warnings"] = _dedupe(c.warnings, path, rec["bug_line"])
+    return rec
+
+
+def _dedupe(ws, path, line):
+    """First occurrence of each distinct warning, with its count and whether it names the bug."""
+    out = {}
+    for w in ws:
+        key = (w["category"], re.sub(r"\(at [^)]*\)", "", w["message"]))
+        if key in out:
+            out[key]["count"] += 1
+            continue
+        locs = message_locations(w["message"])
+        w["points_to_bug"] = (_same_file(w["file"], path) and w["line"] == line) or any(
+            _same_file(loc["file"], path) and loc["line"] == line for loc in locs)
+        out[key] = {**w, "count": 1}
+    return list(out.values())
+
+
+def main(argv=None):
+    path, mode = (argv or sys.argv[1:])[:2]
+    rec = run_file(path, mode)
+    sys.stdout.flush()
+    print(MARK + json.dumps(rec), flush=True)
+
+
+if __name__ == "__main__":
+    main()

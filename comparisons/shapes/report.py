@@ -1,0 +1,171 @@
+"""How the observatory's records are shown: the side-by-side table, --explain, and Markdown.
+
+>>> rec = {"bug": "b", "mode": "eager", "status": "raised", "phase": "step 3", "steps": 2,
+...        "seconds": 0.01, "line_verdict": "bug line", "msg_line": 7, "bug_line": 7,
+...        "exc_type": "ShapeError", "quality": "good", "warnings": []}
+>>> cells(rec)["line"]
+'✓ 7'
+"""
+from __future__ import annotations
+
+import os
+
+from rich import box
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+PHASE_STYLE = {"build": "bold green", "first run": "yellow", "never": "bold red"}
+
+
+def _time(s) -> str:
+    if s is None:
+        return "-"
+    return f"{s * 1e3:.0f} ms" if s < 1 else f"{s:.2f} s"
+
+
+def _warned(rec) -> str:
+    ws = rec.get("warnings") or []
+    if not ws:
+        return ""
+    w = ws[0]
+    mark = "✓" if w.get("points_to_bug") else "✗"
+    return f"warned {mark} {w['line']} (step {w['step']}, ×{w['count']})"
+
+
+def cells(rec) -> dict:
+    """The table cells of one record: phase, steps, time, line, error."""
+    status = rec.get("status")
+    if status in ("unavailable", "missing"):
+        return {"phase": "not available yet" if status == "unavailable" else "no file",
+                "steps": "", "time": "", "line": "", "error": ""}
+    if status in ("timeout", "crashed"):
+        return {"phase": status, "steps": "", "time": _time(rec.get("seconds")), "line": "",
+                "error": rec.get("reason", "")[:60]}
+    if status == "silent":
+        return {"phase": "never", "steps": str(rec.get("steps", "")),
+                "time": _time(rec.get("seconds")), "line": "-",
+                "error": _warned(rec) or "nothing"}
+    v = rec["line_verdict"]
+    line = (f"✓ {rec['bug_line']}" if v == "bug line" else
+            f"✗ {rec['msg_line']} (bug {rec['bug_line']})" if v.startswith("other") else
+            "✗ framework")
+    err = rec.get("exc_type", "")
+    if rec.get("quality") == "framework failure":
+        err += " [framework failure]"
+    return {"phase": rec["phase"], "steps": str(rec.get("steps", "")),
+            "time": _time(rec.get("seconds")), "line": line, "error": err}
+
+
+def _by_bug(records):
+    out = {}
+    for r in records:
+        out.setdefault(r["bug"], {})[r["mode"]] = r
+    return out
+
+
+def table(records, modes) -> Table:
+    """One row per bug; per mode: phase, steps before it, time to it, line ✓/✗, exception."""
+    shown = [m for m in modes if any(r["mode"] == m and r.get("status") != "unavailable"
+                                     for r in records)]
+    waiting = [m for m in modes if m not in shown]
+    t = Table(title="Where each shape bug surfaces", box=box.SIMPLE_HEAVY, show_lines=True,
+              caption=" · ".join(f"{m}: not available yet ({_reason(records, m)})"
+                                 for m in waiting) or None)
+    t.add_column("bug", style="bold", no_wrap=True)
+    for m in shown:
+        t.add_column(f"{m}\nphase")
+        t.add_column("steps", justify="right")
+        t.add_column("time", justify="right")
+        t.add_column("line")
+        t.add_column("error")
+    for bug, per_mode in _by_bug(records).items():
+        row = [bug]
+        for m in shown:
+            c = cells(per_mode.get(m, {"status": "missing"}))
+            row += [Text(c["phase"], style=PHASE_STYLE.get(c["phase"], "")), c["steps"],
+                    c["time"], Text(c["line"], style="green" if c["line"].startswith("✓")
+                                    else "red" if c["line"].startswith("✗") else ""),
+                    c["error"]]
+        t.add_row(*row)
+    return t
+
+
+def _reason(records, mode) -> str:
+    for r in records:
+        if r["mode"] == mode and r.get("reason"):
+            return r["reason"]
+    return "not run"
+
+
+def _source_line(rec) -> str:
+    try:
+        with open(rec["file"]) as f:
+            return f.read().splitlines()[rec["bug_line"] - 1].strip()
+    except (OSError, KeyError, TypeError, IndexError):
+        return ""
+
+
+def explain(records) -> Group:
+    """Each mode's full message and traceback, one above the other."""
+    parts = []
+    for rec in records:
+        c = cells(rec)
+        head = Text.assemble((f"{rec['mode']}", "bold"), f": {c['phase']}",
+                             f" after {rec.get('steps', 0)} steps, {c['time']}"
+                             if rec.get("status") in ("raised", "silent") else "")
+        body = []
+        if rec.get("file"):
+            rel = os.path.relpath(rec["file"])
+            body.append(Text(f"bug at {rel}:{rec.get('bug_line')}: {_source_line(rec)}",
+                             style="dim"))
+        if rec.get("status") == "raised":
+            body.append(Text(f"line: {c['line']}    traceback ends in the file at line "
+                             f"{rec.get('tb_line')} ({'✓' if rec.get('tb_is_bug') else '✗'})"
+                             f"    quality: {rec['quality']}"))
+            body.append(Text(f"\n{rec['exc_type']}: {rec['message']}\n", style="bold red"))
+            body.append(Syntax(rec["traceback"].rstrip(), "pytb", word_wrap=True,
+                               theme="ansi_dark"))
+        elif rec.get("status") == "silent":
+            body.append(Text("no exception: the script ran to its end", style="bold red"))
+            for w in rec.get("warnings") or []:
+                body.append(Text(f"{w['category']} at {os.path.relpath(w['file'])}:"
+                                 f"{w['line']} from step {w['step']} (×{w['count']}): "
+                                 f"{w['message']}", style="yellow"))
+            if not rec.get("warnings"):
+                body.append(Text("no warning either"))
+        else:
+            body.append(Text(rec.get("reason", rec.get("status", "")), style="yellow"))
+            if rec.get("stderr"):
+                body.append(Text(rec["stderr"]))
+        parts.append(Panel(Group(*body), title=head, title_align="left"))
+    return Group(*parts)
+
+
+def print_table(records, modes, console=None):
+    (console or Console()).print(table(records, modes))
+
+
+def print_explain(records, console=None):
+    console = console or Console()
+    if records:
+        console.print(Text(f"{records[0]['bug']}: {records[0].get('title', '')}", style="bold"))
+    console.print(explain(records))
+
+
+def markdown(records, modes) -> str:
+    """The table as Markdown (what docs/shape-errors.md is written from)."""
+    shown = [m for m in modes if any(r["mode"] == m and r.get("status") != "unavailable"
+                                     for r in records)]
+    head = ["bug"] + [f"{m}: {col}" for m in shown for col in ("phase", "steps", "line",
+                                                               "error")]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for bug, per_mode in _by_bug(records).items():
+        row = [f"`{bug}`"]
+        for m in shown:
+            c = cells(per_mode.get(m, {"status": "missing"}))
+            row += [c["phase"], c["steps"], c["line"], c["error"]]
+        lines.append("| " + " | ".join(x.replace("|", "\\|") for x in row) + " |")
+    return "\n".join(lines)
