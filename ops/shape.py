@@ -88,7 +88,10 @@ def _transpose_kernel(x, axes):
 
 
 def _transpose_vjp(g, x, axes, **kw):
-    return (transpose(g, axes=tuple(int(i) for i in np.argsort([a % x.ndim for a in axes]))),)
+    inverse = [0] * len(axes)          # the inverse permutation (np.argsort costs 3 us more)
+    for i, a in enumerate(axes):
+        inverse[a % len(axes)] = i
+    return (transpose(g, axes=tuple(inverse)),)
 
 
 TRANSPOSE = register("transpose", _transpose_infer, _transpose_kernel, _transpose_vjp,
@@ -145,7 +148,7 @@ def _sum_to_like_kernel(x, like):
     lead = x.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape)
                                       if d == 1 and x.shape[lead + i] != 1)
-    r = np.sum(x, axis=axes, keepdims=True) if axes else x
+    r = np.add.reduce(x, axis=axes, keepdims=True) if axes else x
     return np.reshape(r, shape)
 
 
