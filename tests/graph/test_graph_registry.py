@@ -19,7 +19,7 @@ import graph
 import ops
 from ops import ShapeError
 
-from graph_test_samples import arrays_for, composite_cases, float_inputs, graph_args, numeric_grad, \
+from .graph_test_samples import arrays_for, composite_cases, float_inputs, graph_args, numeric_grad, \
     op_cases
 
 HERE = os.path.basename(__file__)
