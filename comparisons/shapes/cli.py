@@ -16,6 +16,7 @@ import sys
 
 from rich.console import Console
 
+from ..errors import UsageError
 from . import report, runner
 from .harness import MODES
 
@@ -43,28 +44,26 @@ def _arguments(p):
     p.add_argument("--list", action="store_true", help="list the catalogue and exit")
 
 
-def handle(args) -> int:
-    console = Console()
+def handle(args, console=None) -> int:
+    """Run the subcommand; a command-line mistake raises UsageError (one line in `dualgrad`)."""
+    console = console or Console()
     if not console.is_terminal:        # NOTE: a pipe or a file gets the table unsquashed
         console = Console(width=max(console.width, 180))
     try:
         bugs = runner.find(args.bugs)
     except KeyError as e:
-        console.print(f"[red]{e.args[0]}[/red]")
-        return 2
+        raise UsageError(e.args[0]) from None
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     bad = [m for m in modes if m not in MODES]
     if bad:
-        console.print(f"[red]unknown mode {', '.join(bad)}; modes are {', '.join(MODES)}[/red]")
-        return 2
+        raise UsageError(f"unknown mode {', '.join(bad)}; modes are {', '.join(MODES)}")
     if args.list:
         for b in bugs:
             console.print(f"[bold]{b.name:18}[/bold] {b.title}  "
                           f"[dim]({', '.join(sorted(b.files))})[/dim]")
         return 0
     if args.explain and len(bugs) != 1:
-        console.print("[red]--explain needs exactly one BUG (see --list)[/red]")
-        return 2
+        raise UsageError("--explain needs exactly one BUG (see --list)")
     with console.status(f"running {len(bugs)} bug(s) × {len(modes)} mode(s)…"):
         records = runner.run(bugs, modes, jobs=args.jobs, timeout=args.timeout)
     if args.explain:
@@ -79,9 +78,14 @@ def handle(args) -> int:
 
 
 def main(argv=None) -> int:
+    """`python -m comparisons.shapes`: the subcommand on its own."""
     p = argparse.ArgumentParser(prog="dualgrad shapes", description=__doc__.split("\n\n")[0])
     _arguments(p)
-    return handle(p.parse_args(argv))
+    try:
+        return handle(p.parse_args(argv))
+    except UsageError as e:
+        print(f"dualgrad shapes: error: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

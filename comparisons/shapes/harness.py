@@ -140,6 +140,21 @@ def message_locations(message, cwd=None) -> list[dict]:
     return out
 
 
+def _format(exc) -> str:
+    """The traceback as the user would see it running the file: without the harness frames."""
+    te = traceback.TracebackException.from_exception(exc)
+    for t in _chain(te):
+        t.stack = traceback.StackSummary.from_list(
+            [f for f in t.stack if f.filename != __file__ and "runpy" not in f.filename])
+    return "".join(te.format())
+
+
+def _chain(te):
+    while te is not None:
+        yield te
+        te = te.__cause__ or te.__context__
+
+
 def _analyse(exc, path, line, mode):
     message = str(exc) if str(exc) else type(exc).__name__
     frames = traceback.extract_tb(exc.__traceback__)
@@ -152,7 +167,7 @@ def _analyse(exc, path, line, mode):
         "exc_module": type(exc).__module__,
         "first_line": message.splitlines()[0],
         "message": message,
-        "traceback": "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)),
+        "traceback": _format(exc),
         "msg_locs": locs,
         "msg_line": in_bug_file[0]["line"] if in_bug_file else None,
         "msg_file": first["file"] if first else None,
@@ -176,8 +191,39 @@ def preload(mode):
             importlib.import_module(name)
         except ImportError:
             pass
+    from comparisons import data
+    shared = os.environ.get(DIGITS_ENV)
+    if shared and not getattr(data.digits, "shared", False):
+        data.digits = _shared_digits(data, shared)
+    data.digits()
+
+
+DIGITS_ENV = "DUALGRAD_SHAPES_DIGITS"
+
+
+def save_digits(path):
+    """Write the default digits split to `path` (.npz) for the children (see preload)."""
+    import numpy as np
     from comparisons.data import digits
-    digits()
+    d = digits()
+    np.savez(path, x_train=d.x_train, y_train=d.y_train, x_test=d.x_test, y_test=d.y_test)
+
+
+def _shared_digits(data, path):
+    """`data.digits` reading the default split the runner saved once, so that no child
+    spends a second importing scikit-learn; other arguments go to the original."""
+    import numpy as np
+    original = data.digits
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in ("x_train", "y_train", "x_test", "y_test")}
+    for a in arrays.values():
+        a.setflags(write=False)
+    d = data.Digits(**arrays)
+
+    def digits(seed=0, test_fraction=0.25):
+        return d if (seed, test_fraction) == (0, 0.25) else original(seed, test_fraction)
+    digits.shared = True
+    return digits
 
 
 def run_file(path, mode) -> dict:

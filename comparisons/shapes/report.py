@@ -159,13 +159,13 @@ def markdown(records, modes) -> str:
     """The table as Markdown (what docs/shape-errors.md is written from)."""
     shown = [m for m in modes if any(r["mode"] == m and r.get("status") != "unavailable"
                                      for r in records)]
-    head = ["bug"] + [f"{m}: {col}" for m in shown for col in ("phase", "steps", "line",
-                                                               "error")]
+    head = ["bug"] + [f"{m}: {col}" for m in shown for col in ("phase", "steps", "time",
+                                                               "line", "error")]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for bug, per_mode in _by_bug(records).items():
         row = [f"`{bug}`"]
         for m in shown:
             c = cells(per_mode.get(m, {"status": "missing"}))
-            row += [c["phase"], c["steps"], c["line"], c["error"]]
+            row += [c["phase"], c["steps"], c["time"], c["line"], c["error"]]
         lines.append("| " + " | ".join(x.replace("|", "\\|") for x in row) + " |")
     return "\n".join(lines)

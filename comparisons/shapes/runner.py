@@ -18,12 +18,13 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .harness import MARK, MODES, bug_line, unavailable
+from .harness import DIGITS_ENV, MARK, MODES, bug_line, save_digits, unavailable
 
 BUGS_DIR = Path(__file__).resolve().parent / "bugs"
 ROOT = BUGS_DIR.parents[2]
@@ -74,7 +75,7 @@ def find(names) -> list[Bug]:
 
 
 # -- running -------------------------------------------------------------------------------------
-def run_one(bug: Bug, mode: str, timeout=TIMEOUT) -> dict:
+def run_one(bug: Bug, mode: str, timeout=TIMEOUT, env=None) -> dict:
     """Run one bug file in a fresh Python and return its record (see harness.run_file)."""
     base = {"bug": bug.name, "mode": mode, "title": bug.title}
     why = unavailable(mode)
@@ -84,7 +85,7 @@ def run_one(bug: Bug, mode: str, timeout=TIMEOUT) -> dict:
     if path is None:
         return {**base, "status": "missing", "phase": "n/a",
                 "reason": f"no {bug.name}_{mode}.py in the catalogue yet"}
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+    env = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(
         [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
     cmd = [sys.executable, "-m", "comparisons.shapes.harness", str(path), mode]
     t0 = time.perf_counter()
@@ -110,13 +111,18 @@ def run(bugs=None, modes=MODES, jobs=None, timeout=TIMEOUT, progress=None) -> li
     todo = [(b, m) for b in bugs for m in modes]
     jobs = jobs or max(1, min(len(todo), os.cpu_count() or 1))
 
-    def one(item):
-        rec = judge(run_one(*item, timeout=timeout))
-        if progress:
-            progress(rec)
-        return rec
-    with ThreadPoolExecutor(jobs) as pool:
-        return list(pool.map(one, todo))
+    with tempfile.TemporaryDirectory(prefix="dualgrad-shapes-") as tmp:
+        # NOTE: the digits are loaded once here, not in every child (see harness.preload)
+        shared = os.path.join(tmp, "digits.npz")
+        save_digits(shared)
+
+        def one(item):
+            rec = judge(run_one(*item, timeout=timeout, env={DIGITS_ENV: shared}))
+            if progress:
+                progress(rec)
+            return rec
+        with ThreadPoolExecutor(jobs) as pool:
+            return list(pool.map(one, todo))
 
 
 # -- judging ------------------------------------------------------------------------------------

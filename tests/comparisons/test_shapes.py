@@ -166,4 +166,4 @@ def test_subprocess_run_and_cli_json(tmp_path, capsys):
 def test_unknown_bug_is_a_clear_error(capsys):
     from comparisons.shapes import cli
     assert cli.main(["no_such_bug"]) == 2
-    assert "no bug called no_such_bug" in capsys.readouterr().out
+    assert "no bug called no_such_bug" in capsys.readouterr().err
