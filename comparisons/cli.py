@@ -4,6 +4,7 @@
     dualgrad train MODEL --mode eager|graph|compiled [--epochs N] [--seed S]
     dualgrad bench [MODEL|all] [--quick] [--json PATH] [--plot PATH]
     dualgrad graph MODEL [--optimized] [--train] [--dot PATH]
+    dualgrad shapes [BUG ...] [--explain] [--json PATH]   where shape bugs surface, per mode
 
 MODEL is one of mlp, cnn, rnn, transformer (bench also takes gelu, layernorm, dispatch).
 A command-line mistake prints one line and exits non-zero; set DUALGRAD_DEBUG=1 to see the
@@ -62,6 +63,9 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--train", action="store_true",
                    help="include gradients and updates (the whole training step)")
     g.add_argument("--dot", metavar="PATH", help="write Graphviz DOT (and SVG if `dot` exists)")
+
+    from .shapes.cli import add_parser as add_shapes_parser
+    add_shapes_parser(sub)
     return p
 
 
@@ -128,7 +132,15 @@ def cmd_tour(args, console):
     tour(console, epochs=args.epochs)
 
 
-COMMANDS = {"train": cmd_train, "bench": cmd_bench, "graph": cmd_graph, "tour": cmd_tour}
+def cmd_shapes(args, console):
+    from .shapes.cli import handle
+    if args.json:
+        check_writable(args.json, "--json")
+    handle(args, console)
+
+
+COMMANDS = {"train": cmd_train, "bench": cmd_bench, "graph": cmd_graph, "tour": cmd_tour,
+            "shapes": cmd_shapes}
 
 
 def main(argv=None) -> int:
