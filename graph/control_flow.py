@@ -25,8 +25,8 @@ import numpy as np
 import ops
 from ops.core import ShapeError, Spec, fmt_shape
 
-from .core import (Graph, Node, Tensor, _at_user_line, _graph_of, _lift, constant,
-                   get_default_graph, graph_kind, placeholder)
+from .core import (Graph, Node, Tensor, _at_user_line, _graph_of, _lift, get_default_graph,
+                   graph_kind, placeholder)
 
 __all__ = ["cond", "while_loop", "group", "no_op", "identity", "print_", "Body", "Function"]
 
@@ -357,5 +357,3 @@ def _check_loop(outer, c_out, b_out, lv, inv):
             fail(f"while_loop: loop variable {k} of shape {fmt_shape(v.spec)} does not fit "
                  f"its shape invariant {fmt_shape(s)}")
 
-
-_ = constant

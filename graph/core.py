@@ -612,5 +612,3 @@ def convert_to_tensor(value, dtype=None, name=None) -> Tensor:
         return value
     return constant(value, dtype=dtype, name=name)
 
-
-_ = fmt_shape

@@ -67,5 +67,3 @@ def conv2d(inputs, filters, kernel_size, strides=1, padding="valid", activation=
 def max_pooling2d(inputs, pool_size, strides, padding="valid", name=None):
     return max_pool2d(inputs, pool_size, strides, padding=padding, name=name)
 
-
-_ = dense

@@ -19,8 +19,7 @@ import numpy as np
 import ops
 from ops.core import ShapeError
 
-from .core import (Tensor, _graph_of, _lift, constant, get_default_graph, graph_kind,
-                   convert_to_tensor)
+from .core import Tensor, _graph_of, constant, convert_to_tensor, get_default_graph, graph_kind
 from .dtypes import as_dtype
 
 __all__ = [
@@ -314,5 +313,3 @@ def random_normal(shape, mean=0.0, stddev=1.0, dtype="float32", seed=None, name=
 def random_uniform(shape, minval=0.0, maxval=1.0, dtype="float32", seed=None, name=None):
     return _random("uniform", shape, minval, maxval, dtype, seed, name or "random_uniform")
 
-
-_ = _lift

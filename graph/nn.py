@@ -19,7 +19,7 @@ import numpy as np
 import ops
 from ops.core import ShapeError, fmt_shape
 
-from .core import Tensor, _graph_of, get_default_graph
+from .core import Tensor, _graph_of
 from .dtypes import as_dtype
 from .math_ops import named, random_uniform, reduce_sum
 from .variables import Variable
@@ -217,5 +217,3 @@ def _init(init, shape, dtype):
                          f"the variable's shape {fmt_shape(shape)}")
     return arr
 
-
-_ = get_default_graph

@@ -31,7 +31,6 @@ import os
 
 import numpy as np
 
-import ops
 from ops.core import ShapeError, Spec
 
 from .core import Graph, KINDS, get_default_graph, op_by_name
@@ -324,5 +323,3 @@ def restore(session, path):
                                  f"in the graph but {a.shape} {a.dtype} in {path}")
         session._state.variables[v.node.name] = np.array(a, copy=True)
 
-
-_ = ops

@@ -59,7 +59,7 @@ def test_none_dim_mismatch_raises_at_run_time_naming_the_creation_line():
     msg = str(e)
     assert isinstance(e, ShapeError) and isinstance(e, ValueError)
     assert "add: cannot broadcast (32, 10), (16, 10)" in msg
-    assert "'biased' (op add)" in msg and f"defined at " in msg and where in msg
+    assert "'biased' (op add)" in msg and "defined at " in msg and where in msg
     assert "with input shapes (32, 10), (16, 10)" in msg
     assert isinstance(e.__cause__, ValueError) and e.node is y.op
     assert e.input_shapes == [(32, 10), (16, 10)]

@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 
 import graph
-import ops
 from ops import ShapeError
 
 from .graph_test_samples import arrays_for, composite_cases, float_inputs, graph_args, numeric_grad, \
@@ -192,5 +191,3 @@ def test_gradient_matches_eager_backward(op, sample):
         want = np.zeros_like(arrays[i]) if want is None else np.asarray(want.data)
         np.testing.assert_allclose(g, want, rtol=1e-7, atol=1e-9)
 
-
-_ = ops
