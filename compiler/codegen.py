@@ -66,6 +66,7 @@ FASTMATH = frozenset({"nsz", "arcp", "contract", "afn", "reassoc"})
 # Below this many elements a parallel launch costs more than it saves (a prange kernel costs
 # ~2 us even on 4 elements; 2**16 float32 elements stream in ~10 us on one core).
 PARALLEL_MIN_ELEMENTS = int(os.environ.get("DUALGRAD_PARALLEL_MIN_ELEMENTS", 1 << 16))
+PROBE_EVERY = 64
 # Full values worth keeping in a scratch row (one per block of rows) rather than computing
 # again in a later pass: vectorised exp costs ~0.55 ns/element, an L1/L2 load far less.
 EXPENSIVE = ("exp(", "log(", "tanh(", "erf(", "sigmoid(", "**")
@@ -523,7 +524,8 @@ class FusedKernel:
     cache_hit (serial kernel loaded from disk), compile_seconds (serial compile or load),
     parallel_compiled / parallel_cache_hit / parallel_compile_seconds (set on the first call
     of at least PARALLEL_MIN_ELEMENTS elements), parallel_error (why the parallel variant
-    could not be built; the serial one is used instead).
+    could not be built; the serial one is used instead), timing (ns per element of each
+    variant on large calls, which decides between them).
     """
 
     def __init__(self, spec, source, flat, module, path, seconds, hit):
@@ -544,6 +546,8 @@ class FusedKernel:
         self._ins = tuple((np.dtype(d), code[k]) for d, k in spec.inputs)
         self._outs = tuple((np.dtype(prog.dtype[o]), code[prog.kind[o]]) for o in spec.outputs)
         self._lock = threading.Lock()
+        self._per_element = [None, None]   # seconds per element: serial, parallel
+        self._big_calls = 0
 
     def __repr__(self):
         return (f"<FusedKernel {self.module_name} {self.layout} inputs={len(self._ins)} "
@@ -566,11 +570,44 @@ class FusedKernel:
             bufs = tuple(np.empty(shapes[kc], dt) for dt, kc in self._outs)
         else:
             bufs = self._check_out(out, shapes)
-        kernel = self._serial
-        if R * C >= PARALLEL_MIN_ELEMENTS and self._can_split and (R > 1 or not self._rows_only):
-            kernel = self._parallel or self._build_parallel()
+        n = R * C
+        if n < PARALLEL_MIN_ELEMENTS or not self._can_split or (R == 1 and self._rows_only):
+            self._serial(R, C, *args, *bufs)
+            return bufs
+        kernel = self._choose()
+        t0 = time.perf_counter()
         kernel(R, C, *args, *bufs)
+        self._timed(kernel, (time.perf_counter() - t0) / n)
         return bufs
+
+    # NOTE: on a loaded 2-core machine an OpenMP prange kernel can run 10x slower than the
+    # serial one (idle workers spin against the other tenant; measured 16-20 ms against
+    # 1.1-2 ms), so above the threshold both variants are timed per element and the faster
+    # one is used, the other re-timed every PROBE_EVERY calls. Each row's reductions run in
+    # the same order in both, so the choice does not change results.
+    def _choose(self):
+        par = self._parallel or self._build_parallel()
+        t_ser, t_par = self._per_element
+        if par is self._serial or t_par is None:
+            return par
+        if t_ser is None:
+            return self._serial
+        self._big_calls += 1
+        faster, slower = (par, self._serial) if t_par <= t_ser else (self._serial, par)
+        return slower if self._big_calls % PROBE_EVERY == 0 else faster
+
+    def _timed(self, kernel, seconds_per_element):
+        i = 0 if kernel is self._serial else 1
+        old = self._per_element[i]
+        self._per_element[i] = seconds_per_element if old is None else \
+            0.7 * old + 0.3 * seconds_per_element
+
+    @property
+    def timing(self):
+        """Smoothed ns per element of the serial and the parallel kernel on large calls."""
+        return {k: None if t is None else t * 1e9
+                for k, t in zip(("serial_ns_per_element", "parallel_ns_per_element"),
+                                self._per_element)}
 
     def _coerce(self, i, a, shape):
         dt, kc = self._ins[i]
