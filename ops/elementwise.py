@@ -167,12 +167,14 @@ _BINARY_SAMPLES = (
 )
 
 
-def _add_vjp(g, x, y, **kw):
-    return unbroadcast(g, x), unbroadcast(g, y)
+def _add_vjp(g, x, y, needs=(True, True), **kw):
+    return (unbroadcast(g, x) if needs[0] else None,
+            unbroadcast(g, y) if needs[1] else None)
 
 
-def _sub_vjp(g, x, y, **kw):
-    return unbroadcast(g, x), (unbroadcast(-g, y) if is_value(y) else None)
+def _sub_vjp(g, x, y, needs=(True, True), **kw):
+    return (unbroadcast(g, x) if needs[0] else None,
+            unbroadcast(-g, y) if needs[1] and is_value(y) else None)
 
 
 def _mul_vjp(g, x, y, needs=(True, True), **kw):
