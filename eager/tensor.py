@@ -127,7 +127,15 @@ def _owned(arr, taken):
 
 
 def _needs_grad(v):
-    return isinstance(v, Tensor) and v.requires_grad
+    """v can carry a gradient: it requires grad and its producer (if any) has a rule.
+
+    NOTE: the output of a rule-less op (stop_gradient, sign, …) keeps requires_grad, as in
+    torch, but no gradient is built for it: x - stop_gradient(m) computes no -g for m.
+    """
+    if not isinstance(v, Tensor) or not v.requires_grad:
+        return False
+    node = v._node
+    return node is None or type(node) is _Freed or node[0].vjp is not None
 
 
 class Tensor:
