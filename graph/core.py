@@ -241,6 +241,18 @@ class Tensor:
     def __ge__(self, o):
         return ops.ge(self, o)
 
+    def __invert__(self):
+        from .math_ops import logical_not
+        return logical_not(self)
+
+    def __and__(self, o):
+        from .math_ops import logical_and
+        return logical_and(self, o)
+
+    def __or__(self, o):
+        from .math_ops import logical_or
+        return logical_or(self, o)
+
     def __getitem__(self, index):
         return getitem(self, index)
 

@@ -83,18 +83,27 @@ def where(condition, x=None, y=None):
     return ops.where(condition, x, y)
 
 
+def _bool(*xs):
+    for x in xs:
+        if isinstance(x, Tensor) and x.dtype != np.bool_:
+            raise TypeError(f"logical ops need bool tensors, got {x.dtype} for '{x.name}'")
+
+
 @named
 def logical_not(x):
+    _bool(x)
     return ops.eq(x, False)
 
 
 @named
 def logical_and(x, y):
+    _bool(x, y)
     return ops.where(x, y, False)
 
 
 @named
 def logical_or(x, y):
+    _bool(x, y)
     return ops.where(x, True, y)
 
 

@@ -83,6 +83,16 @@ def test_weak_python_scalars_keep_tensor_dtype():
     assert run(x ** 2, {x: [3.0, -1.0]}).tolist() == [9.0, 1.0]
 
 
+def test_logical_operators_on_bool_tensors():
+    x = graph.placeholder(graph.float32, (3,))
+    a, b = x > 0, x < 2
+    got = run([a & b, a | b, ~a], {x: [-1.0, 1.0, 3.0]})
+    assert [g.tolist() for g in got] == [[False, True, False], [True, True, True],
+                                         [True, False, False]]
+    with pytest.raises(TypeError, match="bool tensors"):
+        x & a
+
+
 # -- no Python truth for symbolic values ---------------------------------------------------------
 def test_bool_of_symbolic_tensor_points_to_cond():
     x = graph.placeholder(graph.float32, ())
