@@ -36,17 +36,18 @@ def _warned(rec) -> str:
 
 
 def cells(rec) -> dict:
-    """The table cells of one record: phase, steps, time, line, error."""
+    """The table cells of one record: phase, steps, time, line (the message's), tb (the
+    innermost traceback frame in the bug file), error."""
     status = rec.get("status")
     if status in ("unavailable", "missing"):
         return {"phase": "not available yet" if status == "unavailable" else "no file",
-                "steps": "", "time": "", "line": "", "error": ""}
+                "steps": "", "time": "", "line": "", "tb": "", "error": ""}
     if status in ("timeout", "crashed"):
         return {"phase": status, "steps": "", "time": _time(rec.get("seconds")), "line": "",
-                "error": rec.get("reason", "")[:60]}
+                "tb": "", "error": rec.get("reason", "")[:60]}
     if status == "silent":
         return {"phase": "never", "steps": str(rec.get("steps", "")),
-                "time": _time(rec.get("seconds")), "line": "-",
+                "time": _time(rec.get("seconds")), "line": "-", "tb": "-",
                 "error": _warned(rec) or "nothing"}
     v = rec["line_verdict"]
     line = (f"✓ {rec['bug_line']}" if v == "bug line" else
@@ -55,8 +56,9 @@ def cells(rec) -> dict:
     err = rec.get("exc_type", "")
     if rec.get("quality") == "framework failure":
         err += " [framework failure]"
+    tb = "✓" if rec.get("tb_is_bug") else f"✗ {rec.get('tb_line')}"
     return {"phase": rec["phase"], "steps": str(rec.get("steps", "")),
-            "time": _time(rec.get("seconds")), "line": line, "error": err}
+            "time": _time(rec.get("seconds")), "line": line, "tb": tb, "error": err}
 
 
 def _by_bug(records):
@@ -67,7 +69,8 @@ def _by_bug(records):
 
 
 def table(records, modes) -> Table:
-    """One row per bug; per mode: phase, steps before it, time to it, line ✓/✗, exception."""
+    """One row per bug; per mode: phase, steps before it, time to it, the line the message
+    names ✓/✗, the traceback's last line in the file ✓/✗, exception."""
     shown = [m for m in modes if any(r["mode"] == m and r.get("status") != "unavailable"
                                      for r in records)]
     waiting = [m for m in modes if m not in shown]
@@ -80,17 +83,21 @@ def table(records, modes) -> Table:
         t.add_column("steps", justify="right")
         t.add_column("time", justify="right")
         t.add_column("line")
+        t.add_column("tb")
         t.add_column("error")
     for bug, per_mode in _by_bug(records).items():
         row = [bug]
         for m in shown:
             c = cells(per_mode.get(m, {"status": "missing"}))
             row += [Text(c["phase"], style=PHASE_STYLE.get(c["phase"], "")), c["steps"],
-                    c["time"], Text(c["line"], style="green" if c["line"].startswith("✓")
-                                    else "red" if c["line"].startswith("✗") else ""),
-                    c["error"]]
+                    c["time"], _mark(c["line"]), _mark(c["tb"]), c["error"]]
         t.add_row(*row)
     return t
+
+
+def _mark(cell) -> Text:
+    return Text(cell, style="green" if cell.startswith("✓") else
+                "red" if cell.startswith("✗") else "")
 
 
 def _reason(records, mode) -> str:
@@ -159,13 +166,13 @@ def markdown(records, modes) -> str:
     """The table as Markdown (what docs/shape-errors.md is written from)."""
     shown = [m for m in modes if any(r["mode"] == m and r.get("status") != "unavailable"
                                      for r in records)]
-    head = ["bug"] + [f"{m}: {col}" for m in shown for col in ("phase", "steps", "time",
-                                                               "line", "error")]
+    cols = ("phase", "steps", "time", "line", "tb", "error")
+    head = ["bug"] + [f"{m}: {col}" for m in shown for col in cols]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for bug, per_mode in _by_bug(records).items():
         row = [f"`{bug}`"]
         for m in shown:
             c = cells(per_mode.get(m, {"status": "missing"}))
-            row += [c["phase"], c["steps"], c["time"], c["line"], c["error"]]
+            row += [c[col] for col in cols]
         lines.append("| " + " | ".join(x.replace("|", "\\|") for x in row) + " |")
     return "\n".join(lines)
