@@ -18,7 +18,7 @@ from eager.nn import functional as F
 
 from .common import compile_fn, numpy_state
 
-LR, MOMENTUM, EPOCHS = 0.1, 0.9, 10
+LR, MOMENTUM, EPOCHS = 0.1, 0.9, 15
 
 
 class CNN(nn.Module):

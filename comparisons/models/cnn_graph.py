@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import graph
 
-LR, MOMENTUM, EPOCHS = 0.1, 0.9, 10
+LR, MOMENTUM, EPOCHS = 0.1, 0.9, 15
 
 
 def initial_weights(seed=0) -> dict:

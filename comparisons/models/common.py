@@ -84,7 +84,7 @@ def cnn_task(batch_size=64, seed=0) -> Task:
                 lambda e: D.batches(len(d.y_train), batch_size, seed, e))
 
 
-def rnn_task(batch_size=32, seed=0) -> Task:
+def rnn_task(batch_size=16, seed=0) -> Task:
     """Row sequences of 5-8 steps, batched by length (every batch has one length)."""
     d = D.digits()
     tr, te = D.row_sequences(d.x_train, seed=1), D.row_sequences(d.x_test, seed=2)

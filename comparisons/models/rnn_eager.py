@@ -28,7 +28,7 @@ from eager.nn import functional as F
 
 from .common import compile_fn, numpy_state
 
-LR, MOMENTUM, EPOCHS, HIDDEN = 0.2, 0.9, 20, 64
+LR, MOMENTUM, EPOCHS, HIDDEN = 0.1, 0.9, 20, 64
 
 
 class RowLSTM(nn.Module):

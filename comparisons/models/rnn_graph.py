@@ -26,7 +26,7 @@ import numpy as np
 
 import graph
 
-LR, MOMENTUM, EPOCHS, HIDDEN, STEPS = 0.2, 0.9, 20, 64, 8
+LR, MOMENTUM, EPOCHS, HIDDEN, STEPS = 0.1, 0.9, 20, 64, 8
 
 
 def initial_weights(seed=0) -> dict:
