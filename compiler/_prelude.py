@@ -4,7 +4,7 @@ Each helper is written so that LLVM can vectorise a loop that calls it: plain ar
 and selects, no libm calls, no branches that survive if-conversion. numba has no SVML on
 this project's machines, so `np.tanh` or `math.exp` in a loop is a scalar libm call (libm
 tanhf is 5x slower than NumPy's SIMD tanh, expf 5x slower than np.exp); the float32
-approximations here are the ones Eigen and XLA use (tanh, erf) and Cephes' expf.
+approximations here are the ones Eigen and XLA use (tanh, erf) and Cephes' expf, logf.
 
 The approximations are compiled on their own with fastmath limited to FMA contraction and
 reciprocals (`contract` alone makes the GELU loop 1.3x faster), never `reassoc`, which the
@@ -13,8 +13,8 @@ exp back into one rounded constant (measured: inf relative error). LLVM still in
 into the calling loop and vectorises them there (exp_f32: 0.65 ns/element vs 2.1 for libm).
 
 Accuracy against the float64 reference (tests/compiler/test_codegen.py checks it):
-`tanh_f32`, `erf_f32`, `sigmoid_f32` within 2e-7 absolute; `exp_f32` within 1.5 ulp
-(relative 1e-7) on normal results, correct inf/0/NaN. All of them propagate NaN.
+`tanh_f32` within 3e-7, `erf_f32` 4e-7, `sigmoid_f32` 2e-7 absolute; `exp_f32` and `log_f32`
+within 1.5 ulp on normal results, with inf/0/NaN where NumPy has them.
 
 The generated modules bake these helpers into their cached machine code, so codegen.py
 hashes this file's text into every kernel's cache key: editing this file recompiles.
@@ -139,6 +139,55 @@ def exp_f32(x):
     n2 = np.int32(n) - n1
     y = p * _i32_as_f32(np.int32((n1 + 127) << 23)) * _i32_as_f32(np.int32((n2 + 127) << 23))
     return x if x != x else y
+
+
+# -- float32 log: exponent/mantissa split + Cephes' degree-9 polynomial -------------------------
+@intrinsic
+def _f32_as_i32(typingctx, a):
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(args[0], ir.IntType(32))
+    return types.int32(types.float32), codegen
+
+
+_LP = tuple(np.float32(v) for v in (
+    7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1,
+    -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1))
+_LP0, _LP1, _LP2, _LP3, _LP4, _LP5, _LP6, _LP7, _LP8 = _LP
+_SQRTHF = np.float32(0.707106781186547524)
+_FLT_MIN = np.float32(1.17549435e-38)
+_TWO23 = np.float32(8388608.0)
+_ZERO32 = np.float32(0.0)
+_INF32 = np.float32(np.inf)
+
+
+@njit(**_EXACT)
+def log_f32(x):
+    sub = x < _FLT_MIN                        # subnormal (or <= 0: fixed up at the end)
+    xs = x * _TWO23 if sub else x
+    bits = _f32_as_i32(xs)
+    e = ((bits >> 23) & 0xFF) - 126 - (23 if sub else 0)
+    m = _i32_as_f32((bits & 0x007FFFFF) | 0x3F000000)   # in [0.5, 1)
+    small = m < _SQRTHF
+    e = e - 1 if small else e
+    m = (m + m - _ONE32) if small else (m - _ONE32)
+    ef = np.float32(e)
+    z = m * m
+    y = _LP0 * m + _LP1
+    y = y * m + _LP2
+    y = y * m + _LP3
+    y = y * m + _LP4
+    y = y * m + _LP5
+    y = y * m + _LP6
+    y = y * m + _LP7
+    y = y * m + _LP8
+    y = y * m * z
+    y = y + _LN2_LO * ef
+    y = y - _HALF32 * z
+    r = (m + y) + _LN2_HI * ef
+    # NOTE: NaN and +inf pass through, log(0) = -inf, log(x < 0) = NaN, as np.log.
+    r = x if (x != x) | (x == _INF32) else r
+    r = -_INF32 if x == _ZERO32 else r
+    return np.float32(np.nan) if x < _ZERO32 else r
 
 
 # -- IEEE-754-2019 maximum/minimum: NaN-propagating like np.maximum, and vectorisable ----------

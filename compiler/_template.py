@@ -238,7 +238,7 @@ class _Lowering:
 
     def fn_log(self, arg, hint):
         a, dt = self._float_arg(arg, hint)
-        return self.emit(f"math.log({a})", dt)
+        return self.emit(f"log_f32({a})" if dt == "float32" else f"math.log({a})", dt)
 
     def fn_sqrt(self, arg, hint):
         a, dt = self._float_arg(arg, hint)

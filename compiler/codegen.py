@@ -35,7 +35,7 @@ live in the module: `kernel_serial` (compiled by `compile_fused`) and `kernel_pa
 numba options, each measured in shared/peers/RESULTS.md: error_model='numpy' (a zero-check on
 every `/` blocks vectorisation), typed constants (a Python float literal turns float32 math
 into float64), FASTMATH below (reductions only vectorise with `reassoc`), and rational
-tanh/erf/exp approximations from `_prelude` (no SVML: libm tanhf in a loop is 5x slower
+tanh/erf/exp/log approximations from `_prelude` (no SVML: libm tanhf in a loop is 5x slower
 than NumPy).
 """
 from __future__ import annotations
@@ -406,7 +406,7 @@ def generate_source(spec: FusedSpec) -> tuple[str, bool]:
         "import math",
         "import numpy as np",
         "from numba import njit, prange",
-        f"from {_prelude.__name__} import (erf_f32, exp_f32, fmaximum, fminimum, "
+        f"from {_prelude.__name__} import (erf_f32, exp_f32, fmaximum, fminimum, log_f32, "
         "sigmoid_f32, sigmoid_f64, tanh_f32)",
         "",
         f"FASTMATH = {sorted(FASTMATH)!r}",

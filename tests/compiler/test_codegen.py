@@ -149,6 +149,21 @@ def test_float32_approximations_accuracy_and_specials():
     assert (exp[xs > 88.73] == np.inf).all() and (exp[xs < -104] == 0).all()
 
 
+def test_float32_log_accuracy_and_specials():
+    p = Prog("float32")
+    fn = compile_fused(p.spec(p.ew("log({0})", p.input())))
+    xs = np.concatenate([np.geomspace(1e-45, 3e38, 20001), np.linspace(0.5, 2.0, 20001),
+                         [0.0, -0.0, -1.0, np.inf, -np.inf, np.nan, 1.0]]).astype(np.float32)
+    got = fn(1, xs.size, xs)[0][0]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ref = np.log(xs.astype(np.float64))
+        np.testing.assert_array_equal(got[-7:], np.log(xs[-7:]))
+    normal = np.isfinite(ref) & (ref != 0) & (xs >= 1.2e-38)
+    assert np.max(np.abs(got[normal] / ref[normal] - 1)) <= 1.5e-7
+    fin = np.isfinite(ref)
+    assert np.max(np.abs(got[fin] - ref[fin])) <= 8e-6    # subnormals included
+
+
 def test_pow_expansion():
     p = Prog("float32")
     x, pos = p.input(), p.input()
