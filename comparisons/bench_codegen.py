@@ -295,7 +295,8 @@ def main():
         "layernorm": (layernorm_spec(), (x, r, g, b), layernorm_np, (x, r, g, b)),
         "softmax": (softmax_spec(), (x,), softmax_np, (x,)),
     }
-    rows, out_json = [], []
+    rows, out_json, timing = [], [], {}
+    load0 = os.getloadavg()[0]
     for name, (spec, args, ref_fn, ref_args) in work.items():
         ref = ref_fn(*(a.astype(np.float64) for a in ref_args))
         t_compile, fn = first_call(lambda: compile_fused(spec))
@@ -326,6 +327,7 @@ def main():
             peers["jax.jit"] = lambda: jf(*jargs).block_until_ready()
             errs["jax.jit"] = np.asarray(y)
         st, st_min = bench_group(peers, target=target)
+        timing[name] = fn.timing
         base = st["numpy op by op"]
         for peer, sec in st.items():
             e = errs.get(peer, errs["dualgrad fused"] if not peer.startswith("BOUND") else ref)
@@ -342,7 +344,8 @@ def main():
         out_json += rows[-len(st):]
 
     print(f"\n### compiler.codegen fused kernels vs NumPy and jax.jit "
-          f"(float32; malloc {MALLOC}; {jax_note})\n")
+          f"(float32; malloc {MALLOC}; {jax_note}; 1-min load average {load0:.1f} at start, "
+          f"{os.getloadavg()[0]:.1f} at end on {os.cpu_count()} CPUs)\n")
     head = ["workload", "peer", "median ms", "min ms", "speedup vs numpy", "x jax.jit time",
             "first call s", "max abs err"]
     print("| " + " | ".join(head) + " |")
@@ -355,6 +358,10 @@ def main():
                  f"{w['max_abs_err']:.2e}"]
         print("| " + " | ".join(cells) + " |")
 
+    print("\nserial vs parallel kernel, smoothed ns per element (the faster one runs):")
+    for name, t in timing.items():
+        print(f"  {name}: " + ", ".join(f"{k} {v:.3f}" if v is not None else f"{k} -"
+                                        for k, v in t.items()))
     costs = compile_costs()
     print("\n### first-call cost in a fresh process (serial kernel in compile_fused, parallel "
           "kernel on the first 4096x1024 call)\n")
