@@ -217,7 +217,7 @@ def _assert_is_ours(err, op, shapes, line):
     assert f"{os.path.basename(__file__)}:{line}" in msg, msg
     assert err.location == (__file__, line)
     assert "operands could not be broadcast" not in msg and "gufunc" not in msg
-    assert err.__cause__ is None and err.__suppress_context__
+    assert err.__cause__ is None and (err.__context__ is None or err.__suppress_context__)
 
 
 def test_shape_error_names_op_shapes_and_the_callers_line():
@@ -250,6 +250,14 @@ def test_shape_error_inside_a_users_helper_points_at_the_helper_line():
         helper(eager.ones(3), eager.ones(4))
     line = helper.__code__.co_firstlineno + 1
     _assert_is_ours(info.value, "mul", ["(3,)", "(4,)"], line)
+
+
+def test_shape_error_from_a_layer_names_the_callers_line():
+    layer = eager.nn.Linear(3, 4)
+    with pytest.raises(ops.ShapeError) as info:
+        line = inspect.currentframe().f_lineno + 1
+        layer(eager.ones(2, 5))
+    _assert_is_ours(info.value, "linear", ["(2, 5)", "(4, 3)"], line)
 
 
 def test_shape_error_raised_by_the_shape_rule_is_a_value_error():
