@@ -504,7 +504,7 @@ def _lift(g, a, args) -> Tensor:
         others = [t.dtype for t in args if isinstance(t, Tensor)]
         dt = np.result_type(*others, a)
         return _const_node(g, np.asarray(a, dtype=dt), weak=a)
-    return _const_node(g, np.asarray(a))
+    return _const_node(g, np.array(a))   # NOTE: a copy: the graph owns its constants
 
 
 def _build(g, op, inputs, attrs, name=None):
@@ -541,6 +541,7 @@ def _declared(inputs, loc) -> str:
 
 class GraphEngine:
     """What `ops.bind` calls for graph tensors: shape rule now, a new node, no arithmetic."""
+    level = 1   # ops.bind: wins over eager (0); the compiler's tracer (2) wins over it
 
     @staticmethod
     def apply(op, args, attrs):
@@ -571,6 +572,7 @@ PLACEHOLDER = graph_kind("placeholder", _placeholder_lower)
 
 
 def _const_node(g, value, weak=None, name=None):
+    value.flags.writeable = False   # NOTE: kernels and users get it, nobody may change it
     spec = Spec(value.shape, value.dtype, weak=weak)
     return g.create_node(CONST, (), {"value": value}, [spec], name or "Const").outputs[0]
 

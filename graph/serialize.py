@@ -170,6 +170,7 @@ class _Decoder:
                     or v.dtype != specs[0].dtype:
                 raise GraphFileError(f"constant {name!r}: stored value does not match its "
                                      f"declared shape and dtype")
+            v.flags.writeable = False
         loc = nd.get("loc")
         node = g.create_node(op, inputs, attrs, specs, name, exact_name=True,
                              loc=tuple(loc) if loc else ("<loaded>", 0),

@@ -176,8 +176,8 @@ def _check_feed(t, value):
 def _result(v, stored):
     if v is None:
         return None
-    if id(v) in stored:
-        v = v.copy()   # NOTE: never hand out the session's own variable buffer
+    if id(v) in stored or not v.flags.owndata or not v.flags.writeable:
+        v = v.copy()   # NOTE: never hand out a variable's buffer, a constant or a view of one
     return v[()] if v.ndim == 0 else v
 
 

@@ -116,6 +116,21 @@ def test_constant_follows_tf_dtypes():
     assert graph.constant(1, dtype="float64").dtype == np.float64
 
 
+def test_fetched_values_never_alias_graph_constants():
+    arr = np.ones((2, 3), np.float32)
+    c = graph.constant(arr)
+    p = graph.placeholder(graph.float32, (2, 3))
+    lifted = p * 0.0 + arr
+    with graph.Session(optimize=False) as s:
+        for fetch in (c, graph.reshape(c, [3, 2]), c[0]):
+            out = s.run(fetch)
+            out[...] = 5.0
+        assert (s.run(c) == 1.0).all()
+        assert s.run(lifted, {p: arr}).sum() == 6.0
+    arr[...] = 7.0   # the user's array was copied into the graph
+    assert (graph.Session(optimize=False).run(c) == 1.0).all()
+
+
 # -- Session.run: fetch structures, subgraph, feeds ----------------------------------------------
 def test_fetch_structures_come_back_in_the_same_shape():
     x = graph.placeholder(graph.float32, (2,), name="x")
