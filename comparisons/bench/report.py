@@ -100,7 +100,8 @@ def render(res, console):
     m = res["machine"]
     console.print(f"[bold]dualgrad bench[/] {'(quick) ' if res['quick'] else ''}on {m['cpu']}, "
                   f"{m['usable_cores']} cores; numpy {m['numpy']}, numba {m['numba']}, "
-                  f"jax {m['jax'] or '-'}, torch {m['torch'] or '-'}")
+                  f"jax {m['jax'] or '-'}, torch {m['torch'] or '-'}; load average "
+                  f"{m.get('loadavg_before')} -> {m.get('loadavg_after')}")
     console.print(times_table(res))
     console.print(warmup_table(res))
     lines = optimizer_lines(res)

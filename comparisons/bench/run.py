@@ -93,6 +93,7 @@ def run_workload(w, columns, settings, progress=None) -> dict:
 def run_bench(names, quick=False, columns=COLUMNS, progress=None) -> dict:
     """Every figure of one run, as a JSON-ready dict (see docs/benchmarks.md)."""
     settings = SETTINGS[bool(quick)]
+    load_before = _loadavg()
     t0 = time.perf_counter()
     results = []
     for w in workloads(names, quick):
@@ -100,8 +101,17 @@ def run_bench(names, quick=False, columns=COLUMNS, progress=None) -> dict:
     return {"dualgrad_bench": 1,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "quick": bool(quick), "settings": settings, "columns": list(COLUMNS),
-            "machine": machine_description(), "workloads": results,
-            "total_s": time.perf_counter() - t0}
+            "machine": {**machine_description(), "loadavg_before": load_before,
+                        "loadavg_after": _loadavg()},
+            "workloads": results, "total_s": time.perf_counter() - t0}
+
+
+def _loadavg():
+    """1-minute load average: on a 2-core machine, above ~2 means others share the cores."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
 # -- the machine ---------------------------------------------------------------------------------

@@ -66,17 +66,22 @@ def cnn_forward(p, x):
 
 
 def rnn_forward(p, x, mask):
-    n, steps, _ = x.shape
+    n = x.shape[0]
     hid = p["cell.weight_hh"].shape[1]
-    h = c = jnp.zeros((n, hid), x.dtype)
-    for t in range(steps):
-        z = (x[:, t] @ p["cell.weight_ih"].T + p["cell.bias_ih"]
+
+    def step(carry, inputs):          # NOTE: lax.scan, not a Python loop: compiles faster
+        h, c = carry
+        x_t, m_t = inputs
+        z = (x_t @ p["cell.weight_ih"].T + p["cell.bias_ih"]
              + h @ p["cell.weight_hh"].T + p["cell.bias_hh"])
         i, f, g, o = jnp.split(z, 4, axis=-1)
         c2 = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
         h2 = jax.nn.sigmoid(o) * jnp.tanh(c2)
-        going = mask[:, t:t + 1] > 0
-        h, c = jnp.where(going, h2, h), jnp.where(going, c2, c)
+        going = m_t[:, None] > 0
+        return (jnp.where(going, h2, h), jnp.where(going, c2, c)), None
+
+    zeros = jnp.zeros((n, hid), x.dtype)
+    (h, _), _ = lax.scan(step, (zeros, zeros), (jnp.swapaxes(x, 0, 1), mask.T))
     return _linear(p, "head", h)
 
 
