@@ -38,7 +38,8 @@ class RowLSTM(nn.Module):
         self.head = nn.Linear(hidden, n_out)
 
     def forward(self, x, lengths):
-        """x: (N, T, 8) padded rows; lengths: a numpy array of the N true lengths."""
+        """x: (N, T, 8) padded rows; lengths: the N true lengths (numpy array or tuple)."""
+        lengths = np.asarray(lengths)
         steps, shortest = int(lengths.max()), int(lengths.min())
         h, c = self.cell(x[:, 0])                    # the state after the first row
         for t in range(1, steps):                    # a plain Python loop, as long as needed
@@ -60,14 +61,17 @@ class Trainer:
     def __init__(self, model, lr=LR, momentum=MOMENTUM, compiled=False):
         self.model = model
         self.opt = optim.SGD(model.parameters(), lr=lr, momentum=momentum)
+        self.compiled = compiled
         self.loss_fn = compile_fn(self._loss) if compiled else self._loss
 
     def _loss(self, x, lengths, y):
         return F.cross_entropy(self.model(x, lengths), y)
 
     def step(self, x, lengths, mask, y):
-        # NOTE: the mask is the graph version's; eager only needs the lengths.
-        loss = self.loss_fn(eager.from_numpy(x), np.asarray(lengths), eager.from_numpy(y))
+        # NOTE: the mask is the graph version's; eager only needs the lengths. Compiled, they
+        # go as a tuple: a Python value that is part of the trace's signature.
+        lengths = tuple(int(v) for v in lengths) if self.compiled else np.asarray(lengths)
+        loss = self.loss_fn(eager.from_numpy(x), lengths, eager.from_numpy(y))
         self.opt.zero_grad()
         loss.backward()
         self.opt.step()

@@ -115,3 +115,17 @@ def test_weights_are_shared_not_reinitialised():
     np.testing.assert_array_equal(te.predict(x), tg.predict(x))
     assert not np.array_equal(E.initial_weights(3)["fc1.weight"],
                               E.initial_weights(4)["fc1.weight"])
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_compiled_eager_agrees_with_eager(name):
+    """The third column: compiler.compile of the eager loss (skipped until it lands)."""
+    from comparisons.models.common import compiled_available
+    if not compiled_available():
+        pytest.skip("compiler.compile (issue 5) has not landed")
+    task = TASKS[name]()
+    E = load(name, "eager")
+    w = E.initial_weights(0)
+    te, tc = E.build(weights=w), E.build(weights=w, compiled=True)
+    batches = task.batches(0)[:3]
+    np.testing.assert_allclose(_losses(tc, batches), _losses(te, batches), rtol=RTOL)
