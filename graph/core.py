@@ -451,9 +451,12 @@ def reset_default_graph():
     _GLOBAL[0] = Graph()
 
 
-def name_scope(name):
-    """`with graph.name_scope("dense"):` prefixes names of the nodes built inside."""
-    return get_default_graph().name_scope(name)
+def name_scope(name, default_name=None, values=None):
+    """`with graph.name_scope("dense"):` prefixes names of the nodes built inside; as in
+    TF1, `values` (tensors) pick their graph, and `default_name` is used when name is None."""
+    tensors = [v for v in (values or ()) if isinstance(v, Tensor)]
+    g = _graph_of(tensors) if tensors else get_default_graph()
+    return g.name_scope(name if name is not None else default_name)
 
 
 def control_dependencies(control_inputs):
