@@ -18,7 +18,8 @@ from rich.table import Table
 from .models import load
 from .models.common import mlp_task
 
-SHAPES_PAIR = "mlp_hidden"   # the catalogue's bug shown, when comparisons/shapes has it
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHAPES_PAIR = "dense_inner"   # the catalogue's bug shown (issue 7), when it is there
 
 
 def tour(console, epochs=5):
@@ -91,9 +92,10 @@ def quick_bench(console):
 
 # -- 3. one shape bug, both ways -----------------------------------------------------------------
 def shape_errors(console):
-    console.print(Panel("[bold]3. One shape bug, both ways[/]: the second layer expects 100 "
-                        "inputs, the first gives 128", expand=False))
-    rows = _from_catalogue() or [_run(eager_bug, "eager"), _run(graph_bug, "graph")]
+    rows, title = _from_catalogue() or ([_run(eager_bug, "eager"), _run(graph_bug, "graph")],
+                                        "the second layer expects 100 inputs, the first "
+                                        "gives 128")
+    console.print(Panel(f"[bold]3. One shape bug, both ways[/]: {title}", expand=False))
     t = Table(show_lines=True)
     for col in ("mode", "surfaces", "after", "where", "message"):
         t.add_column(col, overflow="fold")
@@ -103,7 +105,8 @@ def shape_errors(console):
     console.print(t)
     console.print("The graph checks shapes as each node is built, so the bug stops the "
                   "program before any data exists; eager checks as each op runs, so it "
-                  "stops at the first batch — with the line either way.")
+                  "stops at the first batch — with the line either way. More bugs, both "
+                  "ways: comparisons/shapes/.")
 
 
 def _run(fn, mode):
@@ -114,7 +117,7 @@ def _run(fn, mode):
         secs = time.perf_counter() - t0
         msg = str(e).splitlines()[0]
         loc = getattr(e, "location", None)
-        where = f"{os.path.relpath(loc[0])}:{loc[1]}" if loc else "-"
+        where = f"{_rel(loc[0])}:{loc[1]}" if loc else "-"
         phase = "build (no data yet)" if mode == "graph" else "first batch (step 1)"
         return {"mode": mode, "phase": phase, "seconds": secs, "where": where, "message": msg}
     return {"mode": mode, "phase": "never", "seconds": time.perf_counter() - t0, "where": "-",
@@ -139,19 +142,27 @@ def graph_bug():
         return graph.matmul(h, kernel)                            # BUG: fails here, no data
 
 
+def _rel(path):
+    """A path inside the checkout, relative to its root (short, and the same from any cwd)."""
+    rel = os.path.relpath(path, ROOT)
+    return path if rel.startswith("..") else rel
+
+
 def _from_catalogue():
-    """The same kind of bug from the shape catalogue (issue 7), when it has landed."""
+    """(rows, title) for the same kind of bug from the shape catalogue, or None."""
     try:
         from .shapes import harness
         base = os.path.join(os.path.dirname(harness.__file__), "bugs", SHAPES_PAIR)
+        with open(f"{base}_eager.py") as f:
+            title = f.readline().strip().strip('"').rstrip(".")
         rows = []
         for mode in ("eager", "graph"):
             rec = harness.run_file(f"{base}_{mode}.py", mode)
             if rec.get("status") != "raised":
                 return None
-            where = f"{os.path.relpath(rec['file'])}:{rec.get('msg_line') or rec['tb_line']}"
+            where = f"{_rel(rec['file'])}:{rec.get('msg_line') or rec['tb_line']}"
             rows.append({"mode": mode, "phase": rec["phase"], "seconds": rec["seconds"],
                          "where": where, "message": rec["first_line"]})
-        return rows
+        return rows, f"{title} (comparisons/shapes/bugs/{SHAPES_PAIR}_*.py)"
     except Exception:  # noqa: BLE001 - catalogue absent or changed: use the built-in bug
         return None
