@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 import ops
+from ops.updates import adam_update_tf, sgd_update
 
 from .control_flow import group
 from .core import Tensor, get_default_graph
@@ -107,7 +108,8 @@ class GradientDescentOptimizer(Optimizer):
         super().__init__(learning_rate, name)
 
     def _apply_one(self, grad, var):
-        return [assign(var, var - self.learning_rate * grad).node]
+        new_var, _ = sgd_update(var, grad, None, self.learning_rate)
+        return [assign(var, new_var).node]
 
 
 class MomentumOptimizer(Optimizer):
@@ -118,9 +120,9 @@ class MomentumOptimizer(Optimizer):
 
     def _apply_one(self, grad, var):
         accum = self.slot(var, self.name)
-        new = accum * self.momentum + grad
-        step = grad + self.momentum * new if self.use_nesterov else new
-        return [assign(accum, new).node, assign(var, var - self.learning_rate * step).node]
+        new_var, new = sgd_update(var, grad, accum, self.learning_rate, self.momentum,
+                                  nesterov=self.use_nesterov)
+        return [assign(accum, new).node, assign(var, new_var).node]
 
 
 class AdamOptimizer(Optimizer):
@@ -144,13 +146,10 @@ class AdamOptimizer(Optimizer):
         self._lr_t = self.learning_rate * ops.sqrt(1.0 - b2p) / (1.0 - b1p)
 
     def _apply_one(self, grad, var):
-        b1, b2 = self.beta1, self.beta2
         m, v = self.slot(var, self.name), self.slot(var, self.name + "_1")
-        m_new = m * b1 + grad * (1.0 - b1)
-        v_new = v * b2 + (grad * grad) * (1.0 - b2)
-        ups = [assign(m, m_new).node, assign(v, v_new).node]
-        step = self._lr_t * m_new / (ops.sqrt(v_new) + self.epsilon)
-        return ups + [assign(var, var - step).node]
+        new_var, m_new, v_new = adam_update_tf(var, grad, m, v, self._lr_t, self.beta1,
+                                               self.beta2, self.epsilon)
+        return [assign(m, m_new).node, assign(v, v_new).node, assign(var, new_var).node]
 
     def _finish(self, updates):
         b1p, b2p = self._powers

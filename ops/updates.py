@@ -33,3 +33,12 @@ def adam_update(p, g, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight
     m_hat = m / (1.0 - beta1 ** t)
     v_hat = v / (1.0 - beta2 ** t)
     return p - lr * m_hat / (sqrt(v_hat) + eps), m, v
+
+
+def adam_update_tf(p, g, m, v, lr_t, beta1=0.9, beta2=0.999, eps=1e-8):
+    """TF1's Adam step, with lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t) given: returns
+    (new_p, new_m, new_v). It equals `adam_update` except where eps sits (TF1 adds it to
+    sqrt(v) before the bias correction), which matters only when sqrt(v) is close to eps."""
+    m = m * beta1 + g * (1.0 - beta1)
+    v = v * beta2 + (g * g) * (1.0 - beta2)
+    return p - lr_t * m / (sqrt(v) + eps), m, v
