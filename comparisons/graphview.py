@@ -6,7 +6,6 @@ import os
 import shutil
 import subprocess
 
-import numpy as np
 from rich.tree import Tree
 
 from ops.core import Spec, fmt_shape
@@ -151,7 +150,7 @@ def _plan_dot(plan, name) -> str:
                      f'fillcolor="#cfe2ff"];')
     for k, s in enumerate(plan.steps):
         sid = f"{s.node.name}#{k}"
-        fill = "#d0f5d0" if s.node.type == "fused" else "#ffffff"
+        fill = "#d0f5d0" if str(s.node.type).startswith("fused") else "#ffffff"
         lines.append(f'  "{sid}" [label="{s.node.name}\\n{s.node.type}", style=filled, '
                      f'fillcolor="{fill}"];')
         for i in s.inputs:
@@ -161,5 +160,3 @@ def _plan_dot(plan, name) -> str:
             producer[o] = sid
     return "\n".join(lines + ["}"]) + "\n"
 
-
-_ = np
