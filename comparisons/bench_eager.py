@@ -17,9 +17,11 @@ peers, as in shared/peers/_bench.py, so slow drifts of a shared machine hit ever
 The issue's target: eager `a + b` (no grad) at most 2x PyTorch eager's per-op time.
 
 NOTE: glibc malloc is pinned (mmap threshold 64 MiB, no trim) as in the peers' figures;
-DUALGRAD_BENCH_MALLOC=glibc turns that off. `--threads N` limits BLAS and torch to N threads
-(default: the libraries' own defaults); on a busy 2-core machine, idle BLAS / OpenMP pools
-spin and can make small matmuls several times slower, so the thread counts are printed.
+DUALGRAD_BENCH_MALLOC=glibc turns that off. BLAS and torch run on ONE thread by default
+(`--threads N` to change, `--threads 0` for the libraries' own defaults): these ops are too
+small to gain from threads, and on a busy 2-core machine OpenBLAS / OpenMP pools that spin
+against other processes made single MLP steps take 5-50 ms instead of 0.3 ms. The thread
+counts in force are printed under the table.
 """
 from __future__ import annotations
 
@@ -295,9 +297,9 @@ def check_steps_agree(torch, batches, weights, steps=5):
 
 # -- running --------------------------------------------------------------------------------
 def _threads(n, torch):
-    """Limit BLAS (and torch) to n threads; return a description of what is in force."""
+    """Limit BLAS (and torch) to n threads (0: leave the defaults); describe what is in force."""
     limiter = None
-    if n is not None:
+    if n:
         from threadpoolctl import threadpool_limits
         limiter = threadpool_limits(limits=n, user_api="blas")
         if torch is not None:
@@ -311,7 +313,7 @@ def _threads(n, torch):
     return desc, limiter
 
 
-def run(quick=False, threads=None):
+def run(quick=False, threads=1):
     torch = _torch()
     thread_desc, _limiter = _threads(threads, torch)
     repeat = 4 if quick else 8
@@ -384,7 +386,7 @@ def print_rows(rows, meta):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    threads = int(argv[argv.index("--threads") + 1]) if "--threads" in argv else None
+    threads = int(argv[argv.index("--threads") + 1]) if "--threads" in argv else 1
     rows, meta = run(quick="--quick" in argv, threads=threads)
     print_rows(rows, meta)
     if "--json" in argv:
