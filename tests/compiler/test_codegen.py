@@ -296,6 +296,18 @@ def test_sum_max_min_reductions(dtype):
     assert np.isnan(mx[3]) and np.isnan(mn[3])
 
 
+def test_reductions_of_col_row_and_scalar_values():
+    p = Prog("float64")
+    c, r, s = p.input(kind="col"), p.input(kind="row"), p.input(kind="scalar")
+    outs = (p.reduce("sum", c), p.reduce("sum", r), p.reduce("max", s),
+            p.reduce("max", p.ew("({0} * {1})", r, c)))
+    cv, rv = rand(4, "float64"), rand(3, "float64")
+    got = compile_fused(p.spec(*outs))(3, 4, cv, rv, np.array(2.5))
+    want = (np.full(3, cv.sum()), rv * 4, np.full(3, 2.5), (rv[:, None] * cv).max(-1))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
 def layernorm_prog(dtype="float32", eps=1e-5):
     p = Prog(dtype)
     x, res, g, b = p.input(), p.input(), p.input(kind="col"), p.input(kind="col")
