@@ -23,6 +23,7 @@ import numpy as np
 
 import ops
 from ops.core import ShapeError, Spec, fmt_shape, user_frame, where_str
+from ops.composite import current_composite
 
 from .dtypes import as_dtype
 
@@ -84,7 +85,7 @@ class TensorShape(tuple):
 class Node:
     """One operation of a graph (TF's `Operation`)."""
     __slots__ = ("graph", "name", "op", "inputs", "attrs", "outputs", "control_inputs", "loc",
-                 "grad_of", "id", "__weakref__")
+                 "built_by", "grad_of", "id", "__weakref__")
 
     @property
     def type(self):
@@ -379,6 +380,7 @@ class Graph:
         node.name = name
         node.loc = loc if loc is not None else user_frame()
         node.grad_of = grad_of if grad_of is not None else (_GRAD_OF[-1] if _GRAD_OF else None)
+        node.built_by = current_composite()   # e.g. 'cross_entropy' for its inner mul
         deps = list(control_inputs) + [n for group in self._control for n in group]
         node.control_inputs = tuple(deps)
         node.id = len(self._nodes)

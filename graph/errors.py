@@ -73,7 +73,9 @@ class GraphFileError(ValueError):
 
 def describe(node) -> str:
     """`'dense/matmul' (op matmul) defined at file.py:12`, plus the forward op for gradients."""
-    s = f"'{node.name}' (op {node.type}) defined at {where_str(node.loc)}"
+    part = getattr(node, "built_by", None)
+    part = f", part of {part}" if part and part != node.type else ""
+    s = f"'{node.name}' (op {node.type}{part}) defined at {where_str(node.loc)}"
     fwd = node.grad_of
     if fwd is not None:
         s += (f"\n  it computes the gradient of node '{fwd.name}' (op {fwd.type}) defined at "

@@ -5,6 +5,7 @@ primitives' rules. Each has samples and a NumPy-API reference, like a primitive.
 """
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from dataclasses import dataclass
@@ -30,10 +31,31 @@ class Composite:
 COMPOSITES: dict[str, Composite] = {}
 
 
+_ACTIVE: list[str] = []   # the composites running now, outermost first
+
+
+def current_composite():
+    """The outermost composite being run (or built, in a graph) right now, or None.
+
+    The graph engine stores it on each node it builds, so a run-time error in `mul` can say
+    it is part of the user's `cross_entropy` call.
+    """
+    return _ACTIVE[0] if _ACTIVE else None
+
+
 def composite(samples=(), ref=None):
     def deco(fn):
-        COMPOSITES[fn.__name__] = Composite(fn.__name__, fn, tuple(samples), ref)
-        return fn
+        name = fn.__name__
+
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            _ACTIVE.append(name)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _ACTIVE.pop()
+        COMPOSITES[name] = Composite(name, run, tuple(samples), ref)
+        return run
     return deco
 
 
