@@ -144,8 +144,8 @@ def plot(res, path):
 
 
 def markdown(res) -> str:
-    """The run as Markdown tables (as pasted into docs/benchmarks.md):
-    `python -c "import json, comparisons.bench.report as r; print(r.markdown(json.load(open('bench.json'))))"`"""
+    """The run as Markdown tables (as pasted into docs/benchmarks.md), e.g.
+    `print(markdown(json.load(open("bench.json"))))`."""
     cols = [c for c in COLUMNS if any(w["columns"][c]["status"] == "ok"
                                       for w in res["workloads"])]
     head = "| workload | " + " | ".join(HEADERS[c] for c in cols) + " |"
