@@ -48,6 +48,7 @@ def _fail(op, args, attrs, err):
 
 class EagerEngine:
     """Runs each op the moment it is called: kernel first, the shape rule only to explain."""
+    level = 0   # ops.bind: a graph (1) or tracing (2) argument's engine wins over this one
 
     @staticmethod
     def apply(op, args, attrs):
@@ -84,6 +85,11 @@ def _binary(op, a, b):
     try:
         out = op.kernel(a.data, b.data if isinstance(b, Tensor) else b)
     except Exception as err:  # noqa: BLE001
+        # NOTE: an operand of a higher-level engine (a graph tensor, a compiler tracer)
+        # refuses to be an array and lands here: ops.bind hands the call to its engine.
+        # Zero cost on the path where the kernel works.
+        if getattr(getattr(b, "_engine", None), "level", 0) > EagerEngine.level:
+            return ops.bind(op, a, b)
         raise _fail(op, (a, b), {}, err) from None
     t = _new(Tensor)
     t.data = out if type(out) is np.ndarray else np.asarray(out)

@@ -2,8 +2,9 @@
 
 An op is defined once (shape rule, NumPy kernel, gradient rule, scalar form, samples) and
 both engines interpret the same call: `bind(op, *args, **attrs)` finds the engine of the
-first engine-owned argument (eager `Tensor` or graph `Tensor`) and lets it decide what
-"running" the op means. With plain NumPy inputs the kernel runs directly.
+engine-owned arguments (eager `Tensor`, graph `Tensor`, the compiler's tracing tensor; the
+highest `level` wins when they mix) and lets it decide what "running" the op means. With
+plain NumPy inputs the kernel runs directly.
 """
 from __future__ import annotations
 
@@ -122,12 +123,20 @@ class _NumpyEngine:
 
 
 def bind(op: Op, *args, **attrs):
-    """Hand one op call to the engine that owns its arguments (JAX's Primitive.bind)."""
+    """Hand one op call to the engine that owns its arguments (JAX's Primitive.bind).
+
+    When arguments of several engines meet, the one with the highest `level` wins (eager 0,
+    graph 1, compiler's tracer 2), as the innermost trace does in JAX: an eager parameter
+    used with a tracing tensor is captured by the trace, not computed.
+    """
+    engine = None
     for a in args:
-        engine = getattr(a, "_engine", None)
-        if engine is not None:
-            return engine.apply(op, args, attrs)
-    return _NumpyEngine.apply(op, args, attrs)
+        e = getattr(a, "_engine", None)
+        if e is not None and e is not engine and (engine is None or e.level > engine.level):
+            engine = e
+    if engine is None:
+        return _NumpyEngine.apply(op, args, attrs)
+    return engine.apply(op, args, attrs)
 
 
 def run_kernel(op, arrays, attrs):
