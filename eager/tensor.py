@@ -533,14 +533,14 @@ class Tensor:
 
 def _is_int_index(i):
     return isinstance(i, (list, np.ndarray, Tensor)) and not (
-        isinstance(i, (np.ndarray, Tensor)) and np.asarray(i).dtype == np.bool_)
+        isinstance(i, (np.ndarray, Tensor)) and i.dtype == np.bool_)
 
 
 def getitem(t, index):
     """Basic indexing becomes a `slice` op; one integer array/tensor becomes `take`."""
     parts = index if isinstance(index, tuple) else (index,)
     arrays = [k for k, p in enumerate(parts) if _is_int_index(p)]
-    if any(isinstance(p, (np.ndarray, Tensor)) and np.asarray(p).dtype == np.bool_
+    if any(isinstance(p, (np.ndarray, Tensor)) and p.dtype == np.bool_
            for p in parts):
         raise IndexError("boolean-mask indexing makes a data-dependent shape and is not "
                          "supported; use eager.where(mask, x, 0) instead")
