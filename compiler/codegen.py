@@ -547,6 +547,7 @@ class FusedKernel:
         self._outs = tuple((np.dtype(prog.dtype[o]), code[prog.kind[o]]) for o in spec.outputs)
         self._lock = threading.Lock()
         self._per_element = [None, None]   # seconds per element: serial, parallel
+        self._samples = [0, 0]
         self._big_calls = 0
 
     def __repr__(self):
@@ -587,8 +588,10 @@ class FusedKernel:
     # the same order in both, so the choice does not change results.
     def _choose(self):
         par = self._parallel or self._build_parallel()
+        if par is self._serial:
+            return par
         t_ser, t_par = self._per_element
-        if par is self._serial or t_par is None:
+        if t_par is None:
             return par
         if t_ser is None:
             return self._serial
@@ -598,6 +601,9 @@ class FusedKernel:
 
     def _timed(self, kernel, seconds_per_element):
         i = 0 if kernel is self._serial else 1
+        self._samples[i] += 1
+        if self._samples[i] == 1:
+            return  # NOTE: the first large call of a variant pays page faults / thread start-up
         old = self._per_element[i]
         self._per_element[i] = seconds_per_element if old is None else \
             0.7 * old + 0.3 * seconds_per_element
