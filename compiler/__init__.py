@@ -13,6 +13,7 @@ from .codegen import CodegenError, FusedSpec, compile_fused
 from .optimize import optimize
 from .passes import PASSES
 from .report import PassRecord, Report
+from .trace import GraphBreak, compile  # noqa: A004 - torch.compile's name
 
-__all__ = ["optimize", "Report", "PassRecord", "PASSES", "compile_fused", "FusedSpec",
-           "CodegenError"]
+__all__ = ["compile", "GraphBreak", "optimize", "Report", "PassRecord", "PASSES", "compile_fused",
+           "FusedSpec", "CodegenError"]

@@ -1,0 +1,774 @@
+"""`compile(fn)`: eager code captured into an optimised graph (torch.compile, tf.function).
+
+On the first call for an input signature, `fn` runs once with *tracers*: eager tensors that
+hold a static shape and dtype instead of values and record every op into a `graph.Graph`.
+The graph (with the gradient nodes `graph.gradients` builds from the same op rules) goes to
+a `graph.Session(optimize=True)`, which optimises it once; this and later calls with that
+signature replay the plan. Results come back as eager tensors whose tape entry hands the
+graph's gradients to `backward()`.
+
+>>> import eager, compiler
+>>> @compiler.compile
+... def loss(w, x):
+...     return ((x @ w) ** 2).sum()
+>>> w = eager.ones(3, 2, requires_grad=True)
+>>> y = loss(w, eager.ones(4, 3))
+>>> y.backward()
+>>> float(y), w.grad.shape, loss.traces
+(72.0, (3, 2), 1)
+
+What cannot be traced (a tensor's value read by Python: `if t.sum() > 0`, `.item()`,
+`.numpy()`, `print(t)`) is a *graph break*: that call runs eagerly, with a warning naming the
+line, and its signature stays eager. See docs/compile.md.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import hashlib
+import inspect
+import threading
+import time
+import traceback
+import types
+import warnings
+
+import numpy as np
+
+import graph
+import ops
+from eager.nn import Module, Parameter
+from eager.tensor import _GRAD, Tensor
+from graph.core import GraphEngine, Tensor as GraphTensor
+from ops.core import _FRAMEWORK_DIRS, user_frame, where_str
+
+__all__ = ["compile", "Compiled", "Tracer", "GraphBreak", "MAX_TRACES"]
+
+MAX_TRACES = 8      # more traces of one function than this give a warning (tf.function's)
+_STOP = ops.REGISTRY["stop_gradient"]
+_RAND = ops.REGISTRY["rand_like"]
+_new = object.__new__
+
+
+# -- graph breaks -----------------------------------------------------------------------------
+class GraphBreak(Exception):
+    """Raised while tracing by what needs a tensor's value in Python."""
+
+    def __init__(self, what, hint, loc):
+        self.what, self.hint, self.loc = what, hint, loc
+        super().__init__(f"{what} at {where_str(loc)}")
+
+
+_BREAKS = {
+    "bool": ("Python control flow on a tensor's value (bool(), `if t`, `while t`, and/or)",
+             "choose elementwise with eager.where(cond, a, b), or move the branch out of the "
+             "compiled function"),
+    "item": ("a tensor's value read into Python (.item(), float(), int(), an index)",
+             "keep it a tensor (0-d tensors work in arithmetic), or return it and call .item() "
+             "on the result"),
+    "numpy": ("a tensor converted to NumPy (.numpy(), .tolist(), .data, np.asarray)",
+              "use ops on the tensor, or return it and convert the result"),
+    "print": ("a tensor's values printed (print, repr, str)",
+              "print t.shape or t.dtype (known while tracing), or print the returned result"),
+    "inplace": ("a tensor changed in place", "build a new tensor (e.g. eager.where(mask, v, t))"),
+    "backward": ("backward() called inside the compiled function",
+                 "return the loss and call .backward() on the result"),
+    "requires_grad": ("requires_grad_() on a traced tensor",
+                      "pass the tensor in with requires_grad=True"),
+}
+
+
+def _graph_break(tracer, kind):
+    what, hint = _BREAKS[kind]
+    err = GraphBreak(what, hint, user_frame())
+    tr = tracer._trace
+    if tr is not None:
+        tr.breaks.append(err)   # NOTE: a user's `except Exception` must not hide it
+    raise err
+
+
+# -- the tracer -------------------------------------------------------------------------------
+class _Values:
+    """What `tracer.data` is while tracing: a static shape and dtype, and no values."""
+    __slots__ = ("_t",)
+    __array_ufunc__ = None   # a kernel handed this raises TypeError, never converts it
+
+    def __init__(self, t):
+        self._t = t
+
+    shape = property(lambda self: self._t.shape)
+    dtype = property(lambda self: self._t.dtype)
+    ndim = property(lambda self: self._t.ndim)
+    spec = property(lambda self: self._t.spec)
+    size = property(lambda self: int(np.prod(self._t.shape, dtype=np.int64)))
+
+    def __array__(self, dtype=None, copy=None):
+        _graph_break(self._t, "numpy")
+
+    def __getattr__(self, name):   # .data.sum(), .data.copy(), ... need the values
+        _graph_break(self._t, "numpy")
+
+    def __getitem__(self, index):
+        _graph_break(self._t, "numpy")
+
+    def __setitem__(self, index, value):
+        _graph_break(self._t, "inplace")
+
+    def __bool__(self):
+        _graph_break(self._t, "bool")
+
+    def __float__(self):
+        _graph_break(self._t, "item")
+
+    __int__ = __index__ = __float__
+
+    def __repr__(self):
+        _graph_break(self._t, "print")
+
+
+class TraceEngine:
+    """The engine of tracers: ops.bind hands it every call that involves one (level 2)."""
+    level = 2
+
+    @staticmethod
+    def apply(op, args, attrs):
+        tr = _active()
+        if tr is None:
+            raise RuntimeError(
+                f"{op.name}: a tensor traced inside a compiled function was used after its "
+                f"trace ended (was it stored in a global, a list or an attribute?); a compiled "
+                f"function's results are eager tensors, keep those instead")
+        return tr.apply(op, args, attrs)
+
+
+class Tracer(Tensor):
+    """An eager Tensor with a static spec and no values, recording ops into a graph.
+
+    The eager Tensor's methods work on it unchanged (they call ops.*, which bind hands to
+    `TraceEngine`); what needs values (`bool()`, `.item()`, `.numpy()`, `repr`) is a graph
+    break.
+    """
+    __slots__ = ("_g", "_trace")
+    _engine = TraceEngine
+    __hash__ = object.__hash__   # __eq__ is elementwise (borrowed below), hashing by identity
+
+    shape = property(lambda self: tuple(self._g.spec.shape))
+    dtype = property(lambda self: self._g.spec.dtype)
+    spec = property(lambda self: self._g.spec)
+    ndim = property(lambda self: len(self._g.spec.shape))
+    data = property(_Values)
+
+    def __repr__(self):
+        _graph_break(self, "print")
+
+    __str__ = __repr__
+
+    def numpy(self):
+        _graph_break(self, "numpy")
+
+    tolist = __array__ = numpy
+
+    def item(self):
+        _graph_break(self, "item")
+
+    __float__ = __int__ = __index__ = item
+
+    def __bool__(self):
+        _graph_break(self, "bool")
+
+    def __setitem__(self, index, value):
+        _graph_break(self, "inplace")
+
+    def zero_(self):
+        _graph_break(self, "inplace")
+
+    fill_ = zero_
+
+    def backward(self, *args, **kwargs):
+        _graph_break(self, "backward")
+
+    def requires_grad_(self, requires_grad=True):
+        _graph_break(self, "requires_grad")
+
+    def detach(self):
+        return ops.stop_gradient(self)
+
+    def clone(self):
+        return ops.cast(self, self.dtype)
+
+    def any(self):
+        return ops.gt(ops.sum(ops.cast(ops.ne(self, 0), "int64")), 0)
+
+    def all(self):
+        return ops.eq(ops.sum(ops.cast(ops.eq(self, 0), "int64")), 0)
+
+    def __reduce__(self):
+        raise TypeError("a traced tensor cannot be pickled")
+
+
+# NOTE: the operators are the graph tensor's (each one an ops.* call, so they bind to the
+# tracer's engine); eager's own go through `_binary`, the eager kernel fast path.
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__truediv__", "__rtruediv__", "__pow__", "__rpow__", "__matmul__", "__rmatmul__",
+              "__neg__", "__abs__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
+    setattr(Tracer, _name, GraphTensor.__dict__[_name])
+
+
+# -- staging: while a trace runs, eager ops on live tensors are recorded too ----------------
+_eager = importlib.import_module("eager.tensor")   # NOTE: `eager.tensor` is also a function
+_STATE = threading.local()
+_LOCK = threading.RLock()
+_EAGER_APPLY = _eager.EagerEngine.__dict__["apply"].__func__
+_EAGER_BINARY = _eager._binary
+
+
+def _active():
+    return getattr(_STATE, "trace", None)
+
+
+def _staged_apply(op, args, attrs):
+    tr = _active()
+    return _EAGER_APPLY(op, args, attrs) if tr is None else tr.apply(op, args, attrs)
+
+
+def _staged_binary(op, a, b):
+    tr = _active()
+    return _EAGER_BINARY(op, a, b) if tr is None else tr.apply(op, (a, b), {})
+
+
+@contextlib.contextmanager
+def _staging(tr):
+    """Route every eager op of this thread through `tr` while fn runs.
+
+    NOTE: `self.pos[:T]` or `w * 2` on a parameter involves no tracer, so without this it
+    would run eagerly once and be frozen into the graph with the value it had then. The eager
+    engine's two entry points (EagerEngine.apply and the operators' `_binary`) are swapped for
+    the trace's only while it runs: nothing is added to eager's hot path. Other threads keep
+    running eagerly (the swapped functions look up this thread's trace).
+    """
+    with _LOCK:
+        _STATE.trace = tr
+        _eager.EagerEngine.apply = staticmethod(_staged_apply)
+        _eager._binary = _staged_binary
+        try:
+            yield
+        finally:
+            _eager._binary = _EAGER_BINARY
+            _eager.EagerEngine.apply = staticmethod(_EAGER_APPLY)
+            _STATE.trace = None
+
+
+def _is_live(a):
+    """A value the trace must read at every call: a tracer, a parameter, or grad-requiring."""
+    return isinstance(a, Tensor) and (type(a) is Tracer or a.requires_grad
+                                      or isinstance(a, Parameter))
+
+
+class _Trace:
+    """One trace in progress: its graph, what it captured, the breaks it met."""
+
+    def __init__(self, name, param_names):
+        self.name, self.param_names = name, param_names
+        self.graph = graph.Graph()
+        self.captured = {}        # id(eager tensor) -> graph tensor
+        self.live = []            # [(eager tensor, placeholder)] fed with .data at every call
+        self.snapshots = []       # [(eager tensor, copy of its data, where captured)]
+        self.randoms = []         # [(placeholder, shape, attrs)]: rand_like, drawn per call
+        self.breaks = []
+
+    def wrap(self, g, requires_grad):
+        t = _new(Tracer)
+        t._g, t._trace, t.requires_grad, t.grad, t._node = g, self, requires_grad, None, None
+        return t
+
+    def apply(self, op, args, attrs):
+        if not op.stateful and not any(_is_live(a) for a in args):
+            return _EAGER_APPLY(op, args, attrs)   # constants only: frozen, like its inputs
+        if op is _RAND:
+            return self._random(args[0], attrs)
+        out = GraphEngine.apply(op, [self.lift(a) for a in args], attrs)
+        grad = out.dtype.kind in "fc" and any(
+            isinstance(a, Tensor) and a.requires_grad for a in args)
+        if grad and not _GRAD[0]:   # no_grad() inside fn: no gradient flows through here
+            out, grad = GraphEngine.apply(_STOP, [out], {}), False
+        return self.wrap(out, grad)
+
+    def _random(self, x, attrs):
+        """rand_like becomes a fed input, drawn at each call in trace order: the forward and a
+        later gradient run then see the same draw (dropout's mask)."""
+        p = graph.placeholder(attrs.get("dtype", "float32"), x.shape, name="random")
+        self.randoms.append((p, np.broadcast_to(np.float32(0), x.shape), attrs))
+        return self.wrap(p, False)
+
+    def lift(self, a):
+        if type(a) is Tracer:
+            if a._trace is not self:
+                raise RuntimeError("a tensor traced in another call of a compiled function was "
+                                   "used here (stored in a global or an attribute?)")
+            return a._g
+        if isinstance(a, Tensor):
+            return self.capture(a)
+        if isinstance(a, GraphTensor):
+            raise TypeError(f"graph tensor '{a.name}' used inside a compiled eager function; "
+                            f"compiled functions take eager tensors")
+        return a
+
+    def capture(self, t):
+        """An eager tensor the function reached without receiving it as an argument."""
+        g = self.captured.get(id(t))
+        if g is not None:
+            return g
+        name = self.param_names.get(id(t), "captured")
+        if _is_live(t):
+            g = graph.placeholder(t.dtype, t.shape, name=name)
+            self.live.append((t, g))
+        else:
+            g = graph.constant(t.data, name=name)   # a copy, frozen at trace time
+        self.snapshots.append((t, np.array(t.data, copy=True), user_frame()))
+        self.captured[id(t)] = g
+        return g
+
+    def changed_in_place(self):
+        """A GraphBreak if fn changed a captured tensor in place (a replay would not)."""
+        for t, before, loc in self.snapshots:
+            if t.data.shape != before.shape or not np.array_equal(t.data, before,
+                                                                  equal_nan=True):
+                return GraphBreak("an eager tensor used here was changed in place by the "
+                                  "function (.data[...] =, zero_(), an optimizer step), which",
+                                  "change it outside the compiled function", loc)
+        return None
+
+    def undo_changes(self):
+        """Put captured tensors back as they were, so the eager run starts where eager would."""
+        for t, before, _ in self.snapshots:
+            if t.data.shape == before.shape and not np.array_equal(t.data, before,
+                                                                   equal_nan=True):
+                t.data[...] = before
+
+
+# -- signatures -------------------------------------------------------------------------------
+class _Inline(Exception):
+    """An argument is a tracer or a graph tensor: run fn as it is (nested in a trace)."""
+
+
+_VALUE_TYPES = (type(None), bool, int, str, bytes, slice, type(Ellipsis), type, np.dtype)
+
+
+def _key(x, tensors, keep):
+    """The signature part of one argument; eager tensors are collected in `tensors`."""
+    if isinstance(x, Tensor):
+        if type(x) is Tracer:
+            raise _Inline
+        tensors.append(x)
+        return (x.data.shape, x.data.dtype.str, x.requires_grad)
+    if isinstance(x, _VALUE_TYPES):
+        return (type(x), x)
+    if isinstance(x, (float, complex, np.generic)):
+        return (type(x), repr(x))      # NOTE: repr tells -0.0 from 0.0 and nan from nan
+    if isinstance(x, (tuple, list)):
+        return (type(x), tuple([_key(v, tensors, keep) for v in x]))
+    if isinstance(x, dict):
+        return (dict, tuple([(repr(k), _key(v, tensors, keep)) for k, v in x.items()]))
+    if isinstance(x, np.ndarray):
+        raw = np.ascontiguousarray(x).view(np.uint8).reshape(-1)
+        body = raw.tobytes() if raw.size <= 256 else hashlib.blake2b(raw).digest()
+        return (np.ndarray, x.shape, x.dtype.str, body)
+    if getattr(x, "_engine", None) is not None:
+        raise _Inline
+    keep.append(x)   # NOTE: kept alive so that its id is not reused while the entry lives
+    if isinstance(x, Module):
+        return (Module, id(x), tuple([m.training for m in x.modules()]))
+    return (type(x), id(x), _safe_repr(x))
+
+
+def _safe_repr(x):
+    try:
+        return repr(x)
+    except Exception:  # noqa: BLE001 - an object whose repr fails is keyed by identity only
+        return ""
+
+
+def _map(x, fn):
+    """x with every eager Tensor replaced by fn(t), in the order `_key` collected them."""
+    if isinstance(x, Tensor):
+        return fn(x)
+    if isinstance(x, tuple):
+        items = [_map(v, fn) for v in x]
+        return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)
+    if isinstance(x, list):
+        return [_map(v, fn) for v in x]
+    if isinstance(x, dict):
+        return {k: _map(v, fn) for k, v in x.items()}
+    return x
+
+
+def _leaf_names(fn, args, kwargs):
+    """Placeholder names for the tensor arguments, from fn's parameter names."""
+    try:
+        params = list(inspect.signature(fn.forward if isinstance(fn, Module) else fn).parameters)
+    except (TypeError, ValueError):
+        params = []
+    out = []
+
+    def walk(x, name):
+        if isinstance(x, Tensor):
+            out.append(name)
+        elif isinstance(x, (tuple, list)):
+            for j, v in enumerate(x):
+                walk(v, f"{name}_{j}")
+        elif isinstance(x, dict):
+            for k, v in x.items():
+                walk(v, f"{name}_{k}")
+    for i, a in enumerate(args):
+        walk(a, params[i] if i < len(params) else f"arg{i}")
+    for k, v in kwargs.items():
+        walk(v, k)
+    return out
+
+
+def _modules_reached(fn):
+    """Modules whose train/eval mode the function can see: the module itself, a bound
+    method's object (and the modules among its attributes), closure cells and globals."""
+    roots = []
+    if isinstance(fn, Module):
+        roots.append(fn)
+    owner = getattr(fn, "__self__", None)
+    func = getattr(fn, "__func__", fn)
+    if isinstance(owner, Module):
+        roots.append(owner)
+    elif owner is not None and hasattr(owner, "__dict__"):
+        roots += [v for v in vars(owner).values() if isinstance(v, Module)]
+    for cell in getattr(func, "__closure__", None) or ():
+        try:
+            v = cell.cell_contents
+        except ValueError:
+            continue
+        if isinstance(v, Module):
+            roots.append(v)
+    code, glob = getattr(func, "__code__", None), getattr(func, "__globals__", {})
+    for name in code.co_names if code is not None else ():
+        if isinstance(glob.get(name), Module):
+            roots.append(glob[name])
+    seen, mods = set(), []
+    for r in roots:
+        for m in r.modules():
+            if id(m) not in seen:
+                seen.add(id(m))
+                mods.append(m)
+    return roots, mods
+
+
+# -- one traced signature ---------------------------------------------------------------------
+class _Entry:
+    """A traced signature: its graph, session, and how to feed it and read its results."""
+
+    def __init__(self, tr, arg_phs, arg_rg, out_tree, fetches, rg_outs, grad_mode):
+        self.graph, self.arg_phs = tr.graph, arg_phs
+        self.live, self.randoms = tr.live, tr.randoms
+        self.live_rg = tuple([t.requires_grad for t, _ in tr.live])
+        self.out_tree, self.n_out = out_tree, len(fetches)
+        self.session = graph.Session(tr.graph, optimize=True)
+        # the tape: which eager tensors get gradients, and the placeholders they were fed to
+        self.grad_in = [("arg", i) for i, rg in enumerate(arg_rg) if rg] + \
+            [("live", j) for j, (t, _) in enumerate(tr.live) if t.requires_grad]
+        self.xs = [arg_phs[i] if k == "arg" else tr.live[i][1] for k, i in self.grad_in]
+        self.rg_outs = rg_outs if grad_mode and self.xs else []
+        self.ys = fetches
+        self.fetches = list(fetches)
+        self.stored = None           # scalar loss: where its gradients sit among the fetches
+        self.by_output = {}          # output index -> (grad placeholder, gradient tensors)
+        if len(self.rg_outs) == 1 and fetches[self.rg_outs[0]].shape == ():
+            with tr.graph.as_default():
+                dxs = graph.gradients([fetches[self.rg_outs[0]]], self.xs)
+            self.stored = []
+            for d in dxs:
+                self.stored.append(None if d is None else len(self.fetches))
+                if d is not None:
+                    self.fetches.append(d)
+        self.op = ops.Op(f"compiled:{tr.name}", None, None, _tape_vjp)
+
+    def run(self, tensors):
+        feeds = {p: t.data for p, t in zip(self.arg_phs, tensors)}
+        for t, p in self.live:
+            feeds[p] = t.data
+        for p, like, attrs in self.randoms:
+            feeds[p] = _RAND.kernel(like, **attrs)
+        vals = self.session.run(self.fetches, feeds)
+        outs = [Tensor(np.asarray(v)) for v in vals[:self.n_out]]
+        if self.rg_outs:
+            inputs = tuple([tensors[i] if k == "arg" else self.live[i][0]
+                            for k, i in self.grad_in])
+            call = _Call(self, feeds, None if self.stored is None else
+                         [None if s is None else vals[s] for s in self.stored])
+            for i in self.rg_outs:
+                outs[i].requires_grad = True
+                outs[i]._node = (self.op, inputs, {"call": call, "index": i})
+        return _rebuild(self.out_tree, outs)
+
+    def gradients(self, index, feeds, g):
+        """d(output index)/d(inputs) for the incoming gradient g, from the graph."""
+        hit = self.by_output.get(index)
+        if hit is None:
+            y = self.ys[index]
+            with self.graph.as_default():
+                gp = graph.placeholder(y.dtype, y.shape, name="grad_output")
+                hit = self.by_output[index] = (gp, graph.gradients([y], self.xs, grad_ys=[gp]))
+        gp, dxs = hit
+        wanted = [d for d in dxs if d is not None]
+        vals = iter(self.session.run(wanted, {**feeds, gp: g}) if wanted else ())
+        return [None if d is None else next(vals) for d in dxs]
+
+
+class _Call:
+    """What one call's tape entry keeps for backward: its feeds, or its stored gradients."""
+    __slots__ = ("entry", "feeds", "stored", "handed")
+
+    def __init__(self, entry, feeds, stored):
+        self.entry, self.feeds, self.stored, self.handed = entry, feeds, stored, False
+
+    def vjp(self, g, index, needs):
+        if self.stored is None:
+            grads = self.entry.gradients(index, self.feeds, g.data)
+            return [Tensor(np.asarray(d)) if d is not None and need else None
+                    for d, need in zip(grads, needs)]
+        # NOTE: the stored gradients are for an incoming 1; the rule is linear in g
+        one = g.data.shape == () and g.data == 1 and not self.handed
+        self.handed = True   # a second backward (retain_graph) must not share the arrays
+        return [None if s is None or not need else
+                Tensor(np.asarray(s)) if one else Tensor(np.asarray(g.data * s))
+                for s, need in zip(self.stored, needs)]
+
+
+def _tape_vjp(g, *inputs, out, needs, call, index):
+    return call.vjp(g, index, needs)
+
+
+def _flatten_out(x, tr, leaves):
+    """The result's structure with tensors replaced by ("out", i); leaves get graph tensors."""
+    if isinstance(x, Tensor):
+        leaves.append((tr.lift(x), x.requires_grad))
+        return ("out", len(leaves) - 1)
+    if isinstance(x, tuple):
+        return ("tuple", type(x), [_flatten_out(v, tr, leaves) for v in x])
+    if isinstance(x, list):
+        return ("list", list, [_flatten_out(v, tr, leaves) for v in x])
+    if isinstance(x, dict):
+        return ("dict", type(x), [(k, _flatten_out(v, tr, leaves)) for k, v in x.items()])
+    return ("const", x)
+
+
+def _rebuild(tree, outs):
+    kind = tree[0]
+    if kind == "out":
+        return outs[tree[1]]
+    if kind == "const":
+        return tree[1]
+    if kind == "dict":
+        return tree[1]((k, _rebuild(v, outs)) for k, v in tree[2])
+    items = [_rebuild(v, outs) for v in tree[2]]
+    if kind == "tuple" and hasattr(tree[1], "_fields"):
+        return tree[1](*items)
+    return tree[1](items)
+
+
+# -- the compiled function --------------------------------------------------------------------
+class Compiled:
+    """What `compile(fn)` returns: call it like fn. See the module docstring."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.module = fn if isinstance(fn, Module) else None
+        self.__name__ = getattr(fn, "__name__", type(fn).__name__)
+        self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self.__wrapped__ = fn
+        self.traces = 0
+        self.signatures = []     # one readable line per trace, in order
+        self.graph = None        # the last traced graph
+        self.trace_seconds = None   # how long the last trace took (fn with tracers + gradients)
+        self._entries, self._eager = {}, set()
+        self._last = None
+        self._mods = None        # modules whose training flags are part of the signature
+        self._roots = ()
+
+    # -- inspection ---------------------------------------------------------------------------
+    @property
+    def report(self):
+        """The optimiser's report for the last traced signature's plan (None before a run)."""
+        return None if self._last is None else self._last.session.last_report
+
+    def dot(self):
+        """The last traced graph (forward and gradient nodes) as Graphviz DOT."""
+        if self.graph is None:
+            raise RuntimeError(f"compile({self.__name__}) has not been traced yet: call it once")
+        return graph.to_dot(self.graph, name=self.__name__)
+
+    def reset(self):
+        """Forget every trace (after changing a Python value fn reads, e.g. a module's `p`)."""
+        self._entries.clear()
+        self._eager.clear()
+        self._mods, self._last, self.graph = None, None, None
+
+    def __repr__(self):
+        return f"<compiled {self.__qualname__}: {self.traces} trace(s)>"
+
+    def __get__(self, obj, objtype=None):   # @compile on a method
+        return self if obj is None else types.MethodType(self, obj)
+
+    def __getattr__(self, name):   # compile(module).parameters(), .train(), .eval(), ...
+        module = self.__dict__.get("module")
+        if module is None:
+            raise AttributeError(f"'Compiled' object has no attribute {name!r}")
+        return getattr(module, name)
+
+    # -- calling ------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if _active() is not None:    # inside another trace: trace through fn
+            return self.fn(*args, **kwargs)
+        if self._mods is None:
+            self._roots, self._mods = _modules_reached(self.fn)
+        tensors, keep = [], []
+        try:
+            key = (_GRAD[0], tuple([m.training for m in self._mods]),
+                   tuple([_key(a, tensors, keep) for a in args]),
+                   tuple([(k, _key(v, tensors, keep)) for k, v in kwargs.items()]))
+        except _Inline:
+            return self.fn(*args, **kwargs)
+        entry = self._entries.get(key)
+        if entry is not None and entry.live_rg == tuple([t.requires_grad
+                                                         for t, _ in entry.live]):
+            return entry.run(tensors)
+        if key in self._eager:
+            return self.fn(*args, **kwargs)
+        return self._trace(key, args, kwargs, tensors, keep)
+
+    def _trace(self, key, args, kwargs, tensors, keep):
+        self.traces += 1
+        self.signatures.append(_describe(args, kwargs, key))
+        if self.traces == MAX_TRACES + 1:
+            warnings.warn(f"compile({self.__qualname__}) has been traced {self.traces} times: "
+                          f"each new signature (tensor shapes, dtypes, requires_grad, "
+                          f"non-tensor argument values, grad mode, train/eval) traces again, "
+                          f"which is slow; see .signatures. Keep shapes fixed (pad the last "
+                          f"batch) and pass changing numbers as tensors", UserWarning,
+                          stacklevel=3)
+        rng = ops.generator()
+        rng_state = rng.bit_generator.state
+        tr = _Trace(self.__qualname__, self._param_names())
+        t0 = time.perf_counter()
+        try:
+            entry = self._record(tr, args, kwargs, tensors)
+        except _Failed as f:
+            tr.undo_changes()
+            rng.bit_generator.state = rng_state   # the eager run draws what eager would
+            self._eager.add(key)
+            result = self.fn(*args, **kwargs)
+            _warn_fallback(self.__qualname__, f.err)
+            return result
+        if ops.generator() is not rng or rng.bit_generator.state != rng_state:
+            warnings.warn(f"compile({self.__qualname__}): random numbers were drawn while "
+                          f"tracing (eager.randn, rand, ...): they are frozen into the graph, "
+                          f"and every call sees the same ones. Pass random tensors in as "
+                          f"arguments; F.dropout draws anew on every call", UserWarning,
+                          stacklevel=3)
+        self.trace_seconds = time.perf_counter() - t0
+        entry.keep = keep
+        self._entries[key] = entry
+        self.graph, self._last = tr.graph, entry
+        return entry.run(tensors)
+
+    def _record(self, tr, args, kwargs, tensors):
+        """Run fn with tracers; the entry, or _Failed with why it could not be traced."""
+        names = _leaf_names(self.fn, args, kwargs)
+        with tr.graph.as_default(), _staging(tr):
+            phs = [graph.placeholder(t.dtype, t.shape, name=n) for t, n in zip(tensors, names)]
+            arg_rg = [t.requires_grad and t.dtype.kind in "fc" for t in tensors]
+            tracers = iter([tr.wrap(p, rg) for p, rg in zip(phs, arg_rg)])
+            try:
+                t_args = _map(args, lambda t: next(tracers))
+                t_kwargs = _map(kwargs, lambda t: next(tracers))
+                result = self.fn(*t_args, **t_kwargs)
+                err = tr.breaks[0] if tr.breaks else tr.changed_in_place()
+                leaves = []
+                tree = _flatten_out(result, tr, leaves)
+            except GraphBreak as e:
+                raise _Failed(e) from None
+            except Exception as e:  # noqa: BLE001 - eager runs it, and says what is wrong
+                raise _Failed(tr.breaks[0] if tr.breaks else e) from None
+            if err is not None:
+                raise _Failed(err)
+        fetches = [g for g, _ in leaves]
+        rg_outs = [i for i, (g, rg) in enumerate(leaves) if rg and g.dtype.kind in "fc"]
+        return _Entry(tr, phs, arg_rg, tree, fetches, rg_outs, _GRAD[0])
+
+    def _param_names(self):
+        out = {}
+        for r in self._roots:
+            for name, p in r.named_parameters():
+                out.setdefault(id(p), name)
+        return out
+
+
+class _Failed(Exception):
+    def __init__(self, err):
+        self.err = err
+
+
+def _warn_fallback(name, err):
+    """The graph-break warning, filed at the user's line that broke the trace."""
+    if isinstance(err, GraphBreak):
+        loc, why, hint = err.loc, err.what, err.hint
+    else:
+        loc = _user_line(err)
+        why = f"what raised {type(err).__name__} ({err}) while tracing"
+        hint = ("see the graph breaks in docs/compile.md; the eager run of the same call "
+                "worked, so if none applies, report it")
+    msg = (f"compile({name}): graph break at {where_str(loc)}: {why} cannot be traced; this "
+           f"call ran eagerly, and so will every call with the same signature. To compile it: "
+           f"{hint}")
+    if loc is None:
+        warnings.warn(msg, UserWarning, stacklevel=4)
+    else:
+        warnings.warn_explicit(msg, UserWarning, loc[0], loc[1])
+
+
+def _user_line(err):
+    """The innermost frame of err's traceback in the user's code."""
+    loc = None
+    for fs in traceback.extract_tb(err.__traceback__):
+        if not fs.filename.startswith(_FRAMEWORK_DIRS):
+            loc = (fs.filename, fs.lineno)
+    return loc
+
+
+def _describe(args, kwargs, key):
+    """One readable line for a signature: argument specs and values, grad and train modes."""
+    def one(x):
+        if isinstance(x, Tensor):
+            return f"{x.dtype}{list(x.shape)}" + (" requires_grad" if x.requires_grad else "")
+        if isinstance(x, (tuple, list)):
+            inner = ", ".join(one(v) for v in x)
+            return f"({inner})" if isinstance(x, tuple) else f"[{inner}]"
+        text = _safe_repr(x)
+        return text if len(text) <= 40 else text[:37] + "..."
+    parts = [one(a) for a in args] + [f"{k}={one(v)}" for k, v in kwargs.items()]
+    grad_mode, training = key[0], key[1]
+    line = f"({', '.join(parts)}) grad {'on' if grad_mode else 'off'}"
+    if training:
+        line += ", train" if all(training) else ", eval" if not any(training) else \
+            f", training flags {training}"
+    return line
+
+
+def compile(fn=None):  # noqa: A001 - torch.compile's name
+    """Trace `fn` (a function, a bound method or an eager.nn.Module) into an optimised graph.
+
+    Usable as `compile(fn)`, `@compile` or `@compile()`. See the module docstring.
+    """
+    if fn is None:
+        return compile
+    if isinstance(fn, Compiled):
+        return fn
+    if not callable(fn):
+        raise TypeError(f"compile() needs a function or an eager.nn.Module, got {fn!r}")
+    return Compiled(fn)
