@@ -56,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--quick", action="store_true", help="small sizes, few repeats (< 20 s)")
     b.add_argument("--json", metavar="PATH", help="write every figure and the machine here")
     b.add_argument("--plot", metavar="PATH", help="bar chart of speed-ups (needs matplotlib)")
+    b.add_argument("--blas-threads", type=_natural, default=1, metavar="N",
+                   help="NumPy BLAS threads during the run (default 1; 0 = library default)")
 
     g = sub.add_parser("graph", help="the model's graph as a tree, before/after optimisation")
     g.add_argument("model", choices=MODELS, metavar="MODEL", help=", ".join(MODELS))
@@ -67,6 +69,16 @@ def _parser() -> argparse.ArgumentParser:
     from .shapes.cli import add_parser as add_shapes_parser
     add_shapes_parser(sub)
     return p
+
+
+def _natural(s):
+    try:
+        v = int(s)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {s!r}") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {s!r}")
+    return v
 
 
 def _positive(s):
@@ -109,7 +121,7 @@ def cmd_bench(args, console):
                            "(or pip install matplotlib)") from None
     names = BENCH_NAMES if args.what == "all" else (args.what,)
     with console.status("benchmarking…") as status:
-        res = run_bench(names, quick=args.quick,
+        res = run_bench(names, quick=args.quick, blas_threads=args.blas_threads,
                         progress=lambda msg: status.update(f"benchmarking {msg}"))
     report.render(res, console)
     if args.json:

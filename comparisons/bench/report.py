@@ -101,7 +101,8 @@ def render(res, console):
     console.print(f"[bold]dualgrad bench[/] {'(quick) ' if res['quick'] else ''}on {m['cpu']}, "
                   f"{m['usable_cores']} cores; numpy {m['numpy']}, numba {m['numba']}, "
                   f"jax {m['jax'] or '-'}, torch {m['torch'] or '-'}; load average "
-                  f"{m.get('loadavg_before')} -> {m.get('loadavg_after')}")
+                  f"{m.get('loadavg_before')} -> {m.get('loadavg_after')}; NumPy BLAS threads "
+                  f"{res['settings'].get('blas_threads', 'default')}")
     console.print(times_table(res))
     console.print(warmup_table(res))
     lines = optimizer_lines(res)

@@ -90,20 +90,39 @@ def run_workload(w, columns, settings, progress=None) -> dict:
             "optimizer_report": _report_dict(w.optimizer_report())}
 
 
-def run_bench(names, quick=False, columns=COLUMNS, progress=None) -> dict:
-    """Every figure of one run, as a JSON-ready dict (see docs/benchmarks.md)."""
-    settings = SETTINGS[bool(quick)]
+def run_bench(names, quick=False, columns=COLUMNS, progress=None, blas_threads=1) -> dict:
+    """Every figure of one run, as a JSON-ready dict (see docs/benchmarks.md).
+
+    blas_threads: NumPy's BLAS threads during the run (0: the library's default). One by
+    default: on a 2-core machine a second OpenBLAS thread fights jax's, torch's and numba's
+    thread pools (and other processes) for the cores, and these workloads' matrices are
+    small enough that one thread is as fast — see docs/benchmarks.md.
+    """
+    settings = {**SETTINGS[bool(quick)], "blas_threads": blas_threads or "default"}
     load_before = _loadavg()
     t0 = time.perf_counter()
     results = []
-    for w in workloads(names, quick):
-        results.append(run_workload(w, columns, settings, progress))
+    with _blas_limit(blas_threads):
+        for w in workloads(names, quick):
+            results.append(run_workload(w, columns, settings, progress))
     return {"dualgrad_bench": 1,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "quick": bool(quick), "settings": settings, "columns": list(COLUMNS),
             "machine": {**machine_description(), "loadavg_before": load_before,
                         "loadavg_after": _loadavg()},
             "workloads": results, "total_s": time.perf_counter() - t0}
+
+
+def _blas_limit(n):
+    """Limit NumPy's BLAS to n threads inside the block (threadpoolctl ships with sklearn)."""
+    import contextlib
+    if not n:
+        return contextlib.nullcontext()
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return contextlib.nullcontext()
+    return threadpool_limits(limits=n, user_api="blas")
 
 
 def _loadavg():
