@@ -220,6 +220,7 @@ _STATE = threading.local()
 _LOCK = threading.RLock()
 _EAGER_APPLY = _eager.EagerEngine.__dict__["apply"].__func__
 _EAGER_BINARY = _eager._binary
+_EAGER_DETACH = Tensor.detach
 
 
 def _active():
@@ -236,23 +237,31 @@ def _staged_binary(op, a, b):
     return _EAGER_BINARY(op, a, b) if tr is None else tr.apply(op, (a, b), {})
 
 
+def _staged_detach(t):
+    tr = _active()
+    return _EAGER_DETACH(t) if tr is None or not _is_live(t) else tr.detached(t)
+
+
 @contextlib.contextmanager
 def _staging(tr):
     """Route every eager op of this thread through `tr` while fn runs.
 
     NOTE: `self.pos[:T]` or `w * 2` on a parameter involves no tracer, so without this it
     would run eagerly once and be frozen into the graph with the value it had then. The eager
-    engine's two entry points (EagerEngine.apply and the operators' `_binary`) are swapped for
-    the trace's only while it runs: nothing is added to eager's hot path. Other threads keep
-    running eagerly (the swapped functions look up this thread's trace).
+    engine's entry points (EagerEngine.apply, the operators' `_binary`, and `detach`, which
+    wraps .data without an op) are swapped for the trace's only while it runs: nothing is
+    added to eager's hot path. Other threads keep running eagerly (the swapped functions
+    look up this thread's trace).
     """
     with _LOCK:
         _STATE.trace = tr
         _eager.EagerEngine.apply = staticmethod(_staged_apply)
         _eager._binary = _staged_binary
+        Tensor.detach = _staged_detach
         try:
             yield
         finally:
+            Tensor.detach = _EAGER_DETACH
             _eager._binary = _EAGER_BINARY
             _eager.EagerEngine.apply = staticmethod(_EAGER_APPLY)
             _STATE.trace = None
@@ -267,8 +276,9 @@ def _is_live(a):
 class _Trace:
     """One trace in progress: its graph, what it captured, the breaks it met."""
 
-    def __init__(self, name, param_names):
-        self.name, self.param_names = name, param_names
+    def __init__(self, name, params):
+        self.name = name
+        self.param_names = {id(p): n for n, p in reversed(params)}   # first name wins
         self.graph = graph.Graph()
         self.captured = {}        # id(eager tensor) -> graph tensor
         self.live = []            # [(eager tensor, placeholder)] fed with .data at every call
@@ -281,8 +291,12 @@ class _Trace:
         t._g, t._trace, t.requires_grad, t.grad, t._node = g, self, requires_grad, None, None
         return t
 
+    def detached(self, t):
+        """t.detach() of a live tensor: read at every call, no gradient through it."""
+        return self.wrap(GraphEngine.apply(_STOP, [self.lift(t)], {}), False)
+
     def apply(self, op, args, attrs):
-        if not op.stateful and not any(_is_live(a) for a in args):
+        if not op.stateful and not any([_is_live(a) for a in args]):
             return _EAGER_APPLY(op, args, attrs)   # constants only: frozen, like its inputs
         if op is _RAND:
             return self._random(args[0], attrs)
@@ -654,7 +668,7 @@ class Compiled:
                           stacklevel=3)
         rng = ops.generator()
         rng_state = rng.bit_generator.state
-        tr = _Trace(self.__qualname__, self._param_names())
+        tr = _Trace(self.__qualname__, self._params())
         t0 = time.perf_counter()
         try:
             entry = self._record(tr, args, kwargs, tensors)
@@ -701,12 +715,9 @@ class Compiled:
         rg_outs = [i for i, (g, rg) in enumerate(leaves) if rg and g.dtype.kind in "fc"]
         return _Entry(tr, phs, arg_rg, tree, fetches, rg_outs, _GRAD[0])
 
-    def _param_names(self):
-        out = {}
-        for r in self._roots:
-            for name, p in r.named_parameters():
-                out.setdefault(id(p), name)
-        return out
+    def _params(self):
+        """(name, parameter) of the modules fn reaches: placeholders get their names."""
+        return [np for r in self._roots for np in r.named_parameters()]
 
 
 class _Failed(Exception):

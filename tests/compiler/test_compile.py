@@ -7,6 +7,7 @@ names this file's line.
 """
 from __future__ import annotations
 
+import doctest
 import math
 import warnings
 
@@ -305,6 +306,22 @@ def test_ops_on_parameters_alone_are_traced_not_frozen():
     assert cm.traces == 1
 
 
+def test_detach_of_a_parameter_is_read_at_every_call():
+    lin = nn.Linear(3, 2)
+
+    def f(x):
+        return F.linear(x, lin.weight.detach()) + F.linear(x, lin.weight, lin.bias)
+    cf = compiler.compile(f)
+    x = eager.ones(4, 3)
+    _close(cf(x), f(x))
+    lin.weight.data[...] += 1.0
+    out = cf(x)
+    _close(out, f(x))
+    out.sum().backward()
+    _close(lin.weight.grad, np.full((2, 3), 4.0))   # through the second term only
+    assert cf.traces == 1
+
+
 def test_random_tensor_made_while_tracing_is_frozen_with_a_warning():
     f = compiler.compile(lambda x: x + eager.randn(3))
     with pytest.warns(UserWarning, match="random numbers were drawn while tracing"):
@@ -503,6 +520,11 @@ def test_graph_report_and_dot_are_reachable():
     assert dot.startswith("digraph") and '"fc1.weight"' in dot
     assert cm.signatures == ["(float32[6, 12]) grad on, train"] and "1 trace" in repr(cm)
     assert cm.trace_seconds > 0 and cm.report.seconds > 0
+
+
+def test_module_docstring_runs():
+    import compiler.trace
+    assert doctest.testmod(compiler.trace).failed == 0
 
 
 # -- engines meeting in one op ----------------------------------------------------------------
