@@ -670,14 +670,23 @@ class Compiled:
         rng_state = rng.bit_generator.state
         tr = _Trace(self.__qualname__, self._params())
         t0 = time.perf_counter()
+        failed = None
         try:
             entry = self._record(tr, args, kwargs, tensors)
         except _Failed as f:
+            failed = f.err
+        if failed is not None:
+            # NOTE: out of the except block, so that an error of the eager run (the user's
+            # ShapeError) is not shown below an internal _Failed ("During handling of ...")
             tr.undo_changes()
             rng.bit_generator.state = rng_state   # the eager run draws what eager would
             self._eager.add(key)
-            result = self.fn(*args, **kwargs)
-            _warn_fallback(self.__qualname__, f.err)
+            try:
+                result = self.fn(*args, **kwargs)
+            except BaseException:
+                self._eager.discard(key)   # NOTE: the user's error pins nothing to eager
+                raise
+            _warn_fallback(self.__qualname__, failed)
             return result
         if ops.generator() is not rng or rng.bit_generator.state != rng_state:
             warnings.warn(f"compile({self.__qualname__}): random numbers were drawn while "

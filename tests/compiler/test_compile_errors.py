@@ -1,0 +1,53 @@
+"""compiler.compile's error path: a user's shape bug met while tracing reads as eager's error.
+
+The shape-error observatory (tests/comparisons/test_shapes.py) runs the catalogue's compiled
+scripts; these are the small cases behind what it found.
+"""
+from __future__ import annotations
+
+import traceback
+import warnings
+
+import pytest
+
+import compiler
+import eager
+import ops
+
+
+def _line(marker):
+    with open(__file__) as f:
+        for i, text in enumerate(f, 1):
+            if text.rstrip().endswith(f"# {marker}"):
+                return i
+    raise AssertionError(marker)
+
+
+def test_a_shape_error_met_while_tracing_shows_no_compiler_internals():
+    w = eager.ones(5, 2)
+
+    @compiler.compile
+    def f(x):
+        return x @ w  # bug
+    with pytest.raises(ops.ShapeError) as info:
+        f(eager.ones(3, 4))
+    # NOTE: the eager run that raises it used to run inside `except _Failed`, so the user saw
+    # the internal exception and its compiler frames above their own error
+    text = "".join(traceback.format_exception(info.value))
+    assert "_Failed" not in text and "During handling" not in text
+    assert f"test_compile_errors.py:{_line('bug')}" in str(info.value)
+
+
+def test_a_call_that_raised_is_traced_again_once_the_bug_is_fixed():
+    state = {"w": eager.ones(5, 2)}
+
+    @compiler.compile
+    def f(x):
+        return x @ state["w"]
+    with pytest.raises(ops.ShapeError):
+        f(eager.ones(3, 4))
+    state["w"] = eager.ones(4, 2)                # fixed, as one would in a notebook
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = f(eager.ones(3, 4))
+    assert out.shape == (3, 2) and f.traces == 2 and f.graph is not None   # compiled, not eager
