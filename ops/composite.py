@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .core import Sample, ShapeError, fmt_shape, spec_of, user_frame, where_str
+from .core import (Sample, ShapeError, fmt_shape, spec_of, user_frame, user_stacklevel,
+                   where_str)
 from .elementwise import erf, exp, is_value, log, sqrt, stop_gradient, tanh, where, cast
 from .nn import matmul, one_hot, rand_like, unfold
 from .reduce import count, max as max_, static_count, sum as sum_
@@ -335,7 +336,7 @@ def mse_loss(input, target, reduction="mean"):  # noqa: A002 - torch's argument 
         # NOTE: the silent (N,) vs (N, 1) -> (N, N) bug; torch warns here too.
         warnings.warn(f"mse_loss: target {fmt_shape(st)} differs from input {fmt_shape(si)}; "
                       f"they broadcast to {fmt_shape(out)}, which is likely a bug (at "
-                      f"{where_str(user_frame())})", UserWarning, stacklevel=3)
+                      f"{where_str(user_frame())})", UserWarning, stacklevel=user_stacklevel())
     d = input - target
     return _reduce_loss(d * d, reduction)
 

@@ -174,6 +174,16 @@ def user_frame(skip_dirs=_FRAMEWORK_DIRS) -> tuple[str, int] | None:
     return None
 
 
+def user_stacklevel(skip_dirs=_FRAMEWORK_DIRS) -> int:
+    """The `stacklevel` that files a warning raised by the caller at the user's line (what
+    Python 3.12's `skip_file_prefixes` does): a fixed number breaks when a wrapper is added."""
+    f, level = sys._getframe(1), 1
+    while f is not None and (f.f_code.co_filename.startswith(skip_dirs)
+                             or f.f_code.co_filename.startswith("<frozen")):
+        f, level = f.f_back, level + 1
+    return level
+
+
 def where_str(loc) -> str:
     if loc is None:
         return "<unknown>"

@@ -118,6 +118,8 @@ def test_silent_broadcast_warns_at_the_bug_line_in_eager_only(records):
     assert w["category"] == "UserWarning" and w["message"].startswith("mse_loss:")
     assert "they broadcast to (32, 32)" in w["message"]
     assert w["points_to_bug"] and w["step"] == 1 and w["count"] == eager["steps"] == 30
+    # NOTE: filed at the user's line (python shows FILE:LINE first), not inside eager/nn
+    assert (w["file"], w["line"]) == (eager["file"], eager["bug_line"])
     # NOTE: the graph script writes the loss as TF1 code did, reduce_mean(square(pred - y)):
     # nothing can tell a wanted (?, ?) from an unwanted one, so nothing is said
     assert graph["warnings"] == [] and graph["steps"] == 30
