@@ -1,7 +1,7 @@
-"""`dualgrad shapes`: where each catalogued shape bug surfaces, eager vs graph (vs compiled).
+"""`dualgrad shapes`: where each catalogued shape bug surfaces, eager vs graph vs compiled.
 
     dualgrad shapes                       # the side-by-side table of every bug
-    dualgrad shapes attn_mask --explain   # both full messages and tracebacks
+    dualgrad shapes attn_mask --explain   # every mode's full message and traceback
     dualgrad shapes --json shapes.json    # also write the records
     dualgrad shapes --list                # the catalogue
 
@@ -47,8 +47,6 @@ def _arguments(p):
 def handle(args, console=None) -> int:
     """Run the subcommand; a command-line mistake raises UsageError (one line in `dualgrad`)."""
     console = console or Console()
-    if not console.is_terminal:        # NOTE: a pipe or a file gets the table unsquashed
-        console = Console(width=max(console.width, 180))
     try:
         bugs = runner.find(args.bugs)
     except KeyError as e:
@@ -57,6 +55,8 @@ def handle(args, console=None) -> int:
     bad = [m for m in modes if m not in MODES]
     if bad:
         raise UsageError(f"unknown mode {', '.join(bad)}; modes are {', '.join(MODES)}")
+    if not console.is_terminal:        # NOTE: a pipe or a file gets the table unsquashed
+        console = Console(width=max(console.width, 20 + 80 * len(modes)))
     if args.list:
         for b in bugs:
             console.print(f"[bold]{b.name:18}[/bold] {b.title}  "

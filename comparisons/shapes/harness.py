@@ -4,7 +4,10 @@
 
 The bug file runs as `__main__`, unchanged. Hooks count training steps without the file
 knowing: in eager (and compiled) mode a step is one `Optimizer.step()`; in graph mode a step
-is one `Session.run` with a non-empty feed (initialiser runs have none). The phase follows:
+is one `Session.run` with a non-empty feed (initialiser runs have none). In compiled mode a
+hook also counts traces (`traces`) and notes whether the error came from a call that was
+tracing a new signature (`compiled_call`: "trace"), from a replay of a traced plan
+("replay"), or from eager code outside any compiled call (None). The phase follows:
 
 - `build`: raised in graph mode before any `Session.run` started (graph construction);
 - `first run`: raised before the first training step completed;
@@ -72,6 +75,9 @@ class _Counter:
         self.steps = 0          # training steps completed
         self.runs = 0           # Session.run calls started (graph)
         self.in_run = False
+        self.traces = 0         # compiled functions traced (compiled)
+        self.trace_error = None  # the exception that left a compiled call while it traced
+        self.call_error = None   # the exception that left a compiled call
         self.t0 = time.perf_counter()
         self.warnings = []
 
@@ -89,6 +95,27 @@ def _install(mode, c: _Counter):
             return out
         optim.Optimizer.step = step
         undo.append(lambda: setattr(optim.Optimizer, "step", orig_step))
+    if mode == "compiled":
+        from compiler.trace import Compiled
+        orig_trace, orig_call = Compiled._trace, Compiled.__call__
+
+        def trace(self, *a, **k):
+            c.traces += 1
+            try:
+                return orig_trace(self, *a, **k)
+            except BaseException as e:
+                c.trace_error = e
+                raise
+
+        def call(self, *a, **k):
+            try:
+                return orig_call(self, *a, **k)
+            except BaseException as e:
+                c.call_error = e
+                raise
+        Compiled._trace, Compiled.__call__ = trace, call
+        undo.append(lambda: setattr(Compiled, "_trace", orig_trace))
+        undo.append(lambda: setattr(Compiled, "__call__", orig_call))
     if mode == "graph":
         import graph
         orig_run = graph.Session.run
@@ -247,10 +274,15 @@ def run_file(path, mode) -> dict:
         seconds = time.perf_counter() - c.t0
         rec.update(status="raised", phase=_phase(mode, c), seconds=seconds,
                    in_session_run=c.in_run, **_analyse(exc, path, rec["bug_line"], mode))
+        if mode == "compiled":
+            rec["compiled_call"] = ("trace" if exc is c.trace_error else
+                                    "replay" if exc is c.call_error else None)
     finally:
         undo()
     rec.setdefault("seconds", time.perf_counter() - c.t0)
     rec["steps"] = c.steps
+    if mode == "compiled":
+        rec["traces"] = c.traces
     rec["warnings"] = _dedupe(c.warnings, path, rec["bug_line"])
     return rec
 

@@ -35,6 +35,15 @@ def _warned(rec) -> str:
     return f"warned {mark} {w['line']} (step {w['step']}, ×{w['count']})"
 
 
+def _phase(rec) -> str:
+    """The phase; in compiled mode with the compiled call that raised: the trace that met the
+    error ("step 10 (trace 2)"), or a replay of a traced plan. Eager code around it adds nothing."""
+    how = rec.get("compiled_call")
+    if how == "trace":
+        return f"{rec['phase']} (trace {rec['traces']})"
+    return rec["phase"] + (" (replay)" if how == "replay" else "")
+
+
 def cells(rec) -> dict:
     """The table cells of one record: phase, steps, time, line (the message's), tb (the
     innermost traceback frame in the bug file), error."""
@@ -57,7 +66,7 @@ def cells(rec) -> dict:
     if rec.get("quality") == "framework failure":
         err += " [framework failure]"
     tb = "✓" if rec.get("tb_is_bug") else f"✗ {rec.get('tb_line')}"
-    return {"phase": rec["phase"], "steps": str(rec.get("steps", "")),
+    return {"phase": _phase(rec), "steps": str(rec.get("steps", "")),
             "time": _time(rec.get("seconds")), "line": line, "tb": tb, "error": err}
 
 
@@ -89,8 +98,8 @@ def table(records, modes) -> Table:
         row = [bug]
         for m in shown:
             c = cells(per_mode.get(m, {"status": "missing"}))
-            row += [Text(c["phase"], style=PHASE_STYLE.get(c["phase"], "")), c["steps"],
-                    c["time"], _mark(c["line"]), _mark(c["tb"]), c["error"]]
+            phase = Text(c["phase"], style=PHASE_STYLE.get(c["phase"].split(" (")[0], ""))
+            row += [phase, c["steps"], c["time"], _mark(c["line"]), _mark(c["tb"]), c["error"]]
         t.add_row(*row)
     return t
 
