@@ -2,9 +2,9 @@
 
     python -m comparisons.shapes.runner [BUG ...]        # the same as `dualgrad shapes`
 
-The catalogue is the files in `bugs/`: `<bug>_eager.py`, `<bug>_graph.py` and (once
-`compiler.compile` exists) `<bug>_compiled.py`, each a small training script with its bug
-on the line marked `# BUG`. Every (bug, mode) runs `python -m comparisons.shapes.harness`
+The catalogue is the files in `bugs/`: `<bug>_eager.py`, `<bug>_graph.py` and
+`<bug>_compiled.py` (the eager script with its model or step function wrapped in
+`compiler.compile`), each a small training script with its bug on the line marked `# BUG`. Every (bug, mode) runs `python -m comparisons.shapes.harness`
 in a subprocess with a timeout, so one crash or hang does not end the run; the child
 reports one JSON line (see harness.py), never a pickle.
 

@@ -1,0 +1,34 @@
+"""Inner-dimension mismatch in a dense layer: the second layer is sized for 64 inputs, the first gives 32.
+
+An MLP on the digits (64 pixels -> 32 hidden -> 10 classes), PyTorch style. The layer
+sizes are written twice, once per Linear, and they disagree.
+
+Compiled eager: the same script with the model wrapped in `compiler.compile`, as
+`model = torch.compile(model)` is written; the loop is unchanged.
+"""
+import compiler
+import eager
+from eager import nn, optim
+from eager.nn import functional as F
+
+from comparisons.data import digits
+
+BATCH, STEPS = 32, 20
+eager.manual_seed(0)
+d = digits()
+
+model = compiler.compile(nn.Sequential(
+    nn.Linear(64, 32),
+    nn.ReLU(),
+    nn.Linear(64, 10),  # BUG: the hidden layer has 32 units, so this needs Linear(32, 10)
+))
+opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+for step in range(STEPS):
+    idx = slice(step * BATCH, (step + 1) * BATCH)
+    x, y = eager.from_numpy(d.x_train[idx]), eager.from_numpy(d.y_train[idx])
+    loss = F.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+print(f"final loss {loss.item():.3f}")

@@ -1,0 +1,42 @@
+"""Reshape to an incompatible size: the flat pixels are viewed as 7x7 images, but digits are 8x8.
+
+A small CNN on the digits, fed the flat (N, 64) rows and reshaping them itself.
+
+Compiled eager: the same script with the model wrapped in `compiler.compile`, as
+`model = torch.compile(model)` is written; the loop is unchanged.
+"""
+import compiler
+import eager
+from eager import nn, optim
+from eager.nn import functional as F
+
+from comparisons.data import digits
+
+BATCH, STEPS = 32, 20
+eager.manual_seed(0)
+d = digits()
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 8, 3, padding=1)
+        self.fc = nn.Linear(8 * 4 * 4, 10)
+
+    def forward(self, x):
+        x = x.view(-1, 1, 7, 7)  # BUG: the digits are 8x8 images: view(-1, 1, 8, 8)
+        x = F.max_pool2d(F.relu(self.conv(x)), 2)
+        return self.fc(x.flatten(1))
+
+
+model = compiler.compile(CNN())
+opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+
+for step in range(STEPS):
+    idx = slice(step * BATCH, (step + 1) * BATCH)
+    x, y = eager.from_numpy(d.x_train[idx]), eager.from_numpy(d.y_train[idx])
+    loss = F.cross_entropy(model(x), y)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+print(f"final loss {loss.item():.3f}")
