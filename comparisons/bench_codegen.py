@@ -215,6 +215,7 @@ def bench_group(fns, repeat=8, passes=2, target=0.05):
     try:
         for _ in range(passes):
             for name, fn in fns.items():
+                time.sleep(0.02)  # NOTE: let the previous peer's idle pool threads stop spinning
                 fn()
                 for _ in range(repeat // passes):
                     t = time.perf_counter()
