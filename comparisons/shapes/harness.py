@@ -4,10 +4,11 @@
 
 The bug file runs as `__main__`, unchanged. Hooks count training steps without the file
 knowing: in eager (and compiled) mode a step is one `Optimizer.step()`; in graph mode a step
-is one `Session.run` with a non-empty feed (initialiser runs have none). In compiled mode a
-hook also counts traces (`traces`) and notes whether the error came from a call that was
-tracing a new signature (`compiled_call`: "trace"), from a replay of a traced plan
-("replay"), or from eager code outside any compiled call (None). The phase follows:
+is one `Session.run` with a non-empty feed (initialiser runs have none). In compiled mode
+the record also holds how many traces the compiled functions made (`traces`) and, from the
+traceback, whether the error left a call that was tracing a new signature
+(`compiled_call`: "trace"), one replaying a traced plan ("replay"), or came from eager code
+around the compiled calls (None). The phase follows:
 
 - `build`: raised in graph mode before any `Session.run` started (graph construction);
 - `first run`: raised before the first training step completed;
@@ -37,6 +38,7 @@ _LOC = re.compile(r"(?:(defined|created) )?at (?P<file>[^\s(),'\"]+\.py):(?P<lin
 _OP_NAMED = re.compile(r"^[a-z][a-z0-9_]*: |\(op [a-z][a-z0-9_]*\)")
 _SHAPE = re.compile(r"\((?:\d+|\?)(?:, (?:\d+|\?))*,?\)")
 _PKG_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_TRACE_PY = os.path.join(_PKG_ROOT, "compiler", "trace.py")
 _FRAMEWORK = tuple(os.path.join(_PKG_ROOT, p) + os.sep for p in ("ops", "eager", "graph",
                                                                    "compiler"))
 
@@ -75,9 +77,7 @@ class _Counter:
         self.steps = 0          # training steps completed
         self.runs = 0           # Session.run calls started (graph)
         self.in_run = False
-        self.traces = 0         # compiled functions traced (compiled)
-        self.trace_error = None  # the exception that left a compiled call while it traced
-        self.call_error = None   # the exception that left a compiled call
+        self.compiled = []      # every compiled function made (compiled mode)
         self.t0 = time.perf_counter()
         self.warnings = []
 
@@ -96,26 +96,16 @@ def _install(mode, c: _Counter):
         optim.Optimizer.step = step
         undo.append(lambda: setattr(optim.Optimizer, "step", orig_step))
     if mode == "compiled":
+        # NOTE: only construction is hooked. A hook around a compiled call would be the first
+        # frame outside the framework, so messages would say `at harness.py:N`
         from compiler.trace import Compiled
-        orig_trace, orig_call = Compiled._trace, Compiled.__call__
+        orig_init = Compiled.__init__
 
-        def trace(self, *a, **k):
-            c.traces += 1
-            try:
-                return orig_trace(self, *a, **k)
-            except BaseException as e:
-                c.trace_error = e
-                raise
-
-        def call(self, *a, **k):
-            try:
-                return orig_call(self, *a, **k)
-            except BaseException as e:
-                c.call_error = e
-                raise
-        Compiled._trace, Compiled.__call__ = trace, call
-        undo.append(lambda: setattr(Compiled, "_trace", orig_trace))
-        undo.append(lambda: setattr(Compiled, "__call__", orig_call))
+        def init(self, *a, **k):
+            orig_init(self, *a, **k)
+            c.compiled.append(self)
+        Compiled.__init__ = init
+        undo.append(lambda: setattr(Compiled, "__init__", orig_init))
     if mode == "graph":
         import graph
         orig_run = graph.Session.run
@@ -141,6 +131,13 @@ def _install(mode, c: _Counter):
     warnings.showwarning = show
     undo.append(lambda: setattr(warnings, "showwarning", orig_show))
     return lambda: [u() for u in reversed(undo)]
+
+
+def _compiled_call(exc) -> str | None:
+    """The compiled call the error left: "trace" (one tracing a new signature), "replay" (one
+    running a traced plan), or None (eager code around the compiled calls)."""
+    names = {f.name for f in traceback.extract_tb(exc.__traceback__) if f.filename == _TRACE_PY}
+    return "trace" if "_trace" in names else "replay" if "__call__" in names else None
 
 
 def _phase(mode, c: _Counter) -> str:
@@ -275,14 +272,13 @@ def run_file(path, mode) -> dict:
         rec.update(status="raised", phase=_phase(mode, c), seconds=seconds,
                    in_session_run=c.in_run, **_analyse(exc, path, rec["bug_line"], mode))
         if mode == "compiled":
-            rec["compiled_call"] = ("trace" if exc is c.trace_error else
-                                    "replay" if exc is c.call_error else None)
+            rec["compiled_call"] = _compiled_call(exc)
     finally:
         undo()
     rec.setdefault("seconds", time.perf_counter() - c.t0)
     rec["steps"] = c.steps
     if mode == "compiled":
-        rec["traces"] = c.traces
+        rec["traces"] = sum(f.traces for f in c.compiled)
     rec["warnings"] = _dedupe(c.warnings, path, rec["bug_line"])
     return rec
 

@@ -151,6 +151,9 @@ def test_message_names_op_and_shapes_and_no_framework_line(records, bug, mode):
     rec = records[(bug, mode)]
     assert rec["names_op"] and rec["names_shapes"], rec["message"]
     assert not rec["msg_in_framework"], rec["message"]
+    # NOTE: the first `at FILE:LINE` is the user's (a harness hook around compiled calls
+    # once made it `at harness.py:N`)
+    assert rec["msg_locs"][0]["file"] == rec["file"], rec["message"]
     assert rec["exc_type"] in ("ShapeError", "ShapeMismatchError", "InvalidArgumentError")
     # NOTE: compiled mode once showed its internal _Failed above the user's error
     assert "_Failed" not in rec["traceback"] and "During handling" not in rec["traceback"]
