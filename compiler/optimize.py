@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 
 from .ir import ReinferError, from_graph, lower, topo_sort
+from .memory import pin_malloc
 from .passes import BY_NAME, PASSES
 from .report import PassRecord, Report
 
@@ -21,6 +22,7 @@ def optimize(graph, fetches, feed_specs=None, passes=None):
     the optimiser.
     """
     from graph.plan import build_plan
+    pin_malloc()
     feed_specs = feed_specs or {}
     chosen = PASSES if passes is None else [BY_NAME[p] for p in _check(passes)]
     t0 = time.perf_counter()

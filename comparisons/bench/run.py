@@ -98,7 +98,11 @@ def run_bench(names, quick=False, columns=COLUMNS, progress=None, blas_threads=1
     thread pools (and other processes) for the cores, and these workloads' matrices are
     small enough that one thread is as fast — see docs/benchmarks.md.
     """
-    settings = {**SETTINGS[bool(quick)], "blas_threads": blas_threads or "default"}
+    from compiler.memory import pin_malloc
+    # NOTE: every column runs with glibc's thresholds pinned (as shared/peers measure), so a
+    # large temporary is recycled rather than page-faulted in afresh, whoever allocates it.
+    settings = {**SETTINGS[bool(quick)], "blas_threads": blas_threads or "default",
+                "malloc": pin_malloc()}
     load_before = _loadavg()
     t0 = time.perf_counter()
     results = []

@@ -45,22 +45,22 @@ def run(prog):
             continue
         run_ = n.fused
         bufs = []
-        for k, view in enumerate(run_.out_views):
+        for k, shape in enumerate(run_.out_shapes):
             escapes, last = _escapes_and_last_use(prog, users, position, fetched, (n, k))
             if escapes:
                 bufs.append(None)
                 continue
             dtype = run_.out_dtypes[k]
             here = position[id(n)]
-            reuse = next((f for f in free if f[0] < here and f[1] == view and f[2] == dtype),
+            reuse = next((f for f in free if f[0] < here and f[1] == shape and f[2] == dtype),
                          None)
             if reuse is not None:
                 free.remove(reuse)
                 arr = reuse[3]
                 shared += 1
             else:
-                arr = np.empty(view, dtype)
-            free.append((last, view, dtype, arr))
+                arr = np.empty(shape, dtype)
+            free.append((last, shape, dtype, arr))
             planned += 1
             saved += arr.nbytes
             bufs.append(arr)

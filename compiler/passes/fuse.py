@@ -301,15 +301,14 @@ class FusedRun:
             if a.shape != shape:
                 raise ValueError(f"fused kernel expected an input of shape {shape}, got "
                                  f"{a.shape}")
-        if self.buffers is None:
-            res = self.kernel(self.R, self.C, *arrays)
-        else:
-            out = tuple(np.empty(v, d) if b is None else b
-                        for b, v, d in zip(self.buffers, self.out_views, self.out_dtypes))
-            res = self.kernel(self.R, self.C, *arrays, out=out)
-        if len(res) == 1:
-            return res[0].reshape(self.out_shapes[0])
-        return tuple(r.reshape(s) for r, s in zip(res, self.out_shapes))
+        # NOTE: a fresh output is allocated in its final shape and the loop writes through a
+        # reshaped view, so what the plan hands on owns its memory (Session.run copies views)
+        owners = [np.empty(s, d) if b is None else b for b, s, d in
+                  zip(self.buffers or [None] * len(self.out_shapes), self.out_shapes,
+                      self.out_dtypes)]
+        self.kernel(self.R, self.C, *arrays,
+                    out=tuple(o.reshape(v) for o, v in zip(owners, self.out_views)))
+        return owners[0] if len(owners) == 1 else tuple(owners)
 
     @property
     def n_outputs(self):
