@@ -69,7 +69,7 @@ PARALLEL_MIN_ELEMENTS = int(os.environ.get("DUALGRAD_PARALLEL_MIN_ELEMENTS", 1 <
 PROBE_EVERY = 64
 # Full values worth keeping in a scratch row (one per block of rows) rather than computing
 # again in a later pass: vectorised exp costs ~0.55 ns/element, an L1/L2 load far less.
-EXPENSIVE = ("exp(", "log(", "tanh(", "erf(", "sigmoid(", "**")
+EXPENSIVE = ("exp(", "log(", "tanh(", "erf(", "sigmoid(")  # and ** with a general exponent
 MAX_STASH = 4
 
 
@@ -338,7 +338,15 @@ class _Source:
 
     def _expensive(self, k):
         node = self.spec.nodes[k]
-        return node[0] == "ew" and any(f in node[1] for f in EXPENSIVE)
+        if node[0] != "ew":
+            return False
+        if any(f in node[1] for f in EXPENSIVE):
+            return True
+        # NOTE: x ** 2 etc. become multiplications (see _template.power): cheap to redo
+        small = {0.0, 1.0, 2.0, 3.0, 4.0, 0.5, -1.0}
+        return "**" in node[1] and not any(
+            self.spec.nodes[a][0] == "const" and float(self.spec.nodes[a][1]) in small
+            for a in node[2])
 
     def column_pass(self, targets, depth, idx, tag, npass=None):
         stored = {k for k, n in self.stash.items() if npass is not None and n < npass}

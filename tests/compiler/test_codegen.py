@@ -393,6 +393,12 @@ def test_expensive_values_are_kept_in_a_scratch_row_between_passes():
         np.testing.assert_allclose(y, want, rtol=1e-9, atol=1e-9)
     soft = compile_fused(softmax_prog()).source.split("def kernel_serial")[1]
     assert soft.split("@njit")[0].count("exp_f32(") == 1
+    # a square is cheaper to redo than to keep: no scratch row
+    p = Prog("float64")
+    xc = p.ew("({0} - {1})", p.input(), p.input(kind="row"))
+    sq = p.ew("({0} ** {1})", xc, p.const(2.0))
+    src, _ = codegen.generate_source(p.spec(p.ew("({0} / {1})", sq, p.reduce("sum", sq))))
+    assert "np.empty" not in src
 
 
 def test_float32_programs_compute_in_float32():
