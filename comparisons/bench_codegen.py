@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Benchmark of compiler.codegen: fused kernels against NumPy op by op and jax.jit.
 
-    python -m comparisons.bench_codegen [--quick] [--json out.json]
+    python -m comparisons.bench_codegen [--quick] [--only gelu,layernorm,softmax]
+                                        [--no-compile-costs] [--json out.json]
 
 Workloads (float32), timed side by side in one run (median of 8 repeats, 2 passes over the
 peers, as in shared/peers/_bench.py):
@@ -296,6 +297,9 @@ def main():
         "layernorm": (layernorm_spec(), (x, r, g, b), layernorm_np, (x, r, g, b)),
         "softmax": (softmax_spec(), (x,), softmax_np, (x,)),
     }
+    if "--only" in sys.argv:
+        keep = sys.argv[sys.argv.index("--only") + 1].split(",")
+        work = {k: v for k, v in work.items() if k in keep}
     rows, out_json, timing = [], [], {}
     load0 = os.getloadavg()[0]
     for name, (spec, args, ref_fn, ref_args) in work.items():
@@ -363,13 +367,15 @@ def main():
     for name, t in timing.items():
         print(f"  {name}: " + ", ".join(f"{k} {v:.3f}" if v is not None else f"{k} -"
                                         for k, v in t.items()))
+    if "--no-compile-costs" in sys.argv:
+        return
     costs = compile_costs()
     print("\n### first-call cost in a fresh process (serial kernel in compile_fused, parallel "
           "kernel on the first 4096x1024 call)\n")
     print("| process | workload | compile_fused s | first parallel call s | cache hit |")
     print("|---|---|---|---|---|")
     for label, run in zip(("1st (empty cache)", "2nd (cache on disk)"), costs):
-        for name in work:
+        for name in ("gelu", "layernorm", "softmax"):
             c = run[name]
             print(f"| {label} | {name} | {c['compile_fused_s']:.3f} | "
                   f"{c['first_parallel_call_s']:.3f} | {c['cache_hit']}/{c['parallel_cache_hit']} |")
