@@ -377,8 +377,9 @@ def main():
     for label, run in zip(("1st (empty cache)", "2nd (cache on disk)"), costs):
         for name in ("gelu", "layernorm", "softmax"):
             c = run[name]
+            hits = f"{c['cache_hit']}/{c['parallel_cache_hit']}"
             print(f"| {label} | {name} | {c['compile_fused_s']:.3f} | "
-                  f"{c['first_parallel_call_s']:.3f} | {c['cache_hit']}/{c['parallel_cache_hit']} |")
+                  f"{c['first_parallel_call_s']:.3f} | {hits} |")
         print(f"| {label} | whole process (import numba {run['import_numba_s']:.2f} s) | "
               f"{run['process_s']:.2f} | | |")
     out_json.append({"workload": "compile", "runs": costs})

@@ -30,7 +30,8 @@ Each spec becomes a real `.py` module under `<cache>/kernels/` (named by a hash 
 the generated source, the prelude and CODEGEN_VERSION) with `njit(cache=True)` kernels, so a
 second process loads machine code from numba's cache instead of compiling. Two variants
 live in the module: `kernel_serial` (compiled by `compile_fused`) and `kernel_parallel`
-(`prange`, compiled on the first call with at least PARALLEL_MIN_ELEMENTS elements).
+(`prange`, compiled on the first call with at least PARALLEL_MIN_ELEMENTS elements); above
+that size both are timed and the faster runs (see FusedKernel._choose).
 
 numba options, each measured in shared/peers/RESULTS.md: error_model='numpy' (a zero-check on
 every `/` blocks vectorisation), typed constants (a Python float literal turns float32 math

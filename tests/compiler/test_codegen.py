@@ -531,7 +531,7 @@ def test_module_name_is_stable_and_depends_on_dtype():
         codegen.module_name(s32, src32)
 
 
-# -- errors ------------------------------------------------------------------------------------------
+# -- errors ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("template,why", [
     ("floor({0})", "unknown function 'floor'"),
     ("({0} * 2)", "numeric literals are not allowed"),
