@@ -45,6 +45,7 @@ import hashlib
 import importlib.util
 import math
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -661,9 +662,17 @@ class FusedKernel:
                     self.parallel_compiled, self.parallel_cache_hit = True, hit
                     self.parallel_compile_seconds = secs
                 except Exception as e:  # NOTE: numba's parfor lowering can fail where serial works
-                    self.parallel_error = f"{type(e).__name__}: {str(e).splitlines()[0]}"
+                    self.parallel_error = _one_line(e)
                     self._parallel = self._serial
             return self._parallel
+
+
+def _one_line(exc) -> str:
+    """The informative line of a numba error (they open with 'Failed in ... pipeline')."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    useful = [ln for ln in lines if not ln.startswith(("Failed in", "During:", "File ", "^"))]
+    return f"{type(exc).__name__}: {(useful or lines or [''])[0]}"[:300]
 
 
 # -- entry point -------------------------------------------------------------------------------
@@ -702,8 +711,5 @@ def _build(spec: FusedSpec) -> FusedKernel:
     try:
         seconds, hit = _compile(module.kernel_serial, sig)
     except Exception as e:
-        lines = [ln for ln in str(e).splitlines() if ln.strip()]
-        why = next((ln for ln in lines if not ln.startswith(("During:", "File"))), "")
-        raise CodegenError(f"numba cannot compile {name}: {type(e).__name__}: {why}"[:300]) \
-            from e
+        raise CodegenError(f"numba cannot compile {name}: {_one_line(e)}") from e
     return FusedKernel(spec, source, flat, module, path, seconds, hit)

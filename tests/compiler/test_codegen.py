@@ -557,3 +557,15 @@ def test_unsupported_template_raises_codegen_error(template, why):
 def test_malformed_spec_is_a_value_error(nodes, outputs, match):
     with pytest.raises(ValueError, match=match):
         FusedSpec(inputs=(("float32", "full"),), nodes=nodes, outputs=outputs)
+
+
+def test_numba_failure_becomes_one_line_codegen_error(monkeypatch):
+    def broken(template, args, consts, dtype, prefix, lines):
+        lines.append(f"{prefix}0 = no_such_helper({args[0][0]})")
+        return f"{prefix}0", dtype
+    monkeypatch.setattr(codegen, "lower_template", broken)
+    p = Prog()
+    x = p.input()
+    with pytest.raises(CodegenError, match="numba cannot compile .*no_such_helper") as e:
+        compile_fused(p.spec(p.ew("sign(abs(exp({0})))", x)))
+    assert "\n" not in str(e.value)
