@@ -706,9 +706,9 @@ def _build(spec: FusedSpec) -> FusedKernel:
     except OSError:  # NOTE: an unwritable cache directory must not stop fusion
         path = Path(tempfile.gettempdir()) / f"dualgrad-{os.getuid()}" / "kernels" / path.name
         _write_atomic(path, source)
-    module = _import_module(name, path)
     sig = _numba_signature(spec)
     try:
+        module = _import_module(name, path)
         seconds, hit = _compile(module.kernel_serial, sig)
     except Exception as e:
         raise CodegenError(f"numba cannot compile {name}: {_one_line(e)}") from e
