@@ -25,7 +25,7 @@ INTS = ("int32", "int64")
 
 TEMPLATE_FUNCTIONS = {
     "exp": 1, "log": 1, "sqrt": 1, "tanh": 1, "erf": 1, "abs": 1, "sigmoid": 1, "relu": 1,
-    "sign": 1, "maximum": 2, "minimum": 2, "where": 3,
+    "sign": 1, "maximum": 2, "minimum": 2, "where": 3, "sin": 1, "cos": 1,
     **{f"cast_{d}": 1 for d in DTYPES},
 }
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
@@ -251,6 +251,14 @@ class _Lowering:
     def fn_erf(self, arg, hint):
         a, dt = self._float_arg(arg, hint)
         return self.emit(f"erf_f32({a})" if dt == "float32" else f"math.erf({a})", dt)
+
+    def fn_sin(self, arg, hint):
+        a, dt = self._float_arg(arg, hint)
+        return self.emit(f"math.sin({a})", dt)
+
+    def fn_cos(self, arg, hint):
+        a, dt = self._float_arg(arg, hint)
+        return self.emit(f"math.cos({a})", dt)
 
     def fn_sigmoid(self, arg, hint):
         a, dt = self._float_arg(arg, hint)

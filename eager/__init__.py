@@ -256,13 +256,49 @@ def abs(t):  # noqa: A001
     return ops.abs(t)
 
 
+def argmin(t, dim=None, keepdim=False):
+    return _lift(t).argmin(dim, keepdim)
+
+
+def norm(t, p=2, dim=None, keepdim=False):
+    return ops.norm(t, ord=p, axis=dim, keepdims=keepdim)
+
+
+def cumsum(t, dim):
+    return ops.cumsum(t, axis=dim)
+
+
+def flip(t, dims):
+    return _lift(t).flip(dims)
+
+
+def tril(t, diagonal=0):
+    return ops.tril(t, diagonal)
+
+
+def triu(t, diagonal=0):
+    return ops.triu(t, diagonal)
+
+
+def chunk(t, chunks, dim=0):
+    return _lift(t).chunk(chunks, dim)
+
+
+def square(t):
+    return t * t
+
+
+def rsqrt(t):
+    return 1.0 / ops.sqrt(t)
+
+
 def allclose(a, b, rtol=1e-5, atol=1e-8):
     return bool(np.allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol))
 
 
 exp, log, sqrt, tanh, sigmoid, relu, erf = (ops.exp, ops.log, ops.sqrt, ops.tanh, ops.sigmoid,
                                             ops.relu, ops.erf)
-sign = ops.sign
+sign, sin, cos = ops.sign, ops.sin, ops.cos
 add, sub, mul, div = ops.add, ops.sub, ops.mul, ops.div
 eq, ne, lt, le, gt, ge = ops.eq, ops.ne, ops.lt, ops.le, ops.gt, ops.ge
 detach = Tensor.detach

@@ -404,8 +404,57 @@ class Tensor:
             return ops.argmax(self.reshape(-1), axis=0)
         return ops.argmax(self, axis=dim, keepdims=keepdim)
 
+    def argmin(self, dim=None, keepdim=False):
+        if dim is None:
+            return ops.argmin(self.reshape(-1), axis=0)
+        return ops.argmin(self, axis=dim, keepdims=keepdim)
+
     def logsumexp(self, dim, keepdim=False):
         return ops.logsumexp(self, axis=dim, keepdims=keepdim)
+
+    def norm(self, p=2, dim=None, keepdim=False):
+        return ops.norm(self, ord=p, axis=dim, keepdims=keepdim)
+
+    def cumsum(self, dim):
+        return ops.cumsum(self, axis=dim)
+
+    def flip(self, dims):
+        out = self
+        for d in (dims,) if isinstance(dims, int) else dims:
+            out = ops.flip(out, d)
+        return out
+
+    def tril(self, diagonal=0):
+        return ops.tril(self, diagonal)
+
+    def triu(self, diagonal=0):
+        return ops.triu(self, diagonal)
+
+    def masked_fill(self, mask, value):
+        return ops.masked_fill(self, mask, value)
+
+    def repeat(self, *sizes):
+        sizes = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
+        return ops.tile(self, sizes)
+
+    def chunk(self, chunks, dim=0):
+        n = self.shape[dim]
+        return tuple(ops.split(self, -(-n // chunks), axis=dim))
+
+    def split(self, split_size_or_sections, dim=0):
+        return tuple(ops.split(self, split_size_or_sections, axis=dim))
+
+    def square(self):
+        return self * self
+
+    def rsqrt(self):
+        return 1.0 / ops.sqrt(self)
+
+    def sin(self):
+        return ops.sin(self)
+
+    def cos(self):
+        return ops.cos(self)
 
     def softmax(self, dim):
         return ops.softmax(self, axis=dim)

@@ -30,7 +30,8 @@ __all__ = [
     "reduce_max", "reduce_min", "reduce_logsumexp", "argmax", "argmin", "reshape",
     "transpose", "concat", "stack", "split", "expand_dims", "squeeze", "cast", "one_hot",
     "gather", "pad", "zeros", "ones", "zeros_like", "ones_like", "fill", "random_normal",
-    "random_uniform", "stop_gradient", "clip_by_value", "broadcast_to", "named",
+    "random_uniform", "stop_gradient", "clip_by_value", "broadcast_to", "named", "sin", "cos",
+    "cumsum", "reverse", "tile", "norm", "linalg",
 ]
 
 
@@ -63,6 +64,46 @@ negative, abs, exp, log, sqrt, tanh, sigmoid, sign, erf = (  # noqa: A001
 equal, not_equal, greater, greater_equal, less, less_equal = (
     named(f) for f in (ops.eq, ops.ne, ops.gt, ops.ge, ops.lt, ops.le))
 stop_gradient = named(ops.stop_gradient)
+sin, cos = named(ops.sin), named(ops.cos)
+
+
+@named
+def cumsum(x, axis=0):
+    """Running sum along `axis` (tf.math.cumsum without exclusive/reverse)."""
+    return ops.cumsum(x, axis)
+
+
+@named
+def reverse(tensor, axis):
+    """Reverse along each axis in `axis` (tf.reverse)."""
+    for a in (axis,) if isinstance(axis, int) else axis:
+        tensor = ops.flip(tensor, a)
+    return tensor
+
+
+@named
+def tile(input, multiples):  # noqa: A002 - TF's argument name
+    return ops.tile(input, multiples)
+
+
+@named
+def norm(tensor, ord="euclidean", axis=None, keepdims=False):  # noqa: A002
+    """tf.norm for vectors: ord 'euclidean' (2) or 1."""
+    return ops.norm(tensor, ord=2 if ord in ("euclidean", 2) else ord, axis=axis,
+                    keepdims=keepdims)
+
+
+class linalg:  # noqa: N801 - a namespace, as tf.linalg
+    """`band_part(x, num_lower, num_upper)` with -1 for 'keep all', as in TF."""
+
+    @staticmethod
+    def band_part(input, num_lower, num_upper):  # noqa: A002
+        out = input
+        if num_lower >= 0:
+            out = ops.triu(out, -num_lower)
+        if num_upper >= 0:
+            out = ops.tril(out, num_upper)
+        return out
 
 
 @named

@@ -8,17 +8,18 @@ array([2., 2.], dtype=float32)
 """
 from .core import (ELEMENTWISE, REDUCTION, REGISTRY, KernelError, Op, Sample, ShapeError, Spec,
                    bind, fmt_shape, register, spec_of, user_frame, where_str)
-from .elementwise import (abs, add, cast, div, eq, erf, exp, ge, gt, is_value, le, log, lt,
+from .elementwise import (abs, add, cast, cos, div, eq, erf, exp, ge, gt, is_value, le, log, lt,
                           maximum, minimum, mul, ne, neg, pow, relu, sigmoid, sign,
-                          small_int_power, sqrt, stop_gradient, sub, tanh, unbroadcast, where)
+                          sin, small_int_power, sqrt, stop_gradient, sub, tanh, unbroadcast, where)
 from .shape import (broadcast_like, broadcast_to, concat, concat_part, expand_dims,
                     expand_index, ones_like, pad, reshape, reshape_like, slice_, slice_grad,
                     squeeze, sum_to_like, take, take_grad, transpose, zeros_like)
-from .reduce import argmax, count, max, sum
+from .reduce import argmax, count, cumsum, max, sum
 from .nn import fold, generator, manual_seed, matmul, one_hot, rand_like, unfold
-from .composite import (COMPOSITES, conv2d, cross_entropy, dropout, embedding, gelu, layer_norm,
-                        linear, log_softmax, logsumexp, max_pool2d, mean, min, mse_loss, silu,
-                        softmax, split, stack, var)
+from .composite import (COMPOSITES, argmin, conv2d, cross_entropy, dropout, embedding, flip,
+                        gelu, layer_norm, linear, log_softmax, logsumexp, masked_fill,
+                        max_pool2d, mean, min, mse_loss, norm, silu, softmax, split, stack,
+                        tile, tril, triu, var)
 from . import autodiff
 
 __all__ = [n for n in dir() if not n.startswith("_")]

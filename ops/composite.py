@@ -133,6 +133,28 @@ def log_softmax(x, axis=-1):
     return x - logsumexp(x, axis=axis, keepdims=True)
 
 
+@composite(samples=(Sample(((3, 4),), {"axis": 1}, grad=False),),
+           ref=lambda np, x, axis=None, keepdims=False: np.argmin(x, axis=axis,
+                                                                  keepdims=keepdims))
+def argmin(x, axis=-1, keepdims=False):
+    from .reduce import argmax
+    return argmax(-x, axis=axis, keepdims=keepdims)
+
+
+@composite(samples=(Sample(((3, 4),)), Sample(((3, 4),), {"axis": 1, "keepdims": True}),
+                    Sample(((5,),), {"ord": 1})),
+           ref=lambda np, x, ord=2, axis=None, keepdims=False: np.sum(
+               np.abs(x) ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord))
+def norm(x, ord=2, axis=None, keepdims=False):  # noqa: A002 - numpy's name
+    """The vector p-norm over `axis` (all elements by default); ord 1 or 2."""
+    from .elementwise import abs as abs_
+    if ord == 2:
+        return sqrt(sum_(x * x, axis=axis, keepdims=keepdims))
+    if ord == 1:
+        return sum_(abs_(x), axis=axis, keepdims=keepdims)
+    raise ValueError(f"norm: ord must be 1 or 2, got {ord!r}")
+
+
 # -- activations ------------------------------------------------------------------------------
 _GELU_C = math.sqrt(2.0 / math.pi)
 
@@ -349,6 +371,67 @@ def stack(*xs, axis=0):
     nd = len(_shape(xs[0])) + 1
     a = axis % nd
     return concat(*[expand_dims(x, axis=a) for x in xs], axis=a)
+
+
+@composite(samples=(Sample(((3, 4),), {"axis": 1}), Sample(((2, 3, 4),), {"axis": 0}),
+                    Sample(((2, 3),), {"axis": -1})),
+           ref=lambda np, x, axis: np.flip(x, axis))
+def flip(x, axis):
+    """Reverse the order of elements along `axis`."""
+    nd = len(_shape(x))
+    a = norm_axes("flip", axis, nd)[0]
+    return slice_(x, index=(slice(None),) * a + (slice(None, None, -1),))
+
+
+def _band(x, k, lower, name):
+    shape = _shape(x)
+    if len(shape) < 2 or None in shape[-2:]:
+        raise _located(f"{name}: needs at least 2 dims with the last two known, got "
+                       f"{fmt_shape(shape)}")
+    keep = (np.tril if lower else np.triu)(np.ones(shape[-2:], dtype=bool), k)
+    return where(keep, x, 0.0)
+
+
+@composite(samples=(Sample(((4, 4),)), Sample(((2, 3, 5),), {"diagonal": 1}),
+                    Sample(((4,),), match="needs at least 2 dims")),
+           ref=lambda np, x, diagonal=0: np.tril(x, diagonal))
+def tril(x, diagonal=0):
+    """Zero the elements above the `diagonal`-th diagonal of the last two dims."""
+    return _band(x, diagonal, True, "tril")
+
+
+@composite(samples=(Sample(((4, 4),)), Sample(((2, 3, 5),), {"diagonal": -1})),
+           ref=lambda np, x, diagonal=0: np.triu(x, diagonal))
+def triu(x, diagonal=0):
+    """Zero the elements below the `diagonal`-th diagonal of the last two dims."""
+    return _band(x, diagonal, False, "triu")
+
+
+@composite(samples=(Sample(((3, 4), np.array([[True, False, False, True]] * 3)),
+                           {"value": -5.0}),
+                    Sample(((2, 3), np.array([False, True, False])), {"value": 0.0})),
+           ref=lambda np, x, mask, value: np.where(mask, value, x))
+def masked_fill(x, mask, value):
+    """x with `value` wherever the (broadcastable) boolean mask is True."""
+    return where(mask, value, x)
+
+
+@composite(samples=(Sample(((2, 3),), {"reps": (2, 1)}), Sample(((3,),), {"reps": (2, 2)}),
+                    Sample(((2, 1, 2),), {"reps": (1, 3, 2)})),
+           ref=lambda np, x, reps: np.tile(x, reps))
+def tile(x, reps):
+    """Repeat x `reps[i]` times along dim i (torch's Tensor.repeat, numpy's tile)."""
+    shape = _shape(x)
+    reps = tuple(int(r) for r in reps)
+    if len(reps) < len(shape) or None in shape:
+        raise _located(f"tile: needs known dims and at least one repeat count per dim, "
+                       f"got {fmt_shape(shape)} and reps {reps}")
+    shape = (1,) * (len(reps) - len(shape)) + shape
+    inter = tuple(d for pair in zip((1,) * len(shape), shape) for d in pair)
+    wide = tuple(d for pair in zip(reps, shape) for d in pair)
+    from .shape import broadcast_to
+    y = broadcast_to(reshape(x, inter), shape=wide)
+    return reshape(y, tuple(r * d for r, d in zip(reps, shape)))
 
 
 def split(x, split_size_or_sections, axis=0):

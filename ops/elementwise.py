@@ -115,6 +115,11 @@ ABS = register("abs", _unary_infer, np.abs, lambda g, x, **kw: (g * sign(x),),
 SIGN = register("sign", _unary_infer, np.sign, None, scalar="sign({0})", kind=_EW,
                 samples=_UNARY_SAMPLES, ref=lambda np, x: np.sign(x))
 
+SIN = register("sin", _float_unary_infer("sin"), np.sin, lambda g, x, **kw: (g * cos(x),),
+               scalar="sin({0})", kind=_EW, samples=_UNARY_SAMPLES, ref=lambda np, x: np.sin(x))
+COS = register("cos", _float_unary_infer("cos"), np.cos, lambda g, x, **kw: (-(g * sin(x)),),
+               scalar="cos({0})", kind=_EW, samples=_UNARY_SAMPLES, ref=lambda np, x: np.cos(x))
+
 _erf_scalar = np.frompyfunc(math.erf, 1, 1)
 
 
@@ -297,6 +302,7 @@ for _op in list(REGISTRY.values()):
 
 neg, exp, log, sqrt, tanh, sigmoid, relu, abs, sign, erf = (  # noqa: A001 - op names
     NEG.fn, EXP.fn, LOG.fn, SQRT.fn, TANH.fn, SIGMOID.fn, RELU.fn, ABS.fn, SIGN.fn, ERF.fn)
+sin, cos = SIN.fn, COS.fn
 add, sub, mul, div, pow, maximum, minimum, where = (  # noqa: A001
     ADD.fn, SUB.fn, MUL.fn, DIV.fn, POW.fn, MAXIMUM.fn, MINIMUM.fn, WHERE.fn)
 eq, ne, lt, le, gt, ge = (REGISTRY[n].fn for n in ("eq", "ne", "lt", "le", "gt", "ge"))

@@ -101,6 +101,32 @@ COUNT = register("count", _count_infer, _count_kernel, None, kind="other",
                  samples=(Sample(((3, 4),), {"axis": 1}, grad=False),),
                  ref=None)
 
+def _cumsum_infer(x, axis, **_):
+    norm_axes("cumsum", axis, x.ndim, x)
+    return x
+
+
+def _cumsum_kernel(x, axis):
+    return np.cumsum(x, axis=axis, dtype=np.asarray(x).dtype)
+
+
+def _cumsum_vjp(g, x, axis, **kw):
+    from .composite import flip   # NOTE: the adjoint of a running sum is the reversed one
+    return (flip(cumsum(flip(g, axis), axis), axis),)
+
+
+CUMSUM = register("cumsum", _cumsum_infer, _cumsum_kernel, _cumsum_vjp, kind="other",
+                  samples=(Sample(((3, 4),), {"axis": 1}), Sample(((5,),), {"axis": 0}),
+                           Sample(((2, 3, 4),), {"axis": -3}),
+                           Sample(((3,),), {"axis": 1}, match="axis 1 is out of range")),
+                  ref=lambda np, x, axis: np.cumsum(x, axis=axis))
+
+
+def cumsum(x, axis):
+    return bind(CUMSUM, x, axis=int(axis))
+
+
+CUMSUM.fn = cumsum
 sum_, max_, argmax, count = (_public(o) for o in (SUM, MAX, ARGMAX, COUNT))
 
 
