@@ -16,33 +16,31 @@ First-call costs are measured in fresh subprocesses: one with an empty kernel ca
 
 NOTE: glibc malloc is pinned (mmap threshold 64 MiB, no trim), as in the peers' figures, so
 that 16 MiB outputs are recycled instead of page-faulted in afresh on every call (7-9 ms per
-16 MiB on this VM); DUALGRAD_BENCH_MALLOC=glibc turns that off.
+16 MiB on this VM); DUALGRAD_MALLOC=glibc turns that off.
 """
 from __future__ import annotations
 
-import ctypes
-import gc
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
 
-def pin_malloc() -> str:
-    if os.environ.get("DUALGRAD_BENCH_MALLOC") == "glibc":
-        return "glibc defaults"
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        ok = libc.mallopt(-3, 64 << 20) and libc.mallopt(-1, 2**31 - 1)  # MMAP_, TRIM_THRESHOLD
-        return "pinned" if ok else "glibc defaults (mallopt refused)"
-    except OSError:
-        return "glibc defaults (no libc.so.6)"
 
+
+from compiler.memory import pin_malloc  # noqa: E402
+from comparisons.bench.timing import time_group  # noqa: E402
 
 MALLOC = pin_malloc()
+
+
+def bench_group(fns, repeat=8, passes=2, target=0.05):
+    """({name: median}, {name: min}) per-call seconds, peers side by side, with a pause
+    before each peer so the previous one's idle thread pool stops spinning."""
+    st = time_group(fns, repeat, target, passes, settle=0.02)
+    return ({n: v["median_s"] for n, v in st.items()}, {n: v["min_s"] for n, v in st.items()})
 
 import numpy as np  # noqa: E402
 
@@ -192,41 +190,8 @@ def jax_peers():
 
 
 # -- timing (median of repeats, peers side by side) ---------------------------------------------
-def _autorange(fn, target):
-    number = 1
-    while True:
-        t = time.perf_counter()
-        for _ in range(number):
-            fn()
-        dt = time.perf_counter() - t
-        if dt >= target or number >= 1 << 16:
-            return number
-        number = max(number * 2, int(number * target * 1.2 / max(dt, 1e-9)))
 
 
-def bench_group(fns, repeat=8, passes=2, target=0.05):
-    """Median and min per-call seconds; peers alternate in `passes` rounds of contiguous
-    repeats so that a slow drift of this shared machine hits all of them alike."""
-    numbers = {}
-    for name, fn in fns.items():
-        fn()
-        numbers[name] = _autorange(fn, target)
-    samples = {name: [] for name in fns}
-    gc.disable()
-    try:
-        for _ in range(passes):
-            for name, fn in fns.items():
-                time.sleep(0.02)  # NOTE: let the previous peer's idle pool threads stop spinning
-                fn()
-                for _ in range(repeat // passes):
-                    t = time.perf_counter()
-                    for _ in range(numbers[name]):
-                        fn()
-                    samples[name].append((time.perf_counter() - t) / numbers[name])
-    finally:
-        gc.enable()
-    return ({name: statistics.median(s) for name, s in samples.items()},
-            {name: min(s) for name, s in samples.items()})
 
 
 def first_call(fn):

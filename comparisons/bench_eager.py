@@ -17,7 +17,7 @@ peers, as in shared/peers/_bench.py, so slow drifts of a shared machine hit ever
 The issue's target: eager `a + b` (no grad) at most 2x PyTorch eager's per-op time.
 
 NOTE: glibc malloc is pinned (mmap threshold 64 MiB, no trim) as in the peers' figures;
-DUALGRAD_BENCH_MALLOC=glibc turns that off. BLAS and torch run on ONE thread by default
+DUALGRAD_MALLOC=glibc turns that off. BLAS and torch run on ONE thread by default
 (`--threads N` to change, `--threads 0` for the libraries' own defaults): these ops are too
 small to gain from threads, and on a busy 2-core machine OpenBLAS / OpenMP pools that spin
 against other processes made single MLP steps take 5-50 ms instead of 0.3 ms. The thread
@@ -25,27 +25,22 @@ counts in force are printed under the table.
 """
 from __future__ import annotations
 
-import ctypes
-import gc
 import json
-import os
-import statistics
 import sys
-import time
 
 
-def pin_malloc() -> str:
-    if os.environ.get("DUALGRAD_BENCH_MALLOC") == "glibc":
-        return "glibc defaults"
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        ok = libc.mallopt(-3, 64 << 20) and libc.mallopt(-1, 2**31 - 1)  # MMAP_, TRIM_THRESHOLD
-        return "pinned" if ok else "glibc defaults (mallopt refused)"
-    except OSError:
-        return "glibc defaults (no libc.so.6)"
 
+
+from compiler.memory import pin_malloc  # noqa: E402
+from comparisons.bench.timing import time_group  # noqa: E402
 
 MALLOC = pin_malloc()
+
+
+def bench_group(fns, repeat=8, passes=2, target=0.05):
+    """{name: (median, min)} per-call seconds, peers side by side (bench/timing.py)."""
+    st = time_group(fns, repeat, target, passes)
+    return {name: (v["median_s"], v["min_s"]) for name, v in st.items()}
 
 import numpy as np  # noqa: E402
 
@@ -58,41 +53,8 @@ LR, MOMENTUM = 0.1, 0.9
 
 
 # -- timing ---------------------------------------------------------------------------------
-def _autorange(fn, target):
-    number = 1
-    while True:
-        t = time.perf_counter()
-        for _ in range(number):
-            fn()
-        dt = time.perf_counter() - t
-        if dt >= target or number >= 1 << 16:
-            return number
-        number = max(number * 2, int(number * target * 1.2 / max(dt, 1e-9)))
 
 
-def bench_group(fns, repeat=8, passes=2, target=0.05):
-    """{name: (median, min)} per-call seconds. Peers alternate in `passes` rounds, each a
-    re-warm call plus repeat/passes contiguous timed repeats of an auto-ranged number of calls."""
-    numbers = {}
-    for name, fn in fns.items():
-        fn()
-        numbers[name] = _autorange(fn, target)
-    samples = {name: [] for name in fns}
-    gc_was = gc.isenabled()
-    gc.disable()
-    try:
-        for _ in range(passes):
-            for name, fn in fns.items():
-                fn()
-                for _ in range(repeat // passes):
-                    t = time.perf_counter()
-                    for _ in range(numbers[name]):
-                        fn()
-                    samples[name].append((time.perf_counter() - t) / numbers[name])
-    finally:
-        if gc_was:
-            gc.enable()
-    return {name: (statistics.median(s), min(s)) for name, s in samples.items()}
 
 
 # -- peers ----------------------------------------------------------------------------------

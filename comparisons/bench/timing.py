@@ -32,8 +32,13 @@ def _autorange(fn, target):
         number = max(number * 2, int(math.ceil(number * target * 1.2 / max(dt, 1e-9))))
 
 
-def time_group(fns: dict, repeat: int = 8, target: float = 0.05, passes: int = 2) -> dict:
-    """{name: {median_s, min_s, max_s, number, repeat}} per call of each zero-arg callable."""
+def time_group(fns: dict, repeat: int = 8, target: float = 0.05, passes: int = 2,
+               settle: float = 0.0) -> dict:
+    """{name: {median_s, min_s, max_s, number, repeat}} per call of each zero-arg callable.
+
+    settle: seconds to sleep before each peer's block, so the previous peer's idle thread
+    pool stops spinning (numba's OpenMP, XLA's, torch's) before this one is timed.
+    """
     numbers = {}
     for name, fn in fns.items():
         fn()
@@ -45,6 +50,8 @@ def time_group(fns: dict, repeat: int = 8, target: float = 0.05, passes: int = 2
     try:
         for _ in range(passes):
             for name, fn in fns.items():
+                if settle:
+                    time.sleep(settle)
                 fn()
                 n = numbers[name]
                 for _ in range(per_pass):
