@@ -30,19 +30,20 @@ class Case:
 
     def args(self, dtype=np.float64, seed=0):
         """Concrete arguments: shapes become random floats in the sample's domain."""
-        rng = np.random.default_rng(seed + 7919 * self.index)
-        lo, hi = self.sample.domain
-        out = []
-        for a in self.sample.args:
-            if isinstance(a, tuple):
-                out.append(rng.uniform(lo, hi, a).astype(dtype))
-            else:
-                out.append(a)
-        return out
+        return sample_arrays(self.sample, dtype, seed + 7919 * self.index)
 
     def float_positions(self, args):
         return [i for i, a in enumerate(args)
                 if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+
+
+def sample_arrays(sample, dtype=np.float64, seed=0):
+    """A sample's args as values: a tuple is a shape (random floats in sample.domain),
+    arrays and Python scalars are used as they are."""
+    rng = np.random.default_rng(seed)
+    lo, hi = sample.domain
+    return [rng.uniform(lo, hi, a).astype(dtype) if isinstance(a, tuple) else a
+            for a in sample.args]
 
 
 def _entries():

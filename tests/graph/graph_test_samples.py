@@ -5,20 +5,10 @@ import numpy as np
 
 import graph
 import ops
+from tests.opinfo import numeric_grad as _numeric_grad, sample_arrays
 
 
-def arrays_for(sample, dtype=np.float64, seed=0):
-    """Sample args as arrays: a tuple is a shape (random floats in sample.domain), arrays and
-    Python scalars as they are."""
-    rng = np.random.default_rng(seed)
-    lo, hi = sample.domain
-    out = []
-    for a in sample.args:
-        if isinstance(a, tuple):
-            out.append(rng.uniform(lo, hi, a).astype(dtype))
-        else:
-            out.append(a)
-    return out
+arrays_for = sample_arrays
 
 
 def graph_args(arrays, unknown_dims=False):
@@ -43,18 +33,7 @@ def float_inputs(sample, arrays):
 
 def numeric_grad(f, arrays, i, eps=1e-6):
     """Central finite difference of scalar f(arrays) with respect to arrays[i] (float64)."""
-    x = arrays[i]
-    g = np.zeros_like(x)
-    flat, gflat = x.reshape(-1), g.reshape(-1)
-    for k in range(flat.size):
-        old = flat[k]
-        flat[k] = old + eps
-        up = f(arrays)
-        flat[k] = old - eps
-        down = f(arrays)
-        flat[k] = old
-        gflat[k] = (up - down) / (2 * eps)
-    return g
+    return _numeric_grad(lambda *a: f(list(a)), arrays, i, eps)
 
 
 def op_cases():
