@@ -16,6 +16,7 @@ import numpy as np
 import ops
 from ops import REGISTRY as R
 from ops.autodiff import backprop
+from ops.composite import current_composite
 from ops.core import ShapeError, explain_failure, spec_of, user_frame, where_str
 
 _GRAD = [True]   # grad mode: module-level so the hot path reads one list item
@@ -41,7 +42,9 @@ def _fail(op, args, attrs, err):
     e = explain_failure(op, [spec_of(a.data if isinstance(a, Tensor) else a) for a in args],
                         attrs, err)
     loc = user_frame()
-    e.args = (f"{e.args[0]} (at {where_str(loc)})",)
+    inside = current_composite()   # e.g. softmax's inner max: say which call the user made
+    inside = f"in {inside}, " if inside and not e.args[0].startswith(inside) else ""
+    e.args = (f"{e.args[0]} ({inside}at {where_str(loc)})",)
     e.location = loc
     return e
 
@@ -514,7 +517,12 @@ class Tensor:
         return ops.reshape(self, shape[:s] + (-1,) + shape[e + 1:])
 
     def transpose(self, dim0, dim1):
-        axes = list(range(self.data.ndim))
+        nd = self.ndim
+        for d in (dim0, dim1):
+            if not -nd <= d < max(nd, 1):
+                raise IndexError(f"transpose: dim {d} is out of range for a {nd}-d tensor of "
+                                 f"shape {self.shape} (at {where_str(user_frame())})")
+        axes = list(range(nd))
         axes[dim0], axes[dim1] = axes[dim1], axes[dim0]
         return ops.transpose(self, axes=tuple(axes))
 

@@ -365,10 +365,18 @@ def mse_loss(input, target, reduction="mean"):  # noqa: A002 - torch's argument 
 
 # -- structure --------------------------------------------------------------------------------
 @composite(samples=(Sample(((2, 3), (2, 3)), {"axis": 0}), Sample(((2, 3), (2, 3), (2, 3)),
-                                                                   {"axis": -1})),
+                                                                   {"axis": -1}),
+                    Sample(((2, 3), (3, 3)), {"axis": 0},
+                           match=r"stack: all tensors must have the same shape, got "
+                                 r"\(2, 3\), \(3, 3\)")),
            ref=lambda np, *xs, axis=0: np.stack(xs, axis=axis))
 def stack(*xs, axis=0):
-    nd = len(_shape(xs[0])) + 1
+    shapes = [_shape(x) for x in xs]
+    if any(len(s) != len(shapes[0]) or any(a is not None and b is not None and a != b
+                                           for a, b in zip(s, shapes[0])) for s in shapes):
+        raise _located(f"stack: all tensors must have the same shape, got "
+                       f"{', '.join(fmt_shape(s) for s in shapes)}")
+    nd = len(shapes[0]) + 1
     a = axis % nd
     return concat(*[expand_dims(x, axis=a) for x in xs], axis=a)
 
