@@ -8,14 +8,15 @@ import eager.nn.functional as F
 import ops
 
 
-def _line():
-    return inspect.currentframe().f_back.f_lineno
+def _next_line():
+    return inspect.currentframe().f_back.f_lineno + 1
 
 
 def test_error_inside_a_composite_names_the_composite_and_the_line():
     x = eager.randn(3, 4)
     with pytest.raises(ops.ShapeError) as info:
-        F.softmax(x, dim=3); line = _line()  # noqa: E702
+        line = _next_line()
+        F.softmax(x, dim=3)
     msg = str(info.value)
     assert msg.startswith("max: axis 3 is out of range for 2-d input of (3, 4)")
     assert f"in softmax, at tests/eager/test_errors.py:{line}" in msg
@@ -23,7 +24,8 @@ def test_error_inside_a_composite_names_the_composite_and_the_line():
 
 def test_transpose_with_an_out_of_range_dim_is_a_clear_index_error():
     with pytest.raises(IndexError) as info:
-        eager.randn(3, 4).transpose(0, 2); line = _line()  # noqa: E702
+        line = _next_line()
+        eager.randn(3, 4).transpose(0, 2)
     assert "transpose: dim 2 is out of range for a 2-d tensor of shape (3, 4)" in str(info.value)
     assert f"test_errors.py:{line}" in str(info.value)
 
