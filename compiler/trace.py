@@ -683,8 +683,13 @@ class Compiled:
             self._eager.add(key)
             try:
                 result = self.fn(*args, **kwargs)
-            except BaseException:
+            except BaseException as e:
                 self._eager.discard(key)   # NOTE: the user's error pins nothing to eager
+                if self.traces > 1 and isinstance(e, Exception):
+                    e.add_note(f"compile({self.__qualname__}): this call has a new input "
+                               f"signature and was traced again (trace {self.traces}):\n"
+                               f"  now:     {self.signatures[-1]}\n"
+                               f"  earlier: {self.signatures[-2]}")
                 raise
             _warn_fallback(self.__qualname__, failed)
             return result

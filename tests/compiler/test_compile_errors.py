@@ -51,3 +51,16 @@ def test_a_call_that_raised_is_traced_again_once_the_bug_is_fixed():
         warnings.simplefilter("error")
         out = f(eager.ones(3, 4))
     assert out.shape == (3, 2) and f.traces == 2 and f.graph is not None   # compiled, not eager
+
+
+def test_an_error_on_a_retrace_says_the_signature_changed():
+    @compiler.compile
+    def f(x):
+        return x.view(32, -1).sum()
+
+    f(eager.randn(32, 4))
+    with pytest.raises(ops.ShapeError) as info:
+        f(eager.randn(12, 4))
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "new input signature and was traced again (trace 2)" in notes
+    assert "float32[12, 4]" in notes and "float32[32, 4]" in notes
