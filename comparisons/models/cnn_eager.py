@@ -13,10 +13,11 @@
 from __future__ import annotations
 
 import eager
-from eager import nn, optim
+from eager import nn
 from eager.nn import functional as F
 
-from .common import compile_fn, numpy_state
+from . import mlp_eager
+from .common import numpy_state
 
 LR, MOMENTUM, EPOCHS = 0.1, 0.9, 15
 
@@ -39,28 +40,11 @@ def initial_weights(seed=0) -> dict:
     return numpy_state(CNN())
 
 
-class Trainer:
-    def __init__(self, model, lr=LR, momentum=MOMENTUM, compiled=False):
-        self.model = model
-        self.opt = optim.SGD(model.parameters(), lr=lr, momentum=momentum)
-        self.loss_fn = compile_fn(self._loss) if compiled else self._loss
-
-    def _loss(self, x, y):
-        return F.cross_entropy(self.model(x), y)
-
-    def step(self, x, y):
-        loss = self.loss_fn(eager.from_numpy(x), eager.from_numpy(y))
-        self.opt.zero_grad()
-        loss.backward()
-        self.opt.step()
-        return loss.item()
-
-    def predict(self, x):
-        with eager.no_grad():
-            return self.model(eager.from_numpy(x)).numpy()
+# The PyTorch training step is the MLP's, word for word: see mlp_eager.Trainer.
+Trainer = mlp_eager.Trainer
 
 
 def build(weights=None, seed=0, compiled=False, **opt):
     model = CNN()
     model.load_state_dict(weights if weights is not None else initial_weights(seed))
-    return Trainer(model, compiled=compiled, **opt)
+    return Trainer(model, compiled=compiled, **{"lr": LR, "momentum": MOMENTUM, **opt})
