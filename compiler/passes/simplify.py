@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 import ops
+from ops.rules import broadcast
 from ..ir import INode, const_node
 
 NAME = "simplify"
@@ -121,10 +122,40 @@ def _new_op(op, inputs, attrs, n):
     return (m, 0)
 
 
+def broadcast_into_users(prog, counts):
+    """Elementwise ops broadcast by themselves: an explicit broadcast_to / broadcast_like (or
+    expand_dims) whose every user is elementwise and keeps its output shape without it is
+    dropped, so no stride-0 view is materialised (fused loops read the small operand)."""
+    users = prog.users()
+    for n in list(prog.nodes):
+        if n.kind != "op" or n.op.name not in ("broadcast_to", "broadcast_like"):
+            continue
+        src = n.inputs[0]
+        uses = users[id(n)]
+        if not uses or any(f[0] is n for f in prog.fetches):
+            continue
+        if all(_keeps_shape(u, k, src) for u, k in uses):
+            for u, k in uses:
+                u.inputs[k] = src
+            counts["broadcast_into_users"] = counts.get("broadcast_into_users", 0) + 1
+
+
+def _keeps_shape(u, k, src):
+    if u.kind != "op" or u.op.name not in ops.ELEMENTWISE or not u.pure():
+        return False
+    specs = [s[0].specs[s[1]] for s in u.inputs]
+    specs[k] = src[0].specs[src[1]]
+    try:
+        return tuple(broadcast(u.op.name, *specs)) == tuple(u.spec.shape)
+    except ops.ShapeError:
+        return False
+
+
 def run(prog):
     from ..ir import topo_sort
     from .prune import dead_code
     counts = {}
+    broadcast_into_users(prog, counts)
     changed = True
     while changed:
         changed = False

@@ -271,3 +271,20 @@ def test_random_elementwise_graphs_match_unoptimised(prog):
     opt, _ = _run(g, [out] + grads, feeds, True)
     for a, b in zip(plain, opt):
         np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-4)
+
+
+def test_explicit_broadcasts_into_elementwise_users_are_dropped():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (4, 3))
+        b = graph.placeholder(graph.float32, (3,))
+        y = graph.tanh(x * graph.broadcast_to(b, (4, 3)) + 1.0)
+        z = graph.broadcast_to(b, (2, 3)) * 1.5       # fetched shape needs the broadcast
+    xv = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
+    bv = np.random.default_rng(1).standard_normal(3).astype(np.float32)
+    with graph.Session(g) as s:
+        got_y, got_z = s.run([y, z], {x: xv, b: bv})
+        rules = s.last_report["simplify"].details["rewrites"]
+    assert rules.get("broadcast_into_users") == 1
+    np.testing.assert_allclose(got_y, np.tanh(xv * bv + 1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got_z, np.broadcast_to(bv, (2, 3)) * 1.5, rtol=1e-6)
