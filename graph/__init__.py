@@ -21,9 +21,9 @@ See docs/graph.md for the guide, graph/plan.py for the execution-plan interface.
 from ops import ShapeError, manual_seed as set_random_seed
 
 from . import errors
-from .core import (Graph, Node, Tensor, TensorShape, control_dependencies, constant,
-                   convert_to_tensor, get_default_graph, name_scope, placeholder,
-                   reset_default_graph)
+from .core import (Graph, GraphKeys, Node, Tensor, TensorShape, add_to_collection,
+                   control_dependencies, constant, convert_to_tensor, get_collection,
+                   get_default_graph, name_scope, placeholder, reset_default_graph)
 from .dtypes import (as_dtype, bool_, float16, float32, float64, int8, int16, int32, int64,
                      uint8)
 from .variables import (Variable, assign, assign_add, assign_sub, global_variables,
@@ -46,7 +46,8 @@ print = print_  # noqa: A001 - graph.print(x, message), as tf.print / tf.Print
 Print = print_
 
 __all__ = [
-    "ShapeError", "set_random_seed", "errors", "Graph", "Node", "Operation", "Tensor",
+    "ShapeError", "set_random_seed", "errors", "Graph", "GraphKeys", "add_to_collection",
+    "get_collection", "Node", "Operation", "Tensor",
     "TensorShape", "control_dependencies", "constant", "convert_to_tensor",
     "get_default_graph", "name_scope", "placeholder", "reset_default_graph", "as_dtype",
     "bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",

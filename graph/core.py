@@ -304,6 +304,7 @@ class Graph:
         self.version = 0                     # bumped by every new node
         self.outer = None                    # the enclosing graph of a cond/while body
         self.saved_values: dict = {}         # variable values a loaded graph starts with
+        self.collections: dict = {}          # name -> list, as tf.add_to_collection
 
     def __reduce__(self):
         raise TypeError("graphs cannot be pickled; save them with graph.save()")
@@ -429,6 +430,14 @@ class Graph:
             g = g.outer
         return False
 
+    # -- collections (TF1's tf.add_to_collection / tf.get_collection) ---------------------
+    def add_to_collection(self, name, value):
+        self.collections.setdefault(name, []).append(value)
+
+    def get_collection(self, name):
+        """A copy of the list stored under `name` (empty if none)."""
+        return list(self.collections.get(name, ()))
+
     def capture(self, t):  # a plain graph captures nothing; bodies override (control_flow.py)
         raise ValueError(f"tensor '{t.name}' belongs to another graph")
 
@@ -443,6 +452,21 @@ _GRAD_OF: list[Node] = []   # the forward node whose gradient rule is being buil
 
 def get_default_graph() -> Graph:
     return _STACK[-1] if _STACK else _GLOBAL[0]
+
+
+class GraphKeys:
+    """Standard collection names, as tf.GraphKeys."""
+    UPDATE_OPS = "update_ops"   # layers.batch_normalization's moving-average assigns
+
+
+def add_to_collection(name, value):
+    """Add `value` to the default graph's collection `name`."""
+    get_default_graph().add_to_collection(name, value)
+
+
+def get_collection(name):
+    """The default graph's collection `name`, e.g. graph.GraphKeys.UPDATE_OPS."""
+    return get_default_graph().get_collection(name)
 
 
 def reset_default_graph():

@@ -37,3 +37,10 @@ def softmax_cross_entropy(onehot_labels, logits):
 def sparse_softmax_cross_entropy(labels, logits):
     """Mean softmax cross-entropy from integer class labels."""
     return ops.cross_entropy(logits, labels)
+
+
+@named
+def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0):
+    """Mean sigmoid cross-entropy from logits and labels in [0, 1] of the same shape."""
+    loss = ops.binary_cross_entropy_with_logits(logits, multi_class_labels)
+    return loss if weights == 1.0 else loss * weights

@@ -26,7 +26,9 @@ from .variables import Variable
 
 __all__ = ["relu", "gelu", "softmax", "log_softmax", "sigmoid", "tanh", "silu", "swish",
            "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
-           "sparse_softmax_cross_entropy_with_logits", "conv2d", "max_pool2d", "max_pool",
+           "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
+           "conv2d", "max_pool2d", "max_pool", "avg_pool2d", "avg_pool", "moments",
+           "batch_normalization",
            "embedding_lookup", "dropout", "layer_norm", "bias_add", "l2_loss", "dense",
            "glorot_uniform_initializer"]
 
@@ -79,6 +81,13 @@ def _cross_entropy(logits, labels):
     if np.dtype(labels.dtype).kind in "iu":
         labels = ops.one_hot(labels, logits.shape[-1], dtype=logits.dtype)
     return -ops.sum(labels * ops.log_softmax(logits, axis=-1), axis=-1)
+
+
+@named
+def sigmoid_cross_entropy_with_logits(labels=None, logits=None):
+    """Per-element sigmoid cross-entropy (labels and logits of one shape), as TF."""
+    _need_both("sigmoid_cross_entropy_with_logits", labels, logits)
+    return ops.binary_cross_entropy_with_logits(logits, labels, reduction="none")
 
 
 def _need_both(what, labels, logits):
@@ -134,6 +143,40 @@ def max_pool2d(input, ksize, strides=None, padding="VALID", data_format="NCHW"):
 
 
 max_pool = max_pool2d
+
+
+@named
+def avg_pool2d(input, ksize, strides=None, padding="VALID", data_format="NCHW"):  # noqa: A002
+    """Mean over ksize windows of an (N, C, H, W) input; only padding='VALID'."""
+    _nchw(data_format, "avg_pool2d")
+    k = _stride(ksize, "avg_pool2d")
+    s = k if strides is None else _stride(strides, "avg_pool2d")
+    if _padding(padding, k, s, "avg_pool2d") != 0:
+        raise NotImplementedError("avg_pool2d: only padding='VALID'")
+    return ops.avg_pool2d(input, k, stride=s)
+
+
+avg_pool = avg_pool2d
+
+
+def moments(x, axes, keepdims=False, name=None):
+    """(mean, variance) of x over `axes`, as tf.nn.moments (the variance is biased)."""
+    g = _graph_of([x]) if isinstance(x, Tensor) else None
+    if g is None or name is None:
+        return ops.moments(x, axes, keepdims=keepdims)
+    with g.name_scope(name):
+        return ops.moments(x, axes, keepdims=keepdims)
+
+
+@named
+def batch_normalization(x, mean, variance, offset, scale, variance_epsilon):
+    """(x - mean) / sqrt(variance + eps) * scale + offset, TF's argument order.
+
+    The statistics broadcast against x as given (e.g. from `moments(x, axes,
+    keepdims=True)`); a 1-d statistic of length C belongs to the channel dim 1 (NCHW), as
+    in `ops.batch_norm`. offset and scale may be None.
+    """
+    return ops.batch_norm(x, mean, variance, scale, offset, eps=variance_epsilon)
 
 
 @named

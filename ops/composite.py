@@ -271,13 +271,13 @@ def conv2d(x, weight, bias=None, stride=1, padding=0):
     return y if bias is None else y + reshape(bias, (1, o, 1, 1))
 
 
-def _pool_ref(np, x, kernel_size, stride=None):
+def _pool_ref(np, x, kernel_size, stride=None, reduce="max"):
     stride = stride or kernel_size
     n, c, h, w = x.shape
     ho, wo = (h - kernel_size) // stride + 1, (w - kernel_size) // stride + 1
     wins = [x[:, :, i:i + stride * ho:stride, j:j + stride * wo:stride]
             for i in range(kernel_size) for j in range(kernel_size)]
-    return np.max(np.stack(wins, axis=0), axis=0)
+    return getattr(np, reduce)(np.stack(wins, axis=0), axis=0)
 
 
 @composite(samples=(Sample(((2, 3, 4, 4),), {"kernel_size": 2}),
@@ -295,6 +295,102 @@ def max_pool2d(x, kernel_size, stride=None, padding=0):
     ho, wo = (h - kernel_size) // stride + 1, (w - kernel_size) // stride + 1
     cols = unfold(reshape(x, (-1, 1, h, w)), kernel=(kernel_size, kernel_size), stride=stride)
     return reshape(max_(cols, axis=1), (-1, c, ho, wo))
+
+
+@composite(samples=(Sample(((2, 3, 4, 4),), {"kernel_size": 2}),
+                    Sample(((1, 2, 5, 5),), {"kernel_size": 3, "stride": 2}),
+                    Sample(((1, 1, 1, 1),), {"kernel_size": 1}),
+                    Sample(((3, 4, 4),), {"kernel_size": 2},
+                           match=r"avg_pool2d: expects a 4-d input \(N, C, H, W\), got "
+                                 r"\(3, 4, 4\)")),
+           ref=lambda np, x, kernel_size, stride=None: _pool_ref(np, x, kernel_size, stride,
+                                                                 reduce="mean"))
+def avg_pool2d(x, kernel_size, stride=None):
+    """Mean over kernel_size windows of an (N, C, H, W) input (no padding)."""
+    xs = _shape(x)
+    if len(xs) != 4:
+        raise _located(f"avg_pool2d: expects a 4-d input (N, C, H, W), got {fmt_shape(xs)}")
+    stride = stride or kernel_size
+    _, c, h, w = xs
+    ho, wo = (h - kernel_size) // stride + 1, (w - kernel_size) // stride + 1
+    cols = unfold(reshape(x, (-1, 1, h, w)), kernel=(kernel_size, kernel_size), stride=stride)
+    return reshape(mean(cols, axis=1), (-1, c, ho, wo))
+
+
+# -- batch normalisation ----------------------------------------------------------------------
+def _moments_ref(np, x, axes, keepdims=False):
+    axes = tuple(axes) if isinstance(axes, (list, tuple)) else axes
+    return np.mean(x, axis=axes, keepdims=keepdims), np.var(x, axis=axes, keepdims=keepdims)
+
+
+# NOTE: the generated tests compare one output, so moments' forward and gradient are tested
+# in tests/ops/test_moments.py (and through batch_norm's samples); here only its error
+@composite(samples=(Sample(((4, 3),), {"axes": (2,)},
+                           match=r"moments: axes \(2,\) out of range for input \(4, 3\)"),),
+           ref=_moments_ref)
+def moments(x, axes, keepdims=False):
+    """(mean, biased variance) of x over `axes`, as TF's tf.nn.moments.
+
+    >>> import numpy as np, ops
+    >>> m, v = ops.moments(np.array([[1., 2.], [3., 6.]]), axes=(0,))
+    >>> m.tolist(), v.tolist()
+    ([2.0, 4.0], [1.0, 4.0])
+    """
+    nd = len(_shape(x))
+    ax = tuple(axes) if isinstance(axes, (list, tuple)) else (axes,)
+    if any(not -nd <= a < nd for a in ax):
+        raise _located(f"moments: axes {ax} out of range for input {fmt_shape(_shape(x))}")
+    ax = tuple(sorted(a % nd for a in ax))
+    return mean(x, axis=ax, keepdims=keepdims), var(x, axis=ax, keepdims=keepdims)
+
+
+def _bn_ref(np, x, mean, var, weight=None, bias=None, eps=1e-5):
+    def put(a):
+        return a if a.ndim == x.ndim else a.reshape((1, -1) + (1,) * (x.ndim - 2))
+    y = (x - put(mean)) / np.sqrt(put(var) + eps)
+    y = y if weight is None else y * put(weight)
+    return y if bias is None else y + put(bias)
+
+
+def _on_channels(name, x, stat, what):
+    """A (C,) statistic reshaped onto axis 1 of x; a full-rank one is used as given."""
+    xs, ss = _shape(x), _shape(stat)
+    if len(ss) == len(xs):
+        return stat
+    c = xs[1]
+    if len(ss) != 1 or (c is not None and ss[0] is not None and ss[0] != c):
+        raise _located(f"{name}: {what} {fmt_shape(ss)} must have shape ({c},) (one value per "
+                       f"channel, dim 1) or the rank of input {fmt_shape(xs)}")
+    return reshape(stat, (1, -1) + (1,) * (len(xs) - 2))
+
+
+@composite(samples=(Sample(((4, 3), (3,), (3,), (3,), (3,)), domain=(0.1, 2.0)),
+                    Sample(((2, 3, 4, 4), (3,), (3,), (3,), (3,)), {"eps": 1e-3},
+                           domain=(0.1, 2.0)),
+                    Sample(((2, 3, 5), (3,), (3,)), domain=(0.1, 2.0)),
+                    Sample(((1, 1), (1,), (1,), (1,), (1,)), domain=(0.1, 2.0)),
+                    Sample(((2, 3, 4, 4), (1, 3, 1, 1), (1, 3, 1, 1)), domain=(0.1, 2.0)),
+                    Sample(((4, 3), (4,), (3,)), domain=(0.1, 2.0),
+                           match=r"batch_norm: mean \(4,\) must have shape \(3,\) .* input "
+                                 r"\(4, 3\)")),
+           ref=_bn_ref)
+def batch_norm(x, mean, var, weight=None, bias=None, eps=1e-5):
+    """(x - mean) / sqrt(var + eps) * weight + bias, with statistics per channel (dim 1).
+
+    x is (N, C) or (N, C, ...); mean, var, weight, bias are (C,) — or of x's rank, then they
+    broadcast as given (what `moments(..., keepdims=True)` returns). Training-mode statistics
+    and running averages are the engines' business (eager nn.BatchNorm2d, graph.layers).
+    """
+    if len(_shape(x)) < 2:
+        raise _located(f"batch_norm: expects an input (N, C, ...), got {fmt_shape(_shape(x))}")
+    mean, var = _on_channels("batch_norm", x, mean, "mean"), _on_channels("batch_norm", x,
+                                                                           var, "var")
+    y = (x - mean) / sqrt(var + eps)
+    if weight is not None:
+        y = y * _on_channels("batch_norm", x, weight, "weight")
+    if bias is not None:
+        y = y + _on_channels("batch_norm", x, bias, "bias")
+    return y
 
 
 # -- losses -----------------------------------------------------------------------------------
@@ -361,6 +457,85 @@ def mse_loss(input, target, reduction="mean"):  # noqa: A002 - torch's argument 
                       f"{where_str(user_frame())})", UserWarning, stacklevel=user_stacklevel())
     d = input - target
     return _reduce_loss(d * d, reduction)
+
+
+def _nll_ref(np, lp, t, reduction="mean"):
+    ax = 1 if lp.ndim >= 2 else 0
+    hit = np.expand_dims(t, ax) == np.arange(lp.shape[ax]).reshape((-1,) + (1,) * (lp.ndim - ax - 1))
+    loss = -np.sum(np.where(hit, lp, 0.0), axis=ax)
+    return np.mean(loss) if reduction == "mean" else np.sum(loss) if reduction == "sum" else loss
+
+
+def _dims_match(a, b):
+    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
+
+
+@composite(samples=(Sample(((4, 5), np.array([0, 4, 2, 2]))),
+                    Sample(((5,), np.array(3)), {"reduction": "none"}),
+                    Sample(((2, 3, 4), np.array([[0, 1, 2, 2], [1, 1, 0, 2]])),
+                           {"reduction": "sum"}),
+                    Sample(((4, 5), np.array([[0], [4], [2], [2]])),
+                           match=r"nll_loss: target \(4, 1\) must have shape \(4,\)")),
+           ref=_nll_ref)
+def nll_loss(log_probs, target, reduction="mean"):
+    """Negative log-likelihood of integer class targets, classes in dim 1 as torch:
+    log_probs (N, C) or (N, C, d1, ...) with target (N,) or (N, d1, ...); (C,) with ()."""
+    ls, ts = _shape(log_probs), _shape(target)
+    ax = 1 if len(ls) >= 2 else 0
+    want = ls[:1] + ls[2:] if len(ls) >= 2 else ()
+    if not ls or not _dims_match(ts, want) or ls[ax] is None:
+        raise _located(f"nll_loss: target {fmt_shape(ts)} must have shape {fmt_shape(want)} "
+                       f"(class indices) for input {fmt_shape(ls)} (classes in dim 1, known)")
+    hit = one_hot(target, ls[ax], dtype=log_probs.dtype)         # classes last
+    if len(ls) > 2:
+        hit = transpose(hit, axes=(0, len(ls) - 1) + tuple(range(1, len(ls) - 1)))
+    return _reduce_loss(-sum_(hit * log_probs, axis=ax), reduction)
+
+
+def _same_shape(name, x, t):
+    xs, ts = _shape(x), _shape(t)
+    if not _dims_match(xs, ts):
+        raise _located(f"{name}: target {fmt_shape(ts)} must have the shape of input "
+                       f"{fmt_shape(xs)}")
+
+
+def _bce_logits_ref(np, x, t, reduction="mean"):
+    loss = np.maximum(x, 0) - x * t + np.log(1 + np.exp(-np.abs(x)))
+    return np.mean(loss) if reduction == "mean" else np.sum(loss) if reduction == "sum" else loss
+
+
+@composite(samples=(Sample(((4, 3), (4, 3))), Sample(((), ()), {"reduction": "none"}),
+                    Sample(((1,), (1,)), {"reduction": "sum"}),
+                    Sample(((4, 3), (4, 1)),
+                           match=r"binary_cross_entropy_with_logits: target \(4, 1\) must "
+                                 r"have the shape of input \(4, 3\)")),
+           ref=_bce_logits_ref)
+def binary_cross_entropy_with_logits(logits, target, reduction="mean"):
+    """Sigmoid cross-entropy in the stable form max(x, 0) - x*t + log(1 + exp(-|x|))."""
+    from .elementwise import abs as abs_, maximum
+    _same_shape("binary_cross_entropy_with_logits", logits, target)
+    loss = maximum(logits, 0.0) - logits * target + log(1.0 + exp(-abs_(logits)))
+    return _reduce_loss(loss, reduction)
+
+
+def _bce_ref(np, p, t, reduction="mean"):
+    loss = -(t * np.maximum(np.log(p), -100.0) + (1 - t) * np.maximum(np.log(1 - p), -100.0))
+    return np.mean(loss) if reduction == "mean" else np.sum(loss) if reduction == "sum" else loss
+
+
+@composite(samples=(Sample(((4, 3), (4, 3)), domain=(0.05, 0.95)),
+                    Sample(((), ()), {"reduction": "none"}, domain=(0.05, 0.95)),
+                    Sample(((1, 2), (1, 2)), {"reduction": "sum"}, domain=(0.05, 0.95)),
+                    Sample(((4,), (3,)), domain=(0.05, 0.95),
+                           match=r"binary_cross_entropy: target \(3,\) must have the shape "
+                                 r"of input \(4,\)")),
+           ref=_bce_ref)
+def binary_cross_entropy(p, target, reduction="mean"):
+    """-(t log p + (1 - t) log(1 - p)) from probabilities; logs clamped at -100 as torch."""
+    from .elementwise import maximum
+    _same_shape("binary_cross_entropy", p, target)
+    loss = -(target * maximum(log(p), -100.0) + (1.0 - target) * maximum(log(1.0 - p), -100.0))
+    return _reduce_loss(loss, reduction)
 
 
 # -- structure --------------------------------------------------------------------------------
