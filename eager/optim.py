@@ -1,4 +1,4 @@
-"""eager.optim: SGD and Adam with torch.optim's interface and formulas.
+"""eager.optim: SGD, Adam and AdamW with torch.optim's interface and formulas.
 
 >>> import eager
 >>> from eager import nn, optim
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ops.updates import adam_update, sgd_update
+from ops.updates import adam_update, adamw_update, sgd_update
 
 
 class Optimizer:
@@ -60,6 +60,7 @@ class SGD(Optimizer):
 
 class Adam(Optimizer):
     """Adam (Kingma & Ba), torch's defaults: lr=1e-3, betas=(0.9, 0.999), eps=1e-8."""
+    _rule = staticmethod(adam_update)
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay))
@@ -69,7 +70,15 @@ class Adam(Optimizer):
         if not state:
             state.update(t=0, m=np.zeros_like(p.data), v=np.zeros_like(p.data))
         state["t"] += 1
-        new_p, state["m"], state["v"] = adam_update(
+        new_p, state["m"], state["v"] = self._rule(
             p.data, g, state["m"], state["v"], state["t"], self.lr, self.betas[0],
             self.betas[1], self.eps, self.weight_decay)
         np.copyto(p.data, new_p, casting="same_kind")
+
+
+class AdamW(Adam):
+    """Adam with torch's decoupled weight decay: p -= lr * weight_decay * p, then Adam."""
+    _rule = staticmethod(adamw_update)
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2):
+        super().__init__(params, lr, betas, eps, weight_decay)

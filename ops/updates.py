@@ -3,7 +3,9 @@
 The eager optimisers call them on NumPy arrays (the kernels run at once) and copy the result
 into the parameters; the graph optimisers call them on graph tensors and assign the result to
 Variables. The formulas follow torch.optim (SGD: momentum buffer, no dampening by default;
-Adam: bias-corrected moments, L2 weight decay added to the gradient).
+Adam: bias-corrected moments, L2 weight decay added to the gradient; AdamW: decoupled weight
+decay). `running_average` is batch norm's running-statistics update, shared by eager's
+nn.BatchNorm and graph.layers.batch_normalization.
 """
 from __future__ import annotations
 
@@ -33,6 +35,18 @@ def adam_update(p, g, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight
     m_hat = m / (1.0 - beta1 ** t)
     v_hat = v / (1.0 - beta2 ** t)
     return p - lr * m_hat / (sqrt(v_hat) + eps), m, v
+
+
+def adamw_update(p, g, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=1e-2):
+    """One AdamW step (torch.optim.AdamW): the parameter decays by lr * weight_decay first,
+    then takes the Adam step on the plain gradient. Returns (new_p, new_m, new_v)."""
+    return adam_update(p * (1.0 - lr * weight_decay), g, m, v, t, lr, beta1, beta2, eps)
+
+
+def running_average(running, batch, momentum):
+    """(1 - momentum) * running + momentum * batch: torch's BatchNorm momentum convention
+    (TF's moving average with decay d is momentum = 1 - d)."""
+    return running * (1.0 - momentum) + batch * momentum
 
 
 def adam_update_tf(p, g, m, v, lr_t, beta1=0.9, beta2=0.999, eps=1e-8):
