@@ -258,6 +258,62 @@ class MaxPool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}"
 
 
+class AvgPool2d(Module):
+    def __init__(self, kernel_size, stride=None):
+        super().__init__()
+        self.kernel_size, self.stride = kernel_size, stride
+
+    def forward(self, x):
+        return F.avg_pool2d(x, self.kernel_size, self.stride)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}"
+
+
+class _BatchNorm(Module):
+    """torch's BatchNorm: batch statistics in training (updating running_mean/running_var,
+    momentum 0.1, unbiased variance for running_var), running statistics in eval."""
+    _ndims = ()
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        self.weight = Parameter(np.ones(num_features, np.float32)) if affine else None
+        self.bias = Parameter(np.zeros(num_features, np.float32)) if affine else None
+        if track_running_stats:
+            self.register_buffer("running_mean", Tensor(np.zeros(num_features, np.float32)))
+            self.register_buffer("running_var", Tensor(np.ones(num_features, np.float32)))
+            self.register_buffer("num_batches_tracked", Tensor(np.array(0, np.int64)))
+
+    def forward(self, x):
+        if len(x.shape) not in self._ndims:
+            want = " or ".join(f"{d}-d" for d in self._ndims)
+            raise ShapeError(f"{type(self).__name__}: expected {want} input (N, C, ...), got "
+                             f"{tuple(x.shape)} (at {where_str(user_frame())})")
+        track = self.track_running_stats
+        if self.training and track:
+            self.num_batches_tracked.data[...] += 1
+        stats = (self.running_mean, self.running_var) if track else (None, None)
+        return F.batch_norm(x, *stats, self.weight, self.bias, self.training or not track,
+                            self.momentum, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch norm of (N, C) or (N, C, L) input over all dims but the channels (dim 1)."""
+    _ndims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch norm of (N, C, H, W) input over N, H and W, per channel."""
+    _ndims = (4,)
+
+
 class Flatten(Module):
     def __init__(self, start_dim=1, end_dim=-1):
         super().__init__()
@@ -337,6 +393,15 @@ class Softmax(Module):
 
     def forward(self, x):
         return F.softmax(x, self.dim)
+
+
+class LogSoftmax(Module):
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.log_softmax(x, self.dim)
 
 
 class Sequential(Module):
@@ -453,7 +518,35 @@ class MSELoss(Module):
         return F.mse_loss(input, target, self.reduction)
 
 
+class NLLLoss(Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, log_probs, target):
+        return F.nll_loss(log_probs, target, self.reduction)
+
+
+class BCEWithLogitsLoss(Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, logits, target):
+        return F.binary_cross_entropy_with_logits(logits, target, self.reduction)
+
+
+class BCELoss(Module):
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, probs, target):
+        return F.binary_cross_entropy(probs, target, self.reduction)
+
+
 __all__ = ["Module", "Parameter", "Linear", "Conv2d", "MaxPool2d", "Flatten", "LayerNorm",
            "Embedding", "Dropout", "ReLU", "Tanh", "Sigmoid", "SiLU", "GELU", "Identity",
            "Softmax", "Sequential", "ModuleList", "LSTMCell", "GRUCell", "CrossEntropyLoss",
-           "MSELoss", "functional"]
+           "MSELoss", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "LogSoftmax", "NLLLoss",
+           "BCEWithLogitsLoss", "BCELoss", "functional"]
