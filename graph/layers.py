@@ -18,12 +18,15 @@ import ops
 from ops.core import ShapeError, fmt_shape
 
 from .control_flow import cond
-from .core import Tensor, _graph_of
-from .math_ops import random_uniform
-from .nn import _init, _padding, conv2d as _conv2d, dense, max_pool2d
-from .variables import Variable
+from ops.updates import running_average
 
-__all__ = ["dense", "dropout", "flatten", "conv2d", "max_pooling2d"]
+from .core import GraphKeys, Tensor, _graph_of
+from .math_ops import random_uniform
+from .nn import _init, _padding, avg_pool2d, conv2d as _conv2d, dense, max_pool2d
+from .variables import Variable, assign
+
+__all__ = ["dense", "dropout", "flatten", "conv2d", "max_pooling2d", "average_pooling2d",
+           "batch_normalization"]
 
 
 def dropout(inputs, rate=0.5, training=False, seed=None, name=None):
@@ -67,3 +70,62 @@ def conv2d(inputs, filters, kernel_size, strides=1, padding="valid", activation=
 def max_pooling2d(inputs, pool_size, strides, padding="valid", name=None):
     return max_pool2d(inputs, pool_size, strides, padding=padding, name=name)
 
+
+
+def average_pooling2d(inputs, pool_size, strides, padding="valid", name=None):
+    return avg_pool2d(inputs, pool_size, strides, padding=padding, name=name)
+
+
+def batch_normalization(inputs, axis=1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
+                        training=False, name=None):
+    """Batch norm over every dim but `axis` (the channels; 1 for NCHW), as
+    tf.layers.batch_normalization, with Variables `name/gamma`, `name/beta` and the
+    non-trainable `name/moving_mean`, `name/moving_variance`.
+
+    `training` (a Python bool or a scalar bool tensor) picks batch statistics or the moving
+    ones. When it can be true, the moving-average assigns (moving = momentum * moving +
+    (1 - momentum) * batch, with the biased batch variance as TF) go to the collection
+    `graph.GraphKeys.UPDATE_OPS`; run them with the train op, as in TF1:
+
+    >>> import graph
+    >>> x = graph.placeholder(graph.float32, (None, 3))
+    >>> y = graph.layers.batch_normalization(x, training=True)
+    >>> len(graph.get_collection(graph.GraphKeys.UPDATE_OPS))
+    2
+    """
+    nd = len(inputs.shape)
+    ax = axis % nd
+    c = inputs.shape[ax]
+    if c is None:
+        raise ShapeError(f"batch_normalization: the channel dim {axis} of "
+                         f"{fmt_shape(inputs.shape)} must be known to create the variables")
+    axes = tuple(i for i in range(nd) if i != ax)
+    on_axis = tuple(c if i == ax else 1 for i in range(nd))
+    g, dt = _graph_of([inputs]), np.dtype(inputs.dtype)
+    with g.as_default(), g.name_scope(name or "batch_normalization"):
+        gamma = Variable(np.ones(c, dt), name="gamma") if scale else None
+        beta = Variable(np.zeros(c, dt), name="beta") if center else None
+        moving = (Variable(np.zeros(c, dt), name="moving_mean", trainable=False),
+                  Variable(np.ones(c, dt), name="moving_variance", trainable=False))
+
+        def normalize(mean, var):
+            put = [None if t is None else ops.reshape(t, on_axis) for t in (gamma, beta)]
+            return ops.batch_norm(inputs, ops.reshape(mean, on_axis),
+                                  ops.reshape(var, on_axis), *put, eps=epsilon)
+
+        if not isinstance(training, Tensor):
+            if not training:
+                return normalize(*moving)
+            stats = ops.moments(inputs, axes)
+            for v, s in zip(moving, stats):
+                g.add_to_collection(GraphKeys.UPDATE_OPS,
+                                    assign(v, running_average(v, s, 1.0 - momentum)))
+            return normalize(*stats)
+        for k, v in enumerate(moving):
+            new = cond(training,
+                       lambda v=v, k=k: running_average(v, ops.moments(inputs, axes)[k],
+                                                        1.0 - momentum),
+                       lambda v=v: ops.reshape(v, (c,)))
+            g.add_to_collection(GraphKeys.UPDATE_OPS, assign(v, new))
+        return cond(training, lambda: normalize(*ops.moments(inputs, axes)),
+                    lambda: normalize(*moving))

@@ -107,7 +107,9 @@ class Variable(Tensor):
             raise ValueError("create Variables outside cond/while_loop bodies (TF1 cannot "
                              "either); pass them in as ordinary tensors")
         vname = g.unique_name(name or "Variable")
-        with g.name_scope(vname + "/"):
+        # NOTE: initialisers ignore enclosing control_dependencies (TF1's init_scope), so an
+        # optimiser's slots built under control_dependencies(UPDATE_OPS) need no feeds
+        with g.control_dependencies(None), g.name_scope(vname + "/"):
             init = initial_value() if callable(initial_value) else initial_value
             init = init if isinstance(init, Tensor) else constant(init, dtype=dtype,
                                                                   name="initial_value")
@@ -126,7 +128,7 @@ class Variable(Tensor):
         node.outputs = (self,)
         self.trainable = bool(trainable)
         self.initial_value = init
-        with g.name_scope(vname + "/"):
+        with g.control_dependencies(None), g.name_scope(vname + "/"):
             self.initializer = assign(self, init, name="Assign").node
         g.variables.append(self)
 
