@@ -134,17 +134,17 @@ def broadcast_into_users(prog, counts):
         uses = users[id(n)]
         if not uses or any(f[0] is n for f in prog.fetches):
             continue
-        if all(_keeps_shape(u, k, src) for u, k in uses):
+        if all(_keeps_shape(u, n, src) for u, _ in uses):
             for u, k in uses:
                 u.inputs[k] = src
             counts["broadcast_into_users"] = counts.get("broadcast_into_users", 0) + 1
 
 
-def _keeps_shape(u, k, src):
+def _keeps_shape(u, n, src):
+    """u still has its shape with every operand read from broadcast node n replaced by src."""
     if u.kind != "op" or u.op.name not in ops.ELEMENTWISE or not u.pure():
         return False
-    specs = [s[0].specs[s[1]] for s in u.inputs]
-    specs[k] = src[0].specs[src[1]]
+    specs = [src[0].specs[src[1]] if s[0] is n else s[0].specs[s[1]] for s in u.inputs]
     try:
         return tuple(broadcast(u.op.name, *specs)) == tuple(u.spec.shape)
     except ops.ShapeError:

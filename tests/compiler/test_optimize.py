@@ -288,3 +288,17 @@ def test_explicit_broadcasts_into_elementwise_users_are_dropped():
     assert rules.get("broadcast_into_users") == 1
     np.testing.assert_allclose(got_y, np.tanh(xv * bv + 1), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got_z, np.broadcast_to(bv, (2, 3)) * 1.5, rtol=1e-6)
+
+
+def test_a_broadcast_read_twice_by_one_user_is_kept():
+    g = graph.Graph()
+    with g.as_default():
+        s = graph.placeholder(graph.float32, ())
+        x = graph.placeholder(graph.float32, (6, 5))
+        b = graph.broadcast_to(s, (6, 5))
+        y = b + b                         # without b, s + s would be () not (6, 5)
+        z = graph.tanh(x) + y
+    with graph.Session(g) as sess:
+        got_y, got_z = sess.run([y, z], {s: np.float32(2.0), x: np.zeros((6, 5), np.float32)})
+    assert got_y.shape == (6, 5) and got_z.shape == (6, 5)
+    np.testing.assert_allclose(got_y, np.full((6, 5), 4.0))
