@@ -105,6 +105,14 @@ class _Values:
     def __array__(self, dtype=None, copy=None):
         _graph_break(self._t, "numpy")
 
+    def _arith(self, *_):
+        # NOTE: arithmetic on `.data` (e.g. BatchNorm's in-place running statistics) reads
+        # values a trace does not have: a graph break naming the user's line, not a TypeError
+        _graph_break(self._t, "numpy")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _arith
+    __truediv__ = __rtruediv__ = __pow__ = __matmul__ = __neg__ = __getitem__ = _arith
+
     def __getattr__(self, name):   # .data.sum(), .data.copy(), ... need the values
         _graph_break(self._t, "numpy")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import traceback
 import warnings
 
+import numpy as np
 import pytest
 
 import compiler
@@ -64,3 +65,28 @@ def test_an_error_on_a_retrace_says_the_signature_changed():
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert "new input signature and was traced again (trace 2)" in notes
     assert "float32[12, 4]" in notes and "float32[32, 4]" in notes
+
+
+def test_batchnorm_in_training_breaks_to_eager_with_the_line_and_compiles_in_eval():
+    from eager import nn
+    eager.manual_seed(0)
+    m = nn.Sequential(nn.Conv2d(1, 3, 3, padding=1), nn.BatchNorm2d(3), nn.ReLU())
+    twin = nn.Sequential(nn.Conv2d(1, 3, 3, padding=1), nn.BatchNorm2d(3), nn.ReLU())
+    twin.load_state_dict(m.state_dict())
+    x = eager.randn(4, 1, 5, 5)
+    cm = compiler.compile(m)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        line = __import__("inspect").currentframe().f_lineno + 1
+        got = cm(x)
+    assert any(f"test_compile_errors.py:{line}" in str(i.message) and ".data" in str(i.message)
+               for i in w)
+    np.testing.assert_allclose(got.detach().numpy(), twin(x).detach().numpy(), rtol=1e-5)
+    np.testing.assert_allclose(m[1].running_mean.numpy(), twin[1].running_mean.numpy())
+    m.eval()
+    twin.eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = cm(x)
+    np.testing.assert_allclose(got.detach().numpy(), twin(x).detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
