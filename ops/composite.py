@@ -78,6 +78,7 @@ def _located(msg) -> ShapeError:
                     Sample(((3, 4),), {"axis": None})),
            ref=lambda np, x, axis=None, keepdims=False: np.mean(x, axis=axis, keepdims=keepdims))
 def mean(x, axis=None, keepdims=False):
+    """Mean over `axis` (all elements by default)."""
     s = sum_(x, axis=axis, keepdims=keepdims)
     n = static_count(_shape(x), axis)
     if n is not None:
@@ -88,6 +89,7 @@ def mean(x, axis=None, keepdims=False):
 @composite(samples=(Sample(((3, 4),), {"axis": 1}),),
            ref=lambda np, x, axis=None, keepdims=False: np.min(x, axis=axis, keepdims=keepdims))
 def min(x, axis=None, keepdims=False):  # noqa: A001 - torch's name
+    """Minimum over `axis`, as -max(-x)."""
     return -max_(-x, axis=axis, keepdims=keepdims)
 
 
@@ -110,6 +112,7 @@ def _lse_ref(np, x, axis=-1, keepdims=False):
                                                                             "keepdims": True})),
            ref=_lse_ref)
 def logsumexp(x, axis=-1, keepdims=False):
+    """log(sum(exp(x))) over `axis`, shifted by the (gradient-free) max for stability."""
     m = stop_gradient(max_(x, axis=axis, keepdims=True))
     r = m + log(sum_(exp(x - m), axis=axis, keepdims=True))
     return r if keepdims else squeeze(r, axis=axis)
@@ -123,6 +126,7 @@ def _softmax_ref(np, x, axis=-1):
 @composite(samples=(Sample(((3, 5),), {"axis": -1}), Sample(((2, 3, 4),), {"axis": 1}),
                     Sample(((4,),), {"axis": 0})), ref=_softmax_ref)
 def softmax(x, axis=-1):
+    """exp(x) / sum(exp(x)) over `axis`, shifted by the max for stability."""
     e = exp(x - stop_gradient(max_(x, axis=axis, keepdims=True)))
     return e / sum_(e, axis=axis, keepdims=True)
 
@@ -130,6 +134,7 @@ def softmax(x, axis=-1):
 @composite(samples=(Sample(((3, 5),), {"axis": -1}), Sample(((2, 3, 4),), {"axis": 1})),
            ref=lambda np, x, axis=-1: x - _lse_ref(np, x, axis=axis, keepdims=True))
 def log_softmax(x, axis=-1):
+    """x - logsumexp(x) over `axis`."""
     return x - logsumexp(x, axis=axis, keepdims=True)
 
 
@@ -137,6 +142,7 @@ def log_softmax(x, axis=-1):
            ref=lambda np, x, axis=None, keepdims=False: np.argmin(x, axis=axis,
                                                                   keepdims=keepdims))
 def argmin(x, axis=-1, keepdims=False):
+    """Index of the minimum along `axis`, as argmax(-x)."""
     from .reduce import argmax
     return argmax(-x, axis=axis, keepdims=keepdims)
 
@@ -184,6 +190,7 @@ def gelu(x, approximate="none"):
 
 @composite(samples=(Sample(((3, 4),)),), ref=lambda np, x: x / (1 + np.exp(-x)))
 def silu(x):
+    """x * sigmoid(x) (also called swish)."""
     from .elementwise import sigmoid
     return x * sigmoid(x)
 
@@ -443,6 +450,7 @@ def _reduce_loss(loss, reduction):
            ref=lambda np, a, b, reduction="mean": (np.mean if reduction == "mean" else np.sum)(
                (a - b) ** 2))
 def mse_loss(input, target, reduction="mean"):  # noqa: A002 - torch's argument name
+    """Mean (or sum) of squared differences; warns when the shapes would broadcast."""
     si, st = _shape(input), _shape(target)
     if si != st:
         # NOTE: the loss's own words, not those of the `sub` inside it
@@ -546,6 +554,7 @@ def binary_cross_entropy(p, target, reduction="mean"):
                                  r"\(2, 3\), \(3, 3\)")),
            ref=lambda np, *xs, axis=0: np.stack(xs, axis=axis))
 def stack(*xs, axis=0):
+    """Join same-shaped tensors along a new `axis`."""
     shapes = [_shape(x) for x in xs]
     if any(len(s) != len(shapes[0]) or any(a is not None and b is not None and a != b
                                            for a, b in zip(s, shapes[0])) for s in shapes):
