@@ -17,7 +17,7 @@ import ops
 from ops import REGISTRY as R
 from ops.autodiff import backprop
 from ops.composite import current_composite
-from ops.core import ShapeError, explain_failure, spec_of, user_frame, where_str
+from ops.core import explain_failure, spec_of, user_frame, where_str
 
 _GRAD = [True]   # grad mode: module-level so the hot path reads one list item
 _new = object.__new__
@@ -616,4 +616,3 @@ def getitem(t, index):
     return ops.take(t, idx, axis=k)
 
 
-_ = ShapeError

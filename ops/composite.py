@@ -14,7 +14,7 @@ import numpy as np
 
 from .core import (Sample, ShapeError, fmt_shape, spec_of, user_frame, user_stacklevel,
                    where_str)
-from .elementwise import erf, exp, is_value, log, sqrt, stop_gradient, tanh, where, cast
+from .elementwise import erf, exp, log, sqrt, stop_gradient, tanh, where
 from .nn import matmul, one_hot, rand_like, unfold
 from .reduce import count, max as max_, static_count, sum as sum_
 from .rules import broadcast, norm_axes
@@ -670,4 +670,3 @@ def dropout(x, p=0.5, training=True):
     return where(keep, x * (1.0 / (1.0 - p)), 0.0)
 
 
-_ = (is_value, cast)

@@ -10,7 +10,7 @@ import numpy as np
 from .core import Sample, ShapeError, Spec, bind, fmt_shape, register
 from .elementwise import _public, unbroadcast
 from .rules import broadcast, result_dtype, shapes_str
-from .shape import expand_dims, reshape_like, squeeze, transpose
+from .shape import expand_dims, reshape_like, transpose
 
 
 # -- matmul -----------------------------------------------------------------------------------
@@ -231,4 +231,3 @@ def rand_like(x, dtype="float32"):
 
 RAND_LIKE.fn = rand_like
 matmul = _public(MATMUL)
-_ = squeeze
