@@ -245,7 +245,8 @@ def _programs(draw):
 
 
 # NOTE: DUALGRAD_HYPOTHESIS_EXAMPLES=400 for a longer hunt (800 examples passed at release)
-@settings(max_examples=int(os.environ.get("DUALGRAD_HYPOTHESIS_EXAMPLES", "25")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=int(os.environ.get("DUALGRAD_HYPOTHESIS_EXAMPLES", "25")),
+          deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_programs())
 def test_random_elementwise_graphs_match_unoptimised(prog):
     steps, shapes, reduce_last = prog
