@@ -18,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 import ops
-from graph.plan import Plan, Step, build_plan, lower as lower_graph_node, needed_nodes
+from graph.plan import (Plan, Step, build_plan, lower as lower_graph_node, needed_nodes,
+                        plan_frees)
 from graph.core import Tensor as GTensor
 
 _MAY_ALIAS = {"cast", "sum_to_like", "stop_gradient"}   # kernels that can return their input
@@ -154,7 +155,7 @@ def _origin_unchanged(n):
             and len(g.inputs) == len(n.inputs))
 
 
-def lower(prog: Program, graph_fetches) -> Plan:
+def lower(prog: Program) -> Plan:
     """A graph.Plan executing the program: one Step per node, slots freed after last use."""
     slots = {}
     feed_slots = []
@@ -173,8 +174,7 @@ def lower(prog: Program, graph_fetches) -> Plan:
             outs.append(slots[(id(n), i)])
         steps.append(Step(node, kernel, ins, tuple(outs), stateful))
     fetch_slots = [None if i is None else slots[(id(n), i)] for n, i in prog.fetches]
-    from graph.plan import _plan_frees
-    _plan_frees(steps, set(fetch_slots))
+    plan_frees(steps, set(fetch_slots))
     gnodes = [n.origin for n in prog.nodes if n.origin is not None]
     return Plan(steps, feed_slots, fetch_slots, len(slots), gnodes)
 

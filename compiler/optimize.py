@@ -40,7 +40,7 @@ def optimize(graph, fetches, feed_specs=None, passes=None):
         topo_sort(prog)
         records.append(PassRecord(p.NAME, n0, prog.count(), details,
                                   time.perf_counter() - t))
-    plan = lower(prog, fetches)
+    plan = lower(prog)
     report = Report(before, prog.count(), records, seconds=time.perf_counter() - t0)
     report.program = prog
     return plan, report

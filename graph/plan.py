@@ -133,11 +133,12 @@ def build_plan(fetches, feeds=()) -> Plan:
             slots[id(t)] = len(slots)
         steps.append(Step(n, kernel, ins, tuple(slots[id(t)] for t in n.outputs), stateful))
     fetch_slots = [slots[id(f)] if isinstance(f, Tensor) else None for f in fetches]
-    _plan_frees(steps, set(fetch_slots))
+    plan_frees(steps, set(fetch_slots))
     return Plan(steps, feed_slots, fetch_slots, len(slots), nodes)
 
 
-def _plan_frees(steps, keep):
+def plan_frees(steps, keep):
+    """Set each step's `free`: the slots (not in `keep`) it is the last reader of."""
     last = {}
     for i, s in enumerate(steps):
         for slot in s.inputs:

@@ -77,8 +77,8 @@ def _domain(n):
 
 
 class Group:
-    def __init__(self, gid, S):
-        self.id, self.S, self.members = gid, tuple(S), []
+    def __init__(self, S):
+        self.S, self.members = tuple(S), []
 
     def kinds(self, members, S):
         """Each member's kind on domain S, or None when the members don't fit S."""
@@ -137,11 +137,11 @@ def form_groups(prog):
         if candidate(n):
             g = _join(n, group_of, position)
             if g is None:
-                g = Group(len(groups), _domain(n))
+                g = Group(_domain(n))
                 groups.append(g)
                 g.members.append(n)
             group_of[id(n)] = g
-    return [g for g in groups if g.members], group_of
+    return [g for g in groups if g.members]
 
 
 def _join(n, group_of, position):
@@ -202,7 +202,7 @@ def _reaches(node, targets, limit=10_000):
 
 
 def run(prog):
-    groups, group_of = form_groups(prog)
+    groups = form_groups(prog)
     users = prog.users()
     fetched = {id(n) for n, _ in prog.fetches}
     fused, skipped, sizes = 0, [], []
@@ -211,13 +211,12 @@ def run(prog):
         if n_ops < MIN_GROUP:
             continue
         try:
-            node = _fuse(prog, g, users, fetched)
+            _fuse(prog, g, users, fetched)
         except CodegenError as e:
             skipped.append(f"{'+'.join(m.op.name for m in g.members)}: {e}")
             continue
         fused += 1
         sizes.append(n_ops)
-        del node
     from ..ir import topo_sort
     from .prune import dead_code
     topo_sort(prog)
@@ -276,7 +275,6 @@ def _fuse(prog, g, users, fetched):
     prog.nodes.append(fnode)
     for k, m in enumerate(outs):
         prog.replace_uses((m, 0), (fnode, k))
-    return fnode
 
 
 class FusedRun:
@@ -311,10 +309,6 @@ class FusedRun:
         self.kernel(self.R, self.C, *arrays,
                     out=tuple(o.reshape(v) for o, v in zip(owners, self.out_views)))
         return owners[0] if len(owners) == 1 else tuple(owners)
-
-    @property
-    def n_outputs(self):
-        return len(self.out_shapes)
 
 
 _VIEWS = {"full": lambda R, C: (R, C), "row": lambda R, C: (R,), "col": lambda R, C: (C,),
