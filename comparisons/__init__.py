@@ -8,3 +8,6 @@
 - `shapes/`: the shape-error catalogue, `dualgrad shapes`.
 - `cli`: the `dualgrad` command (`tour`, `train`, `bench`, `graph`, `shapes`).
 """
+if __name__ != "dualgrad.comparisons":  # NOTE: a second copy would mean a second op registry
+    raise ImportError(f"dualgrad's engines import under one root: write `from dualgrad import comparisons`, "
+                      f"not `import {__name__}` (found {__file__})")

@@ -1,11 +1,11 @@
 #!/usr/bin/env python
 """Benchmark of compiler.codegen: fused kernels against NumPy op by op and jax.jit.
 
-    python -m comparisons.bench_codegen [--quick] [--only gelu,layernorm,softmax]
+    python -m dualgrad.comparisons.bench_codegen [--quick] [--only gelu,layernorm,softmax]
                                         [--no-compile-costs] [--json out.json]
 
 Workloads (float32), timed side by side in one run (median of 8 repeats, 2 passes over the
-peers, as in shared/peers/_bench.py):
+peers, the method of docs/benchmarks.md):
 
 * GELU, tanh form, 2**22 elements: 0.5*x*(1+tanh(0.7978845608*(x+0.044715*x*x*x)))
 * LayerNorm over the last axis of (4096, 1024) plus a residual, gamma/beta as "col" inputs
@@ -30,8 +30,8 @@ import time
 
 
 
-from compiler.memory import pin_malloc  # noqa: E402
-from comparisons.bench.timing import time_group  # noqa: E402
+from dualgrad.compiler.memory import pin_malloc  # noqa: E402
+from dualgrad.comparisons.bench.timing import time_group  # noqa: E402
 
 MALLOC = pin_malloc()
 
@@ -48,7 +48,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if REPO not in sys.path:
     sys.path.insert(0, REPO)
 
-from compiler.codegen import FusedSpec, compile_fused  # noqa: E402
+from dualgrad.compiler.codegen import FusedSpec, compile_fused  # noqa: E402
 
 R, C, N = 4096, 1024, 2**22
 EPS = 1e-5
@@ -121,12 +121,12 @@ def softmax_np(x):
     return e / e.sum(-1, keepdims=True)
 
 
-# -- reference: the same loops written by hand in numba (as in shared/peers) --------------------
+# -- reference: the same loops written by hand in numba (the peers we measured against) ----------------
 def hand_fused():
     """Hand-written numba kernels for GELU and LayerNorm: what the generator should match."""
     from numba import njit, prange
 
-    from compiler._prelude import tanh_f32
+    from dualgrad.compiler._prelude import tanh_f32
     fm = {"nsz", "arcp", "contract", "afn", "reassoc"}
     c0, c1, c2, c3 = (np.float32(v) for v in (0.5, 1.0, 0.7978845608, 0.044715))
     eps = np.float32(EPS)
@@ -208,8 +208,8 @@ import numpy as np
 import numba
 t_numba = time.perf_counter() - t0
 sys.path.insert(0, {repo!r})
-from comparisons.bench_codegen import gelu_spec, layernorm_spec, softmax_spec
-from compiler.codegen import compile_fused
+from dualgrad.comparisons.bench_codegen import gelu_spec, layernorm_spec, softmax_spec
+from dualgrad.compiler.codegen import compile_fused
 res = {{"import_numba_s": t_numba}}
 x = np.ones((4096, 1024), np.float32)
 for name, spec, args in (("gelu", gelu_spec(), (x,)),

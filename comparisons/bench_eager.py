@@ -1,10 +1,10 @@
 #!/usr/bin/env python
 """Benchmark of the eager engine: per-op dispatch overhead and a digits-MLP training step.
 
-    python -m comparisons.bench_eager [--quick] [--threads N] [--json PATH]
+    python -m dualgrad.comparisons.bench_eager [--quick] [--threads N] [--json PATH]
 
 Two groups, each timed side by side in one run (median of 8 repeats in 2 passes over the
-peers, as in shared/peers/_bench.py, so slow drifts of a shared machine hit every peer alike):
+peers, the method of docs/benchmarks.md, so slow drifts of a shared machine hit every peer alike):
 
 * dispatch: a Python loop of ops on 4-element float32 tensors, so the figure is the pure
   per-op overhead in microseconds: `a + b` without grad, `a + b` on tensors that require grad
@@ -31,8 +31,8 @@ import sys
 
 
 
-from compiler.memory import pin_malloc  # noqa: E402
-from comparisons.bench.timing import time_group  # noqa: E402
+from dualgrad.compiler.memory import pin_malloc  # noqa: E402
+from dualgrad.comparisons.bench.timing import time_group  # noqa: E402
 
 MALLOC = pin_malloc()
 
@@ -44,8 +44,8 @@ def bench_group(fns, repeat=8, passes=2, target=0.05):
 
 import numpy as np  # noqa: E402
 
-import eager  # noqa: E402
-from eager import nn, optim  # noqa: E402
+from dualgrad import eager  # noqa: E402
+from dualgrad.eager import nn, optim  # noqa: E402
 
 DISPATCH_LOOPS = 10_000
 MLP_BATCH = 128
@@ -75,13 +75,6 @@ class _Wrapper:
 
     def __add__(self, other):
         return _Wrapper(np.add(self.data, other.data))
-
-
-def _loop(n, fn):
-    def run():
-        for _ in range(n):
-            fn()
-    return run
 
 
 def dispatch_peers(n, torch):

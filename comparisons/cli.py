@@ -21,6 +21,7 @@ from rich.console import Console
 
 from .errors import CliError, UsageError
 from .models import MODELS
+from .threads import DEFAULT_BLAS_THREADS, blas_limit
 
 BENCH_NAMES = MODELS + ("gelu", "layernorm", "dispatch")
 EXIT_USAGE, EXIT_ERROR = 2, 1
@@ -39,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("tour", help="train the MLP both ways, compare, benchmark, shape errors")
     t.add_argument("--epochs", type=_positive, default=5, help="training epochs (default 5)")
+    _blas_flag(t)
 
     t = sub.add_parser("train", help="train one model, with a progress bar")
     t.add_argument("model", choices=MODELS, metavar="MODEL", help=", ".join(MODELS))
@@ -48,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--no-optimize", action="store_true",
                    help="graph mode: Session(optimize=False)")
+    _blas_flag(t)
 
     b = sub.add_parser("bench", help="step times side by side: eager, graph, optimised, "
                        "compiled, jax.jit, PyTorch")
@@ -56,8 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--quick", action="store_true", help="small sizes, few repeats (< 20 s)")
     b.add_argument("--json", metavar="PATH", help="write every figure and the machine here")
     b.add_argument("--plot", metavar="PATH", help="bar chart of speed-ups (needs matplotlib)")
-    b.add_argument("--blas-threads", type=_natural, default=1, metavar="N",
-                   help="NumPy BLAS threads during the run (default 1; 0 = library default)")
+    _blas_flag(b)
 
     g = sub.add_parser("graph", help="the model's graph as a tree, before/after optimisation")
     g.add_argument("model", choices=MODELS, metavar="MODEL", help=", ".join(MODELS))
@@ -69,6 +71,12 @@ def _parser() -> argparse.ArgumentParser:
     from .shapes.cli import add_parser as add_shapes_parser
     add_shapes_parser(sub)
     return p
+
+
+def _blas_flag(p):
+    p.add_argument("--blas-threads", type=_natural, default=DEFAULT_BLAS_THREADS, metavar="N",
+                   help=f"NumPy BLAS threads during the run (default {DEFAULT_BLAS_THREADS}; "
+                   "0 = the library's default)")
 
 
 def _natural(s):
@@ -161,7 +169,8 @@ def main(argv=None) -> int:
     try:
         args = _parser().parse_args(argv)
         t0 = time.perf_counter()
-        COMMANDS[args.command](args, console)
+        with blas_limit(getattr(args, "blas_threads", 0)):
+            COMMANDS[args.command](args, console)
         console.print(f"[dim]done in {time.perf_counter() - t0:.1f} s[/]")
         return 0
     except CliError as e:

@@ -13,7 +13,7 @@ training and a held-out set. The same arrays are offered in the shapes each mode
 Batches are lists of index arrays made from a seed, so the eager and the graph version of a
 model see exactly the same batches in the same order.
 
->>> from comparisons import data
+>>> from dualgrad.comparisons import data
 >>> d = data.digits()
 >>> d.x_train.shape, d.x_train.dtype, d.x_test.shape
 ((1348, 64), dtype('float32'), (449, 64))

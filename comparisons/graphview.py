@@ -8,7 +8,7 @@ import subprocess
 
 from rich.tree import Tree
 
-from ops.core import Spec, fmt_shape
+from dualgrad.ops.core import Spec, fmt_shape
 
 from .models.common import TASKS
 from .training import make_trainer
@@ -125,12 +125,7 @@ def show(model, optimized, train, dot, console):
         write_dot(to_dot(nodes, what), dot, console)
     if not optimized:
         return
-    try:
-        import compiler
-        optimize = compiler.optimize
-    except (ImportError, AttributeError):
-        console.print("[yellow]compiler.optimize has not landed yet: no optimised view[/]")
-        return
+    from dualgrad.compiler import optimize
     batch = TASKS[model]().batches(0)[0]
     plan, report = optimize(trainer.graph, fetches, feed_specs(nodes, batch))
     console.print(after_tree(report, plan, what))

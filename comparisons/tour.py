@@ -125,8 +125,8 @@ def _run(fn, mode):
 
 
 def eager_bug():
-    import eager
-    from eager import nn
+    from dualgrad import eager
+    from dualgrad.eager import nn
     model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(),
                           nn.Linear(100, 10))                      # BUG: 100 != 128
     x, _ = mlp_task().batches(0)[0]
@@ -134,7 +134,7 @@ def eager_bug():
 
 
 def graph_bug():
-    import graph
+    from dualgrad import graph
     with graph.Graph().as_default():
         x = graph.placeholder(graph.float32, (None, 64), name="x")
         h = graph.nn.dense(x, 128, activation=graph.nn.relu, name="dense1")

@@ -5,7 +5,6 @@ import time
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .errors import CliError
 from .models import load
 from .models.common import TASKS, evaluate
 
@@ -20,13 +19,9 @@ def make_trainer(model, mode, seed=0, optimize=True, weights=None):
 
 def train(model, mode, epochs=None, seed=0, optimize=True, console=None):
     """Train and report; returns (losses, held-out accuracy)."""
-    from .models.common import CompiledUnavailable
     epochs = epochs or load(model, "eager").EPOCHS
     task = TASKS[model]()
-    try:
-        trainer = make_trainer(model, mode, seed, optimize)
-    except CompiledUnavailable as e:
-        raise CliError(str(e)) from None
+    trainer = make_trainer(model, mode, seed, optimize)
     n_batches = len(task.batches(0))
     losses, acc = [], float("nan")
     t0 = time.perf_counter()

@@ -1,6 +1,7 @@
 """dualgrad's graph optimiser: what only a whole graph allows.
 
->>> import numpy as np, graph, compiler, ops
+>>> import numpy as np
+>>> from dualgrad import graph, compiler, ops
 >>> g = graph.Graph()
 >>> with g.as_default():
 ...     x = graph.placeholder(graph.float32, (None, 4))
@@ -9,11 +10,15 @@
 >>> [p.name for p in report.passes]
 ['prune', 'fold', 'simplify', 'cse', 'fuse', 'buffers']
 """
+if __name__ != "dualgrad.compiler":  # NOTE: a second copy would mean a second op registry
+    raise ImportError(f"dualgrad's engines import under one root: write `from dualgrad import compiler`, "
+                      f"not `import {__name__}` (found {__file__})")
 from .codegen import CodegenError, FusedSpec, compile_fused
+from .memory import pin_malloc
 from .optimize import optimize
 from .passes import PASSES
 from .report import PassRecord, Report
 from .trace import GraphBreak, compile  # noqa: A004 - torch.compile's name
 
 __all__ = ["compile", "GraphBreak", "optimize", "Report", "PassRecord", "PASSES", "compile_fused",
-           "FusedSpec", "CodegenError"]
+           "FusedSpec", "CodegenError", "pin_malloc"]

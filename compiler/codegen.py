@@ -33,7 +33,7 @@ live in the module: `kernel_serial` (compiled by `compile_fused`) and `kernel_pa
 (`prange`, compiled on the first call with at least PARALLEL_MIN_ELEMENTS elements); above
 that size both are timed and the faster runs (see FusedKernel._choose).
 
-numba options, each measured in shared/peers/RESULTS.md: error_model='numpy' (a zero-check on
+numba options, each measured against hand-written numba (docs/compiler.md, Generated kernels): error_model='numpy' (a zero-check on
 every `/` blocks vectorisation), typed constants (a Python float literal turns float32 math
 into float64), FASTMATH below (reductions only vectorise with `reassoc`), and rational
 tanh/erf/exp/log approximations from `_prelude` (no SVML: libm tanhf in a loop is 5x slower

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import ops
-from graph.plan import (Plan, Step, build_plan, lower as lower_graph_node, needed_nodes,
+from dualgrad import ops
+from dualgrad.graph.plan import (Plan, Step, build_plan, lower as lower_graph_node, needed_nodes,
                         plan_frees)
-from graph.core import Tensor as GTensor
+from dualgrad.graph.core import Tensor as GTensor
 
 _MAY_ALIAS = {"cast", "sum_to_like", "stop_gradient"}   # kernels that can return their input
 

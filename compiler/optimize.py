@@ -8,22 +8,24 @@ from __future__ import annotations
 import time
 
 from .ir import ReinferError, from_graph, lower, topo_sort
-from .memory import pin_malloc
+from .memory import pin_if_asked
 from .passes import BY_NAME, PASSES
 from .report import PassRecord, Report
 
 
 def optimize(graph, fetches, feed_specs=None, passes=None):
-    """Optimise the subgraph `fetches` need, for feeds of the given specs.
+    """Optimise the subgraph `fetches` need, for feeds of the given specs (default: every
+    placeholder it needs, with its declared spec; unknown dims stay unknown).
 
     passes: names to run (default: all, in the listed order: prune, fold, simplify, cse,
     fuse, buffers). A shape rule that fails with the actual feed shapes gives the
     unoptimised plan, so the error is raised at run time naming the node, as without
     the optimiser.
     """
-    from graph.plan import build_plan
-    pin_malloc()
-    feed_specs = feed_specs or {}
+    from dualgrad.graph.plan import build_plan
+    pin_if_asked()
+    if feed_specs is None:      # as Grappler: optimise for the placeholders' declared specs
+        feed_specs = declared_specs(fetches)
     chosen = PASSES if passes is None else [BY_NAME[p] for p in _check(passes)]
     t0 = time.perf_counter()
     try:
@@ -44,6 +46,14 @@ def optimize(graph, fetches, feed_specs=None, passes=None):
     report = Report(before, prog.count(), records, seconds=time.perf_counter() - t0)
     report.program = prog
     return plan, report
+
+
+def declared_specs(fetches):
+    """{placeholder Tensor: its declared Spec} for the placeholders `fetches` need."""
+    from dualgrad.graph.core import Tensor
+    from dualgrad.graph.plan import needed_nodes
+    nodes = needed_nodes([f.node if isinstance(f, Tensor) else f for f in fetches], frozenset())
+    return {n.outputs[0]: n.outputs[0].spec for n in nodes if n.type == "placeholder"}
 
 
 def _check(names):

@@ -11,8 +11,8 @@ import inspect
 
 import numpy as np
 
-from eager.nn import Module
-from eager.tensor import Tensor
+from dualgrad.eager.nn import Module
+from dualgrad.eager.tensor import Tensor
 
 class _Inline(Exception):
     """An argument is a tracer or a graph tensor: run fn as it is (nested in a trace)."""

@@ -7,7 +7,7 @@ a `graph.Session(optimize=True)`, which optimises it once; this and later calls 
 signature replay the plan. Results come back as eager tensors whose tape entry hands the
 graph's gradients to `backward()`.
 
->>> import eager, compiler
+>>> from dualgrad import eager, compiler
 >>> @compiler.compile
 ... def loss(w, x):
 ...     return ((x @ w) ** 2).sum()
@@ -33,12 +33,12 @@ import warnings
 
 import numpy as np
 
-import graph
-import ops
-from eager.nn import Module, Parameter
-from eager.tensor import _GRAD, Tensor
-from graph.core import GraphEngine, Tensor as GraphTensor
-from ops.core import _FRAMEWORK_DIRS, user_frame, where_str
+from dualgrad import graph
+from dualgrad import ops
+from dualgrad.eager.nn import Module, Parameter
+from dualgrad.eager.tensor import _GRAD, Tensor
+from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
+from dualgrad.ops.core import FRAMEWORK_DIRS, user_frame, where_str
 
 from .signatures import _Inline, _describe, _key, _leaf_names, _map, _modules_reached
 
@@ -223,7 +223,7 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
 
 
 # -- staging: while a trace runs, eager ops on live tensors are recorded too ----------------
-_eager = importlib.import_module("eager.tensor")   # NOTE: `eager.tensor` is also a function
+_eager = importlib.import_module("dualgrad.eager.tensor")   # NOTE: `eager.tensor` is also a function
 _STATE = threading.local()
 _LOCK = threading.RLock()
 _EAGER_APPLY = _eager.EagerEngine.__dict__["apply"].__func__
@@ -657,7 +657,7 @@ def _user_line(err):
     """The innermost frame of err's traceback in the user's code."""
     loc = None
     for fs in traceback.extract_tb(err.__traceback__):
-        if not fs.filename.startswith(_FRAMEWORK_DIRS):
+        if not fs.filename.startswith(FRAMEWORK_DIRS):
             loc = (fs.filename, fs.lineno)
     return loc
 

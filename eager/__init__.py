@@ -1,6 +1,6 @@
 """dualgrad's eager engine: define-by-run, in PyTorch's style.
 
->>> import eager
+>>> from dualgrad import eager
 >>> x = eager.tensor([[1.0, 2.0]], requires_grad=True)
 >>> w = eager.ones(2, 3)
 >>> (x @ w).sum().backward()
@@ -8,13 +8,16 @@
 tensor([[3., 3.]], shape=(1, 2), dtype=float32)
 """
 from __future__ import annotations
+if __name__ != "dualgrad.eager":  # NOTE: a second copy would mean a second op registry
+    raise ImportError(f"dualgrad's engines import under one root: write `from dualgrad import eager`, "
+                      f"not `import {__name__}` (found {__file__})")
 
 from contextlib import contextmanager
 
 import numpy as np
 
-import ops
-from ops import ShapeError, KernelError
+from dualgrad import ops
+from dualgrad.ops import ShapeError, KernelError
 from .tensor import Tensor, _GRAD
 
 float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")

@@ -1,7 +1,7 @@
 """eager.optim: SGD, Adam and AdamW with torch.optim's interface and formulas.
 
->>> import eager
->>> from eager import nn, optim
+>>> from dualgrad import eager
+>>> from dualgrad.eager import nn, optim
 >>> model = nn.Linear(2, 1)
 >>> opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 >>> loss = (model(eager.ones(4, 2)) ** 2).mean()
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ops.updates import adam_update, adamw_update, sgd_update
+from dualgrad.ops.updates import adam_update, adamw_update, sgd_update
 
 
 class Optimizer:

@@ -4,7 +4,8 @@ A safetensors file is a JSON header plus raw little-endian buffers: loading it c
 code, so a checkpoint from a stranger is safe to open. Writes are atomic (temporary file in
 the same folder, then rename), so a crash never leaves a half-written checkpoint.
 
->>> import eager, tempfile, os
+>>> import tempfile, os
+>>> from dualgrad import eager
 >>> path = os.path.join(tempfile.mkdtemp(), "w.safetensors")
 >>> eager.save({"w": eager.ones(2)}, path)
 >>> eager.load(path)["w"]

@@ -1,6 +1,6 @@
 """The eager Tensor: every op runs at once; autograd records a tape as it goes.
 
->>> import eager
+>>> from dualgrad import eager
 >>> x = eager.tensor([1.0, 2.0, 3.0], requires_grad=True)
 >>> y = (x * x).sum()
 >>> y.backward()
@@ -13,11 +13,11 @@ from collections import namedtuple
 
 import numpy as np
 
-import ops
-from ops import REGISTRY as R
-from ops.autodiff import backprop
-from ops.composite import current_composite
-from ops.core import explain_failure, spec_of, user_frame, where_str
+from dualgrad import ops
+from dualgrad.ops import REGISTRY as R
+from dualgrad.ops.autodiff import backprop
+from dualgrad.ops.composite import current_composite
+from dualgrad.ops.core import explain_failure, spec_of, user_frame, where_str
 
 _GRAD = [True]   # grad mode: module-level so the hot path reads one list item
 _new = object.__new__

@@ -4,7 +4,8 @@ Ops build nodes of a `Graph`; nothing runs until `Session.run(fetches, feed_dict
 Shape rules run as each node is built, so a mismatch with known dims raises `ShapeError`
 at the user's line; errors at run time name the node and the line that built it.
 
->>> import graph, numpy as np
+>>> import numpy as np
+>>> from dualgrad import graph
 >>> x = graph.placeholder(graph.float32, (None, 3), name="x")
 >>> w = graph.Variable(np.ones((3, 2), np.float32), name="w")
 >>> loss = graph.reduce_mean(graph.matmul(x, w) ** 2)
@@ -18,7 +19,10 @@ True
 
 See docs/graph.md for the guide, graph/plan.py for the execution-plan interface.
 """
-from ops import ShapeError, manual_seed as set_random_seed
+if __name__ != "dualgrad.graph":  # NOTE: a second copy would mean a second op registry
+    raise ImportError(f"dualgrad's engines import under one root: write `from dualgrad import graph`, "
+                      f"not `import {__name__}` (found {__file__})")
+from dualgrad.ops import ShapeError, manual_seed as set_random_seed
 
 from . import errors
 from .core import (Graph, GraphKeys, Node, Tensor, TensorShape, add_to_collection,

@@ -8,7 +8,8 @@ over the branches' own gradient graphs (built in the bodies with `gradients`); g
 through `while_loop` re-run the loop, keep each iteration's values and apply the body's
 gradient graph backwards (`while_grad`).
 
->>> import graph, numpy as np
+>>> import numpy as np
+>>> from dualgrad import graph
 >>> x = graph.placeholder(graph.float32, ())
 >>> y = graph.cond(x > 0, lambda: x * 3.0, lambda: -x)
 >>> (dy,) = graph.gradients(y, [x])
@@ -22,8 +23,8 @@ import sys
 
 import numpy as np
 
-import ops
-from ops.core import ShapeError, Spec, fmt_shape
+from dualgrad import ops
+from dualgrad.ops.core import ShapeError, Spec, fmt_shape
 
 from .core import (Graph, Node, Tensor, _at_user_line, _graph_of, _lift, get_default_graph,
                    graph_kind, placeholder)

@@ -7,7 +7,8 @@ A `Tensor` is one output of a node: static `spec` (shape with None dims, dtype),
 else. Building an op runs its shape rule at once, so a mismatch with known dims raises
 `ShapeError` at the user's line, before any data exists.
 
->>> import graph, numpy as np
+>>> import numpy as np
+>>> from dualgrad import graph
 >>> x = graph.placeholder(graph.float32, (None, 3), name="x")
 >>> y = graph.matmul(x, np.ones((3, 2), np.float32))
 >>> y.shape, y.dtype, y.op.type
@@ -21,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import ops
-from ops.core import ShapeError, Spec, fmt_shape, user_frame, where_str
-from ops.composite import current_composite
+from dualgrad import ops
+from dualgrad.ops.core import ShapeError, Spec, fmt_shape, user_frame, where_str
+from dualgrad.ops.composite import current_composite
 
 from .dtypes import as_dtype
 

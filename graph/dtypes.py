@@ -3,7 +3,7 @@
 Wherever a dtype is taken, a NumPy dtype, a NumPy scalar type or a string works too;
 TF's own spellings "float" (float32) and "double" (float64) are understood.
 
->>> import graph
+>>> from dualgrad import graph
 >>> graph.as_dtype("float") == graph.float32
 True
 """

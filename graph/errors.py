@@ -6,7 +6,8 @@ received, and the line of user code that created it ("defined at"), like TF1's
 it differentiates and where that one was defined. The original exception is chained
 (`err.__cause__`).
 
->>> import graph, numpy as np, pytest
+>>> import numpy as np, pytest
+>>> from dualgrad import graph
 >>> x = graph.placeholder(graph.float32, (None, 3))
 >>> y = x + np.ones((2, 3), np.float32)
 >>> with graph.Session() as s:
@@ -16,7 +17,7 @@ graph.errors.ShapeMismatchError: add: cannot broadcast (4, 3), (2, 3): ...
 """
 from __future__ import annotations
 
-from ops.core import KernelError, ShapeError, explain_failure, fmt_shape, spec_of, where_str
+from dualgrad.ops.core import KernelError, ShapeError, explain_failure, fmt_shape, spec_of, where_str
 
 
 class OpError(Exception):

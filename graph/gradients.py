@@ -5,7 +5,8 @@ rule's op calls land here as graph nodes, named `gradients/<forward node>_grad/.
 tagged with the forward node they differentiate, so a run-time error in a gradient node
 names the forward op and the line that built it.
 
->>> import graph, numpy as np
+>>> import numpy as np
+>>> from dualgrad import graph
 >>> x = graph.placeholder(graph.float32, (3,))
 >>> (dx,) = graph.gradients(graph.reduce_sum(x * x), [x])
 >>> with graph.Session() as s:
@@ -16,8 +17,8 @@ from __future__ import annotations
 
 import contextlib
 
-import ops
-from ops.autodiff import backprop
+from dualgrad import ops
+from dualgrad.ops.autodiff import backprop
 
 from .core import Tensor, gradient_of
 

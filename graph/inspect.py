@@ -1,6 +1,6 @@
 """Look at a graph: Graphviz DOT export and a rich text summary of its nodes.
 
->>> import graph
+>>> from dualgrad import graph
 >>> g = graph.Graph()
 >>> with g.as_default():
 ...     x = graph.placeholder(graph.float32, (None, 3), name="x")
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 
-from ops.core import fmt_shape, where_str
+from dualgrad.ops.core import fmt_shape, where_str
 
 from .core import get_default_graph
 

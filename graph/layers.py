@@ -2,7 +2,7 @@
 
 Convolutions are NCHW with kernels (filters, in_channels, kh, kw), like the op library.
 
->>> import graph
+>>> from dualgrad import graph
 >>> x = graph.placeholder(graph.float32, (None, 1, 8, 8))
 >>> h = graph.layers.conv2d(x, 4, 3, padding="same", activation=graph.nn.relu)
 >>> graph.layers.flatten(graph.layers.max_pooling2d(h, 2, 2)).shape
@@ -14,11 +14,11 @@ import math
 
 import numpy as np
 
-import ops
-from ops.core import ShapeError, fmt_shape
+from dualgrad import ops
+from dualgrad.ops.core import ShapeError, fmt_shape
 
 from .control_flow import cond
-from ops.updates import running_average
+from dualgrad.ops.updates import running_average
 
 from .core import GraphKeys, Tensor, _graph_of
 from .math_ops import random_uniform
@@ -87,7 +87,7 @@ def batch_normalization(inputs, axis=1, momentum=0.99, epsilon=1e-3, center=True
     (1 - momentum) * batch, with the biased batch variance as TF) go to the collection
     `graph.GraphKeys.UPDATE_OPS`; run them with the train op, as in TF1:
 
-    >>> import graph
+    >>> from dualgrad import graph
     >>> x = graph.placeholder(graph.float32, (None, 3))
     >>> y = graph.layers.batch_normalization(x, training=True)
     >>> len(graph.get_collection(graph.GraphKeys.UPDATE_OPS))

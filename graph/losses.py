@@ -4,7 +4,8 @@
 that would broadcast silently ((N,) against (N, 1) -> (N, N)) is warned about when the node
 is built, before any data exists.
 
->>> import graph, warnings
+>>> import warnings
+>>> from dualgrad import graph
 >>> y = graph.placeholder(graph.float32, (None,))
 >>> p = graph.placeholder(graph.float32, (None, 1))
 >>> with warnings.catch_warnings(record=True) as w:
@@ -15,7 +16,7 @@ True
 """
 from __future__ import annotations
 
-import ops
+from dualgrad import ops
 
 from .math_ops import named
 

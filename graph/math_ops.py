@@ -4,7 +4,8 @@ Every function takes TF's `name=` argument: the result node gets that name and t
 a composite builds on the way go under `name/`. Axis arguments follow TF (`axis`,
 `keepdims`, `perm`); dtypes may be graph dtypes, NumPy dtypes or strings.
 
->>> import graph, numpy as np
+>>> import numpy as np
+>>> from dualgrad import graph
 >>> x = graph.placeholder(graph.float32, (None, 4), name="x")
 >>> m = graph.reduce_mean(x, axis=1, name="row_mean")
 >>> m.name, m.shape
@@ -16,8 +17,8 @@ import functools
 
 import numpy as np
 
-import ops
-from ops.core import ShapeError
+from dualgrad import ops
+from dualgrad.ops.core import ShapeError
 
 from .core import Tensor, _graph_of, constant, convert_to_tensor, get_default_graph, graph_kind
 from .dtypes import as_dtype

@@ -4,7 +4,8 @@ Layout: convolution and pooling keep the op library's NCHW layout, with conv fil
 shape (out_channels, in_channels, kh, kw) as in PyTorch, not TF's NHWC / HWIO. Passing
 `data_format="NHWC"` is refused with a message rather than silently transposed.
 
->>> import graph, numpy as np
+>>> import numpy as np
+>>> from dualgrad import graph
 >>> x = graph.placeholder(graph.float32, (None, 64), name="x")
 >>> h = graph.nn.dense(x, 128, activation=graph.nn.relu, name="hidden")
 >>> [v.name for v in graph.trainable_variables()][-2:]
@@ -16,8 +17,8 @@ import math
 
 import numpy as np
 
-import ops
-from ops.core import ShapeError, fmt_shape
+from dualgrad import ops
+from dualgrad.ops.core import ShapeError, fmt_shape
 
 from .core import Tensor, _graph_of
 from .dtypes import as_dtype
@@ -71,16 +72,7 @@ def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None):
 
 
 def _cross_entropy(logits, labels):
-    try:
-        return ops.cross_entropy(logits, labels, reduction="none")
-    except TypeError as e:
-        if "cannot convert the symbolic" not in str(e):
-            raise
-    # NOTE: ops.cross_entropy calls np.asarray(target) even for an engine tensor; until that
-    # is fixed in ops/, the same composition from ops' own composites:
-    if np.dtype(labels.dtype).kind in "iu":
-        labels = ops.one_hot(labels, logits.shape[-1], dtype=logits.dtype)
-    return -ops.sum(labels * ops.log_softmax(logits, axis=-1), axis=-1)
+    return ops.cross_entropy(logits, labels, reduction="none")
 
 
 @named

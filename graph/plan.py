@@ -152,5 +152,5 @@ def plan_frees(steps, keep):
 
 
 def _shape_str(t):
-    from ops.core import fmt_shape
+    from dualgrad.ops.core import fmt_shape
     return fmt_shape(t.spec)

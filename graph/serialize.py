@@ -11,7 +11,8 @@ Attributes are encoded explicitly: tuples {"__tuple__": [...]}, slices {"__slice
 "inf"}, dtypes {"__dtype__": "float32"}, arrays {"__array__": key in the safetensors
 file}, cond/while bodies {"__function__": {...}}.
 
->>> import graph, numpy as np, tempfile, os
+>>> import numpy as np, tempfile, os
+>>> from dualgrad import graph
 >>> g = graph.Graph()
 >>> with g.as_default():
 ...     x = graph.placeholder(graph.float32, (None, 2), name="x")
@@ -31,7 +32,7 @@ import os
 
 import numpy as np
 
-from ops.core import ShapeError, Spec
+from dualgrad.ops.core import ShapeError, Spec
 
 from .core import Graph, KINDS, get_default_graph, op_by_name
 from .errors import GraphFileError, NotFoundError

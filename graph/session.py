@@ -1,6 +1,7 @@
 """`Session`: runs the part of a graph that fetches need, with fed placeholder values.
 
->>> import graph, numpy as np
+>>> import numpy as np
+>>> from dualgrad import graph
 >>> x = graph.placeholder(graph.float32, (None,), name="x")
 >>> y = x * 2.0
 >>> with graph.Session() as s:
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ops.core import Spec, fmt_shape
+from dualgrad.ops.core import Spec, fmt_shape
 
 from .core import Graph, Node, Tensor, get_default_graph
 from .errors import InvalidArgumentError, describe
@@ -52,7 +53,7 @@ class RunState:
 def _optimizer():
     """The optimiser entry point, or None when compiler/ is not there (one late import)."""
     try:
-        from compiler import optimize
+        from dualgrad.compiler import optimize
     except ImportError:
         return None
     return optimize if callable(optimize) else None   # NOTE: not the submodule of that name

@@ -11,7 +11,8 @@ Update rules, as TF1 (and PyTorch, where they agree) write them; g is the gradie
   torch.optim.Adam divides by sqrt(v_hat) + eps instead: the two differ only in where
   epsilon sits (epsilon * sqrt(1 - b2^t) here), which matters only when sqrt(v) ~ eps.
 
->>> import graph, numpy as np
+>>> import numpy as np
+>>> from dualgrad import graph
 >>> w = graph.Variable(np.array([1.0], np.float32))
 >>> train = graph.train.GradientDescentOptimizer(0.5).minimize(graph.reduce_sum(w * w))
 >>> with graph.Session() as s:
@@ -22,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import ops
-from ops.updates import adam_update_tf, sgd_update
+from dualgrad import ops
+from dualgrad.ops.updates import adam_update_tf, sgd_update
 
 from .control_flow import group
 from .core import Tensor, get_default_graph

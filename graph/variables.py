@@ -6,7 +6,8 @@ A `Variable` is a tensor (reading it gives its current value) whose node is of k
 variable sees the value it had when the run started (a read node runs once per run, before
 any assign built after it).
 
->>> import graph, numpy as np
+>>> import numpy as np
+>>> from dualgrad import graph
 >>> v = graph.Variable(np.zeros(2, np.float32), name="v")
 >>> step = v.assign_add(np.ones(2, np.float32))
 >>> with graph.Session() as s:
@@ -19,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import ops
-from ops.core import ShapeError, Spec, fmt_shape, where_str
+from dualgrad import ops
+from dualgrad.ops.core import ShapeError, Spec, fmt_shape, where_str
 
 from .core import (Tensor, _graph_of, _lift, get_default_graph, graph_kind, constant,
                    _at_user_line)

@@ -8,8 +8,8 @@ it are not supported (a clear error, never a silent zero).
 """
 from __future__ import annotations
 
-import ops
-from ops.core import Spec
+from dualgrad import ops
+from dualgrad.ops.core import Spec
 
 from .core import _lift, graph_kind, placeholder
 from .errors import UnimplementedError

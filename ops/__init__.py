@@ -1,11 +1,15 @@
 """dualgrad's one op library: every primitive defined once, interpreted by both engines.
 
->>> import numpy as np, ops
+>>> import numpy as np
+>>> from dualgrad import ops
 >>> ops.add(np.ones(2, np.float32), 1.0)
 array([2., 2.], dtype=float32)
 >>> sorted(ops.REGISTRY)[:3]
 ['abs', 'add', 'argmax']
 """
+if __name__ != "dualgrad.ops":  # NOTE: a second copy would mean a second op registry
+    raise ImportError(f"dualgrad's engines import under one root: write `from dualgrad import ops`, "
+                      f"not `import {__name__}` (found {__file__})")
 from .core import (ELEMENTWISE, REDUCTION, REGISTRY, KernelError, Op, Sample, ShapeError, Spec,
                    bind, fmt_shape, register, spec_of, user_frame, where_str)
 from .elementwise import (abs, add, cast, cos, div, eq, erf, exp, ge, gt, is_value, le, log, lt,

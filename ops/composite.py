@@ -338,7 +338,8 @@ def _moments_ref(np, x, axes, keepdims=False):
 def moments(x, axes, keepdims=False):
     """(mean, biased variance) of x over `axes`, as TF's tf.nn.moments.
 
-    >>> import numpy as np, ops
+    >>> import numpy as np
+    >>> from dualgrad import ops
     >>> m, v = ops.moments(np.array([[1., 2.], [3., 6.]]), axes=(0,))
     >>> m.tolist(), v.tolist()
     ([2.0, 4.0], [1.0, 4.0])

@@ -78,7 +78,7 @@ class Sample:
 
 
 class Op:
-    """One primitive. See DESIGN.md 'ops/ — one op library' for what each field means."""
+    """One primitive. docs/architecture.md ('One op, one entry') says what each field means."""
     __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "kind", "samples", "ref",
                  "stateful", "view", "nondiff", "fn")
 
@@ -99,7 +99,7 @@ class Op:
 
 REGISTRY: dict[str, Op] = {}
 ELEMENTWISE: set[str] = set()   # ops with a scalar form, fusable into one loop
-REDUCTION: set[str] = set()     # sum / max over axes
+REDUCTION: set[str] = set()     # sum / max over axes: what the fuse pass may fold into a loop
 
 
 def register(name, infer, kernel, vjp=None, **kw) -> Op:
@@ -158,12 +158,22 @@ def explain_failure(op, specs, attrs, err) -> Exception:
 
 
 # -- where the user is ------------------------------------------------------------------------
-_PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_FRAMEWORK_DIRS = tuple(os.path.join(_PKG_ROOT, p) + os.sep
-                        for p in ("ops", "eager", "graph", "compiler"))
+def _framework_dirs() -> tuple[str, ...]:
+    """Where the engines' own files are, asked of the import system (dualgrad.ops, .eager,
+    .graph, .compiler), so a user's folder that happens to be called ops/ or graph/ is user code."""
+    import importlib.util
+    root = __name__.split(".")[0]
+    dirs = []
+    for sub in ("ops", "eager", "graph", "compiler"):
+        spec = importlib.util.find_spec(f"{root}.{sub}")   # imports no engine, only the root
+        dirs += [os.path.join(os.path.abspath(d), "") for d in spec.submodule_search_locations]
+    return tuple(dirs)
 
 
-def user_frame(skip_dirs=_FRAMEWORK_DIRS) -> tuple[str, int] | None:
+FRAMEWORK_DIRS = _framework_dirs()
+
+
+def user_frame(skip_dirs=FRAMEWORK_DIRS) -> tuple[str, int] | None:
     """(filename, lineno) of the innermost frame outside the framework's packages."""
     f = sys._getframe(1)
     while f is not None:
@@ -174,7 +184,7 @@ def user_frame(skip_dirs=_FRAMEWORK_DIRS) -> tuple[str, int] | None:
     return None
 
 
-def user_stacklevel(skip_dirs=_FRAMEWORK_DIRS) -> int:
+def user_stacklevel(skip_dirs=FRAMEWORK_DIRS) -> int:
     """The `stacklevel` that files a warning raised by the caller at the user's line (what
     Python 3.12's `skip_file_prefixes` does): a fixed number breaks when a wrapper is added."""
     f, level = sys._getframe(1), 1

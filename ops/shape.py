@@ -447,8 +447,8 @@ ONES_LIKE = register("ones_like", _fill_like_infer, _ones_like_kernel, None, kin
 reshape_like, transpose, broadcast_to, broadcast_like, sum_to_like, expand_dims, squeeze = (
     _public(o) for o in (RESHAPE_LIKE, TRANSPOSE, BROADCAST_TO, BROADCAST_LIKE, SUM_TO_LIKE,
                          EXPAND_DIMS, SQUEEZE))
-concat_part, slice_grad, take_grad, pad_, zeros_like, ones_like = (
-    _public(o) for o in (CONCAT_PART, SLICE_GRAD, TAKE_GRAD, PAD, ZEROS_LIKE, ONES_LIKE))
+concat_part, slice_grad, take_grad, zeros_like, ones_like = (
+    _public(o) for o in (CONCAT_PART, SLICE_GRAD, TAKE_GRAD, ZEROS_LIKE, ONES_LIKE))
 slice_ = _public(SLICE)
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-import ops
+from dualgrad import ops
 
 
 @dataclass

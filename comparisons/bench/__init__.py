@@ -1,7 +1,7 @@
 """`dualgrad bench`: step times of eager, graph, optimised graph and compiled eager, side by
 side in one run, with jax.jit and PyTorch eager as outside references.
 
->>> from comparisons.bench import run_bench
+>>> from dualgrad.comparisons.bench import run_bench
 >>> res = run_bench(["dispatch"], quick=True, columns=("eager",))
 >>> res["workloads"][0]["columns"]["eager"]["status"]
 'ok'

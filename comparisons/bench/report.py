@@ -143,29 +143,3 @@ def plot(res, path):
     fig.savefig(path)
     plt.close(fig)
 
-
-def markdown(res) -> str:
-    """The run as Markdown tables (as pasted into docs/benchmarks.md), e.g.
-    `print(markdown(json.load(open("bench.json"))))`."""
-    cols = [c for c in COLUMNS if any(w["columns"][c]["status"] == "ok"
-                                      for w in res["workloads"])]
-    head = "| workload | " + " | ".join(HEADERS[c] for c in cols) + " |"
-    rule = "|---|" + "---:|" * len(cols)
-    rows = [head, rule]
-    for w in res["workloads"]:
-        cells = []
-        for c in cols:
-            cell = w["columns"][c]
-            if cell["status"] != "ok":
-                cells.append(cell["status"])
-                continue
-            x = cell.get("speedup_vs_eager")
-            cells.append(f"{fmt_time(cell['median_ms'])} ±{cell['spread_pct']:.0f}%"
-                         + (f" (**{x:.2f}x**)" if x is not None else ""))
-        rows.append(f"| {w['name']} ({w['size']}) | " + " | ".join(cells) + " |")
-    first = [head.replace("| workload |", "| first call, s |"), rule]
-    for w in res["workloads"]:
-        cells = [f"{w['columns'][c].get('build_s', 0) + w['columns'][c]['first_call_s']:.3f}"
-                 if "first_call_s" in w["columns"][c] else "-" for c in cols]
-        first.append(f"| {w['name']} | " + " | ".join(cells) + " |")
-    return "\n".join(rows) + "\n\n" + "\n".join(first) + "\n"

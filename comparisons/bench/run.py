@@ -11,6 +11,7 @@ import os
 import platform
 import time
 
+from ..threads import blas_limit
 from .timing import time_group, timed
 from .workloads import COLUMNS, Skip, workloads
 
@@ -98,15 +99,15 @@ def run_bench(names, quick=False, columns=COLUMNS, progress=None, blas_threads=1
     thread pools (and other processes) for the cores, and these workloads' matrices are
     small enough that one thread is as fast — see docs/benchmarks.md.
     """
-    from compiler.memory import pin_malloc
-    # NOTE: every column runs with glibc's thresholds pinned (as shared/peers measure), so a
+    from dualgrad.compiler.memory import pin_malloc
+    # NOTE: every column runs with glibc's thresholds pinned (see docs/benchmarks.md, Method), so a
     # large temporary is recycled rather than page-faulted in afresh, whoever allocates it.
     settings = {**SETTINGS[bool(quick)], "blas_threads": blas_threads or "default",
                 "malloc": pin_malloc()}
     load_before = _loadavg()
     t0 = time.perf_counter()
     results = []
-    with _blas_limit(blas_threads):
+    with blas_limit(blas_threads):
         for w in workloads(names, quick):
             results.append(run_workload(w, columns, settings, progress))
     return {"dualgrad_bench": 1,
@@ -115,18 +116,6 @@ def run_bench(names, quick=False, columns=COLUMNS, progress=None, blas_threads=1
             "machine": {**machine_description(), "loadavg_before": load_before,
                         "loadavg_after": _loadavg()},
             "workloads": results, "total_s": time.perf_counter() - t0}
-
-
-def _blas_limit(n):
-    """Limit NumPy's BLAS to n threads inside the block (threadpoolctl ships with sklearn)."""
-    import contextlib
-    if not n:
-        return contextlib.nullcontext()
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=n, user_api="blas")
 
 
 def _loadavg():

@@ -1,4 +1,4 @@
-"""Side-by-side timing, the method of shared/peers/_bench.py: medians of repeats, peers
+"""Side-by-side timing, the method docs/benchmarks.md describes: medians of repeats, peers
 interleaved in passes, the first call timed on its own.
 
 Each peer gets one untimed warm-up call, a call count `number` chosen so one repeat lasts
@@ -6,7 +6,7 @@ about `target` seconds, then `repeat` timed repeats split over `passes` rounds
 (A, B, C, A, B, C) so a slow drift of a shared machine hits every peer alike. The garbage
 collector is off while timing.
 
->>> from comparisons.bench.timing import time_group
+>>> from dualgrad.comparisons.bench.timing import time_group
 >>> st = time_group({"noop": lambda: None}, repeat=3, target=0.001)
 >>> sorted(st["noop"])
 ['max_s', 'median_s', 'min_s', 'number', 'repeat']

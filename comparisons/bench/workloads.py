@@ -2,13 +2,13 @@
 
 A workload is a name and a `make(column)` that returns a zero-argument callable doing one
 step (a training step on a fixed batch, or one call of a micro-benchmark), or raises
-`Skip` with a one-line reason when that column cannot run here (library missing,
-`compiler.compile` not landed). Columns:
+`Skip` with a one-line reason when that column cannot run here (an outside library
+missing). Columns:
 
     eager       dualgrad eager engine
     graph       dualgrad graph, Session(optimize=False)
-    graph_opt   dualgrad graph, Session(optimize=True) (the optimiser, when it has landed)
-    compiled    eager code through compiler.compile (when it has landed)
+    graph_opt   dualgrad graph, Session(optimize=True) (the optimiser)
+    compiled    eager code through compiler.compile
     jax         jax.jit of the same workload (outside reference)
     torch       PyTorch eager (outside reference)
 """
@@ -65,26 +65,6 @@ def _need_torch():
         raise Skip("PyTorch is not installed (pip install torch)") from None
 
 
-def _need_compile():
-    from comparisons.models.common import compiled_available
-    if not compiled_available():
-        raise Skip("compiler.compile has not landed yet")
-
-
-def optimizer_available() -> bool:
-    try:
-        from compiler import optimize  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
-def _need_optimizer():
-    if not optimizer_available():
-        raise Skip("compiler.optimize has not landed: Session(optimize=True) would run the "
-                   "graph unoptimised")
-
-
 # -- model workloads -----------------------------------------------------------------------------
 BATCH = {"mlp": 128, "cnn": 64, "rnn": 32, "transformer": 64}
 DESCRIPTION = {
@@ -97,7 +77,7 @@ DESCRIPTION = {
 
 def model_batch(name):
     """One fixed batch of the model's task (for the RNN: one whose rows are all 8 long)."""
-    from comparisons.models.common import TASKS
+    from dualgrad.comparisons.models.common import TASKS
     task = TASKS[name](batch_size=BATCH[name])
     if name == "rnn":
         full = np.flatnonzero(task.train[1] == 8)[:BATCH[name]]
@@ -106,27 +86,23 @@ def model_batch(name):
 
 
 def model_workload(name) -> Workload:
-    from comparisons.models import load
+    from dualgrad.comparisons.models import load
     batch = model_batch(name)
     w = Workload(name, "model", DESCRIPTION[name], f"batch {len(batch[-1])}", None)
 
     def make(col):
         weights = load(name, "eager").initial_weights(0)
         if col in ("eager", "compiled"):
-            if col == "compiled":
-                _need_compile()
             t = load(name, "eager").build(weights=weights, compiled=col == "compiled")
             return lambda: t.step(*batch)
         if col in ("graph", "graph_opt"):
-            if col == "graph_opt":
-                _need_optimizer()
             t = load(name, "graph").build(weights=weights, optimize=col == "graph_opt")
             if col == "graph_opt":
                 w.extra["graph_opt_session"] = t.sess
             return lambda: t.step(*batch)
         if col == "jax":
             _need_jax()
-            from comparisons.refs import jax_models
+            from dualgrad.comparisons.refs import jax_models
             step, state = jax_models.make_step(name, weights)
             box = [state]
 
@@ -136,7 +112,7 @@ def model_workload(name) -> Workload:
             return run
         if col == "torch":
             _need_torch()
-            from comparisons.refs import torch_models
+            from dualgrad.comparisons.refs import torch_models
             return torch_models.make_step(name, weights, batch)
         raise Skip(f"unknown column {col}")
     w.make = make
@@ -145,7 +121,7 @@ def model_workload(name) -> Workload:
 
 # -- micro-benchmarks ----------------------------------------------------------------------------
 def _eager_gelu(x):
-    import eager
+    from dualgrad import eager
     return 0.5 * x * (1.0 + eager.tanh(GELU_C * (x + 0.044715 * (x * x * x))))
 
 
@@ -157,18 +133,15 @@ def gelu_workload(quick=False) -> Workload:
 
     def make(col):
         if col in ("eager", "compiled"):
-            import eager
+            from dualgrad import eager
             x = eager.from_numpy(x_np)
             if col == "compiled":
-                _need_compile()
-                from comparisons.models.common import compile_fn
+                from dualgrad.comparisons.models.common import compile_fn
                 f = compile_fn(_eager_gelu)
                 return lambda: f(x)
             return lambda: _eager_gelu(x)
         if col in ("graph", "graph_opt"):
-            import graph
-            if col == "graph_opt":
-                _need_optimizer()
+            from dualgrad import graph
             g = graph.Graph()
             with g.as_default():
                 xp = graph.placeholder(graph.float32, (n,), name="x")
@@ -180,12 +153,12 @@ def gelu_workload(quick=False) -> Workload:
         if col == "jax":
             _need_jax()
             import jax.numpy as jnp
-            from comparisons.refs import jax_models
+            from dualgrad.comparisons.refs import jax_models
             f, xj = jax_models.gelu_fn(), jnp.asarray(x_np)
             return lambda: f(xj).block_until_ready()
         if col == "torch":
             _need_torch()
-            from comparisons.refs import torch_models
+            from dualgrad.comparisons.refs import torch_models
             return torch_models.gelu_step(x_np)
         raise Skip(f"unknown column {col}")
     w.make = make
@@ -203,21 +176,18 @@ def layernorm_workload(quick=False) -> Workload:
 
     def make(col):
         if col in ("eager", "compiled"):
-            import eager
-            from eager.nn import functional as F
+            from dualgrad import eager
+            from dualgrad.eager.nn import functional as F
             x, r, gm, bt = (eager.from_numpy(a) for a in (x_np, r_np, g_np, b_np))
 
             def f(x, r):
                 return F.layer_norm(x, (d,), gm, bt) + r
             if col == "compiled":
-                _need_compile()
-                from comparisons.models.common import compile_fn
+                from dualgrad.comparisons.models.common import compile_fn
                 f = compile_fn(f)
             return lambda: f(x, r)
         if col in ("graph", "graph_opt"):
-            import graph
-            if col == "graph_opt":
-                _need_optimizer()
+            from dualgrad import graph
             g = graph.Graph()
             with g.as_default():
                 xp = graph.placeholder(graph.float32, (rows, d), name="x")
@@ -230,13 +200,13 @@ def layernorm_workload(quick=False) -> Workload:
         if col == "jax":
             _need_jax()
             import jax.numpy as jnp
-            from comparisons.refs import jax_models
+            from dualgrad.comparisons.refs import jax_models
             f = jax_models.layernorm_residual_fn()
             args = [jnp.asarray(a) for a in (x_np, r_np, g_np, b_np)]
             return lambda: f(*args).block_until_ready()
         if col == "torch":
             _need_torch()
-            from comparisons.refs import torch_models
+            from dualgrad.comparisons.refs import torch_models
             return torch_models.layernorm_step(x_np, r_np, g_np, b_np)
         raise Skip(f"unknown column {col}")
     w.make = make
@@ -260,18 +230,15 @@ def dispatch_workload(quick=False) -> Workload:
 
     def make(col):
         if col in ("eager", "compiled"):
-            import eager
+            from dualgrad import eager
             a, b = eager.from_numpy(a_np.copy()), eager.from_numpy(a_np.copy())
             f = chain
             if col == "compiled":
-                _need_compile()
-                from comparisons.models.common import compile_fn
+                from dualgrad.comparisons.models.common import compile_fn
                 f = compile_fn(chain)
             return lambda: f(a, b)
         if col in ("graph", "graph_opt"):
-            import graph
-            if col == "graph_opt":
-                _need_optimizer()
+            from dualgrad import graph
             g = graph.Graph()
             with g.as_default():
                 ap = graph.placeholder(graph.float32, (4,), name="a")

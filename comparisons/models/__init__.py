@@ -3,7 +3,7 @@
 
 `load(name, mode)` returns the module of one version; `MODELS` lists the names.
 
->>> from comparisons import models
+>>> from dualgrad.comparisons import models
 >>> models.MODELS
 ('mlp', 'cnn', 'rnn', 'transformer')
 """

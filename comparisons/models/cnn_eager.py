@@ -3,8 +3,8 @@
     conv 3x3 (1->8, pad 1) -> ReLU -> max-pool 2 -> conv 3x3 (8->16, pad 1) -> ReLU
     -> flatten (16*4*4) -> Linear(256, 10)
 
->>> from comparisons.models import cnn_eager
->>> from comparisons.models.common import cnn_task
+>>> from dualgrad.comparisons.models import cnn_eager
+>>> from dualgrad.comparisons.models.common import cnn_task
 >>> trainer = cnn_eager.build(seed=0)
 >>> x, y = cnn_task().batches(0)[0]
 >>> trainer.predict(x).shape
@@ -12,9 +12,9 @@
 """
 from __future__ import annotations
 
-import eager
-from eager import nn
-from eager.nn import functional as F
+from dualgrad import eager
+from dualgrad.eager import nn
+from dualgrad.eager.nn import functional as F
 
 from . import mlp_eager
 from .common import numpy_state

@@ -8,14 +8,14 @@ Written the low-level TF1 way: explicit `Variable`s for filters and biases, `nn.
 in both engines, so the eager weights are used as they are (only the dense kernel is
 transposed to TF's (in, out)).
 
->>> from comparisons.models import cnn_graph
+>>> from dualgrad.comparisons.models import cnn_graph
 >>> trainer = cnn_graph.build(seed=0)
 >>> trainer.logits.shape
 (None, 10)
 """
 from __future__ import annotations
 
-import graph
+from dualgrad import graph
 
 LR, MOMENTUM, EPOCHS = 0.1, 0.9, 15
 

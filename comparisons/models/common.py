@@ -26,24 +26,9 @@ import numpy as np
 from .. import data as D
 
 
-class CompiledUnavailable(RuntimeError):
-    """compiler.compile (issue 5) is not there yet, so 'compiled' mode cannot run."""
-
-
-def compiled_available() -> bool:
-    try:
-        import compiler
-    except ImportError:
-        return False
-    return callable(getattr(compiler, "compile", None))
-
-
 def compile_fn(fn):
     """`compiler.compile(fn)`: eager code traced into an optimised graph (the third way)."""
-    if not compiled_available():
-        raise CompiledUnavailable("compiled mode needs compiler.compile, which has not landed "
-                                  "in this checkout yet; use --mode eager or --mode graph")
-    import compiler
+    from dualgrad import compiler
     return compiler.compile(fn)
 
 

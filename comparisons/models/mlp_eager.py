@@ -4,8 +4,8 @@
 
 Each line runs as it is read: `print(h.shape)` or a breakpoint inside `forward` works.
 
->>> from comparisons.models import mlp_eager
->>> from comparisons.models.common import mlp_task, fit, evaluate
+>>> from dualgrad.comparisons.models import mlp_eager
+>>> from dualgrad.comparisons.models.common import mlp_task, fit, evaluate
 >>> trainer = mlp_eager.build(seed=0)
 >>> losses = fit(trainer, mlp_task(), epochs=1)
 >>> losses[-1] < losses[0]
@@ -13,9 +13,9 @@ True
 """
 from __future__ import annotations
 
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
 from .common import compile_fn, numpy_state
 

@@ -11,8 +11,8 @@ Weights follow TF's layout, kernel (in, out), so `x @ kernel`; the eager version
 weight is torch's (out, in). `build(weights=...)` takes the eager model's state_dict as
 numpy arrays and transposes it, so both versions start from the same point.
 
->>> from comparisons.models import mlp_graph
->>> from comparisons.models.common import mlp_task, fit
+>>> from dualgrad.comparisons.models import mlp_graph
+>>> from dualgrad.comparisons.models.common import mlp_task, fit
 >>> trainer = mlp_graph.build(seed=0)
 >>> trainer.logits.shape          # static shape, known at build time
 (None, 10)
@@ -22,7 +22,7 @@ True
 """
 from __future__ import annotations
 
-import graph
+from dualgrad import graph
 
 LR, MOMENTUM, EPOCHS = 0.1, 0.9, 20
 

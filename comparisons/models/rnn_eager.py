@@ -12,8 +12,8 @@ set mixes lengths and takes it.
 
 Compare rnn_graph.py, where the number of steps must be part of the graph.
 
->>> from comparisons.models import rnn_eager
->>> from comparisons.models.common import rnn_task
+>>> from dualgrad.comparisons.models import rnn_eager
+>>> from dualgrad.comparisons.models.common import rnn_task
 >>> x, lengths, mask, y = rnn_task().batches(0)[0]
 >>> rnn_eager.build(seed=0).predict(x, lengths, mask).shape == (len(y), 10)
 True
@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
 from .common import compile_fn, numpy_state
 

@@ -15,7 +15,7 @@ is". Two TF1 answers, both here:
 The LSTM is written out by hand in TF1's fused form: one kernel (8 + 64, 4*64) applied to
 [x_t, h], gates in torch's order (i, f, g, o) so the eager weights carry over.
 
->>> from comparisons.models import rnn_graph
+>>> from dualgrad.comparisons.models import rnn_graph
 >>> trainer = rnn_graph.build(seed=0)
 >>> trainer.logits.shape
 (None, 10)
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import graph
+from dualgrad import graph
 
 LR, MOMENTUM, EPOCHS, HIDDEN, STEPS = 0.1, 0.9, 20, 64, 8
 

@@ -9,8 +9,8 @@ applied to the attention scores with `where`, so padded tokens get no attention 
     h = h + MLP(LayerNorm(h))                                        (32 -> 64 -> GELU -> 32)
     logits = Linear(32, 10)(LayerNorm(masked mean of h over tokens))
 
->>> from comparisons.models import transformer_eager
->>> from comparisons.models.common import transformer_task
+>>> from dualgrad.comparisons.models import transformer_eager
+>>> from dualgrad.comparisons.models.common import transformer_task
 >>> x, mask, y = transformer_task().batches(0)[0]
 >>> transformer_eager.build(seed=0).predict(x, mask).shape
 (64, 10)
@@ -21,9 +21,9 @@ import math
 
 import numpy as np
 
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
 from .common import compile_fn, numpy_state
 

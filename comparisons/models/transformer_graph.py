@@ -7,7 +7,7 @@ idiom, so here the two styles look most alike. What differs: every shape is chec
 while building (a wrong head split fails before any data exists), and the optimiser sees
 the whole block at once (GELU, layer norm and softmax chains become fused loops).
 
->>> from comparisons.models import transformer_graph
+>>> from dualgrad.comparisons.models import transformer_graph
 >>> trainer = transformer_graph.build(seed=0)
 >>> trainer.logits.shape
 (None, 10)
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-import graph
+from dualgrad import graph
 
 LR, EPOCHS = 3e-3, 15
 D_MODEL, HEADS, D_FF, TOKENS = 32, 4, 64, 8

@@ -6,7 +6,7 @@ is a fair yardstick for a dualgrad step. `make_step(name, weights)` returns
 `(step, state)` where `step(state, *batch) -> (state, loss)` is jitted.
 
 >>> import numpy as np
->>> from comparisons.refs import jax_models
+>>> from dualgrad.comparisons.refs import jax_models
 >>> f = jax_models.gelu_fn()
 >>> float(f(np.float32(1.0)))    # doctest: +ELLIPSIS
 0.841...
@@ -150,7 +150,7 @@ def _adam(lr, b1=0.9, b2=0.999, eps=1e-8):
 
 # name -> (forward, which batch arrays it takes, optimiser)
 def _spec(name):
-    from comparisons.models import load
+    from dualgrad.comparisons.models import load
     hp = load(name, "eager")
     if name == "mlp":
         return mlp_forward, lambda x, y: (x,), _sgd(hp.LR, hp.MOMENTUM)

@@ -99,7 +99,7 @@ class Encoder(nn.Module):
 
 
 def _model_and_opt(name, weights):
-    from comparisons.models import load
+    from dualgrad.comparisons.models import load
     hp = load(name, "eager")
     model = {"mlp": MLP, "cnn": CNN, "rnn": RowLSTM, "transformer": Encoder}[name]()
     model.load_state_dict({k: torch.from_numpy(np.array(v)) for k, v in weights.items()})

@@ -6,7 +6,7 @@
     dualgrad shapes --list                # the catalogue
 
 `add_parser(subparsers)` registers the subcommand in the main CLI; `main(argv)` runs it
-alone (`python -m comparisons.shapes`).
+alone (`python -m dualgrad.comparisons.shapes`).
 """
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def handle(args, console=None) -> int:
 
 
 def main(argv=None) -> int:
-    """`python -m comparisons.shapes`: the subcommand on its own."""
+    """`python -m dualgrad.comparisons.shapes`: the subcommand on its own."""
     p = argparse.ArgumentParser(prog="dualgrad shapes", description=__doc__.split("\n\n")[0])
     _arguments(p)
     try:

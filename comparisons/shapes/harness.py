@@ -1,6 +1,6 @@
 """Run one bug file and say where its shape error surfaced: the child side of the runner.
 
-    python -m comparisons.shapes.harness FILE MODE      # prints one JSON line (see MARK)
+    python -m dualgrad.comparisons.shapes.harness FILE MODE      # prints one JSON line (see MARK)
 
 The bug file runs as `__main__`, unchanged. Hooks count training steps without the file
 knowing: in eager (and compiled) mode a step is one `Optimizer.step()`; in graph mode a step
@@ -37,10 +37,6 @@ MODES = ("eager", "graph", "compiled")
 _LOC = re.compile(r"(?:(defined|created) )?at (?P<file>[^\s(),'\"]+\.py):(?P<line>\d+)")
 _OP_NAMED = re.compile(r"^[a-z][a-z0-9_]*: |\(op [a-z][a-z0-9_]*\)")
 _SHAPE = re.compile(r"\((?:\d+|\?)(?:, (?:\d+|\?))*,?\)")
-_PKG_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_TRACE_PY = os.path.join(_PKG_ROOT, "compiler", "trace.py")
-_FRAMEWORK = tuple(os.path.join(_PKG_ROOT, p) + os.sep for p in ("ops", "eager", "graph",
-                                                                   "compiler"))
 
 
 def bug_line(path) -> int | None:
@@ -49,26 +45,6 @@ def bug_line(path) -> int | None:
         for i, line in enumerate(f, 1):
             if re.search(r"#\s*BUG\b", line):
                 return i
-    return None
-
-
-def unavailable(mode) -> str | None:
-    """Why `mode` cannot run in this checkout, or None when it can."""
-    if mode == "graph":
-        try:
-            import graph
-        except ImportError as e:
-            return f"graph/ does not import: {e}"
-        missing = [n for n in ("placeholder", "Variable", "Session", "cond")
-                   if not hasattr(graph, n)]
-        return f"graph/ has not landed (no graph.{', graph.'.join(missing)})" if missing else None
-    if mode == "compiled":
-        try:
-            import compiler
-        except ImportError as e:
-            return f"compiler/ does not import: {e}"
-        if not callable(getattr(compiler, "compile", None)):
-            return "compiler.compile (issue 5) has not landed"
     return None
 
 
@@ -86,7 +62,7 @@ def _install(mode, c: _Counter):
     """Patch the step points; returns a function that undoes the patches."""
     undo = []
     if mode in ("eager", "compiled"):
-        from eager import optim
+        from dualgrad.eager import optim
         orig_step = optim.Optimizer.step
 
         def step(self, *a, **k):
@@ -98,7 +74,7 @@ def _install(mode, c: _Counter):
     if mode == "compiled":
         # NOTE: only construction is hooked. A hook around a compiled call would be the first
         # frame outside the framework, so messages would say `at harness.py:N`
-        from compiler.trace import Compiled
+        from dualgrad.compiler.trace import Compiled
         orig_init = Compiled.__init__
 
         def init(self, *a, **k):
@@ -107,7 +83,7 @@ def _install(mode, c: _Counter):
         Compiled.__init__ = init
         undo.append(lambda: setattr(Compiled, "__init__", orig_init))
     if mode == "graph":
-        import graph
+        from dualgrad import graph
         orig_run = graph.Session.run
 
         def run(self, fetches, feed_dict=None, *a, **k):
@@ -136,7 +112,9 @@ def _install(mode, c: _Counter):
 def _compiled_call(exc) -> str | None:
     """The compiled call the error left: "trace" (one tracing a new signature), "replay" (one
     running a traced plan), or None (eager code around the compiled calls)."""
-    names = {f.name for f in traceback.extract_tb(exc.__traceback__) if f.filename == _TRACE_PY}
+    trace = sys.modules.get("dualgrad.compiler.trace")
+    trace_py = trace.__file__ if trace else None
+    names = {f.name for f in traceback.extract_tb(exc.__traceback__) if f.filename == trace_py}
     return "trace" if "_trace" in names else "replay" if "__call__" in names else None
 
 
@@ -180,6 +158,7 @@ def _chain(te):
 
 
 def _analyse(exc, path, line, mode):
+    from dualgrad.ops.core import FRAMEWORK_DIRS
     message = str(exc) if str(exc) else type(exc).__name__
     frames = traceback.extract_tb(exc.__traceback__)
     user = [f for f in frames if _same_file(f.filename, path)]
@@ -196,7 +175,7 @@ def _analyse(exc, path, line, mode):
         "msg_line": in_bug_file[0]["line"] if in_bug_file else None,
         "msg_file": first["file"] if first else None,
         "msg_points_to_bug": any(loc["line"] == line for loc in in_bug_file),
-        "msg_in_framework": bool(first) and first["file"].startswith(_FRAMEWORK),
+        "msg_in_framework": bool(first) and os.path.abspath(first["file"]).startswith(FRAMEWORK_DIRS),
         "tb_line": user[-1].lineno if user else None,
         "tb_is_bug": bool(user) and user[-1].lineno == line,
         "tb_innermost": f"{frames[-1].filename}:{frames[-1].lineno}" if frames else None,
@@ -212,10 +191,10 @@ def preload(mode):
     for name in {"eager": ("eager",), "graph": ("graph", "compiler"),
                  "compiled": ("eager", "compiler")}[mode]:
         try:
-            importlib.import_module(name)
+            importlib.import_module(f"dualgrad.{name}")
         except ImportError:
             pass
-    from comparisons import data
+    from dualgrad.comparisons import data
     shared = os.environ.get(DIGITS_ENV)
     if shared and not getattr(data.digits, "shared", False):
         data.digits = _shared_digits(data, shared)
@@ -228,7 +207,7 @@ DIGITS_ENV = "DUALGRAD_SHAPES_DIGITS"
 def save_digits(path):
     """Write the default digits split to `path` (.npz) for the children (see preload)."""
     import numpy as np
-    from comparisons.data import digits
+    from dualgrad.comparisons.data import digits
     d = digits()
     np.savez(path, x_train=d.x_train, y_train=d.y_train, x_test=d.x_test, y_test=d.y_test)
 
@@ -255,9 +234,6 @@ def run_file(path, mode) -> dict:
     path = os.path.abspath(path)
     name = os.path.basename(path)[:-len(f"_{mode}.py")]
     rec = {"bug": name, "mode": mode, "file": path, "bug_line": bug_line(path)}
-    why = unavailable(mode)
-    if why:
-        return {**rec, "status": "unavailable", "phase": "n/a", "reason": why}
     preload(mode)
     c = _Counter()
     undo = _install(mode, c)

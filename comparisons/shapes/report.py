@@ -48,8 +48,8 @@ def cells(rec) -> dict:
     """The table cells of one record: phase, steps, time, line (the message's), tb (the
     innermost traceback frame in the bug file), error."""
     status = rec.get("status")
-    if status in ("unavailable", "missing"):
-        return {"phase": "not available yet" if status == "unavailable" else "no file",
+    if status == "missing":
+        return {"phase": "no file",
                 "steps": "", "time": "", "line": "", "tb": "", "error": ""}
     if status in ("timeout", "crashed"):
         return {"phase": status, "steps": "", "time": _time(rec.get("seconds")), "line": "",
@@ -80,12 +80,8 @@ def _by_bug(records):
 def table(records, modes) -> Table:
     """One row per bug; per mode: phase, steps before it, time to it, the line the message
     names ✓/✗, the traceback's last line in the file ✓/✗, exception."""
-    shown = [m for m in modes if any(r["mode"] == m and r.get("status") != "unavailable"
-                                     for r in records)]
-    waiting = [m for m in modes if m not in shown]
-    t = Table(title="Where each shape bug surfaces", box=box.SIMPLE_HEAVY, show_lines=True,
-              caption=" · ".join(f"{m}: not available yet ({_reason(records, m)})"
-                                 for m in waiting) or None)
+    shown = [m for m in modes if any(r["mode"] == m for r in records)]
+    t = Table(title="Where each shape bug surfaces", box=box.SIMPLE_HEAVY, show_lines=True)
     t.add_column("bug", style="bold", no_wrap=True)
     for m in shown:
         t.add_column(f"{m}\nphase")
@@ -107,13 +103,6 @@ def table(records, modes) -> Table:
 def _mark(cell) -> Text:
     return Text(cell, style="green" if cell.startswith("✓") else
                 "red" if cell.startswith("✗") else "")
-
-
-def _reason(records, mode) -> str:
-    for r in records:
-        if r["mode"] == mode and r.get("reason"):
-            return r["reason"]
-    return "not run"
 
 
 def _source_line(rec) -> str:
@@ -170,18 +159,3 @@ def print_explain(records, console=None):
         console.print(Text(f"{records[0]['bug']}: {records[0].get('title', '')}", style="bold"))
     console.print(explain(records))
 
-
-def markdown(records, modes) -> str:
-    """The table as Markdown (what docs/shape-errors.md is written from)."""
-    shown = [m for m in modes if any(r["mode"] == m and r.get("status") != "unavailable"
-                                     for r in records)]
-    cols = ("phase", "steps", "time", "line", "tb", "error")
-    head = ["bug"] + [f"{m}: {col}" for m in shown for col in cols]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for bug, per_mode in _by_bug(records).items():
-        row = [f"`{bug}`"]
-        for m in shown:
-            c = cells(per_mode.get(m, {"status": "missing"}))
-            row += [c[col] for col in cols]
-        lines.append("| " + " | ".join(x.replace("|", "\\|") for x in row) + " |")
-    return "\n".join(lines)

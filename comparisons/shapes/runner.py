@@ -1,14 +1,14 @@
 """Run the shape-bug catalogue in every mode, each file in its own process, and judge the errors.
 
-    python -m comparisons.shapes.runner [BUG ...]        # the same as `dualgrad shapes`
+    python -m dualgrad.comparisons.shapes.runner [BUG ...]        # the same as `dualgrad shapes`
 
 The catalogue is the files in `bugs/`: `<bug>_eager.py`, `<bug>_graph.py` and
 `<bug>_compiled.py` (the eager script with its model or step function wrapped in
-`compiler.compile`), each a small training script with its bug on the line marked `# BUG`. Every (bug, mode) runs `python -m comparisons.shapes.harness`
+`compiler.compile`), each a small training script with its bug on the line marked `# BUG`. Every (bug, mode) runs `python -m dualgrad.comparisons.shapes.harness`
 in a subprocess with a timeout, so one crash or hang does not end the run; the child
 reports one JSON line (see harness.py), never a pickle.
 
->>> from comparisons.shapes import runner
+>>> from dualgrad.comparisons.shapes import runner
 >>> [b.name for b in runner.catalogue()][:2]
 ['attn_heads', 'attn_mask']
 """
@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .harness import DIGITS_ENV, MARK, MODES, bug_line, save_digits, unavailable
+from .harness import DIGITS_ENV, MARK, MODES, bug_line, save_digits
 
 BUGS_DIR = Path(__file__).resolve().parent / "bugs"
 ROOT = BUGS_DIR.parents[2]
@@ -78,16 +78,12 @@ def find(names) -> list[Bug]:
 def run_one(bug: Bug, mode: str, timeout=TIMEOUT, env=None) -> dict:
     """Run one bug file in a fresh Python and return its record (see harness.run_file)."""
     base = {"bug": bug.name, "mode": mode, "title": bug.title}
-    why = unavailable(mode)
-    if why:
-        return {**base, "status": "unavailable", "phase": "n/a", "reason": why}
     path = bug.files.get(mode)
     if path is None:
         return {**base, "status": "missing", "phase": "n/a",
                 "reason": f"no {bug.name}_{mode}.py in the catalogue yet"}
-    env = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(
-        [str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])}
-    cmd = [sys.executable, "-m", "comparisons.shapes.harness", str(path), mode]
+    env = {**os.environ, **(env or {})}
+    cmd = [sys.executable, "-m", "dualgrad.comparisons.shapes.harness", str(path), mode]
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-import ops
+from dualgrad import ops
 from ..codegen import CodegenError, FusedSpec, compile_fused
 from ..ir import INode, SyntheticNode, known
 
@@ -23,7 +23,7 @@ _DTYPES = {"float32", "float64", "int32", "int64", "bool"}
 
 
 def _is_reduction(n):
-    if n.op.name not in ("sum", "max") or not known(n.inputs[0][0].specs[n.inputs[0][1]]):
+    if n.op.name not in ops.REDUCTION or not known(n.inputs[0][0].specs[n.inputs[0][1]]):
         return False
     shape = n.inputs[0][0].specs[n.inputs[0][1]].shape
     axis = n.attrs.get("axis")
@@ -71,7 +71,7 @@ def _combine(kinds):
 
 def _domain(n):
     """The full shape a node needs: its output, or a reduction's input."""
-    if n.op.name in ("sum", "max"):
+    if n.op.name in ops.REDUCTION:
         return tuple(n.inputs[0][0].specs[n.inputs[0][1]].shape)
     return tuple(n.spec.shape)
 
@@ -97,7 +97,7 @@ class Group:
                 elif src.kind == "const" and src.value.ndim == 0:
                     r = "scalar"
                 in_kinds.append(r)
-            if m.op.name in ("sum", "max"):
+            if m.op.name in ops.REDUCTION:
                 if in_kinds[0] not in ("full", "col"):
                     return None
                 if m.op.name == "max" and id(m.inputs[0][0]) in inside:
@@ -248,7 +248,7 @@ def _fuse(prog, g, users, fetched):
 
     for m in g.members:
         args = tuple(ref(src, i) for src, i in m.inputs)
-        if m.op.name in ("sum", "max"):
+        if m.op.name in ops.REDUCTION:
             nodes.append(("reduce", m.op.name, args[0], m.spec.dtype.name))
         else:
             tmpl = m.op.scalar.replace("{dtype}", m.attrs.get("dtype", ""))

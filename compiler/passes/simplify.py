@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import ops
-from ops.rules import broadcast
+from dualgrad import ops
+from dualgrad.ops.rules import broadcast
 from ..ir import INode, const_node
 
 NAME = "simplify"

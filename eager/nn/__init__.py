@@ -1,7 +1,7 @@
 """eager.nn: Modules with auto-registered parameters, as torch.nn.
 
->>> import eager
->>> from eager import nn
+>>> from dualgrad import eager
+>>> from dualgrad.eager import nn
 >>> eager.manual_seed(0)
 >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
 >>> model(eager.randn(3, 4)).shape
@@ -16,8 +16,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-import ops
-from ops.core import ShapeError, user_frame, where_str
+from dualgrad import ops
+from dualgrad.ops.core import ShapeError, user_frame, where_str
 from ..tensor import Tensor
 from . import functional
 from . import functional as F

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import ops
-from ops.updates import running_average
+from dualgrad import ops
+from dualgrad.ops.updates import running_average
 
 relu, sigmoid, tanh = ops.relu, ops.sigmoid, ops.tanh
 

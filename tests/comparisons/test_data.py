@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from comparisons import data
+from dualgrad.comparisons import data
 
 
 def test_split_is_fixed_and_disjoint():

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from comparisons.models import MODELS, load
-from comparisons.models.common import TASKS, evaluate, fit
+from dualgrad.comparisons.models import MODELS, load
+from dualgrad.comparisons.models.common import TASKS, evaluate, fit
 
 STEPS = 5
 RTOL = 1e-4
@@ -69,7 +69,7 @@ def test_rnn_eager_handles_mixed_lengths_like_the_masked_graph():
 @pytest.mark.parametrize("name", MODELS)
 def test_jax_reference_agrees_with_eager(name):
     pytest.importorskip("jax")
-    from comparisons.refs import jax_models
+    from dualgrad.comparisons.refs import jax_models
     task = TASKS[name]()
     E = load(name, "eager")
     w = E.initial_weights(0)
@@ -121,9 +121,6 @@ def test_weights_are_shared_not_reinitialised():
 @pytest.mark.parametrize("name", MODELS)
 def test_compiled_eager_agrees_with_eager(name):
     """The third column: compiler.compile of the eager loss (skipped until it lands)."""
-    from comparisons.models.common import compiled_available
-    if not compiled_available():
-        pytest.skip("compiler.compile (issue 5) has not landed")
     task = TASKS[name]()
     E = load(name, "eager")
     w = E.initial_weights(0)

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from compiler import codegen
-from compiler.codegen import CodegenError, FusedSpec, compile_fused
+from dualgrad.compiler import codegen
+from dualgrad.compiler.codegen import CodegenError, FusedSpec, compile_fused
 
 REPO = Path(__file__).resolve().parents[2]
 RNG = np.random.default_rng(1234)
@@ -483,7 +483,7 @@ def test_in_process_cache_returns_same_callable():
 _CHILD = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, {repo!r})
-    from compiler.codegen import FusedSpec, compile_fused
+    from dualgrad.compiler.codegen import FusedSpec, compile_fused
     import numpy as np
     spec = FusedSpec(inputs=(("float32", "full"),),
                      nodes=(("in", 0), ("ew", "tanh({{0}})", (0,), "float32"),

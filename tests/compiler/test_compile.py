@@ -14,12 +14,12 @@ import warnings
 import numpy as np
 import pytest
 
-import compiler
-import eager
-import graph
-import ops
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import compiler
+from dualgrad import eager
+from dualgrad import graph
+from dualgrad import ops
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
 RTOL, ATOL = 1e-5, 1e-6
 
@@ -523,7 +523,8 @@ def test_graph_report_and_dot_are_reachable():
 
 
 def test_module_docstring_runs():
-    import compiler.trace
+    import dualgrad.compiler.trace
+    from dualgrad import compiler
     assert doctest.testmod(compiler.trace).failed == 0
 
 
@@ -540,8 +541,8 @@ def test_bind_prefers_the_higher_level_engine():
 
 # -- the comparison models --------------------------------------------------------------------
 def test_comparison_models_compile_and_train_like_eager():
-    models = pytest.importorskip("comparisons.models")
-    from comparisons.models.common import TASKS
+    from dualgrad.comparisons import models
+    from dualgrad.comparisons.models.common import TASKS
     for name in models.MODELS:
         E = models.load(name, "eager")
         w = E.initial_weights(0)

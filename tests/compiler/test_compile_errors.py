@@ -11,9 +11,9 @@ import warnings
 import numpy as np
 import pytest
 
-import compiler
-import eager
-import ops
+from dualgrad import compiler
+from dualgrad import eager
+from dualgrad import ops
 
 
 def _line(marker):
@@ -68,7 +68,7 @@ def test_an_error_on_a_retrace_says_the_signature_changed():
 
 
 def test_batchnorm_in_training_breaks_to_eager_with_the_line_and_compiles_in_eval():
-    from eager import nn
+    from dualgrad.eager import nn
     eager.manual_seed(0)
     m = nn.Sequential(nn.Conv2d(1, 3, 3, padding=1), nn.BatchNorm2d(3), nn.ReLU())
     twin = nn.Sequential(nn.Conv2d(1, 3, 3, padding=1), nn.BatchNorm2d(3), nn.ReLU())

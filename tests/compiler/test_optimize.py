@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-import compiler
-import graph
-import ops
+from dualgrad import compiler
+from dualgrad import graph
+from dualgrad import ops
 from tests.opinfo import params
 
 RTOL, ATOL = 2e-5, 2e-5   # float32; tanh/erf in fused loops are rational approximations
@@ -187,7 +187,7 @@ def test_buffers_are_reused_for_internal_fused_outputs():
 
 
 def test_unfusable_group_is_left_unfused_with_reason(monkeypatch):
-    from compiler.passes import fuse
+    from dualgrad.compiler.passes import fuse
 
     def refuse(spec):
         raise compiler.CodegenError("numba says no")
@@ -306,3 +306,42 @@ def test_a_broadcast_read_twice_by_one_user_is_kept():
         got_y, got_z = sess.run([y, z], {s: np.float32(2.0), x: np.zeros((6, 5), np.float32)})
     assert got_y.shape == (6, 5) and got_z.shape == (6, 5)
     np.testing.assert_allclose(got_y, np.full((6, 5), 4.0))
+
+
+# -- optimising for the declared specs (no feed_specs), as Grappler does -----------------------
+def test_optimize_without_feed_specs_uses_the_placeholders_declared_specs():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (None, 4))
+        y = graph.reduce_sum(graph.tanh(x * 2.0 + 1.0) * 1.0, axis=1)
+    plan, report = compiler.optimize(g, [y])
+    assert report.nodes_after < report.nodes_before          # simplify still ran
+    for n in (3, 7):                                         # one plan, any batch size
+        a = np.random.default_rng(n).standard_normal((n, 4)).astype(np.float32)
+        (got,) = plan.run(None, {x: a})
+        np.testing.assert_allclose(got, np.tanh(a * 2 + 1).sum(axis=1), rtol=1e-5)
+
+
+# -- a guest in the user's process: the allocator is left alone unless asked -------------------
+_MALLOC_PROBE = """
+import numpy as np
+from dualgrad import graph, compiler
+from dualgrad.compiler import memory
+x = graph.placeholder(graph.float32, (None,))
+with graph.Session() as s:
+    s.run(graph.tanh(x) * 2.0 + 1.0, {x: np.ones(8, np.float32)})
+print(memory.malloc_mode())
+"""
+
+
+@pytest.mark.parametrize("env,want", [(None, "None"), ("pinned", "pinned")])
+def test_the_optimiser_pins_malloc_only_when_asked(env, want):
+    import subprocess
+    import sys
+    e = {k: v for k, v in os.environ.items() if k != "DUALGRAD_MALLOC"}
+    if env:
+        e["DUALGRAD_MALLOC"] = env
+    p = subprocess.run([sys.executable, "-c", _MALLOC_PROBE], capture_output=True, text=True,
+                       env=e, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().splitlines()[-1] == want

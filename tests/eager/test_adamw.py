@@ -4,7 +4,7 @@ importable."""
 import numpy as np
 import pytest
 
-from eager import optim
+from dualgrad.eager import optim
 from tests.eager.test_optim import P0, STEPS, _close, _grad_np, _run_ours, _run_torch
 
 CASES = {"default": dict(), "wd0.1": dict(lr=0.05, weight_decay=0.1),

@@ -5,8 +5,8 @@ import os
 import numpy as np
 import pytest
 
-import eager
-import ops
+from dualgrad import eager
+from dualgrad import ops
 
 
 def _t(values, requires_grad=True):

@@ -2,8 +2,8 @@
 import numpy as np
 from threadpoolctl import threadpool_limits   # a scikit-learn dependency
 
-import eager
-from eager import nn, optim
+from dualgrad import eager
+from dualgrad.eager import nn, optim
 
 N_TEST = 297
 

@@ -3,9 +3,9 @@ import inspect
 
 import pytest
 
-import eager
-import eager.nn.functional as F
-import ops
+from dualgrad import eager
+import dualgrad.eager.nn.functional as F
+from dualgrad import ops
 
 
 def _next_line():

@@ -9,9 +9,9 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
-import eager
-from eager import nn
-from eager.nn import functional as F
+from dualgrad import eager
+from dualgrad.eager import nn
+from dualgrad.eager.nn import functional as F
 
 RNG = np.random.default_rng(1234)
 

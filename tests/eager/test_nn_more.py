@@ -3,10 +3,10 @@ importable), AvgPool2d, the NLL / BCE losses and LogSoftmax as modules."""
 import numpy as np
 import pytest
 
-import eager
-from eager import nn
-from eager.nn import functional as F
-from ops import ShapeError
+from dualgrad import eager
+from dualgrad.eager import nn
+from dualgrad.eager.nn import functional as F
+from dualgrad.ops import ShapeError
 
 RNG = np.random.default_rng(0)
 

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-import eager
-import ops
+from dualgrad import eager
+from dualgrad import ops
 from tests.opinfo import jax_ref_fn, numeric_grad, numpy_ref, params
 
 

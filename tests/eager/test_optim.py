@@ -3,8 +3,8 @@ and against torch.optim itself when torch is importable."""
 import numpy as np
 import pytest
 
-import eager
-from eager import nn, optim
+from dualgrad import eager
+from dualgrad.eager import nn, optim
 
 P0 = {"w": np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], np.float32),
       "b": np.array([0.1, -0.2], np.float32)}

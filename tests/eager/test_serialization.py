@@ -7,9 +7,9 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
-import eager
-import eager.serialization
-from eager import nn
+from dualgrad import eager
+import dualgrad.eager.serialization
+from dualgrad.eager import nn
 
 
 def test_round_trip_keeps_names_order_dtypes_shapes_and_values(tmp_path):

@@ -1,7 +1,7 @@
 """Each graph test starts with a fresh default graph (TF1 tests do the same)."""
 import pytest
 
-import graph
+from dualgrad import graph
 
 
 @pytest.fixture(autouse=True)

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import graph
-import ops
+from dualgrad import graph
+from dualgrad import ops
 from tests.opinfo import numeric_grad as _numeric_grad, sample_arrays
 
 

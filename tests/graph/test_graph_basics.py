@@ -7,8 +7,8 @@ import pickle
 import numpy as np
 import pytest
 
-import graph
-from graph.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
+from dualgrad import graph
+from dualgrad.graph.errors import FailedPreconditionError, InvalidArgumentError, NotFoundError
 
 
 def run(fetches, feeds=None, g=None):

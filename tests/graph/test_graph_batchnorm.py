@@ -4,7 +4,7 @@ cross-entropies and avg_pool2d, against NumPy written from TF's formulas."""
 import numpy as np
 import pytest
 
-import graph
+from dualgrad import graph
 
 RNG = np.random.default_rng(0)
 

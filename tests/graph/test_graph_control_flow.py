@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import graph
-from ops import ShapeError
+from dualgrad import graph
+from dualgrad.ops import ShapeError
 
 
 def run(fetches, feeds=None):

@@ -8,9 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-import graph
-from graph.errors import InvalidArgumentError, ShapeMismatchError
-from ops import ShapeError
+from dualgrad import graph
+from dualgrad.graph.errors import InvalidArgumentError, ShapeMismatchError
+from dualgrad.ops import ShapeError
 
 HERE = os.path.basename(__file__)
 

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
-import graph
+from dualgrad import graph
 
 
 def test_mean_squared_error_matches_numpy():

@@ -7,8 +7,8 @@ import importlib
 import numpy as np
 import pytest
 
-import graph
-import ops
+from dualgrad import graph
+from dualgrad import ops
 
 RNG = np.random.default_rng(0)
 
@@ -104,5 +104,5 @@ def test_dense_and_layers_make_named_variables():
                                     "graph.errors"])
 def test_docstring_examples_run(module):
     graph.reset_default_graph()
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    result = doctest.testmod(importlib.import_module(f"dualgrad.{module}"), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0

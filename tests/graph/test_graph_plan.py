@@ -7,9 +7,9 @@ import types
 import numpy as np
 import pytest
 
-import graph
-from graph.errors import InvalidArgumentError
-from graph.plan import Plan, Step, build_plan, lower
+from dualgrad import graph
+from dualgrad.graph.errors import InvalidArgumentError
+from dualgrad.graph.plan import Plan, Step, build_plan, lower
 
 
 def _small():
@@ -46,10 +46,10 @@ def test_lower_gives_each_nodes_kernel():
 
 
 def _fake_compiler(monkeypatch, optimize):
-    mod = types.ModuleType("compiler")
+    mod = types.ModuleType("dualgrad.compiler")
     if optimize is not None:
         mod.optimize = optimize
-    monkeypatch.setitem(sys.modules, "compiler", mod)
+    monkeypatch.setitem(sys.modules, "dualgrad.compiler", mod)
 
 
 def test_session_uses_the_optimizers_plan_once_per_feed_signature(monkeypatch):

@@ -8,8 +8,8 @@ import pickle
 import numpy as np
 import pytest
 
-import graph
-from graph.errors import GraphFileError
+from dualgrad import graph
+from dualgrad.graph.errors import GraphFileError
 
 
 def _model():

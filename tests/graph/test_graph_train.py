@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_limits   # a scikit-learn dependency
 
-import graph
+from dualgrad import graph
 
 TARGET = np.array([[1.0, -2.0], [0.5, 3.0]])
 W0 = np.array([[0.3, 0.1], [-0.2, 0.4]])
@@ -147,8 +147,8 @@ def test_mlp_trains_on_digits_to_95_percent(optimize):
 
 
 def test_mlp_losses_agree_with_eager_step_by_step():
-    eager = pytest.importorskip("eager")
-    from eager import nn, optim
+    from dualgrad import eager
+    from dualgrad.eager import nn, optim
     x_train, y_train, _, _ = _digits()
     eager.manual_seed(0)
     model = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))

@@ -1,7 +1,7 @@
 """docs/ops.md names every op of the registry and every composite."""
 from pathlib import Path
 
-import ops
+from dualgrad import ops
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "ops.md").read_text()
 

@@ -3,7 +3,7 @@ against NumPy and jax, eager and graph, and its gradient are checked here."""
 import numpy as np
 import pytest
 
-import ops
+from dualgrad import ops
 from tests.opinfo import numeric_grad
 
 CASES = [((4, 3), (0,), False), ((2, 3, 4, 4), (0, 2, 3), True), ((5,), 0, False),
@@ -20,8 +20,8 @@ def test_moments_matches_numpy(shape, axes, keepdims):
 
 @pytest.mark.parametrize("shape,axes,keepdims", CASES)
 def test_moments_gradient_eager_and_graph(shape, axes, keepdims):
-    import eager
-    import graph
+    from dualgrad import eager
+    from dualgrad import graph
     x = np.random.default_rng(1).uniform(-2, 2, shape)
 
     def f(a):

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-import ops
+from dualgrad import ops
 from tests.opinfo import numpy_ref, params
 
 
@@ -78,5 +78,5 @@ def test_small_integer_powers_are_multiplications():
     x = np.array([-2.0, -0.5, 3.0], np.float32)
     for k in (0, 1, 2, 3, 4):
         got = ops.pow(x, k)
-        np.testing.assert_array_equal(got, x.astype(np.float64) ** k if False else x ** k)
+        np.testing.assert_array_equal(got, x ** k)
         assert got.dtype == np.float32

@@ -6,12 +6,12 @@ head size is computed with integer division, so 30 // 4 = 7 heads' worth of widt
 Compiled eager: the same script with the model wrapped in `compiler.compile`, as
 `model = torch.compile(model)` is written; the loop is unchanged.
 """
-import compiler
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import compiler
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS, WIDTH, HEADS = 32, 20, 30, 4
 eager.manual_seed(0)

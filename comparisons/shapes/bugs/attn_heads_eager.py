@@ -3,11 +3,11 @@
 A one-block transformer classifier on the digits read as 8 rows (tokens) of 8 pixels. The
 head size is computed with integer division, so 30 // 4 = 7 heads' worth of width is lost.
 """
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS, WIDTH, HEADS = 32, 20, 30, 4
 eager.manual_seed(0)

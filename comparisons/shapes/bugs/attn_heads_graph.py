@@ -4,9 +4,9 @@ A one-block transformer classifier on the digits read as 8 rows (tokens) of 8 pi
 TensorFlow 1.x style. The head size is computed with integer division, so the reshape that
 splits the heads cannot hold all 30 features.
 """
-import graph
+from dualgrad import graph
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS, WIDTH, HEADS = 32, 20, 30, 4
 d = digits()

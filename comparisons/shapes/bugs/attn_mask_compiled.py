@@ -6,12 +6,12 @@ to 8 with a mask. The mask needs two new axes, mask[:, None, None, :], to reach 
 Compiled eager: the same script with the model wrapped in `compiler.compile`, as
 `model = torch.compile(model)` is written; the loop is unchanged.
 """
-import compiler
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import compiler
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
-from comparisons.data import digits, row_sequences
+from dualgrad.comparisons.data import digits, row_sequences
 
 BATCH, STEPS, WIDTH, HEADS = 32, 20, 32, 4
 eager.manual_seed(0)

@@ -3,11 +3,11 @@
 A one-block transformer classifier on the digits read as sequences of 5 to 8 rows, padded
 to 8 with a mask. The mask needs two new axes, mask[:, None, None, :], to reach the scores.
 """
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
-from comparisons.data import digits, row_sequences
+from dualgrad.comparisons.data import digits, row_sequences
 
 BATCH, STEPS, WIDTH, HEADS = 32, 20, 32, 4
 eager.manual_seed(0)

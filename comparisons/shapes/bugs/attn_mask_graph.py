@@ -3,9 +3,9 @@
 A one-block transformer classifier on the digits read as sequences of 5 to 8 rows, padded
 to 8 with a mask, TensorFlow 1.x style. The mask needs two new axes to reach the scores.
 """
-import graph
+from dualgrad import graph
 
-from comparisons.data import digits, row_sequences
+from dualgrad.comparisons.data import digits, row_sequences
 
 BATCH, STEPS, WIDTH, HEADS = 32, 20, 32, 4
 d = digits()

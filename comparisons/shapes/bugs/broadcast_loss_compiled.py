@@ -7,12 +7,12 @@ model's output has a trailing dimension of 1, the targets do not, so `pred - y` 
 Compiled eager: the forward pass and the loss are one function wrapped in `compiler.compile`
 (the step function of the docs); backward and the optimizer step stay eager.
 """
-import compiler
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import compiler
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS = 32, 30
 eager.manual_seed(0)

@@ -4,11 +4,11 @@ A small regression MLP that predicts the digit's value (0-9) from its pixels, wi
 model's output has a trailing dimension of 1, the targets do not, so `pred - y` broadcasts to
 (N, N) and the loss compares every prediction with every target: it trains towards the mean.
 """
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS = 32, 30
 eager.manual_seed(0)

@@ -4,9 +4,9 @@ A small regression MLP that predicts the digit's value (0-9) from its pixels, Te
 style, with the squared error written out as TF1 code usually did. The prediction has a
 trailing dimension of 1, the target placeholder does not, so `pred - y` is (?, ?).
 """
-import graph
+from dualgrad import graph
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS = 32, 30
 d = digits()

@@ -7,12 +7,12 @@ but the flatten and the classifier are written for 8 * 8 * 8 = 512. The tutorial
 Compiled eager: the same script with the model wrapped in `compiler.compile`, as
 `model = torch.compile(model)` is written; the loop is unchanged.
 """
-import compiler
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import compiler
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
-from comparisons.data import digits, images
+from dualgrad.comparisons.data import digits, images
 
 BATCH, STEPS = 32, 20
 eager.manual_seed(0)

@@ -4,11 +4,11 @@ Conv(1->8, 3x3, pad 1) -> ReLU -> MaxPool(2) gives (N, 8, 4, 4) = 128 features p
 but the flatten and the classifier are written for 8 * 8 * 8 = 512. The tutorial idiom
 `x.view(-1, size)` lets the batch dimension absorb the difference.
 """
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
-from comparisons.data import digits, images
+from dualgrad.comparisons.data import digits, images
 
 BATCH, STEPS = 32, 20
 eager.manual_seed(0)

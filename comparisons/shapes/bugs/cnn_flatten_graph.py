@@ -5,9 +5,9 @@ but the reshape and the dense kernel are written for 8 * 8 * 8 = 512. The tutori
 `reshape(h, [-1, size])` lets the batch dimension absorb the difference. (dualgrad's graph
 engine keeps NCHW images and (out, in, kh, kw) filters, like its eager side.)
 """
-import graph
+from dualgrad import graph
 
-from comparisons.data import digits, images
+from dualgrad.comparisons.data import digits, images
 
 BATCH, STEPS = 32, 20
 d = digits()

@@ -3,11 +3,11 @@
 An MLP on the digits that also gets 8 row sums per image: the 64 pixels and the 8 row sums
 should be joined into 72 features per example (dim 1), not stacked as more examples (dim 0).
 """
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS = 32, 20
 eager.manual_seed(0)

@@ -4,9 +4,9 @@ An MLP on the digits that also gets 8 row sums per image, TensorFlow 1.x style: 
 pixels and the 8 row sums should be joined into 72 features (axis 1), not stacked as more
 examples (axis 0).
 """
-import graph
+from dualgrad import graph
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS = 32, 20
 d = digits()

@@ -3,11 +3,11 @@
 An MLP on the digits (64 pixels -> 32 hidden -> 10 classes), PyTorch style. The layer
 sizes are written twice, once per Linear, and they disagree.
 """
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS = 32, 20
 eager.manual_seed(0)

@@ -3,9 +3,9 @@
 An MLP on the digits (64 pixels -> 32 hidden -> 10 classes), TensorFlow 1.x style, with the
 weights declared as Variables: the second weight's shape repeats the wrong width.
 """
-import graph
+from dualgrad import graph
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS = 32, 20
 d = digits()

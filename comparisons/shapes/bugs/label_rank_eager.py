@@ -3,11 +3,11 @@
 An MLP on the digits whose labels come as a column vector, as they do from a CSV column or
 a `y.reshape(-1, 1)` kept from a scikit-learn pipeline.
 """
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS = 32, 20
 eager.manual_seed(0)

@@ -3,9 +3,9 @@
 An MLP on the digits, TensorFlow 1.x style, whose label placeholder was declared as a
 column, the way the labels arrive from a CSV column.
 """
-import graph
+from dualgrad import graph
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS = 32, 20
 d = digits()

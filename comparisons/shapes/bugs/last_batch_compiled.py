@@ -7,12 +7,12 @@ Compiled eager: the same script with the model wrapped in `compiler.compile`, as
 `model = torch.compile(model)` is written; the loop is unchanged. The short last batch is
 a new input shape, so the model is traced again for it.
 """
-import compiler
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import compiler
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
-from comparisons.data import digits, images
+from dualgrad.comparisons.data import digits, images
 
 BATCH, N_TRAIN, EPOCHS = 32, 300, 2
 eager.manual_seed(0)

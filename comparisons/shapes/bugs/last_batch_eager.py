@@ -3,11 +3,11 @@
 A small CNN on 300 digits in batches of 32: nine full batches, then one of 12. The
 forward pass flattens with the constant BATCH instead of the batch it was given.
 """
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
-from comparisons.data import digits, images
+from dualgrad.comparisons.data import digits, images
 
 BATCH, N_TRAIN, EPOCHS = 32, 300, 2
 eager.manual_seed(0)

@@ -3,9 +3,9 @@
 A small CNN on 300 digits in batches of 32: nine full batches, then one of 12. The input
 placeholder was declared with the batch size instead of None.
 """
-import graph
+from dualgrad import graph
 
-from comparisons.data import digits, images
+from dualgrad.comparisons.data import digits, images
 
 BATCH, N_TRAIN, EPOCHS = 32, 300, 2
 d = digits()

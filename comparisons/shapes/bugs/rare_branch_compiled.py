@@ -7,12 +7,12 @@ Compiled eager: the augmentation, the forward pass and the loss are one function
 `compiler.compile` (the step function of the docs). Whether to augment is a Python bool
 argument, so each value is its own trace: the branch is traced when it is first taken.
 """
-import compiler
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import compiler
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS, JITTER_EVERY = 32, 20, 10
 eager.manual_seed(0)

@@ -3,11 +3,11 @@
 An MLP on the digits. Data augmentation runs only on some steps, so the wrong line does not
 run at all until step 10.
 """
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS, JITTER_EVERY = 32, 20, 10
 eager.manual_seed(0)

@@ -3,9 +3,9 @@
 An MLP on the digits, TensorFlow 1.x style: the branch is a `graph.cond` on a fed boolean,
 so both branches are built, and shape-checked, before the first step.
 """
-import graph
+from dualgrad import graph
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS, JITTER_EVERY = 32, 20, 10
 d = digits()

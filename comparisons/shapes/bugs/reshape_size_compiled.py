@@ -5,12 +5,12 @@ A small CNN on the digits, fed the flat (N, 64) rows and reshaping them itself.
 Compiled eager: the same script with the model wrapped in `compiler.compile`, as
 `model = torch.compile(model)` is written; the loop is unchanged.
 """
-import compiler
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import compiler
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS = 32, 20
 eager.manual_seed(0)

@@ -3,9 +3,9 @@
 A small CNN on the digits, TensorFlow 1.x style, fed the flat (N, 64) rows and reshaping
 them itself with the usual `reshape(x, [-1, ...])`.
 """
-import graph
+from dualgrad import graph
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS = 32, 20
 d = digits()

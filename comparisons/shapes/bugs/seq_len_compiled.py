@@ -7,12 +7,12 @@ Compiled eager: the forward pass and the loss are one function wrapped in `compi
 (the step function of the docs; the Python loop over time steps unrolls into the trace);
 backward and the optimizer step stay eager.
 """
-import compiler
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import compiler
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS, HIDDEN = 32, 20, 32
 eager.manual_seed(0)

@@ -3,11 +3,11 @@
 A GRU reads each digit row by row (8 steps of 8 pixels) and, after every row, predicts the
 next row. Only rows 1-7 have a "next row" to compare with, but the loop runs over all 8.
 """
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS, HIDDEN = 32, 20, 32
 eager.manual_seed(0)

@@ -4,9 +4,9 @@ A recurrent net reads each digit row by row (8 steps of 8 pixels) and, after eve
 predicts the next row; TensorFlow 1.x style, statically unrolled over the 8 steps. Only
 rows 1-7 have a "next row" to compare with.
 """
-import graph
+from dualgrad import graph
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS, HIDDEN = 32, 20, 32
 d = digits()

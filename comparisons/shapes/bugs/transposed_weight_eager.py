@@ -3,11 +3,11 @@
 A two-layer classifier on the digits written with raw Parameters, PyTorch style: the
 weights follow torch's (out_features, in_features) layout, so the product needs `.T`.
 """
-import eager
-from eager import nn, optim
-from eager.nn import functional as F
+from dualgrad import eager
+from dualgrad.eager import nn, optim
+from dualgrad.eager.nn import functional as F
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS, HIDDEN = 32, 20, 48
 eager.manual_seed(0)

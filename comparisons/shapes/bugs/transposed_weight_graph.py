@@ -6,9 +6,9 @@ a PyTorch-style model, so they are (out_features, in_features); `matmul` needs
 """
 import numpy as np
 
-import graph
+from dualgrad import graph
 
-from comparisons.data import digits
+from dualgrad.comparisons.data import digits
 
 BATCH, STEPS, HIDDEN = 32, 20, 48
 d = digits()
