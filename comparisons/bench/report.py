@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from rich import box
 from rich.table import Table
 from rich.text import Text
 
@@ -19,20 +20,37 @@ def fmt_time(ms: float) -> str:
     return f"{ms * 1e3:.3g} µs"
 
 
+# NOTE: short column keys keep the tables within 80 columns; LEGEND spells them out
+KEYS = {"eager": "eager", "graph": "graph", "graph_opt": "opt", "compiled": "comp",
+        "jax": "jax", "torch": "torch"}
+
+
+def legend(cols) -> str:
+    return "; ".join(f"{KEYS[c]} = {HEADERS[c]}" for c in cols if KEYS[c] != HEADERS[c])
+
+
+def _table(title, cols) -> Table:
+    t = Table(title=title, title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD)
+    t.add_column("workload", overflow="fold")
+    for c in cols:
+        t.add_column(KEYS[c], justify="right", overflow="fold")
+    return t
+
+
 def _cell(c) -> Text:
     if c["status"] == "skipped":
         return Text("skipped", style="dim")
     if c["status"] == "error":
         return Text("error", style="red")
     t = Text(fmt_time(c["median_ms"]))
-    t.append(f" ±{c['spread_pct']:.0f}%", style="dim")
+    t.append(f"\n±{c['spread_pct']:.0f}%", style="dim")
     x = c.get("speedup_vs_eager")
     if x is not None:
         t.append(f"\n{x:.2f}x", style="green" if x > 1.05 else "red" if x < 0.95 else "")
     return t
 
 
-def _shown_columns(res):
+def shown_columns(res):
     """Columns that ran somewhere (a column skipped everywhere is left to the notes)."""
     return [c for c in COLUMNS if any(w["columns"][c]["status"] != "skipped"
                                       or w["columns"][c]["note"] != "not selected"
@@ -40,24 +58,17 @@ def _shown_columns(res):
 
 
 def times_table(res) -> Table:
-    cols = _shown_columns(res)
-    t = Table(title="median time per step (per op for dispatch), ±spread (max-min)/median; "
-                    "speed-up vs eager below", title_justify="left")
-    t.add_column("workload")
-    for c in cols:
-        t.add_column(HEADERS[c], justify="right")
+    cols = shown_columns(res)
+    t = _table("median time per step (per op for dispatch), ±spread (max-min)/median, "
+               "speed-up vs eager", cols)
     for w in res["workloads"]:
         t.add_row(Text(f"{w['name']}\n{w['size']}"), *[_cell(w["columns"][c]) for c in cols])
     return t
 
 
 def warmup_table(res) -> Table:
-    cols = [c for c in _shown_columns(res)]
-    t = Table(title="first call (build + trace/optimise/compile + one step), seconds",
-              title_justify="left")
-    t.add_column("workload")
-    for c in cols:
-        t.add_column(HEADERS[c], justify="right")
+    cols = shown_columns(res)
+    t = _table("first call (build + trace/optimise/compile + one step), seconds", cols)
     for w in res["workloads"]:
         row = []
         for c in cols:
@@ -105,6 +116,7 @@ def render(res, console):
                   f"{res['settings'].get('blas_threads', 'default')}")
     console.print(times_table(res))
     console.print(warmup_table(res))
+    console.print(f"[dim]{legend(shown_columns(res))}[/]", highlight=False)
     lines = optimizer_lines(res)
     if lines:
         console.print("[bold]optimiser report[/] (graph, optimize=True)")

@@ -1,0 +1,58 @@
+"""Every table the CLI prints is readable at 80 columns: no cell cut to `…`, no line wider
+than the terminal. Each command runs as a user runs it, with the terminal 80 columns wide."""
+from __future__ import annotations
+
+import pytest
+
+from dualgrad.comparisons.cli import main
+
+WIDTH = 80
+
+COMMANDS = [
+    ["tour", "--epochs", "1"],
+    ["train", "transformer", "--mode", "all", "--epochs", "1"],
+    ["bench", "transformer", "--quick"],
+    ["bench", "layernorm", "--quick"],
+    ["graph", "transformer", "--optimized"],
+    ["graph", "rnn", "--train"],
+    ["shapes", "cnn_flatten", "broadcast_loss", "last_batch"],
+    ["shapes", "last_batch", "--explain"],
+    ["shapes", "--list"],
+    ["--help"], ["train", "--help"], ["bench", "--help"], ["graph", "--help"],
+    ["shapes", "--help"], ["tour", "--help"],
+]
+
+
+def _fits(text):
+    wide = [line for line in text.splitlines() if len(line) > WIDTH]
+    assert not wide, f"{len(wide)} lines wider than {WIDTH}, e.g.\n{wide[0]}"
+    assert "…" not in text, next(line for line in text.splitlines() if "…" in line)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", COMMANDS, ids=" ".join)
+def test_output_fits_80_columns(argv, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", str(WIDTH))
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.strip()
+    _fits(out)
+
+
+def test_the_shapes_matrix_is_used_only_when_it_fits():
+    """A wide terminal gets one row per bug (modes side by side); 80 columns one row per
+    (bug, mode), with what does not fit written under the table."""
+    from rich.console import Console
+    from dualgrad.comparisons.shapes import report
+    rec = {"bug": "cnn_flatten", "status": "raised", "phase": "first run", "steps": 0,
+           "seconds": 0.003, "line_verdict": "other line 37", "msg_line": 37, "bug_line": 28,
+           "tb_is_bug": False, "tb_line": 37, "exc_type": "ShapeMismatchError",
+           "quality": "downstream", "warnings": []}
+    records = [{**rec, "mode": m} for m in ("eager", "graph", "compiled")]
+    for width, matrix in ((WIDTH, False), (400, True)):
+        console = Console(width=width, record=True)
+        report.print_table(records, ["eager", "graph", "compiled"], console)
+        text = console.export_text()
+        _fits(text) if width == WIDTH else None
+        assert ("bug / mode" in text) is not matrix
+        assert ("the # BUG is line 28" in text) is not matrix
