@@ -5,6 +5,7 @@
     dualgrad bench [MODEL|all] [--quick] [--json PATH] [--plot PATH]
     dualgrad graph MODEL [--optimized] [--train] [--dot PATH]
     dualgrad shapes [BUG ...] [--explain] [--json PATH]   where shape bugs surface, per mode
+    dualgrad cache info|clear                      the fused-kernel cache
 
 MODEL is one of mlp, cnn, rnn, transformer (bench also takes gelu, layernorm, dispatch).
 A command-line mistake prints one line and exits non-zero; set DUALGRAD_DEBUG=1 to see the
@@ -70,6 +71,8 @@ def _parser() -> argparse.ArgumentParser:
 
     from .shapes.cli import add_parser as add_shapes_parser
     add_shapes_parser(sub)
+    from .cache_cli import add_parser as add_cache_parser
+    add_cache_parser(sub)
     return p
 
 
@@ -159,8 +162,13 @@ def cmd_shapes(args, console):
     handle(args, console)
 
 
+def cmd_cache(args, console):
+    from .cache_cli import handle
+    handle(args, console)
+
+
 COMMANDS = {"train": cmd_train, "bench": cmd_bench, "graph": cmd_graph, "tour": cmd_tour,
-            "shapes": cmd_shapes}
+            "shapes": cmd_shapes, "cache": cmd_cache}
 
 
 def main(argv=None) -> int:
