@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-from rich import box
 from rich.table import Table
 from rich.text import Text
 
@@ -22,7 +21,7 @@ def fmt_time(ms: float) -> str:
 
 # NOTE: short column keys keep the tables within 80 columns; LEGEND spells them out
 KEYS = {"eager": "eager", "graph": "graph", "graph_opt": "opt", "compiled": "comp",
-        "jax": "jax", "torch": "torch"}
+        "jax": "jax", "torch": "torch", "torch_compile": "tc"}
 
 
 def legend(cols) -> str:
@@ -30,7 +29,8 @@ def legend(cols) -> str:
 
 
 def _table(title, cols) -> Table:
-    t = Table(title=title, title_justify="left", pad_edge=False, box=box.SIMPLE_HEAD)
+    t = Table(title=title, title_justify="left", pad_edge=False, box=None,
+              header_style="bold underline")
     t.add_column("workload", overflow="fold")
     for c in cols:
         t.add_column(KEYS[c], justify="right", overflow="fold")
@@ -116,14 +116,14 @@ def render(res, console):
                   f"{res['settings'].get('blas_threads', 'default')}")
     console.print(times_table(res))
     console.print(warmup_table(res))
-    console.print(f"[dim]{legend(shown_columns(res))}[/]", highlight=False)
     lines = optimizer_lines(res)
     if lines:
         console.print("[bold]optimiser report[/] (graph, optimize=True)")
         for line in lines:
             console.print("  " + line, highlight=False)
     from .report_more import render_more
-    render_more(res, console, _shown_columns(res))
+    render_more(res, console, shown_columns(res))
+    console.print(f"[dim]{legend(shown_columns(res))}[/]", highlight=False)
     for line in notes(res):
         console.print(f"[dim]note: {line}[/]", highlight=False)
     console.print(f"[dim]total {res['total_s']:.1f} s[/]")

@@ -56,3 +56,31 @@ def test_the_shapes_matrix_is_used_only_when_it_fits():
         _fits(text) if width == WIDTH else None
         assert ("bug / mode" in text) is not matrix
         assert ("the # BUG is line 28" in text) is not matrix
+
+
+def test_every_bench_table_fits_with_every_column_and_the_profile():
+    """The full run's tables (all seven columns, --torch-compile, the profile, the arithmetic
+    and the --load table) at 80 columns, from a result built here."""
+    from rich.console import Console
+    from dualgrad.comparisons.bench import COLUMNS, report
+    from dualgrad.comparisons.bench.report_more import PROFILED
+    prof = {"step_ms": 123.456, "kernel_ms": 100.123, "alloc_ms": 10.5, "python_ms": 12.8,
+            "calls": 12345, "python_us_per_call": 10.37,
+            "top": [("matmul", 12.345, 30), ("unfold", 3.2, 4), ("add", 1.0, 100)]}
+    cell = {"status": "ok", "note": "", "median_ms": 1234.5, "spread_pct": 160,
+            "speedup_vs_eager": 11.09, "sgemm_fraction": 0.174, "loaded_median_ms": 25.2,
+            "load_growth": 1.27, "first_call_s": 15.391, "build_s": 100.2}
+    res = {"quick": False, "total_s": 1.0,
+           "machine": {"cpu": "AMD EPYC", "usable_cores": 2, "numpy": "2", "numba": "0.6",
+                       "jax": "0.10", "torch": "2.13"},
+           "settings": {"sgemm_gflops_1thread": 100, "busy_core": 1},
+           "workloads": [{"name": name, "size": "2^18 elements",
+                          "columns": {c: dict(cell) for c in COLUMNS},
+                          "profile": {c: prof for c in PROFILED}, "flops": 3.1e7}
+                         for name in ("transformer", "layernorm")]}
+    console = Console(width=WIDTH, record=True)
+    report.render(res, console)
+    text = console.export_text()
+    _fits(text)
+    assert "tc = torch.compile" in " ".join(text.split())
+    assert "transformer opt: slowest kernels" in text
