@@ -60,7 +60,7 @@ def backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=None
         _accumulate(acc, v, g)
     for v, node, needs in reversed(_walk(outputs, node_of, needs_grad)):
         entry = acc.get(id(v))
-        op, inputs, attrs = node
+        op, inputs, attrs = node[0], node[1], node[2]   # eager entries carry a 4th field
         if entry is None or op.vjp is None or not any(needs):
             continue
         if vjp_context is None:
