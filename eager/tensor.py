@@ -21,6 +21,7 @@ from dualgrad.ops.composite import current_composite
 from dualgrad.ops.core import explain_failure, spec_of, user_frame, where_str
 
 from . import devices as _device
+from .inplace import CLOCK, InPlaceMixin
 
 _GRAD = [True]   # grad mode: module-level so the hot path reads one list item
 _new = object.__new__
@@ -79,7 +80,7 @@ class EagerEngine:
         t.grad = None
         if track and _GRAD[0] and out.dtype.kind in "fc":
             t.requires_grad = True
-            t._node = (op, args, attrs)
+            t._node = (op, args, attrs, CLOCK[0])
         else:
             t.requires_grad = False
             t._node = None
@@ -103,7 +104,7 @@ def _binary(op, a, b):
     if _GRAD[0] and (a.requires_grad or isinstance(b, Tensor) and b.requires_grad) \
             and t.data.dtype.kind in "fc":
         t.requires_grad = True
-        t._node = (op, (a, b), {})
+        t._node = (op, (a, b), {}, CLOCK[0])
     else:
         t.requires_grad = False
         t._node = None
@@ -122,7 +123,21 @@ def _node_of(t):
             f"Trying to backward through the graph a second time (through '{node.name}'): "
             f"its saved values were freed by the first backward(). Pass retain_graph=True to "
             f"the first backward() if you need to call it twice.")
+    if node is not None and len(node) > 3 and node[3] != CLOCK[0]:
+        _check_unmodified(t, node)
     return node
+
+
+def _check_unmodified(t, node):
+    """PyTorch's version-counter check: no value this entry used was written in place later."""
+    for v in (t,) + tuple(node[1]):
+        if isinstance(v, Tensor) and getattr(v, "_modified", -1) > node[3]:
+            what = "its output" if v is t else f"an input of shape {tuple(v.shape)}"
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: {what} ({v.dtype}) of '{node[0].name}' was written in "
+                f"place after '{node[0].name}' used it. Hint: make the in-place change out of "
+                f"place (y = y + 1 instead of y += 1), or clone() the tensor first.")
 
 
 def _owned(arr, taken):
@@ -175,9 +190,9 @@ def _needs_grad(v):
     return node is None or type(node) is _Freed or node[0].vjp is not None
 
 
-class Tensor:
+class Tensor(InPlaceMixin):
     """An n-dimensional array with autograd, in PyTorch's style."""
-    __slots__ = ("data", "requires_grad", "grad", "_node", "__weakref__")
+    __slots__ = ("data", "requires_grad", "grad", "_node", "_modified", "__weakref__")
     _engine = EagerEngine
     __array_ufunc__ = None   # ndarray + Tensor defers to Tensor.__radd__
 
@@ -282,7 +297,14 @@ class Tensor:
         return Tensor(self.data)
 
     def requires_grad_(self, requires_grad=True):
-        self.requires_grad = requires_grad
+        if self._node is not None and not requires_grad:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
+                               "you want to use a computed variable in a subgraph that doesn't "
+                               "require differentiation use var_no_grad = var.detach().")
+        if requires_grad and self.data.dtype.kind not in "fc":
+            raise RuntimeError(f"only Tensors of floating point dtype can require gradients, "
+                               f"got {self.data.dtype}")
+        self.requires_grad = bool(requires_grad)
         return self
 
     def backward(self, gradient=None, retain_graph=False, create_graph=False):
@@ -413,12 +435,6 @@ class Tensor:
 
     def __getitem__(self, index):
         return getitem(self, index)
-
-    def __setitem__(self, index, value):
-        if self.requires_grad or self._node is not None:
-            raise RuntimeError("in-place assignment into a tensor that requires grad or is part "
-                               "of a graph is not supported; build a new tensor instead")
-        self.data[index] = value.data if isinstance(value, Tensor) else value
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
@@ -651,14 +667,6 @@ class Tensor:
 
     def clone(self):
         return self + 0 if self.data.dtype.kind in "fc" else Tensor(self.data.copy())
-
-    def zero_(self):
-        self.data[...] = 0
-        return self
-
-    def fill_(self, value):
-        self.data[...] = value
-        return self
 
     def any(self):
         return Tensor(self.data.any())
