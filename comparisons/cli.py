@@ -4,8 +4,8 @@
     dualgrad train MODEL --mode eager|graph|compiled|all [--epochs N] [--seed S]
                          [--plot curves.png] [--logdir DIR]
     dualgrad bench [MODEL|all] [--quick] [--json PATH] [--plot PATH]
-    dualgrad graph MODEL [--optimized] [--train] [--dot PATH]
-    dualgrad shapes [BUG ...] [--explain] [--json PATH]   where shape bugs surface, per mode
+    dualgrad graph MODEL [--optimized] [--train] [--dot PATH.dot|PATH.svg]
+    dualgrad shapes [BUG ...] [--explain] [--json PATH] [--markdown PATH]
     dualgrad cache info|clear                      the fused-kernel cache
 
 MODEL is one of mlp, cnn, rnn, transformer (bench also takes gelu, layernorm, dispatch).

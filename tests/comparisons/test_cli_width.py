@@ -19,7 +19,7 @@ COMMANDS = [
     ["shapes", "last_batch", "--explain"],
     ["shapes", "--list"],
     ["--help"], ["train", "--help"], ["bench", "--help"], ["graph", "--help"],
-    ["shapes", "--help"], ["tour", "--help"],
+    ["shapes", "--help"], ["tour", "--help"], ["cache", "info"], ["cache", "--help"],
 ]
 
 
