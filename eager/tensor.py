@@ -9,6 +9,7 @@ tensor([2., 4., 6.], shape=(3,), dtype=float32)
 """
 from __future__ import annotations
 
+import weakref
 from collections import namedtuple
 
 import numpy as np
@@ -152,6 +153,31 @@ def _owned(arr, taken):
     return arr
 
 
+_POST_ACCUMULATE_HOOKS = {}   # id(leaf) -> (weakref to it, [hook(leaf)])
+
+
+class _HookHandle:
+    """What register_post_accumulate_grad_hook returns: .remove() unregisters the hook."""
+    __slots__ = ("hooks", "hook")
+
+    def __init__(self, hooks, hook):
+        self.hooks, self.hook = hooks, hook
+
+    def remove(self):
+        if self.hook in self.hooks:
+            self.hooks.remove(self.hook)
+
+
+def _accumulate_grad(t, g, create_graph, owned):
+    """Add a leaf's gradient from one backward() into its .grad, then run its hooks."""
+    g = g if create_graph else Tensor(_owned(g.data, owned))
+    t.grad = g if t.grad is None else t.grad + g
+    entry = _POST_ACCUMULATE_HOOKS.get(id(t))
+    if entry is not None and entry[0]() is t:
+        for hook in list(entry[1]):
+            hook(t)
+
+
 def _needs_grad(v):
     """v can carry a gradient: it requires grad and its producer (if any) has a rule.
 
@@ -293,19 +319,44 @@ class Tensor(InPlaceMixin):
             gradient = Tensor(np.ones_like(self.data))
         elif not isinstance(gradient, Tensor):
             gradient = Tensor(np.asarray(gradient, dtype=self.data.dtype))
+        owned, done = {id(gradient.data)}, set()
+        on_leaf = None
+        if _POST_ACCUMULATE_HOOKS:   # NOTE: leaves with hooks get .grad as soon as it is final
+            def on_leaf(t, g):
+                done.add(id(t))
+                _accumulate_grad(t, g, create_graph, owned)
         prev = _GRAD[0]
         _GRAD[0] = create_graph
         try:
-            grads = backprop([self], [gradient], _node_of, _needs_grad)
+            grads = backprop([self], [gradient], _node_of, _needs_grad, on_leaf=on_leaf)
         finally:
             _GRAD[0] = prev
-        owned = {id(gradient.data)}
         for t, g in grads.values():
             if t._node is None:
-                g = g if create_graph else Tensor(_owned(g.data, owned))
-                t.grad = g if t.grad is None else t.grad + g
+                if id(t) not in done:
+                    _accumulate_grad(t, g, create_graph, owned)
             elif not retain_graph:
                 t._node = _Freed(t._node[0].name)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call hook(self) each time backward() has accumulated this leaf's .grad, as torch.
+
+        Hooks run during the backward pass, as soon as this leaf's gradient is complete.
+        Returns a handle whose .remove() unregisters the hook.
+        """
+        if self._node is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                               "gradient")
+        key = id(self)
+        entry = _POST_ACCUMULATE_HOOKS.get(key)
+        if entry is None or entry[0]() is not self:
+            entry = _POST_ACCUMULATE_HOOKS[key] = (
+                weakref.ref(self, lambda _, k=key, d=_POST_ACCUMULATE_HOOKS: d.pop(k, None)), [])
+        entry[1].append(hook)
+        return _HookHandle(entry[1], hook)
 
     # -- operators ----------------------------------------------------------------------------
     def __add__(self, o):
