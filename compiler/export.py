@@ -31,10 +31,10 @@ from dualgrad import graph, ops
 from dualgrad.eager.tensor import Tensor
 from dualgrad.graph.core import op_by_name
 from dualgrad.graph.errors import GraphFileError
-from dualgrad.ops.core import ShapeError, Spec, fmt_shape, where_str
+from dualgrad.ops.core import ShapeError, Spec, fmt_shape, tracing, where_str
 
 from .signatures import _leaf_names, _modules_reached
-from .trace import GraphBreak, _flatten_out, _staging, _Trace
+from .trace import GraphBreak, _flatten_out, _Trace
 
 __all__ = ["export", "load_exported", "ExportedProgram", "ExportError"]
 
@@ -72,6 +72,16 @@ class ExportedProgram:
             self._session = graph.Session(self.graph, optimize=True)
         return self._session
 
+    @classmethod
+    def from_graph(cls, inputs, outputs, session=None, name="graph"):
+        """A TF1 graph's inference part as a program: what `outputs` need from `inputs`
+        (placeholders), variables frozen with their values in `session`."""
+        from dualgrad.graph.freeze import freeze
+        outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        g, ins, outs = freeze(list(inputs), outputs, session)
+        tree = {"list": [{"out": i} for i in range(len(outs))]} if len(outs) > 1 else {"out": 0}
+        return cls(g, ins, outs, tree, name)
+
     def __call__(self, *args):
         if len(args) != len(self.inputs):
             raise TypeError(f"{self.name}: takes {len(self.inputs)} input(s) "
@@ -103,7 +113,7 @@ class ExportedProgram:
         from dualgrad.graph import onnx as gonnx
         names = [f"output_{i}" for i in range(len(self.outputs))]
         return gonnx.export(path, inputs=self.inputs, outputs=self.outputs, opset=opset,
-                            output_names=names, graph=self.graph)
+                            output_names=names)
 
 
 def load_exported(path) -> ExportedProgram:
@@ -180,7 +190,7 @@ class _Traced:
 def _trace(fn, tensors, names, roots, name, batch):
     params = [p for r in roots for p in r.named_parameters()]
     tr = _Trace(name, params)
-    with tr.graph.as_default(), _staging(tr):
+    with tr.graph.as_default(), tracing(tr):
         phs = [graph.placeholder(t.dtype, t.shape, name=n) for t, n in zip(tensors, names)]
         err = None
         try:
