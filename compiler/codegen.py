@@ -551,6 +551,11 @@ class FusedKernel:
         self._timed(kernel, (time.perf_counter() - t0) / n)
         return bufs
 
+    def call_layout(self):
+        """(serial loop, input kind codes, input dtypes): what compiler/fastcall.py needs to
+        call the serial loop directly on arrays already in the loop's layout."""
+        return self._serial, [kc for _, kc in self._ins], [dt for dt, _ in self._ins]
+
     # NOTE: on a loaded 2-core machine an OpenMP prange kernel can run 10x slower than the
     # serial one (idle workers spin against the other tenant; measured 16-20 ms against
     # 1.1-2 ms), so above the threshold both variants are timed per element and the faster

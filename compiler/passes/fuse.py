@@ -11,10 +11,13 @@ A group numba cannot compile stays unfused, with the reason in the report.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from dualgrad import ops
 from ..codegen import CodegenError, FusedSpec, compile_fused
+from ..fastcall import MISS, small_caller
 from ..ir import INode, SyntheticNode, known
 
 NAME = "fuse"
@@ -327,23 +330,42 @@ class FusedRun:
         self.out_views = [_VIEWS[k](R, C) for k in out_kinds]
         self.node, self.members, self.out_kinds = node, members, out_kinds
         self.buffers = None
+        self._local = threading.local()               # this thread's resolved buffers
+        self.fast, self._fast_pending = None, True   # see compiler/fastcall.py
+        self.returns_ndarray = True                   # see graph/planfn.py
+
+    def _thread_buffers(self):
+        """Per output, this thread's preallocated array or None (see BufferPool)."""
+        if self.buffers is None:
+            return None
+        bufs = getattr(self._local, "bufs", None)
+        if bufs is None:
+            pool, index = self.buffers
+            mine = pool.arrays()
+            bufs = self._local.bufs = [None if b is None else mine[b] for b in index]
+        return bufs
 
     def __call__(self, *arrays):
+        bufs = self._thread_buffers()
+        if self.fast is not None:
+            out = self.fast(bufs, *arrays)
+            if out is not MISS:
+                return out
+        elif self._fast_pending:
+            self._fast_pending = False
+            self.fast = small_caller(self.kernel, self.R, self.C, self.in_shapes,
+                                     self.out_shapes, self.out_views, self.out_dtypes, arrays)
         if [a.shape for a in arrays] != self.in_shapes:
             raise ValueError(f"fused kernel expected inputs of shapes {self.in_shapes}, got "
                              f"{[a.shape for a in arrays]}")
-        if self.buffers is None and self.out_views == self.out_shapes:
+        if bufs is None and self.out_views == self.out_shapes:
             res = self.kernel(self.R, self.C, *arrays)     # NOTE: fresh, final-shaped arrays
             return res[0] if len(res) == 1 else res
         # NOTE: a fresh output is allocated in its final shape and the loop writes through a
         # reshaped view, so what the plan hands on owns its memory (Session.run copies views)
-        if self.buffers is None:
-            owners = [np.empty(s, d) for s, d in zip(self.out_shapes, self.out_dtypes)]
-        else:
-            pool, index = self.buffers
-            mine = pool.arrays()      # NOTE: this thread's set
-            owners = [np.empty(s, d) if b is None else mine[b] for b, s, d in
-                      zip(index, self.out_shapes, self.out_dtypes)]
+        owners = [np.empty(s, d) if b is None else b for b, s, d in
+                  zip(bufs or [None] * len(self.out_shapes), self.out_shapes,
+                      self.out_dtypes)]
         self.kernel(self.R, self.C, *arrays,
                     out=tuple(o.reshape(v) for o, v in zip(owners, self.out_views)))
         return owners[0] if len(owners) == 1 else tuple(owners)
