@@ -408,10 +408,10 @@ def _ce_ref(np, logits, target, reduction="mean", ignore_index=-100, label_smoot
     c = logits.shape[-1]
     valid = (target != ignore_index)[..., None]
     oh = np.where(target[..., None] == np.arange(c), 1.0 - label_smoothing, 0.0)
-    t = np.where(valid, oh + label_smoothing / c, 0.0)
+    t = np.where(valid, oh + label_smoothing / c, 0.0).astype(logits.dtype)
     loss = -np.sum(t * logp, axis=-1)
     if reduction == "mean":
-        return np.sum(loss) / np.sum(valid)
+        return np.sum(loss) / np.sum(valid).astype(logits.dtype)
     return np.sum(loss) if reduction == "sum" else loss
 
 

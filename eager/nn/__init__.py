@@ -158,17 +158,25 @@ class Module:
                     yield (f"{mprefix}.{name}" if mprefix else name), p
 
     def parameters(self, recurse=True):
-        return (p for _, p in self.named_parameters(recurse=recurse))
+        # NOTE: a subclass may override named_parameters(prefix) alone (FSDP does)
+        named = self.named_parameters() if recurse else self.named_parameters(recurse=False)
+        return (p for _, p in named)
 
-    def named_buffers(self, prefix="", recurse=True, persistent_only=False):
+    def named_buffers(self, prefix="", recurse=True):
         for mprefix, m in self.named_modules(prefix) if recurse else [(prefix, self)]:
-            skip = m.__dict__.get("_non_persistent", ()) if persistent_only else ()
             for name, b in m._buffers.items():
-                if b is not None and name not in skip:
+                if b is not None:
                     yield (f"{mprefix}.{name}" if mprefix else name), b
 
+    def _persistent_buffers(self):
+        """named_buffers() without those registered with persistent=False."""
+        skip = {f"{p}.{n}" if p else n for p, m in self.named_modules()
+                for n in m.__dict__.get("_non_persistent", ())}
+        return [(n, b) for n, b in self.named_buffers() if n not in skip]
+
     def buffers(self, recurse=True):
-        return (b for _, b in self.named_buffers(recurse=recurse))
+        named = self.named_buffers() if recurse else self.named_buffers(recurse=False)
+        return (b for _, b in named)
 
     def apply(self, fn):
         for m in self.children():
@@ -180,13 +188,13 @@ class Module:
     def state_dict(self):
         """name -> detached tensor, for parameters and buffers (as torch)."""
         out = OrderedDict((n, p.detach()) for n, p in self.named_parameters())
-        out.update((n, b.detach()) for n, b in self.named_buffers(persistent_only=True))
+        out.update((n, b.detach()) for n, b in self._persistent_buffers())
         return out
 
     def load_state_dict(self, state_dict, strict=True):
         """Copy values in place; missing, unexpected or mis-shaped entries are a clear error."""
         own = OrderedDict(self.named_parameters())
-        own.update(self.named_buffers(persistent_only=True))
+        own.update(self._persistent_buffers())
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         if strict and (missing or unexpected):
