@@ -5,6 +5,7 @@
     dualgrad bench [MODEL|all] [--quick] [--json PATH] [--plot PATH]
     dualgrad graph MODEL [--optimized] [--train] [--dot PATH]
     dualgrad shapes [BUG ...] [--explain] [--json PATH]   where shape bugs surface, per mode
+    dualgrad cache info|clear                      the fused-kernel cache
 
 MODEL is one of mlp, cnn, rnn, transformer (bench also takes gelu, layernorm, dispatch).
 A command-line mistake prints one line and exits non-zero; set DUALGRAD_DEBUG=1 to see the
@@ -59,6 +60,13 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--quick", action="store_true", help="small sizes, few repeats (< 20 s)")
     b.add_argument("--json", metavar="PATH", help="write every figure and the machine here")
     b.add_argument("--plot", metavar="PATH", help="bar chart of speed-ups (needs matplotlib)")
+    b.add_argument("--torch-compile", action="store_true",
+                   help="add a torch.compile column (model workloads; compiles for many seconds)")
+    b.add_argument("--load", action="store_true",
+                   help="then run the table again with a busy process on the last core, and "
+                        "report each column's slow-down")
+    b.add_argument("--profile", action="store_true",
+                   help="split each model step into kernel, allocation and Python time")
     _blas_flag(b)
 
     g = sub.add_parser("graph", help="the model's graph as a tree, before/after optimisation")
@@ -70,6 +78,8 @@ def _parser() -> argparse.ArgumentParser:
 
     from .shapes.cli import add_parser as add_shapes_parser
     add_shapes_parser(sub)
+    from .cache_cli import add_parser as add_cache_parser
+    add_cache_parser(sub)
     return p
 
 
@@ -118,6 +128,7 @@ def cmd_train(args, console):
 
 def cmd_bench(args, console):
     from .bench import report, run_bench
+    from .bench.workloads import COLUMNS, DEFAULT_COLUMNS
     for path, what in ((args.json, "--json"), (args.plot, "--plot")):
         if path:
             check_writable(path, what)
@@ -130,6 +141,8 @@ def cmd_bench(args, console):
     names = BENCH_NAMES if args.what == "all" else (args.what,)
     with console.status("benchmarking…") as status:
         res = run_bench(names, quick=args.quick, blas_threads=args.blas_threads,
+                        columns=COLUMNS if args.torch_compile else DEFAULT_COLUMNS,
+                        load=args.load, profile=args.profile,
                         progress=lambda msg: status.update(f"benchmarking {msg}"))
     report.render(res, console)
     if args.json:
@@ -159,8 +172,13 @@ def cmd_shapes(args, console):
     handle(args, console)
 
 
+def cmd_cache(args, console):
+    from .cache_cli import handle
+    handle(args, console)
+
+
 COMMANDS = {"train": cmd_train, "bench": cmd_bench, "graph": cmd_graph, "tour": cmd_tour,
-            "shapes": cmd_shapes}
+            "shapes": cmd_shapes, "cache": cmd_cache}
 
 
 def main(argv=None) -> int:

@@ -14,6 +14,7 @@ if __name__ != "dualgrad.compiler":  # NOTE: a second copy would mean a second o
     raise ImportError(f"dualgrad's engines import under one root: write `from dualgrad import compiler`, "
                       f"not `import {__name__}` (found {__file__})")
 from .codegen import CodegenError, FusedSpec, compile_fused
+from .export import ExportedProgram, ExportError, export, load_exported
 from .memory import pin_malloc
 from .optimize import optimize
 from .passes import PASSES
@@ -21,4 +22,5 @@ from .report import PassRecord, Report
 from .trace import GraphBreak, compile  # noqa: A004 - torch.compile's name
 
 __all__ = ["compile", "GraphBreak", "optimize", "Report", "PassRecord", "PASSES", "compile_fused",
-           "FusedSpec", "CodegenError", "pin_malloc"]
+           "FusedSpec", "CodegenError", "pin_malloc", "export", "load_exported",
+           "ExportedProgram", "ExportError"]

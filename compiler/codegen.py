@@ -27,8 +27,9 @@ Two loop shapes are generated (see `_Source`):
   scratch row instead of being recomputed.
 
 Each spec becomes a real `.py` module under `<cache>/kernels/` (named by a hash of the spec,
-the generated source, the prelude and CODEGEN_VERSION) with `njit(cache=True)` kernels, so a
-second process loads machine code from numba's cache instead of compiling. Two variants
+the generated source, the prelude and CODEGEN_VERSION) whose kernels get numba's disk cache
+in the same checked directory, so a second process loads machine code instead of compiling
+(`compiler/kernel_cache.py` treats that directory as a trust boundary). Two variants
 live in the module: `kernel_serial` (compiled by `compile_fused`) and `kernel_parallel`
 (`prange`, compiled on the first call with at least PARALLEL_MIN_ELEMENTS elements); above
 that size both are timed and the faster runs (see FusedKernel._choose).
@@ -42,12 +43,9 @@ than NumPy).
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import math
 import os
 import re
-import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -55,10 +53,10 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _prelude
+from . import _prelude, kernel_cache
 from ._template import DTYPES, FLOATS, TemplateError, cast, lower_template, typed_literal
 
-CODEGEN_VERSION = 1
+CODEGEN_VERSION = 2
 KINDS = ("full", "row", "col", "scalar")
 REDUCTIONS = ("sum", "max", "min")
 # NOTE: fastmath without 'nnan'/'ninf': reductions need only 'reassoc' to vectorise, and
@@ -428,7 +426,7 @@ def generate_source(spec: FusedSpec) -> tuple[str, bool]:
                                 ("kernel_parallel", True, "prange")):
         variants += [
             "",
-            f"@njit(cache=True, nogil=True, parallel={parallel}, error_model='numpy', "
+            f"@njit(nogil=True, parallel={parallel}, error_model='numpy', "
             "fastmath=set(FASTMATH))",
             f"def {name}({_params(spec)}):",
             text.replace("RANGE(", f"{rng}("),
@@ -437,13 +435,8 @@ def generate_source(spec: FusedSpec) -> tuple[str, bool]:
     return "\n".join(head + variants), prog.flat
 
 
-# -- the disk cache ----------------------------------------------------------------------------
-def cache_dir() -> Path:
-    """$DUALGRAD_CACHE_DIR, else $XDG_CACHE_HOME/dualgrad, else ~/.cache/dualgrad."""
-    if os.environ.get("DUALGRAD_CACHE_DIR"):
-        return Path(os.environ["DUALGRAD_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "dualgrad"
+# -- the disk cache (compiler/kernel_cache.py checks what it reads) ---------------------------
+cache_dir = kernel_cache.cache_dir
 
 
 def _prelude_digest() -> str:
@@ -462,40 +455,7 @@ def module_name(spec: FusedSpec, source: str) -> str:
     for part in (str(CODEGEN_VERSION), spec.canonical(), source, _prelude_digest()):
         h.update(part.encode())
         h.update(b"\0")
-    return f"dualgrad_fused_{h.hexdigest()[:24]}"
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    # NOTE: never rewrite an existing module: numba's cache index is keyed on the file's
-    # mtime, and another process may be importing it. Same name => same text.
-    if path.exists():
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _import_module(name: str, path: Path):
-    # NOTE: registered in sys.modules under its own name: numba's cache needs to find the
-    # module by name when it loads the machine code (exec()'d code cannot be cached at all).
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    try:
-        spec.loader.exec_module(mod)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return mod
+    return f"{kernel_cache.PREFIX}{h.hexdigest()[:24]}"
 
 
 # -- the callable ------------------------------------------------------------------------------
@@ -517,7 +477,7 @@ def _compile(dispatcher, sig):
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NumbaPerformanceWarning)
-        dispatcher.compile(sig)
+        kernel_cache.compile_cached(dispatcher, sig)
     return time.perf_counter() - t0, sum(dispatcher.stats.cache_hits.values()) > hits
 
 
@@ -590,6 +550,11 @@ class FusedKernel:
         kernel(R, C, *args, *bufs)
         self._timed(kernel, (time.perf_counter() - t0) / n)
         return bufs
+
+    def call_layout(self):
+        """(serial loop, input kind codes, input dtypes): what compiler/fastcall.py needs to
+        call the serial loop directly on arrays already in the loop's layout."""
+        return self._serial, [kc for _, kc in self._ins], [dt for dt, _ in self._ins]
 
     # NOTE: on a loaded 2-core machine an OpenMP prange kernel can run 10x slower than the
     # serial one (idle workers spin against the other tenant; measured 16-20 ms against
@@ -700,15 +665,17 @@ def compile_fused(spec: FusedSpec) -> FusedKernel:
 def _build(spec: FusedSpec) -> FusedKernel:
     source, flat = generate_source(spec)
     name = module_name(spec, source)
-    path = cache_dir() / "kernels" / f"{name}.py"
     try:
-        _write_atomic(path, source)
-    except OSError:  # NOTE: an unwritable cache directory must not stop fusion
-        path = Path(tempfile.gettempdir()) / f"dualgrad-{os.getuid()}" / "kernels" / path.name
-        _write_atomic(path, source)
+        path = kernel_cache.place(name, source)
+    except OSError as e:
+        raise CodegenError(f"cannot write kernel {name}: {e.strerror or e}") from e
     sig = _numba_signature(spec)
     try:
-        module = _import_module(name, path)
+        module = kernel_cache.load(name, source, path)
+        whys = [kernel_cache.attach_cache(d) for d in (module.kernel_serial,
+                                                        module.kernel_parallel)]
+        if any(whys):
+            kernel_cache.warn_uncached(path, next(w for w in whys if w))
         seconds, hit = _compile(module.kernel_serial, sig)
     except Exception as e:
         raise CodegenError(f"numba cannot compile {name}: {_one_line(e)}") from e

@@ -12,6 +12,7 @@ if __name__ != "dualgrad.eager":  # NOTE: a second copy would mean a second op r
     raise ImportError(f"dualgrad's engines import under one root: write `from dualgrad import eager`, "
                       f"not `import {__name__}` (found {__file__})")
 
+import builtins
 from contextlib import contextmanager
 
 import numpy as np
@@ -21,112 +22,37 @@ from dualgrad.ops import ShapeError, KernelError
 from .tensor import Tensor, _GRAD
 
 float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
-int32, int64, bool_ = np.dtype("int32"), np.dtype("int64"), np.dtype("bool")
-float, double, long = float32, float64, int64  # noqa: A001 - torch's aliases
-_DEFAULT_FLOAT = [float32]
+int8, int16, int32, int64 = (np.dtype(n) for n in ("int8", "int16", "int32", "int64"))
+uint8, bool_, complex64 = np.dtype("uint8"), np.dtype("bool"), np.dtype("complex64")
+bool = bool_  # noqa: A001 - torch.bool
+float, double, half, long, int, short = (  # noqa: A001 - torch's aliases
+    float32, float64, float16, int64, int32, int16)
+dtype = np.dtype
 
-
-# -- making tensors ---------------------------------------------------------------------------
-def _dtype_of(data, dtype):
-    if dtype is not None:
-        return np.dtype(dtype)
-    arr = np.asarray(data)
-    if arr.dtype.kind == "f" and not isinstance(data, np.ndarray):
-        return _DEFAULT_FLOAT[0]       # Python floats become float32, as in torch
-    if arr.dtype == np.float64 and isinstance(data, np.ndarray):
-        return arr.dtype               # an explicit float64 array stays float64 (torch does too)
-    return arr.dtype if arr.dtype.kind != "i" else np.dtype(np.int64)
-
-
-def tensor(data, dtype=None, requires_grad=False):
-    """A new leaf tensor holding a copy of `data` (a list, scalar, ndarray or Tensor)."""
-    if isinstance(data, Tensor):
-        data = data.data
-    arr = np.array(data, dtype=_dtype_of(data, dtype), copy=True)
-    if requires_grad and arr.dtype.kind not in "fc":
-        raise RuntimeError(f"only floating-point tensors can require gradients, got {arr.dtype}")
-    return Tensor(arr, requires_grad=requires_grad)
-
-
-def from_numpy(arr):
-    """A tensor sharing memory with `arr` (no copy), as torch.from_numpy."""
-    return Tensor(np.asarray(arr))
-
-
-def as_tensor(data, dtype=None):
-    if isinstance(data, Tensor) and (dtype is None or data.dtype == np.dtype(dtype)):
-        return data
-    return tensor(data, dtype)
-
-
-def _size(shape):
-    return tuple(shape[0]) if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
-
-
-def zeros(*shape, dtype=None, requires_grad=False):
-    return Tensor(np.zeros(_size(shape), dtype or _DEFAULT_FLOAT[0]), requires_grad)
-
-
-def ones(*shape, dtype=None, requires_grad=False):
-    return Tensor(np.ones(_size(shape), dtype or _DEFAULT_FLOAT[0]), requires_grad)
-
-
-def full(shape, fill_value, dtype=None, requires_grad=False):
-    return Tensor(np.full(shape, fill_value, dtype or _DEFAULT_FLOAT[0]), requires_grad)
-
-
-def empty(*shape, dtype=None):
-    return Tensor(np.empty(_size(shape), dtype or _DEFAULT_FLOAT[0]))
-
-
-def zeros_like(t, dtype=None, requires_grad=False):
-    return Tensor(np.zeros(t.shape, dtype or t.dtype), requires_grad)
-
-
-def ones_like(t, dtype=None, requires_grad=False):
-    return Tensor(np.ones(t.shape, dtype or t.dtype), requires_grad)
-
-
-def randn(*shape, dtype=None, requires_grad=False):
-    """Standard-normal samples from the generator that manual_seed() seeds."""
-    data = ops.generator().standard_normal(_size(shape)).astype(dtype or _DEFAULT_FLOAT[0])
-    return Tensor(data, requires_grad)
-
-
-def rand(*shape, dtype=None, requires_grad=False):
-    data = ops.generator().random(_size(shape)).astype(dtype or _DEFAULT_FLOAT[0])
-    return Tensor(data, requires_grad)
-
-
-def randint(low, high, size, dtype=None):
-    return Tensor(ops.generator().integers(low, high, size).astype(dtype or np.int64))
-
-
-def randperm(n):
-    return Tensor(ops.generator().permutation(n).astype(np.int64))
-
-
-def arange(start, end=None, step=1, dtype=None):
-    if end is None:
-        start, end = 0, start
-    arr = np.arange(start, end, step)
-    if dtype is None and arr.dtype.kind == "f":
-        dtype = _DEFAULT_FLOAT[0]
-    return Tensor(arr.astype(dtype) if dtype is not None else arr.astype(np.int64)
-                  if arr.dtype.kind == "i" else arr)
+from .devices import (accelerator, backends, cuda, device, get_default_device,  # noqa: E402
+                     set_default_device)
+from .generator import Generator, default_generator  # noqa: E402
+from .factories import (arange, as_tensor, empty, empty_like, eye, from_numpy,  # noqa: E402
+                        full, full_like, get_default_dtype, linspace, logspace, ones,
+                        ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
+                        randperm, set_default_dtype, tensor, zeros, zeros_like)
 
 
 def manual_seed(seed: int):
-    """Seed dualgrad's generator (randn, rand, dropout masks, parameter init)."""
-    ops.manual_seed(seed)
+    """Seed dualgrad's generator (randn, rand, dropout masks, parameter init, samplers)."""
+    return default_generator.manual_seed(seed)
 
 
-def set_default_dtype(dtype):
-    _DEFAULT_FLOAT[0] = np.dtype(dtype)
+def seed():
+    return default_generator.seed()
 
 
-def get_default_dtype():
-    return _DEFAULT_FLOAT[0]
+def initial_seed():
+    return default_generator.initial_seed()
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
 
 
 # -- grad mode --------------------------------------------------------------------------------
@@ -296,7 +222,7 @@ def rsqrt(t):
 
 
 def allclose(a, b, rtol=1e-5, atol=1e-8):
-    return bool(np.allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol))
+    return builtins.bool(np.allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol))
 
 
 exp, log, sqrt, tanh, sigmoid, relu, erf = (ops.exp, ops.log, ops.sqrt, ops.tanh, ops.sigmoid,
@@ -306,7 +232,7 @@ add, sub, mul, div = ops.add, ops.sub, ops.mul, ops.div
 eq, ne, lt, le, gt, ge = ops.eq, ops.ne, ops.lt, ops.le, ops.gt, ops.ge
 detach = Tensor.detach
 
-from . import nn, optim  # noqa: E402  (they use the names above)
+from . import nn, optim, utils  # noqa: E402  (they use the names above)
 from .serialization import load, save  # noqa: E402
 
 __all__ = [n for n in dir() if not n.startswith("_")]

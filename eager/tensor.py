@@ -19,6 +19,8 @@ from dualgrad.ops.autodiff import backprop
 from dualgrad.ops.composite import current_composite
 from dualgrad.ops.core import explain_failure, spec_of, user_frame, where_str
 
+from . import devices as _device
+
 _GRAD = [True]   # grad mode: module-level so the hot path reads one list item
 _new = object.__new__
 
@@ -549,11 +551,37 @@ class Tensor:
     def expand_as(self, other):
         return ops.broadcast_like(self, other)
 
-    def to(self, dtype):
+    # -- device and dtype ---------------------------------------------------------------------
+    @property
+    def device(self):
+        return _device.CPU
+
+    is_cuda = False
+
+    def to(self, *args, **kwargs):
+        """to(dtype), to(device), to(device, dtype), to(other_tensor), with keywords too.
+
+        The same tensor when nothing changes (as torch); a dtype change is a differentiable
+        cast; any device but the CPU raises PyTorch's CPU-only error.
+        """
+        dtype, copy = _to_args(args, kwargs)
+        if dtype is None or np.dtype(dtype) == self.data.dtype:
+            return self.clone() if copy else self
         return ops.cast(self, dtype)
 
-    def type(self, dtype):
+    def cpu(self):
+        return self
+
+    def cuda(self, device=None, non_blocking=False):
+        raise AssertionError(_device.NO_CUDA)
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return _TYPE_NAMES.get(self.data.dtype.name, self.data.dtype.name)
         return ops.cast(self, dtype)
+
+    def type_as(self, other):
+        return self.to(other.dtype)
 
     def float(self):
         return ops.cast(self, "float32")
@@ -586,6 +614,32 @@ class Tensor:
 
     def all(self):
         return Tensor(self.data.all())
+
+
+_TYPE_NAMES = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor",
+               "float16": "torch.HalfTensor", "int64": "torch.LongTensor",
+               "int32": "torch.IntTensor", "bool": "torch.BoolTensor"}
+
+
+def _to_args(args, kwargs):
+    """(dtype or None, copy) from Tensor.to's positional and keyword forms."""
+    dtype, copy = kwargs.pop("dtype", None), kwargs.pop("copy", False)
+    dev = kwargs.pop("device", None)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype = a.data.dtype
+        elif _device.is_device_like(a):
+            dev = a
+        elif isinstance(a, bool):
+            continue                      # positional non_blocking / copy flags
+        else:
+            dtype = np.dtype(a)
+    _device.check(dev)
+    return dtype, copy
 
 
 def _is_int_index(i):

@@ -36,6 +36,11 @@ class Case:
         return [i for i, a in enumerate(args)
                 if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
 
+    def random_inputs(self, args):
+        """Positions of the args drawn at random (the ones gradients are checked for)."""
+        return [i for i, (s, a) in enumerate(zip(self.sample.args, args))
+                if isinstance(s, tuple) and isinstance(a, np.ndarray)]
+
 
 def sample_arrays(sample, dtype=np.float64, seed=0):
     """A sample's args as values: a tuple is a shape (random floats in sample.domain),
@@ -44,6 +49,20 @@ def sample_arrays(sample, dtype=np.float64, seed=0):
     lo, hi = sample.domain
     return [rng.uniform(lo, hi, a).astype(dtype) if isinstance(a, tuple) else a
             for a in sample.args]
+
+
+def graph_args(arrays, unknown_dims=False):
+    """Graph placeholders for the array args (and their feeds), Python scalars as they are."""
+    from dualgrad import graph
+    args, feeds = [], {}
+    for a in arrays:
+        if isinstance(a, np.ndarray):
+            p = graph.placeholder(a.dtype, (None,) * a.ndim if unknown_dims else a.shape)
+            feeds[p] = a
+            args.append(p)
+        else:
+            args.append(a)
+    return args, feeds
 
 
 def _entries():

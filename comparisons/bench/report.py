@@ -110,6 +110,8 @@ def render(res, console):
         console.print("[bold]optimiser report[/] (graph, optimize=True)")
         for line in lines:
             console.print("  " + line, highlight=False)
+    from .report_more import render_more
+    render_more(res, console, _shown_columns(res))
     for line in notes(res):
         console.print(f"[dim]note: {line}[/]", highlight=False)
     console.print(f"[dim]total {res['total_s']:.1f} s[/]")

@@ -12,8 +12,9 @@ import platform
 import time
 
 from ..threads import blas_limit
+from .isolate import TORCH_COLUMNS, busy_core, torch_cells
 from .timing import time_group, timed
-from .workloads import COLUMNS, Skip, workloads
+from .workloads import COLUMNS, DEFAULT_COLUMNS, MODEL_NAMES, Skip, workloads
 
 SETTINGS = {False: {"repeat": 8, "target_s": 0.05, "passes": 2},
             True: {"repeat": 3, "target_s": 0.005, "passes": 1}}
@@ -67,6 +68,8 @@ def run_workload(w, columns, settings, progress=None) -> dict:
         if col not in columns:
             cells[col] = {"status": "skipped", "note": "not selected"}
             continue
+        if col in TORCH_COLUMNS:
+            continue     # NOTE: timed in a process of their own (isolate.py), merged in later
         if progress:
             progress(f"{w.name}: building {col}")
         fn, cells[col] = _build(w, col)
@@ -82,22 +85,82 @@ def run_workload(w, columns, settings, progress=None) -> dict:
             cells[col].update(status="error", note=_one_line(e))
     for col, st in stats.items():
         _stats(cells[col], st, w.unit_div)
-    base = cells.get("eager", {}).get("median_ms")
-    for cell in cells.values():
-        if base and cell.get("median_ms"):
-            cell["speedup_vs_eager"] = base / cell["median_ms"]
     return {"name": w.name, "kind": w.kind, "description": w.description, "size": w.size,
             "unit": w.unit, "columns": cells,
             "optimizer_report": _report_dict(w.optimizer_report())}
 
 
-def run_bench(names, quick=False, columns=COLUMNS, progress=None, blas_threads=1) -> dict:
+def _speedups(res):
+    for w in res:
+        base = w["columns"].get("eager", {}).get("median_ms")
+        for cell in w["columns"].values():
+            if base and cell.get("median_ms"):
+                cell["speedup_vs_eager"] = base / cell["median_ms"]
+
+
+def _table(names, quick, columns, settings, progress):
+    """Every workload in this process, then the PyTorch columns in a child process."""
+    results = [run_workload(w, columns, settings, progress) for w in workloads(names, quick)]
+    if progress and any(c in columns for c in TORCH_COLUMNS):
+        progress("PyTorch columns (own process)")
+    for w in results:
+        w["columns"].update(torch_cells([w["name"]], quick, columns, settings).get(w["name"], {}))
+    _speedups(results)
+    return results
+
+
+def _arithmetic(results, settings):
+    """FLOPs per step of each model and the fraction of the sgemm rate each column reaches."""
+    from .arith import model_flops, sgemm_gflops
+    settings["sgemm_gflops_1thread"] = rate = sgemm_gflops()
+    for w in results:
+        if w["name"] not in MODEL_NAMES:
+            continue
+        try:
+            w["flops"] = flops = model_flops(w["name"])
+        except Exception as e:  # noqa: BLE001 - a missing jax leaves the figure out
+            w["flops_note"] = _one_line(e)
+            continue
+        for cell in w["columns"].values():
+            if flops and cell.get("median_ms"):
+                cell["sgemm_fraction"] = flops / (cell["median_ms"] * 1e-3 * rate * 1e9)
+
+
+def _profiles(results, names, quick):
+    from .profile import profile_step
+    for w in workloads(names, quick):
+        if w.kind != "model":
+            continue
+        out = next(r for r in results if r["name"] == w.name)
+        out["profile"] = {}
+        for col in ("eager", "graph", "graph_opt", "compiled"):
+            try:
+                out["profile"][col] = profile_step(w, col)
+            except Exception as e:  # noqa: BLE001 - a column that cannot run has no profile
+                out["profile"][col] = {"error": _one_line(e)}
+
+
+def _add_loaded(results, loaded):
+    """Each cell gets the loaded run's median and the growth factor (loaded / unloaded)."""
+    for w, lw in zip(results, loaded):
+        for col, cell in w["columns"].items():
+            lc = lw["columns"].get(col, {})
+            if cell.get("median_ms") and lc.get("median_ms"):
+                cell["loaded_median_ms"] = lc["median_ms"]
+                cell["load_growth"] = lc["median_ms"] / cell["median_ms"]
+
+
+def run_bench(names, quick=False, columns=DEFAULT_COLUMNS, progress=None, blas_threads=1,
+              load=False, profile=False) -> dict:
     """Every figure of one run, as a JSON-ready dict (see docs/benchmarks.md).
 
     blas_threads: NumPy's BLAS threads during the run (0: the library's default). One by
     default: on a 2-core machine a second OpenBLAS thread fights jax's, torch's and numba's
     thread pools (and other processes) for the cores, and these workloads' matrices are
     small enough that one thread is as fast — see docs/benchmarks.md.
+    load: after the table, run it again with a process spinning on the last core, and give
+    each cell its loaded median and growth factor. profile: split each model step's time
+    (profile.py) per dualgrad column.
     """
     from dualgrad.compiler.memory import pin_malloc
     # NOTE: every column runs with glibc's thresholds pinned (see docs/benchmarks.md, Method), so a
@@ -106,16 +169,25 @@ def run_bench(names, quick=False, columns=COLUMNS, progress=None, blas_threads=1
                 "malloc": pin_malloc()}
     load_before = _loadavg()
     t0 = time.perf_counter()
-    results = []
+    machine = machine_description()
     with blas_limit(blas_threads):
-        for w in workloads(names, quick):
-            results.append(run_workload(w, columns, settings, progress))
+        results = _table(names, quick, columns, settings, progress)
+        machine["loadavg_after"] = _loadavg()
+        _arithmetic(results, settings)
+        if profile:
+            _profiles(results, names, quick)
+        if load:
+            machine["loadavg_before_loaded"] = _loadavg()
+            with busy_core() as (core, _pid):
+                settings["busy_core"] = core
+                loaded = _table(names, quick, columns, settings, progress)
+            machine["loadavg_after_loaded"] = _loadavg()
+            _add_loaded(results, loaded)
+    machine["loadavg_before"] = load_before
     return {"dualgrad_bench": 1,
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "quick": bool(quick), "settings": settings, "columns": list(COLUMNS),
-            "machine": {**machine_description(), "loadavg_before": load_before,
-                        "loadavg_after": _loadavg()},
-            "workloads": results, "total_s": time.perf_counter() - t0}
+            "machine": machine, "workloads": results, "total_s": time.perf_counter() - t0}
 
 
 def _loadavg():

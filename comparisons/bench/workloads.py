@@ -10,7 +10,8 @@ missing). Columns:
     graph_opt   dualgrad graph, Session(optimize=True) (the optimiser)
     compiled    eager code through compiler.compile
     jax         jax.jit of the same workload (outside reference)
-    torch       PyTorch eager (outside reference)
+    torch       PyTorch eager (outside reference; timed in a process of its own, one thread)
+    torch_compile  PyTorch with the model under torch.compile (only with --torch-compile)
 """
 from __future__ import annotations
 
@@ -20,10 +21,11 @@ from typing import Callable
 
 import numpy as np
 
-COLUMNS = ("eager", "graph", "graph_opt", "compiled", "jax", "torch")
+COLUMNS = ("eager", "graph", "graph_opt", "compiled", "jax", "torch", "torch_compile")
+DEFAULT_COLUMNS = COLUMNS[:-1]
 HEADERS = {"eager": "eager", "graph": "graph (optimize=False)",
            "graph_opt": "graph (optimize=True)", "compiled": "compiled eager",
-           "jax": "jax.jit", "torch": "PyTorch eager"}
+           "jax": "jax.jit", "torch": "PyTorch eager", "torch_compile": "torch.compile"}
 MODEL_NAMES = ("mlp", "cnn", "rnn", "transformer")
 MICRO_NAMES = ("gelu", "layernorm", "dispatch")
 GELU_C = math.sqrt(2.0 / math.pi)
@@ -63,6 +65,12 @@ def _need_torch():
         import torch  # noqa: F401
     except ImportError:
         raise Skip("PyTorch is not installed (pip install torch)") from None
+
+
+def _not_here(col):
+    if col == "torch_compile":
+        return "torch.compile is timed on the model workloads only"
+    return f"unknown column {col}"
 
 
 # -- model workloads -----------------------------------------------------------------------------
@@ -110,11 +118,11 @@ def model_workload(name) -> Workload:
                 box[0], loss = step(box[0], *batch)
                 return loss.block_until_ready()
             return run
-        if col == "torch":
+        if col in ("torch", "torch_compile"):
             _need_torch()
             from dualgrad.comparisons.refs import torch_models
-            return torch_models.make_step(name, weights, batch)
-        raise Skip(f"unknown column {col}")
+            return torch_models.make_step(name, weights, batch, compiled=col == "torch_compile")
+        raise Skip(_not_here(col))
     w.make = make
     return w
 
@@ -160,7 +168,7 @@ def gelu_workload(quick=False) -> Workload:
             _need_torch()
             from dualgrad.comparisons.refs import torch_models
             return torch_models.gelu_step(x_np)
-        raise Skip(f"unknown column {col}")
+        raise Skip(_not_here(col))
     w.make = make
     return w
 
@@ -208,7 +216,7 @@ def layernorm_workload(quick=False) -> Workload:
             _need_torch()
             from dualgrad.comparisons.refs import torch_models
             return torch_models.layernorm_step(x_np, r_np, g_np, b_np)
-        raise Skip(f"unknown column {col}")
+        raise Skip(_not_here(col))
     w.make = make
     return w
 
@@ -259,7 +267,7 @@ def dispatch_workload(quick=False) -> Workload:
             import torch
             a, b = torch.from_numpy(a_np.copy()), torch.from_numpy(a_np.copy())
             return lambda: chain(a, b)
-        raise Skip(f"unknown column {col}")
+        raise Skip(_not_here(col))
     w.make = make
     return w
 

@@ -163,8 +163,7 @@ def _spec(name):
     raise KeyError(name)
 
 
-def make_step(name, weights):
-    """(step, state): `step(state, *batch) -> (state, loss)`, jitted; batch as the task's."""
+def _jitted(name, weights):
     forward, inputs, (opt_init, opt_update) = _spec(name)
     params = {k: jnp.asarray(v) for k, v in weights.items()}
 
@@ -176,6 +175,12 @@ def make_step(name, weights):
         loss, g = jax.value_and_grad(loss_fn)(p, args, y)
         p, s = opt_update(p, g, s)
         return p, s, loss
+    return _step, inputs, (params, opt_init(params))
+
+
+def make_step(name, weights):
+    """(step, state): `step(state, *batch) -> (state, loss)`, jitted; batch as the task's."""
+    _step, inputs, state = _jitted(name, weights)
 
     def step(state, *batch):
         p, s = state
@@ -183,7 +188,17 @@ def make_step(name, weights):
         p, s, loss = _step(p, s, args, jnp.asarray(batch[-1]))
         return (p, s), loss
 
-    return step, (params, opt_init(params))
+    return step, state
+
+
+def step_flops(name, weights, batch):
+    """Floating-point operations of one training step, as XLA's cost analysis counts them."""
+    _step, inputs, (p, s) = _jitted(name, weights)
+    args = tuple(jnp.asarray(a) for a in inputs(*batch))
+    cost = _step.lower(p, s, args, jnp.asarray(batch[-1])).compile().cost_analysis()
+    if isinstance(cost, (list, tuple)):   # NOTE: older jax returns one dict per device
+        cost = cost[0]
+    return float(cost["flops"])
 
 
 def predict(name, state, *inputs):

@@ -115,10 +115,16 @@ def _inputs(name, batch):
     return batch[:-1]
 
 
-def make_step(name, weights, batch):
-    """A zero-arg training step on `batch` (the task's numpy arrays); returns the loss."""
+def make_step(name, weights, batch, compiled=False):
+    """A zero-arg training step on `batch` (the task's numpy arrays); returns the loss.
+
+    compiled: the model's forward under `torch.compile` (inductor; backward through
+    AOTAutograd), the loss and the optimizer eager.
+    """
     torch.manual_seed(0)
     model, opt = _model_and_opt(name, weights)
+    if compiled:
+        model = torch.compile(model)
     args = tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in _inputs(name, batch))
     y = torch.from_numpy(batch[-1])
 

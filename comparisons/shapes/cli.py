@@ -3,6 +3,7 @@
     dualgrad shapes                       # the side-by-side table of every bug
     dualgrad shapes attn_mask --explain   # every mode's full message and traceback
     dualgrad shapes --json shapes.json    # also write the records
+    dualgrad shapes --markdown run.md     # also write the tables docs/shape-errors.md quotes
     dualgrad shapes --list                # the catalogue
 
 `add_parser(subparsers)` registers the subcommand in the main CLI; `main(argv)` runs it
@@ -35,6 +36,8 @@ def _arguments(p):
     p.add_argument("--explain", action="store_true",
                    help="show each mode's full message and traceback, one above the other")
     p.add_argument("--json", metavar="PATH", help="write the records as JSON to PATH")
+    p.add_argument("--markdown", metavar="PATH",
+                   help="write the run as Markdown tables to PATH (docs/shape-errors.md)")
     p.add_argument("--modes", default=",".join(MODES),
                    help=f"comma-separated modes (default: {','.join(MODES)})")
     p.add_argument("--jobs", type=int, default=None, help="bug files run at once "
@@ -74,6 +77,10 @@ def handle(args, console=None) -> int:
         with open(args.json, "w") as f:
             json.dump(records, f, indent=1)
         console.print(f"[dim]records written to {args.json}[/dim]")
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write(report.markdown(records, modes))
+        console.print(f"[dim]tables written to {args.markdown}[/dim]")
     return 0
 
 

@@ -2,7 +2,10 @@
 
     python -m dualgrad.comparisons.shapes.harness FILE MODE      # prints one JSON line (see MARK)
 
-The bug file runs as `__main__`, unchanged. Hooks count training steps without the file
+The bug file runs as `__main__`. In eager and graph mode it runs unchanged; compiled mode
+runs the *eager* file with its top-level `def loss_fn` decorated by `compiler.compile`
+(`compiled_code`: the decorator is added to the parsed module, which is compiled with the
+file's own name, so every line number and traceback frame is the user's). Hooks count training steps without the file
 knowing: in eager (and compiled) mode a step is one `Optimizer.step()`; in graph mode a step
 is one `Session.run` with a non-empty feed (initialiser runs have none). In compiled mode
 the record also holds how many traces the compiled functions made (`traces`) and, from the
@@ -32,6 +35,9 @@ import warnings
 
 MARK = "@@dualgrad-shapes@@ "
 MODES = ("eager", "graph", "compiled")
+SOURCE = {"eager": "eager", "graph": "graph", "compiled": "eager"}   # mode -> file it runs
+COMPILED_FN = "loss_fn"     # compiled mode wraps this top-level function of the eager file
+_COMPILE = "__dualgrad_compile__"
 
 # `at ops/x.py:12`, `defined at bugs/a.py:30`, `created at /abs/b.py:7`
 _LOC = re.compile(r"(?:(defined|created) )?at (?P<file>[^\s(),'\"]+\.py):(?P<line>\d+)")
@@ -46,6 +52,40 @@ def bug_line(path) -> int | None:
             if re.search(r"#\s*BUG\b", line):
                 return i
     return None
+
+
+def compiled_code(path):
+    """The eager script at `path` as compiled mode runs it: the top-level `def loss_fn` gets
+    the decorator `@compiler.compile`, as a user would write it. Only the decorator list
+    changes, so line numbers stay those of the file."""
+    import ast
+    with open(path) as f:
+        tree = ast.parse(f.read(), filename=path)
+    fns = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == COMPILED_FN]
+    if len(fns) != 1:
+        raise ValueError(f"{path}: compiled mode needs one top-level `def {COMPILED_FN}` "
+                         f"(the forward pass and the loss), found {len(fns)}")
+    fn = fns[0]
+    fn.decorator_list.insert(0, ast.copy_location(ast.Name(_COMPILE, ast.Load()), fn))
+    return compile(ast.fix_missing_locations(tree), path, "exec")
+
+
+def run_script(path, mode):
+    """Run the script at `path` as `__main__` the way `mode` runs it (see compiled_code)."""
+    path = os.path.abspath(path)
+    if mode != "compiled":
+        runpy.run_path(path, run_name="__main__")
+        return
+    import types
+    from dualgrad import compiler
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=path, __builtins__=__builtins__, **{_COMPILE: compiler.compile})
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main          # NOTE: as runpy.run_path does
+    try:
+        exec(compiled_code(path), main.__dict__)
+    finally:
+        sys.modules["__main__"] = saved
 
 
 class _Counter:
@@ -230,9 +270,10 @@ def _shared_digits(data, path):
 
 
 def run_file(path, mode) -> dict:
-    """Run the bug file `path` in `mode` in this process and return its record."""
+    """Run the bug file `path` (`<bug>_eager.py` for eager and compiled mode) in `mode` in
+    this process and return its record."""
     path = os.path.abspath(path)
-    name = os.path.basename(path)[:-len(f"_{mode}.py")]
+    name = os.path.basename(path)[:-len(f"_{SOURCE[mode]}.py")]
     rec = {"bug": name, "mode": mode, "file": path, "bug_line": bug_line(path)}
     preload(mode)
     c = _Counter()
@@ -241,7 +282,7 @@ def run_file(path, mode) -> dict:
         with warnings.catch_warnings():
             warnings.simplefilter("always")
             c.t0 = time.perf_counter()
-            runpy.run_path(path, run_name="__main__")
+            run_script(path, mode)
         rec.update(status="silent", phase="never")
     except Exception as exc:  # noqa: BLE001 - recording the failure is the point
         seconds = time.perf_counter() - c.t0

@@ -159,3 +159,36 @@ def print_explain(records, console=None):
         console.print(Text(f"{records[0]['bug']}: {records[0].get('title', '')}", style="bold"))
     console.print(explain(records))
 
+
+
+def _glance(rec) -> str:
+    """One Markdown cell: where the bug surfaced and whether the message names its line."""
+    c = cells(rec)
+    if rec.get("status") == "silent":
+        ws = rec.get("warnings") or []
+        return (f"never; warns ×{ws[0]['count']} {'✓' if ws[0].get('points_to_bug') else '✗'}"
+                if ws else "never; silent")
+    if rec.get("status") != "raised":
+        return c["phase"]
+    phase = _phase(rec).replace(" (", ", ").rstrip(")")
+    phase = f"**{phase}**" if phase == "build" else phase
+    return f"{phase} {c['line'].split(' (')[0] if c['line'].startswith('✗') else '✓'}"
+
+
+def markdown(records, modes) -> str:
+    """The run as Markdown, what docs/shape-errors.md quotes: one row per (bug, mode) with
+    every cell, then one row per bug with where it surfaced in each mode."""
+    shown = [m for m in modes if any(r["mode"] == m for r in records)]
+    cols = ("phase", "steps", "time", "line", "tb", "error")
+    lines = ["| bug | mode | " + " | ".join(cols) + " |", "|---" * (len(cols) + 2) + "|"]
+    by_bug = _by_bug(records)
+    for bug, per_mode in by_bug.items():
+        for m in shown:
+            c = cells(per_mode.get(m, {"status": "missing"}))
+            row = [f"`{bug}`", m] + [c[col] for col in cols]
+            lines.append("| " + " | ".join(x.replace("|", "\\|") for x in row) + " |")
+    lines += ["", "| bug | " + " | ".join(shown) + " |", "|---" * (len(shown) + 1) + "|"]
+    for bug, per_mode in by_bug.items():
+        lines.append(f"| `{bug}` | " + " | ".join(
+            _glance(per_mode.get(m, {"status": "missing"})) for m in shown) + " |")
+    return "\n".join(lines) + "\n"

@@ -2,10 +2,10 @@
 
     python -m dualgrad.comparisons.shapes.runner [BUG ...]        # the same as `dualgrad shapes`
 
-The catalogue is the files in `bugs/`: `<bug>_eager.py`, `<bug>_graph.py` and
-`<bug>_compiled.py` (the eager script with its model or step function wrapped in
-`compiler.compile`), each a small training script with its bug on the line marked `# BUG`. Every (bug, mode) runs `python -m dualgrad.comparisons.shapes.harness`
-in a subprocess with a timeout, so one crash or hang does not end the run; the child
+The catalogue is the files in `bugs/`: `<bug>_eager.py` and `<bug>_graph.py`, each a small
+training script with its bug on the line marked `# BUG`. Compiled mode runs the eager file
+with its `loss_fn` wrapped in `compiler.compile` (see bugs/__init__.py). Every (bug, mode)
+runs `python -m dualgrad.comparisons.shapes.harness` in a subprocess with a timeout, so one crash or hang does not end the run; the child
 reports one JSON line (see harness.py), never a pickle.
 
 >>> from dualgrad.comparisons.shapes import runner
@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .harness import DIGITS_ENV, MARK, MODES, bug_line, save_digits
+from .harness import DIGITS_ENV, MARK, MODES, SOURCE, bug_line, save_digits
 
 BUGS_DIR = Path(__file__).resolve().parent / "bugs"
 ROOT = BUGS_DIR.parents[2]
@@ -48,12 +48,12 @@ def _title(path: Path) -> str:
 
 
 def catalogue() -> list[Bug]:
-    """Every bug in `bugs/`, by name, with its file per mode."""
+    """Every bug in `bugs/`, by name, with the file each mode runs (compiled: the eager one)."""
     bugs: dict[str, Bug] = {}
     for path in sorted(BUGS_DIR.glob("*_*.py")):
         for mode in MODES:
-            if path.stem.endswith(f"_{mode}"):
-                name = path.stem[:-len(mode) - 1]
+            if path.stem.endswith(f"_{SOURCE[mode]}"):
+                name = path.stem[:-len(SOURCE[mode]) - 1]
                 bug = bugs.setdefault(name, Bug(name, ""))
                 bug.files[mode] = path
                 if mode == "eager" or not bug.title:
@@ -81,7 +81,7 @@ def run_one(bug: Bug, mode: str, timeout=TIMEOUT, env=None) -> dict:
     path = bug.files.get(mode)
     if path is None:
         return {**base, "status": "missing", "phase": "n/a",
-                "reason": f"no {bug.name}_{mode}.py in the catalogue yet"}
+                "reason": f"no {bug.name}_{SOURCE[mode]}.py in the catalogue"}
     env = {**os.environ, **(env or {})}
     cmd = [sys.executable, "-m", "dualgrad.comparisons.shapes.harness", str(path), mode]
     t0 = time.perf_counter()

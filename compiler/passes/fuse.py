@@ -15,6 +15,7 @@ import numpy as np
 
 from dualgrad import ops
 from ..codegen import CodegenError, FusedSpec, compile_fused
+from ..fastcall import MISS, small_caller
 from ..ir import INode, SyntheticNode, known
 
 NAME = "fuse"
@@ -293,8 +294,17 @@ class FusedRun:
         self.out_views = [_VIEWS[k](R, C) for k in out_kinds]
         self.node, self.members, self.out_kinds = node, members, out_kinds
         self.buffers = None
+        self.fast, self._fast_pending = None, True   # see compiler/fastcall.py
 
     def __call__(self, *arrays):
+        if self.fast is not None:
+            out = self.fast(self.buffers, *arrays)
+            if out is not MISS:
+                return out
+        elif self._fast_pending:
+            self._fast_pending = False
+            self.fast = small_caller(self.kernel, self.R, self.C, self.in_shapes,
+                                     self.out_shapes, self.out_views, self.out_dtypes, arrays)
         if [a.shape for a in arrays] != self.in_shapes:
             raise ValueError(f"fused kernel expected inputs of shapes {self.in_shapes}, got "
                              f"{[a.shape for a in arrays]}")

@@ -18,7 +18,8 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops.core import ShapeError, user_frame, where_str
-from ..tensor import Tensor
+from .. import devices as _device
+from ..tensor import Tensor, _to_args
 from . import functional
 from . import functional as F
 
@@ -195,6 +196,42 @@ class Module:
         for p in self.parameters():
             p.requires_grad = requires_grad
         return self
+
+    # -- device and dtype ---------------------------------------------------------------------
+    def to(self, *args, **kwargs):
+        """to(device), to(dtype), to(device, dtype), to(tensor): casts floating-point parameters
+        and buffers (and their gradients) in place, keeping the same Parameter objects."""
+        dtype, _ = _to_args(args, kwargs)
+        if dtype is not None and np.dtype(dtype).kind not in "fc":
+            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
+                            f"got desired dtype={np.dtype(dtype)}")
+        return self._cast(dtype) if dtype is not None else self
+
+    def _cast(self, dtype):
+        for t in list(self.parameters()) + [b for _, b in self.named_buffers()]:
+            if t.data.dtype.kind in "fc" and t.data.dtype != dtype:
+                t.data = t.data.astype(dtype)
+                if t.grad is not None:
+                    t.grad.data = t.grad.data.astype(dtype)
+        return self
+
+    def float(self):
+        return self._cast(np.dtype(np.float32))
+
+    def double(self):
+        return self._cast(np.dtype(np.float64))
+
+    def half(self):
+        return self._cast(np.dtype(np.float16))
+
+    def type(self, dst_type):
+        return self._cast(np.dtype(dst_type))
+
+    def cpu(self):
+        return self
+
+    def cuda(self, device=None):
+        raise AssertionError(_device.NO_CUDA)
 
     def extra_repr(self):
         return ""

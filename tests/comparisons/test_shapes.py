@@ -8,7 +8,6 @@ the real subprocess path.
 from __future__ import annotations
 
 import json
-import runpy
 import warnings
 
 import pytest
@@ -25,9 +24,9 @@ EXPECTED = {
                   "compiled": ("first run", BUG)},
     "broadcast_loss": {"eager": ("never", None), "graph": ("never", None),
                        "compiled": ("never", None)},
-    "cnn_flatten": {"eager": ("first run", "loss = F.cross_entropy(model(x), y)"),
+    "cnn_flatten": {"eager": ("first run", "return F.cross_entropy(model(x), y)"),
                     "graph": ("first run", "loss = graph.reduce_mean(graph.nn.sparse"),
-                    "compiled": ("first run", "loss = F.cross_entropy(model(x), y)")},
+                    "compiled": ("first run", "return F.cross_entropy(model(x), y)")},
     "concat_axis": {"eager": ("first run", BUG), "graph": ("build", BUG),
                     "compiled": ("first run", BUG)},
     "dense_inner": {"eager": ("first run", BUG), "graph": ("build", BUG),
@@ -51,13 +50,12 @@ EXPECTED = {
 COMPILED_CALL = {bug: ("trace", 1) for bug in EXPECTED}
 COMPILED_CALL.update({
     "broadcast_loss": (None, 1),     # traced once, trained 30 steps on the (32, 32) loss
-    "cnn_flatten": (None, 1),        # the model traces fine; the eager loss after it raises
     "last_batch": ("trace", 2),      # the short last batch is a new signature
     "rare_branch": ("trace", 2),     # augment=True is a new signature: its branch traced then
 })
 
 # the one-line fix of each bug: with it, the script must train to its end, silently
-# (a compiled script takes its eager script's fix)
+# (compiled mode runs the eager script, so it takes the eager fix)
 FIXES = {
     "attn_heads": ("WIDTH, HEADS = 32, 20, 30, 4", "WIDTH, HEADS = 32, 20, 32, 4"),
     "attn_mask": ("(1.0 - mask) * -1e9", "(1.0 - mask[:, None, None, :]) * -1e9"),
@@ -139,11 +137,23 @@ def test_compiled_call_and_traces(records, bug):
     assert rec.get("compiled_call") == how, rec.get("message")
 
 
-def test_compiled_scripts_keep_the_eager_bug_line():
+def test_compiled_mode_runs_the_eager_script_with_loss_fn_compiled(tmp_path):
     for bug in BUGS.values():
-        line = {m: bug.files[m].read_text().splitlines()[bug.line(m) - 1] for m in bug.files}
-        assert line["compiled"].split("# BUG")[1] == line["eager"].split("# BUG")[1], bug.name
-        assert "compiler.compile" in bug.files["compiled"].read_text(), bug.name
+        assert bug.files["compiled"] == bug.files["eager"], bug.name
+        code = harness.compiled_code(str(bug.files["eager"]))
+        assert code.co_filename == str(bug.files["eager"])
+    # the decorator changes nothing else: the function's lines are the file's
+    path = tmp_path / "one_eager.py"
+    path.write_text("from dualgrad import eager\n\n\ndef loss_fn(x):\n"
+                    "    return (x * 2).sum()\n\n\nout = loss_fn(eager.ones(3))\n")
+    wrapped = []
+    ns = {"__dualgrad_compile__": lambda f: wrapped.append(f) or f}
+    exec(harness.compiled_code(str(path)), ns)
+    assert wrapped == [ns["loss_fn"]] and wrapped[0].__code__.co_firstlineno == 4
+    assert float(ns["out"].item()) == 6.0
+    path.write_text("x = 1\n")
+    with pytest.raises(ValueError, match="needs one top-level `def loss_fn`"):
+        harness.compiled_code(str(path))
 
 
 @pytest.mark.parametrize("bug,mode", [c for c in CASES if EXPECTED[c[0]][c[1]][0] != "never"])
@@ -173,8 +183,7 @@ def test_silent_broadcast_warns_at_the_bug_line_in_eager_and_once_compiled(recor
     # NOTE: compiled, mse_loss's Python runs once, while tracing: one warning, then 30 steps
     compiled = records[("broadcast_loss", "compiled")]
     (w,) = compiled["warnings"]
-    assert w["message"] == eager["warnings"][0]["message"].replace("_eager.py:25",
-                                                                   "_compiled.py:29")
+    assert w["message"] == eager["warnings"][0]["message"]
     assert (w["file"], w["line"]) == (compiled["file"], compiled["bug_line"])
     assert w["step"] == 1 and w["count"] == 1 and compiled["steps"] == 30
 
@@ -185,14 +194,14 @@ def test_with_the_fix_the_script_trains_silently(bug, mode, tmp_path, capsys):
     old, new = fix.get(mode, fix["eager"]) if isinstance(fix, dict) else fix
     src = BUGS[bug].files[mode].read_text()
     assert old in src, f"{bug}_{mode}.py changed: update FIXES"
-    path = tmp_path / f"{bug}_{mode}.py"
+    path = tmp_path / f"{bug}_{harness.SOURCE[mode]}.py"
     path.write_text(src.replace(old, new))
     if mode == "graph":
         from dualgrad import graph
         graph.reset_default_graph()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        runpy.run_path(str(path), run_name="__main__")
+        harness.run_script(path, mode)
     assert "final loss" in capsys.readouterr().out
     said, expected = [str(w.message) for w in caught], FIX_WARNS.get((bug, mode))
     assert len(said) == (expected is not None) and all(expected in m for m in said), said

@@ -17,19 +17,22 @@ import pytest
 from dualgrad import graph
 from dualgrad.ops import ShapeError
 
-from .graph_test_samples import arrays_for, composite_cases, float_inputs, graph_args, numeric_grad, \
-    op_cases
+from dualgrad import ops
+from tests.opinfo import graph_args, numeric_grad, params
 
 HERE = os.path.basename(__file__)
 
-OK_OPS = [pytest.param(op, s, id=f"{name}-{i}") for name, op, i, s in op_cases() if not s.match]
-ERR_OPS = [pytest.param(op, s, id=f"{name}-{i}") for name, op, i, s in op_cases() if s.match]
-GRAD_OPS = [pytest.param(op, s, id=f"{name}-{i}") for name, op, i, s in op_cases()
-            if not s.match and s.grad and op.vjp is not None]
-OK_COMP = [pytest.param(c, s, id=f"{name}-{i}") for name, c, i, s in composite_cases()
-           if not s.match]
-ERR_COMP = [pytest.param(c, s, id=f"{name}-{i}") for name, c, i, s in composite_cases()
-            if s.match]
+
+def _is_op(c):
+    return c.name in ops.REGISTRY
+
+
+OK_OPS = params("ok", _is_op)
+ERR_OPS = params("error", _is_op)
+GRAD_OPS = params("ok", lambda c: _is_op(c) and c.differentiable)
+OK_COMP = params("ok", lambda c: not _is_op(c))
+GRAD_COMP = params("ok", lambda c: not _is_op(c) and c.differentiable)
+ERR_COMP = params("error", lambda c: not _is_op(c))
 
 
 def _build(fn, args, attrs):
@@ -49,9 +52,9 @@ def _check_static(t, value):
 
 
 # -- forward ---------------------------------------------------------------------------------
-@pytest.mark.parametrize("op,sample", OK_OPS)
-def test_op_forward_matches_kernel(op, sample):
-    arrays = arrays_for(sample, np.float32)
+@pytest.mark.parametrize("case", OK_OPS)
+def test_op_forward_matches_kernel(case):
+    op, sample, arrays = ops.REGISTRY[case.name], case.sample, case.args(np.float32)
     args, feeds = graph_args(arrays)
     out = op.fn(*args, **sample.attrs)
     got = np.asarray(_run(out, feeds))
@@ -60,11 +63,11 @@ def test_op_forward_matches_kernel(op, sample):
     _check_static(out, got)
 
 
-@pytest.mark.parametrize("op,sample", OK_OPS)
-def test_op_forward_with_unknown_dims(op, sample):
+@pytest.mark.parametrize("case", OK_OPS)
+def test_op_forward_with_unknown_dims(case):
     """Same op with every dim None at build time: it builds (or refuses with ShapeError,
     never another exception) and then gives the kernel's result."""
-    arrays = arrays_for(sample, np.float32)
+    op, sample, arrays = ops.REGISTRY[case.name], case.sample, case.args(np.float32)
     args, feeds = graph_args(arrays, unknown_dims=True)
     try:
         out = op.fn(*args, **sample.attrs)
@@ -75,21 +78,22 @@ def test_op_forward_with_unknown_dims(op, sample):
     _check_static(out, got)
 
 
-@pytest.mark.parametrize("comp,sample", OK_COMP)
-def test_composite_forward_matches_numpy(comp, sample):
-    arrays = arrays_for(sample, np.float32)
+@pytest.mark.parametrize("case", OK_COMP)
+def test_composite_forward_matches_numpy(case):
+    sample, arrays = case.sample, case.args(np.float32)
     args, feeds = graph_args(arrays)
-    out = _build(comp.fn, args, sample.attrs)
+    out = _build(case.fn, args, sample.attrs)
     got = np.asarray(_run(out, feeds))
-    want = np.asarray(comp.fn(*arrays, **sample.attrs))   # the same composite, on NumPy
+    want = np.asarray(case.fn(*arrays, **sample.attrs))   # the same composite, on NumPy
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
     _check_static(out, got)
 
 
 # -- gradients -------------------------------------------------------------------------------
-def _check_grads(fn, sample, attrs):
-    arrays = arrays_for(sample, np.float64, seed=1)
-    idx = float_inputs(sample, arrays)
+def _check_grads(case):
+    fn, attrs = case.fn, case.sample.attrs
+    arrays = case.args(np.float64, seed=1)
+    idx = case.random_inputs(arrays)
     args, feeds = graph_args(arrays)
     out = _build(fn, args, attrs)
     if out.dtype.kind != "f" or not idx:
@@ -101,7 +105,7 @@ def _check_grads(fn, sample, attrs):
     got = _run([g if g is not None else graph.zeros_like(args[i]) for g, i in zip(grads, idx)],
                feeds)
 
-    def f(arrs):
+    def f(*arrs):
         return float(np.sum(np.asarray(fn(*arrs, **attrs)) * w))
     for i, g in zip(idx, got):
         np.testing.assert_allclose(g, numeric_grad(f, arrays, i), rtol=1e-5, atol=1e-6,
@@ -109,36 +113,23 @@ def _check_grads(fn, sample, attrs):
     return arrays, idx, got
 
 
-@pytest.mark.parametrize("op,sample", GRAD_OPS)
-def test_op_gradient_matches_finite_difference(op, sample):
-    _check_grads(op.fn, sample, sample.attrs)
-
-
-@pytest.mark.parametrize("comp,sample", [p for p in OK_COMP if p.values[1].grad])
-def test_composite_gradient_matches_finite_difference(comp, sample):
-    _check_grads(comp.fn, sample, sample.attrs)
+@pytest.mark.parametrize("case", GRAD_OPS + GRAD_COMP)
+def test_gradient_matches_finite_difference(case):
+    _check_grads(case)
 
 
 # -- error samples ---------------------------------------------------------------------------
-def _check_build_error(fn, sample):
-    arrays = arrays_for(sample, np.float32)
-    args, _ = graph_args(arrays)
+@pytest.mark.parametrize("case", ERR_OPS + ERR_COMP)
+def test_error_sample_raises_at_build_time(case):
+    sample = case.sample
+    args, _ = graph_args(case.args(np.float32))
     line = sys._getframe().f_lineno + 2
     with pytest.raises(ShapeError) as ei:
-        fn(*args, **sample.attrs)
+        case.fn(*args, **sample.attrs)
     msg = str(ei.value)
     assert re.search(sample.match, msg), msg
     assert f"{HERE}:{line}" in msg, msg
 
-
-@pytest.mark.parametrize("op,sample", ERR_OPS)
-def test_op_error_sample_raises_at_build_time(op, sample):
-    _check_build_error(op.fn, sample)
-
-
-@pytest.mark.parametrize("comp,sample", ERR_COMP)
-def test_composite_error_sample_raises_at_build_time(comp, sample):
-    _check_build_error(comp.fn, sample)
 
 
 # -- against eager ------------------------------------------------------------------------------
@@ -149,22 +140,22 @@ def _eager_tensors(eager, arrays, idx, requires_grad):
             if isinstance(a, np.ndarray) else a for i, a in enumerate(arrays)]
 
 
-@pytest.mark.parametrize("op,sample", OK_OPS + OK_COMP)
-def test_forward_matches_eager(op, sample):
+@pytest.mark.parametrize("case", OK_OPS + OK_COMP)
+def test_forward_matches_eager(case):
     from dualgrad import eager
-    fn = op.fn
-    arrays = arrays_for(sample, np.float32)
+    fn, sample = case.fn, case.sample
+    arrays = case.args(np.float32)
     args, feeds = graph_args(arrays)
     got = np.asarray(_run(_build(fn, args, sample.attrs), feeds))
     want = fn(*_eager_tensors(eager, arrays, (), False), **sample.attrs)
     np.testing.assert_allclose(got, np.asarray(want.data), rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("op,sample", GRAD_OPS + [p for p in OK_COMP if p.values[1].grad])
-def test_gradient_matches_eager_backward(op, sample):
+@pytest.mark.parametrize("case", GRAD_OPS + GRAD_COMP)
+def test_gradient_matches_eager_backward(case):
     from dualgrad import eager
-    fn = op.fn
-    arrays, idx, got = _check_grads(fn, sample, sample.attrs)
+    fn, sample = case.fn, case.sample
+    arrays, idx, got = _check_grads(case)
     ts = _eager_tensors(eager, arrays, idx, True)
     out = fn(*ts, **sample.attrs)
     w = np.random.default_rng(2).standard_normal(out.shape).astype(np.float64)

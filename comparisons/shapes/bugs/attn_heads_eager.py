@@ -52,10 +52,14 @@ class Classifier(nn.Module):
 model = Classifier()
 opt = optim.Adam(model.parameters(), lr=1e-2)
 
+
+def loss_fn(seq, y):
+    return F.cross_entropy(model(seq), y)
+
 for step in range(STEPS):
     idx = slice(step * BATCH, (step + 1) * BATCH)
     seq, y = eager.from_numpy(rows[idx]), eager.from_numpy(d.y_train[idx])
-    loss = F.cross_entropy(model(seq), y)
+    loss = loss_fn(seq, y)
     opt.zero_grad()
     loss.backward()
     opt.step()

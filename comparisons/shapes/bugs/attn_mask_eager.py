@@ -52,10 +52,14 @@ class Classifier(nn.Module):
 model = Classifier()
 opt = optim.Adam(model.parameters(), lr=1e-2)
 
+
+def loss_fn(seq, mask, y):
+    return F.cross_entropy(model(seq, mask), y)
+
 for step in range(STEPS):
     idx = slice(step * BATCH, (step + 1) * BATCH)
     seq, mask = eager.from_numpy(seqs.x[idx]), eager.from_numpy(seqs.mask[idx])
-    loss = F.cross_entropy(model(seq, mask), eager.from_numpy(d.y_train[idx]))
+    loss = loss_fn(seq, mask, eager.from_numpy(d.y_train[idx]))
     opt.zero_grad()
     loss.backward()
     opt.step()

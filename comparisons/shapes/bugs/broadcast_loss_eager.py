@@ -18,11 +18,15 @@ targets = d.y_train.astype("float32")          # (N,) digit values as regression
 model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 1))
 opt = optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
+
+def loss_fn(x, y):
+    pred = model(x)                               # (BATCH, 1)
+    return F.mse_loss(pred, y)  # BUG: pred is (BATCH, 1), y is (BATCH,): the loss is over (BATCH, BATCH)
+
 for step in range(STEPS):
     idx = slice(step * BATCH, (step + 1) * BATCH)
     x, y = eager.from_numpy(d.x_train[idx]), eager.from_numpy(targets[idx])
-    pred = model(x)                               # (BATCH, 1)
-    loss = F.mse_loss(pred, y)  # BUG: pred is (BATCH, 1), y is (BATCH,): the loss is over (BATCH, BATCH)
+    loss = loss_fn(x, y)
     opt.zero_grad()
     loss.backward()
     opt.step()

@@ -17,10 +17,14 @@ labels = d.y_train.reshape(-1, 1)                 # (N, 1) class indices
 model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
 opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 
+
+def loss_fn(x, y):
+    return F.cross_entropy(model(x), y)  # BUG: y is (BATCH, 1); cross_entropy wants (BATCH,)
+
 for step in range(STEPS):
     idx = slice(step * BATCH, (step + 1) * BATCH)
     x, y = eager.from_numpy(d.x_train[idx]), eager.from_numpy(labels[idx])
-    loss = F.cross_entropy(model(x), y)  # BUG: y is (BATCH, 1); cross_entropy wants (BATCH,)
+    loss = loss_fn(x, y)
     opt.zero_grad()
     loss.backward()
     opt.step()

@@ -31,11 +31,15 @@ class CNN(nn.Module):
 model = CNN()
 opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 
+
+def loss_fn(x, y):
+    return F.cross_entropy(model(x), y)
+
 for epoch in range(EPOCHS):
     for start in range(0, N_TRAIN, BATCH):          # the last batch is shorter
         x = eager.from_numpy(x_train[start:start + BATCH])
         y = eager.from_numpy(y_train[start:start + BATCH])
-        loss = F.cross_entropy(model(x), y)
+        loss = loss_fn(x, y)
         opt.zero_grad()
         loss.backward()
         opt.step()

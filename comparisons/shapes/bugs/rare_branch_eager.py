@@ -16,12 +16,16 @@ d = digits()
 model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10))
 opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
 
+
+def loss_fn(x, y, augment):
+    if augment:
+        x = x + 0.05 * eager.randn(1, 32)  # BUG: the images have 64 pixels, not 32
+    return F.cross_entropy(model(x), y)
+
 for step in range(STEPS):
     idx = slice(step * BATCH, (step + 1) * BATCH)
     x, y = eager.from_numpy(d.x_train[idx]), eager.from_numpy(d.y_train[idx])
-    if step % JITTER_EVERY == JITTER_EVERY - 1:
-        x = x + 0.05 * eager.randn(1, 32)  # BUG: the images have 64 pixels, not 32
-    loss = F.cross_entropy(model(x), y)
+    loss = loss_fn(x, y, step % JITTER_EVERY == JITTER_EVERY - 1)
     opt.zero_grad()
     loss.backward()
     opt.step()

@@ -28,10 +28,14 @@ class CNN(nn.Module):
 model = CNN()
 opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 
+
+def loss_fn(x, y):
+    return F.cross_entropy(model(x), y)
+
 for step in range(STEPS):
     idx = slice(step * BATCH, (step + 1) * BATCH)
     x, y = eager.from_numpy(d.x_train[idx]), eager.from_numpy(d.y_train[idx])
-    loss = F.cross_entropy(model(x), y)
+    loss = loss_fn(x, y)
     opt.zero_grad()
     loss.backward()
     opt.step()

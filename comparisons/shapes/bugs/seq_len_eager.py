@@ -32,10 +32,14 @@ class NextRow(nn.Module):
 model = NextRow()
 opt = optim.Adam(model.parameters(), lr=1e-2)
 
+
+def loss_fn(seq):
+    preds = model(seq)
+    return F.mse_loss(preds, seq[:, 1:])  # BUG: 8 predictions, 7 next rows: use preds[:, :-1]
+
 for step in range(STEPS):
     seq = eager.from_numpy(rows[step * BATCH:(step + 1) * BATCH])
-    preds = model(seq)
-    loss = F.mse_loss(preds, seq[:, 1:])  # BUG: 8 predictions, 7 next rows: use preds[:, :-1]
+    loss = loss_fn(seq)
     opt.zero_grad()
     loss.backward()
     opt.step()

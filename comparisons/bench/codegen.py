@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Benchmark of compiler.codegen: fused kernels against NumPy op by op and jax.jit.
 
-    python -m dualgrad.comparisons.bench_codegen [--quick] [--only gelu,layernorm,softmax]
+    python -m dualgrad.comparisons.bench.codegen [--quick] [--only gelu,layernorm,softmax]
                                         [--no-compile-costs] [--json out.json]
 
 Workloads (float32), timed side by side in one run (median of 8 repeats, 2 passes over the
@@ -44,9 +44,6 @@ def bench_group(fns, repeat=8, passes=2, target=0.05):
 
 import numpy as np  # noqa: E402
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if REPO not in sys.path:
-    sys.path.insert(0, REPO)
 
 from dualgrad.compiler.codegen import FusedSpec, compile_fused  # noqa: E402
 
@@ -207,10 +204,9 @@ t0 = time.perf_counter()
 import numpy as np
 import numba
 t_numba = time.perf_counter() - t0
-sys.path.insert(0, {repo!r})
-from dualgrad.comparisons.bench_codegen import gelu_spec, layernorm_spec, softmax_spec
+from dualgrad.comparisons.bench.codegen import gelu_spec, layernorm_spec, softmax_spec
 from dualgrad.compiler.codegen import compile_fused
-res = {{"import_numba_s": t_numba}}
+res = {"import_numba_s": t_numba}
 x = np.ones((4096, 1024), np.float32)
 for name, spec, args in (("gelu", gelu_spec(), (x,)),
                          ("layernorm", layernorm_spec(), (x, x, x[0], x[0])),
@@ -234,7 +230,7 @@ def compile_costs():
         env = dict(os.environ, DUALGRAD_CACHE_DIR=d)
         runs = []
         for _ in ("cold", "warm"):
-            p = subprocess.run([sys.executable, "-c", _CHILD.format(repo=REPO)], env=env,
+            p = subprocess.run([sys.executable, "-c", _CHILD], env=env,
                                capture_output=True, text=True, timeout=600)
             if p.returncode:
                 raise RuntimeError(p.stderr.strip().splitlines()[-1])

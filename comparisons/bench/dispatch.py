@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Benchmark of the eager engine: per-op dispatch overhead and a digits-MLP training step.
 
-    python -m dualgrad.comparisons.bench_eager [--quick] [--threads N] [--json PATH]
+    python -m dualgrad.comparisons.bench.dispatch [--quick] [--threads N] [--json PATH]
 
 Two groups, each timed side by side in one run (median of 8 repeats in 2 passes over the
 peers, the method of docs/benchmarks.md, so slow drifts of a shared machine hit every peer alike):

@@ -1,0 +1,223 @@
+"""Tensor factories with PyTorch's signatures: sizes, dtype=, device=, requires_grad=, generator=.
+
+>>> from dualgrad import eager
+>>> eager.full((2,), 3).dtype, eager.linspace(0, 1, 5).tolist()
+(dtype('int64'), [0.0, 0.25, 0.5, 0.75, 1.0])
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .devices import check as _check_device
+from .generator import rng_of
+from .tensor import Tensor
+
+_DEFAULT_FLOAT = [np.dtype(np.float32)]
+
+
+def default_float():
+    return _DEFAULT_FLOAT[0]
+
+
+def set_default_dtype(dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f":
+        raise TypeError(f"set_default_dtype: only floating-point types are supported as the "
+                        f"default type, got {dtype}")
+    _DEFAULT_FLOAT[0] = dtype
+
+
+def get_default_dtype():
+    return _DEFAULT_FLOAT[0]
+
+
+def _make(arr, dtype, device, requires_grad):
+    """The one exit of every factory: device check, dtype, leaf that may require grad."""
+    _check_device(device)
+    if dtype is not None and arr.dtype != np.dtype(dtype):
+        arr = arr.astype(dtype)
+    if requires_grad and arr.dtype.kind not in "fc":
+        raise RuntimeError(f"Only Tensors of floating point and complex dtype can require "
+                           f"gradients, got {arr.dtype}")
+    return Tensor(arr, requires_grad)
+
+
+def _dtype_of(data):
+    """torch.tensor's inference: Python floats -> the default float, ints -> int64."""
+    if isinstance(data, Tensor):
+        return data.dtype
+    arr = np.asarray(data)
+    if isinstance(data, np.ndarray) or isinstance(data, np.generic):
+        return arr.dtype
+    if arr.dtype.kind == "f":
+        return _DEFAULT_FLOAT[0]
+    if arr.dtype.kind in "iu":
+        return np.dtype(np.int64)
+    return arr.dtype
+
+
+def _size(shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        return tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """A new leaf tensor holding a copy of `data` (a list, scalar, ndarray or Tensor)."""
+    if isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in data):
+        data = [np.asarray(d.data if isinstance(d, Tensor) else d) for d in data]
+        data = np.array(data) if data else data
+    src = data.data if isinstance(data, Tensor) else data
+    arr = np.array(src, dtype=dtype if dtype is not None else _dtype_of(data), copy=True)
+    return _make(arr, None, device, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """`data` itself when it is a tensor of that dtype; shares a NumPy array's memory."""
+    _check_device(device)
+    if isinstance(data, Tensor):
+        return data if dtype is None or data.dtype == np.dtype(dtype) else data.to(dtype)
+    if isinstance(data, np.ndarray) and (dtype is None or data.dtype == np.dtype(dtype)):
+        return Tensor(data)
+    return tensor(data, dtype)
+
+
+def from_numpy(arr):
+    """A tensor sharing memory with `arr` (no copy), as torch.from_numpy."""
+    if not isinstance(arr, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
+    return Tensor(arr)
+
+
+def _filled(fill, shape, dtype, device, requires_grad):
+    return _make(fill(_size(shape), dtype or _DEFAULT_FLOAT[0]), None, device, requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    return _filled(np.zeros, size, dtype, device, requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    return _filled(np.ones, size, dtype, device, requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    # NOTE: zero-filled, not uninitialised: reading it is then at least deterministic
+    return _filled(np.zeros, size, dtype, device, requires_grad)
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False):
+    if dtype is None:
+        dtype = np.dtype(np.bool_) if isinstance(fill_value, bool) else np.dtype(np.int64) \
+            if isinstance(fill_value, int) else _DEFAULT_FLOAT[0]
+    size = (size,) if isinstance(size, int) else tuple(size)
+    return _make(np.full(size, getattr(fill_value, "data", fill_value), dtype), None, device,
+                 requires_grad)
+
+
+def eye(n, m=None, dtype=None, device=None, requires_grad=False):
+    return _make(np.eye(n, m, dtype=dtype or _DEFAULT_FLOAT[0]), None, device, requires_grad)
+
+
+def _like(t, dtype):
+    return tuple(t.shape), dtype or t.dtype
+
+
+def zeros_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    shape, dt = _like(input, dtype)
+    return _make(np.zeros(shape, dt), None, device, requires_grad)
+
+
+def ones_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    shape, dt = _like(input, dtype)
+    return _make(np.ones(shape, dt), None, device, requires_grad)
+
+
+empty_like = zeros_like
+
+
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    shape, dt = _like(input, dtype)
+    return _make(np.full(shape, fill_value, dt), None, device, requires_grad)
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    """Uniform [0, 1) samples from `generator` (or the one manual_seed() seeds)."""
+    arr = rng_of(generator).random(_size(size))
+    return _make(arr.astype(dtype or _DEFAULT_FLOAT[0]), None, device, requires_grad)
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    """Standard-normal samples from `generator` (or the one manual_seed() seeds)."""
+    arr = rng_of(generator).standard_normal(_size(size))
+    return _make(arr.astype(dtype or _DEFAULT_FLOAT[0]), None, device, requires_grad)
+
+
+def rand_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    return rand(*input.shape, dtype=dtype or input.dtype, device=device,
+                requires_grad=requires_grad)
+
+
+def randn_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    return randn(*input.shape, dtype=dtype or input.dtype, device=device,
+                 requires_grad=requires_grad)
+
+
+def randint(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+    """randint(high, size) or randint(low, high, size): integers in [low, high), int64."""
+    args = list(args)
+    if size is None:
+        if not args or not isinstance(args[-1], (tuple, list)):
+            raise TypeError("randint() missing 1 required argument: 'size' (a tuple, e.g. (3,))")
+        size = args.pop()
+    if len(args) == 1:
+        low, high = 0, args[0]
+    elif len(args) == 2:
+        low, high = args
+    else:
+        raise TypeError(f"randint(): expected (high, size) or (low, high, size), got {len(args)}"
+                        f" bounds")
+    if high <= low:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
+                           f"to={high}")
+    arr = rng_of(generator).integers(low, high, tuple(size))
+    return _make(arr.astype(dtype or np.int64), None, device, requires_grad)
+
+
+def randint_like(input, low=0, high=None, dtype=None, device=None):  # noqa: A002
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device)
+
+
+def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
+    arr = rng_of(generator).permutation(int(n))
+    return _make(arr.astype(dtype or np.int64), None, device, requires_grad)
+
+
+def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
+    """Integers (int64) when start, end and step are all integers, else the default float."""
+    if end is None:
+        start, end = 0, start
+    ints = builtins.all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                        for v in (start, end, step))
+    arr = np.arange(start, end, step, dtype=np.int64 if ints else np.float64)
+    return _make(arr, dtype or (np.int64 if ints else _DEFAULT_FLOAT[0]), device, requires_grad)
+
+
+def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
+    arr = np.linspace(float(start), float(end), int(steps))
+    return _make(arr, dtype or _DEFAULT_FLOAT[0], device, requires_grad)
+
+
+def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
+    arr = np.logspace(float(start), float(end), int(steps), base=base)
+    return _make(arr, dtype or _DEFAULT_FLOAT[0], device, requires_grad)
+
+
+__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "eye",
+           "zeros_like", "ones_like", "empty_like", "full_like", "rand", "randn", "rand_like",
+           "randn_like", "randint", "randint_like", "randperm", "arange", "linspace",
+           "logspace", "set_default_dtype", "get_default_dtype"]

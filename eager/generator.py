@@ -1,0 +1,72 @@
+"""torch.Generator: a random-number stream of its own, for samplers, random_split and factories.
+
+>>> from dualgrad import eager
+>>> a = eager.randperm(5, generator=eager.Generator().manual_seed(42))
+>>> b = eager.randperm(5, generator=eager.Generator().manual_seed(42))
+>>> a.tolist() == b.tolist()
+True
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dualgrad import ops
+
+
+class Generator:
+    """A seeded NumPy bit stream with torch.Generator's methods."""
+
+    def __init__(self, device="cpu"):
+        from .devices import device as _device
+        self.device = _device(device)
+        self._seed = int(np.random.SeedSequence().entropy % (2 ** 63))
+        self._rng = np.random.default_rng(self._seed)
+
+    def manual_seed(self, seed):
+        self._seed = int(seed)
+        self._rng = np.random.default_rng(self._seed)
+        return self
+
+    def seed(self):
+        """Re-seed from fresh entropy and return the new seed (torch.Generator.seed)."""
+        return self.manual_seed(np.random.SeedSequence().entropy % (2 ** 63))._seed
+
+    def initial_seed(self):
+        return self._seed
+
+    def get_state(self):
+        return self._rng.bit_generator.state
+
+    def set_state(self, state):
+        self._rng.bit_generator.state = state
+        return self
+
+    @property
+    def rng(self) -> np.random.Generator:
+        return self._rng
+
+
+class _DefaultGenerator(Generator):
+    """The process-wide generator that eager.manual_seed() seeds (ops' own stream)."""
+
+    def __init__(self):
+        from .devices import device as _device
+        self.device = _device("cpu")
+        self._seed = 0
+
+    def manual_seed(self, seed):
+        self._seed = int(seed)
+        ops.manual_seed(self._seed)
+        return self
+
+    @property
+    def _rng(self):
+        return ops.generator()
+
+
+default_generator = _DefaultGenerator()
+
+
+def rng_of(generator) -> np.random.Generator:
+    """The NumPy stream a factory or sampler draws from: `generator`'s, or the default one."""
+    return ops.generator() if generator is None else generator.rng

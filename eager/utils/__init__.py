@@ -1,0 +1,4 @@
+"""eager.utils, as torch.utils: `data` (datasets, samplers, DataLoader)."""
+from . import data
+
+__all__ = ["data"]

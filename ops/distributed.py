@@ -1,0 +1,235 @@
+"""The MPI world that both engines' distributed front ends share (the `dist` extra).
+
+`eager.distributed` (PyTorch's names) and `graph.distributed` (Horovod's) are thin layers
+over these functions, which work on NumPy arrays in place. mpi4py is imported on first use,
+never when dualgrad loads. Every wait has a deadline: a collective that the other ranks do
+not join within the timeout (300 s unless configured) aborts the whole job with a message
+naming the rank, and once `init` has run an exception that escapes on one rank aborts all
+(MPI_Abort) with that exception shown, instead of leaving the other ranks waiting forever.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+DEFAULT_TIMEOUT = 300.0
+_SIG_LEN = 16                     # collective, op, root, dtype, ndim, up to 11 dims
+_KINDS = ("all_reduce", "broadcast", "all_gather", "reduce_scatter", "barrier")
+
+
+class _World:
+    comm = None                   # a duplicate of COMM_WORLD while initialised
+    timeout = DEFAULT_TIMEOUT
+    calls = 0                     # collectives issued so far (named in timeout messages)
+    hook = None                   # sys.excepthook before init replaced it
+
+
+def mpi():
+    """mpi4py's MPI module, imported on first use with a clear error when it is missing."""
+    try:
+        from mpi4py import MPI
+    except ImportError as e:
+        raise ImportError("dualgrad's distributed training runs on MPI: install the `dist` "
+                          "extra (pip install 'dualgrad[dist]', i.e. mpi4py and mpich) and "
+                          "launch with `mpiexec -n N python script.py`") from e
+    return MPI
+
+
+def init(timeout=None):
+    """Join the MPI job (rank and size from mpiexec). A second call changes only the timeout."""
+    if timeout is None:
+        timeout = float(os.environ.get("DUALGRAD_DIST_TIMEOUT", DEFAULT_TIMEOUT))
+    if timeout <= 0:
+        raise ValueError(f"collective timeout must be positive, got {timeout} s")
+    _World.timeout = float(timeout)
+    if _World.comm is None:
+        _World.comm = mpi().COMM_WORLD.Dup()   # NOTE: our traffic never meets the user's
+        _World.hook = sys.excepthook
+        sys.excepthook = _abort_on_exception
+
+
+def is_initialized():
+    return _World.comm is not None
+
+
+def finalize():
+    """Leave the process group (MPI itself is finalised by mpi4py at exit)."""
+    if _World.comm is not None:
+        _World.comm.Free()
+        _World.comm = None
+        sys.excepthook = _World.hook
+
+
+def world(what="this call"):
+    if _World.comm is None:
+        raise RuntimeError(f"{what}: the default process group has not been initialized; call "
+                           f"init_process_group(backend='mpi') (eager) or hvd.init() (graph) "
+                           f"first, and launch with `mpiexec -n N`")
+    return _World.comm
+
+
+def rank():
+    return world("get_rank").Get_rank()
+
+
+def size():
+    return world("get_world_size").Get_size()
+
+
+# -- faults -----------------------------------------------------------------------------------
+def abort(message, code=1):
+    """Print `message` (prefixed with this rank) and end every rank of the job."""
+    comm = _World.comm
+    who = f"rank {comm.Get_rank()} of {comm.Get_size()}" if comm is not None else "a rank"
+    sys.stderr.write(f"\ndualgrad.distributed: {who}: {message}\n")
+    sys.stderr.flush()
+    (comm or mpi().COMM_WORLD).Abort(code)
+
+
+def _abort_on_exception(kind, value, tb):
+    if _World.hook is not None:
+        _World.hook(kind, value, tb)
+    abort(f"raised {kind.__name__}: {value}; aborting all ranks (MPI_Abort)")
+
+
+def wait(req, what):
+    """Complete a non-blocking request, aborting the job once the timeout has passed."""
+    if req.Test():
+        return
+    deadline = time.monotonic() + _World.timeout
+    pause = 1e-5
+    while not req.Test():
+        if time.monotonic() > deadline:
+            abort(f"{what} (collective #{_World.calls}) waited {_World.timeout:g} s for the "
+                  f"other ranks to join: a rank has failed, hangs, or called a different "
+                  f"collective. Aborting the job (MPI_Abort); the limit is "
+                  f"init_process_group(timeout=...) or DUALGRAD_DIST_TIMEOUT (seconds)")
+        time.sleep(pause)
+        pause = min(2 * pause, 1e-3)
+
+
+# -- checks: what every rank passes must agree before any data moves --------------------------
+def _signature(kind, arr, op=0, root=-1):
+    sig = np.full(_SIG_LEN, -1, np.int64)
+    dims = arr.shape if arr.ndim <= _SIG_LEN - 5 else (-2,)   # NOTE: > 11 dims: checked by size
+    sig[:5] = (_KINDS.index(kind), op, root, arr.dtype.num, arr.ndim)
+    sig[5:5 + len(dims)] = dims
+    if arr.ndim > _SIG_LEN - 5:
+        sig[-1] = arr.size
+    return sig
+
+
+def _describe(sig):
+    kind, op, root, num, ndim = (int(v) for v in sig[:5])
+    dtype = next((np.dtype(c) for c in np.typecodes["All"] if np.dtype(c).num == num), num)
+    shape = tuple(int(d) for d in sig[5:5 + ndim]) if ndim <= _SIG_LEN - 5 else f"{ndim}-d"
+    extra = f", src={root}" if root >= 0 else ""
+    return f"{_KINDS[kind]} of shape {shape} {dtype}{extra}"
+
+
+def check_agree(kind, arr, op=0, root=-1):
+    """Every rank must call the same collective on the same shape and dtype: else a clear
+    RuntimeError on every rank (MPI would hang, fail, or mix mismatched buffers)."""
+    comm = world(kind)
+    sig = _signature(kind, arr, op, root)
+    table = np.empty((comm.Get_size(), _SIG_LEN), np.int64)
+    _World.calls += 1
+    wait(comm.Iallgather(sig, table), kind)
+    if not (table == table[0]).all():
+        rows = "; ".join(f"rank {r}: {_describe(s)}" for r, s in enumerate(table))
+        raise RuntimeError(f"{kind}: ranks disagree on the collective ({rows}); every rank "
+                           f"must pass tensors of the same shape and dtype")
+
+
+def check_same_shapes(what, shapes):
+    """Every rank holds the same list of (name, shape): else name the first that differs."""
+    comm = world(what)
+    flat = np.array([len(shapes)] + [v for _, s in shapes for v in (len(s), *s)], np.int64)
+    n = np.empty(comm.Get_size(), np.int64)
+    wait(comm.Iallgather(np.array([flat.size], np.int64), n), what)
+    ok = np.full(1, int((n == n[0]).all()), np.int64)
+    if ok[0]:
+        table = np.empty((comm.Get_size(), flat.size), np.int64)
+        wait(comm.Iallgather(flat, table), what)
+        ok[0] = int((table == table[0]).all())
+    if ok[0]:
+        return
+    # NOTE: every rank reaches here; say what differs from the lengths alone when needed
+    mine = ", ".join(f"{k} {tuple(s)}" for k, s in shapes)
+    raise RuntimeError(f"{what}: parameter shapes differ across ranks (the model must be "
+                       f"built identically on every rank); rank {comm.Get_rank()} has "
+                       f"{len(shapes)} tensors: {mine}")
+
+
+# -- collectives on arrays, in place ----------------------------------------------------------
+def _mpi_op(op):
+    MPI = mpi()
+    return {"sum": MPI.SUM, "avg": MPI.SUM, "product": MPI.PROD, "min": MPI.MIN,
+            "max": MPI.MAX}[op]
+
+
+_OPS = ("sum", "avg", "product", "min", "max")
+
+
+def all_reduce(arr, op="sum", check=True, what="all_reduce"):
+    """arr (every rank's, same shape) becomes the reduction over ranks, in place."""
+    comm = world(what)
+    if check:
+        check_agree("all_reduce", arr, _OPS.index(op))
+    _World.calls += 1
+    wait(comm.Iallreduce(mpi().IN_PLACE, arr, _mpi_op(op)), what)
+    if op == "avg":
+        arr /= comm.Get_size()
+    return arr
+
+
+def start_all_reduce(arr):
+    """Begin summing arr across ranks in place; pass the request to wait(). (DDP's buckets.)"""
+    _World.calls += 1
+    return world("all_reduce").Iallreduce(mpi().IN_PLACE, arr, mpi().SUM)
+
+
+def broadcast(arr, src=0, check=True):
+    comm = world("broadcast")
+    if not 0 <= src < comm.Get_size():
+        raise ValueError(f"broadcast: src={src} is not a rank of this job "
+                         f"(world size {comm.Get_size()})")
+    if check:
+        check_agree("broadcast", arr, root=src)
+    _World.calls += 1
+    wait(comm.Ibcast(arr, root=src), "broadcast")
+    return arr
+
+
+def all_gather(arr, check=True):
+    """A new array (world size, *arr.shape) holding every rank's arr, in rank order."""
+    comm = world("all_gather")
+    if check:
+        check_agree("all_gather", arr)
+    out = np.empty((comm.Get_size(),) + arr.shape, arr.dtype)
+    _World.calls += 1
+    wait(comm.Iallgather(np.ascontiguousarray(arr), out), "all_gather")
+    return out
+
+
+def reduce_scatter(chunks, op="sum", check=True):
+    """chunks (world size, *shape): rank r gets the reduction of every rank's chunks[r]."""
+    comm = world("reduce_scatter")
+    chunks = np.ascontiguousarray(chunks)
+    if check:
+        check_agree("reduce_scatter", chunks, _OPS.index(op))
+    out = np.empty(chunks.shape[1:], chunks.dtype)
+    _World.calls += 1
+    wait(comm.Ireduce_scatter_block(chunks, out, _mpi_op(op)), "reduce_scatter")
+    if op == "avg":
+        out /= comm.Get_size()
+    return out
+
+
+def barrier():
+    comm = world("barrier")
+    _World.calls += 1
+    wait(comm.Ibarrier(), "barrier")
