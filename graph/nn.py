@@ -314,7 +314,8 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, rate=None):
         keep = keep_prob if rate is None else 1.0 - rate
         if keep.ndim not in (0, None):
             raise located(f"dropout: keep_prob / rate must be a scalar, got "
-                             f"{fmt_shape(keep.shape)}")
+                          f"{fmt_shape(keep.spec)}")
+        keep = ops.reshape(keep, ())   # NOTE: a placeholder of unknown rank is a scalar here
     u = ops.rand_like(_noise_like(x, noise_shape), dtype=x.dtype)
     # NOTE: TF1's rule, floor(keep_prob + u) == 1 keeps: exactly keep_prob of the draws
     return ops.where(u + keep >= 1.0, x / keep, 0.0)
