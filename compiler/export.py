@@ -72,6 +72,16 @@ class ExportedProgram:
             self._session = graph.Session(self.graph, optimize=True)
         return self._session
 
+    @classmethod
+    def from_graph(cls, inputs, outputs, session=None, name="graph"):
+        """A TF1 graph's inference part as a program: what `outputs` need from `inputs`
+        (placeholders), variables frozen with their values in `session`."""
+        from dualgrad.graph.freeze import freeze
+        outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        g, ins, outs = freeze(list(inputs), outputs, session)
+        tree = {"list": [{"out": i} for i in range(len(outs))]} if len(outs) > 1 else {"out": 0}
+        return cls(g, ins, outs, tree, name)
+
     def __call__(self, *args):
         if len(args) != len(self.inputs):
             raise TypeError(f"{self.name}: takes {len(self.inputs)} input(s) "
@@ -103,7 +113,7 @@ class ExportedProgram:
         from dualgrad.graph import onnx as gonnx
         names = [f"output_{i}" for i in range(len(self.outputs))]
         return gonnx.export(path, inputs=self.inputs, outputs=self.outputs, opset=opset,
-                            output_names=names, graph=self.graph)
+                            output_names=names)
 
 
 def load_exported(path) -> ExportedProgram:

@@ -41,6 +41,7 @@ from .math_ops import __all__ as _math_all
 from .session import InteractiveSession, Session, get_default_session
 from .plan import Plan, Step, build_plan, lower
 from . import nn, layers, losses, train
+from . import onnx  # noqa: F401 - graph.onnx.export / load; the onnx package loads lazily
 from .serialize import load, restore, save
 from .inspect import summary, to_dot
 
@@ -59,6 +60,6 @@ __all__ = [
     "global_variables_initializer", "trainable_variables", "variables_initializer", "cond",
     "group", "identity", "no_op", "print", "Print", "while_loop", "gradients",
     "InteractiveSession", "Session", "get_default_session", "Plan", "Step", "build_plan",
-    "lower", "nn", "layers", "losses", "train", "load", "restore", "save", "summary", "to_dot",
+    "lower", "nn", "layers", "losses", "onnx", "train", "load", "restore", "save", "summary", "to_dot",
     *_math_all,
 ]

@@ -99,13 +99,12 @@ def _unfold_infer(x, kernel, stride=1, padding=0, **_):
 
 def _unfold_kernel(x, kernel, stride=1, padding=0):
     """(N, C, H, W) -> (N, C*kh*kw, Ho*Wo), columns in (c, i, j) order like torch.nn.Unfold."""
-    kh, kw = kernel
-    if padding:
-        x = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
-    win = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(2, 3))
-    win = win[:, :, ::stride, ::stride]                  # (N, C, Ho, Wo, kh, kw)
-    n, c, ho, wo = win.shape[:4]
-    return np.ascontiguousarray(win.transpose(0, 1, 4, 5, 2, 3)).reshape(n, c * kh * kw, ho * wo)
+    from . import native
+    _, _, h, w = x.shape
+    ho, wo = (_window_out(s, k, stride, padding) for s, k in zip((h, w), kernel))
+    if ho <= 0 or wo <= 0:
+        raise ValueError("the window does not fit")   # NOTE: the shape rule says why
+    return native.unfold(x, kernel, stride, padding, ho, wo)
 
 
 def _fold_infer(cols, like, kernel, stride=1, padding=0, **_):
@@ -114,15 +113,10 @@ def _fold_infer(cols, like, kernel, stride=1, padding=0, **_):
 
 def _fold_kernel(cols, like, kernel, stride=1, padding=0):
     """The adjoint of unfold: scatter-add columns back into an image shaped like `like`."""
-    kh, kw = kernel
-    n, c, h, w = np.shape(like)
-    ho, wo = _window_out(h, kh, stride, padding), _window_out(w, kw, stride, padding)
-    cols = np.asarray(cols).reshape(n, c, kh, kw, ho, wo)
-    img = np.zeros((n, c, h + 2 * padding, w + 2 * padding), dtype=cols.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            img[:, :, i:i + stride * ho:stride, j:j + stride * wo:stride] += cols[:, :, i, j]
-    return img[:, :, padding:padding + h, padding:padding + w]
+    from . import native
+    shape = np.shape(like)
+    ho, wo = (_window_out(s, k, stride, padding) for s, k in zip(shape[2:], kernel))
+    return native.fold(cols, shape, kernel, stride, padding, ho, wo)
 
 
 def _unfold_vjp(g, x, kernel, stride=1, padding=0, **kw):
