@@ -9,6 +9,7 @@ tensor([2., 4., 6.], shape=(3,), dtype=float32)
 """
 from __future__ import annotations
 
+import weakref
 from collections import namedtuple
 
 import numpy as np
@@ -17,9 +18,10 @@ from dualgrad import ops
 from dualgrad.ops import REGISTRY as R
 from dualgrad.ops.autodiff import backprop
 from dualgrad.ops.composite import current_composite
-from dualgrad.ops.core import explain_failure, spec_of, user_frame, where_str
+from dualgrad.ops.core import TRACING, explain_failure, spec_of, user_frame, where_str
 
 from . import devices as _device
+from .inplace import CLOCK, InPlaceMixin
 
 _GRAD = [True]   # grad mode: module-level so the hot path reads one list item
 _new = object.__new__
@@ -78,7 +80,7 @@ class EagerEngine:
         t.grad = None
         if track and _GRAD[0] and out.dtype.kind in "fc":
             t.requires_grad = True
-            t._node = (op, args, attrs)
+            t._node = (op, args, attrs, CLOCK[0])
         else:
             t.requires_grad = False
             t._node = None
@@ -87,6 +89,8 @@ class EagerEngine:
 
 def _binary(op, a, b):
     """The operator fast path (a + b …): no attrs, one kernel call, one wrap."""
+    if TRACING[0]:   # NOTE: a thread may be tracing (compile): ops.bind asks its trace stack
+        return ops.bind(op, a, b)
     try:
         out = op.kernel(a.data, b.data if isinstance(b, Tensor) else b)
     except Exception as err:  # noqa: BLE001
@@ -102,15 +106,27 @@ def _binary(op, a, b):
     if _GRAD[0] and (a.requires_grad or isinstance(b, Tensor) and b.requires_grad) \
             and t.data.dtype.kind in "fc":
         t.requires_grad = True
-        t._node = (op, (a, b), {})
+        t._node = (op, (a, b), {}, CLOCK[0])
     else:
         t.requires_grad = False
         t._node = None
     return t
 
 
+def recorded(data, op, inputs, attrs):
+    """A tensor holding `data` that backward() treats as `op` applied to `inputs`: the walk
+    calls `op.vjp(g, *inputs, out=, needs=, **attrs)`. How an op built outside the registry
+    joins the tape (a compile()d function's whole graph; torch's autograd.Function)."""
+    t = Tensor(data)
+    t.requires_grad = True
+    t._node = (op, tuple(inputs), attrs)
+    return t
+
+
 def _rbinary(op, a, b):
     """b op a where b is not a Tensor (2 - t)."""
+    if TRACING[0]:
+        return ops.bind(op, b, a)
     return EagerEngine.apply(op, (b, a), {})
 
 
@@ -121,7 +137,21 @@ def _node_of(t):
             f"Trying to backward through the graph a second time (through '{node.name}'): "
             f"its saved values were freed by the first backward(). Pass retain_graph=True to "
             f"the first backward() if you need to call it twice.")
+    if node is not None and len(node) > 3 and node[3] != CLOCK[0]:
+        _check_unmodified(t, node)
     return node
+
+
+def _check_unmodified(t, node):
+    """PyTorch's version-counter check: no value this entry used was written in place later."""
+    for v in (t,) + tuple(node[1]):
+        if isinstance(v, Tensor) and getattr(v, "_modified", -1) > node[3]:
+            what = "its output" if v is t else f"an input of shape {tuple(v.shape)}"
+            raise RuntimeError(
+                f"one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: {what} ({v.dtype}) of '{node[0].name}' was written in "
+                f"place after '{node[0].name}' used it. Hint: make the in-place change out of "
+                f"place (y = y + 1 instead of y += 1), or clone() the tensor first.")
 
 
 def _owned(arr, taken):
@@ -137,6 +167,31 @@ def _owned(arr, taken):
     return arr
 
 
+_POST_ACCUMULATE_HOOKS = {}   # id(leaf) -> (weakref to it, [hook(leaf)])
+
+
+class _HookHandle:
+    """What register_post_accumulate_grad_hook returns: .remove() unregisters the hook."""
+    __slots__ = ("hooks", "hook")
+
+    def __init__(self, hooks, hook):
+        self.hooks, self.hook = hooks, hook
+
+    def remove(self):
+        if self.hook in self.hooks:
+            self.hooks.remove(self.hook)
+
+
+def _accumulate_grad(t, g, create_graph, owned):
+    """Add a leaf's gradient from one backward() into its .grad, then run its hooks."""
+    g = g if create_graph else Tensor(_owned(g.data, owned))
+    t.grad = g if t.grad is None else t.grad + g
+    entry = _POST_ACCUMULATE_HOOKS.get(id(t))
+    if entry is not None and entry[0]() is t:
+        for hook in list(entry[1]):
+            hook(t)
+
+
 def _needs_grad(v):
     """v can carry a gradient: it requires grad and its producer (if any) has a rule.
 
@@ -149,9 +204,9 @@ def _needs_grad(v):
     return node is None or type(node) is _Freed or node[0].vjp is not None
 
 
-class Tensor:
+class Tensor(InPlaceMixin):
     """An n-dimensional array with autograd, in PyTorch's style."""
-    __slots__ = ("data", "requires_grad", "grad", "_node", "__weakref__")
+    __slots__ = ("data", "requires_grad", "grad", "_node", "_modified", "__weakref__")
     _engine = EagerEngine
     __array_ufunc__ = None   # ndarray + Tensor defers to Tensor.__radd__
 
@@ -253,10 +308,21 @@ class Tensor:
 
     # -- autograd -----------------------------------------------------------------------------
     def detach(self):
+        if TRACING[0]:   # NOTE: a trace (compile) reads a parameter's detach at every call
+            out = ops.stop_gradient(self)
+            out.requires_grad, out._node = False, None
+            return out
         return Tensor(self.data)
 
     def requires_grad_(self, requires_grad=True):
-        self.requires_grad = requires_grad
+        if self._node is not None and not requires_grad:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
+                               "you want to use a computed variable in a subgraph that doesn't "
+                               "require differentiation use var_no_grad = var.detach().")
+        if requires_grad and self.data.dtype.kind not in "fc":
+            raise RuntimeError(f"only Tensors of floating point dtype can require gradients, "
+                               f"got {self.data.dtype}")
+        self.requires_grad = bool(requires_grad)
         return self
 
     def backward(self, gradient=None, retain_graph=False, create_graph=False):
@@ -271,19 +337,44 @@ class Tensor:
             gradient = Tensor(np.ones_like(self.data))
         elif not isinstance(gradient, Tensor):
             gradient = Tensor(np.asarray(gradient, dtype=self.data.dtype))
+        owned, done = {id(gradient.data)}, set()
+        on_leaf = None
+        if _POST_ACCUMULATE_HOOKS:   # NOTE: leaves with hooks get .grad as soon as it is final
+            def on_leaf(t, g):
+                done.add(id(t))
+                _accumulate_grad(t, g, create_graph, owned)
         prev = _GRAD[0]
         _GRAD[0] = create_graph
         try:
-            grads = backprop([self], [gradient], _node_of, _needs_grad)
+            grads = backprop([self], [gradient], _node_of, _needs_grad, on_leaf=on_leaf)
         finally:
             _GRAD[0] = prev
-        owned = {id(gradient.data)}
         for t, g in grads.values():
             if t._node is None:
-                g = g if create_graph else Tensor(_owned(g.data, owned))
-                t.grad = g if t.grad is None else t.grad + g
+                if id(t) not in done:
+                    _accumulate_grad(t, g, create_graph, owned)
             elif not retain_graph:
                 t._node = _Freed(t._node[0].name)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call hook(self) each time backward() has accumulated this leaf's .grad, as torch.
+
+        Hooks run during the backward pass, as soon as this leaf's gradient is complete.
+        Returns a handle whose .remove() unregisters the hook.
+        """
+        if self._node is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                               "gradient")
+        key = id(self)
+        entry = _POST_ACCUMULATE_HOOKS.get(key)
+        if entry is None or entry[0]() is not self:
+            entry = _POST_ACCUMULATE_HOOKS[key] = (
+                weakref.ref(self, lambda _, k=key, d=_POST_ACCUMULATE_HOOKS: d.pop(k, None)), [])
+        entry[1].append(hook)
+        return _HookHandle(entry[1], hook)
 
     # -- operators ----------------------------------------------------------------------------
     def __add__(self, o):
@@ -323,6 +414,8 @@ class Tensor:
         return _rbinary(_MATMUL, self, o)
 
     def __neg__(self):
+        if TRACING[0]:
+            return ops.bind(_NEG, self)
         return EagerEngine.apply(_NEG, (self,), {})
 
     def __pos__(self):
@@ -362,12 +455,6 @@ class Tensor:
 
     def __getitem__(self, index):
         return getitem(self, index)
-
-    def __setitem__(self, index, value):
-        if self.requires_grad or self._node is not None:
-            raise RuntimeError("in-place assignment into a tensor that requires grad or is part "
-                               "of a graph is not supported; build a new tensor instead")
-        self.data[index] = value.data if isinstance(value, Tensor) else value
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
@@ -600,14 +687,6 @@ class Tensor:
 
     def clone(self):
         return self + 0 if self.data.dtype.kind in "fc" else Tensor(self.data.copy())
-
-    def zero_(self):
-        self.data[...] = 0
-        return self
-
-    def fill_(self, value):
-        self.data[...] = value
-        return self
 
     def any(self):
         return Tensor(self.data.any())

@@ -13,12 +13,14 @@ def toposort(outputs, node_of, needs_grad=lambda v: True):
     return [v for v, _, _ in _walk(outputs, node_of, needs_grad, leaves=True)]
 
 
-def _walk(outputs, node_of, needs_grad, leaves=False):
+def _walk(outputs, node_of, needs_grad, leaves=False, first_input_first=False):
     """Depth-first walk: [(value, node, needs)] with inputs before users.
 
     Each producer is asked for once (node_of may build a tuple, or raise for a freed tape) and
     `needs` - which inputs need a gradient - is computed once, here, and reused by backprop.
-    Leaves (node None) are listed only when `leaves` is true.
+    Leaves (node None) are listed only when `leaves` is true. With `first_input_first`, an
+    op's first input is explored first, so in reverse the side inputs (a layer's weight
+    behind its transpose) come right after their user, not at the very end.
     """
     order, seen = [], set()
     stack = [(v, None) for v in outputs]
@@ -37,13 +39,15 @@ def _walk(outputs, node_of, needs_grad, leaves=False):
             continue
         needs = tuple([needs_grad(i) for i in node[1]])
         stack.append((v, (node, needs)))
-        for inp, need in zip(node[1], needs):
+        pairs = zip(node[1], needs)
+        for inp, need in (reversed(list(pairs)) if first_input_first else pairs):
             if need and id(inp) not in seen:
                 stack.append((inp, None))
     return order
 
 
-def backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=None):
+def backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=None,
+             on_leaf=None):
     """Propagate `grads` (one per output) back through producers.
 
     Returns {id(value): (value, gradient)} for every value reached that needs a gradient.
@@ -51,6 +55,9 @@ def backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=None
     `stop` (a set of ids) marks values whose gradient is wanted but not propagated further;
     `vjp_context(value)` may wrap each rule's call (the graph engine uses it to tag gradient
     nodes with the forward op they differentiate).
+    `on_leaf(value, gradient)` is called for each leaf (a value without producer) as soon as
+    its gradient is complete, i.e. after the last rule that feeds it, while the walk goes on
+    (DDP starts averaging a layer's gradients while earlier layers still differentiate).
     """
     if stop:
         def node_of(u, _inner=node_of):
@@ -58,20 +65,44 @@ def backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=None
     acc = {}
     for v, g in zip(outputs, grads):
         _accumulate(acc, v, g)
-    for v, node, needs in reversed(_walk(outputs, node_of, needs_grad)):
+    order = _walk(outputs, node_of, needs_grad, first_input_first=on_leaf is not None)
+    uses = None if on_leaf is None else _leaf_uses(order)
+    for v, node, needs in reversed(order):
         entry = acc.get(id(v))
-        op, inputs, attrs = node
-        if entry is None or op.vjp is None or not any(needs):
-            continue
-        if vjp_context is None:
-            in_grads = op.vjp(entry[1], *inputs, out=v, needs=needs, **attrs)
-        else:
-            with vjp_context(v):
+        op, inputs, attrs = node[0], node[1], node[2]   # eager entries carry a 4th field
+        if entry is not None and op.vjp is not None and any(needs):
+            if vjp_context is None:
                 in_grads = op.vjp(entry[1], *inputs, out=v, needs=needs, **attrs)
-        for inp, need, g in zip(inputs, needs, in_grads):
-            if need and g is not None:
-                _accumulate(acc, inp, g)
+            else:
+                with vjp_context(v):
+                    in_grads = op.vjp(entry[1], *inputs, out=v, needs=needs, **attrs)
+            for inp, need, g in zip(inputs, needs, in_grads):
+                if need and g is not None:
+                    _accumulate(acc, inp, g)
+        if uses:
+            _release(uses, inputs, needs, acc, on_leaf)
     return acc
+
+
+def _leaf_uses(order):
+    """id(leaf) -> how many walked entries take it as an input that needs a gradient."""
+    inner = {id(v) for v, _, _ in order}
+    uses = {}
+    for _, node, needs in order:
+        for inp, need in zip(node[1], needs):
+            if need and id(inp) not in inner:
+                uses[id(inp)] = uses.get(id(inp), 0) + 1
+    return uses
+
+
+def _release(uses, inputs, needs, acc, on_leaf):
+    """Count down the leaves among inputs; report each whose last user has run."""
+    for inp, need in zip(inputs, needs):
+        k = id(inp)
+        if need and k in uses:
+            uses[k] -= 1
+            if uses[k] == 0 and k in acc:
+                on_leaf(inp, acc[k][1])
 
 
 def _accumulate(acc, v, g):

@@ -92,7 +92,7 @@ def abort(message, code=1):
 def _abort_on_exception(kind, value, tb):
     if _World.hook is not None:
         _World.hook(kind, value, tb)
-    abort(f"raised {kind.__name__}: {value}; aborting all ranks (MPI_Abort)")
+    abort(f"raised {kind.__name__}: {value} (aborting all ranks: MPI_Abort)")
 
 
 def wait(req, what):

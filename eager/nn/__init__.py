@@ -36,6 +36,13 @@ class Parameter(Tensor):
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
 
+    def __setattr__(self, name, value):
+        # NOTE: `p.data = p.data - lr * p.grad` (and `p.data -= lr * p.grad`, which Python runs
+        # as that when NumPy declines) hands a Tensor: keep its array, as torch swaps the data.
+        if name == "data" and not isinstance(value, np.ndarray):
+            value = value.data if isinstance(value, Tensor) else np.asarray(value)
+        object.__setattr__(self, name, value)
+
 
 def _name_layer(module, err):
     """Add the line that built the failing layer to a shape error passing out of it.

@@ -7,6 +7,7 @@ Needs the `onnx` extra (onnx, onnxruntime), imported only when these functions r
 >>> og = graph.onnx.load("model.onnx")
 >>> og.run({"x": batch})
 """
+from .from_onnx import OnnxGraph, load
 from .to_onnx import OnnxError, export, to_model
 
 __all__ = ["export", "load", "OnnxError", "OnnxGraph", "to_model"]

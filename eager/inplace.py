@@ -1,0 +1,291 @@
+"""In-place updates with PyTorch's safety rules: `+=`, `add_`, `zero_`, `t[idx] = v`, …
+
+Every in-place method computes its result out of place with ordinary ops, then writes it into
+the tensor's own array, so views and aliases see the change. Three rules keep gradients honest:
+
+- an in-place change to a leaf that requires grad, with grad mode on, raises PyTorch's error
+  (under `no_grad()` it is how parameters are updated);
+- when grad mode is on and the tensor (or an operand) requires grad, the tensor's tape entry
+  becomes the in-place op, applied to a snapshot of its old value, so `backward()` sees it;
+- every in-place write stamps the tensor with a clock tick; a tape entry that used the tensor
+  before the write was recorded at an earlier tick, and `backward()` through it raises
+  PyTorch's "modified by an inplace operation" error instead of using the new value.
+
+>>> from dualgrad import eager
+>>> w = eager.ones(3, requires_grad=True)
+>>> with eager.no_grad():
+...     w -= 0.5 * eager.ones(3)
+>>> w
+tensor([0.5, 0.5, 0.5], shape=(3,), dtype=float32, requires_grad=True)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dualgrad import ops
+from dualgrad.ops.core import user_frame, where_str
+
+from . import tensor as _tensor_module
+from .generator import rng_of
+
+CLOCK = [0]   # ticks once per in-place write; tape entries record the tick they were made at
+
+LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
+
+
+def _grad_on():
+    return _tensor_module._GRAD[0]
+
+
+def _is_tensor(x):
+    return isinstance(x, InPlaceMixin)
+
+
+def _needs_tape(t, others):
+    return _grad_on() and (t.requires_grad or builtins_any(
+        _is_tensor(o) and o.requires_grad for o in others))
+
+
+builtins_any = any
+
+
+def _snapshot(t):
+    """A tensor holding t's current value and tape entry: what the in-place op applies to."""
+    prev = _tensor_module._new(_tensor_module.Tensor)
+    prev.data, prev.grad = t.data.copy(), None
+    prev.requires_grad, prev._node = t.requires_grad, t._node
+    return prev
+
+
+def _where():
+    return where_str(user_frame())
+
+
+def _write(t, new, name):
+    """Copy `new` into t's array, with PyTorch's shape and dtype rules for in-place results."""
+    arr = new.data if _is_tensor(new) else np.asarray(new)
+    if arr.shape != t.data.shape:
+        raise RuntimeError(f"{name}: output with shape {list(t.data.shape)} doesn't match the "
+                           f"broadcast shape {list(arr.shape)} (at {_where()})")
+    if not np.can_cast(arr.dtype, t.data.dtype, "same_kind"):
+        raise RuntimeError(f"{name}: result type {arr.dtype} can't be cast to the desired "
+                           f"output type {t.data.dtype} (at {_where()})")
+    if not t.data.flags.writeable:
+        raise RuntimeError(f"{name}: unsupported operation: the tensor is a read-only view "
+                           f"(e.g. made by expand); clone() it first (at {_where()})")
+    t.data[...] = arr
+
+
+def _stamp(t):
+    """Tick the clock and mark t (and the tensors it is a view of) as written now."""
+    CLOCK[0] += 1
+    while t is not None:
+        t._modified = CLOCK[0]
+        node = t._node
+        t = node[1][0] if node is not None and type(node) is tuple and node[0].view \
+            and _is_tensor(node[1][0]) else None
+
+
+def apply_inplace(t, name, compute, *others):
+    """t <- compute(t, *others) in place, following the three rules of this module."""
+    if not _needs_tape(t, others):
+        new = compute(t, *others)
+        _write(t, new, name)
+        _stamp(t)
+        return t
+    if t.requires_grad and t._node is None:
+        raise RuntimeError(f"{name}: {LEAF_ERROR} Wrap the update in `with torch.no_grad():` "
+                           f"(at {_where()})")
+    node = t._node
+    if node is not None and type(node) is tuple and node[0].view and t.requires_grad:
+        raise RuntimeError(
+            f"{name}: in-place change of a view ({node[0].name} of another tensor) that "
+            f"requires grad is not supported by dualgrad; write it out of place, e.g. "
+            f"`y = y + v` instead of `y += v` (at {_where()})")
+    new = compute(_snapshot(t), *others)
+    _write(t, new, name)
+    _stamp(t)
+    if new.requires_grad:     # the entry is as new as the write: it used the snapshot, not t
+        t.requires_grad, t._node = True, new._node[:3] + (CLOCK[0],)
+    return t
+
+
+def _scalar_or_tensor(x):
+    return x.data if _is_tensor(x) and not x.requires_grad else x
+
+
+def _numpy_index(index):
+    parts = index if isinstance(index, tuple) else (index,)
+    out = tuple(p.data if _is_tensor(p) else p for p in parts)
+    return out if isinstance(index, tuple) else out[0]
+
+
+def _put(prev, index, value):
+    """prev with `value` written at `index`, built from ops so gradients reach both."""
+    shape, n = prev.data.shape, prev.data.size
+    pos = np.arange(n).reshape(shape)[_numpy_index(index)]
+    mask = np.zeros(n, np.bool_)
+    mask[pos.reshape(-1)] = True
+    v = value if _is_tensor(value) else np.asarray(value, dtype=prev.data.dtype)
+    if v.dtype != prev.data.dtype:
+        v = ops.cast(v, prev.data.dtype)
+    v = ops.broadcast_to(v, shape=pos.shape)
+    flat = ops.reshape(prev, (-1,))
+    placed = ops.take_grad(ops.reshape(v, (-1,)), pos.reshape(-1), flat, axis=0)
+    return ops.where(mask.reshape(shape), ops.reshape_like(placed, prev), prev)
+
+
+def setitem(t, index, value):
+    """t[index] = value: NumPy's indexing (ints, slices, masks, index arrays) on the array."""
+    if not _needs_tape(t, (value,)):
+        val = value.data if _is_tensor(value) else value
+        try:
+            t.data[_numpy_index(index)] = val
+        except (ValueError, IndexError, TypeError) as e:
+            raise RuntimeError(f"setitem: cannot assign {np.shape(val)} into index {index!r} "
+                               f"of a tensor of shape {t.data.shape}: {e} (at {_where()})") \
+                from None
+        _stamp(t)
+        return
+    apply_inplace(t, "setitem", lambda p, v: _put(p, index, v), value)
+
+
+def _fill(p, value):
+    """value everywhere, as an op of p (so a tracked tensor keeps a zero gradient path)."""
+    value = _scalar_or_tensor(value)
+    if not p.requires_grad and not (_is_tensor(value) and value.requires_grad):
+        arr = np.broadcast_to(np.asarray(getattr(value, "data", value), p.data.dtype),
+                              p.data.shape)
+        return arr
+    return ops.where(np.ones(p.data.shape, np.bool_), value, p)
+
+
+class InPlaceMixin:
+    """The in-place half of Tensor's methods (Tensor inherits it)."""
+    __slots__ = ()
+
+    def __iadd__(self, o):
+        return apply_inplace(self, "add_", lambda t, o: t + o, o)
+
+    def __isub__(self, o):
+        return apply_inplace(self, "sub_", lambda t, o: t - o, o)
+
+    def __imul__(self, o):
+        return apply_inplace(self, "mul_", lambda t, o: t * o, o)
+
+    def __itruediv__(self, o):
+        return apply_inplace(self, "div_", lambda t, o: t / o, o)
+
+    def __ipow__(self, o):
+        return apply_inplace(self, "pow_", lambda t, o: t ** o, o)
+
+    def __setitem__(self, index, value):
+        setitem(self, index, value)
+
+    def add_(self, other, alpha=1):
+        return apply_inplace(self, "add_", lambda t, o: t + (o if alpha == 1 else o * alpha),
+                             other)
+
+    def sub_(self, other, alpha=1):
+        return apply_inplace(self, "sub_", lambda t, o: t - (o if alpha == 1 else o * alpha),
+                             other)
+
+    def mul_(self, other):
+        return apply_inplace(self, "mul_", lambda t, o: t * o, other)
+
+    def div_(self, other):
+        return apply_inplace(self, "div_", lambda t, o: t / o, other)
+
+    def pow_(self, exponent):
+        return apply_inplace(self, "pow_", lambda t, o: t ** o, exponent)
+
+    def neg_(self):
+        return apply_inplace(self, "neg_", lambda t: -t)
+
+    def exp_(self):
+        return apply_inplace(self, "exp_", ops.exp)
+
+    def log_(self):
+        return apply_inplace(self, "log_", ops.log)
+
+    def sqrt_(self):
+        return apply_inplace(self, "sqrt_", ops.sqrt)
+
+    def abs_(self):
+        return apply_inplace(self, "abs_", ops.abs)
+
+    def relu_(self):
+        return apply_inplace(self, "relu_", ops.relu)
+
+    def sigmoid_(self):
+        return apply_inplace(self, "sigmoid_", ops.sigmoid)
+
+    def tanh_(self):
+        return apply_inplace(self, "tanh_", ops.tanh)
+
+    def clamp_(self, min=None, max=None):  # noqa: A002 - torch's names
+        return apply_inplace(self, "clamp_", lambda t: t.clamp(min, max))
+
+    clip_ = clamp_
+
+    def clamp_min_(self, min):  # noqa: A002
+        return self.clamp_(min=min)
+
+    def clamp_max_(self, max):  # noqa: A002
+        return self.clamp_(max=max)
+
+    def addcmul_(self, tensor1, tensor2, value=1):
+        return apply_inplace(self, "addcmul_", lambda t, a, b: t + value * (a * b),
+                             tensor1, tensor2)
+
+    def addcdiv_(self, tensor1, tensor2, value=1):
+        return apply_inplace(self, "addcdiv_", lambda t, a, b: t + value * (a / b),
+                             tensor1, tensor2)
+
+    def lerp_(self, end, weight):
+        return apply_inplace(self, "lerp_", lambda t, e: t + weight * (e - t), end)
+
+    def masked_fill_(self, mask, value):
+        mask = mask.data if _is_tensor(mask) else mask
+        return apply_inplace(self, "masked_fill_", lambda t, v: ops.where(mask, v, t),
+                             _scalar_or_tensor(value))
+
+    def zero_(self):
+        return apply_inplace(self, "zero_", lambda t: _fill(t, 0))
+
+    def fill_(self, value):
+        return apply_inplace(self, "fill_", _fill, value)
+
+    def copy_(self, src, non_blocking=False):
+        """Copy src's values (broadcast to this shape, cast to this dtype) into the tensor."""
+        def compute(t, s):
+            s = s if _is_tensor(s) else np.asarray(s)
+            if s.dtype != t.data.dtype:
+                s = ops.cast(s, t.data.dtype)
+            if tuple(s.shape) != t.data.shape:
+                s = ops.broadcast_to(s, shape=t.data.shape)
+            return _fill(t, s) if not _is_tensor(s) or not s.requires_grad else \
+                ops.where(np.ones(t.data.shape, np.bool_), s, t)
+        return apply_inplace(self, "copy_", compute, src)
+
+    def uniform_(self, a=0.0, b=1.0, generator=None):
+        vals = rng_of(generator).uniform(a, b, self.data.shape).astype(self.data.dtype)
+        return apply_inplace(self, "uniform_", lambda t: _fill(t, vals))
+
+    def normal_(self, mean=0.0, std=1.0, generator=None):
+        vals = rng_of(generator).normal(mean, std, self.data.shape).astype(self.data.dtype)
+        return apply_inplace(self, "normal_", lambda t: _fill(t, vals))
+
+    def bernoulli_(self, p=0.5, generator=None):
+        vals = (rng_of(generator).random(self.data.shape) < p).astype(self.data.dtype)
+        return apply_inplace(self, "bernoulli_", lambda t: _fill(t, vals))
+
+    def random_(self, low=0, high=None, generator=None):
+        if high is None:
+            low, high = 0, low if low else 2 ** 24
+        vals = rng_of(generator).integers(low, high, self.data.shape).astype(self.data.dtype)
+        return apply_inplace(self, "random_", lambda t: _fill(t, vals))
+
+    def detach_(self):
+        self._node, self.requires_grad = None, False
+        return self

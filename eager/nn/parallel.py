@@ -1,0 +1,148 @@
+"""eager.nn.parallel: DistributedDataParallel, as torch.nn.parallel (see docs/distributed.md).
+
+Every rank holds the whole model. At construction rank 0's parameters and buffers are
+broadcast to all ranks (after checking every rank built the same shapes). During backward,
+each parameter's post-accumulate-grad hook marks it ready; parameters are grouped in buckets
+of about `bucket_cap_mb` (in reverse registration order, the order backward produces them),
+and each bucket's all-reduce starts as soon as its gradients are all there, in bucket order
+on every rank, while backward goes on with earlier layers. The last bucket's arrival waits
+for all of them and leaves the average over ranks in each parameter's `.grad`.
+
+Under `mpiexec -n 2`:
+
+    dist.init_process_group(backend="mpi")
+    model = DistributedDataParallel(nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 1)))
+    loss = F.mse_loss(model(x_half), y_half)    # each rank its half of the batch
+    loss.backward()                             # .grad: the mean over both ranks
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import numpy as np
+
+from dualgrad.ops import distributed as _mpi
+from . import Module
+
+__all__ = ["DistributedDataParallel"]
+
+
+class _Bucket:
+    __slots__ = ("params", "buf", "arrived", "req")
+
+    def __init__(self, params):
+        self.params = params
+        self.buf = np.empty(sum(p.data.size for p in params), params[0].data.dtype)
+        self.arrived, self.req = set(), None
+
+
+class DistributedDataParallel(Module):
+    """Wraps `module`: same forward, gradients averaged across ranks during backward."""
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0,
+                 broadcast_buffers=True, bucket_cap_mb=25, find_unused_parameters=False):
+        super().__init__()
+        if find_unused_parameters:
+            raise NotImplementedError("DistributedDataParallel(find_unused_parameters=True) is "
+                                      "not supported: every parameter must get a gradient")
+        if device_ids not in (None, [], ["cpu"]) or output_device not in (None, "cpu"):
+            raise ValueError("DistributedDataParallel: dualgrad runs on the CPU; leave "
+                             "device_ids and output_device out")
+        _mpi.world("DistributedDataParallel")
+        self.module = module
+        self.broadcast_buffers = broadcast_buffers
+        self.require_backward_grad_sync = True
+        named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+        if not named:
+            raise ValueError("DistributedDataParallel: the module has no parameter that "
+                             "requires a gradient")
+        buffers = list(module.named_buffers())
+        _mpi.check_same_shapes("DistributedDataParallel", [(n, t.shape) for n, t in
+                                                           named + buffers])
+        for _, t in list(module.named_parameters()) + buffers:   # rank 0's values everywhere
+            _mpi.broadcast(t.data, 0, check=False)
+        self._names = {id(p): n for n, p in named}
+        self._buckets = _buckets([p for _, p in named], int(bucket_cap_mb * 2 ** 20))
+        self._bucket_of = {id(p): b for b in self._buckets for p in b.params}
+        self._next = 0          # the next bucket to start, in order on every rank
+        self._hooks = [p.register_post_accumulate_grad_hook(self._grad_ready)
+                       for _, p in named]
+
+    def forward(self, *inputs, **kwargs):
+        if self._next or any(b.arrived for b in self._buckets):
+            self._unfinished()
+        if self.broadcast_buffers:
+            for _, b in self.module.named_buffers():
+                _mpi.broadcast(b.data, 0, check=False)
+        return self.module(*inputs, **kwargs)
+
+    @contextmanager
+    def no_sync(self):
+        """Backward inside accumulates gradients locally; the first one after averages."""
+        prev = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = prev
+
+    # -- the reducer --------------------------------------------------------------------------
+    def _grad_ready(self, p):
+        if not self.require_backward_grad_sync:
+            return
+        bucket = self._bucket_of[id(p)]
+        bucket.arrived.add(id(p))
+        while self._next < len(self._buckets):
+            b = self._buckets[self._next]
+            if len(b.arrived) < len(b.params):
+                return
+            _flatten_into(b)
+            b.req = _mpi.start_all_reduce(b.buf)
+            self._next += 1
+        self._finish()
+
+    def _finish(self):
+        n = _mpi.size()
+        for b in self._buckets:
+            _mpi.wait(b.req, "DistributedDataParallel's gradient all_reduce")
+            b.buf /= n
+            start = 0
+            for p in b.params:
+                size = p.data.size
+                p.grad.data[...] = b.buf[start:start + size].reshape(p.data.shape)
+                start += size
+            b.arrived.clear()
+            b.req = None
+        self._next = 0
+
+    def _unfinished(self):
+        missing = [self._names[id(p)] for b in self._buckets for p in b.params
+                   if id(p) not in b.arrived]
+        raise RuntimeError(f"DistributedDataParallel: the previous backward did not finish "
+                           f"averaging gradients: no gradient reached {missing[:8]} (every "
+                           f"parameter must take part in the loss on every rank; "
+                           f"find_unused_parameters is not supported)")
+
+    def extra_repr(self):
+        return f"world_size={_mpi.size()}, buckets={len(self._buckets)}"
+
+
+def _buckets(params, cap_bytes):
+    """Parameters in reverse order, grouped so a bucket holds about cap_bytes (and one dtype)."""
+    buckets, cur, size = [], [], 0
+    for p in reversed(params):
+        if cur and (size + p.data.nbytes > cap_bytes or p.data.dtype != cur[0].data.dtype):
+            buckets.append(_Bucket(cur))
+            cur, size = [], 0
+        cur.append(p)
+        size += p.data.nbytes
+    buckets.append(_Bucket(cur))
+    return buckets
+
+
+def _flatten_into(bucket):
+    start = 0
+    for p in bucket.params:
+        size = p.data.size
+        bucket.buf[start:start + size] = p.grad.data.reshape(-1)
+        start += size
