@@ -249,7 +249,7 @@ def avg_pool(value, ksize, strides=None, padding="VALID", data_format="NHWC",
                          f"{fmt_shape(value.shape)} to be known")
     shape = (1, 1) + hw if df == "NCHW" else (1,) + hw + (1,)
     inside = _windowed(np.ones(shape, np.dtype(value.dtype)), df, k, s, pads, 0.0, pool)
-    return y * (1.0 / inside).astype(np.dtype(value.dtype))
+    return y / inside   # NOTE: a constant (folded by the optimiser), or an array
 
 
 max_pool2d, avg_pool2d = max_pool, avg_pool
