@@ -2,6 +2,7 @@
 
     dualgrad tour                                  the newcomer's first minute
     dualgrad train MODEL --mode eager|graph|compiled [--epochs N] [--seed S]
+    mpiexec -n 2 dualgrad train MODEL --mode ... --distributed ddp|fsdp
     dualgrad bench [MODEL|all] [--quick] [--json PATH] [--plot PATH]
     dualgrad graph MODEL [--optimized] [--train] [--dot PATH]
     dualgrad shapes [BUG ...] [--explain] [--json PATH]   where shape bugs surface, per mode
@@ -51,6 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--no-optimize", action="store_true",
                    help="graph mode: Session(optimize=False)")
+    t.add_argument("--distributed", choices=("ddp", "fsdp"), default=None,
+                   help="data-parallel under `mpiexec -n N` (docs/distributed.md)")
     _blas_flag(t)
 
     b = sub.add_parser("bench", help="step times side by side: eager, graph, optimised, "
@@ -123,7 +126,18 @@ def check_writable(path, what):
 # -- commands ----------------------------------------------------------------------------------
 def cmd_train(args, console):
     from .training import train
-    train(args.model, args.mode, args.epochs, args.seed, not args.no_optimize, console)
+    if args.distributed:
+        from .distributed import unsupported
+        if unsupported(args.mode, args.distributed):
+            raise CliError(unsupported(args.mode, args.distributed))
+    try:
+        train(args.model, args.mode, args.epochs, args.seed, not args.no_optimize, console,
+              args.distributed)
+    except Exception as e:   # noqa: BLE001 - one rank's failure must end every rank
+        from dualgrad.ops import distributed as mpi
+        if args.distributed and mpi.is_initialized():
+            mpi.abort(f"{type(e).__name__}: {e} (aborting all ranks: MPI_Abort)")
+        raise
 
 
 def cmd_bench(args, console):
