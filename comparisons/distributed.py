@@ -17,8 +17,17 @@ from .models import load
 KINDS = ("ddp", "fsdp")
 
 
+def init():
+    """Join the MPI job; this process's rank."""
+    from dualgrad.eager import distributed as dist
+    dist.init_process_group(backend="mpi")
+    return dist.get_rank()
+
+
 def unsupported(mode, kind):
     """Why `mode` cannot train with `kind`, or None."""
+    if mode == "all" and kind == "fsdp":
+        return "fsdp trains in eager mode only; use --mode eager, or --distributed ddp"
     if mode == "graph" and kind == "fsdp":
         return ("graph mode trains data-parallel with Horovod's DistributedOptimizer "
                 "(--distributed ddp); it shards nothing, so fsdp is eager-only")
@@ -30,13 +39,12 @@ def unsupported(mode, kind):
 
 def distributed_trainer(model, mode, kind, seed=0, optimize=True):
     """(trainer, step) on this rank; step(*batch) trains on this rank's share of batch."""
-    from dualgrad.eager import distributed as dist
     from dualgrad.eager.utils.data.distributed import DistributedSampler
     if kind not in KINDS:
         raise ValueError(f"--distributed must be one of {', '.join(KINDS)}, got {kind!r}")
     if unsupported(mode, kind):
         raise ValueError(unsupported(mode, kind))
-    dist.init_process_group(backend="mpi")
+    init()
     trainer = _graph(model, seed, optimize) if mode == "graph" else _eager(model, mode, seed, kind)
 
     def step(*batch):
@@ -71,10 +79,3 @@ def _eager(model, mode, seed, kind):
     trainer.opt = type(trainer.opt)(wrapped.parameters(), **trainer.opt.defaults)
     return trainer
 
-
-def rank():
-    return _mpi.rank()
-
-
-def world_size():
-    return _mpi.size()

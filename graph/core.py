@@ -458,6 +458,7 @@ def get_default_graph() -> Graph:
 class GraphKeys:
     """Standard collection names, as tf.GraphKeys."""
     UPDATE_OPS = "update_ops"   # layers.batch_normalization's moving-average assigns
+    SUMMARIES = "summaries"     # summary.scalar / summary.histogram ops, for merge_all
 
 
 def add_to_collection(name, value):

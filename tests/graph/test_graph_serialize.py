@@ -127,6 +127,6 @@ def test_dot_export_and_summary():
     assert dot.startswith('digraph "graph" {') and dot.rstrip().endswith("}")
     assert '"act" [label="act\\nrelu\\n(?, 2) float32"' in dot
     assert '"x" -> "matmul" [label="(?, 3)"]' in dot
-    text = graph.summary(width=300)
+    text = graph.describe(width=300)
     assert "act" in text and "relu" in text and "(?, 2) float32" in text
     assert "grad of act" in text and "test_graph_serialize.py" in text
