@@ -31,10 +31,10 @@ from dualgrad import graph, ops
 from dualgrad.eager.tensor import Tensor
 from dualgrad.graph.core import op_by_name
 from dualgrad.graph.errors import GraphFileError
-from dualgrad.ops.core import ShapeError, Spec, fmt_shape, where_str
+from dualgrad.ops.core import ShapeError, Spec, fmt_shape, tracing, where_str
 
 from .signatures import _leaf_names, _modules_reached
-from .trace import GraphBreak, _flatten_out, _staging, _Trace
+from .trace import GraphBreak, _flatten_out, _Trace
 
 __all__ = ["export", "load_exported", "ExportedProgram", "ExportError"]
 
@@ -190,7 +190,7 @@ class _Traced:
 def _trace(fn, tensors, names, roots, name, batch):
     params = [p for r in roots for p in r.named_parameters()]
     tr = _Trace(name, params)
-    with tr.graph.as_default(), _staging(tr):
+    with tr.graph.as_default(), tracing(tr):
         phs = [graph.placeholder(t.dtype, t.shape, name=n) for t, n in zip(tensors, names)]
         err = None
         try:

@@ -13,6 +13,7 @@ import numpy as np
 
 from dualgrad.eager.nn import Module
 from dualgrad.eager.tensor import Tensor
+from dualgrad.ops.core import engine_of
 
 class _Inline(Exception):
     """An argument is a tracer or a graph tensor: run fn as it is (nested in a trace)."""
@@ -24,7 +25,7 @@ _VALUE_TYPES = (type(None), bool, int, str, bytes, slice, type(Ellipsis), type, 
 def _key(x, tensors, keep):
     """The signature part of one argument; eager tensors are collected in `tensors`."""
     if isinstance(x, Tensor):
-        if x._engine.level > 0:      # a tracer: the call is nested in a trace
+        if engine_of(x).level > 0:   # a tracer: the call is nested in a trace
             raise _Inline
         tensors.append(x)
         return (x.data.shape, x.data.dtype.str, x.requires_grad)
@@ -40,7 +41,7 @@ def _key(x, tensors, keep):
         raw = np.ascontiguousarray(x).view(np.uint8).reshape(-1)
         body = raw.tobytes() if raw.size <= 256 else hashlib.blake2b(raw).digest()
         return (np.ndarray, x.shape, x.dtype.str, body)
-    if getattr(x, "_engine", None) is not None:
+    if engine_of(x) is not None:
         raise _Inline
     keep.append(x)   # NOTE: kept alive so that its id is not reused while the entry lives
     if isinstance(x, Module):

@@ -23,9 +23,6 @@ line, and its signature stays eager. See docs/compile.md.
 """
 from __future__ import annotations
 
-import contextlib
-import importlib
-import threading
 import time
 import traceback
 import types
@@ -35,10 +32,12 @@ import numpy as np
 
 from dualgrad import graph
 from dualgrad import ops
+from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Module, Parameter
-from dualgrad.eager.tensor import _GRAD, Tensor
+from dualgrad.eager.tensor import Tensor, recorded
 from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
-from dualgrad.ops.core import FRAMEWORK_DIRS, user_frame, where_str
+from dualgrad.ops.core import FRAMEWORK_DIRS, bind_args, current_trace, tracing, user_frame, \
+    where_str
 
 from .signatures import _Inline, _describe, _key, _leaf_names, _map, _modules_reached
 
@@ -135,18 +134,16 @@ class _Values:
 
 
 class TraceEngine:
-    """The engine of tracers: ops.bind hands it every call that involves one (level 2)."""
+    """The engine of tracers (level 2). While its trace runs, the trace itself is on this
+    thread's trace stack and ops.bind hands it the calls; this is reached only after."""
     level = 2
 
     @staticmethod
     def apply(op, args, attrs):
-        tr = _active()
-        if tr is None:
-            raise RuntimeError(
-                f"{op.name}: a tensor traced inside a compiled function was used after its "
-                f"trace ended (was it stored in a global, a list or an attribute?); a compiled "
-                f"function's results are eager tensors, keep those instead")
-        return tr.apply(op, args, attrs)
+        raise RuntimeError(
+            f"{op.name}: a tensor traced inside a compiled function was used after its trace "
+            f"ended (was it stored in a global, a list or an attribute?); a compiled "
+            f"function's results are eager tensors, keep those instead")
 
 
 class Tracer(Tensor):
@@ -222,57 +219,10 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
     setattr(Tracer, _name, GraphTensor.__dict__[_name])
 
 
-# -- staging: while a trace runs, eager ops on live tensors are recorded too ----------------
-_eager = importlib.import_module("dualgrad.eager.tensor")   # NOTE: `eager.tensor` is also a function
-_STATE = threading.local()
-_LOCK = threading.RLock()
-_EAGER_APPLY = _eager.EagerEngine.__dict__["apply"].__func__
-_EAGER_BINARY = _eager._binary
-_EAGER_DETACH = Tensor.detach
-
-
 def _active():
-    return getattr(_STATE, "trace", None)
-
-
-def _staged_apply(op, args, attrs):
-    tr = _active()
-    return _EAGER_APPLY(op, args, attrs) if tr is None else tr.apply(op, args, attrs)
-
-
-def _staged_binary(op, a, b):
-    tr = _active()
-    return _EAGER_BINARY(op, a, b) if tr is None else tr.apply(op, (a, b), {})
-
-
-def _staged_detach(t):
-    tr = _active()
-    return _EAGER_DETACH(t) if tr is None or not _is_live(t) else tr.detached(t)
-
-
-@contextlib.contextmanager
-def _staging(tr):
-    """Route every eager op of this thread through `tr` while fn runs.
-
-    NOTE: `self.pos[:T]` or `w * 2` on a parameter involves no tracer, so without this it
-    would run eagerly once and be frozen into the graph with the value it had then. The eager
-    engine's entry points (EagerEngine.apply, the operators' `_binary`, and `detach`, which
-    wraps .data without an op) are swapped for the trace's only while it runs: nothing is
-    added to eager's hot path. Other threads keep running eagerly (the swapped functions
-    look up this thread's trace).
-    """
-    with _LOCK:
-        _STATE.trace = tr
-        _eager.EagerEngine.apply = staticmethod(_staged_apply)
-        _eager._binary = _staged_binary
-        Tensor.detach = _staged_detach
-        try:
-            yield
-        finally:
-            Tensor.detach = _EAGER_DETACH
-            _eager._binary = _EAGER_BINARY
-            _eager.EagerEngine.apply = staticmethod(_EAGER_APPLY)
-            _STATE.trace = None
+    """The compile() trace running in this thread, or None."""
+    tr = current_trace()
+    return tr if isinstance(tr, _Trace) else None
 
 
 def _is_live(a):
@@ -282,7 +232,13 @@ def _is_live(a):
 
 
 class _Trace:
-    """One trace in progress: its graph, what it captured, the breaks it met."""
+    """One trace in progress: its graph, what it captured, the breaks it met.
+
+    While fn runs it is on this thread's trace stack (`ops.core.tracing`), so ops.bind hands
+    it every op call, tracers or not: `self.pos[:T]` or `w * 2` on a parameter involves no
+    tracer, and would otherwise run once and be frozen into the graph with today's value.
+    """
+    level = 2   # ops.bind: outranks eager and graph arguments
 
     def __init__(self, name, params):
         self.name = name
@@ -299,19 +255,15 @@ class _Trace:
         t._g, t._trace, t.requires_grad, t.grad, t._node = g, self, requires_grad, None, None
         return t
 
-    def detached(self, t):
-        """t.detach() of a live tensor: read at every call, no gradient through it."""
-        return self.wrap(GraphEngine.apply(_STOP, [self.lift(t)], {}), False)
-
     def apply(self, op, args, attrs):
         if not op.stateful and not any([_is_live(a) for a in args]):
-            return _EAGER_APPLY(op, args, attrs)   # constants only: frozen, like its inputs
+            return bind_args(op, args, attrs)   # constants only: frozen, like its inputs
         if op is _RAND:
             return self._random(args[0], attrs)
         out = GraphEngine.apply(op, [self.lift(a) for a in args], attrs)
         grad = out.dtype.kind in "fc" and any(
             isinstance(a, Tensor) and a.requires_grad for a in args)
-        if grad and not _GRAD[0]:   # no_grad() inside fn: no gradient flows through here
+        if grad and not is_grad_enabled():   # no_grad() inside fn: no gradient flows through here
             out, grad = GraphEngine.apply(_STOP, [out], {}), False
         return self.wrap(out, grad)
 
@@ -404,15 +356,15 @@ class _Entry:
         for p, like, attrs in self.randoms:
             feeds[p] = _RAND.kernel(like, **attrs)
         vals = self.session.run(self.fetches, feeds)
-        outs = [Tensor(np.asarray(v)) for v in vals[:self.n_out]]
+        outs = [np.asarray(v) for v in vals[:self.n_out]]
         if self.rg_outs:
             inputs = tuple([tensors[i] if k == "arg" else self.live[i][0]
                             for k, i in self.grad_in])
             call = _Call(self, feeds, None if self.stored is None else
                          [None if s is None else vals[s] for s in self.stored])
             for i in self.rg_outs:
-                outs[i].requires_grad = True
-                outs[i]._node = (self.op, inputs, {"call": call, "index": i})
+                outs[i] = recorded(outs[i], self.op, inputs, {"call": call, "index": i})
+        outs = [o if isinstance(o, Tensor) else Tensor(o) for o in outs]
         return _rebuild(self.out_tree, outs)
 
     def gradients(self, index, feeds, g):
@@ -539,7 +491,7 @@ class Compiled:
             self._roots, self._mods = _modules_reached(self.fn)
         tensors, keep = [], []
         try:
-            key = (_GRAD[0], tuple([m.training for m in self._mods]),
+            key = (is_grad_enabled(), tuple([m.training for m in self._mods]),
                    tuple([_key(a, tensors, keep) for a in args]),
                    tuple([(k, _key(v, tensors, keep)) for k, v in kwargs.items()]))
         except _Inline:
@@ -604,7 +556,7 @@ class Compiled:
     def _record(self, tr, args, kwargs, tensors):
         """Run fn with tracers; the entry, or _Failed with why it could not be traced."""
         names = _leaf_names(self.fn, args, kwargs)
-        with tr.graph.as_default(), _staging(tr):
+        with tr.graph.as_default(), tracing(tr):
             phs = [graph.placeholder(t.dtype, t.shape, name=n) for t, n in zip(tensors, names)]
             arg_rg = [t.requires_grad and t.dtype.kind in "fc" for t in tensors]
             tracers = iter([tr.wrap(p, rg) for p, rg in zip(phs, arg_rg)])
@@ -623,7 +575,7 @@ class Compiled:
                 raise _Failed(err)
         fetches = [g for g, _ in leaves]
         rg_outs = [i for i, (g, rg) in enumerate(leaves) if rg and g.dtype.kind in "fc"]
-        return _Entry(tr, phs, arg_rg, tree, fetches, rg_outs, _GRAD[0])
+        return _Entry(tr, phs, arg_rg, tree, fetches, rg_outs, is_grad_enabled())
 
     def _params(self):
         """(name, parameter) of the modules fn reaches: placeholders get their names."""

@@ -1,50 +1,129 @@
-"""eager.save / eager.load: state dicts in the safetensors format, never pickle.
+"""eager.save / eager.load: checkpoints in the safetensors format, never pickle.
 
 A safetensors file is a JSON header plus raw little-endian buffers: loading it cannot run
 code, so a checkpoint from a stranger is safe to open. Writes are atomic (temporary file in
 the same folder, then rename), so a crash never leaves a half-written checkpoint.
 
+What `torch.save` scripts hand over is stored whatever the file's extension (`model.pt`):
+a flat dict of tensors (`model.state_dict()`) is a plain safetensors file that any
+safetensors reader opens; anything nested (an optimizer's `state_dict()`, a checkpoint dict
+with an epoch number and several state dicts) keeps its tensors as safetensors entries and
+its structure - dicts, lists, tuples, numbers, strings, None - as JSON in the header's
+metadata. Objects that only pickle could store (a Module, a function) are refused.
+
 >>> import tempfile, os
 >>> from dualgrad import eager
->>> path = os.path.join(tempfile.mkdtemp(), "w.safetensors")
+>>> path = os.path.join(tempfile.mkdtemp(), "w.pt")
 >>> eager.save({"w": eager.ones(2)}, path)
 >>> eager.load(path)["w"]
 tensor([1., 1.], shape=(2,), dtype=float32)
+>>> eager.save({"epoch": 3, "state": {0: {"step": eager.tensor(3.0)}}}, path)
+>>> eager.load(path)["state"][0]["step"]
+tensor(3., shape=(), dtype=float32)
 """
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections import OrderedDict
 
 import numpy as np
 from safetensors import SafetensorError
+from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 
+from .devices import check as check_device
 from .tensor import Tensor
 
 
-def save(state_dict, path):
-    """Write a mapping name -> Tensor (or ndarray) to `path` as safetensors, atomically."""
-    if not hasattr(state_dict, "items"):
-        raise TypeError(f"eager.save expects a dict of name -> tensor (e.g. "
-                        f"model.state_dict()), got {type(state_dict).__name__}")
-    arrays = {}
-    for name, value in state_dict.items():
-        if not isinstance(name, str):
-            raise TypeError(f"eager.save: keys must be strings, got {name!r}")
-        arr = value.data if isinstance(value, Tensor) else value
-        if not isinstance(arr, np.ndarray):
-            raise TypeError(f"eager.save: {name!r} is a {type(value).__name__}, not a tensor; "
-                            f"only tensors are stored (safetensors holds no Python objects)")
-        # NOTE: not np.ascontiguousarray, which turns a 0-d array into shape (1,)
-        arrays[name] = arr if arr.flags.c_contiguous else arr.copy(order="C")
-    path = os.fspath(path)
+def _flat_tensors(obj):
+    """{name: array} when obj is a mapping of str -> tensor/array only, else None."""
+    if not hasattr(obj, "items") or not obj:
+        return None
+    out = {}
+    for k, v in obj.items():
+        arr = v.data if isinstance(v, Tensor) else v
+        if not isinstance(k, str) or not isinstance(arr, np.ndarray):
+            return None
+        out[k] = arr
+    return out
+
+
+def _contiguous(arr):
+    # NOTE: not np.ascontiguousarray, which turns a 0-d array into shape (1,)
+    return arr if arr.flags.c_contiguous else arr.copy(order="C")
+
+
+def _encode(obj, arrays, where):
+    """The JSON form of obj; each tensor becomes an entry of `arrays`, named by its path."""
+    if isinstance(obj, (Tensor, np.ndarray)):
+        arr = obj.data if isinstance(obj, Tensor) else obj
+        if arr.dtype.kind not in "biufc":
+            raise TypeError(f"eager.save: {where} holds an array of {arr.dtype}, which "
+                            f"safetensors cannot store")
+        arrays[where] = _contiguous(arr)
+        return {"tensor": where}
+    if obj is None or isinstance(obj, (bool, str)):
+        return obj
+    if isinstance(obj, (int, np.integer)):
+        return {"int": int(obj)}
+    if isinstance(obj, (float, np.floating)):
+        return {"float": repr(float(obj))}       # repr keeps inf, nan and every digit
+    if isinstance(obj, (list, tuple)):
+        items = [_encode(v, arrays, f"{where}.{i}") for i, v in enumerate(obj)]
+        return {"tuple" if isinstance(obj, tuple) else "list": items}
+    if isinstance(obj, dict):
+        items = []
+        for k, v in obj.items():
+            if not isinstance(k, (str, int)) or isinstance(k, bool):
+                raise TypeError(f"eager.save: keys must be strings or integers, got {k!r} "
+                                f"in {where}")
+            items.append([k, _encode(v, arrays, f"{where}.{k}" if where else str(k))])
+        return {"dict": items, "ordered": isinstance(obj, OrderedDict)}
+    raise TypeError(f"eager.save: {where or 'the object'} is a {type(obj).__name__}, which "
+                    f"safetensors cannot store (it holds tensors, numbers, strings, None and "
+                    f"dicts/lists of them; dualgrad never pickles). Save model.state_dict() "
+                    f"rather than the model.")
+
+
+def _decode(node, arrays):
+    if node is None or isinstance(node, (bool, str)):
+        return node
+    (kind, value), = ((k, v) for k, v in node.items() if k != "ordered")
+    if kind == "tensor":
+        return Tensor(arrays[value])
+    if kind == "int":
+        return int(value)
+    if kind == "float":
+        return float(value)
+    if kind in ("list", "tuple"):
+        items = [_decode(v, arrays) for v in value]
+        return items if kind == "list" else tuple(items)
+    pairs = [(k, _decode(v, arrays)) for k, v in value]
+    return OrderedDict(pairs) if node.get("ordered") else dict(pairs)
+
+
+def save(obj, f):
+    """Write `obj` (a state dict, an optimizer's state dict, a checkpoint dict, a tensor) to
+    the path `f` as safetensors, atomically, whatever the extension."""
+    arrays = _flat_tensors(obj)
+    metadata = {"format": "dualgrad-state-dict"}
+    if arrays is None:
+        arrays = {}
+        metadata = {"format": "dualgrad-tree",
+                    "tree": json.dumps(_encode(obj, arrays, ""))}
+    else:
+        arrays = {k: _contiguous(v) for k, v in arrays.items()}
+    _write_atomic(arrays, os.fspath(f), metadata)
+
+
+def _write_atomic(arrays, path, metadata):
     folder = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".safetensors", dir=folder)
     os.close(fd)
     try:
-        save_file(arrays, tmp, metadata={"format": "dualgrad-state-dict"})
+        save_file(arrays, tmp, metadata=metadata)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -52,15 +131,26 @@ def save(state_dict, path):
         raise
 
 
-def load(path):
-    """Read a safetensors file into an ordered dict name -> Tensor; anything else is refused."""
-    path = os.fspath(path)
+def load(f, map_location=None, weights_only=True, **kwargs):
+    """Read what `save` wrote: tensors come back as Tensors, the structure as it was.
+
+    `map_location` may name the CPU (anything else raises PyTorch's CPU-only error);
+    `weights_only` is accepted for PyTorch's signature: nothing is ever unpickled.
+    """
+    if map_location is not None and not callable(map_location) \
+            and not isinstance(map_location, dict):
+        check_device(map_location)
+    path = os.fspath(f)
     try:
         arrays = load_file(path)
+        with safe_open(path, "np") as handle:
+            metadata = handle.metadata() or {}
     except (SafetensorError, ValueError, OSError) as e:
         if isinstance(e, FileNotFoundError):
             raise
         raise ValueError(f"eager.load: {path} is not a valid safetensors file ({e}). dualgrad "
                          f"only reads safetensors and never unpickles, so a pickle-based "
                          f"checkpoint (e.g. from torch.save) cannot be loaded.") from None
+    if metadata.get("format") == "dualgrad-tree":
+        return _decode(json.loads(metadata["tree"]), arrays)
     return OrderedDict((k, Tensor(v)) for k, v in arrays.items())

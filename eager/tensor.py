@@ -18,7 +18,7 @@ from dualgrad import ops
 from dualgrad.ops import REGISTRY as R
 from dualgrad.ops.autodiff import backprop
 from dualgrad.ops.composite import current_composite
-from dualgrad.ops.core import explain_failure, spec_of, user_frame, where_str
+from dualgrad.ops.core import TRACING, explain_failure, spec_of, user_frame, where_str
 
 from . import devices as _device
 from .inplace import CLOCK, InPlaceMixin
@@ -89,6 +89,8 @@ class EagerEngine:
 
 def _binary(op, a, b):
     """The operator fast path (a + b …): no attrs, one kernel call, one wrap."""
+    if TRACING[0]:   # NOTE: a thread may be tracing (compile): ops.bind asks its trace stack
+        return ops.bind(op, a, b)
     try:
         out = op.kernel(a.data, b.data if isinstance(b, Tensor) else b)
     except Exception as err:  # noqa: BLE001
@@ -111,8 +113,20 @@ def _binary(op, a, b):
     return t
 
 
+def recorded(data, op, inputs, attrs):
+    """A tensor holding `data` that backward() treats as `op` applied to `inputs`: the walk
+    calls `op.vjp(g, *inputs, out=, needs=, **attrs)`. How an op built outside the registry
+    joins the tape (a compile()d function's whole graph; torch's autograd.Function)."""
+    t = Tensor(data)
+    t.requires_grad = True
+    t._node = (op, tuple(inputs), attrs)
+    return t
+
+
 def _rbinary(op, a, b):
     """b op a where b is not a Tensor (2 - t)."""
+    if TRACING[0]:
+        return ops.bind(op, b, a)
     return EagerEngine.apply(op, (b, a), {})
 
 
@@ -294,6 +308,10 @@ class Tensor(InPlaceMixin):
 
     # -- autograd -----------------------------------------------------------------------------
     def detach(self):
+        if TRACING[0]:   # NOTE: a trace (compile) reads a parameter's detach at every call
+            out = ops.stop_gradient(self)
+            out.requires_grad, out._node = False, None
+            return out
         return Tensor(self.data)
 
     def requires_grad_(self, requires_grad=True):
@@ -396,6 +414,8 @@ class Tensor(InPlaceMixin):
         return _rbinary(_MATMUL, self, o)
 
     def __neg__(self):
+        if TRACING[0]:
+            return ops.bind(_NEG, self)
         return EagerEngine.apply(_NEG, (self,), {})
 
     def __pos__(self):

@@ -513,8 +513,9 @@ def _graph_of(args) -> Graph:
         if isinstance(a, Tensor) and all(a.graph is not g for g in graphs):
             graphs.append(a.graph)
         elif getattr(a, "_engine", None) not in (None, GraphEngine):
-            raise TypeError(f"cannot mix a {type(a).__module__}.{type(a).__name__} with graph "
-                            f"tensors in one op; convert it with np.asarray or graph.constant")
+            raise TypeError(f"a {type(a).__module__}.{type(a).__name__} cannot be an input of "
+                            f"a graph op (graph ops take graph tensors, arrays and numbers); "
+                            f"convert it with np.asarray or graph.constant")
     dflt = get_default_graph()
     if all(g is dflt or dflt.is_enclosed_by(g) for g in graphs):
         return dflt

@@ -18,9 +18,9 @@ import functools
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.core import ShapeError
+from dualgrad.ops.core import ShapeError, tracing
 
-from .core import Tensor, _graph_of, constant, convert_to_tensor, get_default_graph, graph_kind
+from .core import GraphEngine, Tensor, _graph_of, constant, convert_to_tensor, get_default_graph, graph_kind
 from .dtypes import as_dtype
 
 __all__ = [
@@ -37,22 +37,28 @@ __all__ = [
 
 
 def named(fn):
-    """Give an op function TF's `name=` argument."""
+    """Make `fn` a graph function: its ops build nodes (arrays and numbers become constants,
+    as in TF), and it takes TF's `name=` argument."""
     @functools.wraps(fn)
     def wrapper(*args, name=None, **kw):
-        if name is None:
-            return fn(*args, **kw)
-        tensors = [a for a in list(args) + list(kw.values()) if isinstance(a, Tensor)]
-        for a in args:
-            if isinstance(a, (list, tuple)):
-                tensors += [x for x in a if isinstance(x, Tensor)]
-        g = _graph_of(tensors) if tensors else get_default_graph()
-        with g.name_scope(name) as scope:
-            out = fn(*args, **kw)
-        if isinstance(out, Tensor) and out.graph is g and out.node.name.startswith(scope):
-            g.rename(out.node, scope[:-1])
-        return out
+        with tracing(GraphEngine):
+            return _named_call(fn, args, kw, name)
     return wrapper
+
+
+def _named_call(fn, args, kw, name):
+    if name is None:
+        return fn(*args, **kw)
+    tensors = [a for a in list(args) + list(kw.values()) if isinstance(a, Tensor)]
+    for a in args:
+        if isinstance(a, (list, tuple)):
+            tensors += [x for x in a if isinstance(x, Tensor)]
+    g = _graph_of(tensors) if tensors else get_default_graph()
+    with g.name_scope(name) as scope:
+        out = fn(*args, **kw)
+    if isinstance(out, Tensor) and out.graph is g and out.node.name.startswith(scope):
+        g.rename(out.node, scope[:-1])
+    return out
 
 
 # -- elementwise ---------------------------------------------------------------------------------

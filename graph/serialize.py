@@ -124,7 +124,7 @@ def save(path, session=None, graph=None):
     doc = {"format": FORMAT, "version": VERSION, "graph": enc.graph(g, "")}
     doc["bodies"] = enc.bodies
     if session is not None:
-        state = session._state.variables
+        state = session.variable_values()
         for v in g.variables:
             if v.node.name in state:
                 enc.arrays[f"var:{v.node.name}"] = np.asarray(state[v.node.name], order="C")
@@ -315,6 +315,7 @@ def load(path) -> Graph:
 def restore(session, path):
     """Load saved variable values into `session` (variables matched by name)."""
     _, arrays = _read(path)
+    values = {}
     for v in session.graph.variables:
         key = f"var:{v.node.name}"
         if key not in arrays:
@@ -323,5 +324,6 @@ def restore(session, path):
         if a.shape != tuple(v.shape) or a.dtype != v.dtype:
             raise GraphFileError(f"restore: variable {v.node.name!r} is {v.shape} {v.dtype} "
                                  f"in the graph but {a.shape} {a.dtype} in {path}")
-        session._state.variables[v.node.name] = np.array(a, copy=True)
+        values[v.node.name] = a
+    session.load_variable_values(values)
 

@@ -101,6 +101,17 @@ class Session:
     def closed(self):
         return self._closed
 
+    # -- variable values (graph.save / restore, Variable.load) ----------------------------------
+    def variable_values(self) -> dict:
+        """{variable node name: value} of the variables initialised in this session. The arrays
+        are the session's own: copy one before changing it."""
+        return dict(self._state.variables)
+
+    def load_variable_values(self, values):
+        """Set variables' values by node name (each stored as a copy)."""
+        for name, value in values.items():
+            self._state.variables[name] = np.array(value, copy=True)
+
     # -- running -------------------------------------------------------------------------------
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         if self._closed:

@@ -156,7 +156,8 @@ class Variable(Tensor):
         """Set the value in `session` directly (TF's `Variable.load`)."""
         from .session import _session_or_default
         s = _session_or_default(session)
-        s._state.variables[self.node.name] = _check_assign(self.initializer, np.asarray(value))
+        s.load_variable_values({self.node.name: _check_assign(self.initializer,
+                                                              np.asarray(value))})
 
 
 def _assign_node(kind, var, value, name):

@@ -1,15 +1,18 @@
-"""The op registry: one `Op` entry per primitive, and `bind`, which hands a call to an engine.
+"""The op registry: one `Op` entry per primitive, and `bind`, which hands a call to an interpreter.
 
 An op is defined once (shape rule, NumPy kernel, gradient rule, scalar form, samples) and
-both engines interpret the same call: `bind(op, *args, **attrs)` finds the engine of the
-engine-owned arguments (eager `Tensor`, graph `Tensor`, the compiler's tracing tensor; the
-highest `level` wins when they mix) and lets it decide what "running" the op means. With
-plain NumPy inputs the kernel runs directly.
+every interpreter runs the same call: `bind(op, *args, **attrs)` picks the interpreter of
+highest `level` among the engine-owned arguments (eager `Tensor` 0, graph `Tensor` 1, the
+compiler's tracing tensor 2) and the innermost entry of this thread's trace stack (pushed
+with `tracing(interpreter)` by the graph functions and by `compile(fn)` while it traces), and
+lets it decide what "running" the op means. With neither, the kernel runs on the arrays.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +20,8 @@ import numpy as np
 
 __all__ = [
     "ShapeError", "KernelError", "Spec", "Op", "Sample", "REGISTRY", "ELEMENTWISE",
-    "REDUCTION", "register", "bind", "spec_of", "user_frame", "fmt_shape",
+    "REDUCTION", "register", "bind", "bind_args", "engine_of", "tracing", "current_trace", "TRACING",
+    "spec_of", "user_frame", "fmt_shape",
 ]
 
 
@@ -114,29 +118,78 @@ def register(name, infer, kernel, vjp=None, **kw) -> Op:
     return op
 
 
-class _NumpyEngine:
-    """No engine tensor among the arguments: run the kernel on the arrays as they are."""
+# -- the trace stack: which interpreter runs an op call ----------------------------------------
+class _TraceStack(threading.local):
+    def __init__(self):
+        self.stack = []
 
-    @staticmethod
-    def apply(op, args, attrs):
-        return run_kernel(op, args, attrs)
+
+_TRACES = _TraceStack()   # per thread, as JAX keeps its trace state
+TRACING = [0]             # traces active in any thread: eager's fast path reads only this
+_COUNT_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def tracing(interpreter):
+    """Hand this thread's op calls to `interpreter` (an object with `level` and
+    `apply(op, args, attrs)`) while the block runs, unless an argument's engine outranks it."""
+    stack = _TRACES.stack
+    stack.append(interpreter)
+    with _COUNT_LOCK:
+        TRACING[0] += 1
+    try:
+        yield interpreter
+    finally:
+        with _COUNT_LOCK:
+            TRACING[0] -= 1
+        stack.pop()
+
+
+def current_trace():
+    """The innermost interpreter pushed by `tracing` in this thread, or None."""
+    stack = _TRACES.stack
+    return stack[-1] if stack else None
 
 
 def bind(op: Op, *args, **attrs):
-    """Hand one op call to the engine that owns its arguments (JAX's Primitive.bind).
+    """Hand one op call to its interpreter (JAX's Primitive.bind).
 
-    When arguments of several engines meet, the one with the highest `level` wins (eager 0,
-    graph 1, compiler's tracer 2), as the innermost trace does in JAX: an eager parameter
-    used with a tracing tensor is captured by the trace, not computed.
+    The highest `level` among the arguments' engines and this thread's innermost trace wins
+    (eager 0, graph 1, compiler's tracer 2; the trace on a tie): an eager parameter used with
+    a tracing tensor, or inside a traced function, is captured by the trace, not computed.
     """
+    if TRACING[0]:
+        stack = _TRACES.stack
+        if stack:
+            top = stack[-1]
+            engine = _engine_of(args)
+            return (top if engine is None or top.level >= engine.level else engine).apply(
+                op, args, attrs)
+    return bind_args(op, args, attrs)
+
+
+def bind_args(op: Op, args, attrs):
+    """`bind` by the arguments alone, as if no trace were active: how an interpreter hands on
+    a call that is not its own (the compile() tracer, for ops on constants only)."""
+    engine = _engine_of(args)
+    if engine is None:
+        return run_kernel(op, args, attrs)
+    return engine.apply(op, args, attrs)
+
+
+def engine_of(x):
+    """The engine that owns x (its tensor type's `_engine`), or None for arrays and numbers."""
+    return getattr(x, "_engine", None)
+
+
+def _engine_of(args):
+    """The engine of highest level among the arguments' (None for arrays and numbers)."""
     engine = None
     for a in args:
         e = getattr(a, "_engine", None)
         if e is not None and e is not engine and (engine is None or e.level > engine.level):
             engine = e
-    if engine is None:
-        return _NumpyEngine.apply(op, args, attrs)
-    return engine.apply(op, args, attrs)
+    return engine
 
 
 def run_kernel(op, arrays, attrs):

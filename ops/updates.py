@@ -4,15 +4,17 @@ The eager optimisers call them on NumPy arrays (the kernels run at once) and cop
 into the parameters; the graph optimisers call them on graph tensors and assign the result to
 Variables. The formulas follow torch.optim (SGD: momentum buffer, no dampening by default;
 Adam: bias-corrected moments, L2 weight decay added to the gradient; AdamW: decoupled weight
-decay). `running_average` is batch norm's running-statistics update, shared by eager's
+decay; RMSprop, Adagrad and Adadelta with torch's eps placement and defaults). `running_average` is batch norm's running-statistics update, shared by eager's
 nn.BatchNorm and graph.layers.batch_normalization.
 """
 from __future__ import annotations
 
 from .elementwise import sqrt
+from .reduce import sum as sum_
 
 
-def sgd_update(p, g, buf, lr, momentum=0.0, weight_decay=0.0, nesterov=False, first=False):
+def sgd_update(p, g, buf, lr, momentum=0.0, weight_decay=0.0, nesterov=False, first=False,
+               dampening=0.0):
     """One SGD step: returns (new_p, new_buf). `buf` is ignored when momentum == 0.
 
     `first` marks the first step, where torch sets the buffer to the gradient itself.
@@ -21,7 +23,7 @@ def sgd_update(p, g, buf, lr, momentum=0.0, weight_decay=0.0, nesterov=False, fi
         g = g + weight_decay * p
     if not momentum:
         return p - lr * g, buf
-    buf = g if first else momentum * buf + g
+    buf = g if first else momentum * buf + (g if not dampening else (1.0 - dampening) * g)
     step = g + momentum * buf if nesterov else buf
     return p - lr * step, buf
 
@@ -43,6 +45,43 @@ def adamw_update(p, g, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weigh
     return adam_update(p * (1.0 - lr * weight_decay), g, m, v, t, lr, beta1, beta2, eps)
 
 
+def rmsprop_update(p, g, square_avg, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0,
+                   momentum=0.0, buf=None, centered=False, grad_avg=None):
+    """One RMSprop step (torch.optim.RMSprop: eps added after the square root; `centered`
+    subtracts the squared running mean of g). Returns (new_p, square_avg, buf, grad_avg)."""
+    if weight_decay:
+        g = g + weight_decay * p
+    square_avg = alpha * square_avg + (1.0 - alpha) * (g * g)
+    if centered:
+        grad_avg = alpha * grad_avg + (1.0 - alpha) * g
+        avg = sqrt(square_avg - grad_avg * grad_avg) + eps
+    else:
+        avg = sqrt(square_avg) + eps
+    if momentum:
+        buf = momentum * buf + g / avg
+        return p - lr * buf, square_avg, buf, grad_avg
+    return p - lr * (g / avg), square_avg, buf, grad_avg
+
+
+def adagrad_update(p, g, total, step, lr=1e-2, lr_decay=0.0, weight_decay=0.0, eps=1e-10):
+    """One Adagrad step at step number `step` (1-based): returns (new_p, new_sum)."""
+    if weight_decay:
+        g = g + weight_decay * p
+    clr = lr / (1.0 + (step - 1) * lr_decay)
+    total = total + g * g
+    return p - clr * (g / (sqrt(total) + eps)), total
+
+
+def adadelta_update(p, g, square_avg, acc_delta, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0):
+    """One Adadelta step (torch.optim.Adadelta): returns (new_p, square_avg, acc_delta)."""
+    if weight_decay:
+        g = g + weight_decay * p
+    square_avg = rho * square_avg + (1.0 - rho) * (g * g)
+    delta = sqrt(acc_delta + eps) / sqrt(square_avg + eps) * g
+    acc_delta = rho * acc_delta + (1.0 - rho) * (delta * delta)
+    return p - lr * delta, square_avg, acc_delta
+
+
 def running_average(running, batch, momentum):
     """(1 - momentum) * running + momentum * batch: torch's BatchNorm momentum convention
     (TF's moving average with decay d is momentum = 1 - d)."""
@@ -56,3 +95,18 @@ def adam_update_tf(p, g, m, v, lr_t, beta1=0.9, beta2=0.999, eps=1e-8):
     m = m * beta1 + g * (1.0 - beta1)
     v = v * beta2 + (g * g) * (1.0 - beta2)
     return p - lr_t * m / (sqrt(v) + eps), m, v
+
+
+def lbfgs_direction(g, old_dirs, old_stps, ro, h_diag):
+    """L-BFGS's two-loop recursion: the search direction -H g from the stored curvature pairs
+    (y_i in old_dirs, s_i in old_stps, ro_i = 1 / y_i.s_i) and the initial scaling h_diag."""
+    q = -g
+    al = [None] * len(old_dirs)
+    for i in range(len(old_dirs) - 1, -1, -1):
+        al[i] = sum_(old_stps[i] * q) * ro[i]
+        q = q - al[i] * old_dirs[i]
+    r = q * h_diag
+    for i in range(len(old_dirs)):
+        be_i = sum_(old_dirs[i] * r) * ro[i]
+        r = r + (al[i] - be_i) * old_stps[i]
+    return r

@@ -103,6 +103,30 @@ def test_no_source_file_imports_a_bare_engine():
     assert not hits, hits
 
 
+def _foreign_private_imports(path: Path, package: str) -> list[str]:
+    """Imports in `path` (under `package`) of an underscore name from another package."""
+    import ast
+    hits = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            parts = node.module.split(".")
+            if parts[0] == "dualgrad" and len(parts) > 1 and parts[1] != package:
+                hits += [f"{path.relative_to(REPO)}:{node.lineno}: from {node.module} import "
+                         f"{a.name}" for a in node.names if a.name.startswith("_")
+                         and not a.name.startswith("__")]
+    return hits
+
+
+def test_no_module_imports_another_packages_private_names():
+    """The owner of a thing gives it a public name (eager.is_grad_enabled, ops.core.tracing,
+    Session.variable_values) instead of another package reaching for its underscores."""
+    hits = []
+    for top in ENGINES:
+        for f in (REPO / top).rglob("*.py"):
+            hits += _foreign_private_imports(f, top)
+    assert not hits, hits
+
+
 USER_SCRIPT = """
 import graph, ops, compiler, eager          # the user's own modules, beside the script
 assert graph.MINE and ops.MINE and compiler.MINE and eager.MINE

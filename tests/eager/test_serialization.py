@@ -124,17 +124,49 @@ def test_truncated_and_missing_files(tmp_path):
         eager.load(tmp_path / "nope.safetensors")
 
 
-@pytest.mark.parametrize("value", [3, 2.5, "text", [1.0, 2.0], None, {"nested": 1}],
-                         ids=repr)
-def test_save_refuses_values_that_are_not_tensors(tmp_path, value):
-    with pytest.raises(TypeError, match=r"'extra' is a .*not a tensor"):
+@pytest.mark.parametrize("value", [3, 2.5, "text", [1.0, 2.0], None, {"nested": 1},
+                                   (1, float("inf")), {0: {"step": 3}}, True], ids=repr)
+def test_numbers_strings_and_nesting_round_trip(tmp_path, value):
+    path = tmp_path / "x.pt"
+    eager.save({"w": eager.ones(2), "extra": value}, path)
+    loaded = eager.load(path)
+    assert loaded["extra"] == value and type(loaded["extra"]) is type(value)
+    assert loaded["w"].tolist() == [1.0, 1.0]
+    assert os.listdir(tmp_path) == ["x.pt"]
+
+
+@pytest.mark.parametrize("value", [nn.Linear(2, 2), lambda x: x, object()], ids=repr)
+def test_save_refuses_what_only_pickle_could_store(tmp_path, value):
+    with pytest.raises(TypeError, match=r"'?extra'? is a .*safetensors cannot store"):
         eager.save({"w": eager.ones(2), "extra": value}, tmp_path / "x.safetensors")
     assert os.listdir(tmp_path) == []
 
 
-def test_save_refuses_non_string_keys_and_non_mappings(tmp_path):
-    with pytest.raises(TypeError, match="keys must be strings"):
-        eager.save({1: eager.ones(2)}, tmp_path / "x.safetensors")
-    with pytest.raises(TypeError, match="expects a dict"):
-        eager.save([eager.ones(2)], tmp_path / "x.safetensors")
+def test_optimizer_checkpoint_dict_round_trips(tmp_path):
+    model = nn.Linear(3, 2)
+    opt = eager.optim.Adam(model.parameters(), lr=0.01)
+    model(eager.ones(4, 3)).sum().backward()
+    opt.step()
+    ckpt = {"epoch": 7, "model": model.state_dict(), "optimizer": opt.state_dict(),
+            "loss": 0.25}
+    eager.save(ckpt, tmp_path / "checkpoint.tar")
+    back = eager.load(tmp_path / "checkpoint.tar", map_location="cpu", weights_only=True)
+    assert back["epoch"] == 7 and back["loss"] == 0.25
+    assert back["optimizer"]["param_groups"][0]["betas"] == (0.9, 0.999)
+    np.testing.assert_array_equal(back["optimizer"]["state"][1]["exp_avg"].numpy(),
+                                  opt.state[model.bias]["exp_avg"].numpy())
+    model.load_state_dict(back["model"])
+    opt.load_state_dict(back["optimizer"])
+    with pytest.raises(AssertionError, match="not compiled with CUDA"):
+        eager.load(tmp_path / "checkpoint.tar", map_location="cuda")
+
+
+def test_a_single_tensor_round_trips(tmp_path):
+    eager.save(eager.arange(3), tmp_path / "t.pt")
+    assert eager.load(tmp_path / "t.pt").tolist() == [0, 1, 2]
+
+
+def test_save_refuses_non_string_keys(tmp_path):
+    with pytest.raises(TypeError, match="keys must be strings or integers"):
+        eager.save({(1, 2): eager.ones(2)}, tmp_path / "x.safetensors")
     assert os.listdir(tmp_path) == []

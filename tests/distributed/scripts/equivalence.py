@@ -34,8 +34,8 @@ def wrap(kind, model):
     if kind == "compiled":
         return compiler.compile(DDP(model))
     from dualgrad.eager.distributed.fsdp import FullyShardedDataParallel as FSDP
-    model[3] = FSDP(model[3])                           # a nested unit, then the root
-    return FSDP(model)
+    from dualgrad.eager.distributed.fsdp import ModuleWrapPolicy
+    return FSDP(model, auto_wrap_policy=ModuleWrapPolicy({nn.Sequential}))   # 2 units
 
 
 def check(kind, opt_name, rank, world):

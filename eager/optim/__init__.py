@@ -1,0 +1,177 @@
+"""eager.optim: torch.optim's optimizers, parameter groups and learning-rate schedulers.
+
+Each optimizer reads its options from its parameter group at every step (so
+`param_groups[i]["lr"]` is writable and schedulers work) and applies the rule of
+`ops/updates.py`, the same formulas the graph side's optimizers build as nodes.
+
+>>> from dualgrad import eager
+>>> from dualgrad.eager import nn, optim
+>>> model = nn.Linear(2, 1)
+>>> opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+>>> loss = (model(eager.ones(4, 2)) ** 2).mean()
+>>> loss.backward(); opt.step(); opt.zero_grad()
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dualgrad.ops.updates import (adadelta_update, adagrad_update, adam_update, adamw_update,
+                                  rmsprop_update, sgd_update)
+from ..tensor import Tensor
+from . import lr_scheduler
+from .lbfgs import LBFGS
+from .optimizer import Optimizer, required
+
+
+def _check(name, value, low=0.0):
+    if not value >= low:
+        raise ValueError(f"Invalid {name}: {value}")
+
+
+def _buf(state, key, like, fill=0.0):
+    """state[key]'s array, created (as a tensor, like torch's state) on first use."""
+    if key not in state:
+        state[key] = Tensor(np.full_like(like, fill))
+    return state[key].data
+
+
+def _count(state):
+    """Increment and return the step count, kept as a 0-d float32 tensor as torch does."""
+    step = state.get("step")
+    n = (0.0 if step is None else float(step.data)) + 1.0
+    state["step"] = Tensor(np.array(n, np.float32))
+    return n
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with momentum, dampening, Nesterov and weight decay."""
+
+    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
+                 nesterov=False, *, maximize=False):
+        _check("learning rate", lr)
+        _check("momentum value", momentum)
+        _check("weight_decay value", weight_decay)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      weight_decay=weight_decay, nesterov=nesterov,
+                                      maximize=maximize))
+
+    def _update(self, p, g, state, group):
+        first = state.get("momentum_buffer") is None
+        new_p, buf = sgd_update(p.data, g, None if first else state["momentum_buffer"].data,
+                                group["lr"], group["momentum"], group["weight_decay"],
+                                group["nesterov"], first, group["dampening"])
+        if group["momentum"]:
+            state["momentum_buffer"] = Tensor(np.array(buf, dtype=p.data.dtype, copy=True))
+        self._write(p, new_p)
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba), torch's defaults: lr=1e-3, betas=(0.9, 0.999), eps=1e-8."""
+    _rule = staticmethod(adam_update)
+    _default_decay = 0.0
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=None,
+                 amsgrad=False, *, maximize=False):
+        weight_decay = self._default_decay if weight_decay is None else weight_decay
+        _check("learning rate", lr)
+        _check("epsilon value", eps)
+        if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
+            raise ValueError(f"Invalid beta parameters: {betas}")
+        if amsgrad:
+            raise NotImplementedError(f"{type(self).__name__}(amsgrad=True) is not supported "
+                                      f"by dualgrad")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
+                                      weight_decay=weight_decay, amsgrad=False,
+                                      maximize=maximize))
+
+    def _update(self, p, g, state, group):
+        m, v = _buf(state, "exp_avg", p.data), _buf(state, "exp_avg_sq", p.data)
+        t = _count(state)
+        b1, b2 = group["betas"]
+        new_p, m2, v2 = self._rule(p.data, g, m, v, t, group["lr"], b1, b2, group["eps"],
+                                   group["weight_decay"])
+        state["exp_avg"].data, state["exp_avg_sq"].data = m2, v2
+        self._write(p, new_p)
+
+
+class AdamW(Adam):
+    """Adam with torch's decoupled weight decay (default 1e-2): p *= 1 - lr * wd, then Adam."""
+    _rule = staticmethod(adamw_update)
+    _default_decay = 1e-2
+
+
+class RMSprop(Optimizer):
+    """RMSprop, torch's defaults: lr=1e-2, alpha=0.99, eps=1e-8; momentum and centered."""
+
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
+                 centered=False, *, maximize=False):
+        for name, v in (("learning rate", lr), ("epsilon value", eps), ("alpha value", alpha),
+                        ("momentum value", momentum), ("weight_decay value", weight_decay)):
+            _check(name, v)
+        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
+                                      momentum=momentum, centered=centered, maximize=maximize))
+
+    def _update(self, p, g, state, group):
+        _count(state)
+        sq = _buf(state, "square_avg", p.data)
+        buf = _buf(state, "momentum_buffer", p.data) if group["momentum"] else None
+        gavg = _buf(state, "grad_avg", p.data) if group["centered"] else None
+        new_p, sq, buf, gavg = rmsprop_update(p.data, g, sq, group["lr"], group["alpha"],
+                                              group["eps"], group["weight_decay"],
+                                              group["momentum"], buf, group["centered"], gavg)
+        state["square_avg"].data = sq
+        if buf is not None:
+            state["momentum_buffer"].data = buf
+        if gavg is not None:
+            state["grad_avg"].data = gavg
+        self._write(p, new_p)
+
+
+class Adagrad(Optimizer):
+    """Adagrad, torch's defaults: lr=1e-2, lr_decay=0, eps=1e-10, initial accumulator 0."""
+
+    def __init__(self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0,
+                 initial_accumulator_value=0.0, eps=1e-10, *, maximize=False):
+        for name, v in (("learning rate", lr), ("lr_decay value", lr_decay),
+                        ("weight_decay value", weight_decay), ("epsilon value", eps),
+                        ("initial_accumulator_value value", initial_accumulator_value)):
+            _check(name, v)
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value,
+                                      eps=eps, maximize=maximize))
+
+    def _update(self, p, g, state, group):
+        total = _buf(state, "sum", p.data, group["initial_accumulator_value"])
+        t = _count(state)
+        new_p, total = adagrad_update(p.data, g, total, t, group["lr"], group["lr_decay"],
+                                      group["weight_decay"], group["eps"])
+        state["sum"].data = total
+        self._write(p, new_p)
+
+
+class Adadelta(Optimizer):
+    """Adadelta, torch's defaults: lr=1.0, rho=0.9, eps=1e-6."""
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0, *,
+                 maximize=False):
+        _check("learning rate", lr)
+        _check("epsilon value", eps)
+        _check("weight_decay value", weight_decay)
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
+                                      maximize=maximize))
+
+    def _update(self, p, g, state, group):
+        _count(state)
+        sq, acc = _buf(state, "square_avg", p.data), _buf(state, "acc_delta", p.data)
+        new_p, sq, acc = adadelta_update(p.data, g, sq, acc, group["lr"], group["rho"],
+                                         group["eps"], group["weight_decay"])
+        state["square_avg"].data, state["acc_delta"].data = sq, acc
+        self._write(p, new_p)
+
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "LBFGS",
+           "lr_scheduler", "required"]

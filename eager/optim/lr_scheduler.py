@@ -1,0 +1,252 @@
+"""torch.optim.lr_scheduler: learning rates that change as training goes, by writing
+`group["lr"]` of an optimizer's parameter groups, with torch's formulas step by step.
+
+>>> from dualgrad import eager
+>>> from dualgrad.eager import nn, optim
+>>> opt = optim.SGD(nn.Linear(2, 1).parameters(), lr=0.1)
+>>> sched = optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+>>> lrs = []
+>>> for epoch in range(5):
+...     opt.step(); sched.step(); lrs.append(sched.get_last_lr()[0])
+>>> lrs
+[0.1, 0.05, 0.05, 0.025, 0.025]
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from bisect import bisect_right
+from collections import Counter
+
+__all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
+           "LambdaLR", "MultiplicativeLR", "LinearLR", "ConstantLR", "OneCycleLR",
+           "ReduceLROnPlateau", "CosineAnnealingWarmRestarts"]
+
+
+class LRScheduler:
+    """Base class: `step()` advances `last_epoch` and writes `get_lr()` into the groups."""
+
+    def __init__(self, optimizer, last_epoch=-1):
+        self.optimizer = optimizer
+        if last_epoch == -1:
+            for group in optimizer.param_groups:
+                group.setdefault("initial_lr", group["lr"])
+        elif any("initial_lr" not in g for g in optimizer.param_groups):
+            raise KeyError("param 'initial_lr' is not specified in param_groups when resuming "
+                           "an optimizer")
+        self.base_lrs = [g["initial_lr"] for g in optimizer.param_groups]
+        self.last_epoch = last_epoch
+        self._step_count = 0
+        self._is_initial = True       # the constructor's own first step
+        self.step()
+        self._is_initial = False
+
+    def get_lr(self):
+        raise NotImplementedError
+
+    def get_last_lr(self):
+        return list(self._last_lr)
+
+    def step(self, epoch=None):
+        self._step_count += 1
+        if epoch is None:
+            self.last_epoch += 1
+            values = self.get_lr()
+        else:
+            warnings.warn("The epoch parameter in `scheduler.step()` is deprecated (as in "
+                          "PyTorch)", UserWarning, stacklevel=2)
+            self.last_epoch = epoch
+            values = self._closed_form() if hasattr(self, "_closed_form") else self.get_lr()
+        for group, lr in zip(self.optimizer.param_groups, values):
+            group["lr"] = lr
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+
+    def state_dict(self):
+        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+
+    def load_state_dict(self, state_dict):
+        self.__dict__.update(state_dict)
+
+    def _lrs(self):
+        return [g["lr"] for g in self.optimizer.param_groups]
+
+
+_LRScheduler = LRScheduler
+
+
+class StepLR(LRScheduler):
+    """lr * gamma every step_size epochs."""
+
+    def __init__(self, optimizer, step_size, gamma=0.1, last_epoch=-1):
+        self.step_size, self.gamma = step_size, gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
+            return self._lrs()
+        return [lr * self.gamma for lr in self._lrs()]
+
+    def _closed_form(self):
+        return [b * self.gamma ** (self.last_epoch // self.step_size) for b in self.base_lrs]
+
+
+class MultiStepLR(LRScheduler):
+    """lr * gamma at each milestone epoch."""
+
+    def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1):
+        self.milestones, self.gamma = Counter(milestones), gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch not in self.milestones:
+            return self._lrs()
+        return [lr * self.gamma ** self.milestones[self.last_epoch] for lr in self._lrs()]
+
+    def _closed_form(self):
+        ms = sorted(self.milestones.elements())
+        return [b * self.gamma ** bisect_right(ms, self.last_epoch) for b in self.base_lrs]
+
+
+class ExponentialLR(LRScheduler):
+    """lr * gamma every epoch."""
+
+    def __init__(self, optimizer, gamma, last_epoch=-1):
+        self.gamma = gamma
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self._is_initial:
+            return self._lrs()
+        return [lr * self.gamma for lr in self._lrs()]
+
+    def _closed_form(self):
+        return [b * self.gamma ** self.last_epoch for b in self.base_lrs]
+
+
+class CosineAnnealingLR(LRScheduler):
+    """Cosine from the base lr down to eta_min over T_max epochs (torch's recursive form)."""
+
+    def __init__(self, optimizer, T_max, eta_min=0.0, last_epoch=-1):  # noqa: N803
+        self.T_max, self.eta_min = T_max, eta_min
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        e, T, lo = self.last_epoch, self.T_max, self.eta_min
+        if self._is_initial:
+            return self._lrs()
+        if self._step_count == 1 and e > 0:
+            return self._closed_form()
+        if (e - 1 - T) % (2 * T) == 0:
+            return [lr + (b - lo) * (1 - math.cos(math.pi / T)) / 2
+                    for lr, b in zip(self._lrs(), self.base_lrs)]
+        return [(1 + math.cos(math.pi * e / T)) / (1 + math.cos(math.pi * (e - 1) / T))
+                * (lr - lo) + lo for lr in self._lrs()]
+
+    def _closed_form(self):
+        return [self.eta_min + (b - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch
+                                                                   / self.T_max)) / 2
+                for b in self.base_lrs]
+
+
+def _per_group(optimizer, fn, name):
+    fns = list(fn) if isinstance(fn, (list, tuple)) else [fn] * len(optimizer.param_groups)
+    if len(fns) != len(optimizer.param_groups):
+        raise ValueError(f"Expected {len(optimizer.param_groups)} {name}s, but got {len(fns)}")
+    return fns
+
+
+class LambdaLR(LRScheduler):
+    """base_lr * lr_lambda(epoch) (one function, or one per parameter group)."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        self.lr_lambdas = _per_group(optimizer, lr_lambda, "lr_lambda")
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [b * f(self.last_epoch) for f, b in zip(self.lr_lambdas, self.base_lrs)]
+
+
+class MultiplicativeLR(LRScheduler):
+    """lr * lr_lambda(epoch) every epoch after the first."""
+
+    def __init__(self, optimizer, lr_lambda, last_epoch=-1):
+        self.lr_lambdas = _per_group(optimizer, lr_lambda, "lr_lambda")
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if not self._is_initial:
+            return [lr * f(self.last_epoch) for f, lr in zip(self.lr_lambdas, self._lrs())]
+        return self._lrs()
+
+
+class LinearLR(LRScheduler):
+    """A linear factor from start_factor to end_factor over total_iters epochs (warm-up)."""
+
+    def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5,
+                 last_epoch=-1):
+        if not 0 < start_factor <= 1 or not 0 <= end_factor <= 1:
+            raise ValueError("Starting multiplicative factor expected to be greater than 0 and "
+                             "less or equal to 1.")
+        self.start_factor, self.end_factor, self.total_iters = start_factor, end_factor, \
+            total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        e, s, f, n = self.last_epoch, self.start_factor, self.end_factor, self.total_iters
+        if e == 0:
+            return [lr * s for lr in self._lrs()]
+        if self._is_initial or e > n:
+            return self._lrs()
+        return [lr * (1.0 + (f - s) / (n * s + (e - 1) * (f - s))) for lr in self._lrs()]
+
+
+class ConstantLR(LRScheduler):
+    """lr * factor for the first total_iters epochs, then the base lr."""
+
+    def __init__(self, optimizer, factor=1.0 / 3, total_iters=5, last_epoch=-1):
+        if not 0 <= factor <= 1:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor, self.total_iters = factor, total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        if self.last_epoch == 0:
+            return [lr * self.factor for lr in self._lrs()]
+        if self.last_epoch != self.total_iters:
+            return self._lrs()
+        return [lr * (1.0 / self.factor) for lr in self._lrs()]
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing restarted every T_0 * T_mult**k epochs."""
+
+    def __init__(self, optimizer, T_0, T_mult=1, eta_min=0.0, last_epoch=-1):  # noqa: N803
+        if T_0 <= 0 or not isinstance(T_0, int) or T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"CosineAnnealingWarmRestarts: expected a positive integer T_0 and "
+                             f"an integer T_mult >= 1, got {T_0}, {T_mult}")
+        self.T_0, self.T_i, self.T_mult, self.eta_min = T_0, T_0, T_mult, eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        return [self.eta_min + (b - self.eta_min) * (1 + math.cos(math.pi * self.T_cur
+                                                                   / self.T_i)) / 2
+                for b in self.base_lrs]
+
+    def step(self, epoch=None):
+        if epoch is None:
+            self.T_cur += 1
+            if self.T_cur >= self.T_i:
+                self.T_cur -= self.T_i
+                self.T_i *= self.T_mult
+            self._step_count += 1
+            self.last_epoch += 1
+            for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+                group["lr"] = lr
+            self._last_lr = self._lrs()
+            return
+        raise NotImplementedError("CosineAnnealingWarmRestarts.step(epoch) with an explicit "
+                                  "epoch is not supported by dualgrad; call step() each epoch")
+
+
+from .schedulers_cyclic import OneCycleLR, ReduceLROnPlateau  # noqa: E402

@@ -1,0 +1,163 @@
+"""The Optimizer base class: parameter groups, per-parameter state, state_dict, closures.
+
+>>> from dualgrad import eager
+>>> from dualgrad.eager import nn, optim
+>>> model = nn.Sequential(nn.Linear(2, 4), nn.Linear(4, 1))
+>>> opt = optim.SGD([{"params": model[0].parameters()},
+...                  {"params": model[1].parameters(), "lr": 1e-3}], lr=0.1, momentum=0.9)
+>>> [g["lr"] for g in opt.param_groups]
+[0.1, 0.001]
+>>> opt.param_groups[0]["lr"] = 0.05          # what schedulers do
+"""
+from __future__ import annotations
+
+import copy
+from collections import defaultdict
+
+import numpy as np
+
+from ..tensor import Tensor
+
+
+class _Required:
+    def __repr__(self):
+        return "<required parameter>"
+
+
+required = _Required()
+
+
+def _as_groups(params):
+    if isinstance(params, Tensor):
+        raise TypeError("params argument given to the optimizer should be an iterable of "
+                        "Tensors or dicts, but got a Tensor")
+    groups = list(params)
+    if not groups:
+        raise ValueError("optimizer got an empty parameter list")
+    if not isinstance(groups[0], dict):
+        groups = [{"params": groups}]
+    return groups
+
+
+class Optimizer:
+    """torch.optim.Optimizer: `param_groups` (a list of dicts, each with its own options),
+    `state` (per parameter), `zero_grad`, `step(closure)`, `state_dict`/`load_state_dict`.
+
+    A subclass gives its defaults and `_update(p, grad_array, state, group)`, which calls the
+    rule of ops/updates.py on arrays and writes the result into `p.data`.
+    """
+
+    def __init__(self, params, defaults):
+        self.defaults = dict(defaults)
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        for group in _as_groups(params):
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group):
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, got {type(param_group).__name__}")
+        group = dict(param_group)
+        params = group["params"]
+        group["params"] = [params] if isinstance(params, Tensor) else list(params)
+        for p in group["params"]:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is "
+                                f"{type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError(f"parameter group didn't specify a value of required "
+                                 f"optimization parameter {name}")
+            group.setdefault(name, default)
+        seen = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in seen for p in group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none=True):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if set_to_none or p.grad is None:
+                    p.grad = None
+                else:
+                    p.grad.data[...] = 0
+
+    def step(self, closure=None):
+        """One update of every parameter with a gradient; `closure` re-evaluates the loss."""
+        loss = None
+        if closure is not None:
+            from .. import enable_grad
+            with enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is not None:
+                    g = p.grad.data
+                    self._update(p, -g if group.get("maximize") else g, self.state[p], group)
+        return loss
+
+    def _update(self, p, g, state, group):
+        raise NotImplementedError
+
+    @staticmethod
+    def _write(p, new):
+        np.copyto(p.data, new, casting="same_kind")
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def _index(self):
+        return [p for g in self.param_groups for p in g["params"]]
+
+    def state_dict(self):
+        """{'state': {index: {name: tensor or number}}, 'param_groups': [{options, 'params':
+        [indices]}]}, as torch: parameters are referred to by their position."""
+        index = {id(p): i for i, p in enumerate(self._index())}
+        groups = []
+        for g in self.param_groups:
+            out = {k: v for k, v in g.items() if k != "params"}
+            out["params"] = [index[id(p)] for p in g["params"]]
+            groups.append(out)
+        state = {index[id(p)]: {k: _copy(v) for k, v in s.items()}
+                 for p, s in self.state.items() if id(p) in index and s}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        groups, saved = self.param_groups, state_dict["param_groups"]
+        if len(groups) != len(saved):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match "
+                             "the size of optimizer's group")
+        by_index = {}
+        for g, s in zip(groups, saved):
+            by_index.update(zip(s["params"], g["params"]))
+        self.state = defaultdict(dict)
+        for k, s in state_dict["state"].items():
+            p = by_index[int(k)]
+            self.state[p] = {name: _cast_like(v, p) for name, v in s.items()}
+        for g, s in zip(groups, saved):
+            g.update({k: copy.deepcopy(v) for k, v in s.items() if k != "params"})
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__} ("]
+        for i, g in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines += [f"    {k}: {v}" for k, v in sorted(g.items()) if k != "params"]
+        return "\n".join(lines) + "\n)"
+
+
+def _copy(v):
+    if isinstance(v, Tensor):
+        return Tensor(v.data.copy())
+    return copy.deepcopy(v)
+
+
+def _cast_like(v, p):
+    """A loaded state value as a tensor of its own, floats in the parameter's dtype."""
+    if isinstance(v, Tensor) or isinstance(v, np.ndarray):
+        arr = np.array(getattr(v, "data", v), copy=True)
+        if arr.dtype.kind == "f" and arr.ndim:
+            arr = arr.astype(p.data.dtype)
+        return Tensor(arr)
+    return copy.deepcopy(v)
