@@ -1,10 +1,11 @@
 """`dualgrad`: train, benchmark and look at the same models in both styles.
 
     dualgrad tour                                  the newcomer's first minute
-    dualgrad train MODEL --mode eager|graph|compiled [--epochs N] [--seed S]
+    dualgrad train MODEL --mode eager|graph|compiled|all [--epochs N] [--seed S]
+                         [--plot curves.png] [--logdir DIR]
     dualgrad bench [MODEL|all] [--quick] [--json PATH] [--plot PATH]
-    dualgrad graph MODEL [--optimized] [--train] [--dot PATH]
-    dualgrad shapes [BUG ...] [--explain] [--json PATH]   where shape bugs surface, per mode
+    dualgrad graph MODEL [--optimized] [--train] [--dot PATH.dot|PATH.svg]
+    dualgrad shapes [BUG ...] [--explain] [--json PATH] [--markdown PATH]
     dualgrad cache info|clear                      the fused-kernel cache
 
 MODEL is one of mlp, cnn, rnn, transformer (bench also takes gelu, layernorm, dispatch).
@@ -20,11 +21,15 @@ import time
 
 from rich.console import Console
 
+from dualgrad import __version__
+
 from .errors import CliError, UsageError
 from .models import MODELS
 from .threads import DEFAULT_BLAS_THREADS, blas_limit
 
 BENCH_NAMES = MODELS + ("gelu", "layernorm", "dispatch")
+PLOT_HINT = "pip install -e '.[plot]'"
+TENSORBOARD_HINT = "pip install -e '.[tensorboard]'"
 EXIT_USAGE, EXIT_ERROR = 2, 1
 
 
@@ -36,6 +41,7 @@ class _Parser(argparse.ArgumentParser):
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="dualgrad", description="One framework, two front doors: the same models "
                 "eager (PyTorch style) and graph (TensorFlow 1.x style), side by side.")
+    p.add_argument("--version", action="version", version=f"dualgrad {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
@@ -45,12 +51,17 @@ def _parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train one model, with a progress bar")
     t.add_argument("model", choices=MODELS, metavar="MODEL", help=", ".join(MODELS))
-    t.add_argument("--mode", choices=("eager", "graph", "compiled"), default="eager")
+    t.add_argument("--mode", choices=("eager", "graph", "compiled", "all"), default="eager",
+                   help="eager (default), graph, compiled, or all three one after the other")
     t.add_argument("--epochs", type=_positive, default=None,
                    help="epochs (default: the model's own)")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--no-optimize", action="store_true",
                    help="graph mode: Session(optimize=False)")
+    t.add_argument("--plot", metavar="PATH", help="loss and held-out accuracy per epoch, each "
+                   f"mode one line, as an image (needs matplotlib: {PLOT_HINT})")
+    t.add_argument("--logdir", metavar="DIR", help="TensorBoard logs, one run per mode in "
+                   f"DIR/MODE (needs tensorboard: {TENSORBOARD_HINT})")
     _blas_flag(t)
 
     b = sub.add_parser("bench", help="step times side by side: eager, graph, optimised, "
@@ -74,7 +85,8 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--optimized", action="store_true", help="show the optimised plan too")
     g.add_argument("--train", action="store_true",
                    help="include gradients and updates (the whole training step)")
-    g.add_argument("--dot", metavar="PATH", help="write Graphviz DOT (and SVG if `dot` exists)")
+    g.add_argument("--dot", metavar="PATH", help="write Graphviz DOT, or SVG when PATH ends "
+                   "in .svg (needs Graphviz's `dot`); --optimized adds PATH.optimized too")
 
     from .shapes.cli import add_parser as add_shapes_parser
     add_shapes_parser(sub)
@@ -83,6 +95,16 @@ def _parser() -> argparse.ArgumentParser:
     from .export_cli import add_parsers as add_export_parsers
     add_export_parsers(sub)
     return p
+
+
+def _parse(argv):
+    """Parse; an unknown flag after a command points at that command's --help."""
+    p = _parser()
+    args, extra = p.parse_known_args(argv)
+    if extra:
+        raise UsageError(f"unrecognized arguments: {' '.join(extra)} "
+                         f"(see 'dualgrad {args.command} --help')")
+    return args
 
 
 def _blas_flag(p):
@@ -113,6 +135,8 @@ def _positive(s):
 
 def check_writable(path, what):
     """Fail early, in one line, if `path` cannot be written (before minutes of work)."""
+    if not path:
+        raise CliError(f"{what}: empty path")
     d = os.path.dirname(os.path.abspath(path)) or "."
     if os.path.isdir(path):
         raise CliError(f"{what} {path}: is a directory")
@@ -125,21 +149,35 @@ def check_writable(path, what):
 # -- commands ----------------------------------------------------------------------------------
 def cmd_train(args, console):
     from .training import train
-    train(args.model, args.mode, args.epochs, args.seed, not args.no_optimize, console)
+    if args.no_optimize and args.mode in ("eager", "compiled"):
+        console.print(f"[yellow]warning: --no-optimize only changes graph mode; it does "
+                      f"nothing with --mode {args.mode}[/]")
+    if args.plot:
+        check_writable(args.plot, "--plot")
+        _need("matplotlib", "--plot", PLOT_HINT)
+    if args.logdir:
+        if os.path.exists(args.logdir) and not os.path.isdir(args.logdir):
+            raise CliError(f"--logdir {args.logdir}: not a directory")
+        _need("tensorboard", "--logdir", TENSORBOARD_HINT)
+    train(args.model, args.mode, args.epochs, args.seed, not args.no_optimize, console,
+          plot=args.plot, logdir=args.logdir)
+
+
+def _need(module, flag, hint):
+    """Fail in one line, before any work, if an optional extra is missing."""
+    import importlib.util
+    if importlib.util.find_spec(module) is None:
+        raise CliError(f"{flag} needs {module}: {hint} (or pip install {module})")
 
 
 def cmd_bench(args, console):
     from .bench import report, run_bench
     from .bench.workloads import COLUMNS, DEFAULT_COLUMNS
     for path, what in ((args.json, "--json"), (args.plot, "--plot")):
-        if path:
+        if path is not None:
             check_writable(path, what)
     if args.plot:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise CliError("--plot needs matplotlib: pip install 'dualgrad[plot]' "
-                           "(or pip install matplotlib)") from None
+        _need("matplotlib", "--plot", PLOT_HINT)
     names = BENCH_NAMES if args.what == "all" else (args.what,)
     with console.status("benchmarking…") as status:
         res = run_bench(names, quick=args.quick, blas_threads=args.blas_threads,
@@ -156,9 +194,13 @@ def cmd_bench(args, console):
 
 
 def cmd_graph(args, console):
-    from .graphview import show
-    if args.dot:
+    from .graphview import check_svg, show
+    if args.dot is not None:
         check_writable(args.dot, "--dot")
+        try:
+            check_svg(args.dot)
+        except RuntimeError as e:
+            raise CliError(str(e)) from None
     show(args.model, args.optimized, args.train, args.dot, console)
 
 
@@ -169,8 +211,9 @@ def cmd_tour(args, console):
 
 def cmd_shapes(args, console):
     from .shapes.cli import handle
-    if args.json:
-        check_writable(args.json, "--json")
+    for path, what in ((args.json, "--json"), (args.markdown, "--markdown")):
+        if path is not None:
+            check_writable(path, what)
     handle(args, console)
 
 
@@ -198,7 +241,7 @@ def main(argv=None) -> int:
     """Entry point of the `dualgrad` console script; returns the exit status."""
     console = Console(highlight=False)
     try:
-        args = _parser().parse_args(argv)
+        args = _parse(argv)
         t0 = time.perf_counter()
         with blas_limit(getattr(args, "blas_threads", 0)):
             COMMANDS[args.command](args, console)

@@ -40,6 +40,15 @@ def test_inputs(name, n=None):
     return tuple(a[:n] for a in ins)
 
 
+def graph_test_inputs(name, n=None):
+    """`test_inputs` as the model's TF1 version takes them: the CNN's images NHWC."""
+    ins = test_inputs(name, n)
+    if name == "cnn":
+        from .models.cnn_graph import nhwc
+        ins = (nhwc(ins[0]),)
+    return ins
+
+
 def masked_lstm(model):
     """The eager RowLSTM run over all 8 rows, a mask keeping each sequence's last real state."""
     def rnn(x, mask):

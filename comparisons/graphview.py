@@ -36,7 +36,10 @@ def _out(node):
 def tree(title, items) -> Tree:
     """items: (scoped name, label) pairs -> a rich Tree, one branch per name scope."""
     root = Tree(title)
-    branches, counts = {(): root}, {}
+    branches, counts, totals = {(): root}, {}, {}
+    for name, _ in items:
+        parent = tuple(name.split("/"))[:-1]
+        totals[parent] = totals.get(parent, 0) + 1
     for name, label in items:
         parts = tuple(name.split("/"))
         for k in range(1, len(parts)):
@@ -48,32 +51,55 @@ def tree(title, items) -> Tree:
         if counts[parent] <= MAX_LEAVES:
             branches[parent].add(f"{parts[-1]}  [cyan]{label}[/]")
         elif counts[parent] == MAX_LEAVES + 1:
-            branches[parent].add("[dim]…[/]")
+            branches[parent].add(f"[dim]and {totals[parent] - MAX_LEAVES} more[/]")
     return root
 
 
 def before_tree(nodes, what) -> Tree:
     items = [(n.name, f"{n.type}  {_out(n)}") for n in nodes]
-    return tree(f"[bold]{what}[/]: {len(nodes)} nodes as built", items)
+    fed = sum(n.type == "placeholder" for n in nodes)
+    return tree(f"[bold]{what}[/]: {len(nodes)} nodes as built ({fed} placeholders, fed; "
+                f"the optimiser starts from the other {len(nodes) - fed})", items)
+
+
+def _specialised(n) -> bool:
+    """Whether node n's shape was fixed by the feed: a dim unknown (None) in the graph as
+    built is a number in the optimised plan."""
+    origin = getattr(n, "origin", None)
+    if origin is None or not origin.outputs or not n.specs:
+        return False
+    built, now = origin.outputs[0].spec.shape, n.specs[0].shape
+    return len(built) == len(now) and any(b is None and d is not None
+                                          for b, d in zip(built, now))
+
+
+def _after_label(n) -> str:
+    origin = getattr(n, "origin", None)
+    if n.kind == "feed":
+        label = "placeholder (fed)"
+    elif n.kind == "graph" and origin is not None:
+        label = origin.type                 # NOTE: a variable stays a variable
+    elif n.kind == "fused" and getattr(n, "members", ()):
+        label = f"fused ({len(n.members)} ops: {', '.join(m.name for m in n.members)})"
+    else:
+        label = n.kind if n.kind != "op" else n.name
+    shape = fmt_shape(n.specs[0]) if n.specs else ""
+    return f"{label}  {shape}{'*' if _specialised(n) else ''}"
 
 
 def after_tree(report, plan, what) -> Tree:
     prog = getattr(report, "program", None)
-    items = []
-    if prog is not None:
-        for n in prog.nodes:
-            if n.kind == "feed":
-                continue
-            origin = getattr(n, "origin", None)
-            name = origin.name if origin is not None else n.name
-            label = n.kind if n.kind != "op" else n.name
-            members = getattr(n, "members", ())
-            if n.kind == "fused" and members:
-                label = f"fused ({len(members)} ops: {', '.join(m.name for m in members)})"
-            items.append((name, f"{label}  {fmt_shape(n.specs[0]) if n.specs else ''}"))
-    else:
+    if prog is None:
         items = [(s.node.name, s.node.type) for s in plan.steps]
-    return tree(f"[bold]{what}[/]: {len(items)} nodes after the optimiser", items)
+        return tree(f"[bold]{what}[/]: {len(items)} steps after the optimiser", items)
+    items = [(n.origin.name if getattr(n, "origin", None) is not None else n.name,
+              _after_label(n)) for n in prog.nodes]
+    fed = sum(n.kind == "feed" for n in prog.nodes)
+    marked = any(_specialised(n) for n in prog.nodes)
+    return tree(f"[bold]{what}[/]: {len(items) - fed} nodes after the optimiser, as its "
+                f"report counts them (+ {fed} fed placeholders)"
+                + ("; * a shape specialised to the fed batch (? in the graph as built)"
+                   if marked else ""), items)
 
 
 def feed_specs(nodes, batch):
@@ -102,17 +128,27 @@ def to_dot(nodes, name) -> str:
     return "\n".join(lines + ["}"]) + "\n"
 
 
+SVG_HINT = "install Graphviz (apt-get install graphviz, brew install graphviz)"
+
+
+def check_svg(path):
+    """Raise before any work if `path` asks for SVG and Graphviz's `dot` is missing."""
+    if path.lower().endswith(".svg") and not shutil.which("dot"):
+        raise RuntimeError(f"--dot {path}: SVG is drawn by Graphviz's `dot`, which is not "
+                           f"installed: {SVG_HINT}, or write DOT with --dot "
+                           f"{os.path.splitext(path)[0]}.dot")
+
+
 def write_dot(text, path, console):
-    with open(path, "w") as f:
-        f.write(text)
-    console.print(f"wrote {path}")
-    if shutil.which("dot"):
-        svg = os.path.splitext(path)[0] + ".svg"
-        subprocess.run(["dot", "-Tsvg", path, "-o", svg], check=True, timeout=120)
-        console.print(f"wrote {svg}")
+    """DOT to `path`; SVG instead when it ends in .svg (through Graphviz's `dot`)."""
+    if path.lower().endswith(".svg"):
+        check_svg(path)
+        subprocess.run(["dot", "-Tsvg", "-o", path], input=text, text=True, check=True,
+                       timeout=120)
     else:
-        console.print("[dim]graphviz's `dot` is not installed: no SVG (apt-get install "
-                      "graphviz, then `dot -Tsvg`)[/]")
+        with open(path, "w") as f:
+            f.write(text)
+    console.print(f"wrote {path}")
 
 
 def show(model, optimized, train, dot, console):

@@ -179,6 +179,14 @@ def lower(prog: Program) -> Plan:
     return Plan(steps, feed_slots, fetch_slots, len(slots), gnodes)
 
 
+def _constant(v):
+    """The kernel of a constant; `constant_value` lets generated plans bind the value."""
+    def kernel():
+        return v
+    kernel.constant_value = v
+    return kernel
+
+
 def _lower_node(n):
     if n.kind == "graph":
         kernel, stateful = lower_graph_node(n.origin)
@@ -187,7 +195,7 @@ def _lower_node(n):
         v = n.value
         name = n.origin.name if n.origin is not None and n.origin.type == "const" else \
             f"folded/{n.origin.name if n.origin is not None else 'const'}"
-        return SyntheticNode(name, None, {}, n.origin, "const"), (lambda: v), False
+        return SyntheticNode(name, None, {}, n.origin, "const"), _constant(v), False
     if n.kind == "fused":
         return n.fused.node, n.fused, False
     if _origin_unchanged(n):

@@ -43,7 +43,8 @@ from .plan import Plan, Step, build_plan, lower
 from . import nn, layers, losses, train
 from . import onnx  # noqa: F401 - graph.onnx.export / load; the onnx package loads lazily
 from .serialize import load, restore, save
-from .inspect import summary, to_dot
+from .inspect import describe, to_dot
+from . import summary
 
 Operation = Node
 bool = bool_  # noqa: A001 - graph.bool, as tf.bool
@@ -60,6 +61,7 @@ __all__ = [
     "global_variables_initializer", "trainable_variables", "variables_initializer", "cond",
     "group", "identity", "no_op", "print", "Print", "while_loop", "gradients",
     "InteractiveSession", "Session", "get_default_session", "Plan", "Step", "build_plan",
-    "lower", "nn", "layers", "losses", "onnx", "train", "load", "restore", "save", "summary", "to_dot",
+    "lower", "nn", "layers", "losses", "onnx", "train", "load", "restore", "save", "summary",
+    "describe", "to_dot",
     *_math_all,
 ]

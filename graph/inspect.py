@@ -7,7 +7,7 @@
 ...     y = graph.nn.relu(x, name="y")
 >>> print(graph.to_dot(g).splitlines()[0])
 digraph "graph" {
->>> "relu" in graph.summary(g)
+>>> "relu" in graph.describe(g)
 True
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dualgrad.ops.core import fmt_shape, where_str
 
 from .core import get_default_graph
 
-__all__ = ["to_dot", "summary"]
+__all__ = ["to_dot", "describe"]
 
 _STYLE = {"placeholder": 'shape=box, style=filled, fillcolor="#cfe2ff"',
           "variable": 'shape=box, style=filled, fillcolor="#ffe5b4"',
@@ -53,7 +53,7 @@ def to_dot(graph=None, name="graph") -> str:
     return "\n".join(lines) + "\n"
 
 
-def summary(graph=None, file=None, width=140) -> str:
+def describe(graph=None, file=None, width=140) -> str:
     """A table of the nodes (name, op, inputs, output shape and dtype, defined at), rendered
     with rich; printed to `file` if given, and returned as text."""
     from rich.console import Console

@@ -56,7 +56,27 @@ class Plan:
     num_slots: int
     nodes: list = field(default_factory=list)   # the graph nodes this plan covers
 
+    _fn: object = field(default=None, repr=False, compare=False)
+    _runs: int = field(default=0, repr=False, compare=False)
+
     def run(self, state, feeds):
+        """Run the steps: interpreted on the first run, then as straight-line code generated
+        for this plan (graph/planfn.py), which a plan run once never pays for."""
+        fn = self._fn
+        if fn is None:
+            self._runs += 1
+            if self._runs < 2:
+                return self.interpret(state, feeds)
+            from .planfn import straight_line
+            fn = self._fn = straight_line(self)
+        return fn(state, feeds)
+
+    def refresh(self):
+        """Forget the generated code: call after changing `steps` in place."""
+        self._fn = None
+
+    def interpret(self, state, feeds):
+        """Run the steps one by one (what the generated code does, step by step)."""
         vals = [None] * self.num_slots
         for t, slot in self.feed_slots:
             vals[slot] = feeds[t]

@@ -72,6 +72,9 @@ def _located(msg) -> ShapeError:
     return err
 
 
+located = _located   # public: the graph front end's layout checks raise the same way
+
+
 # -- reductions -------------------------------------------------------------------------------
 @composite(samples=(Sample(((3, 4),), {"axis": 1}), Sample(((2, 3, 4),), {"axis": (0, 2),
                                                                            "keepdims": True}),

@@ -21,7 +21,7 @@ import numpy as np
 __all__ = [
     "ShapeError", "KernelError", "Spec", "Op", "Sample", "REGISTRY", "ELEMENTWISE",
     "REDUCTION", "register", "bind", "bind_args", "engine_of", "tracing", "current_trace", "TRACING",
-    "spec_of", "user_frame", "fmt_shape",
+    "spec_of", "user_frame", "fmt_shape", "infer_spec",
 ]
 
 
@@ -37,6 +37,9 @@ class KernelError(RuntimeError):
 class Spec:
     """What is known of a value before it exists: shape (dims may be None) and dtype.
 
+    `shape` itself is None when even the rank is unknown (TF1's `placeholder(dtype)` with
+    no shape); `infer_spec` runs shape rules on such inputs.
+
     `weak` holds the Python scalar itself for a bare `2.0` or `3`, so dtype promotion follows
     NumPy 2's rule for Python scalars (float32 tensor * 2.0 stays float32).
     """
@@ -46,7 +49,7 @@ class Spec:
 
     @property
     def ndim(self):
-        return len(self.shape)
+        return None if self.shape is None else len(self.shape)
 
 
 def spec_of(x) -> Spec:
@@ -63,6 +66,8 @@ def spec_of(x) -> Spec:
 def fmt_shape(shape) -> str:
     if isinstance(shape, Spec):
         shape = shape.shape
+    if shape is None:
+        return "<unknown rank>"
     inner = ", ".join("?" if d is None else str(d) for d in shape)
     return f"({inner},)" if len(shape) == 1 else f"({inner})"
 
@@ -116,6 +121,39 @@ def register(name, infer, kernel, vjp=None, **kw) -> Op:
     elif op.kind == "reduction":
         REDUCTION.add(name)
     return op
+
+
+# -- shape rules on inputs of unknown rank -----------------------------------------------------
+_STAND_IN_RANKS = range(6)
+
+
+def infer_spec(op: Op, specs, attrs) -> Spec:
+    """`op.infer`, also when an input's rank is unknown (Spec.shape None): the rule runs with
+    that input standing in at each rank 0-5 (all dims None), and what every rank that fits
+    agrees on is kept — a reduction to a scalar, `reshape(x, [-1, n])` -> (?, n) — while
+    disagreement leaves a dim None, or the rank unknown."""
+    if all(s.shape is not None for s in specs):
+        return op.infer(*specs, **attrs)
+    outs, err = [], None
+    for r in _STAND_IN_RANKS:
+        stand = [Spec((None,) * r, s.dtype, s.weak) if s.shape is None else s for s in specs]
+        try:
+            outs.append(op.infer(*stand, **attrs))
+        except ShapeError as e:
+            err = e
+    if not outs:
+        raise ShapeError(f"{op.name}: no rank fits the input of unknown rank "
+                         f"({', '.join(fmt_shape(s) for s in specs)}): {err}")
+    return _join(outs)
+
+
+def _join(outs) -> Spec:
+    first = outs[0]
+    if any(o.shape is None or len(o.shape) != len(first.shape) for o in outs):
+        return Spec(None, first.dtype)
+    dims = tuple(d if all(o.shape[i] == d for o in outs) else None
+                 for i, d in enumerate(first.shape))
+    return Spec(dims, first.dtype)
 
 
 # -- the trace stack: which interpreter runs an op call ----------------------------------------

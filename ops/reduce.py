@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import Sample, Spec, bind, register
+from .core import Sample, ShapeError, Spec, bind, register
 from .elementwise import _public, cast, eq
 from .rules import norm_axes, numel, reduced_shape, same
 from .shape import broadcast_like, expand_dims
@@ -20,7 +20,15 @@ def _reduce_infer(name, out_dtype=None):
 
 def _keep(g, x, axis, keepdims):
     """g with the reduced axes put back as size-1 dims."""
-    if keepdims:
+    if keepdims or axis is None:
+        return g  # a 0-d gradient broadcasts as it is
+    if x.ndim is None:   # unknown rank: only axes counted from the front can be put back
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        if any(a < 0 for a in axes):
+            raise ShapeError(f"sum: the gradient of a reduction over negative axes {axes} "
+                             f"needs the input's rank, which is unknown")
+        for a in sorted(axes):
+            g = expand_dims(g, axis=a)
         return g
     axes = norm_axes("sum", axis, x.ndim)
     if len(axes) == x.ndim:

@@ -98,10 +98,13 @@ def _wrap_plans(kt, plans):
         for step in plan.steps:
             saved.append((step, step.kernel))
             step.kernel = kt.wrap(_step_name(step), step.kernel)
+        plan.refresh()
 
     def undo():
         for step, k in saved:
             step.kernel = k
+        for plan in plans:
+            plan.refresh()
     return undo
 
 

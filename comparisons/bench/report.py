@@ -19,20 +19,38 @@ def fmt_time(ms: float) -> str:
     return f"{ms * 1e3:.3g} µs"
 
 
+# NOTE: short column keys keep the tables within 80 columns; LEGEND spells them out
+KEYS = {"eager": "eager", "graph": "graph", "graph_opt": "opt", "compiled": "comp",
+        "jax": "jax", "torch": "torch", "torch_compile": "tc"}
+
+
+def legend(cols) -> str:
+    return "; ".join(f"{KEYS[c]} = {HEADERS[c]}" for c in cols if KEYS[c] != HEADERS[c])
+
+
+def _table(title, cols) -> Table:
+    t = Table(title=title, title_justify="left", pad_edge=False, box=None,
+              header_style="bold underline")
+    t.add_column("workload", overflow="fold")
+    for c in cols:
+        t.add_column(KEYS[c], justify="right", overflow="fold")
+    return t
+
+
 def _cell(c) -> Text:
     if c["status"] == "skipped":
         return Text("skipped", style="dim")
     if c["status"] == "error":
         return Text("error", style="red")
     t = Text(fmt_time(c["median_ms"]))
-    t.append(f" ±{c['spread_pct']:.0f}%", style="dim")
+    t.append(f"\n±{c['spread_pct']:.0f}%", style="dim")
     x = c.get("speedup_vs_eager")
     if x is not None:
         t.append(f"\n{x:.2f}x", style="green" if x > 1.05 else "red" if x < 0.95 else "")
     return t
 
 
-def _shown_columns(res):
+def shown_columns(res):
     """Columns that ran somewhere (a column skipped everywhere is left to the notes)."""
     return [c for c in COLUMNS if any(w["columns"][c]["status"] != "skipped"
                                       or w["columns"][c]["note"] != "not selected"
@@ -40,24 +58,17 @@ def _shown_columns(res):
 
 
 def times_table(res) -> Table:
-    cols = _shown_columns(res)
-    t = Table(title="median time per step (per op for dispatch), ±spread (max-min)/median; "
-                    "speed-up vs eager below", title_justify="left")
-    t.add_column("workload")
-    for c in cols:
-        t.add_column(HEADERS[c], justify="right")
+    cols = shown_columns(res)
+    t = _table("median time per step (per op for dispatch), ±spread (max-min)/median, "
+               "speed-up vs eager", cols)
     for w in res["workloads"]:
         t.add_row(Text(f"{w['name']}\n{w['size']}"), *[_cell(w["columns"][c]) for c in cols])
     return t
 
 
 def warmup_table(res) -> Table:
-    cols = [c for c in _shown_columns(res)]
-    t = Table(title="first call (build + trace/optimise/compile + one step), seconds",
-              title_justify="left")
-    t.add_column("workload")
-    for c in cols:
-        t.add_column(HEADERS[c], justify="right")
+    cols = shown_columns(res)
+    t = _table("first call (build + trace/optimise/compile + one step), seconds", cols)
     for w in res["workloads"]:
         row = []
         for c in cols:
@@ -111,7 +122,8 @@ def render(res, console):
         for line in lines:
             console.print("  " + line, highlight=False)
     from .report_more import render_more
-    render_more(res, console, _shown_columns(res))
+    render_more(res, console, shown_columns(res))
+    console.print(f"[dim]{legend(shown_columns(res))}[/]", highlight=False)
     for line in notes(res):
         console.print(f"[dim]note: {line}[/]", highlight=False)
     console.print(f"[dim]total {res['total_s']:.1f} s[/]")

@@ -9,23 +9,44 @@ from .workloads import HEADERS
 PROFILED = ("eager", "graph", "graph_opt", "compiled")
 
 
+def _table(title, first):
+    """A table in the style of the times table (80 columns: short keys, see report.KEYS)."""
+    t = Table(title=title, title_justify="left", pad_edge=False, box=None,
+              header_style="bold underline")
+    t.add_column(first, overflow="fold")
+    return t
+
+
 def profile_table(res):
     rows = [w for w in res["workloads"] if w.get("profile")]
     if not rows:
         return None
-    t = Table(title="where a step goes (ms): kernels | allocation | Python; kernel calls, "
-                    "Python µs per call; the slowest kernels", title_justify="left")
-    for h in ("model", "column", "step", "kernels", "alloc", "Python", "calls", "µs/call",
-              "slowest kernels (ms per step, calls)"):
-        t.add_column(h, justify="left" if h in ("model", "column") or h.startswith("slow")
-                     else "right")
+    from .report import KEYS
+    t = _table("where a step goes (ms): kernels, allocation, Python; kernel calls and "
+               "Python µs per call (the slowest kernels are listed below)", "model")
+    t.add_column("col")
+    for h in ("step", "kernels", "alloc", "Python", "calls", "µs/call"):
+        t.add_column(h, justify="right")
     for w in rows:
         for col in PROFILED:
             p = w["profile"].get(col)
             if not p or "error" in p:
                 continue
-            t.add_row(w["name"], HEADERS[col], *profile_cells(p))
+            t.add_row(w["name"], KEYS[col], *profile_cells(p)[:-1])
     return t
+
+
+def slowest_kernels(res) -> list[str]:
+    """The profile's slowest kernels, one line per (model, column), for under the table."""
+    from .report import KEYS
+    out = []
+    for w in res["workloads"]:
+        for col in PROFILED:
+            p = (w.get("profile") or {}).get(col)
+            if p and "error" not in p:
+                out.append(f"{w['name']} {KEYS[col]}: slowest kernels (ms per step, calls) "
+                           f"{profile_cells(p)[-1]}")
+    return out
 
 
 def profile_cells(p):
@@ -38,14 +59,13 @@ def arithmetic_table(res, cols):
     rows = [w for w in res["workloads"] if w.get("flops")]
     if not rows:
         return None
+    from .report import KEYS
     rate = res["settings"].get("sgemm_gflops_1thread")
-    t = Table(title=f"arithmetic: MFLOP per step (XLA's count) and the fraction of the "
-                    f"1-thread sgemm rate ({rate:.0f} GFLOP/s) each column reaches",
-              title_justify="left")
-    t.add_column("model")
+    t = _table(f"arithmetic: MFLOP per step (XLA's count) and the fraction of the "
+               f"1-thread sgemm rate ({rate:.0f} GFLOP/s) each column reaches", "model")
     t.add_column("MFLOP", justify="right")
     for c in cols:
-        t.add_column(HEADERS[c], justify="right")
+        t.add_column(KEYS[c], justify="right")
     for w in rows:
         t.add_row(w["name"], f"{w['flops'] / 1e6:.2f}",
                   *[_pct(w["columns"][c].get("sgemm_fraction")) for c in cols])
@@ -57,13 +77,14 @@ def load_table(res, cols):
             if any("load_growth" in c for c in w["columns"].values())]
     if not rows:
         return None
-    t = Table(title=f"under load (a process spinning on core {res['settings'].get('busy_core')})"
-                    ": loaded median and growth over the unloaded run", title_justify="left")
-    t.add_column("workload")
+    from .report import KEYS
+    t = _table(f"under load (a process spinning on core {res['settings'].get('busy_core')})"
+               ": loaded median and growth over the unloaded run", "workload")
     for c in cols:
-        t.add_column(HEADERS[c], justify="right")
+        t.add_column(KEYS[c], justify="right")
     for w in rows:
-        t.add_row(w["name"], *[_growth(w["columns"][c]) for c in cols])
+        t.add_row(w["name"], *[_growth(w["columns"][c]).replace(" (", "\n").rstrip(")")
+                               for c in cols])
     return t
 
 
@@ -82,12 +103,14 @@ def render_more(res, console, cols):
     for t in (profile_table(res), arithmetic_table(res, cols), load_table(res, cols)):
         if t is not None:
             console.print(t)
+    for line in slowest_kernels(res):
+        console.print(line, highlight=False)
 
 
 def markdown(res):
     """The run's tables as Markdown (what docs/benchmarks.md carries)."""
-    from .report import _shown_columns, fmt_time
-    cols = _shown_columns(res)
+    from .report import shown_columns, fmt_time
+    cols = shown_columns(res)
     out = ["| workload | " + " | ".join(HEADERS[c] for c in cols) + " |",
            "|---|" + "---:|" * len(cols)]
     for w in res["workloads"]:

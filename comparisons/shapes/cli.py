@@ -58,8 +58,6 @@ def handle(args, console=None) -> int:
     bad = [m for m in modes if m not in MODES]
     if bad:
         raise UsageError(f"unknown mode {', '.join(bad)}; modes are {', '.join(MODES)}")
-    if not console.is_terminal:        # NOTE: a pipe or a file gets the table unsquashed
-        console = Console(width=max(console.width, 40 + 80 * len(modes)))
     if args.list:
         for b in bugs:
             console.print(f"[bold]{b.name:18}[/bold] {b.title}  "

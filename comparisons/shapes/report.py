@@ -12,6 +12,7 @@ import os
 
 from rich import box
 from rich.console import Console, Group
+from rich.measure import Measurement
 from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.table import Table
@@ -78,8 +79,9 @@ def _by_bug(records):
 
 
 def table(records, modes) -> Table:
-    """One row per bug; per mode: phase, steps before it, time to it, the line the message
-    names ✓/✗, the traceback's last line in the file ✓/✗, exception."""
+    """The matrix: one row per bug; per mode: phase, steps before it, time to it, the line the
+    message names ✓/✗, the traceback's last line in the file ✓/✗, exception (wide
+    terminals; `rows` is the same at 80 columns)."""
     shown = [m for m in modes if any(r["mode"] == m for r in records)]
     t = Table(title="Where each shape bug surfaces", box=box.SIMPLE_HEAVY, show_lines=True)
     t.add_column("bug", style="bold", no_wrap=True)
@@ -98,6 +100,63 @@ def table(records, modes) -> Table:
             row += [phase, c["steps"], c["time"], _mark(c["line"]), _mark(c["tb"]), c["error"]]
         t.add_row(*row)
     return t
+
+
+LEGEND = ("phase: build (graph refused it while being built), first run (before step 1 "
+          "finished), step k, never (ran to its end; steps run); (trace N): raised by compiled "
+          "trace N. line: the line the message names, ✓ when it is the # BUG line. tb: the "
+          "traceback's last line in the bug file, ✓ when it is the # BUG line.")
+
+
+def rows(records, modes) -> Table:
+    """One row per (bug, mode), under a row naming the bug: fits 80 columns. What does not
+    fit in a cell goes to `footnotes`, printed under the table."""
+    shown = [m for m in modes if any(r["mode"] == m for r in records)]
+    t = Table(title="Where each shape bug surfaces", box=None, pad_edge=False,
+              header_style="bold underline",
+              title_justify="left")
+    for name in ("bug / mode", "phase", "time", "line", "tb", "error"):
+        t.add_column(name, justify="right" if name == "time" else "left", overflow="fold")
+    for bug, per_mode in _by_bug(records).items():
+        t.add_row(Text(bug, style="bold"), "", "", "", "", "")
+        for m in shown:
+            rec = per_mode.get(m, {"status": "missing"})
+            c = cells(rec)
+            phase = c["phase"] if rec.get("status") != "silent" else f"never ({c['steps']})"
+            t.add_row(f"  {m}", Text(phase, style=PHASE_STYLE.get(c["phase"].split(" (")[0],
+                                                                     "")),
+                      c["time"], _mark(c["line"].split(" (")[0]), _mark(c["tb"]),
+                      _short_error(rec, c))
+    return t
+
+
+def _short_error(rec, c) -> str:
+    if rec.get("status") == "silent":
+        ws = rec.get("warnings") or []
+        return f"warned {'✓' if ws[0].get('points_to_bug') else '✗'} ×{ws[0]['count']}" \
+            if ws else "nothing"
+    if rec.get("status") in ("timeout", "crashed"):
+        return "see below"
+    return c["error"].replace(" [framework failure]", " !")
+
+
+def footnotes(records) -> list[str]:
+    """What the rows leave out: the bug line when the message names another, warnings,
+    framework failures, timeouts and crashes; one sentence each."""
+    out = []
+    for rec in records:
+        who, status = f"{rec['bug']} ({rec['mode']})", rec.get("status")
+        if status == "raised" and rec.get("line_verdict", "").startswith("other"):
+            out.append(f"{who}: the message names line {rec['msg_line']}; the # BUG is line "
+                       f"{rec['bug_line']}.")
+        if rec.get("quality") == "framework failure":
+            out.append(f"{who}: ! framework failure: {rec.get('first_line', '')}")
+        if status == "silent" and rec.get("warnings"):
+            w = rec["warnings"][0]
+            out.append(f"{who}: {_warned(rec)}: {w['message'].splitlines()[0]}")
+        if status in ("timeout", "crashed"):
+            out.append(f"{who}: {status}: {rec.get('reason', '')}")
+    return out
 
 
 def _mark(cell) -> Text:
@@ -149,8 +208,24 @@ def explain(records) -> Group:
     return Group(*parts)
 
 
+def fits(console, renderable) -> bool:
+    """Whether `renderable` prints within the console's width without squeezing a cell."""
+    wide = console.options.update_width(10 ** 4)
+    return Measurement.get(console, wide, renderable).maximum <= console.width
+
+
 def print_table(records, modes, console=None):
-    (console or Console()).print(table(records, modes))
+    """The matrix when the terminal is wide enough for it, else one row per (bug, mode);
+    the legend and footnotes wrap under the table."""
+    console = console or Console()
+    matrix = table(records, modes)
+    if fits(console, matrix):
+        console.print(matrix)
+    else:
+        console.print(rows(records, modes))
+        for line in footnotes(records):
+            console.print(line, highlight=False)
+    console.print(Text(LEGEND, style="dim"))
 
 
 def print_explain(records, console=None):

@@ -295,6 +295,7 @@ class FusedRun:
         self.node, self.members, self.out_kinds = node, members, out_kinds
         self.buffers = None
         self.fast, self._fast_pending = None, True   # see compiler/fastcall.py
+        self.returns_ndarray = True                   # see graph/planfn.py
 
     def __call__(self, *arrays):
         if self.fast is not None:

@@ -86,7 +86,70 @@ def test_train_and_tour_run_blas_on_one_thread_by_default(monkeypatch):
 
 def test_train_compiled(capsys):
     assert main(["train", "mlp", "--mode", "compiled", "--epochs", "1"]) == 0
-    assert "mlp (compiled)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "mlp (compiled): 1 epoch, 21 steps" in out
+    assert "nan" not in out and out.count("done in") == 1
+
+
+def test_train_all_modes_plot_and_tensorboard_logs(tmp_path, capsys):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    png, logs = tmp_path / "curves.png", tmp_path / "logs"
+    assert main(["train", "mlp", "--mode", "all", "--epochs", "2", "--plot", str(png),
+                 "--logdir", str(logs)]) == 0
+    out = capsys.readouterr().out
+    for mode in ("eager", "graph", "compiled"):
+        assert f"mlp ({mode}): 2 epochs, 42 steps" in out
+        acc = EventAccumulator(str(logs / mode))
+        acc.Reload()
+        assert [e.step for e in acc.Scalars("accuracy/held_out")] == [1, 2]
+        assert len(acc.Scalars("loss/step")) == 42
+        if mode == "eager":                         # define-by-run: no graph to show
+            assert not acc.Tags()["graph"]
+        else:                                       # the Session's graph, or the trace
+            assert len(acc.Graph().node) > 10
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_runs_draws_each_mode(tmp_path):
+    from dualgrad.comparisons import training
+    runs = [training.Run("mlp", m, epoch_loss=[1.0, 0.5], epoch_acc=[0.8, 0.9])
+            for m in ("eager", "graph")]
+    training.plot_runs(runs, tmp_path / "c.png")
+    import matplotlib.image
+    assert matplotlib.image.imread(tmp_path / "c.png").shape[1] > 500
+
+
+def test_small_things(capsys):
+    assert main(["--version"]) == 0
+    from dualgrad import __version__
+    assert capsys.readouterr().out.strip() == f"dualgrad {__version__}"
+    line = _one_line_error(capsys, main(["train", "mlp", "--bogus"]))
+    assert "unrecognized arguments: --bogus" in line and "'dualgrad train --help'" in line
+    line = _one_line_error(capsys, main(["bench", "--json", ""]))
+    assert "--json: empty path" in line
+    assert main(["train", "mlp", "--mode", "eager", "--no-optimize", "--epochs", "1"]) == 0
+    assert "--no-optimize only changes graph mode" in capsys.readouterr().out
+    assert main(["train", "mlp", "--mode", "graph", "--no-optimize", "--epochs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "warning" not in out and "mlp (graph, optimize=False)" in out
+
+
+def test_graph_dot_svg(tmp_path, capsys, monkeypatch):
+    svg = tmp_path / "g.svg"
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))   # no Graphviz
+    line = _one_line_error(capsys, main(["graph", "mlp", "--dot", str(svg)]))
+    assert "Graphviz's `dot`" in line and "g.dot" in line and not svg.exists()
+    # NOTE: a stand-in `dot` that records its arguments and writes what it was given
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (bin_ / "dot").write_text(f"#!{sys.executable}\nimport sys\n"
+                              "open(sys.argv[0] + '.args', 'w').write(' '.join(sys.argv[1:]))\n"
+                              "open(sys.argv[3], 'w').write(sys.stdin.read())\n")
+    (bin_ / "dot").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_))
+    assert main(["graph", "mlp", "--dot", str(svg)]) == 0
+    assert (bin_ / "dot.args").read_text().split()[:2] == ["-Tsvg", "-o"]
+    assert svg.read_text().startswith('digraph "mlp')
 
 
 def test_graph_view_and_dot(tmp_path, capsys):
@@ -95,6 +158,21 @@ def test_graph_view_and_dot(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "conv1/" in out and "placeholder" in out
     assert dot.read_text().startswith('digraph "cnn')
+    assert (tmp_path / "cnn.optimized.dot").read_text().startswith('digraph "cnn')
+
+
+def test_optimized_view_explains_itself(capsys):
+    import re
+    assert main(["graph", "mlp", "--optimized"]) == 0
+    out = capsys.readouterr().out
+    before, after = re.search(r"optimiser: (\d+) -> (\d+) nodes", out).groups()
+    assert re.search(rf": 26 nodes as built \(2 placeholders, fed; the optimiser starts\s+from "
+                     rf"the other {before}\)", out)
+    assert re.search(rf": {after} nodes after the optimiser", out)
+    tree = out.split("nodes after the optimiser")[1]
+    assert "kernel  variable  (64, 128)\n" in tree         # a variable, its shape as declared
+    assert "x  placeholder (fed)  (64, 64)*" in tree        # specialised to the batch of 64
+    assert "* a shape specialised to the fed batch" in out
 
 
 def test_graph_view_training_step(capsys):
@@ -105,8 +183,11 @@ def test_graph_view_training_step(capsys):
 def test_tour(capsys):
     assert main(["tour", "--epochs", "1"]) == 0
     out = capsys.readouterr().out
-    for part in ("1. The same MLP", "2. How fast", "3. One shape bug", "build"):
-        assert part in out
+    words = " ".join(out.split())
+    for part in ("1. The same MLP", "2. How fast", "3. One shape bug", "build",
+                 "graph epoch 1 includes optimising the graph and compiling its fused kernels"):
+        assert part in words
+    assert out.count("done in") == 1
 
 
 @pytest.mark.parametrize("argv", [
