@@ -58,6 +58,8 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--no-optimize", action="store_true",
                    help="graph mode: Session(optimize=False)")
+    t.add_argument("--distributed", choices=("ddp", "fsdp"), default=None,
+                   help="data-parallel under `mpiexec -n N` (docs/distributed.md)")
     t.add_argument("--plot", metavar="PATH", help="loss and held-out accuracy per epoch, each "
                    f"mode one line, as an image (needs matplotlib: {PLOT_HINT})")
     t.add_argument("--logdir", metavar="DIR", help="TensorBoard logs, one run per mode in "
@@ -92,6 +94,8 @@ def _parser() -> argparse.ArgumentParser:
     add_shapes_parser(sub)
     from .cache_cli import add_parser as add_cache_parser
     add_cache_parser(sub)
+    from .export_cli import add_parsers as add_export_parsers
+    add_export_parsers(sub)
     return p
 
 
@@ -157,8 +161,18 @@ def cmd_train(args, console):
         if os.path.exists(args.logdir) and not os.path.isdir(args.logdir):
             raise CliError(f"--logdir {args.logdir}: not a directory")
         _need("tensorboard", "--logdir", TENSORBOARD_HINT)
-    train(args.model, args.mode, args.epochs, args.seed, not args.no_optimize, console,
-          plot=args.plot, logdir=args.logdir)
+    if args.distributed:
+        from .distributed import unsupported
+        if unsupported(args.mode, args.distributed):
+            raise CliError(unsupported(args.mode, args.distributed))
+    try:
+        train(args.model, args.mode, args.epochs, args.seed, not args.no_optimize, console,
+              plot=args.plot, logdir=args.logdir, distributed=args.distributed)
+    except Exception as e:   # noqa: BLE001 - one rank's failure must end every rank
+        from dualgrad.ops import distributed as mpi
+        if args.distributed and mpi.is_initialized():
+            mpi.abort(f"{type(e).__name__}: {e} (aborting all ranks: MPI_Abort)")
+        raise
 
 
 def _need(module, flag, hint):
@@ -220,8 +234,19 @@ def cmd_cache(args, console):
     handle(args, console)
 
 
+def cmd_export(args, console):
+    from .export_cli import handle_export
+    handle_export(args, console)
+
+
+def cmd_run_onnx(args, console):
+    from .export_cli import handle_run_onnx
+    handle_run_onnx(args, console)
+
+
 COMMANDS = {"train": cmd_train, "bench": cmd_bench, "graph": cmd_graph, "tour": cmd_tour,
-            "shapes": cmd_shapes, "cache": cmd_cache}
+            "shapes": cmd_shapes, "cache": cmd_cache, "export": cmd_export,
+            "run-onnx": cmd_run_onnx}
 
 
 def main(argv=None) -> int:

@@ -45,14 +45,18 @@ def small_caller(kernel, R, C, in_shapes, out_shapes, out_views, out_dtypes, fir
         guard += [shape, np.dtype(dt)]
         want = views[kc]
         if not arr.flags.c_contiguous:
-            args.append(f"{a}.copy()" if tuple(shape) == want else f"{a}.reshape({want!r})")
+            # NOTE: reshaping a strided view may give another strided view (a transposed
+            # gradient merges two dims without a copy): the loop needs C order
+            args.append(f"{a}.copy()" if tuple(shape) == want else
+                        f"ascontiguousarray({a}.reshape({want!r}))")
         elif tuple(shape) == want:
             contiguous.append(f"{a}.flags.c_contiguous")
             args.append(a)
         else:
             contiguous.append(f"{a}.flags.c_contiguous")
             args.append(f"{a}.reshape({want!r})")
-    env = {"GUARD": tuple(guard), "MISS": MISS, "serial": serial, "empty": np.empty}
+    env = {"GUARD": tuple(guard), "MISS": MISS, "serial": serial, "empty": np.empty,
+           "ascontiguousarray": np.ascontiguousarray}
     lines = [f"def fused_call(bufs, {', '.join(names)}):" if names else
              "def fused_call(bufs):"]
     checks = []

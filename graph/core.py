@@ -83,6 +83,47 @@ class TensorShape(tuple):
     __repr__ = tuple.__repr__
 
 
+class _UnknownRankShape(TensorShape):
+    """The shape of a tensor whose rank is unknown (TF's `TensorShape(None)`): `ndims` is
+    None; asking for its length, dims or list raises, as in TF."""
+
+    def _refuse(self, *_):
+        raise ValueError("the shape of this tensor has unknown rank (a placeholder declared "
+                         "without a shape?): its dims are not known until run time; use "
+                         "graph.shape(x) for them")
+
+    __len__ = __iter__ = __getitem__ = as_list = _refuse
+
+    @property
+    def ndims(self):
+        return None
+
+    rank = ndims
+
+    def is_fully_defined(self):
+        return False
+
+    def __eq__(self, other):   # NOTE: never known to equal anything, itself included
+        return False
+
+    def __ne__(self, other):
+        return True
+
+    def __contains__(self, item):   # `None in shape`: some dim is unknown
+        return item is None
+
+    __hash__ = tuple.__hash__
+
+    def __str__(self):
+        return "<unknown>"
+
+    def __repr__(self):
+        return "TensorShape(None)"
+
+
+_UNKNOWN_RANK = _UnknownRankShape()
+
+
 # -- nodes and tensors -------------------------------------------------------------------------
 class Node:
     """One operation of a graph (TF's `Operation`)."""
@@ -129,7 +170,8 @@ class Tensor:
 
     @property
     def shape(self):
-        return TensorShape(self.spec.shape)
+        s = self.spec.shape
+        return _UNKNOWN_RANK if s is None else TensorShape(s)
 
     def get_shape(self):
         return self.shape
@@ -140,7 +182,7 @@ class Tensor:
 
     @property
     def ndim(self):
-        return len(self.spec.shape)
+        return self.spec.ndim   # None when the rank is unknown
 
     def __repr__(self):
         return f"<graph.Tensor '{self.name}' shape={fmt_shape(self.spec)} dtype={self.dtype}>"
@@ -579,7 +621,7 @@ def _lift(g, a, args) -> Tensor:
 
 def _build(g, op, inputs, attrs, name=None):
     try:
-        spec = op.infer(*[t.spec for t in inputs], **attrs)
+        spec = ops.infer_spec(op, [t.spec for t in inputs], attrs)
     except ShapeError as e:
         raise _at_user_line(e, g, op.name, inputs) from None
     return g.create_node(op, inputs, attrs, [spec], name).outputs[0]
@@ -649,15 +691,15 @@ def _const_node(g, value, weak=None, name=None):
 
 def _norm_shape(shape):
     if shape is None:
-        raise ValueError("placeholder: a shape is required (use None for unknown dims, e.g. "
-                         "(None, 784))")
+        return None
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)
     return tuple(None if d is None or d == -1 else int(d) for d in shape)
 
 
 def placeholder(dtype, shape=None, name=None) -> Tensor:
-    """A value fed at run time: `placeholder(graph.float32, (None, 784), name="x")`."""
+    """A value fed at run time: `placeholder(graph.float32, (None, 784), name="x")`; with no
+    shape, any rank may be fed (the shape rules then infer what they can)."""
     dt, shape = as_dtype(dtype), _norm_shape(shape)
     g = get_default_graph()
     node = g.create_node(PLACEHOLDER, (), {"dtype": dt.name, "shape": shape}, [Spec(shape, dt)],

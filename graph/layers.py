@@ -1,9 +1,10 @@
 """`graph.layers`: TF1's `tf.layers` helpers that create their own Variables.
 
-Convolutions are NCHW with kernels (filters, in_channels, kh, kw), like the op library.
+Images are NHWC (`data_format='channels_last'`) with kernels (kh, kw, in_channels,
+filters), as in TF; `data_format='channels_first'` takes NCHW.
 
 >>> from dualgrad import graph
->>> x = graph.placeholder(graph.float32, (None, 1, 8, 8))
+>>> x = graph.placeholder(graph.float32, (None, 8, 8, 1))
 >>> h = graph.layers.conv2d(x, 4, 3, padding="same", activation=graph.nn.relu)
 >>> graph.layers.flatten(graph.layers.max_pooling2d(h, 2, 2)).shape
 (None, 64)
@@ -15,71 +16,95 @@ import math
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.core import ShapeError, fmt_shape
+from dualgrad.ops.composite import located
+from dualgrad.ops.core import fmt_shape
 
 from .control_flow import cond
 from dualgrad.ops.updates import running_average
 
 from .core import GraphKeys, Tensor, _graph_of
 from .math_ops import random_uniform
-from .nn import _init, _padding, avg_pool2d, conv2d as _conv2d, dense, max_pool2d
+from .nn import _init, avg_pool2d, dropout as nn_dropout, bias_add, conv2d as _conv2d, dense, max_pool2d
 from .variables import Variable, assign
 
 __all__ = ["dense", "dropout", "flatten", "conv2d", "max_pooling2d", "average_pooling2d",
            "batch_normalization"]
 
 
-def dropout(inputs, rate=0.5, training=False, seed=None, name=None):
-    """Dropout only when `training` (a Python bool or a scalar bool tensor) is true."""
+def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None):
+    """tf.layers.dropout: drop with probability `rate` only when `training` (a Python bool
+    or a scalar bool tensor) is true."""
+    def drop():
+        return nn_dropout(inputs, rate=rate, noise_shape=noise_shape, seed=seed)
     if isinstance(training, Tensor):
-        return cond(training, lambda: ops.dropout(inputs, p=rate, training=True),
-                    lambda: inputs, name=name or "dropout")
-    return ops.dropout(inputs, p=rate, training=bool(training))
+        return cond(training, drop, lambda: inputs, name=name or "dropout")
+    return drop() if training else inputs
 
 
 def flatten(inputs, name=None):
     rest = inputs.shape[1:]
     if None in rest:
-        raise ShapeError(f"flatten: all dims but the first must be known, got "
+        raise located(f"flatten: all dims but the first must be known, got "
                          f"{fmt_shape(inputs.shape)}")
     return ops.reshape(inputs, (-1, int(np.prod(rest, dtype=np.int64))))
 
 
-def conv2d(inputs, filters, kernel_size, strides=1, padding="valid", activation=None,
-           use_bias=True, name=None, kernel_initializer=None):
-    """NCHW convolution with Variables `name/kernel` (filters, C, k, k) and `name/bias`."""
-    c = inputs.shape[1]
-    if c is None:
-        raise ShapeError(f"conv2d: the channel dim of {fmt_shape(inputs.shape)} must be known")
-    k = int(kernel_size) if np.ndim(kernel_size) == 0 else int(kernel_size[0])
-    shape, dt = (int(filters), c, k, k), inputs.dtype
+def _channels(data_format, what):
+    df = str(data_format).lower()
+    if df not in ("channels_last", "channels_first"):
+        raise ValueError(f"{what}: data_format must be 'channels_last' (NHWC, the default) or "
+                         f"'channels_first' (NCHW), got {data_format!r}")
+    return "NHWC" if df == "channels_last" else "NCHW"
+
+
+def _pair(v):
+    return (int(v), int(v)) if np.ndim(v) == 0 else tuple(int(a) for a in v)
+
+
+def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
+           data_format="channels_last", dilation_rate=(1, 1), activation=None, use_bias=True,
+           kernel_initializer=None, bias_initializer=None, trainable=True, name=None):
+    """tf.layers.conv2d: Variables `name/kernel` (kh, kw, in_channels, filters) and
+    `name/bias`; NHWC input unless data_format='channels_first'."""
+    df = _channels(data_format, "conv2d")
+    c = inputs.shape[-1] if df == "NHWC" else inputs.shape[1]
+    if len(inputs.shape) != 4 or c is None:
+        raise located(f"conv2d: expects a 4-d input with a known channel dim "
+                         f"({'channels_last' if df == 'NHWC' else 'channels_first'}), got "
+                         f"{fmt_shape(inputs.shape)}")
+    k = _pair(kernel_size)
+    shape, dt = k + (c, int(filters)), inputs.dtype
     g = _graph_of([inputs])
     with g.as_default(), g.name_scope(name or "conv2d"):
-        lim = math.sqrt(6.0 / ((c + filters) * k * k))
+        lim = math.sqrt(6.0 / ((c + filters) * k[0] * k[1]))
         init = kernel_initializer if kernel_initializer is not None else \
             (lambda s, d: random_uniform(s, -lim, lim, dtype=d))
-        kernel = Variable(_init(init, shape, dt), name="kernel")
-        y = _conv2d(inputs, kernel, strides=strides,
-                    padding=_padding(padding, k, int(np.ravel(strides)[0]), "conv2d"))
+        kernel = Variable(_init(init, shape, dt), name="kernel", trainable=trainable)
+        y = _conv2d(inputs, kernel, strides=_pair(strides), padding=padding,
+                    data_format=df, dilations=_pair(dilation_rate))
         if use_bias:
-            bias = Variable(np.zeros(filters, dt), name="bias")
-            y = y + ops.reshape(bias, (1, int(filters), 1, 1))
+            bias = Variable(_init(bias_initializer, (int(filters),), dt), name="bias",
+                            trainable=trainable)
+            y = bias_add(y, bias, data_format=df)
         return activation(y) if activation is not None else y
 
 
-def max_pooling2d(inputs, pool_size, strides, padding="valid", name=None):
-    return max_pool2d(inputs, pool_size, strides, padding=padding, name=name)
+def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
+                  name=None):
+    return max_pool2d(inputs, _pair(pool_size), _pair(strides), padding=padding,
+                      data_format=_channels(data_format, "max_pooling2d"), name=name)
 
 
+def average_pooling2d(inputs, pool_size, strides, padding="valid",
+                      data_format="channels_last", name=None):
+    return avg_pool2d(inputs, _pair(pool_size), _pair(strides), padding=padding,
+                      data_format=_channels(data_format, "average_pooling2d"), name=name)
 
-def average_pooling2d(inputs, pool_size, strides, padding="valid", name=None):
-    return avg_pool2d(inputs, pool_size, strides, padding=padding, name=name)
 
-
-def batch_normalization(inputs, axis=1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
+def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
                         training=False, name=None):
-    """Batch norm over every dim but `axis` (the channels; 1 for NCHW), as
-    tf.layers.batch_normalization, with Variables `name/gamma`, `name/beta` and the
+    """Batch norm over every dim but `axis` (the channels: -1, TF's default, for NHWC; 1
+    for NCHW), as tf.layers.batch_normalization, with Variables `name/gamma`, `name/beta` and the
     non-trainable `name/moving_mean`, `name/moving_variance`.
 
     `training` (a Python bool or a scalar bool tensor) picks batch statistics or the moving
@@ -97,7 +122,7 @@ def batch_normalization(inputs, axis=1, momentum=0.99, epsilon=1e-3, center=True
     ax = axis % nd
     c = inputs.shape[ax]
     if c is None:
-        raise ShapeError(f"batch_normalization: the channel dim {axis} of "
+        raise located(f"batch_normalization: the channel dim {axis} of "
                          f"{fmt_shape(inputs.shape)} must be known to create the variables")
     axes = tuple(i for i in range(nd) if i != ax)
     on_axis = tuple(c if i == ax else 1 for i in range(nd))

@@ -1,8 +1,9 @@
 """`graph.nn`: activations, losses, convolution and a `dense` layer, with TF's names.
 
-Layout: convolution and pooling keep the op library's NCHW layout, with conv filters of
-shape (out_channels, in_channels, kh, kw) as in PyTorch, not TF's NHWC / HWIO. Passing
-`data_format="NHWC"` is refused with a message rather than silently transposed.
+Layout: as TF, convolution and pooling take NHWC images and conv filters of shape
+(kh, kw, in_channels, out_channels) by default, and `data_format="NCHW"` too. The op
+library computes in NCHW / OIHW: the transposes are added here (`_windowed`), in one place.
+`padding="SAME"` splits the padding as TF does (the odd extra row/column at the end).
 
 >>> import numpy as np
 >>> from dualgrad import graph
@@ -18,7 +19,8 @@ import math
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.core import ShapeError, fmt_shape
+from dualgrad.ops.composite import located
+from dualgrad.ops.core import fmt_shape
 
 from .core import Tensor, _graph_of
 from .dtypes import as_dtype
@@ -87,68 +89,170 @@ def _need_both(what, labels, logits):
         raise ValueError(f"{what}: pass both labels= and logits= (by keyword, as TF requires)")
 
 
-def _nchw(data_format, what):
-    if data_format not in ("NCHW", None):
-        raise ValueError(f"{what}: only data_format='NCHW' is supported (the op library's "
-                         f"layout); transpose NHWC input with graph.transpose(x, (0, 3, 1, 2))")
+# -- layout: TF's NHWC / HWIO over the op library's NCHW / OIHW, in this one place -------------
+_TO_NCHW, _TO_NHWC, _HWIO_TO_OIHW = (0, 3, 1, 2), (0, 2, 3, 1), (3, 2, 0, 1)
 
 
-def _stride(strides, what):
-    if isinstance(strides, int):
-        return strides
-    s = [int(v) for v in strides]
-    if len(s) == 4:   # TF's [1, sh, sw, 1] / NCHW [1, 1, sh, sw]
-        s = s[2:] if s[1] == 1 and s[0] == 1 and len(set(s[2:])) == 1 else s[1:3]
-    if len(set(s)) != 1:
-        raise NotImplementedError(f"{what}: only equal strides along height and width, got "
-                                  f"{strides}")
-    return s[0]
+def _layout(data_format, what):
+    df = "NHWC" if data_format is None else str(data_format).upper()
+    if df not in ("NHWC", "NCHW"):
+        raise ValueError(f"{what}: data_format must be 'NHWC' (TF's default) or 'NCHW', got "
+                         f"{data_format!r}")
+    return df
 
 
-def _padding(padding, k, stride, what):
-    if isinstance(padding, int):
-        return padding
+def _hw(value, arg, df, what):
+    """(h, w) from an int or a list of 1, 2 or 4 ints, as TF reads `strides` and `ksize`."""
+    if value is None:
+        raise ValueError(f"{what}: {arg} is required")
+    if np.ndim(value) == 0:
+        return int(value), int(value)
+    v = [int(a) for a in value]
+    if len(v) in (1, 2):
+        return v[0], v[-1]
+    if len(v) == 4:
+        n, c, h, w = (0, 3, 1, 2) if df == "NHWC" else (0, 1, 2, 3)
+        if v[n] != 1 or v[c] != 1:
+            raise ValueError(f"{what}: {arg} {list(value)} must be 1 along the batch and "
+                             f"channel dims for data_format='{df}' ({'[1, h, w, 1]' if df == 'NHWC' else '[1, 1, h, w]'})")
+        return v[h], v[w]
+    raise ValueError(f"{what}: {arg} must be an int or a list of 1, 2 or 4 ints, got {value!r}")
+
+
+def _same_pad(size, k, s, axis, shape, what):
+    """TF's SAME: out = ceil(size / s); the padding total splits with the extra row/column
+    at the end (bottom / right)."""
+    if size is None:
+        if s != 1:
+            raise located(f"{what}: padding='SAME' with stride {s} needs the {axis} of "
+                             f"input {fmt_shape(shape)} to be known")
+        total = k - 1
+    else:
+        total = max((-(-size // s) - 1) * s + k - size, 0)
+    return total // 2, total - total // 2
+
+
+def _pads(padding, hw, k, s, shape, what):
+    """((top, bottom), (left, right)) for 'VALID', 'SAME', an int, or TF's explicit list."""
+    if isinstance(padding, (int, np.integer)):
+        return ((int(padding),) * 2,) * 2
+    if isinstance(padding, (list, tuple)):
+        pairs = [tuple(int(a) for a in p) for p in padding]
+        if len(pairs) == 2:
+            return tuple(pairs)
+        raise ValueError(f"{what}: explicit padding must be 2 (h, w) pairs, got {padding!r}")
     p = str(padding).upper()
     if p == "VALID":
-        return 0
-    if p == "SAME" and stride == 1 and k % 2 == 1:
-        return k // 2
-    raise NotImplementedError(f"{what}: padding {padding!r} is supported as 'VALID', an int, "
-                              f"or 'SAME' with stride 1 and an odd kernel")
+        return (0, 0), (0, 0)
+    if p == "SAME":
+        return tuple(_same_pad(hw[i], k[i], s[i], ("height", "width")[i], shape, what)
+                     for i in range(2))
+    raise ValueError(f"{what}: padding must be 'SAME' or 'VALID', got {padding!r}")
+
+
+def _spatial(x, df, what):
+    if len(x.shape) != 4:
+        raise located(f"{what}: expects a 4-d input in data_format='{df}' "
+                         f"({'(N, H, W, C)' if df == 'NHWC' else '(N, C, H, W)'}), got "
+                         f"{fmt_shape(x.shape)}")
+    return tuple(x.shape[1:3]) if df == "NHWC" else tuple(x.shape[2:4])
+
+
+def _windowed(x, df, k, s, pads, fill, apply):
+    """Run `apply(x_nchw, stride, symmetric_pad)` with the layout, the padding split and the
+    strides handled here: asymmetric padding becomes an explicit `pad` (with `fill`), unequal
+    strides a stride-1 window followed by a strided slice."""
+    x = ops.transpose(x, axes=_TO_NCHW) if df == "NHWC" else x
+    (t, b), (l_, r) = pads
+    sym = t == b == l_ == r
+    if not sym and (t or b or l_ or r):
+        x = ops.pad(x, ((0, 0), (0, 0), (t, b), (l_, r)), value=fill)
+    stride = s[0] if s[0] == s[1] else 1
+    y = apply(x, stride, t if sym else 0)
+    if s[0] != s[1]:
+        y = ops.slice_(y, index=(slice(None), slice(None), slice(None, None, s[0]),
+                                 slice(None, None, s[1])))
+    return ops.transpose(y, axes=_TO_NHWC) if df == "NHWC" else y
 
 
 @named
-def conv2d(input, filters, strides=1, padding="VALID", data_format="NCHW"):  # noqa: A002
-    """2-d convolution: input (N, C, H, W), filters (O, C, kh, kw) — NCHW, see module doc."""
-    _nchw(data_format, "conv2d")
-    s = _stride(strides, "conv2d")
-    kh = filters.shape[2] if len(filters.shape) == 4 else 1
-    return ops.conv2d(input, filters, stride=s, padding=_padding(padding, kh, s, "conv2d"))
+def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,  # noqa: A002
+           data_format="NHWC", dilations=(1, 1, 1, 1), filters=None):
+    """2-d convolution as tf.nn.conv2d: input (N, H, W, C) (or (N, C, H, W) with
+    data_format='NCHW') and a filter (kh, kw, in_channels, out_channels) in either layout.
+    padding 'SAME' pads as TF does (the odd extra row/column at the bottom/right)."""
+    f = filters if filter is None else filter
+    df = _layout(data_format, "conv2d")
+    if f is None or padding is None:
+        raise ValueError("conv2d: pass filter (HWIO) and padding ('SAME' or 'VALID')")
+    if any(int(d) != 1 for d in np.ravel(dilations)):
+        raise NotImplementedError(f"conv2d: dilations {dilations} are not supported (only 1)")
+    hw = _spatial(input, df, "conv2d")
+    fs = tuple(f.shape) if hasattr(f, "shape") else np.shape(f)
+    c = input.shape[3] if df == "NHWC" else input.shape[1]
+    if len(fs) != 4:
+        raise located(f"conv2d: filter must be 4-d (height, width, in_channels, "
+                         f"out_channels), got {fmt_shape(fs)}")
+    if c is not None and fs[2] is not None and c != fs[2]:
+        raise located(f"conv2d: input {fmt_shape(input.shape)} ({df}) has {c} channels but "
+                         f"filter {fmt_shape(fs)} (height, width, in_channels, out_channels) "
+                         f"expects {fs[2]}")
+    k = (fs[0], fs[1])
+    s = _hw(1 if strides is None else strides, "strides", df, "conv2d")
+    pads = _pads(padding, hw, k, s, input.shape, "conv2d")
+    w = ops.transpose(f, axes=_HWIO_TO_OIHW)
+    return _windowed(input, df, k, s, pads, 0.0,
+                     lambda x, st, p: ops.conv2d(x, w, stride=st, padding=p))
+
+
+def _pool_args(value, ksize, strides, padding, df, what):
+    hw = _spatial(value, df, what)
+    k = _hw(ksize, "ksize", df, what)
+    if k[0] != k[1]:
+        raise NotImplementedError(f"{what}: only square windows are supported, got ksize "
+                                  f"{ksize}")
+    s = _hw(k[0] if strides is None else strides, "strides", df, what)
+    return k, s, _pads(padding, hw, k, s, value.shape, what)
 
 
 @named
-def max_pool2d(input, ksize, strides=None, padding="VALID", data_format="NCHW"):  # noqa: A002
-    _nchw(data_format, "max_pool2d")
-    k = _stride(ksize, "max_pool2d")
-    s = k if strides is None else _stride(strides, "max_pool2d")
-    return ops.max_pool2d(input, k, stride=s, padding=_padding(padding, k, s, "max_pool2d"))
-
-
-max_pool = max_pool2d
+def max_pool(value, ksize, strides=None, padding="VALID", data_format="NHWC",
+             input=None):  # noqa: A002
+    """Max over ksize windows, as tf.nn.max_pool (NHWC by default); padding 'SAME' ignores
+    the padded cells (they count as -inf)."""
+    value = input if value is None else value
+    df = _layout(data_format, "max_pool")
+    k, s, pads = _pool_args(value, ksize, strides, padding, df, "max_pool")
+    return _windowed(value, df, k, s, pads, -np.inf,
+                     lambda x, st, p: ops.max_pool2d(x, k[0], stride=st, padding=p))
 
 
 @named
-def avg_pool2d(input, ksize, strides=None, padding="VALID", data_format="NCHW"):  # noqa: A002
-    """Mean over ksize windows of an (N, C, H, W) input; only padding='VALID'."""
-    _nchw(data_format, "avg_pool2d")
-    k = _stride(ksize, "avg_pool2d")
-    s = k if strides is None else _stride(strides, "avg_pool2d")
-    if _padding(padding, k, s, "avg_pool2d") != 0:
-        raise NotImplementedError("avg_pool2d: only padding='VALID'")
-    return ops.avg_pool2d(input, k, stride=s)
+def avg_pool(value, ksize, strides=None, padding="VALID", data_format="NHWC",
+             input=None):  # noqa: A002
+    """Mean over ksize windows, as tf.nn.avg_pool (NHWC by default); with padding 'SAME' a
+    window at the border averages only its cells inside the input, as TF does."""
+    value = input if value is None else value
+    df = _layout(data_format, "avg_pool")
+    k, s, pads = _pool_args(value, ksize, strides, padding, df, "avg_pool")
+
+    def pool(x, st, p):
+        if p:
+            x = ops.pad(x, ((0, 0), (0, 0), (p, p), (p, p)))
+        return ops.avg_pool2d(x, k[0], stride=st)
+    y = _windowed(value, df, k, s, pads, 0.0, pool)
+    if pads == ((0, 0), (0, 0)):
+        return y
+    hw = _spatial(value, df, "avg_pool")
+    if None in hw:
+        raise located(f"avg_pool: padding='SAME' needs the height and width of input "
+                         f"{fmt_shape(value.shape)} to be known")
+    shape = (1, 1) + hw if df == "NCHW" else (1,) + hw + (1,)
+    inside = _windowed(np.ones(shape, np.dtype(value.dtype)), df, k, s, pads, 0.0, pool)
+    return y / inside   # NOTE: a constant (folded by the optimiser), or an array
 
 
-avg_pool = avg_pool2d
+max_pool2d, avg_pool2d = max_pool, avg_pool
 
 
 def moments(x, axes, keepdims=False, name=None):
@@ -164,11 +268,19 @@ def moments(x, axes, keepdims=False, name=None):
 def batch_normalization(x, mean, variance, offset, scale, variance_epsilon):
     """(x - mean) / sqrt(variance + eps) * scale + offset, TF's argument order.
 
-    The statistics broadcast against x as given (e.g. from `moments(x, axes,
-    keepdims=True)`); a 1-d statistic of length C belongs to the channel dim 1 (NCHW), as
-    in `ops.batch_norm`. offset and scale may be None.
+    The statistics broadcast against x as NumPy (and TF) do: a 1-d statistic of length C
+    belongs to the last dim (NHWC channels), or pass them with keepdims=True from
+    `moments`. offset and scale may be None.
     """
-    return ops.batch_norm(x, mean, variance, scale, offset, eps=variance_epsilon)
+    nd = len(x.shape)
+
+    def full(t):
+        if t is None or nd < 2:
+            return t
+        ts = tuple(t.shape) if hasattr(t, "shape") else np.shape(t)
+        return ops.reshape(t, (1,) * (nd - len(ts)) + ts) if len(ts) < nd else t
+    return ops.batch_norm(x, full(mean), full(variance), full(scale), full(offset),
+                          eps=variance_epsilon)
 
 
 @named
@@ -179,16 +291,47 @@ def embedding_lookup(params, ids):
 
 
 @named
-def dropout(x, rate=None, keep_prob=None, seed=None):
-    """Zero each element with probability `rate` (or 1 - keep_prob), scale the rest."""
+def dropout(x, keep_prob=None, noise_shape=None, seed=None, rate=None):
+    """tf.compat.v1.nn.dropout: keep each element with probability `keep_prob` (the second
+    argument, as in TF1) and scale it by 1 / keep_prob; or drop with probability `rate=`.
+
+    keep_prob / rate is a float or a scalar tensor (a placeholder fed 1.0 at evaluation is
+    the TF1 idiom). `noise_shape` (1 where the mask is shared) broadcasts one draw.
+    """
     if (rate is None) == (keep_prob is None):
-        raise ValueError("dropout: pass exactly one of rate= and keep_prob=")
-    p = rate if rate is not None else 1.0 - keep_prob
-    if isinstance(p, Tensor):
-        raise NotImplementedError("dropout: the rate must be a Python float; to switch "
-                                  "dropout off at evaluation build a second graph branch "
-                                  "with graph.cond or use layers.dropout(training=...)")
-    return ops.dropout(x, p=float(p), training=True)
+        raise ValueError("dropout: pass exactly one of keep_prob (the second argument, as "
+                         "in TF1) and rate=")
+    if not isinstance(keep_prob if rate is None else rate, Tensor):
+        p = float(rate) if rate is not None else 1.0 - float(keep_prob)
+        if not 0.0 <= p < 1.0:
+            raise ValueError(f"dropout: rate must be in [0, 1) (keep_prob in (0, 1]), got "
+                             f"{'rate' if rate is not None else 'keep_prob'}="
+                             f"{rate if rate is not None else keep_prob}")
+        if p == 0.0:
+            return x
+        keep = 1.0 - p
+    else:
+        keep = keep_prob if rate is None else 1.0 - rate
+        if keep.ndim not in (0, None):
+            raise located(f"dropout: keep_prob / rate must be a scalar, got "
+                          f"{fmt_shape(keep.spec)}")
+        keep = ops.reshape(keep, ())   # NOTE: a placeholder of unknown rank is a scalar here
+    u = ops.rand_like(_noise_like(x, noise_shape), dtype=x.dtype)
+    # NOTE: TF1's rule, floor(keep_prob + u) == 1 keeps: exactly keep_prob of the draws
+    return ops.where(u + keep >= 1.0, x / keep, 0.0)
+
+
+def _noise_like(x, noise_shape):
+    """A tensor of shape `noise_shape` (dims equal to x's, or 1) for one draw per mask cell."""
+    if noise_shape is None:
+        return x
+    ns = [None if d is None else int(d) for d in noise_shape]
+    xs = x.shape
+    if len(ns) != len(xs) or any(n not in (1, d) and d is not None for n, d in zip(ns, xs)):
+        raise located(f"dropout: noise_shape {noise_shape} must have the rank of x "
+                         f"{fmt_shape(xs)} and each dim equal to x's or 1")
+    index = tuple(slice(0, 1) if n == 1 and d != 1 else slice(None) for n, d in zip(ns, xs))
+    return ops.slice_(x, index=index)
 
 
 @named
@@ -198,9 +341,22 @@ def layer_norm(x, gamma=None, beta=None, epsilon=1e-5, begin_norm_axis=-1):
 
 
 @named
-def bias_add(value, bias):
-    if len(bias.shape) != 1:
-        raise ShapeError(f"bias_add: bias must be 1-d, got {fmt_shape(bias.shape)}")
+def bias_add(value, bias, data_format=None):
+    """value + bias along the channel dim: the last one, or dim 1 for data_format='NCHW'."""
+    bs = tuple(bias.shape) if hasattr(bias, "shape") else np.shape(bias)
+    if len(bs) != 1:
+        raise located(f"bias_add: bias must be 1-d, got {fmt_shape(bs)}")
+    nchw = data_format is not None and str(data_format).upper().startswith("NC")
+    if len(value.shape) < (3 if nchw else 2):
+        raise located(f"bias_add: value {fmt_shape(value.shape)} must have at least "
+                         f"{3 if nchw else 2} dims for data_format={data_format!r}")
+    c = value.shape[1] if nchw else value.shape[-1]
+    if c is not None and bs[0] is not None and c != bs[0]:
+        raise located(f"bias_add: bias {fmt_shape(bs)} does not match the "
+                         f"{'channel dim 1' if nchw else 'last dim'} ({c}) of value "
+                         f"{fmt_shape(value.shape)}")
+    if nchw:
+        bias = ops.reshape(bias, (-1,) + (1,) * (len(value.shape) - 2))
     return value + bias
 
 
@@ -225,7 +381,7 @@ def dense(inputs, units, activation=None, use_bias=True, name=None, kernel_initi
     callable `init(shape, dtype)` returning a tensor or array."""
     d_in = inputs.shape[-1]
     if d_in is None:
-        raise ShapeError(f"dense: the last dimension of the input {fmt_shape(inputs.shape)} "
+        raise located(f"dense: the last dimension of the input {fmt_shape(inputs.shape)} "
                          f"must be known to create the kernel")
     g = _graph_of([inputs])
     dt = inputs.dtype
@@ -248,7 +404,7 @@ def _init(init, shape, dtype):
         return lambda: init(shape, dtype)
     arr = np.asarray(init, dtype=as_dtype(dtype))
     if arr.shape != tuple(shape):
-        raise ShapeError(f"dense: initial value of shape {fmt_shape(arr.shape)} does not fit "
+        raise located(f"dense: initial value of shape {fmt_shape(arr.shape)} does not fit "
                          f"the variable's shape {fmt_shape(shape)}")
     return arr
 

@@ -186,7 +186,8 @@ def _check_feed(t, value):
             f"cannot feed a {arr.dtype} value to placeholder {describe(t.node)}: it expects "
             f"{want}", node=t.node)
     shape = t.spec.shape
-    if arr.ndim != len(shape) or any(d is not None and d != a for d, a in zip(shape, arr.shape)):
+    if shape is not None and (arr.ndim != len(shape) or any(  # None: any rank (TF1's no shape)
+            d is not None and d != a for d, a in zip(shape, arr.shape))):
         raise InvalidArgumentError(
             f"cannot feed a value of shape {fmt_shape(arr.shape)} to placeholder "
             f"{describe(t.node)}: it expects shape {fmt_shape(shape)}", node=t.node)

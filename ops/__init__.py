@@ -11,7 +11,7 @@ if __name__ != "dualgrad.ops":  # NOTE: a second copy would mean a second op reg
     raise ImportError(f"dualgrad's engines import under one root: write `from dualgrad import ops`, "
                       f"not `import {__name__}` (found {__file__})")
 from .core import (ELEMENTWISE, REDUCTION, REGISTRY, KernelError, Op, Sample, ShapeError, Spec,
-                   bind, fmt_shape, register, spec_of, user_frame, where_str)
+                   bind, fmt_shape, infer_spec, register, spec_of, user_frame, where_str)
 from .elementwise import (abs, add, cast, cos, div, eq, erf, exp, ge, gt, is_value, le, log, lt,
                           maximum, minimum, mul, ne, neg, pow, relu, sigmoid, sign,
                           sin, small_int_power, sqrt, stop_gradient, sub, tanh, unbroadcast, where)
@@ -20,6 +20,7 @@ from .shape import (broadcast_like, broadcast_to, concat, concat_part, expand_di
                     squeeze, sum_to_like, take, take_grad, transpose, zeros_like)
 from .reduce import argmax, count, cumsum, max, sum
 from .nn import fold, generator, manual_seed, matmul, one_hot, rand_like, unfold
+from .index import argsort, gather, gather_grad
 from .composite import (COMPOSITES, argmin, avg_pool2d, batch_norm, binary_cross_entropy,
                         binary_cross_entropy_with_logits, conv2d, cross_entropy, dropout,
                         embedding, flip, gelu, layer_norm, linear, log_softmax, logsumexp,

@@ -21,7 +21,7 @@ import numpy as np
 __all__ = [
     "ShapeError", "KernelError", "Spec", "Op", "Sample", "REGISTRY", "ELEMENTWISE",
     "REDUCTION", "register", "bind", "bind_args", "engine_of", "tracing", "current_trace", "TRACING",
-    "spec_of", "user_frame", "fmt_shape",
+    "spec_of", "user_frame", "fmt_shape", "infer_spec",
 ]
 
 
@@ -37,6 +37,9 @@ class KernelError(RuntimeError):
 class Spec:
     """What is known of a value before it exists: shape (dims may be None) and dtype.
 
+    `shape` itself is None when even the rank is unknown (TF1's `placeholder(dtype)` with
+    no shape); `infer_spec` runs shape rules on such inputs.
+
     `weak` holds the Python scalar itself for a bare `2.0` or `3`, so dtype promotion follows
     NumPy 2's rule for Python scalars (float32 tensor * 2.0 stays float32).
     """
@@ -46,7 +49,7 @@ class Spec:
 
     @property
     def ndim(self):
-        return len(self.shape)
+        return None if self.shape is None else len(self.shape)
 
 
 def spec_of(x) -> Spec:
@@ -63,6 +66,8 @@ def spec_of(x) -> Spec:
 def fmt_shape(shape) -> str:
     if isinstance(shape, Spec):
         shape = shape.shape
+    if shape is None:
+        return "<unknown rank>"
     inner = ", ".join("?" if d is None else str(d) for d in shape)
     return f"({inner},)" if len(shape) == 1 else f"({inner})"
 
@@ -83,16 +88,24 @@ class Sample:
 
 class Op:
     """One primitive. docs/architecture.md ('One op, one entry') says what each field means."""
-    __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "kind", "samples", "ref",
+    __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "reduce", "kind", "samples", "ref",
                  "stateful", "view", "nondiff", "fn")
 
-    def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, kind="other", samples=(),
-                 ref=None, stateful=False, view=False):
+    def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, reduce=None, kind=None,
+                 samples=(), ref=None, stateful=False, view=False):
         self.name, self.infer, self.kernel, self.vjp = name, infer, kernel, vjp
-        self.scalar, self.kind, self.samples, self.ref = scalar, kind, tuple(samples), ref
+        self.scalar, self.reduce, self.samples, self.ref = scalar, reduce, tuple(samples), ref
+        self.kind = kind or ("elementwise" if scalar is not None else
+                             "reduction" if reduce is not None else "other")
         self.stateful, self.view = stateful, view
         self.nondiff = vjp is None
         self.fn = None  # the public function, e.g. ops.add
+
+    def scalar_form(self, attrs) -> str:
+        """This call's scalar expression over {0}, {1}, … (ops/scalar.py's vocabulary); a form
+        that depends on attrs (cast's target dtype) is a function of them."""
+        s = self.scalar
+        return s(**attrs) if callable(s) else s
 
     def __repr__(self):
         return f"<op {self.name}>"
@@ -103,19 +116,68 @@ class Op:
 
 REGISTRY: dict[str, Op] = {}
 ELEMENTWISE: set[str] = set()   # ops with a scalar form, fusable into one loop
-REDUCTION: set[str] = set()     # sum / max over axes: what the fuse pass may fold into a loop
+REDUCTION: set[str] = set()     # ops with a reduce kind: what the fuse pass may fold into a loop
 
 
 def register(name, infer, kernel, vjp=None, **kw) -> Op:
     if name in REGISTRY:
         raise ValueError(f"op {name!r} is registered twice")
     op = Op(name, infer, kernel, vjp, **kw)
+    _check_fusion_forms(op)
     REGISTRY[name] = op
-    if op.kind == "elementwise":
+    if op.scalar is not None:
         ELEMENTWISE.add(name)
-    elif op.kind == "reduction":
+    if op.reduce is not None:
         REDUCTION.add(name)
     return op
+
+
+def _check_fusion_forms(op):
+    """An op's scalar form and reduce kind must be in the generator's vocabulary: checked
+    when the op is registered, not when a graph first fuses it."""
+    from .scalar import REDUCTIONS, check_form
+    if op.reduce is not None and op.reduce not in REDUCTIONS:
+        raise ValueError(f"op {op.name!r}: reduce={op.reduce!r} is not one of {REDUCTIONS}")
+    forms = [op.scalar] if isinstance(op.scalar, str) else \
+        [op.scalar_form(s.attrs) for s in op.samples] if op.scalar is not None else []
+    for form in forms:
+        try:
+            check_form(form)
+        except ValueError as e:
+            raise ValueError(f"op {op.name!r}: {e}") from None
+
+
+# -- shape rules on inputs of unknown rank -----------------------------------------------------
+_STAND_IN_RANKS = range(6)
+
+
+def infer_spec(op: Op, specs, attrs) -> Spec:
+    """`op.infer`, also when an input's rank is unknown (Spec.shape None): the rule runs with
+    that input standing in at each rank 0-5 (all dims None), and what every rank that fits
+    agrees on is kept — a reduction to a scalar, `reshape(x, [-1, n])` -> (?, n) — while
+    disagreement leaves a dim None, or the rank unknown."""
+    if all(s.shape is not None for s in specs):
+        return op.infer(*specs, **attrs)
+    outs, err = [], None
+    for r in _STAND_IN_RANKS:
+        stand = [Spec((None,) * r, s.dtype, s.weak) if s.shape is None else s for s in specs]
+        try:
+            outs.append(op.infer(*stand, **attrs))
+        except ShapeError as e:
+            err = e
+    if not outs:
+        raise ShapeError(f"{op.name}: no rank fits the input of unknown rank "
+                         f"({', '.join(fmt_shape(s) for s in specs)}): {err}")
+    return _join(outs)
+
+
+def _join(outs) -> Spec:
+    first = outs[0]
+    if any(o.shape is None or len(o.shape) != len(first.shape) for o in outs):
+        return Spec(None, first.dtype)
+    dims = tuple(d if all(o.shape[i] == d for o in outs) else None
+                 for i, d in enumerate(first.shape))
+    return Spec(dims, first.dtype)
 
 
 # -- the trace stack: which interpreter runs an op call ----------------------------------------

@@ -3,12 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import Sample, Spec, bind, register
+from .core import Sample, ShapeError, Spec, bind, register
 from .elementwise import _public, cast, eq
 from .rules import norm_axes, numel, reduced_shape, same
 from .shape import broadcast_like, expand_dims
-
-_RED = "reduction"
 
 
 def _reduce_infer(name, out_dtype=None):
@@ -20,7 +18,15 @@ def _reduce_infer(name, out_dtype=None):
 
 def _keep(g, x, axis, keepdims):
     """g with the reduced axes put back as size-1 dims."""
-    if keepdims:
+    if keepdims or axis is None:
+        return g  # a 0-d gradient broadcasts as it is
+    if x.ndim is None:   # unknown rank: only axes counted from the front can be put back
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        if any(a < 0 for a in axes):
+            raise ShapeError(f"sum: the gradient of a reduction over negative axes {axes} "
+                             f"needs the input's rank, which is unknown")
+        for a in sorted(axes):
+            g = expand_dims(g, axis=a)
         return g
     axes = norm_axes("sum", axis, x.ndim)
     if len(axes) == x.ndim:
@@ -58,11 +64,11 @@ _RED_SAMPLES = (
     Sample(((2, 3),), {"axis": 2}, match=r"axis 2 is out of range for 2-d input of \(2, 3\)"),
 )
 
-SUM = register("sum", _reduce_infer("sum"), _sum_kernel, _sum_vjp, kind=_RED,
+SUM = register("sum", _reduce_infer("sum"), _sum_kernel, _sum_vjp, reduce="sum",
                samples=_RED_SAMPLES,
                ref=lambda np, x, axis=None, keepdims=False: np.sum(x, axis=axis,
                                                                     keepdims=keepdims))
-MAX = register("max", _reduce_infer("max"), _max_kernel, _max_vjp, kind=_RED,
+MAX = register("max", _reduce_infer("max"), _max_kernel, _max_vjp, reduce="max",
                samples=_RED_SAMPLES,
                ref=lambda np, x, axis=None, keepdims=False: np.max(x, axis=axis,
                                                                     keepdims=keepdims))

@@ -1,12 +1,14 @@
-"""The CNN, graph (TensorFlow 1.x style), on 1x8x8 digit images (NCHW).
+"""The CNN, graph (TensorFlow 1.x style), on 8x8x1 digit images (NHWC).
 
     conv 3x3 (1->8, SAME) -> relu -> max-pool 2 -> conv 3x3 (8->16, SAME) -> relu
     -> reshape (-1, 256) -> dense 10
 
-Written the low-level TF1 way: explicit `Variable`s for filters and biases, `nn.conv2d`,
-`nn.max_pool2d`. dualgrad keeps the op library's NCHW layout and (out, in, kh, kw) filters
-in both engines, so the eager weights are used as they are (only the dense kernel is
-transposed to TF's (in, out)).
+Written the low-level TF1 way: NHWC images, explicit `Variable`s for HWIO filters and
+biases, `nn.conv2d(x, w, strides=[1, 1, 1, 1], padding='SAME')`, `nn.bias_add`,
+`nn.max_pool(ksize=[1, 2, 2, 1])`. The eager twin is PyTorch's NCHW with (out, in, kh, kw)
+filters, so `initial_weights` converts its weights to TF's layouts (filters to HWIO, the
+dense kernel's rows to the NHWC flattening order), and `step`/`predict` transpose the
+shared NCHW batches to NHWC at the feed.
 
 >>> from dualgrad.comparisons.models import cnn_graph
 >>> trainer = cnn_graph.build(seed=0)
@@ -17,49 +19,69 @@ from __future__ import annotations
 
 from dualgrad import graph
 
+from .common import distribute
+
 LR, MOMENTUM, EPOCHS = 0.1, 0.9, 15
 
 
 def initial_weights(seed=0) -> dict:
+    """The eager model's initial weights (PyTorch layouts), shared by both styles."""
     from . import cnn_eager
     return cnn_eager.initial_weights(seed)
+
+
+def tf_layouts(w) -> dict:
+    """PyTorch's (out, in, kh, kw) filters as TF's (kh, kw, in, out); the dense kernel as
+    (in, out) with its rows in NHWC flattening order (h, w, c) instead of NCHW's (c, h, w)."""
+    fc = w["fc.weight"].T.reshape(16, 4, 4, 10).transpose(1, 2, 0, 3).reshape(256, 10)
+    return {"conv1": w["conv1.weight"].transpose(2, 3, 1, 0), "conv1_b": w["conv1.bias"],
+            "conv2": w["conv2.weight"].transpose(2, 3, 1, 0), "conv2_b": w["conv2.bias"],
+            "fc": fc, "fc_b": w["fc.bias"]}
+
+
+def nhwc(x):
+    """The shared batches are NCHW (the eager twin's layout); TF1 code feeds NHWC."""
+    return x.transpose(0, 2, 3, 1)
 
 
 def conv_relu(x, filters, bias, name):
     with graph.name_scope(name):
         w = graph.Variable(filters, name="filters")
-        b = graph.Variable(bias.reshape(1, -1, 1, 1), name="bias")
-        return graph.nn.relu(graph.nn.conv2d(x, w, strides=1, padding="SAME") + b)
+        b = graph.Variable(bias, name="bias")
+        conv = graph.nn.conv2d(x, w, strides=[1, 1, 1, 1], padding="SAME")
+        return graph.nn.relu(graph.nn.bias_add(conv, b))
 
 
 class Trainer:
-    def __init__(self, weights, lr=LR, momentum=MOMENTUM, optimize=True):
-        w = weights
+    def __init__(self, weights, lr=LR, momentum=MOMENTUM, optimize=True, distributed=False):
+        w = tf_layouts(weights)
         self.graph = graph.Graph()
         with self.graph.as_default():
-            self.x = graph.placeholder(graph.float32, (None, 1, 8, 8), name="x")
+            self.x = graph.placeholder(graph.float32, (None, 8, 8, 1), name="x")
             self.y = graph.placeholder(graph.int64, (None,), name="y")
-            h = conv_relu(self.x, w["conv1.weight"], w["conv1.bias"], "conv1")   # (?, 8, 8, 8)
-            h = graph.nn.max_pool2d(h, 2, 2, name="pool")                         # (?, 8, 4, 4)
-            h = conv_relu(h, w["conv2.weight"], w["conv2.bias"], "conv2")        # (?, 16, 4, 4)
-            h = graph.reshape(h, (-1, 16 * 4 * 4))
+            h = conv_relu(self.x, w["conv1"], w["conv1_b"], "conv1")              # (?, 8, 8, 8)
+            h = graph.nn.max_pool(h, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding="VALID",
+                                  name="pool")                                    # (?, 4, 4, 8)
+            h = conv_relu(h, w["conv2"], w["conv2_b"], "conv2")                   # (?, 4, 4, 16)
+            h = graph.reshape(h, [-1, 4 * 4 * 16])
             with graph.name_scope("dense"):
-                kernel = graph.Variable(w["fc.weight"].T, name="kernel")
-                bias = graph.Variable(w["fc.bias"], name="bias")
+                kernel = graph.Variable(w["fc"], name="kernel")
+                bias = graph.Variable(w["fc_b"], name="bias")
                 self.logits = graph.matmul(h, kernel) + bias
             self.loss = graph.reduce_mean(graph.nn.sparse_softmax_cross_entropy_with_logits(
                 labels=self.y, logits=self.logits), name="loss")
-            self.train_op = graph.train.MomentumOptimizer(lr, momentum).minimize(self.loss)
+            opt = distribute(graph.train.MomentumOptimizer(lr, momentum), distributed)
+            self.train_op = opt.minimize(self.loss)
             init = graph.global_variables_initializer()
         self.sess = graph.Session(graph=self.graph, optimize=optimize)
         self.sess.run(init)
 
     def step(self, x, y):
-        loss, _ = self.sess.run([self.loss, self.train_op], {self.x: x, self.y: y})
+        loss, _ = self.sess.run([self.loss, self.train_op], {self.x: nhwc(x), self.y: y})
         return float(loss)
 
     def predict(self, x):
-        return self.sess.run(self.logits, {self.x: x})
+        return self.sess.run(self.logits, {self.x: nhwc(x)})
 
 
 def build(weights=None, seed=0, optimize=True, **opt):

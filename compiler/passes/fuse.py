@@ -16,7 +16,7 @@ import threading
 import numpy as np
 
 from dualgrad import ops
-from ..codegen import CodegenError, FusedSpec, compile_fused
+from ..codegen import CodegenError, FusedSpec, combine_roles, compile_fused
 from ..fastcall import MISS, small_caller
 from ..ir import INode, SyntheticNode, known
 
@@ -65,16 +65,6 @@ def role(shape, S):
     return None
 
 
-def _combine(kinds):
-    ks = set(kinds)
-    if "full" in ks or {"row", "col"} <= ks:
-        return "full"
-    for k in ("row", "col"):
-        if k in ks:
-            return k
-    return "scalar"
-
-
 def _domain(n):
     """The full shape a node needs: its output, or a reduction's input."""
     if n.op.name in ops.REDUCTION:
@@ -105,10 +95,10 @@ class Group:
                 elif src.kind == "const" and src.value.ndim == 0:
                     r = "scalar"
                 in_kinds.append(r)
-            if m.op.name in ops.REDUCTION:
+            if m.op.reduce is not None:
                 if in_kinds[0] not in ("full", "col"):
                     return None
-                if m.op.name == "max" and id(m.inputs[0][0]) in inside:
+                if m.op.reduce == "max" and id(m.inputs[0][0]) in inside:
                     # NOTE: a max over values the loop recomputes may differ in the last bit
                     # from the stored values (fastmath contracts differently per pass), and
                     # max's gradient compares them for equality: reduce a stored array.
@@ -117,7 +107,7 @@ class Group:
                 if role(m.spec.shape, S) != "row" and len(m.spec.shape) != len(S) - 1:
                     return None
             else:
-                k = _combine(in_kinds)
+                k = combine_roles(in_kinds)
                 if role(m.spec.shape, S) != k:
                     return None
             kinds[id(m)] = k
@@ -271,11 +261,10 @@ def _fuse(prog, g, users, fetched):
 
     for m in g.members:
         args = tuple(ref(src, i) for src, i in m.inputs)
-        if m.op.name in ops.REDUCTION:
-            nodes.append(("reduce", m.op.name, args[0], m.spec.dtype.name))
+        if m.op.reduce is not None:
+            nodes.append(("reduce", m.op.reduce, args[0], m.spec.dtype.name))
         else:
-            tmpl = m.op.scalar.replace("{dtype}", m.attrs.get("dtype", ""))
-            nodes.append(("ew", tmpl, args, m.spec.dtype.name))
+            nodes.append(("ew", m.op.scalar_form(m.attrs), args, m.spec.dtype.name))
         index[(id(m), 0)] = len(nodes) - 1
     outs = [m for m in g.members
             if id(m) in fetched or any(id(u) not in member_ids for u, _ in users[id(m)])]

@@ -19,7 +19,7 @@ def _nchw_stats(x):
 
 def test_training_true_uses_batch_stats_and_update_ops_move_the_averages():
     x = graph.placeholder(graph.float64, (None, 3, 4, 4))
-    y = graph.layers.batch_normalization(x, training=True, momentum=0.9)
+    y = graph.layers.batch_normalization(x, axis=1, training=True, momentum=0.9)
     updates = graph.get_collection(graph.GraphKeys.UPDATE_OPS)
     assert len(updates) == 2
     names = [v.name for v in graph.global_variables()]
@@ -89,16 +89,18 @@ def test_train_op_with_update_ops_as_control_dependencies():
 
 
 def test_nn_moments_and_batch_normalization_tf_order():
-    x = graph.placeholder(graph.float64, (None, 3, 2, 2))
-    mean, var = graph.nn.moments(x, [0, 2, 3], keepdims=True)
+    """NHWC, as TF: 1-d statistics, offset and scale broadcast along the last dim."""
+    x = graph.placeholder(graph.float64, (None, 2, 2, 3))
+    mean, var = graph.nn.moments(x, [0, 1, 2])
     offset, scale = graph.constant(np.array([0.0, 1.0, 2.0])), graph.constant(np.ones(3) * 2)
     y = graph.nn.batch_normalization(x, mean, var, offset, scale, variance_epsilon=1e-5)
-    xv = RNG.normal(size=(4, 3, 2, 2))
-    m, v = _nchw_stats(xv)
+    assert mean.shape == (3,)
+    xv = RNG.normal(size=(4, 2, 2, 3))
+    m, v = _nchw_stats(xv.transpose(0, 3, 1, 2))
     with graph.Session() as sess:
         got = sess.run(y, {x: xv})
-    np.testing.assert_allclose(got, _bn(xv, m, v, 2.0, np.arange(3.0).reshape(1, 3, 1, 1),
-                                        1e-5), rtol=1e-10)
+    want = _bn(xv.transpose(0, 3, 1, 2), m, v, 2.0, np.arange(3.0).reshape(1, 3, 1, 1), 1e-5)
+    np.testing.assert_allclose(got, want.transpose(0, 2, 3, 1), rtol=1e-10)
 
 
 def test_sigmoid_cross_entropies_match_tf_formula():
@@ -123,9 +125,10 @@ def test_sigmoid_cross_entropies_match_tf_formula():
 
 def test_avg_pool2d_and_average_pooling2d():
     x = graph.placeholder(graph.float64, (None, 2, 4, 4))
-    y = graph.nn.avg_pool2d(x, 2, 2)
-    z = graph.layers.average_pooling2d(x, 2, 1)
+    y = graph.nn.avg_pool2d(x, 2, 2, data_format="NCHW")
+    z = graph.layers.average_pooling2d(x, 2, 1, data_format="channels_first")
     assert z.shape == (None, 2, 3, 3)
+    assert graph.layers.average_pooling2d(x, 2, 1).shape == (None, 1, 3, 4)   # NHWC
     xv = RNG.normal(size=(1, 2, 4, 4))
     with graph.Session() as sess:
         got = sess.run(y, {x: xv})

@@ -32,11 +32,12 @@ def test_known_dims_mismatch_raises_at_build_time_at_the_users_line():
 
 
 def test_composite_and_layer_errors_name_the_users_line():
-    x = graph.placeholder(graph.float32, (None, 3, 8, 8))
-    w = graph.Variable(np.zeros((4, 2, 3, 3), np.float32))
-    where = here(2)
-    with pytest.raises(ShapeError, match="has 3 channels") as ei:
-        graph.nn.conv2d(x, w)
+    x = graph.placeholder(graph.float32, (None, 8, 8, 3))
+    w = graph.Variable(np.zeros((3, 3, 2, 4), np.float32))
+    where = here(3)
+    with pytest.raises(ShapeError, match=r"input \(\?, 8, 8, 3\) \(NHWC\) has 3 channels but "
+                                         r"filter \(3, 3, 2, 4\) .* expects 2") as ei:
+        graph.nn.conv2d(x, w, [1, 1, 1, 1], "SAME")
     assert where in str(ei.value)
     h = graph.placeholder(graph.float32, (None, 5))
     where = here(2)

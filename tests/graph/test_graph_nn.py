@@ -19,22 +19,25 @@ def run(fetches, feeds=None):
         return s.run(fetches, feeds)
 
 
-def test_conv_and_pool_keep_nchw():
+def test_conv_and_pool_take_nchw_when_asked():
     xv = RNG.standard_normal((2, 3, 6, 6)).astype(np.float32)
-    wv = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    wv = RNG.standard_normal((4, 3, 3, 3)).astype(np.float32)      # OIHW, torch's
+    hwio = wv.transpose(2, 3, 1, 0)
     x = graph.placeholder(graph.float32, (None, 3, 6, 6))
-    same = graph.nn.conv2d(x, wv, strides=[1, 1, 1, 1], padding="SAME")
-    valid = graph.nn.conv2d(x, wv, strides=2)
-    pool = graph.nn.max_pool2d(x, ksize=2, strides=2)
+    same = graph.nn.conv2d(x, hwio, strides=[1, 1, 1, 1], padding="SAME", data_format="NCHW")
+    valid = graph.nn.conv2d(x, hwio, [1, 1, 2, 2], "VALID", data_format="NCHW")
+    pool = graph.nn.max_pool2d(x, ksize=[1, 1, 2, 2], strides=[1, 1, 2, 2], padding="VALID",
+                               data_format="NCHW")
     assert same.shape == (None, 4, 6, 6) and valid.shape == (None, 4, 2, 2)
     got = run([same, valid, pool], {x: xv})
     np.testing.assert_allclose(got[0], ops.conv2d(xv, wv, padding=1), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got[1], ops.conv2d(xv, wv, stride=2), rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(got[2], ops.max_pool2d(xv, 2))
-    with pytest.raises(ValueError, match="NCHW"):
-        graph.nn.conv2d(x, wv, data_format="NHWC")
-    with pytest.raises(NotImplementedError, match="SAME"):
-        graph.nn.conv2d(x, wv, strides=2, padding="SAME")
+    with pytest.raises(ValueError, match="data_format must be 'NHWC'"):
+        graph.nn.conv2d(x, hwio, 1, "SAME", data_format="NWHC")
+    with pytest.raises(ValueError, match=r"must be 1 along the batch and channel dims for "
+                                         r"data_format='NCHW'"):
+        graph.nn.conv2d(x, hwio, [1, 2, 2, 1], "SAME", data_format="NCHW")
 
 
 def test_losses_activations_and_norms():
@@ -84,15 +87,16 @@ def test_embedding_lookup_and_dropout():
 
 
 def test_dense_and_layers_make_named_variables():
-    x = graph.placeholder(graph.float32, (None, 1, 8, 8))
+    x = graph.placeholder(graph.float32, (None, 8, 8, 1))
     h = graph.layers.conv2d(x, 4, 3, padding="same", activation=graph.nn.relu, name="c1")
     p = graph.layers.max_pooling2d(h, 2, 2)
     f = graph.layers.flatten(p)
     out = graph.nn.dense(f, 3, name="head")
     names = [v.name for v in graph.trainable_variables()]
     assert names == ["c1/kernel:0", "c1/bias:0", "head/kernel:0", "head/bias:0"]
-    assert h.shape == (None, 4, 8, 8) and f.shape == (None, 64) and out.shape == (None, 3)
-    assert run(out, {x: np.ones((2, 1, 8, 8))}).shape == (2, 3)
+    assert graph.trainable_variables()[0].shape == (3, 3, 1, 4)    # HWIO, as TF
+    assert h.shape == (None, 8, 8, 4) and f.shape == (None, 64) and out.shape == (None, 3)
+    assert run(out, {x: np.ones((2, 8, 8, 1))}).shape == (2, 3)
     with pytest.raises(graph.ShapeError, match="must be known"):
         graph.nn.dense(graph.placeholder(graph.float32, (2, None)), 3)
 

@@ -17,11 +17,11 @@ def _model():
     weak scalars, Variables, gradients, an optimizer, cond and while_loop."""
     x = graph.placeholder(graph.float32, (None, 1, 6, 6), name="x")
     y = graph.placeholder(graph.int64, (None,), name="y")
-    k = graph.Variable(np.random.default_rng(0).standard_normal((2, 1, 3, 3)).astype(np.float32),
+    k = graph.Variable(np.random.default_rng(0).standard_normal((3, 3, 1, 2)).astype(np.float32),
                        name="conv/kernel")
-    h = graph.nn.relu(graph.nn.conv2d(x, k, padding="SAME"))
+    h = graph.nn.relu(graph.nn.conv2d(x, k, 1, padding="SAME", data_format="NCHW"))
     h = graph.nn.max_pool2d(graph.pad(h, [[0, 0], [0, 0], [1, 1], [1, 1]],
-                                      constant_values=-np.inf), 2)
+                                      constant_values=-np.inf), 2, data_format="NCHW")
     h = graph.reshape(h[..., None, :, ::1], [-1, 32])
     logits = graph.nn.dense(h, 3, name="out")
     logits = graph.cond(graph.reduce_sum(logits) > 0, lambda: logits * 2.0, lambda: logits)

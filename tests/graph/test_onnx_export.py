@@ -10,7 +10,8 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 # gradient-only primitives and the random one: no ONNX counterpart, an error naming them
-NO_ONNX = {"fold", "slice_grad", "take_grad", "concat_part", "sum_to_like", "rand_like"}
+NO_ONNX = {"fold", "slice_grad", "take_grad", "gather_grad", "concat_part", "sum_to_like",
+           "rand_like"}
 
 
 def run_onnx(path, inputs):
@@ -57,7 +58,7 @@ def test_eager_models_to_onnx_at_another_batch_size(name, tmp_path):
 @pytest.mark.parametrize("name", exports.GRAPH_MODELS)
 def test_tf1_models_to_onnx_and_to_the_dualgrad_format(name, tmp_path):
     tr, phs, logits = exports.graph_program(name)
-    ins = exports.test_inputs(name, 9)
+    ins = exports.graph_test_inputs(name, 9)
     want = tr.sess.run(logits, dict(zip(phs, ins)))
     graph.onnx.export(tmp_path / "m.onnx", inputs=phs, outputs=[logits], session=tr.sess)
     (got,) = run_onnx(tmp_path / "m.onnx", ins)
