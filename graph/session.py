@@ -191,7 +191,37 @@ def _check_feed(t, value):
         raise InvalidArgumentError(
             f"cannot feed a value of shape {fmt_shape(arr.shape)} to placeholder "
             f"{describe(t.node)}: it expects shape {fmt_shape(shape)}", node=t.node)
-    return arr if arr.dtype == want else arr.astype(want)
+    if arr.dtype == want:
+        return arr
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = arr.astype(want)
+    if not _representable(arr, out, want):
+        raise InvalidArgumentError(
+            f"cannot feed this {arr.dtype} value to placeholder {describe(t.node)}: some "
+            f"elements are not representable in {want} (e.g. {_first_bad(arr, out, want)})",
+            node=t.node)
+    return out
+
+
+def _representable(arr, out, want):
+    """The cast kept every value: integers in range, finite floats finite."""
+    if arr.size == 0:
+        return True
+    if want.kind in "iu" and arr.dtype.kind in "iu":
+        info = np.iinfo(want)
+        return bool(arr.min() >= info.min and arr.max() <= info.max)
+    if want.kind == "f" and arr.dtype.kind in "fiu":
+        return not bool(np.any(np.isfinite(arr) & ~np.isfinite(out)))
+    return True
+
+
+def _first_bad(arr, out, want):
+    if want.kind in "iu":
+        info = np.iinfo(want)
+        bad = arr[(arr < info.min) | (arr > info.max)]
+    else:
+        bad = arr[np.isfinite(arr) & ~np.isfinite(out)]
+    return bad.flat[0] if bad.size else "?"
 
 
 def _result(v, stored):

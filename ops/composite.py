@@ -115,10 +115,18 @@ def _lse_ref(np, x, axis=-1, keepdims=False):
                                                                             "keepdims": True})),
            ref=_lse_ref)
 def logsumexp(x, axis=-1, keepdims=False):
-    """log(sum(exp(x))) over `axis`, shifted by the (gradient-free) max for stability."""
-    m = stop_gradient(max_(x, axis=axis, keepdims=True))
+    """log(sum(exp(x))) over `axis`, shifted by the (gradient-free) max for stability; a row
+    holding +inf gives +inf and an all -inf row gives -inf (as torch)."""
+    m = _finite_max(x, axis)
     r = m + log(sum_(exp(x - m), axis=axis, keepdims=True))
     return r if keepdims else squeeze(r, axis=axis)
+
+
+def _finite_max(x, axis):
+    """The row max as a gradient-free shift, 0 where it is infinite (inf - inf is nan)."""
+    from .elementwise import abs as abs_, lt
+    m = stop_gradient(max_(x, axis=axis, keepdims=True))
+    return where(lt(abs_(m), np.inf), m, 0.0)
 
 
 def _softmax_ref(np, x, axis=-1):
@@ -137,8 +145,10 @@ def softmax(x, axis=-1):
 @composite(samples=(Sample(((3, 5),), {"axis": -1}), Sample(((2, 3, 4),), {"axis": 1})),
            ref=lambda np, x, axis=-1: x - _lse_ref(np, x, axis=axis, keepdims=True))
 def log_softmax(x, axis=-1):
-    """x - logsumexp(x) over `axis`."""
-    return x - logsumexp(x, axis=axis, keepdims=True)
+    """(x - max) - log(sum(exp(x - max))) over `axis`: exact at large logits (x - lse(x)
+    would round lse(x) at the size of x first)."""
+    z = x - _finite_max(x, axis)
+    return z - log(sum_(exp(z), axis=axis, keepdims=True))
 
 
 @composite(samples=(Sample(((3, 4),), {"axis": 1}, grad=False),),
@@ -158,7 +168,11 @@ def norm(x, ord=2, axis=None, keepdims=False):  # noqa: A002 - numpy's name
     """The vector p-norm over `axis` (all elements by default); ord 1 or 2."""
     from .elementwise import abs as abs_
     if ord == 2:
-        return sqrt(sum_(x * x, axis=axis, keepdims=keepdims))
+        # NOTE: sqrt's gradient at 0 is inf (and inf * 0 nan); torch's subgradient there is 0
+        from .elementwise import gt
+        s = sum_(x * x, axis=axis, keepdims=keepdims)
+        pos = gt(s, 0.0)
+        return where(pos, sqrt(where(pos, s, 1.0)), 0.0)
     if ord == 1:
         return sum_(abs_(x), axis=axis, keepdims=keepdims)
     raise ValueError(f"norm: ord must be 1 or 2, got {ord!r}")
@@ -446,7 +460,7 @@ def cross_entropy(logits, target, reduction="mean", weight=None, ignore_index=-1
     if weight is None and not label_smoothing and t_dtype.kind in "iu" and not _may_ignore(
             target, ignore_index):
         target = one_hot(target, ls[-1], dtype=logits.dtype)
-        return _reduce_loss(-sum_(target * log_softmax(logits, axis=-1), axis=-1), reduction)
+        return _reduce_loss(-_weighted_sum(target, log_softmax(logits, axis=-1), -1), reduction)
     return _weighted_ce(logits, target, t_dtype, reduction, weight, ignore_index,
                         label_smoothing)
 
@@ -472,10 +486,16 @@ def _weighted_ce(logits, target, t_dtype, reduction, weight, ignore_index, eps):
         t = target * (1.0 - eps) + eps / c if eps else target
         denom = count(sum_(t, axis=-1))
     wt = t * weight if weight is not None else t
-    loss = -sum_(wt * logp, axis=-1)
+    loss = -_weighted_sum(wt, logp, -1)
     if reduction == "mean":
         return sum_(loss) / denom
     return _reduce_loss(loss, reduction)
+
+
+def _weighted_sum(w, logp, axis):
+    """sum(w * logp) where a -inf log-probability with weight 0 (a masked class) adds 0, not
+    0 * -inf = nan, as in torch."""
+    return sum_(where(ne(w, 0.0), w * logp, 0.0), axis=axis)
 
 
 def _reduce_loss(loss, reduction):
@@ -542,7 +562,7 @@ def nll_loss(log_probs, target, reduction="mean"):
     hit = one_hot(target, ls[ax], dtype=log_probs.dtype)         # classes last
     if len(ls) > 2:
         hit = transpose(hit, axes=(0, len(ls) - 1) + tuple(range(1, len(ls) - 1)))
-    return _reduce_loss(-sum_(hit * log_probs, axis=ax), reduction)
+    return _reduce_loss(-_weighted_sum(hit, log_probs, ax), reduction)
 
 
 def _same_shape(name, x, t):
@@ -698,8 +718,9 @@ def split(x, split_size_or_sections, axis=0):
 
 @composite(samples=(Sample((np.array([1, 0, 3]), (4, 3))),), ref=lambda np, idx, w: w[idx])
 def embedding(idx, weight):
-    """Rows of `weight` (num_embeddings, dim) picked by integer indices."""
-    return take(weight, idx, axis=0)
+    """Rows of `weight` (num_embeddings, dim) picked by integer indices in [0, num): a
+    negative or bool index is refused, as torch."""
+    return take(weight, idx, axis=0, negative=False)
 
 
 def dropout(x, p=0.5, training=True):

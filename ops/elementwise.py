@@ -92,13 +92,17 @@ TANH = register("tanh", _float_unary_infer("tanh"), np.tanh,
 
 
 def _sigmoid_kernel(x):
-    # NOTE: the tanh form never overflows, unlike 1 / (1 + exp(-x)) for large negative x.
-    return (np.tanh(x * 0.5) + 1) * 0.5
+    # NOTE: two-sided, as torch: exp(-|x|) never overflows, and for x < 0 the result
+    # e / (1 + e) keeps its relative precision (sigmoid(-20) = 2.06e-9, not 0)
+    x = np.asarray(x)
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
 SIGMOID = register("sigmoid", _float_unary_infer("sigmoid"), _sigmoid_kernel,
                    lambda g, x, out, **kw: (g * out * (1.0 - out),),
-                   scalar="0.5 + 0.5 * tanh(0.5 * {0})", kind=_EW, samples=_UNARY_SAMPLES,
+                   scalar="where({0} >= 0, 1 / (1 + exp(-abs({0}))), "
+                          "exp(-abs({0})) / (1 + exp(-abs({0}))))", kind=_EW, samples=_UNARY_SAMPLES,
                    ref=lambda np, x: 1 / (1 + np.exp(-x)))
 
 

@@ -175,6 +175,8 @@ def _one_hot_infer(idx, num_classes, dtype="float32", **_):
 
 def _one_hot_kernel(idx, num_classes, dtype="float32"):
     idx = np.asarray(idx)
+    if idx.dtype.kind not in "iu":     # NOTE: one_hot(1.5) would be all zeros
+        raise TypeError(f"one_hot: indices must be integers, got {idx.dtype}")
     if idx.size and (idx.min() < 0 or idx.max() >= num_classes):
         bad = idx.min() if idx.min() < 0 else idx.max()
         raise IndexError(f"class index {bad} is out of range for {num_classes} classes")

@@ -385,12 +385,16 @@ def _take_infer(x, idx, axis=0, **_):
     return same(x, shape=x.shape[:a] + idx.shape + x.shape[a + 1:])
 
 
-def _take_kernel(x, idx, axis=0):
+def _take_kernel(x, idx, axis=0, negative=True):
     n = np.shape(x)[axis]
     i = np.asarray(idx)
-    if i.size and (i.max() >= n or i.min() < -n):
+    if i.dtype.kind not in "iu":     # NOTE: a bool index would read rows 0 and 1
+        raise TypeError(f"take: indices must be integers, got {i.dtype}")
+    lo = -n if negative else 0
+    if i.size and (i.max() >= n or i.min() < lo):
         bad = i.max() if i.max() >= n else i.min()
-        raise IndexError(f"index {bad} is out of range for dimension {axis} (size {n})")
+        raise IndexError(f"index {bad} is out of range for dimension {axis} (size {n})"
+                         + ("" if negative else "; negative indices are not allowed"))
     return np.take(x, i, axis=axis)
 
 
@@ -486,8 +490,11 @@ def concat(*xs, axis=0):
     return bind(CONCAT, *xs, axis=int(axis))
 
 
-def take(x, idx, axis=0):
-    return bind(TAKE, x, idx, axis=int(axis))
+def take(x, idx, axis=0, negative=True):
+    """x's entries at integer indices along `axis`; negative=False refuses indices < 0."""
+    if negative:
+        return bind(TAKE, x, idx, axis=int(axis))
+    return bind(TAKE, x, idx, axis=int(axis), negative=False)
 
 
 def pad(x, pad_width, value=0.0):

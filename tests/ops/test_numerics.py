@@ -1,0 +1,83 @@
+"""Numerics at the edges, as exact as PyTorch's: eager, graph and the fused graph agree."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dualgrad import eager, graph
+import dualgrad.eager.nn.functional as F
+
+
+def both(fn, *arrays):
+    """fn on eager tensors, and on graph placeholders run optimised (fused) and unoptimised."""
+    out = [fn(*[eager.tensor(a) for a in arrays]).numpy()]
+    g = graph.Graph()
+    with g.as_default():
+        phs = [graph.placeholder(a.dtype, a.shape) for a in arrays]
+        y = fn(*phs)
+    for opt in (True, False):
+        with graph.Session(g, optimize=opt) as s:
+            out.append(s.run(y, dict(zip(phs, arrays))))
+    return out
+
+
+def lsm_ref(x):
+    x = x.astype(np.float64)
+    z = x - x.max(-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(-1, keepdims=True))
+
+
+@pytest.mark.parametrize("offset", [1e4, 1e7])
+def test_log_softmax_exact_at_large_logits(offset):
+    x = (np.array([[0.0, 1.0, -2.0, 0.5]], np.float32) * 1 + np.float32(offset))
+    for got in both(lambda t: F.log_softmax(t, dim=-1), x):
+        np.testing.assert_allclose(got, lsm_ref(x), atol=1e-6)
+
+
+def test_cross_entropy_with_masked_logit_is_finite():
+    logits = np.array([[1.0, -np.inf, 2.0], [0.0, 3.0, -np.inf]], np.float32)
+    target = np.array([0, 1])
+    want = -lsm_ref(np.where(np.isinf(logits), -1e30, logits))[[0, 1], target].mean()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for got in both(lambda a, t: F.cross_entropy(a, t), logits, target):
+            assert np.isfinite(got)
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+        w = eager.tensor(logits, requires_grad=True)
+        F.cross_entropy(w, eager.tensor(target)).backward()
+    assert np.isfinite(w.grad.numpy()).all() and w.grad.numpy()[0, 1] == 0
+
+
+def test_logsumexp_infinite_rows():
+    x = np.array([[1.0, np.inf, 2.0], [-np.inf, -np.inf, -np.inf], [1.0, 2.0, 3.0]],
+                 np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for got in both(lambda t: eager.logsumexp(t, dim=-1) if isinstance(t, eager.Tensor)
+                        else graph.reduce_logsumexp(t, axis=-1), x):
+            assert got[0] == np.inf and got[1] == -np.inf
+            np.testing.assert_allclose(got[2], np.log(np.exp([1.0, 2.0, 3.0]).sum()), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sigmoid_keeps_relative_precision_for_negative_inputs(dtype):
+    x = np.array([-20.0, -80.0, 0.0, 3.0, 40.0], dtype)
+    want = 1 / (1 + np.exp(-x.astype(np.float64)))
+    for got in both(lambda t: eager.sigmoid(t) if isinstance(t, eager.Tensor)
+                    else graph.sigmoid(t) * 1.0, x):
+        np.testing.assert_allclose(got, want, rtol=1e-5)
+    p = eager.sigmoid(eager.tensor(np.array([-20.0], dtype)))
+    bce = F.binary_cross_entropy(p, eager.tensor(np.ones(1, dtype)))
+    assert abs(float(bce) - 20.0) < 1e-4
+
+
+def test_norm_gradient_at_zero_is_zero():
+    x = eager.zeros(3, requires_grad=True)
+    n = x.norm()
+    n.backward()
+    assert float(n) == 0.0 and x.grad.numpy().tolist() == [0.0, 0.0, 0.0]
+    y = eager.tensor([3.0, 4.0], requires_grad=True)
+    y.norm().backward()
+    np.testing.assert_allclose(y.grad.numpy(), [0.6, 0.8], rtol=1e-6)

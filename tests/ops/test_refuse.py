@@ -1,0 +1,50 @@
+"""Inputs that would be misread are refused with the op's own error."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dualgrad import eager, graph, ops
+import dualgrad.eager.nn.functional as F
+
+W = np.arange(12.0, dtype=np.float32).reshape(4, 3)
+
+
+@pytest.mark.parametrize("idx,match", [(np.array([-1, 0]), "negative indices are not allowed"),
+                                       (np.array([True, False]), "must be integers")])
+def test_embedding_refuses_negative_and_bool_indices(idx, match):
+    with pytest.raises(Exception, match=match):
+        F.embedding(eager.tensor(idx), eager.tensor(W))
+    with pytest.raises(Exception, match=match):
+        g = graph.Graph()
+        with g.as_default():
+            ids = graph.placeholder(idx.dtype, idx.shape)
+            y = graph.nn.embedding_lookup(graph.constant(W), ids)
+        with graph.Session(g) as s:
+            s.run(y, {ids: idx})
+
+
+def test_indexing_with_negative_index_still_wraps():
+    assert eager.tensor(W)[np.array([-1])].numpy().tolist() == [[9.0, 10.0, 11.0]]
+
+
+def test_one_hot_refuses_non_integers():
+    with pytest.raises(ops.ShapeError, match="one_hot: indices must be integers, got float64"):
+        ops.one_hot(np.array([1.5]), 3)
+
+
+@pytest.mark.parametrize("dtype,value,match", [
+    (graph.int32, np.array([2 ** 40], np.int64), "not representable in int32"),
+    (graph.float32, np.array([1e40]), "not representable in float32"),
+])
+def test_feed_not_representable_is_refused(dtype, value, match):
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(dtype, (1,))
+        y = x * 1
+    with graph.Session(g) as s:
+        with pytest.raises(graph.errors.InvalidArgumentError, match=match):
+            s.run(y, {x: value})
+        assert s.run(y, {x: value * 0 + 3}).tolist() == [3]
+        if dtype == graph.float32:
+            assert s.run(y, {x: np.array([np.inf])}).tolist() == [np.inf]
