@@ -102,6 +102,17 @@ SIGMOID = register("sigmoid", _float_unary_infer("sigmoid"), _sigmoid_kernel,
                    ref=lambda np, x: 1 / (1 + np.exp(-x)))
 
 
+def _softplus_kernel(x):
+    return np.logaddexp(x, 0)   # NOTE: log(1 + exp(x)) overflows for x > 88 in float32
+
+
+SOFTPLUS = register("softplus", _float_unary_infer("softplus"), _softplus_kernel,
+                    lambda g, x, **kw: (g * sigmoid(x),),
+                    scalar="maximum({0}, 0) + log1p(exp(-abs({0})))", kind=_EW,
+                    samples=_UNARY_SAMPLES + (_S((4, 5), domain=(-40.0, 40.0)),),
+                    ref=lambda np, x: np.logaddexp(x, 0))
+
+
 def _relu_kernel(x):
     return np.maximum(x, 0)
 
@@ -314,7 +325,7 @@ for _op in list(REGISTRY.values()):
 
 neg, exp, log, sqrt, tanh, sigmoid, relu, abs, sign, erf = (  # noqa: A001 - op names
     NEG.fn, EXP.fn, LOG.fn, SQRT.fn, TANH.fn, SIGMOID.fn, RELU.fn, ABS.fn, SIGN.fn, ERF.fn)
-sin, cos = SIN.fn, COS.fn
+sin, cos, softplus = SIN.fn, COS.fn, SOFTPLUS.fn
 add, sub, mul, div, pow, maximum, minimum, where = (  # noqa: A001
     ADD.fn, SUB.fn, MUL.fn, DIV.fn, POW.fn, MAXIMUM.fn, MINIMUM.fn, WHERE.fn)
 eq, ne, lt, le, gt, ge = (REGISTRY[n].fn for n in ("eq", "ne", "lt", "le", "gt", "ge"))
