@@ -81,14 +81,14 @@ class set_grad_enabled:
     """Turn grad mode on or off: at once as a call, or for a `with` block (torch's both forms)."""
 
     def __init__(self, mode):
-        self.prev = _GRAD[0]
-        _GRAD[0] = builtins.bool(mode)
+        self.prev = _GRAD.enabled
+        _GRAD.enabled = builtins.bool(mode)
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        _GRAD[0] = self.prev
+        _GRAD.enabled = self.prev
 
 
 def inference_mode(mode=True):
