@@ -58,6 +58,8 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--no-optimize", action="store_true",
                    help="graph mode: Session(optimize=False)")
+    t.add_argument("--distributed", choices=("ddp", "fsdp"), default=None,
+                   help="data-parallel under `mpiexec -n N` (docs/distributed.md)")
     t.add_argument("--plot", metavar="PATH", help="loss and held-out accuracy per epoch, each "
                    f"mode one line, as an image (needs matplotlib: {PLOT_HINT})")
     t.add_argument("--logdir", metavar="DIR", help="TensorBoard logs, one run per mode in "
@@ -157,8 +159,18 @@ def cmd_train(args, console):
         if os.path.exists(args.logdir) and not os.path.isdir(args.logdir):
             raise CliError(f"--logdir {args.logdir}: not a directory")
         _need("tensorboard", "--logdir", TENSORBOARD_HINT)
-    train(args.model, args.mode, args.epochs, args.seed, not args.no_optimize, console,
-          plot=args.plot, logdir=args.logdir)
+    if args.distributed:
+        from .distributed import unsupported
+        if unsupported(args.mode, args.distributed):
+            raise CliError(unsupported(args.mode, args.distributed))
+    try:
+        train(args.model, args.mode, args.epochs, args.seed, not args.no_optimize, console,
+              plot=args.plot, logdir=args.logdir, distributed=args.distributed)
+    except Exception as e:   # noqa: BLE001 - one rank's failure must end every rank
+        from dualgrad.ops import distributed as mpi
+        if args.distributed and mpi.is_initialized():
+            mpi.abort(f"{type(e).__name__}: {e} (aborting all ranks: MPI_Abort)")
+        raise
 
 
 def _need(module, flag, hint):

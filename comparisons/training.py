@@ -39,6 +39,7 @@ class Run:
     epoch_acc: list = field(default_factory=list)
     seconds: float = 0.0
     trainer: object = None
+    distributed: str = None          # "ddp" / "fsdp" under mpiexec (comparisons/distributed.py)
 
     @property
     def steps(self) -> int:
@@ -47,20 +48,34 @@ class Run:
     @property
     def label(self) -> str:
         off = self.mode == "graph" and not self.optimize
-        return f"{self.model} ({self.mode}{', optimize=False' if off else ''})"
+        dist = f", {self.distributed} on {_world_size()} ranks" if self.distributed else ""
+        return f"{self.model} ({self.mode}{', optimize=False' if off else ''}{dist})"
 
 
-def fit(model, mode, epochs=None, seed=0, optimize=True, on_step=None, on_epoch=None) -> Run:
+def _world_size():
+    from dualgrad.ops import distributed as mpi
+    return mpi.size()
+
+
+def fit(model, mode, epochs=None, seed=0, optimize=True, on_step=None, on_epoch=None,
+        distributed=None) -> Run:
     """Train `model` in `mode` from the shared initial weights; returns the Run.
-    on_step(run) after every step, on_epoch(run) after every epoch's evaluation."""
+    on_step(run) after every step, on_epoch(run) after every epoch's evaluation.
+    distributed: "ddp" or "fsdp" under mpiexec (each rank trains on its share of each batch)."""
     epochs = epochs or load(model, "eager").EPOCHS
     task = TASKS[model]()
-    run = Run(model, mode, optimize, trainer=make_trainer(model, mode, seed, optimize))
+    if distributed is None:
+        trainer = make_trainer(model, mode, seed, optimize)
+        step = trainer.step
+    else:
+        from .distributed import distributed_trainer
+        trainer, step = distributed_trainer(model, mode, distributed, seed, optimize)
+    run = Run(model, mode, optimize, trainer=trainer, distributed=distributed)
     t0 = time.perf_counter()
     for epoch in range(epochs):
         start = run.steps
         for batch in task.batches(epoch):
-            run.losses.append(run.trainer.step(*batch))
+            run.losses.append(step(*batch))
             if on_step:
                 on_step(run)
         run.epoch_loss.append(sum(run.losses[start:]) / (run.steps - start))
@@ -76,12 +91,18 @@ def _plural(n, word) -> str:
 
 
 def train(model, mode, epochs=None, seed=0, optimize=True, console=None, plot=None,
-          logdir=None) -> list[Run]:
+          logdir=None, distributed=None) -> list[Run]:
     """Train in `mode` ("all": eager, graph and compiled, one after the other, from the same
-    weights on the same batches); report each; draw and log if asked. Returns the Runs."""
+    weights on the same batches); report each; draw and log if asked. Returns the Runs.
+    distributed: "ddp" or "fsdp" under mpiexec; only rank 0 reports."""
     epochs = epochs or load(model, "eager").EPOCHS
     modes = MODES if mode == "all" else (mode,)
-    runs = [_train_one(model, m, epochs, seed, optimize, console, logdir) for m in modes]
+    if distributed is not None:
+        from .distributed import init
+        if init() != 0 and console is not None:
+            console.quiet = True     # NOTE: one rank reports, as PyTorch scripts do
+    runs = [_train_one(model, m, epochs, seed, optimize, console, logdir, distributed)
+            for m in modes]
     if plot:
         plot_runs(runs, plot)
         if console is not None:
@@ -92,15 +113,16 @@ def train(model, mode, epochs=None, seed=0, optimize=True, console=None, plot=No
     return runs
 
 
-def _train_one(model, mode, epochs, seed, optimize, console, logdir) -> Run:
+def _train_one(model, mode, epochs, seed, optimize, console, logdir, distributed) -> Run:
     n_batches = len(TASKS[model]().batches(0))
-    label = Run(model, mode, optimize).label
+    label = Run(model, mode, optimize, distributed=distributed).label
     log = _Logger(logdir, mode) if logdir else None
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
                   TextColumn("epoch {task.fields[epoch]}/{task.fields[epochs]}"),
                   TextColumn("loss {task.fields[loss]}"),
                   TextColumn("held-out acc {task.fields[acc]}"), TimeElapsedColumn(),
-                  console=console, transient=False, disable=console is None) as bar:
+                  console=console, transient=False,
+                  disable=console is None or console.quiet) as bar:
         job = bar.add_task(label, total=epochs * n_batches, epoch=0, epochs=epochs,
                            loss="-", acc="-")
 
@@ -112,7 +134,7 @@ def _train_one(model, mode, epochs, seed, optimize, console, logdir) -> Run:
             bar.update(job, acc=f"{run.epoch_acc[-1]:.3f}")
             if log:
                 log.epoch(run)
-        run = fit(model, mode, epochs, seed, optimize, on_step, on_epoch)
+        run = fit(model, mode, epochs, seed, optimize, on_step, on_epoch, distributed)
     if log:
         log.close(run)
     if console is not None:

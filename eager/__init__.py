@@ -225,6 +225,62 @@ def allclose(a, b, rtol=1e-5, atol=1e-8):
     return builtins.bool(np.allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol))
 
 
+def sort(t, dim=-1, descending=False, stable=False):
+    return t.sort(dim, descending, stable)
+
+
+def argsort(t, dim=-1, descending=False, stable=False):
+    return t.argsort(dim, descending, stable)
+
+
+def topk(t, k, dim=-1, largest=True, sorted=True):  # noqa: A002
+    return t.topk(k, dim, largest, sorted)
+
+
+def gather(t, dim, index):
+    return t.gather(dim, index)
+
+
+def index_select(t, dim, index):
+    return t.index_select(dim, index)
+
+
+def unique(t, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    return t.unique(sorted, return_inverse, return_counts, dim)
+
+
+def numel(t):
+    return t.numel()
+
+
+def all(t, dim=None, keepdim=False):  # noqa: A001
+    return _lift(t).all(dim, keepdim)
+
+
+def any(t, dim=None, keepdim=False):  # noqa: A001
+    return _lift(t).any(dim, keepdim)
+
+
+def clone(t):
+    return t.clone()
+
+
+def equal(a, b):
+    return a.equal(b)
+
+
+def result_type(a, b):
+    """PyTorch's promotion of two operands (tensors or Python numbers)."""
+    from dualgrad.ops.rules import torch_result_dtype
+    return torch_result_dtype([x.data if isinstance(x, Tensor) else x for x in (a, b)],
+                              get_default_dtype())
+
+
+def promote_types(a, b):
+    from dualgrad.ops.rules import torch_result_dtype
+    return torch_result_dtype([np.zeros(1, a), np.zeros(1, b)])
+
+
 exp, log, sqrt, tanh, sigmoid, relu, erf = (ops.exp, ops.log, ops.sqrt, ops.tanh, ops.sigmoid,
                                             ops.relu, ops.erf)
 sign, sin, cos = ops.sign, ops.sin, ops.cos

@@ -19,9 +19,11 @@ from dualgrad.ops import REGISTRY as R
 from dualgrad.ops.autodiff import backprop
 from dualgrad.ops.composite import current_composite
 from dualgrad.ops.core import TRACING, explain_failure, spec_of, user_frame, where_str
+from dualgrad.ops.rules import torch_result_dtype
 
 from . import devices as _device
 from .inplace import CLOCK, InPlaceMixin
+from .methods import TensorMethods
 
 _GRAD = [True]   # grad mode: module-level so the hot path reads one list item
 _new = object.__new__
@@ -75,6 +77,8 @@ class EagerEngine:
             raise _fail(op, args, attrs, err) from None
         if type(out) is not np.ndarray:
             out = np.asarray(out)
+        if op in _PROMOTING and out.dtype.kind != "b":
+            out = _promoted(op, args, out)
         t = _new(Tensor)
         t.data = out
         t.grad = None
@@ -85,6 +89,28 @@ class EagerEngine:
             t.requires_grad = False
             t._node = None
         return t
+
+
+_PROMOTING = frozenset(R[n] for n in ("add", "sub", "mul", "div", "pow", "maximum", "minimum",
+                                      "where", "matmul"))
+
+
+def _promoted(op, args, out):
+    """Recompute a mixed-dtype elementwise op in PyTorch's result dtype (float32 ** int64 is
+    float32, int / int the default float), where NumPy's promotion would differ."""
+    if out.dtype.kind == "b" or op not in _PROMOTING:
+        return out
+    from .factories import default_float
+    vals = [a.data if isinstance(a, Tensor) else a for a in args]
+    operands = vals[1:] if op.name == "where" else vals
+    want = torch_result_dtype(operands, default_float())
+    if op.name == "div" and want.kind in "biu":
+        want = default_float()
+    if out.dtype == want:
+        return out
+    cast = [v.astype(want) if isinstance(v, np.ndarray) and v.dtype != want and
+            (op.name != "where" or i > 0) else v for i, v in enumerate(vals)]
+    return np.asarray(op.kernel(*cast))
 
 
 def _binary(op, a, b):
@@ -100,6 +126,8 @@ def _binary(op, a, b):
         if getattr(getattr(b, "_engine", None), "level", 0) > EagerEngine.level:
             return ops.bind(op, a, b)
         raise _fail(op, (a, b), {}, err) from None
+    if out.dtype is not a.data.dtype or type(b) is Tensor and b.data.dtype is not a.data.dtype:
+        out = _promoted(op, (a, b), out)     # NOTE: mixed dtypes only; identity tests otherwise
     t = _new(Tensor)
     t.data = out if type(out) is np.ndarray else np.asarray(out)
     t.grad = None
@@ -204,7 +232,7 @@ def _needs_grad(v):
     return node is None or type(node) is _Freed or node[0].vjp is not None
 
 
-class Tensor(InPlaceMixin):
+class Tensor(InPlaceMixin, TensorMethods):
     """An n-dimensional array with autograd, in PyTorch's style."""
     __slots__ = ("data", "requires_grad", "grad", "_node", "_modified", "__weakref__")
     _engine = EagerEngine
@@ -688,11 +716,6 @@ class Tensor(InPlaceMixin):
     def clone(self):
         return self + 0 if self.data.dtype.kind in "fc" else Tensor(self.data.copy())
 
-    def any(self):
-        return Tensor(self.data.any())
-
-    def all(self):
-        return Tensor(self.data.all())
 
 
 _TYPE_NAMES = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor",

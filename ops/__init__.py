@@ -20,6 +20,7 @@ from .shape import (broadcast_like, broadcast_to, concat, concat_part, expand_di
                     squeeze, sum_to_like, take, take_grad, transpose, zeros_like)
 from .reduce import argmax, count, cumsum, max, sum
 from .nn import fold, generator, manual_seed, matmul, one_hot, rand_like, unfold
+from .index import argsort, gather, gather_grad
 from .composite import (COMPOSITES, argmin, avg_pool2d, batch_norm, binary_cross_entropy,
                         binary_cross_entropy_with_logits, conv2d, cross_entropy, dropout,
                         embedding, flip, gelu, layer_norm, linear, log_softmax, logsumexp,

@@ -14,7 +14,7 @@ import numpy as np
 
 from .core import (Sample, ShapeError, fmt_shape, spec_of, user_frame, user_stacklevel,
                    where_str)
-from .elementwise import erf, exp, log, sqrt, stop_gradient, tanh, where
+from .elementwise import cast, erf, exp, log, ne, sqrt, stop_gradient, tanh, where
 from .nn import matmul, one_hot, rand_like, unfold
 from .reduce import count, max as max_, static_count, sum as sum_
 from .rules import broadcast, norm_axes
@@ -405,21 +405,32 @@ def batch_norm(x, mean, var, weight=None, bias=None, eps=1e-5):
 
 
 # -- losses -----------------------------------------------------------------------------------
-def _ce_ref(np, logits, target, reduction="mean"):
+def _ce_ref(np, logits, target, reduction="mean", ignore_index=-100, label_smoothing=0.0):
     m = np.max(logits, axis=-1, keepdims=True)
     logp = logits - m - np.log(np.sum(np.exp(logits - m), axis=-1, keepdims=True))
-    oh = target[..., None] == np.arange(logits.shape[-1])
-    loss = -np.sum(np.where(oh, logp, 0.0), axis=-1)
-    return np.mean(loss) if reduction == "mean" else np.sum(loss) if reduction == "sum" else loss
+    c = logits.shape[-1]
+    valid = (target != ignore_index)[..., None]
+    oh = np.where(target[..., None] == np.arange(c), 1.0 - label_smoothing, 0.0)
+    t = np.where(valid, oh + label_smoothing / c, 0.0).astype(logits.dtype)
+    loss = -np.sum(t * logp, axis=-1)
+    if reduction == "mean":
+        return np.sum(loss) / np.sum(valid).astype(logits.dtype)
+    return np.sum(loss) if reduction == "sum" else loss
 
 
 @composite(samples=(Sample(((4, 5), np.array([0, 4, 2, 2]))),
                     Sample(((3, 2, 4), np.array([[0, 1], [3, 3], [2, 0]])), {"reduction": "sum"}),
+                    Sample(((4, 5), np.array([0, -100, 2, 2])), {"ignore_index": -100}),
+                    Sample(((4, 5), np.array([0, 4, 3, 2])), {"label_smoothing": 0.1,
+                                                              "ignore_index": 3}),
                     Sample(((4, 5), np.array([[0], [4], [2], [2]])),
                            match=r"cross_entropy: target \(4, 1\) must have shape \(4,\)")),
            ref=_ce_ref)
-def cross_entropy(logits, target, reduction="mean"):
-    """Softmax cross-entropy from logits (..., C) and integer class targets (...)."""
+def cross_entropy(logits, target, reduction="mean", weight=None, ignore_index=-100,
+                  label_smoothing=0.0):
+    """Softmax cross-entropy from logits (..., C) and integer class targets (...), or class
+    probabilities (..., C), with torch's per-class `weight`, `ignore_index` (class targets)
+    and `label_smoothing`; 'mean' divides by the summed weight of the counted targets."""
     ls, ts = _shape(logits), _shape(target)
     # NOTE: not getattr(target, "dtype", np.asarray(target).dtype): the default is evaluated
     # first, and a graph tensor refuses np.asarray
@@ -429,11 +440,41 @@ def cross_entropy(logits, target, reduction="mean"):
                 a is None or b is None or a == b for a, b in zip(ts, ls))):
             raise _located(f"cross_entropy: target {fmt_shape(ts)} must have shape "
                              f"{fmt_shape(ls[:-1])} (class indices) for logits {fmt_shape(ls)}")
-        target = one_hot(target, ls[-1], dtype=logits.dtype)
     elif ts != ls:
         raise _located(f"cross_entropy: probability target {fmt_shape(ts)} must have the "
                          f"shape of logits {fmt_shape(ls)}")
-    loss = -sum_(target * log_softmax(logits, axis=-1), axis=-1)
+    if weight is None and not label_smoothing and t_dtype.kind in "iu" and not _may_ignore(
+            target, ignore_index):
+        target = one_hot(target, ls[-1], dtype=logits.dtype)
+        return _reduce_loss(-sum_(target * log_softmax(logits, axis=-1), axis=-1), reduction)
+    return _weighted_ce(logits, target, t_dtype, reduction, weight, ignore_index,
+                        label_smoothing)
+
+
+def _may_ignore(target, ignore_index):
+    """False when no target can equal ignore_index (-100 with ordinary class indices)."""
+    arr = getattr(target, "data", target)
+    if isinstance(arr, np.ndarray):
+        return bool(np.any(arr == ignore_index))
+    return True        # a graph tensor: its values are not known yet
+
+
+def _weighted_ce(logits, target, t_dtype, reduction, weight, ignore_index, eps):
+    c = _shape(logits)[-1]
+    dt = logits.dtype
+    logp = log_softmax(logits, axis=-1)
+    if t_dtype.kind in "iu":
+        valid = cast(expand_dims(ne(target, ignore_index), axis=-1), dt)
+        hot = one_hot(where(ne(target, ignore_index), target, 0), c, dtype=dt)
+        t = (hot * (1.0 - eps) + eps / c) * valid if eps else hot * valid
+        denom = sum_(hot * valid * weight) if weight is not None else sum_(valid)
+    else:
+        t = target * (1.0 - eps) + eps / c if eps else target
+        denom = count(sum_(t, axis=-1))
+    wt = t * weight if weight is not None else t
+    loss = -sum_(wt * logp, axis=-1)
+    if reduction == "mean":
+        return sum_(loss) / denom
     return _reduce_loss(loss, reduction)
 
 

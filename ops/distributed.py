@@ -174,6 +174,18 @@ def _mpi_op(op):
 _OPS = ("sum", "avg", "product", "min", "max")
 
 
+def _contiguous(fn):
+    """Run fn on a C-contiguous, writable buffer of arr, written back to arr (MPI needs one)."""
+    def run(arr, *args, **kwargs):
+        if arr.flags.c_contiguous and arr.flags.writeable:
+            return fn(arr, *args, **kwargs)
+        buf = fn(np.ascontiguousarray(arr), *args, **kwargs)
+        arr[...] = buf
+        return arr
+    return run
+
+
+@_contiguous
 def all_reduce(arr, op="sum", check=True, what="all_reduce"):
     """arr (every rank's, same shape) becomes the reduction over ranks, in place."""
     comm = world(what)
@@ -192,6 +204,7 @@ def start_all_reduce(arr):
     return world("all_reduce").Iallreduce(mpi().IN_PLACE, arr, mpi().SUM)
 
 
+@_contiguous
 def broadcast(arr, src=0, check=True):
     comm = world("broadcast")
     if not 0 <= src < comm.Get_size():

@@ -80,3 +80,62 @@ def require_float(opname, *specs):
 def same(spec: Spec, shape=None, dtype=None) -> Spec:
     return Spec(spec.shape if shape is None else tuple(shape),
                 spec.dtype if dtype is None else np.dtype(dtype))
+
+
+def _category(dt) -> int:
+    return {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}.get(np.dtype(dt).kind, 1)
+
+
+def _promote(a, b):
+    """PyTorch's promotion table: across categories the higher category's dtype wins
+    (int64 with float32 is float32); within one, as NumPy (int8 with uint8 is int16)."""
+    ka, kb = _category(a), _category(b)
+    if ka == kb or ka == 3 or kb == 3:
+        return np.promote_types(a, b)
+    return a if ka > kb else b
+
+
+def _promote_all(dtypes):
+    out = None
+    for d in dtypes:
+        out = d if out is None else _promote(out, d)
+    return out
+
+
+def _combine(higher, lower):
+    """PyTorch's combine_categories: a lower-priority group only wins a higher category."""
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    hk, lk = _category(higher), _category(lower)
+    if hk == 3:
+        return higher
+    if lk == 3:
+        return np.result_type(higher, 1j) if hk == 2 else lower
+    if hk == 2:
+        return higher
+    if hk == 0 or lk == 2:
+        return _promote(higher, lower)
+    return higher
+
+
+def torch_result_dtype(operands, default_float=np.dtype(np.float32)) -> np.dtype:
+    """PyTorch's type promotion over arrays and Python scalars (torch.result_type).
+
+    Tensors with dims decide within their category; 0-d tensors and then Python scalars only
+    raise the category (a Python float makes an int tensor the default float dtype, a float64
+    0-d tensor leaves a float32 tensor float32). NumPy instead lets any float64 or int64 win:
+    `float32 ** int64` is float64 there and float32 here.
+    """
+    dims, zeros, wrapped = [], [], []
+    for x in operands:
+        if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
+            wrapped.append(np.dtype(np.bool_) if isinstance(x, bool) else
+                           np.dtype(np.int64) if isinstance(x, int) else
+                           default_float if isinstance(x, float) else
+                           np.result_type(default_float, 1j))
+        else:
+            dt, nd = np.asarray(x).dtype if not hasattr(x, "dtype") else x.dtype, np.ndim(x)
+            (dims if nd else zeros).append(np.dtype(dt))
+    return _combine(_promote_all(dims), _combine(_promote_all(zeros), _promote_all(wrapped)))

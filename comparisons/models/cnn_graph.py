@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from dualgrad import graph
 
+from .common import distribute
+
 LR, MOMENTUM, EPOCHS = 0.1, 0.9, 15
 
 
@@ -51,7 +53,7 @@ def conv_relu(x, filters, bias, name):
 
 
 class Trainer:
-    def __init__(self, weights, lr=LR, momentum=MOMENTUM, optimize=True):
+    def __init__(self, weights, lr=LR, momentum=MOMENTUM, optimize=True, distributed=False):
         w = tf_layouts(weights)
         self.graph = graph.Graph()
         with self.graph.as_default():
@@ -68,7 +70,8 @@ class Trainer:
                 self.logits = graph.matmul(h, kernel) + bias
             self.loss = graph.reduce_mean(graph.nn.sparse_softmax_cross_entropy_with_logits(
                 labels=self.y, logits=self.logits), name="loss")
-            self.train_op = graph.train.MomentumOptimizer(lr, momentum).minimize(self.loss)
+            opt = distribute(graph.train.MomentumOptimizer(lr, momentum), distributed)
+            self.train_op = opt.minimize(self.loss)
             init = graph.global_variables_initializer()
         self.sess = graph.Session(graph=self.graph, optimize=optimize)
         self.sess.run(init)

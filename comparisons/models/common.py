@@ -103,3 +103,12 @@ def fit(trainer, task: Task, epochs: int, on_step=None) -> list[float]:
             if on_step is not None:
                 on_step(epoch, len(losses), losses[-1])
     return losses
+
+
+def distribute(optimizer, distributed):
+    """A graph model's optimizer, wrapped in Horovod's DistributedOptimizer when `distributed`
+    (`mpiexec -n N dualgrad train MODEL --mode graph --distributed ddp`)."""
+    if not distributed:
+        return optimizer
+    from dualgrad.graph import distributed as hvd
+    return hvd.DistributedOptimizer(optimizer)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from dualgrad import graph
 
+from .common import distribute
+
 LR, MOMENTUM, EPOCHS = 0.1, 0.9, 20
 
 
@@ -41,7 +43,7 @@ def given(value):
 class Trainer:
     """The graph, its train op and a Session; `step` is one `Session.run`."""
 
-    def __init__(self, weights, lr=LR, momentum=MOMENTUM, optimize=True):
+    def __init__(self, weights, lr=LR, momentum=MOMENTUM, optimize=True, distributed=False):
         self.graph = graph.Graph()
         with self.graph.as_default():
             self.x = graph.placeholder(graph.float32, (None, 64), name="x")
@@ -54,7 +56,8 @@ class Trainer:
                                          bias_initializer=given(weights["fc2.bias"]))
             self.loss = graph.reduce_mean(graph.nn.sparse_softmax_cross_entropy_with_logits(
                 labels=self.y, logits=self.logits), name="loss")
-            self.train_op = graph.train.MomentumOptimizer(lr, momentum).minimize(self.loss)
+            opt = distribute(graph.train.MomentumOptimizer(lr, momentum), distributed)
+            self.train_op = opt.minimize(self.loss)
             init = graph.global_variables_initializer()
         self.sess = graph.Session(graph=self.graph, optimize=optimize)
         self.sess.run(init)

@@ -26,6 +26,8 @@ import numpy as np
 
 from dualgrad import graph
 
+from .common import distribute
+
 LR, MOMENTUM, EPOCHS, HIDDEN, STEPS = 0.1, 0.9, 20, 64, 8
 
 
@@ -79,7 +81,8 @@ def dynamic_rnn(cell, x, mask, h, c, steps):
 
 
 class Trainer:
-    def __init__(self, weights, lr=LR, momentum=MOMENTUM, optimize=True, unroll="static"):
+    def __init__(self, weights, lr=LR, momentum=MOMENTUM, optimize=True, distributed=False,
+                 unroll="static"):
         w = weights
         self.graph = graph.Graph()
         with self.graph.as_default():
@@ -99,7 +102,8 @@ class Trainer:
                 self.logits = graph.matmul(h, kernel) + bias
             self.loss = graph.reduce_mean(graph.nn.sparse_softmax_cross_entropy_with_logits(
                 labels=self.y, logits=self.logits), name="loss")
-            self.train_op = graph.train.MomentumOptimizer(lr, momentum).minimize(self.loss)
+            opt = distribute(graph.train.MomentumOptimizer(lr, momentum), distributed)
+            self.train_op = opt.minimize(self.loss)
             init = graph.global_variables_initializer()
         self.sess = graph.Session(graph=self.graph, optimize=optimize)
         self.sess.run(init)

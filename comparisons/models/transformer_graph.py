@@ -18,6 +18,8 @@ import math
 
 from dualgrad import graph
 
+from .common import distribute
+
 LR, EPOCHS = 3e-3, 15
 D_MODEL, HEADS, D_FF, TOKENS = 32, 4, 64, 8
 NEG = -1e9
@@ -61,7 +63,7 @@ def self_attention(x, mask, w):
 
 
 class Trainer:
-    def __init__(self, weights, lr=LR, optimize=True):
+    def __init__(self, weights, lr=LR, optimize=True, distributed=False):
         w = weights
         self.graph = graph.Graph()
         with self.graph.as_default():
@@ -79,7 +81,8 @@ class Trainer:
             self.logits = dense(layer_norm(pooled, w, "ln_out"), w, "head")
             self.loss = graph.reduce_mean(graph.nn.sparse_softmax_cross_entropy_with_logits(
                 labels=self.y, logits=self.logits), name="loss")
-            self.train_op = graph.train.AdamOptimizer(lr).minimize(self.loss)
+            opt = distribute(graph.train.AdamOptimizer(lr), distributed)
+            self.train_op = opt.minimize(self.loss)
             init = graph.global_variables_initializer()
         self.sess = graph.Session(graph=self.graph, optimize=optimize)
         self.sess.run(init)

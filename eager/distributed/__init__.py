@@ -98,13 +98,13 @@ def barrier(group=None, async_op=False):
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """Every rank's `tensor` becomes the reduction (sum by default) over all ranks."""
     _plain(group, async_op, "all_reduce")
-    _in_place(tensor, lambda a: _mpi.all_reduce(a, _op(op, "all_reduce")), "all_reduce")
+    _mpi.all_reduce(_array(tensor, "all_reduce"), _op(op, "all_reduce"))
 
 
 def broadcast(tensor, src, group=None, async_op=False):
     """Every rank's `tensor` becomes rank `src`'s."""
     _plain(group, async_op, "broadcast")
-    _in_place(tensor, lambda a: _mpi.broadcast(a, src), "broadcast")
+    _mpi.broadcast(_array(tensor, "broadcast"), src)
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
@@ -151,14 +151,6 @@ def _array(t, what):
     if not isinstance(t, Tensor):
         raise TypeError(f"{what}: expected an eager tensor, got {type(t).__name__}")
     return t.data
-
-
-def _in_place(tensor, fn, what):
-    arr = _array(tensor, what)
-    buf = arr if arr.flags.c_contiguous and arr.flags.writeable else np.ascontiguousarray(arr)
-    fn(buf)
-    if buf is not arr:
-        arr[...] = buf
 
 
 def _check_list(what, name, tensors, like):

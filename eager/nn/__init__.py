@@ -78,6 +78,10 @@ class Module:
         if "_parameters" not in self.__dict__:
             raise AttributeError("call super().__init__() before assigning attributes in a "
                                  "Module's __init__")
+        if name in self._buffers and (value is None or isinstance(value, Tensor)) \
+                and not isinstance(value, Parameter):
+            self._buffers[name] = value          # `self.mask = ...` updates the buffer
+            return
         for d in (self._parameters, self._modules, self._buffers):
             d.pop(name, None)
         if isinstance(value, Parameter):
@@ -101,9 +105,18 @@ class Module:
                 return
         object.__delattr__(self, name)
 
-    def register_buffer(self, name, tensor):
-        """A tensor saved in state_dict but not trained (e.g. a running statistic)."""
+    def register_buffer(self, name, tensor, persistent=True):
+        """A tensor kept with the module but not trained (a running statistic, a causal mask);
+        saved in state_dict unless persistent=False."""
+        if "." in name or not name:
+            raise KeyError(f"buffer name can't contain \".\" or be empty, got {name!r}")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                            f"(torch Tensor or None required)")
+        self.__dict__.pop(name, None)
         self._buffers[name] = tensor
+        nonpersistent = self.__dict__.setdefault("_non_persistent", set())
+        (nonpersistent.discard if persistent else nonpersistent.add)(name)
 
     def register_parameter(self, name, param):
         self._parameters[name] = param
@@ -136,21 +149,34 @@ class Module:
     def named_children(self):
         return iter(self._modules.items())
 
-    def named_parameters(self, prefix=""):
+    def named_parameters(self, prefix="", recurse=True):
         seen = set()
-        for mprefix, m in self.named_modules(prefix):
+        for mprefix, m in self.named_modules(prefix) if recurse else [(prefix, self)]:
             for name, p in m._parameters.items():
-                if id(p) not in seen:
+                if p is not None and id(p) not in seen:
                     seen.add(id(p))
                     yield (f"{mprefix}.{name}" if mprefix else name), p
 
-    def parameters(self):
-        return (p for _, p in self.named_parameters())
+    def parameters(self, recurse=True):
+        # NOTE: a subclass may override named_parameters(prefix) alone (FSDP does)
+        named = self.named_parameters() if recurse else self.named_parameters(recurse=False)
+        return (p for _, p in named)
 
-    def named_buffers(self, prefix=""):
-        for mprefix, m in self.named_modules(prefix):
+    def named_buffers(self, prefix="", recurse=True):
+        for mprefix, m in self.named_modules(prefix) if recurse else [(prefix, self)]:
             for name, b in m._buffers.items():
-                yield (f"{mprefix}.{name}" if mprefix else name), b
+                if b is not None:
+                    yield (f"{mprefix}.{name}" if mprefix else name), b
+
+    def _persistent_buffers(self):
+        """named_buffers() without those registered with persistent=False."""
+        skip = {f"{p}.{n}" if p else n for p, m in self.named_modules()
+                for n in m.__dict__.get("_non_persistent", ())}
+        return [(n, b) for n, b in self.named_buffers() if n not in skip]
+
+    def buffers(self, recurse=True):
+        named = self.named_buffers() if recurse else self.named_buffers(recurse=False)
+        return (b for _, b in named)
 
     def apply(self, fn):
         for m in self.children():
@@ -162,13 +188,13 @@ class Module:
     def state_dict(self):
         """name -> detached tensor, for parameters and buffers (as torch)."""
         out = OrderedDict((n, p.detach()) for n, p in self.named_parameters())
-        out.update((n, b.detach()) for n, b in self.named_buffers())
+        out.update((n, b.detach()) for n, b in self._persistent_buffers())
         return out
 
     def load_state_dict(self, state_dict, strict=True):
         """Copy values in place; missing, unexpected or mis-shaped entries are a clear error."""
         own = OrderedDict(self.named_parameters())
-        own.update(self.named_buffers())
+        own.update(self._persistent_buffers())
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         if strict and (missing or unexpected):
@@ -418,7 +444,16 @@ ReLU = _activation("ReLU", F.relu, "max(x, 0)")
 Tanh = _activation("Tanh", F.tanh, "tanh(x)")
 Sigmoid = _activation("Sigmoid", F.sigmoid, "1 / (1 + exp(-x))")
 SiLU = _activation("SiLU", F.silu, "x * sigmoid(x)")
-Identity = _activation("Identity", lambda x: x, "returns its input")
+
+
+class Identity(Module):
+    """Returns its input; any constructor arguments are ignored (as torch)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, x):
+        return x
 
 
 class GELU(Module):
@@ -545,12 +580,19 @@ class GRUCell(_Cell):
 
 # -- losses as modules ------------------------------------------------------------------------
 class CrossEntropyLoss(Module):
-    def __init__(self, reduction="mean"):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                 reduction="mean", label_smoothing=0.0):
         super().__init__()
-        self.reduction = reduction
+        if weight is not None:
+            self.register_buffer("weight", weight)
+        else:
+            self.weight = None
+        self.ignore_index, self.reduction = ignore_index, reduction
+        self.label_smoothing = label_smoothing
 
-    def forward(self, logits, target):
-        return F.cross_entropy(logits, target, self.reduction)
+    def forward(self, input, target):  # noqa: A002 - torch's argument name
+        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
 
 
 class MSELoss(Module):
@@ -563,12 +605,14 @@ class MSELoss(Module):
 
 
 class NLLLoss(Module):
-    def __init__(self, reduction="mean"):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                 reduction="mean"):
         super().__init__()
-        self.reduction = reduction
+        self.weight, self.ignore_index, self.reduction = weight, ignore_index, reduction
 
     def forward(self, log_probs, target):
-        return F.nll_loss(log_probs, target, self.reduction)
+        return F.nll_loss(log_probs, target, self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
 
 
 class BCEWithLogitsLoss(Module):
@@ -589,7 +633,13 @@ class BCELoss(Module):
         return F.binary_cross_entropy(probs, target, self.reduction)
 
 
-__all__ = ["Module", "Parameter", "Linear", "Conv2d", "MaxPool2d", "Flatten", "LayerNorm",
+from .containers import ModuleDict, ParameterDict, ParameterList  # noqa: E402
+from .rnn import GRU, LSTM, RNN, RNNBase  # noqa: E402
+from .attention import MultiheadAttention  # noqa: E402
+from . import init, utils  # noqa: E402
+
+__all__ = ["ModuleDict", "ParameterDict", "ParameterList", "GRU", "LSTM", "RNN", "RNNBase",
+           "MultiheadAttention", "init", "utils", "Module", "Parameter", "Linear", "Conv2d", "MaxPool2d", "Flatten", "LayerNorm",
            "Embedding", "Dropout", "ReLU", "Tanh", "Sigmoid", "SiLU", "GELU", "Identity",
            "Softmax", "Sequential", "ModuleList", "LSTMCell", "GRUCell", "CrossEntropyLoss",
            "MSELoss", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "LogSoftmax", "NLLLoss",

@@ -92,18 +92,36 @@ def one_hot(idx, num_classes):
     return ops.one_hot(idx, num_classes, dtype="int64")
 
 
-def cross_entropy(logits, target, reduction="mean"):
-    """Softmax cross-entropy: logits (N, C) and class indices (N,) (or probabilities (N, C))."""
-    return ops.cross_entropy(logits, target, reduction=reduction)
+def _classes_last(x):
+    """torch puts the classes in dim 1 of (N, C, d1, ...); the op library puts them last."""
+    return x.permute(0, *range(2, x.ndim), 1) if x.ndim > 2 else x
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,  # noqa: A002
+                  reduce=None, reduction="mean", label_smoothing=0.0):
+    """torch.nn.functional.cross_entropy: logits (N, C) or (N, C, d1, ...) and class indices
+    (N, ...) or class probabilities shaped like the logits; weight, ignore_index and
+    label_smoothing as torch."""
+    if size_average is not None or reduce is not None:
+        raise TypeError("cross_entropy: size_average and reduce are deprecated in PyTorch and "
+                        "not supported by dualgrad; use reduction=")
+    prob = np.dtype(target.dtype).kind == "f" if hasattr(target, "dtype") else False
+    return ops.cross_entropy(_classes_last(input), _classes_last(target) if prob else target,
+                             reduction=reduction, weight=weight, ignore_index=ignore_index,
+                             label_smoothing=label_smoothing)
 
 
 def mse_loss(input, target, reduction="mean"):  # noqa: A002 - torch's argument name
     return ops.mse_loss(input, target, reduction=reduction)
 
 
-def nll_loss(input, target, reduction="mean"):  # noqa: A002 - torch's argument name
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,  # noqa: A002
+             reduce=None, reduction="mean"):
     """Negative log-likelihood: log-probabilities (N, C) and class indices (N,)."""
-    return ops.nll_loss(input, target, reduction=reduction)
+    if weight is None and ignore_index == -100 and input.ndim == 2:
+        return ops.nll_loss(input, target, reduction=reduction)
+    # NOTE: cross_entropy of log-probabilities is the NLL: log_softmax leaves them unchanged
+    return cross_entropy(input, target, weight, size_average, ignore_index, reduce, reduction)
 
 
 def binary_cross_entropy_with_logits(input, target, reduction="mean"):  # noqa: A002
@@ -112,3 +130,44 @@ def binary_cross_entropy_with_logits(input, target, reduction="mean"):  # noqa: 
 
 def binary_cross_entropy(input, target, reduction="mean"):  # noqa: A002
     return ops.binary_cross_entropy(input, target, reduction=reduction)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """softmax(q @ k^T * scale + mask) @ v over the last two dims, as torch's.
+
+    A bool attn_mask marks the positions that take part (True = attend); a float one is
+    added to the scores. is_causal masks the upper triangle (query i sees keys <= i).
+    """
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("scaled_dot_product_attention: explicit attn_mask should not be set "
+                           "when is_causal=True")
+    L, S = query.shape[-2], key.shape[-2]
+    scale = 1.0 / float(np.sqrt(query.shape[-1])) if scale is None else scale
+    scores = ops.matmul(query, key.transpose(-2, -1)) * scale
+    if is_causal:
+        attn_mask = np.tril(np.ones((L, S), np.bool_))
+    if attn_mask is not None:
+        m = getattr(attn_mask, "data", attn_mask)
+        if np.asarray(m).dtype == np.bool_:
+            scores = ops.masked_fill(scores, ~np.asarray(m), -np.inf)
+        else:
+            scores = scores + attn_mask
+    weights = ops.softmax(scores, axis=-1)
+    if dropout_p:
+        weights = ops.dropout(weights, dropout_p, True)
+    return ops.matmul(weights, value)
+
+
+def pad(input, pad, mode="constant", value=0.0):  # noqa: A002 - torch's names
+    """torch.nn.functional.pad: `pad` lists (left, right) pairs from the last dim backwards."""
+    if mode != "constant":
+        raise NotImplementedError(f"F.pad(mode={mode!r}) is not supported by dualgrad; only "
+                                  f"mode='constant'")
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise ValueError(f"F.pad: padding length {len(pad)} must be even and at most "
+                         f"2 * {input.ndim}")
+    pairs = [(0, 0)] * input.ndim
+    for i in range(len(pad) // 2):
+        pairs[input.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    return ops.pad(input, tuple(pairs), value=value)

@@ -243,6 +243,22 @@ def _take(w, n, ins):
                   axis=n.attrs.get("axis", 0) % len(n.inputs[0].shape))
 
 
+def _argsort(w, n, ins):
+    nd = len(n.inputs[0].shape)
+    axis = n.attrs.get("axis", -1) % max(nd, 1)
+    k = w.emit("Gather", [w.shape_of(ins[0]), w.ints([axis])], axis=0)
+    values, indices = w.fresh("TopK_values"), w.fresh("TopK_indices")
+    w.nodes.append(w.h.make_node("TopK", [ins[0], k], [values, indices], name=w.fresh("TopK_node"),
+                                 axis=axis, largest=int(bool(n.attrs.get("descending"))),
+                                 sorted=1))
+    return indices
+
+
+def _gather(w, n, ins):
+    return w.emit("GatherElements", [ins[0], w.cast(ins[1], n.inputs[1].dtype, np.int64)],
+                  axis=n.attrs["axis"] % len(n.inputs[0].shape))
+
+
 def _pad(w, n, ins):
     pw = n.attrs["pad_width"]
     pads = [int(p[0]) for p in pw] + [int(p[1]) for p in pw]
@@ -341,6 +357,7 @@ RULES = {**{k: _unary for k in UNARY}, **{k: _binary for k in BINARY},
          "reshape_like": _like("Reshape"), "broadcast_like": _like("Expand"),
          "transpose": _transpose, "broadcast_to": _broadcast_to, "expand_dims": _expand_dims,
          "squeeze": _squeeze, "concat": _concat, "slice": _slice, "take": _take, "pad": _pad,
+         "argsort": _argsort, "gather": _gather,
          "zeros_like": _fill(0), "ones_like": _fill(1), "one_hot": _one_hot, "unfold": _unfold}
 
 

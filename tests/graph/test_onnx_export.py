@@ -10,7 +10,8 @@ onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
 # gradient-only primitives and the random one: no ONNX counterpart, an error naming them
-NO_ONNX = {"fold", "slice_grad", "take_grad", "concat_part", "sum_to_like", "rand_like"}
+NO_ONNX = {"fold", "slice_grad", "take_grad", "gather_grad", "concat_part", "sum_to_like",
+           "rand_like"}
 
 
 def run_onnx(path, inputs):

@@ -1,0 +1,153 @@
+"""More of torch.Tensor's methods: ordering and gathering, comparisons by name, reductions
+over a dim, the new_* constructors (Tensor inherits this mixin).
+
+>>> from dualgrad import eager
+>>> x = eager.tensor([[3.0, 1.0, 2.0]])
+>>> x.sort(dim=1).indices.tolist(), x.topk(2).values.tolist()
+([[1, 2, 0]], [[3.0, 2.0]])
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from dualgrad import ops
+
+SortResult = namedtuple("SortResult", "values indices")
+TopkResult = namedtuple("TopkResult", "values indices")
+
+
+def _tensor(arr):
+    from .tensor import Tensor
+    return Tensor(np.asarray(arr))
+
+
+class TensorMethods:
+    """Methods that compose existing ops (and NumPy, for the value-dependent `unique`)."""
+    __slots__ = ()
+
+    # -- ordering and gathering -----------------------------------------------------------------
+    def argsort(self, dim=-1, descending=False, stable=False):
+        return ops.argsort(self, axis=dim, descending=descending)
+
+    def sort(self, dim=-1, descending=False, stable=False):
+        """(values, indices) along dim; equal values keep their order (always stable)."""
+        idx = ops.argsort(self, axis=dim, descending=descending)
+        return SortResult(ops.gather(self, idx, axis=dim), idx)
+
+    def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - torch's name
+        n = self.shape[dim] if self.ndim else 1
+        if not 0 <= k <= n:
+            raise RuntimeError(f"topk: selected index k={k} out of range for dimension {dim} "
+                               f"of size {n}")
+        idx = ops.argsort(self, axis=dim, descending=largest)
+        index = (slice(None),) * (dim % max(self.ndim, 1)) + (slice(0, k),)
+        idx = ops.slice_(idx, index=index) if self.ndim else idx
+        return TopkResult(ops.gather(self, idx, axis=dim), idx)
+
+    def gather(self, dim, index):
+        return ops.gather(self, index, axis=dim)
+
+    def index_select(self, dim, index):
+        return ops.take(self, index, axis=dim)
+
+    def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+        """The distinct values (no gradient: the result's shape depends on the values)."""
+        res = np.unique(self.data, return_inverse=return_inverse, return_counts=return_counts,
+                        axis=dim)
+        if not isinstance(res, tuple):
+            return _tensor(res)
+        out = [_tensor(res[0])]
+        if return_inverse:
+            out.append(_tensor(res[1].reshape(self.data.shape if dim is None else -1)))
+        if return_counts:
+            out.append(_tensor(res[-1]))
+        return tuple(out)
+
+    # -- comparisons and shapes by name -----------------------------------------------------
+    def eq(self, other):
+        return self == other
+
+    def ne(self, other):
+        return self != other
+
+    def lt(self, other):
+        return self < other
+
+    def le(self, other):
+        return self <= other
+
+    def gt(self, other):
+        return self > other
+
+    def ge(self, other):
+        return self >= other
+
+    greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
+
+    def equal(self, other):
+        return bool(self.shape == other.shape and np.array_equal(self.data, other.data))
+
+    def allclose(self, other, rtol=1e-5, atol=1e-8, equal_nan=False):
+        return bool(np.allclose(self.data, other.data, rtol=rtol, atol=atol,
+                                equal_nan=equal_nan))
+
+    def view_as(self, other):
+        return self.reshape(other.shape)
+
+    reshape_as = view_as
+
+    def contiguous(self, memory_format=None):
+        return self
+
+    def nelement(self):
+        return self.numel()
+
+    def t(self):
+        if self.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                               f"{self.ndim}D")
+        return self.T if self.ndim == 2 else self
+
+    def is_floating_point(self):
+        return self.data.dtype.kind == "f"
+
+    def half(self):
+        return ops.cast(self, "float16")
+
+    def where(self, condition, other):
+        return ops.where(condition, self, other)
+
+    def amin(self, dim=None, keepdim=False):
+        return ops.min(self, axis=dim, keepdims=keepdim)
+
+    # -- reductions of truth ----------------------------------------------------------------
+    def all(self, dim=None, keepdim=False):
+        return _tensor(np.all(self.data, axis=dim, keepdims=keepdim))
+
+    def any(self, dim=None, keepdim=False):
+        return _tensor(np.any(self.data, axis=dim, keepdims=keepdim))
+
+    # -- new tensors like this one ----------------------------------------------------------
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        from .factories import zeros
+        return zeros(*size, dtype=dtype or self.dtype, device=device,
+                     requires_grad=requires_grad)
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        from .factories import ones
+        return ones(*size, dtype=dtype or self.dtype, device=device,
+                    requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+        from .factories import full
+        return full(size, fill_value, dtype=dtype or self.dtype, device=device,
+                    requires_grad=requires_grad)
+
+    new_empty = new_zeros
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        from .factories import tensor
+        return tensor(data, dtype=dtype or self.dtype, device=device,
+                      requires_grad=requires_grad)

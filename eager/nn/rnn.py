@@ -1,0 +1,181 @@
+"""nn.RNN, nn.LSTM and nn.GRU: torch's layers (num_layers, batch_first, bidirectional,
+dropout between layers, initial state), unrolled over time with the op library's ops.
+
+Parameter names, shapes, gate order and initialisation are torch's, so a torch state_dict
+loads as it is.
+
+>>> from dualgrad import eager
+>>> from dualgrad.eager import nn
+>>> lstm = nn.LSTM(input_size=3, hidden_size=5, num_layers=2, batch_first=True)
+>>> out, (h, c) = lstm(eager.randn(4, 7, 3))
+>>> tuple(out.shape), tuple(h.shape), tuple(c.shape)
+((4, 7, 5), (2, 4, 5), (2, 4, 5))
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dualgrad import ops
+from . import Module, _uniform
+from . import functional as F
+from ..tensor import Tensor
+
+
+def _lstm_step(x, state, w_ih, w_hh, b_ih, b_hh):
+    h, c = state
+    z = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
+    i, f, g, o = ops.split(z, w_hh.shape[1], axis=-1)
+    c = F.sigmoid(f) * c + F.sigmoid(i) * F.tanh(g)
+    return F.sigmoid(o) * F.tanh(c), c
+
+
+def _gru_step(x, h, w_ih, w_hh, b_ih, b_hh):
+    hidden = w_hh.shape[1]
+    gi = ops.split(F.linear(x, w_ih, b_ih), hidden, axis=-1)
+    gh = ops.split(F.linear(h, w_hh, b_hh), hidden, axis=-1)
+    r = F.sigmoid(gi[0] + gh[0])
+    z = F.sigmoid(gi[1] + gh[1])
+    n = F.tanh(gi[2] + r * gh[2])
+    return (1.0 - z) * n + z * h
+
+
+def _rnn_step(act):
+    def step(x, h, w_ih, w_hh, b_ih, b_hh):
+        return act(F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh))
+    return step
+
+
+class RNNBase(Module):
+    _gates = 1
+    _lstm = False
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
+        super().__init__()
+        if proj_size:
+            raise NotImplementedError(f"{type(self).__name__}(proj_size={proj_size}) is not "
+                                      f"supported by dualgrad")
+        if not 0 <= dropout <= 1:
+            raise ValueError("dropout should be a number in range [0, 1] representing the "
+                             "probability of an element being zeroed")
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
+        self.bidirectional = bidirectional
+        dirs = 2 if bidirectional else 1
+        bound, gh = 1.0 / math.sqrt(hidden_size), self._gates * hidden_size
+        dt = np.dtype(dtype) if dtype is not None else np.float32
+        self._names = []
+        for layer in range(num_layers):
+            fan = input_size if layer == 0 else hidden_size * dirs
+            for sfx in ("", "_reverse")[:dirs]:
+                names = [f"weight_ih_l{layer}{sfx}", f"weight_hh_l{layer}{sfx}"]
+                shapes = [(gh, fan), (gh, hidden_size)]
+                if bias:
+                    names += [f"bias_ih_l{layer}{sfx}", f"bias_hh_l{layer}{sfx}"]
+                    shapes += [(gh,), (gh,)]
+                for n, s in zip(names, shapes):
+                    setattr(self, n, _uniform(s, bound, dt))
+                self._names.append(names)
+
+    def _weights(self, layer, direction):
+        names = self._names[layer * (2 if self.bidirectional else 1) + direction]
+        ws = [getattr(self, n) for n in names]
+        return ws if self.bias else ws + [None, None]
+
+    def _zeros(self, x, n):
+        return Tensor(np.zeros((n, x.shape[1], self.hidden_size), x.dtype))
+
+    def forward(self, input, hx=None):  # noqa: A002 - torch's argument name
+        x, unbatched = input, input.ndim == 2
+        if input.ndim not in (2, 3):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
+                             f"{input.ndim}D instead")
+        x = ops.expand_dims(x, axis=1) if unbatched else x.transpose(0, 1) if self.batch_first \
+            else x
+        if x.shape[-1] != self.input_size:
+            raise ValueError(f"{type(self).__name__}: input.size(-1) must be equal to "
+                             f"input_size. Expected {self.input_size}, got {x.shape[-1]}")
+        states = self._initial(x, hx, unbatched)
+        out, finals = self._layers(x, states)
+        finals = [ops.stack(*f, axis=0) for f in finals]
+        if unbatched:
+            out = ops.squeeze(out, axis=1)
+            finals = [ops.squeeze(f, axis=1) for f in finals]
+        elif self.batch_first:
+            out = out.transpose(0, 1)
+        return out, (tuple(finals) if self._lstm else finals[0])
+
+    def _initial(self, x, hx, unbatched):
+        n = self.num_layers * (2 if self.bidirectional else 1)
+        if hx is None:
+            parts = [self._zeros(x, n)] * (2 if self._lstm else 1)
+        else:
+            parts = list(hx) if self._lstm else [hx]
+            parts = [ops.expand_dims(p, axis=1) if unbatched else p for p in parts]
+            want = (n, x.shape[1], self.hidden_size)
+            for p in parts:
+                if tuple(p.shape) != want:
+                    raise RuntimeError(f"{type(self).__name__}: Expected hidden size {want}, "
+                                       f"got {tuple(p.shape)}")
+        return [[p[k] for p in parts] for k in range(n)]
+
+    def _layers(self, x, states):
+        dirs = 2 if self.bidirectional else 1
+        finals = [[], []] if self._lstm else [[]]
+        for layer in range(self.num_layers):
+            outs = []
+            for d in range(dirs):
+                seq, last = self._run(x, states[layer * dirs + d], self._weights(layer, d),
+                                      reverse=d == 1)
+                outs.append(seq)
+                for f, v in zip(finals, last if self._lstm else (last,)):
+                    f.append(v)
+            x = outs[0] if dirs == 1 else ops.concat(*outs, axis=-1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                x = F.dropout(x, self.dropout, True)
+        return x, finals
+
+    def _run(self, x, state, weights, reverse):
+        state = tuple(state) if self._lstm else state[0]
+        steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
+        outs = [None] * x.shape[0]
+        for t in steps:
+            state = self._step(x[t], state, *weights)
+            outs[t] = state[0] if self._lstm else state
+        return ops.stack(*outs, axis=0), state
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        for name, default in (("bias", True), ("batch_first", False), ("dropout", 0.0),
+                              ("bidirectional", False)):
+            if getattr(self, name) != default:
+                s += f", {name}={getattr(self, name)}"
+        return s
+
+
+class LSTM(RNNBase):
+    """output, (h_n, c_n) = lstm(input, (h_0, c_0)); gates in torch's order i, f, g, o."""
+    _gates, _lstm = 4, True
+    _step = staticmethod(_lstm_step)
+
+
+class GRU(RNNBase):
+    """output, h_n = gru(input, h_0); gates in torch's order r, z, n."""
+    _gates = 3
+    _step = staticmethod(_gru_step)
+
+
+class RNN(RNNBase):
+    """Elman RNN: h' = tanh(W_ih x + b_ih + W_hh h + b_hh) (or relu)."""
+
+    def __init__(self, *args, nonlinearity="tanh", **kwargs):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
+                             f"'relu'.")
+        super().__init__(*args, **kwargs)
+        self.nonlinearity = nonlinearity
+        self._step = _rnn_step(F.tanh if nonlinearity == "tanh" else F.relu)

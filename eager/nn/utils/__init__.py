@@ -1,0 +1,60 @@
+"""nn.utils: gradient clipping (and `rnn.pad_sequence`).
+
+>>> from dualgrad import eager
+>>> from dualgrad.eager import nn
+>>> w = nn.Parameter(eager.ones(4))
+>>> w.grad = eager.full((4,), 3.0)
+>>> float(nn.utils.clip_grad_norm_([w], max_norm=1.0)), round(float(w.grad.norm()), 4)
+(6.0, 1.0)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...tensor import Tensor
+from . import rnn
+
+
+def _grads(parameters):
+    parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+    return [p.grad for p in parameters if p.grad is not None]
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
+                    foreach=None):
+    """Scale all gradients together so that their joint norm is at most max_norm; returns the
+    norm before clipping (as torch: clip_coef = max_norm / (total_norm + 1e-6), capped at 1)."""
+    grads = _grads(parameters)
+    if not grads:
+        return Tensor(np.array(0.0, np.float32))
+    norm_type = float(norm_type)
+    if norm_type == float("inf"):
+        norms = [np.abs(g.data).max() for g in grads]
+        total = np.max(norms)
+    else:
+        norms = [np.sum(np.abs(g.data.astype(np.float64)) ** norm_type) ** (1.0 / norm_type)
+                 for g in grads]
+        total = np.sum(np.asarray(norms) ** norm_type) ** (1.0 / norm_type)
+    total = np.asarray(total, grads[0].data.dtype)
+    if error_if_nonfinite and not np.isfinite(total):
+        raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
+                           f"`parameters` is non-finite, so it cannot be clipped. To disable "
+                           f"this error and scale the gradients by the non-finite norm anyway, "
+                           f"set `error_if_nonfinite=False`")
+    coef = min(float(max_norm) / (float(total) + 1e-6), 1.0)
+    for g in grads:
+        g.data *= np.asarray(coef, g.data.dtype)
+    return Tensor(total)
+
+
+def clip_grad_value_(parameters, clip_value, foreach=None):
+    """Clamp every gradient element into [-clip_value, clip_value], in place."""
+    for g in _grads(parameters):
+        np.clip(g.data, -clip_value, clip_value, out=g.data)
+
+
+def parameters_to_vector(parameters):
+    return Tensor(np.concatenate([p.data.reshape(-1) for p in parameters]))
+
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "rnn"]

@@ -1,0 +1,116 @@
+"""Ordering and gathering: argsort, gather (torch.gather / take_along_axis) and its gradient.
+
+`sort` and `topk` are argsort followed by gather, so their values carry gradients through
+gather's rule; indices have none.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .core import Sample, ShapeError, Spec, bind, fmt_shape, register
+from .rules import norm_axis, same
+
+
+# -- argsort ----------------------------------------------------------------------------------
+def _argsort_infer(x, axis=-1, descending=False, **_):
+    norm_axis("argsort", axis, max(x.ndim, 1), x)
+    return same(x, dtype=np.int64)
+
+
+def _argsort_kernel(x, axis=-1, descending=False):
+    x = np.asarray(x)
+    if x.ndim == 0:
+        return np.zeros((), np.int64)
+    if descending:     # NOTE: negating keeps equal values in their original order (stable)
+        x = -(x.astype(np.int64) if x.dtype.kind in "bu" else x)
+    return np.argsort(x, axis=axis, kind="stable")
+
+
+ARGSORT = register(
+    "argsort", _argsort_infer, _argsort_kernel, None, kind="other",
+    samples=(Sample(((3, 4),), {"axis": 1}, grad=False),
+             Sample(((5,),), {"axis": 0, "descending": True}, grad=False),
+             Sample(((2, 3, 2),), {"axis": 0}, grad=False),
+             Sample(((3, 4),), {"axis": 2}, match=r"argsort: axis 2 is out of range")),
+    ref=lambda np, x, axis=-1, descending=False: np.argsort(-x if descending else x, axis=axis))
+
+
+# -- gather -----------------------------------------------------------------------------------
+def _gather_infer(x, idx, axis, **_):
+    if idx.weak is None and idx.dtype.kind not in "iu":
+        raise ShapeError(f"gather: index must be integers, got {idx.dtype} for {fmt_shape(idx)}")
+    if idx.ndim != x.ndim:
+        raise ShapeError(f"gather: index {fmt_shape(idx)} and input {fmt_shape(x)} must have "
+                         f"the same number of dimensions")
+    a = norm_axis("gather", axis, x.ndim, x)
+    for d, (i, n) in enumerate(zip(idx.shape, x.shape)):
+        if d != a and i is not None and n is not None and i > n:
+            raise ShapeError(f"gather: index {fmt_shape(idx)} is larger than input "
+                             f"{fmt_shape(x)} in dimension {d} ({i} > {n})")
+    return same(x, shape=idx.shape)
+
+
+def _gather_kernel(x, idx, axis):
+    x, idx = np.asarray(x), np.asarray(idx)
+    a = axis % x.ndim
+    n = x.shape[a]
+    if idx.size and (idx.max() >= n or idx.min() < -n):
+        bad = idx.max() if idx.max() >= n else idx.min()
+        raise IndexError(f"index {bad} is out of bounds for dimension {a} with size {n}")
+    sl = tuple(slice(None) if d == a else slice(0, s) for d, s in enumerate(idx.shape))
+    return np.take_along_axis(x[sl], idx, axis=a)
+
+
+def _gather_ref(np, x, idx, axis):
+    a = axis % x.ndim
+    sl = tuple(slice(None) if d == a else slice(0, s) for d, s in enumerate(idx.shape))
+    return np.take_along_axis(x[sl], idx, axis=a)
+
+
+GATHER = register(
+    "gather", _gather_infer, _gather_kernel,
+    lambda g, x, idx, axis, **kw: (gather_grad(g, idx, x, axis=axis), None), kind="other",
+    samples=(Sample(((3, 4), np.array([[0, 1], [2, 0], [3, 3]])), {"axis": 1}),
+             Sample(((3, 4), np.array([[2, 0, 1, 1]])), {"axis": 0}),
+             Sample(((2, 3, 2), np.array([[[1], [0]], [[2], [2]]])), {"axis": 1}),
+             Sample(((3, 4), (3, 2)), {"axis": 1}, match="index must be integers"),
+             Sample(((3, 4), np.array([0, 1])), {"axis": 0},
+                    match=r"gather: index \(2,\) and input \(3, 4\) must have the same number")),
+    ref=_gather_ref)
+
+
+def _gather_grad_infer(g, idx, x, axis, **_):
+    return same(x, dtype=g.dtype)
+
+
+def _gather_grad_kernel(g, idx, x, axis):
+    """Scatter-add g into zeros shaped like x at gather's positions (repeats accumulate)."""
+    g, idx = np.asarray(g), np.asarray(idx)
+    z = np.zeros(np.shape(x), g.dtype)
+    a = axis % z.ndim
+    grid = np.indices(idx.shape, sparse=True)
+    np.add.at(z, tuple(idx if d == a else grid[d] for d in range(z.ndim)), g)
+    return z
+
+
+GATHER_GRAD = register(
+    "gather_grad", _gather_grad_infer, _gather_grad_kernel,
+    lambda gg, g, idx, x, axis, **kw: (gather(gg, idx, axis=axis), None, None), kind="other",
+    samples=(Sample(((3, 2), np.array([[0, 1], [2, 2], [3, 3]]), (3, 4)), {"axis": 1}),),
+    ref=None)
+
+
+def argsort(x, axis=-1, descending=False):
+    return bind(ARGSORT, x, axis=int(axis), descending=bool(descending))
+
+
+def gather(x, idx, axis):
+    return bind(GATHER, x, idx, axis=int(axis))
+
+
+def gather_grad(g, idx, x, axis):
+    return bind(GATHER_GRAD, g, idx, x, axis=int(axis))
+
+
+ARGSORT.fn, GATHER.fn, GATHER_GRAD.fn = argsort, gather, gather_grad
+_ = Spec
