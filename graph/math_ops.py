@@ -32,7 +32,7 @@ __all__ = [
     "reduce_max", "reduce_min", "reduce_logsumexp", "argmax", "argmin", "reshape",
     "transpose", "concat", "stack", "split", "expand_dims", "squeeze", "cast", "one_hot",
     "gather", "pad", "zeros_like", "ones_like", "random_normal",
-    "random_uniform", "truncated_normal", "set_random_seed", "get_seed", "stop_gradient", "clip_by_value", "broadcast_to", "named", "sin", "cos",
+    "random_uniform", "truncated_normal", "global_norm", "clip_by_global_norm", "clip_by_norm", "set_random_seed", "get_seed", "stop_gradient", "clip_by_value", "broadcast_to", "named", "sin", "cos",
     "cumsum", "reverse", "tile", "norm", "linalg",
 ]
 
@@ -182,6 +182,30 @@ def cast(x, dtype):
     if isinstance(x, Tensor) and x.dtype == dt:
         return x
     return ops.cast(convert_to_tensor(x), dt)
+
+
+def global_norm(t_list, name=None):
+    """sqrt of the sum of squares of every element of the tensors (None entries skipped)."""
+    parts = [ops.sum(t * t) for t in t_list if t is not None]
+    total = parts[0]
+    for p in parts[1:]:
+        total = total + p
+    return ops.sqrt(total)
+
+
+def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
+    """(the tensors scaled by clip_norm / max(global_norm, clip_norm), global_norm), as
+    tf.clip_by_global_norm; None entries stay None."""
+    norm = global_norm(t_list) if use_norm is None else use_norm
+    scale = clip_norm * ops.minimum(1.0 / norm, 1.0 / clip_norm)
+    return [None if t is None else t * scale for t in t_list], norm
+
+
+@named
+def clip_by_norm(t, clip_norm, axes=None):
+    """t * clip_norm / max(l2norm(t), clip_norm) (over `axes`, all by default)."""
+    norm = ops.sqrt(ops.sum(t * t, axis=axes, keepdims=True))
+    return t * clip_norm / ops.maximum(norm, clip_norm)
 
 
 @named
