@@ -94,6 +94,8 @@ def _parser() -> argparse.ArgumentParser:
     add_shapes_parser(sub)
     from .cache_cli import add_parser as add_cache_parser
     add_cache_parser(sub)
+    from .export_cli import add_parsers as add_export_parsers
+    add_export_parsers(sub)
     return p
 
 
@@ -232,8 +234,19 @@ def cmd_cache(args, console):
     handle(args, console)
 
 
+def cmd_export(args, console):
+    from .export_cli import handle_export
+    handle_export(args, console)
+
+
+def cmd_run_onnx(args, console):
+    from .export_cli import handle_run_onnx
+    handle_run_onnx(args, console)
+
+
 COMMANDS = {"train": cmd_train, "bench": cmd_bench, "graph": cmd_graph, "tour": cmd_tour,
-            "shapes": cmd_shapes, "cache": cmd_cache}
+            "shapes": cmd_shapes, "cache": cmd_cache, "export": cmd_export,
+            "run-onnx": cmd_run_onnx}
 
 
 def main(argv=None) -> int:

@@ -20,7 +20,7 @@ import importlib
 
 from dualgrad import eager
 
-from .models.common import TASKS
+from .models.common import TASKS, fit
 
 MODELS = ("mlp", "cnn", "rnn", "rnn_fixed", "transformer")
 EXAMPLE_BATCH = 4
@@ -68,11 +68,20 @@ def fixed_lstm(model):
     return rnn
 
 
-def eager_program(name, weights=None, seed=0):
-    """(fn, example inputs) of the model's eager version, for compiler.export."""
+def _check(name, known):
+    if name not in known:
+        raise ValueError(f"unknown model {name!r}; choose from {', '.join(known)}")
+
+
+def eager_program(name, weights=None, seed=0, epochs=0):
+    """(fn, example inputs) of the model's eager version, for compiler.export; trained for
+    `epochs` first (0: the initial weights of `seed`)."""
+    _check(name, MODELS)
     base = "rnn" if name.startswith("rnn") else name
-    model = importlib.import_module(f"{__package__}.models.{base}_eager").build(
-        weights, seed=seed).model
+    tr = importlib.import_module(f"{__package__}.models.{base}_eager").build(weights, seed=seed)
+    if epochs:
+        fit(tr, _task(name), epochs)
+    model = tr.model
     fn = {"rnn": masked_lstm, "rnn_fixed": fixed_lstm}.get(name, lambda m: m)(model)
     return fn, test_inputs(name, EXAMPLE_BATCH)
 
@@ -80,11 +89,12 @@ def eager_program(name, weights=None, seed=0):
 GRAPH_MODELS = ("mlp", "cnn", "rnn", "transformer")
 
 
-def graph_program(name, weights=None, seed=0):
+def graph_program(name, weights=None, seed=0, epochs=0):
     """(trainer, input placeholders, logits) of the model's TF1 version; the trainer's session
     holds the variables. The recurrent one is the static unroll with its mask."""
-    if name not in GRAPH_MODELS:
-        raise ValueError(f"no TF1 version of {name!r}; choose from {', '.join(GRAPH_MODELS)}")
+    _check(name, GRAPH_MODELS)
     tr = importlib.import_module(f"{__package__}.models.{name}_graph").build(weights, seed=seed)
+    if epochs:
+        fit(tr, _task(name), epochs)
     inputs = [tr.x, tr.mask] if name in ("rnn", "transformer") else [tr.x]
     return tr, inputs, tr.logits

@@ -13,7 +13,7 @@ exp back into one rounded constant (measured: inf relative error). LLVM still in
 into the calling loop and vectorises them there (exp_f32: 0.65 ns/element vs 2.1 for libm).
 
 Accuracy against the float64 reference (tests/compiler/test_codegen.py checks it):
-`tanh_f32` within 3e-7, `erf_f32` 4e-7, `sigmoid_f32` 2e-7 absolute; `exp_f32` and `log_f32`
+`tanh_f32` within 3e-7, `erf_f32` 4e-7 absolute; `exp_f32` and `log_f32`
 within 1.5 ulp on normal results, with inf/0/NaN where NumPy has them.
 
 The generated modules bake these helpers into their cached machine code, so codegen.py
@@ -90,17 +90,6 @@ def erf_f32(x):
     # NOTE: the rational overshoots 1 by ~1e-7 near |x| = 4; clamp like Eigen does.
     r = _ONE32 if r > _ONE32 else r
     return -_ONE32 if r < -_ONE32 else r
-
-
-@njit(**_EXACT)
-def sigmoid_f32(x):
-    # NOTE: the tanh form never overflows and vectorises; ops' NumPy kernel uses it too.
-    return _HALF32 + _HALF32 * tanh_f32(_HALF32 * x)
-
-
-@njit(**_EXACT)
-def sigmoid_f64(x):
-    return 0.5 + 0.5 * np.tanh(0.5 * x)
 
 
 # -- float32 exp: Cody-Waite range reduction + Cephes' degree-6 polynomial ------------------

@@ -1,10 +1,12 @@
 """Translate one elementwise template ("tanh(({0} * {1}))") into typed numba statements.
 
-The op library's scalar forms use a small vocabulary (see TEMPLATE_FUNCTIONS and the
-operators in `_BINOPS`/`_CMPOPS`). A template is parsed with `ast`, checked against that
-vocabulary, and lowered to three-address code: one local per sub-expression, each with a
-known dtype, with explicit casts wherever NumPy's promotion and numba's differ (numba
-widens int32 arithmetic to int64 and would compute `float32 * 0.5` in float64).
+The op library's scalar forms use the small vocabulary of `dualgrad.ops.scalar` (operators,
+weak numeric literals, `FUNCTIONS`): this module implements exactly that vocabulary and
+knows no op by name. A template is parsed with `ast`, checked against the vocabulary, and
+lowered to three-address code: one local per sub-expression, each with a known dtype, with
+explicit casts wherever NumPy's promotion and numba's differ (numba widens int32 arithmetic
+to int64 and would compute `float32 * 0.5` in float64). A literal takes the dtype NumPy 2
+gives a Python scalar beside the other operands (weak: `0.5 * x` stays float32).
 
     >>> lines = []
     >>> var, dt = lower_template("tanh({0})", [("x", "float32")], {}, "float32", "t", lines)
@@ -19,27 +21,25 @@ import re
 
 import numpy as np
 
-DTYPES = ("float32", "float64", "int32", "int64", "bool")
+from dualgrad.ops.scalar import DTYPES, FUNCTIONS, parse_form
+
 FLOATS = ("float32", "float64")
 INTS = ("int32", "int64")
+WEAK = "weak"   # the dtype of a literal until an operation beside typed operands decides it
 
-TEMPLATE_FUNCTIONS = {
-    "exp": 1, "log": 1, "sqrt": 1, "tanh": 1, "erf": 1, "abs": 1, "sigmoid": 1, "relu": 1,
-    "sign": 1, "maximum": 2, "minimum": 2, "where": 3, "sin": 1, "cos": 1,
-    **{f"cast_{d}": 1 for d in DTYPES},
-}
+TEMPLATE_FUNCTIONS = FUNCTIONS
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 _CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
-_ARG = re.compile(r"\{(\d+)\}")
 
 
 class TemplateError(ValueError):
     """The template uses something outside the fusion vocabulary (a one-line reason)."""
 
 
-def promote(*dtypes: str) -> str:
-    """NumPy 2 promotion of dtype names ("int32", "float32" -> "float64")."""
-    return np.result_type(*(np.dtype(d) for d in dtypes)).name
+def promote(*vals) -> str:
+    """NumPy 2 promotion of (variable, dtype) pairs ("int32", "float32" -> "float64"); a
+    literal (dtype WEAK) promotes as a Python scalar does."""
+    return np.result_type(*[v if d == WEAK else np.dtype(d) for v, d in vals]).name
 
 
 def to_float(dt: str) -> str:
@@ -65,7 +65,9 @@ def typed_literal(value, dt: str) -> str:
     return f"np.{dt}({v!r})"
 
 
-def cast(expr: str, src: str, dst: str) -> str:
+def cast(expr, src: str, dst: str) -> str:
+    if src == WEAK:
+        return typed_literal(expr, dst)
     if src == dst:
         return expr
     if dst == "bool":
@@ -81,11 +83,10 @@ def lower_template(template, args, consts, result_dtype, prefix, lines):
     The outermost operation computes in `result_dtype` (the node's dtype, decided by the op
     library's promotion rules, which treat Python scalars as weak) unless it is a comparison.
     """
-    src = _ARG.sub(lambda m: f"_a{m.group(1)}", template)
     try:
-        tree = ast.parse(src, mode="eval").body
-    except SyntaxError as e:
-        raise TemplateError(f"cannot parse template {template!r}: {e.msg}") from None
+        tree = parse_form(template)
+    except ValueError as e:
+        raise TemplateError(str(e)) from None
     lw = _Lowering(args, consts, prefix, lines, template)
     var, dt = lw.lower(tree, hint=result_dtype)
     if dt != result_dtype:
@@ -123,13 +124,15 @@ class _Lowering:
         if isinstance(node, ast.Call):
             return self.call(node, hint)
         if isinstance(node, ast.Constant):
-            self.fail("numeric literals are not allowed (use a const node)")
+            if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+                self.fail(f"only numeric literals are allowed, got {node.value!r}")
+            return node.value, WEAK
         self.fail(f"unsupported syntax {type(node).__name__}")
 
     # -- operators ----------------------------------------------------------------------------
     def _operands(self, nodes, hint, float_only=False):
         vals = [self.lower(n) for n in nodes]
-        dt = hint if hint in DTYPES else promote(*(d for _, d in vals))
+        dt = hint if hint in DTYPES else promote(*vals)
         if float_only:
             dt = to_float(dt)
         return [cast(v, d, dt) for v, d in vals], dt
@@ -156,7 +159,7 @@ class _Lowering:
     def power(self, node, hint):
         base, bdt = self.lower(node.left)
         expo, edt = self.lower(node.right)
-        dt = hint if hint in DTYPES else promote(bdt, edt)
+        dt = hint if hint in DTYPES else promote((base, bdt), (expo, edt))
         if dt == "bool":
             self.fail("boolean power is not supported")
         b = cast(base, bdt, dt)
@@ -179,18 +182,27 @@ class _Lowering:
         return self.emit(self.wrap(f"{b} ** {cast(expo, edt, dt)}", dt), dt)
 
     def _const_exponent(self, node):
+        if isinstance(node, ast.Constant):
+            return self._small(node.value)
         if not isinstance(node, ast.Name):
             return None
         pos = int(node.id[2:])
         if pos not in self.consts:
             return None
-        v = float(self.consts[pos])
+        return self._small(self.consts[pos])
+
+    @staticmethod
+    def _small(v):
+        v = float(v)
         for k in (0, 1, 2, 3, 4, 0.5, -1):
             if v == k:
                 return k
         return None
 
     def unary(self, node, hint):
+        if isinstance(node.operand, ast.Constant):   # -1: still a (weak) literal
+            v, dt = self.lower(node.operand)
+            return (-v if isinstance(node.op, ast.USub) else v), dt
         (a,), dt = self._operands([node.operand], hint)
         if isinstance(node.op, ast.UAdd):
             return self.emit(a, dt)
@@ -240,6 +252,10 @@ class _Lowering:
         a, dt = self._float_arg(arg, hint)
         return self.emit(f"log_f32({a})" if dt == "float32" else f"math.log({a})", dt)
 
+    def fn_log1p(self, arg, hint):
+        a, dt = self._float_arg(arg, hint)
+        return self.emit(f"math.log1p({a})", dt)
+
     def fn_sqrt(self, arg, hint):
         a, dt = self._float_arg(arg, hint)
         return self.emit(f"math.sqrt({a})", dt)
@@ -260,28 +276,6 @@ class _Lowering:
         a, dt = self._float_arg(arg, hint)
         return self.emit(f"math.cos({a})", dt)
 
-    def fn_sigmoid(self, arg, hint):
-        a, dt = self._float_arg(arg, hint)
-        return self.emit(f"sigmoid_{'f32' if dt == 'float32' else 'f64'}({a})", dt)
-
     def fn_abs(self, arg, hint):
         (a,), dt = self._operands([arg], hint)
         return self.emit(a if dt == "bool" else self.wrap(f"abs({a})", dt), dt)
-
-    def fn_relu(self, arg, hint):
-        (a,), dt = self._operands([arg], hint)
-        if dt == "bool":
-            return self.emit(a, dt)
-        zero = typed_literal(0, dt)
-        if dt in FLOATS:
-            return self.emit(f"fmaximum({a}, {zero})", dt)
-        return self.emit(f"{a} if {a} > {zero} else {zero}", dt)
-
-    def fn_sign(self, arg, hint):
-        (a,), dt = self._operands([arg], hint)
-        if dt == "bool":
-            self.fail("sign of a boolean is not supported (NumPy raises too)")
-        one, zero, mone = (typed_literal(v, dt) for v in (1, 0, -1))
-        # NOTE: NaN falls through both comparisons and is returned unchanged, as np.sign does.
-        rest = f"({a} if {a} != {a} else {zero})" if dt in FLOATS else zero
-        return self.emit(f"{one} if {a} > {zero} else ({mone} if {a} < {zero} else {rest})", dt)

@@ -69,7 +69,7 @@ PARALLEL_MIN_ELEMENTS = int(os.environ.get("DUALGRAD_PARALLEL_MIN_ELEMENTS", 1 <
 PROBE_EVERY = 64
 # Full values worth keeping in a scratch row (one per block of rows) rather than computing
 # again in a later pass: vectorised exp costs ~0.55 ns/element, an L1/L2 load far less.
-EXPENSIVE = ("exp(", "log(", "tanh(", "erf(", "sigmoid(")  # and ** with a general exponent
+EXPENSIVE = ("exp(", "log(", "log1p(", "tanh(", "erf(")  # and ** with a general exponent
 MAX_STASH = 4
 
 
@@ -151,7 +151,8 @@ def _args(node):
     return node[2] if node[0] == "ew" else (node[2],) if node[0] == "reduce" else ()
 
 
-def _combine(kinds):
+def combine_roles(kinds):
+    """The role of an elementwise result from its inputs' (full wins; row with col is full)."""
     ks = set(kinds) - {"scalar"}
     if "full" in ks or ks == {"row", "col"}:
         return "full"
@@ -171,7 +172,7 @@ class _Program:
             elif op in ("const", "dim"):
                 dt, kind = node[2], "scalar"
             elif op == "ew":
-                dt, kind = node[3], _combine(self.kind[a] for a in args)
+                dt, kind = node[3], combine_roles(self.kind[a] for a in args)
             else:
                 dt, kind = node[3], "row"
             lvl = max((self.level[a] for a in args), default=0) + (op == "reduce")
@@ -415,7 +416,7 @@ def generate_source(spec: FusedSpec) -> tuple[str, bool]:
         "import numpy as np",
         "from numba import njit, prange",
         f"from {_prelude.__name__} import (erf_f32, exp_f32, fmaximum, fminimum, log_f32, "
-        "sigmoid_f32, sigmoid_f64, tanh_f32)",
+        "tanh_f32)",
         "",
         f"FASTMATH = {sorted(FASTMATH)!r}",
         *consts,

@@ -23,6 +23,8 @@ line, and its signature stays eager. See docs/compile.md.
 """
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 import time
 import traceback
 import types
@@ -41,9 +43,13 @@ from dualgrad.ops.core import FRAMEWORK_DIRS, bind_args, current_trace, tracing,
 
 from .signatures import _Inline, _describe, _key, _leaf_names, _map, _modules_reached
 
-__all__ = ["compile", "Compiled", "Tracer", "GraphBreak", "MAX_TRACES"]
+__all__ = ["compile", "Compiled", "Tracer", "GraphBreak", "MAX_TRACES", "CACHE_SIZE_LIMIT"]
 
 MAX_TRACES = 8      # more traces of one function than this give a warning (tf.function's)
+# The traces one compiled function keeps (torch's cache_size_limit): past it, the least
+# recently used is dropped, with a warning. compile(fn, cache_size_limit=N) sets one function's.
+CACHE_SIZE_LIMIT = 64
+_GRADS_LOCK = threading.Lock()   # building an entry's gradient nodes on first backward
 _STOP = ops.REGISTRY["stop_gradient"]
 _RAND = ops.REGISTRY["rand_like"]
 _new = object.__new__
@@ -371,10 +377,14 @@ class _Entry:
         """d(output index)/d(inputs) for the incoming gradient g, from the graph."""
         hit = self.by_output.get(index)
         if hit is None:
-            y = self.ys[index]
-            with self.graph.as_default():
-                gp = graph.placeholder(y.dtype, y.shape, name="grad_output")
-                hit = self.by_output[index] = (gp, graph.gradients([y], self.xs, grad_ys=[gp]))
+            with _GRADS_LOCK:   # NOTE: built once, even when two threads call backward at once
+                hit = self.by_output.get(index)
+                if hit is None:
+                    y = self.ys[index]
+                    with self.graph.as_default():
+                        gp = graph.placeholder(y.dtype, y.shape, name="grad_output")
+                        hit = self.by_output[index] = (
+                            gp, graph.gradients([y], self.xs, grad_ys=[gp]))
         gp, dxs = hit
         wanted = [d for d in dxs if d is not None]
         vals = iter(self.session.run(wanted, {**feeds, gp: g}) if wanted else ())
@@ -437,8 +447,10 @@ def _rebuild(tree, outs):
 class Compiled:
     """What `compile(fn)` returns: call it like fn. See the module docstring."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, cache_size_limit=None):
         self.fn = fn
+        self.cache_size_limit = cache_size_limit
+        self.evictions = 0       # traces dropped by the LRU cap
         self.module = fn if isinstance(fn, Module) else None
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
         self.__qualname__ = getattr(fn, "__qualname__", self.__name__)
@@ -448,7 +460,8 @@ class Compiled:
         self.signatures = []     # one readable line per trace, in order
         self.graph = None        # the last traced graph
         self.trace_seconds = None   # how long the last trace took (fn with tracers + gradients)
-        self._entries, self._eager = {}, set()
+        self._entries, self._eager = OrderedDict(), set()
+        self._lock = threading.RLock()   # one trace at a time per function
         self._last = None
         self._mods = None        # modules whose training flags are part of the signature
         self._roots = ()
@@ -496,13 +509,41 @@ class Compiled:
                    tuple([(k, _key(v, tensors, keep)) for k, v in kwargs.items()]))
         except _Inline:
             return self.fn(*args, **kwargs)
-        entry = self._entries.get(key)
-        if entry is not None and entry.live_rg == tuple([t.requires_grad
-                                                         for t, _ in entry.live]):
+        entry = self._hit(key)
+        if entry is not None:
             return entry.run(tensors)
         if key in self._eager:
             return self.fn(*args, **kwargs)
-        return self._trace(key, args, kwargs, tensors, keep)
+        with self._lock:   # NOTE: another thread may have traced this signature meanwhile
+            entry = self._hit(key)
+            if entry is not None:
+                return entry.run(tensors)
+            return self._trace(key, args, kwargs, tensors, keep)
+
+    def _hit(self, key):
+        entry = self._entries.get(key)
+        if entry is None or entry.live_rg != tuple([t.requires_grad for t, _ in entry.live]):
+            return None
+        try:
+            self._entries.move_to_end(key)
+        except KeyError:   # NOTE: evicted by another thread just now; the entry still runs
+            pass
+        return entry
+
+    def _store(self, key, entry):
+        limit = self.cache_size_limit if self.cache_size_limit is not None else \
+            CACHE_SIZE_LIMIT
+        self._entries[key] = entry
+        self._entries.move_to_end(key)
+        while len(self._entries) > max(1, limit):
+            old_key, old = self._entries.popitem(last=False)
+            self.evictions += 1
+            if self.evictions == 1:
+                warnings.warn(f"compile({self.__qualname__}): more than {limit} traced "
+                              f"signatures; the least recently used are dropped (a call with "
+                              f"one traces again). Raise compile(fn, cache_size_limit=N) or "
+                              f"compiler.trace.CACHE_SIZE_LIMIT if they are all in use",
+                              UserWarning, stacklevel=4)
 
     def _trace(self, key, args, kwargs, tensors, keep):
         self.traces += 1
@@ -549,7 +590,7 @@ class Compiled:
                           stacklevel=3)
         self.trace_seconds = time.perf_counter() - t0
         entry.keep = keep
-        self._entries[key] = entry
+        self._store(key, entry)
         self.graph, self._last = tr.graph, entry
         return entry.run(tensors)
 
@@ -614,15 +655,21 @@ def _user_line(err):
     return loc
 
 
-def compile(fn=None):  # noqa: A001 - torch.compile's name
+def compile(fn=None, *, cache_size_limit=None):  # noqa: A001 - torch.compile's name
     """Trace `fn` (a function, a bound method or an eager.nn.Module) into an optimised graph.
 
     Usable as `compile(fn)`, `@compile` or `@compile()`. See the module docstring.
+    cache_size_limit: traced signatures kept (least recently used dropped, with a warning);
+    default CACHE_SIZE_LIMIT.
     """
+    if cache_size_limit is not None and (not isinstance(cache_size_limit, int)
+                                         or cache_size_limit < 1):
+        raise ValueError(f"compile(): cache_size_limit must be a positive int, got "
+                         f"{cache_size_limit!r}")
     if fn is None:
-        return compile
+        return lambda f: compile(f, cache_size_limit=cache_size_limit)
     if isinstance(fn, Compiled):
         return fn
     if not callable(fn):
         raise TypeError(f"compile() needs a function or an eager.nn.Module, got {fn!r}")
-    return Compiled(fn)
+    return Compiled(fn, cache_size_limit)

@@ -59,26 +59,26 @@ def is_tensor(obj):
 @contextmanager
 def no_grad():
     """Ops inside record no tape (for evaluation and parameter updates)."""
-    prev = _GRAD[0]
-    _GRAD[0] = False
+    prev = _GRAD.enabled
+    _GRAD.enabled = False
     try:
         yield
     finally:
-        _GRAD[0] = prev
+        _GRAD.enabled = prev
 
 
 @contextmanager
 def enable_grad():
-    prev = _GRAD[0]
-    _GRAD[0] = True
+    prev = _GRAD.enabled
+    _GRAD.enabled = True
     try:
         yield
     finally:
-        _GRAD[0] = prev
+        _GRAD.enabled = prev
 
 
 def is_grad_enabled():
-    return _GRAD[0]
+    return _GRAD.enabled
 
 
 # -- functions, with torch's names ------------------------------------------------------------

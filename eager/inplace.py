@@ -34,7 +34,7 @@ LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place op
 
 
 def _grad_on():
-    return _tensor_module._GRAD[0]
+    return _tensor_module._GRAD.enabled
 
 
 def _is_tensor(x):

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections import OrderedDict
 
 import numpy as np
 from safetensors import SafetensorError
 from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
+
+from dualgrad.ops.files import atomic_path
 
 from .devices import check as check_device
 from .tensor import Tensor
@@ -119,16 +120,8 @@ def save(obj, f):
 
 
 def _write_atomic(arrays, path, metadata):
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".safetensors", dir=folder)
-    os.close(fd)
-    try:
+    with atomic_path(path) as tmp:
         save_file(arrays, tmp, metadata=metadata)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def load(f, map_location=None, weights_only=True, **kwargs):

@@ -9,6 +9,7 @@ tensor([2., 4., 6.], shape=(3,), dtype=float32)
 """
 from __future__ import annotations
 
+import threading
 import weakref
 from collections import namedtuple
 
@@ -25,7 +26,11 @@ from . import devices as _device
 from .inplace import CLOCK, InPlaceMixin
 from .methods import TensorMethods
 
-_GRAD = [True]   # grad mode: module-level so the hot path reads one list item
+class _GradMode(threading.local):
+    enabled = True   # NOTE: per thread, as PyTorch's grad mode; the hot path reads one attribute
+
+
+_GRAD = _GradMode()
 _new = object.__new__
 
 _ADD, _SUB, _MUL, _DIV, _POW, _MATMUL, _NEG = (
@@ -82,7 +87,7 @@ class EagerEngine:
         t = _new(Tensor)
         t.data = out
         t.grad = None
-        if track and _GRAD[0] and out.dtype.kind in "fc":
+        if track and _GRAD.enabled and out.dtype.kind in "fc":
             t.requires_grad = True
             t._node = (op, args, attrs, CLOCK[0])
         else:
@@ -131,7 +136,7 @@ def _binary(op, a, b):
     t = _new(Tensor)
     t.data = out if type(out) is np.ndarray else np.asarray(out)
     t.grad = None
-    if _GRAD[0] and (a.requires_grad or isinstance(b, Tensor) and b.requires_grad) \
+    if _GRAD.enabled and (a.requires_grad or isinstance(b, Tensor) and b.requires_grad) \
             and t.data.dtype.kind in "fc":
         t.requires_grad = True
         t._node = (op, (a, b), {}, CLOCK[0])
@@ -371,12 +376,12 @@ class Tensor(InPlaceMixin, TensorMethods):
             def on_leaf(t, g):
                 done.add(id(t))
                 _accumulate_grad(t, g, create_graph, owned)
-        prev = _GRAD[0]
-        _GRAD[0] = create_graph
+        prev = _GRAD.enabled
+        _GRAD.enabled = create_graph
         try:
             grads = backprop([self], [gradient], _node_of, _needs_grad, on_leaf=on_leaf)
         finally:
-            _GRAD[0] = prev
+            _GRAD.enabled = prev
         for t, g in grads.values():
             if t._node is None:
                 if id(t) not in done:

@@ -106,7 +106,7 @@ class Body(Graph):
         self.label = label
         self.captures: list[tuple[Tensor, Tensor]] = []   # (outer tensor, inner placeholder)
         self._cmap: dict[int, Tensor] = {}
-        self._scope = label + "/"
+        self._base_scope = label + "/"
 
     def capture(self, t):
         inner = self._cmap.get(id(t))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -341,8 +342,9 @@ class Graph:
         self._nodes: list[Node] = []
         self._by_name: dict[str, Node] = {}
         self._names: set[str] = set()
-        self._scope = ""
-        self._control: list[list[Node]] = []
+        self._next_suffix: dict[str, int] = {}
+        self._tls = threading.local()        # this thread's name scope and control deps
+        self._base_scope = ""                # a cond/while body's label scope
         self.variables: list = []            # every Variable, in creation order
         self.version = 0                     # bumped by every new node
         self.outer = None                    # the enclosing graph of a cond/while body
@@ -355,22 +357,49 @@ class Graph:
     def __repr__(self):
         return f"<graph.Graph with {len(self._nodes)} nodes>"
 
+    # -- per-thread building state (as TF1: name scopes and control dependencies) -------------
+    @property
+    def _scope(self) -> str:
+        return getattr(self._tls, "scope", self._base_scope)
+
+    @_scope.setter
+    def _scope(self, value):
+        self._tls.scope = value
+
+    @property
+    def _control(self) -> list:
+        c = getattr(self._tls, "control", None)
+        if c is None:
+            c = self._tls.control = []
+        return c
+
+    @_control.setter
+    def _control(self, value):
+        self._tls.control = value
+
     # -- default graph -------------------------------------------------------------------------
     @contextlib.contextmanager
     def as_default(self):
-        _STACK.append(self)
+        """Make this the default graph of the current thread inside the block (as TF1, the
+        default-graph stack is per thread; a new thread starts at the global default)."""
+        stack = _TLS.stack
+        stack.append(self)
         try:
             yield self
         finally:
-            _STACK.pop()
+            stack.pop()
 
     # -- names ---------------------------------------------------------------------------------
     def unique_name(self, name, mark_as_used=True) -> str:
+        """`name` under the current scope, suffixed `_1`, `_2`, ... when taken (amortised
+        constant time: each base name remembers the next suffix to try)."""
         full = self._scope + name
         if full in self._names:
-            i = 1
+            i = self._next_suffix.get(full, 1)
             while f"{full}_{i}" in self._names:
                 i += 1
+            if mark_as_used:
+                self._next_suffix[full] = i + 1
             full = f"{full}_{i}"
         if mark_as_used:
             self._names.add(full)
@@ -423,7 +452,9 @@ class Graph:
             name = self.unique_name(name or op.name)
         node.name = name
         node.loc = loc if loc is not None else user_frame()
-        node.grad_of = grad_of if grad_of is not None else (_GRAD_OF[-1] if _GRAD_OF else None)
+        if grad_of is None and _TLS.grad_of:
+            grad_of = _TLS.grad_of[-1]
+        node.grad_of = grad_of
         node.built_by = current_composite()   # e.g. 'cross_entropy' for its inner mul
         deps = list(control_inputs) + [n for group in self._control for n in group]
         node.control_inputs = tuple(deps)
@@ -488,13 +519,19 @@ class Graph:
         return [v for v in self.variables if v.trainable]
 
 
-_STACK: list[Graph] = []
+class _ThreadState(threading.local):
+    def __init__(self):
+        self.stack: list[Graph] = []      # `with g.as_default()` blocks of this thread
+        self.grad_of: list[Node] = []     # the forward node whose gradient rule is being built
+
+
+_TLS = _ThreadState()
 _GLOBAL = [Graph()]
-_GRAD_OF: list[Node] = []   # the forward node whose gradient rule is being built
 
 
 def get_default_graph() -> Graph:
-    return _STACK[-1] if _STACK else _GLOBAL[0]
+    stack = _TLS.stack
+    return stack[-1] if stack else _GLOBAL[0]
 
 
 class GraphKeys:
@@ -515,7 +552,7 @@ def get_collection(name):
 
 def reset_default_graph():
     """Start a fresh global default graph (not allowed inside `with g.as_default()`)."""
-    if _STACK:
+    if _TLS.stack:
         raise AssertionError("reset_default_graph() was called inside a `with g.as_default()` "
                              "block or a cond/while_loop body; leave the block first")
     _GLOBAL[0] = Graph()
@@ -536,11 +573,12 @@ def control_dependencies(control_inputs):
 @contextlib.contextmanager
 def gradient_of(node):
     """Tag nodes built inside as gradient nodes of `node` (backprop's vjp_context)."""
-    _GRAD_OF.append(node)
+    grad_of = _TLS.grad_of
+    grad_of.append(node)
     try:
         yield
     finally:
-        _GRAD_OF.pop()
+        grad_of.pop()
 
 
 # -- the engine ------------------------------------------------------------------------------
@@ -592,8 +630,8 @@ def _build(g, op, inputs, attrs, name=None):
 def _at_user_line(e, g, what, inputs=()):
     loc = user_frame()
     extra = f" (at {where_str(loc)}, building node '{g._scope}{what}'"
-    if _GRAD_OF:
-        fwd = _GRAD_OF[-1]
+    if _TLS.grad_of:
+        fwd = _TLS.grad_of[-1]
         extra += (f", the gradient of '{fwd.name}' (op {fwd.type}) defined at "
                   f"{where_str(fwd.loc)}")
     err = ShapeError(f"{e}{extra}){_declared(inputs, loc)}")

@@ -31,6 +31,7 @@ from .math_ops import named, old_names, reduce_sum
 from .variables import Variable
 
 __all__ = ["relu", "gelu", "softmax", "log_softmax", "sigmoid", "tanh", "silu", "swish",
+           "softplus",
            "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
            "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
            "conv2d", "max_pool2d", "max_pool", "avg_pool2d", "avg_pool", "moments",
@@ -41,6 +42,7 @@ __all__ = ["relu", "gelu", "softmax", "log_softmax", "sigmoid", "tanh", "silu", 
 
 relu, sigmoid, tanh = named(ops.relu), named(ops.sigmoid), named(ops.tanh)
 silu = swish = named(ops.silu)
+softplus = named(ops.softplus)
 
 
 @named

@@ -33,6 +33,7 @@ import os
 import numpy as np
 
 from dualgrad.ops.core import ShapeError, Spec
+from dualgrad.ops.files import atomic_paths
 
 from .core import Graph, KINDS, get_default_graph, op_by_name
 from .errors import GraphFileError, NotFoundError
@@ -129,9 +130,10 @@ def save(path, session=None, graph=None):
             if v.node.name in state:
                 enc.arrays[f"var:{v.node.name}"] = np.asarray(state[v.node.name], order="C")
     jpath, spath = _paths(path)
-    with open(jpath, "w") as f:
-        json.dump(doc, f, indent=1)
-    save_file(enc.arrays, spath, metadata={"format": FORMAT})
+    with atomic_paths(spath, jpath) as (stmp, jtmp):   # NOTE: a killed save loses nothing
+        save_file(enc.arrays, stmp, metadata={"format": FORMAT})
+        with open(jtmp, "w") as f:
+            json.dump(doc, f, indent=1)
     return jpath
 
 

@@ -16,6 +16,8 @@ placeholders[, feed shapes when optimised]).
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from dualgrad.ops.core import Spec, fmt_shape
@@ -26,11 +28,17 @@ from .plan import build_plan
 
 __all__ = ["Session", "InteractiveSession", "get_default_session"]
 
-_DEFAULT: list = []
+class _Defaults(threading.local):
+    def __init__(self):
+        self.sessions: list = []    # as TF1, the default-session stack is per thread
+
+
+_TLS = _Defaults()
 
 
 def get_default_session():
-    return _DEFAULT[-1] if _DEFAULT else None
+    stack = _TLS.sessions
+    return stack[-1] if stack else None
 
 
 def _session_or_default(session):
@@ -81,12 +89,12 @@ class Session:
 
     # -- lifetime --------------------------------------------------------------------------------
     def __enter__(self):
-        _DEFAULT.append(self)
+        _TLS.sessions.append(self)
         return self
 
     def __exit__(self, *exc):
-        if _DEFAULT and _DEFAULT[-1] is self:
-            _DEFAULT.pop()
+        if _TLS.sessions and _TLS.sessions[-1] is self:
+            _TLS.sessions.pop()
         self.close()
 
     def as_default(self):
@@ -223,11 +231,11 @@ class _AsDefault:
         self.s = s
 
     def __enter__(self):
-        _DEFAULT.append(self.s)
+        _TLS.sessions.append(self.s)
         return self.s
 
     def __exit__(self, *exc):
-        _DEFAULT.remove(self.s)
+        _TLS.sessions.remove(self.s)
 
 
 class InteractiveSession(Session):
@@ -235,9 +243,9 @@ class InteractiveSession(Session):
 
     def __init__(self, graph=None, optimize=True):
         super().__init__(graph, optimize)
-        _DEFAULT.append(self)
+        _TLS.sessions.append(self)
 
     def close(self):
-        if self in _DEFAULT:
-            _DEFAULT.remove(self)
+        if self in _TLS.sessions:
+            _TLS.sessions.remove(self)
         super().close()

@@ -13,8 +13,9 @@ if __name__ != "dualgrad.ops":  # NOTE: a second copy would mean a second op reg
 from .core import (ELEMENTWISE, REDUCTION, REGISTRY, KernelError, Op, Sample, ShapeError, Spec,
                    bind, fmt_shape, infer_spec, register, spec_of, user_frame, where_str)
 from .elementwise import (abs, add, cast, cos, div, eq, erf, exp, ge, gt, is_value, le, log, lt,
-                          maximum, minimum, mul, ne, neg, pow, relu, sigmoid, sign,
-                          sin, small_int_power, sqrt, stop_gradient, sub, tanh, unbroadcast, where)
+                          maximum, minimum, mul, ne, neg, pow, relu, sigmoid, sign, sin,
+                          small_int_power, softplus, sqrt, stop_gradient, sub, tanh,
+                          unbroadcast, where)
 from .shape import (broadcast_like, broadcast_to, concat, concat_part, expand_dims,
                     expand_index, ones_like, pad, reshape, reshape_like, slice_, slice_grad,
                     squeeze, sum_to_like, take, take_grad, transpose, zeros_like)

@@ -88,16 +88,24 @@ class Sample:
 
 class Op:
     """One primitive. docs/architecture.md ('One op, one entry') says what each field means."""
-    __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "kind", "samples", "ref",
+    __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "reduce", "kind", "samples", "ref",
                  "stateful", "view", "nondiff", "fn")
 
-    def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, kind="other", samples=(),
-                 ref=None, stateful=False, view=False):
+    def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, reduce=None, kind=None,
+                 samples=(), ref=None, stateful=False, view=False):
         self.name, self.infer, self.kernel, self.vjp = name, infer, kernel, vjp
-        self.scalar, self.kind, self.samples, self.ref = scalar, kind, tuple(samples), ref
+        self.scalar, self.reduce, self.samples, self.ref = scalar, reduce, tuple(samples), ref
+        self.kind = kind or ("elementwise" if scalar is not None else
+                             "reduction" if reduce is not None else "other")
         self.stateful, self.view = stateful, view
         self.nondiff = vjp is None
         self.fn = None  # the public function, e.g. ops.add
+
+    def scalar_form(self, attrs) -> str:
+        """This call's scalar expression over {0}, {1}, … (ops/scalar.py's vocabulary); a form
+        that depends on attrs (cast's target dtype) is a function of them."""
+        s = self.scalar
+        return s(**attrs) if callable(s) else s
 
     def __repr__(self):
         return f"<op {self.name}>"
@@ -108,19 +116,35 @@ class Op:
 
 REGISTRY: dict[str, Op] = {}
 ELEMENTWISE: set[str] = set()   # ops with a scalar form, fusable into one loop
-REDUCTION: set[str] = set()     # sum / max over axes: what the fuse pass may fold into a loop
+REDUCTION: set[str] = set()     # ops with a reduce kind: what the fuse pass may fold into a loop
 
 
 def register(name, infer, kernel, vjp=None, **kw) -> Op:
     if name in REGISTRY:
         raise ValueError(f"op {name!r} is registered twice")
     op = Op(name, infer, kernel, vjp, **kw)
+    _check_fusion_forms(op)
     REGISTRY[name] = op
-    if op.kind == "elementwise":
+    if op.scalar is not None:
         ELEMENTWISE.add(name)
-    elif op.kind == "reduction":
+    if op.reduce is not None:
         REDUCTION.add(name)
     return op
+
+
+def _check_fusion_forms(op):
+    """An op's scalar form and reduce kind must be in the generator's vocabulary: checked
+    when the op is registered, not when a graph first fuses it."""
+    from .scalar import REDUCTIONS, check_form
+    if op.reduce is not None and op.reduce not in REDUCTIONS:
+        raise ValueError(f"op {op.name!r}: reduce={op.reduce!r} is not one of {REDUCTIONS}")
+    forms = [op.scalar] if isinstance(op.scalar, str) else \
+        [op.scalar_form(s.attrs) for s in op.samples] if op.scalar is not None else []
+    for form in forms:
+        try:
+            check_form(form)
+        except ValueError as e:
+            raise ValueError(f"op {op.name!r}: {e}") from None
 
 
 # -- shape rules on inputs of unknown rank -----------------------------------------------------

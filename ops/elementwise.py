@@ -98,8 +98,19 @@ def _sigmoid_kernel(x):
 
 SIGMOID = register("sigmoid", _float_unary_infer("sigmoid"), _sigmoid_kernel,
                    lambda g, x, out, **kw: (g * out * (1.0 - out),),
-                   scalar="sigmoid({0})", kind=_EW, samples=_UNARY_SAMPLES,
+                   scalar="0.5 + 0.5 * tanh(0.5 * {0})", kind=_EW, samples=_UNARY_SAMPLES,
                    ref=lambda np, x: 1 / (1 + np.exp(-x)))
+
+
+def _softplus_kernel(x):
+    return np.logaddexp(x, 0)   # NOTE: log(1 + exp(x)) overflows for x > 88 in float32
+
+
+SOFTPLUS = register("softplus", _float_unary_infer("softplus"), _softplus_kernel,
+                    lambda g, x, **kw: (g * sigmoid(x),),
+                    scalar="maximum({0}, 0) + log1p(exp(-abs({0})))", kind=_EW,
+                    samples=_UNARY_SAMPLES + (_S((4, 5), domain=(-40.0, 40.0)),),
+                    ref=lambda np, x: np.logaddexp(x, 0))
 
 
 def _relu_kernel(x):
@@ -108,12 +119,23 @@ def _relu_kernel(x):
 
 RELU = register("relu", _unary_infer, _relu_kernel,
                 lambda g, x, **kw: (where(x > 0, g, 0),),
-                scalar="relu({0})", kind=_EW,
+                scalar="maximum({0}, 0)", kind=_EW,
                 samples=_UNARY_SAMPLES, ref=lambda np, x: np.maximum(x, 0))
 ABS = register("abs", _unary_infer, np.abs, lambda g, x, **kw: (g * sign(x),),
                scalar="abs({0})", kind=_EW, samples=_UNARY_SAMPLES, ref=lambda np, x: np.abs(x))
-SIGN = register("sign", _unary_infer, np.sign, None, scalar="sign({0})", kind=_EW,
-                samples=_UNARY_SAMPLES, ref=lambda np, x: np.sign(x))
+
+
+def _sign_infer(x, **_):
+    if x.weak is None and x.dtype == np.bool_:
+        raise ShapeError(f"sign: expects a number, got bool for {fmt_shape(x)} (NumPy raises "
+                         f"too; cast it first)")
+    return x
+
+
+# NOTE: NaN fails both comparisons and is returned as is; 0 and -0.0 give 0, as np.sign does
+SIGN = register("sign", _sign_infer, np.sign, None,
+                scalar="where({0} != {0}, {0}, where({0} > 0, 1, where({0} < 0, -1, 0)))",
+                kind=_EW, samples=_UNARY_SAMPLES, ref=lambda np, x: np.sign(x))
 
 SIN = register("sin", _float_unary_infer("sin"), np.sin, lambda g, x, **kw: (g * cos(x),),
                scalar="sin({0})", kind=_EW, samples=_UNARY_SAMPLES, ref=lambda np, x: np.sin(x))
@@ -149,7 +171,8 @@ def _cast_vjp(g, x, dtype, **kw):
     return (cast(g, dtype=str(np.dtype(x.dtype))),)
 
 
-CAST = register("cast", _cast_infer, _cast_kernel, _cast_vjp, scalar="cast_{dtype}({0})",
+CAST = register("cast", _cast_infer, _cast_kernel, _cast_vjp,
+                scalar=lambda dtype: f"cast_{dtype}({{0}})",
                 kind=_EW, samples=(_S((3, 4), attrs={"dtype": "float64"}),
                                    _S((2,), attrs={"dtype": "int64"}, grad=False)),
                 ref=lambda np, x, dtype: x.astype(dtype))
@@ -302,7 +325,7 @@ for _op in list(REGISTRY.values()):
 
 neg, exp, log, sqrt, tanh, sigmoid, relu, abs, sign, erf = (  # noqa: A001 - op names
     NEG.fn, EXP.fn, LOG.fn, SQRT.fn, TANH.fn, SIGMOID.fn, RELU.fn, ABS.fn, SIGN.fn, ERF.fn)
-sin, cos = SIN.fn, COS.fn
+sin, cos, softplus = SIN.fn, COS.fn, SOFTPLUS.fn
 add, sub, mul, div, pow, maximum, minimum, where = (  # noqa: A001
     ADD.fn, SUB.fn, MUL.fn, DIV.fn, POW.fn, MAXIMUM.fn, MINIMUM.fn, WHERE.fn)
 eq, ne, lt, le, gt, ge = (REGISTRY[n].fn for n in ("eq", "ne", "lt", "le", "gt", "ge"))

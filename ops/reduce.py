@@ -8,8 +8,6 @@ from .elementwise import _public, cast, eq
 from .rules import norm_axes, numel, reduced_shape, same
 from .shape import broadcast_like, expand_dims
 
-_RED = "reduction"
-
 
 def _reduce_infer(name, out_dtype=None):
     def infer(x, axis=None, keepdims=False, **_):
@@ -66,11 +64,11 @@ _RED_SAMPLES = (
     Sample(((2, 3),), {"axis": 2}, match=r"axis 2 is out of range for 2-d input of \(2, 3\)"),
 )
 
-SUM = register("sum", _reduce_infer("sum"), _sum_kernel, _sum_vjp, kind=_RED,
+SUM = register("sum", _reduce_infer("sum"), _sum_kernel, _sum_vjp, reduce="sum",
                samples=_RED_SAMPLES,
                ref=lambda np, x, axis=None, keepdims=False: np.sum(x, axis=axis,
                                                                     keepdims=keepdims))
-MAX = register("max", _reduce_infer("max"), _max_kernel, _max_vjp, kind=_RED,
+MAX = register("max", _reduce_infer("max"), _max_kernel, _max_vjp, reduce="max",
                samples=_RED_SAMPLES,
                ref=lambda np, x, axis=None, keepdims=False: np.max(x, axis=axis,
                                                                     keepdims=keepdims))

@@ -11,15 +11,20 @@ A group numba cannot compile stays unfused, with the reason in the report.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from dualgrad import ops
-from ..codegen import CodegenError, FusedSpec, compile_fused
+from ..codegen import CodegenError, FusedSpec, combine_roles, compile_fused
 from ..fastcall import MISS, small_caller
 from ..ir import INode, SyntheticNode, known
 
 NAME = "fuse"
 MIN_GROUP = 2
+# NOTE: a cap keeps numba's compile time per kernel bounded (a 750-op loop took ~60 s) and
+# makes equal stretches of a long chain one cached kernel.
+MAX_GROUP = 64
 _DTYPES = {"float32", "float64", "int32", "int64", "bool"}
 
 
@@ -60,16 +65,6 @@ def role(shape, S):
     return None
 
 
-def _combine(kinds):
-    ks = set(kinds)
-    if "full" in ks or {"row", "col"} <= ks:
-        return "full"
-    for k in ("row", "col"):
-        if k in ks:
-            return k
-    return "scalar"
-
-
 def _domain(n):
     """The full shape a node needs: its output, or a reduction's input."""
     if n.op.name in ops.REDUCTION:
@@ -80,12 +75,14 @@ def _domain(n):
 class Group:
     def __init__(self, S):
         self.S, self.members = tuple(S), []
+        self.kind_of = {}   # id(member) -> its kind on S
 
-    def kinds(self, members, S):
-        """Each member's kind on domain S, or None when the members don't fit S."""
-        kinds = {}
+    def kinds(self, members, S, only=None, known=None):
+        """Each member's kind on domain S, or None when the members don't fit S; with
+        `only`, the kinds of those members are computed and added to `known`."""
+        kinds = dict(known or {})
         inside = {id(m) for m in members}
-        for m in members:
+        for m in (members if only is None else only):
             in_kinds = []
             for src, i in m.inputs:
                 shape = src.specs[i].shape
@@ -98,10 +95,10 @@ class Group:
                 elif src.kind == "const" and src.value.ndim == 0:
                     r = "scalar"
                 in_kinds.append(r)
-            if m.op.name in ops.REDUCTION:
+            if m.op.reduce is not None:
                 if in_kinds[0] not in ("full", "col"):
                     return None
-                if m.op.name == "max" and id(m.inputs[0][0]) in inside:
+                if m.op.reduce == "max" and id(m.inputs[0][0]) in inside:
                     # NOTE: a max over values the loop recomputes may differ in the last bit
                     # from the stored values (fastmath contracts differently per pass), and
                     # max's gradient compares them for equality: reduce a stored array.
@@ -110,7 +107,7 @@ class Group:
                 if role(m.spec.shape, S) != "row" and len(m.spec.shape) != len(S) - 1:
                     return None
             else:
-                k = _combine(in_kinds)
+                k = combine_roles(in_kinds)
                 if role(m.spec.shape, S) != k:
                     return None
             kinds[id(m)] = k
@@ -139,8 +136,11 @@ def form_groups(prog):
             g = _join(n, group_of, position)
             if g is None:
                 g = Group(_domain(n))
-                groups.append(g)
+                g.kind_of = g.kinds([n], g.S)
+                if g.kind_of is None:
+                    continue          # NOTE: n cannot sit on its own domain: never fused
                 g.members.append(n)
+                groups.append(g)
             group_of[id(n)] = g
     return [g for g in groups if g.members]
 
@@ -165,41 +165,53 @@ def _join(n, group_of, position):
 
 
 def _try_add(g, new, position):
-    """Add nodes `new` to group g if the result stays on one domain and acyclic."""
+    """Add nodes `new` to group g if the result stays on one domain, acyclic and at most
+    MAX_GROUP ops."""
+    if len(g.members) + len(new) > MAX_GROUP:
+        return False
     S = g.S
     for m in new:
         S = _widen(S, _domain(m))
         if S is None:
             return False
     members = sorted(g.members + new, key=lambda m: position[id(m)])
-    if not _acyclic(members) or g.kinds(members, S) is None:
+    # NOTE: adding the newest node n can only close a cycle through n's own inputs (every
+    # older member's inputs come before n); merging two groups can close one through any.
+    newest = len(new) == 1 and position[id(new[0])] >= position[id(members[-1])]
+    if not _acyclic(members, new if newest else members, position):
         return False
-    g.S, g.members = S, members
+    # NOTE: the newest node feeds no member: on an unchanged domain the others' kinds stand
+    kinds = g.kinds(members, S, new, g.kind_of) if newest and S == g.S else \
+        g.kinds(members, S)
+    if kinds is None:
+        return False
+    g.S, g.members, g.kind_of = S, members, kinds
     return True
 
 
-def _acyclic(members):
-    """No input from outside the group may depend on a member (it would be a cycle)."""
+def _acyclic(members, check, position, budget=4096):
+    """No input (of the nodes `check`) from outside the group may depend on a member: that
+    would be a cycle. One backward walk shared by all inputs, that never goes below the
+    group's first position (nothing there can depend on a member); a walk longer than
+    `budget` nodes refuses the join rather than cost more."""
     member_ids = {id(m) for m in members}
-    for m in members:
-        for src, _ in m.inputs:
-            if id(src) not in member_ids and _reaches(src, member_ids):
-                return False
-    return True
-
-
-def _reaches(node, targets, limit=10_000):
-    stack, seen = [node], set()
-    while stack and len(seen) < limit:
-        m = stack.pop()
-        if id(m) in targets:
-            return True
-        if id(m) in seen:
+    lo = position[id(members[0])]
+    seen, stack = set(), []
+    for m in check:
+        stack.extend(src for src, _ in m.inputs if id(src) not in member_ids)
+        stack.extend(c for c in m.controls if id(c) not in member_ids)
+    while stack:
+        n = stack.pop()
+        if id(n) in seen or position[id(n)] < lo:
             continue
-        seen.add(id(m))
-        stack.extend(src for src, _ in m.inputs)
-        stack.extend(m.controls)
-    return len(seen) >= limit
+        if id(n) in member_ids:
+            return False
+        seen.add(id(n))
+        if len(seen) > budget:
+            return False
+        stack.extend(src for src, _ in n.inputs)
+        stack.extend(n.controls)
+    return True
 
 
 def run(prog):
@@ -249,11 +261,10 @@ def _fuse(prog, g, users, fetched):
 
     for m in g.members:
         args = tuple(ref(src, i) for src, i in m.inputs)
-        if m.op.name in ops.REDUCTION:
-            nodes.append(("reduce", m.op.name, args[0], m.spec.dtype.name))
+        if m.op.reduce is not None:
+            nodes.append(("reduce", m.op.reduce, args[0], m.spec.dtype.name))
         else:
-            tmpl = m.op.scalar.replace("{dtype}", m.attrs.get("dtype", ""))
-            nodes.append(("ew", tmpl, args, m.spec.dtype.name))
+            nodes.append(("ew", m.op.scalar_form(m.attrs), args, m.spec.dtype.name))
         index[(id(m), 0)] = len(nodes) - 1
     outs = [m for m in g.members
             if id(m) in fetched or any(id(u) not in member_ids for u, _ in users[id(m)])]
@@ -274,16 +285,30 @@ def _fuse(prog, g, users, fetched):
                   [m.spec for m in outs], origin=last.origin)
     fnode.fused, fnode.members = runner, tuple(g.members)
     prog.nodes.append(fnode)
+    users[id(fnode)] = []
+    for k, (src, i) in enumerate(fnode.inputs):
+        users.setdefault(id(src), []).append((fnode, k))
     for k, m in enumerate(outs):
-        prog.replace_uses((m, 0), (fnode, k))
+        _replace_uses(prog, users, m, (fnode, k))
+
+
+def _replace_uses(prog, users, m, new):
+    """Every use of (m, 0) reads `new`: only m's users are visited (not the whole program)."""
+    for u, k in users[id(m)]:
+        src, i = u.inputs[k]
+        if src is m and i == 0:
+            u.inputs[k] = new
+            users[id(new[0])].append((u, k))
+    prog.fetches = [new if (f[0] is m and f[1] == 0) else f for f in prog.fetches]
 
 
 class FusedRun:
     """The step kernel of a fused node: run the loop on the R x C view, reshape back.
 
-    `buffers` (set by the buffer pass) holds, per output, a preallocated array reused on
-    every run, or None for an output that leaves the plan (fetched or stored), which is
-    freshly allocated each run so a result handed back is never overwritten.
+    `buffers` (set by the buffer pass) is (pool, per output: an index into the pool's
+    arrays, reused on every run of the thread, or None for an output that leaves the plan
+    (fetched or stored), which is freshly allocated each run so a result handed back is
+    never overwritten).
     """
 
     def __init__(self, kernel, R, C, in_specs, out_specs, node, members, out_kinds):
@@ -294,12 +319,25 @@ class FusedRun:
         self.out_views = [_VIEWS[k](R, C) for k in out_kinds]
         self.node, self.members, self.out_kinds = node, members, out_kinds
         self.buffers = None
+        self._local = threading.local()               # this thread's resolved buffers
         self.fast, self._fast_pending = None, True   # see compiler/fastcall.py
         self.returns_ndarray = True                   # see graph/planfn.py
 
+    def _thread_buffers(self):
+        """Per output, this thread's preallocated array or None (see BufferPool)."""
+        if self.buffers is None:
+            return None
+        bufs = getattr(self._local, "bufs", None)
+        if bufs is None:
+            pool, index = self.buffers
+            mine = pool.arrays()
+            bufs = self._local.bufs = [None if b is None else mine[b] for b in index]
+        return bufs
+
     def __call__(self, *arrays):
+        bufs = self._thread_buffers()
         if self.fast is not None:
-            out = self.fast(self.buffers, *arrays)
+            out = self.fast(bufs, *arrays)
             if out is not MISS:
                 return out
         elif self._fast_pending:
@@ -309,13 +347,13 @@ class FusedRun:
         if [a.shape for a in arrays] != self.in_shapes:
             raise ValueError(f"fused kernel expected inputs of shapes {self.in_shapes}, got "
                              f"{[a.shape for a in arrays]}")
-        if self.buffers is None and self.out_views == self.out_shapes:
+        if bufs is None and self.out_views == self.out_shapes:
             res = self.kernel(self.R, self.C, *arrays)     # NOTE: fresh, final-shaped arrays
             return res[0] if len(res) == 1 else res
         # NOTE: a fresh output is allocated in its final shape and the loop writes through a
         # reshaped view, so what the plan hands on owns its memory (Session.run copies views)
         owners = [np.empty(s, d) if b is None else b for b, s, d in
-                  zip(self.buffers or [None] * len(self.out_shapes), self.out_shapes,
+                  zip(bufs or [None] * len(self.out_shapes), self.out_shapes,
                       self.out_dtypes)]
         self.kernel(self.R, self.C, *arrays,
                     out=tuple(o.reshape(v) for o, v in zip(owners, self.out_views)))

@@ -117,7 +117,7 @@ class FullyShardedDataParallel(Module):
         self._gather()
         try:
             out = self._fsdp_wrapped_module(*args, **kwargs)
-            if _GRAD[0] and self._trained:
+            if _GRAD.enabled and self._trained:
                 out = _map_tensors(out, self._mark)
         finally:
             self._free()

@@ -456,6 +456,20 @@ class Identity(Module):
         return x
 
 
+class Softplus(Module):
+    """log(1 + exp(beta * x)) / beta, linear where beta * x > threshold (torch.nn.Softplus)."""
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, x):
+        return F.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
 class GELU(Module):
     def __init__(self, approximate="none"):
         super().__init__()
@@ -640,7 +654,8 @@ from . import init, utils  # noqa: E402
 
 __all__ = ["ModuleDict", "ParameterDict", "ParameterList", "GRU", "LSTM", "RNN", "RNNBase",
            "MultiheadAttention", "init", "utils", "Module", "Parameter", "Linear", "Conv2d", "MaxPool2d", "Flatten", "LayerNorm",
-           "Embedding", "Dropout", "ReLU", "Tanh", "Sigmoid", "SiLU", "GELU", "Identity",
+           "Embedding", "Dropout", "ReLU", "Tanh", "Sigmoid", "SiLU", "Softplus", "GELU",
+           "Identity",
            "Softmax", "Sequential", "ModuleList", "LSTMCell", "GRUCell", "CrossEntropyLoss",
            "MSELoss", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "LogSoftmax", "NLLLoss",
            "BCEWithLogitsLoss", "BCELoss", "functional"]

@@ -20,6 +20,13 @@ def silu(x):
     return ops.silu(x)
 
 
+def softplus(x, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (torch's)."""
+    bx = x if beta == 1 else x * beta
+    out = ops.softplus(bx) if beta == 1 else ops.softplus(bx) / beta
+    return ops.where(bx > threshold, x, out)
+
+
 def softmax(x, dim=-1):
     return ops.softmax(x, axis=dim)
 

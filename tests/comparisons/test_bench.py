@@ -74,3 +74,8 @@ def test_loaded_run_and_profile_in_the_result():
     assert set(w["profile"]) == {"eager", "graph", "graph_opt", "compiled"}
     assert res["settings"]["busy_core"] == max(os.sched_getaffinity(0))
     assert {"loadavg_before", "loadavg_after", "loadavg_after_loaded"} <= set(res["machine"])
+    from dualgrad.comparisons.bench.report_more import markdown
+    text = markdown(res)
+    assert "| mlp | graph (optimize=True) |" in text      # the profile rows
+    assert "| mlp | 5." in text                            # MFLOP per step
+    assert "x) |" in text                                  # loaded medians with growth

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dualgrad import ops
 from dualgrad.compiler import codegen
 from dualgrad.compiler.codegen import CodegenError, FusedSpec, compile_fused
 
@@ -74,10 +75,12 @@ def tol(dtype):
 # -- every template function and operator, float32 and float64 --------------------------------
 UNARY = {
     "exp({0})": np.exp, "tanh({0})": np.tanh, "erf({0})": _erf, "abs({0})": np.abs,
-    "sigmoid({0})": lambda x: 1 / (1 + np.exp(-x)), "relu({0})": lambda x: np.maximum(x, 0),
-    "sign({0})": np.sign, "(-{0})": np.negative, "{0}": lambda x: x,
+    "(-{0})": np.negative, "{0}": lambda x: x, "sin({0})": np.sin, "cos({0})": np.cos,
+    "0.5 + 0.5 * tanh(0.5 * {0})": lambda x: 1 / (1 + np.exp(-x)),
+    "maximum({0}, 0)": lambda x: np.maximum(x, 0), "-2 * {0} ** 2 + 1": lambda x: 1 - 2 * x * x,
+    "where({0} != {0}, {0}, where({0} > 0, 1, where({0} < 0, -1, 0)))": np.sign,
 }
-POSITIVE = {"log({0})": np.log, "sqrt({0})": np.sqrt}
+POSITIVE = {"log({0})": np.log, "sqrt({0})": np.sqrt, "log1p({0})": np.log1p}
 BINARY = {
     "({0} + {1})": np.add, "({0} - {1})": np.subtract, "({0} * {1})": np.multiply,
     "({0} / {1})": np.divide, "maximum({0}, {1})": np.maximum,
@@ -129,7 +132,8 @@ def test_functions_and_operators(dtype):
 def test_float32_approximations_accuracy_and_specials():
     p = Prog("float32")
     x = p.input()
-    outs = [p.ew(t, x) for t in ("tanh({0})", "erf({0})", "exp({0})", "sigmoid({0})")]
+    outs = [p.ew(t, x) for t in ("tanh({0})", "erf({0})", "exp({0})",
+                                 ops.REGISTRY["sigmoid"].scalar)]
     grid = np.concatenate([np.linspace(-12, 12, 20001), np.linspace(-0.01, 0.01, 2001),
                            np.linspace(-104, 89, 4001)]).astype(np.float32)
     special = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 7.9, -7.9, 4.0, -4.0], np.float32)
@@ -238,10 +242,12 @@ def test_int_bool_and_casts():
     want.append(np.abs(av))
     outs.append(p.ew("(-{0})", b, dtype="int64"))
     want.append(-bv)
-    outs.append(p.ew("sign({0})", b, dtype="int64"))
+    outs.append(p.ew(ops.REGISTRY["sign"].scalar, b, dtype="int64"))
     want.append(np.sign(bv))
-    outs.append(p.ew("relu({0})", b, dtype="int64"))
+    outs.append(p.ew(ops.REGISTRY["relu"].scalar, b, dtype="int64"))
     want.append(np.maximum(bv, 0))
+    outs.append(p.ew("({0} * 3 + 1) * 0.5", a, dtype="float64"))   # int * weak float -> f64
+    want.append((av * 3 + 1) * 0.5)
     outs.append(p.ew("maximum({0}, {1})", a, b, dtype="int64"))
     want.append(np.maximum(av, bv))
     outs.append(p.ew("minimum({0}, {1})", a, b, dtype="int64"))
@@ -534,11 +540,11 @@ def test_module_name_is_stable_and_depends_on_dtype():
 # -- errors ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("template,why", [
     ("floor({0})", "unknown function 'floor'"),
-    ("({0} * 2)", "numeric literals are not allowed"),
+    ("({0} * 'a')", "only numeric literals are allowed"),
     ("({0} // {0})", "unsupported syntax BinOp"),
     ("({0} < {0} < {0})", "only single comparisons"),
     ("tanh({0}, {0})", "tanh takes 1 positional argument"),
-    ("({0}", "cannot parse template"),
+    ("({0}", "cannot parse it"),
 ])
 def test_unsupported_template_raises_codegen_error(template, why):
     p = Prog()

@@ -319,3 +319,21 @@ def test_random_ops_draw_at_run_time():
         assert ua.min() >= -1.0 and ua.max() < 1.0 and ua.dtype == np.float32
     with graph.Session(optimize=False) as s:
         np.testing.assert_array_equal(s.run(r), a)   # an op seed restarts with each session
+
+
+def test_automatic_names_cost_constant_time():
+    class Counting(set):
+        probes = 0
+
+        def __contains__(self, item):
+            Counting.probes += 1
+            return super().__contains__(item)
+    g = graph.Graph()
+    g._names = Counting()
+    with g.as_default():
+        x = graph.constant(1.0)
+        for _ in range(3000):
+            x = x + 1.0
+    names = [n.name for n in g.get_operations()]
+    assert len(set(names)) == len(names) and "add_2999" in names
+    assert Counting.probes < 10 * len(names)   # quadratic probing made ~9 million

@@ -60,10 +60,23 @@ def test_every_op_has_samples():
     assert not missing, f"ops without samples: {missing}"
 
 
-def test_elementwise_ops_have_scalar_forms():
+def test_elementwise_ops_have_scalar_forms_in_the_vocabulary():
+    from dualgrad.ops.scalar import check_form
     assert ops.ELEMENTWISE, "no elementwise ops registered"
     for name in ops.ELEMENTWISE:
-        assert "{0}" in ops.REGISTRY[name].scalar, name
+        op = ops.REGISTRY[name]
+        for s in op.samples:
+            form = op.scalar_form(s.attrs)
+            assert "{0}" in form, name
+            check_form(form, len(s.args))
+
+
+def test_a_scalar_form_outside_the_vocabulary_is_refused_at_registration():
+    with pytest.raises(ValueError, match="op 'bad_relu': scalar form 'relu.*unknown function"):
+        ops.register("bad_relu", lambda x: x, np.abs, scalar="relu({0})")
+    with pytest.raises(ValueError, match="reduce='mean' is not one of"):
+        ops.register("bad_mean", lambda x: x, np.mean, reduce="mean")
+    assert "bad_relu" not in ops.REGISTRY and "bad_mean" not in ops.REGISTRY
 
 
 def test_shape_error_names_op_and_every_shape():
