@@ -82,8 +82,12 @@ class EagerEngine:
             raise _fail(op, args, attrs, err) from None
         if type(out) is not np.ndarray:
             out = np.asarray(out)
-        if op in _PROMOTING and out.dtype.kind != "b":
-            out = _promoted(op, args, out)
+        if op in _PROMOTING:      # NOTE: only an input of another dtype can promote differently
+            odt = out.dtype
+            for arr in arrays[op is _WHERE:]:
+                if getattr(arr, "dtype", odt) is not odt:
+                    out = _promoted(op, args, out)
+                    break
         t = _new(Tensor)
         t.data = out
         t.grad = None
@@ -96,6 +100,7 @@ class EagerEngine:
         return t
 
 
+_WHERE = R["where"]
 _PROMOTING = frozenset(R[n] for n in ("add", "sub", "mul", "div", "pow", "maximum", "minimum",
                                       "where", "matmul"))
 

@@ -405,11 +405,12 @@ def batch_norm(x, mean, var, weight=None, bias=None, eps=1e-5):
 
 
 # -- losses -----------------------------------------------------------------------------------
-def _ce_ref(np, logits, target, reduction="mean", ignore_index=-100, label_smoothing=0.0):
+def _ce_ref(np, logits, target, reduction="mean", ignore_index=None, label_smoothing=0.0):
     m = np.max(logits, axis=-1, keepdims=True)
     logp = logits - m - np.log(np.sum(np.exp(logits - m), axis=-1, keepdims=True))
     c = logits.shape[-1]
-    valid = (target != ignore_index)[..., None]
+    valid = (target != (-1 if ignore_index is None else ignore_index))[..., None] | \
+        (ignore_index is None)
     oh = np.where(target[..., None] == np.arange(c), 1.0 - label_smoothing, 0.0)
     t = np.where(valid, oh + label_smoothing / c, 0.0).astype(logits.dtype)
     loss = -np.sum(t * logp, axis=-1)
@@ -426,11 +427,13 @@ def _ce_ref(np, logits, target, reduction="mean", ignore_index=-100, label_smoot
                     Sample(((4, 5), np.array([[0], [4], [2], [2]])),
                            match=r"cross_entropy: target \(4, 1\) must have shape \(4,\)")),
            ref=_ce_ref)
-def cross_entropy(logits, target, reduction="mean", weight=None, ignore_index=-100,
+def cross_entropy(logits, target, reduction="mean", weight=None, ignore_index=None,
                   label_smoothing=0.0):
     """Softmax cross-entropy from logits (..., C) and integer class targets (...), or class
     probabilities (..., C), with torch's per-class `weight`, `ignore_index` (class targets)
-    and `label_smoothing`; 'mean' divides by the summed weight of the counted targets."""
+    and `label_smoothing`; 'mean' divides by the summed weight of the counted targets.
+    ignore_index=None (the default here) ignores nothing; eager's F.cross_entropy passes
+    PyTorch's -100."""
     ls, ts = _shape(logits), _shape(target)
     # NOTE: not getattr(target, "dtype", np.asarray(target).dtype): the default is evaluated
     # first, and a graph tensor refuses np.asarray
@@ -443,8 +446,8 @@ def cross_entropy(logits, target, reduction="mean", weight=None, ignore_index=-1
     elif ts != ls:
         raise _located(f"cross_entropy: probability target {fmt_shape(ts)} must have the "
                          f"shape of logits {fmt_shape(ls)}")
-    if weight is None and not label_smoothing and t_dtype.kind in "iu" and not _may_ignore(
-            target, ignore_index):
+    if weight is None and not label_smoothing and t_dtype.kind in "iu" and (
+            ignore_index is None or not _may_ignore(target, ignore_index)):
         target = one_hot(target, ls[-1], dtype=logits.dtype)
         return _reduce_loss(-sum_(target * log_softmax(logits, axis=-1), axis=-1), reduction)
     return _weighted_ce(logits, target, t_dtype, reduction, weight, ignore_index,
@@ -464,10 +467,14 @@ def _weighted_ce(logits, target, t_dtype, reduction, weight, ignore_index, eps):
     dt = logits.dtype
     logp = log_softmax(logits, axis=-1)
     if t_dtype.kind in "iu":
-        valid = cast(expand_dims(ne(target, ignore_index), axis=-1), dt)
-        hot = one_hot(where(ne(target, ignore_index), target, 0), c, dtype=dt)
-        t = (hot * (1.0 - eps) + eps / c) * valid if eps else hot * valid
-        denom = sum_(hot * valid * weight) if weight is not None else sum_(valid)
+        if ignore_index is None:
+            hot = one_hot(target, c, dtype=dt)
+            valid = sum_(hot, axis=-1, keepdims=True)          # ones, shaped (..., 1)
+        else:
+            valid = cast(expand_dims(ne(target, ignore_index), axis=-1), dt)
+            hot = one_hot(where(ne(target, ignore_index), target, 0), c, dtype=dt) * valid
+        t = (hot * (1.0 - eps) + eps / c) * valid if eps else hot
+        denom = sum_(hot * weight) if weight is not None else sum_(valid)
     else:
         t = target * (1.0 - eps) + eps / c if eps else target
         denom = count(sum_(t, axis=-1))
