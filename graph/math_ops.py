@@ -134,14 +134,7 @@ class linalg:  # noqa: N801 - a namespace, as tf.linalg
         return out
 
 
-@named
-def square(x):
-    return ops.mul(x, x)
-
-
-@named
-def rsqrt(x):
-    return 1.0 / ops.sqrt(x)
+square, rsqrt = named(ops.square), named(ops.rsqrt)
 
 
 @named
@@ -152,28 +145,8 @@ def where(condition, x=None, y=None):
     return ops.where(condition, x, y)
 
 
-def _bool(*xs):
-    for x in xs:
-        if isinstance(x, Tensor) and x.dtype != np.bool_:
-            raise TypeError(f"logical ops need bool tensors, got {x.dtype} for '{x.name}'")
-
-
-@named
-def logical_not(x):
-    _bool(x)
-    return ops.eq(x, False)
-
-
-@named
-def logical_and(x, y):
-    _bool(x, y)
-    return ops.where(x, y, False)
-
-
-@named
-def logical_or(x, y):
-    _bool(x, y)
-    return ops.where(x, True, y)
+logical_not, logical_and, logical_or = (
+    named(f) for f in (ops.logical_not, ops.logical_and, ops.logical_or))
 
 
 @named
@@ -210,19 +183,15 @@ def clip_by_norm(t, clip_norm, axes=None):
 
 @named
 def clip_by_value(t, clip_value_min, clip_value_max):
-    return ops.minimum(ops.maximum(t, clip_value_min), clip_value_max)
+    return ops.clamp(t, clip_value_min, clip_value_max)
 
 
 # -- matmul and reductions ---------------------------------------------------------------------
-def _swap_last(x):
-    nd = x.ndim
-    return ops.transpose(x, axes=tuple(range(nd - 2)) + (nd - 1, nd - 2))
-
-
 @named
 def matmul(a, b, transpose_a=False, transpose_b=False):
     a, b = convert_to_tensor(a), convert_to_tensor(b)
-    return ops.matmul(_swap_last(a) if transpose_a else a, _swap_last(b) if transpose_b else b)
+    return ops.matmul(ops.matrix_transpose(a) if transpose_a else a,
+                      ops.matrix_transpose(b) if transpose_b else b)
 
 
 @named
@@ -274,7 +243,8 @@ def argmax(input, axis=None, output_type="int64"):  # noqa: A002 - TF's name
 @named
 @old_names(dimension="axis")
 def argmin(input, axis=None, output_type="int64"):  # noqa: A002
-    return argmax(ops.neg(input), axis=axis, output_type=output_type)
+    out = ops.argmin(input, axis=0 if axis is None else int(axis), keepdims=False)
+    return out if as_dtype(output_type) == np.int64 else ops.cast(out, as_dtype(output_type))
 
 
 # -- shapes -----------------------------------------------------------------------------------

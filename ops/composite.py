@@ -14,7 +14,7 @@ import numpy as np
 
 from .core import (Sample, ShapeError, fmt_shape, spec_of, user_frame, user_stacklevel,
                    where_str)
-from .elementwise import cast, erf, exp, log, ne, sqrt, stop_gradient, tanh, where
+from .elementwise import cast, eq, erf, exp, log, ne, sqrt, stop_gradient, tanh, where
 from .nn import matmul, one_hot, rand_like, unfold
 from .reduce import count, max as max_, static_count, sum as sum_
 from .rules import broadcast, norm_axes
@@ -162,6 +162,62 @@ def norm(x, ord=2, axis=None, keepdims=False):  # noqa: A002 - numpy's name
     if ord == 1:
         return sum_(abs_(x), axis=axis, keepdims=keepdims)
     raise ValueError(f"norm: ord must be 1 or 2, got {ord!r}")
+
+
+# -- small elementwise compositions: one definition for eager's and graph's names ------------
+@composite(samples=(Sample(((3, 4),)), Sample(((),))), ref=lambda np, x: np.square(x))
+def square(x):
+    """x * x (torch.square, tf.square)."""
+    return x * x
+
+
+@composite(samples=(Sample(((3, 4),), domain=(0.2, 3.0)),), ref=lambda np, x: 1 / np.sqrt(x))
+def rsqrt(x):
+    """1 / sqrt(x) (torch.rsqrt, tf.math.rsqrt)."""
+    return 1.0 / sqrt(x)
+
+
+@composite(samples=(Sample(((3, 4),), {"min": -0.5, "max": 0.5}), Sample(((3, 4),), {"min": 0.0}),
+                    Sample(((3, 4), (4,), (3, 1)))),
+           ref=lambda np, x, min=None, max=None: np.clip(x, min, max))
+def clamp(x, min=None, max=None):  # noqa: A002 - torch's names
+    """max(x, min) then min(., max), either bound optional (torch.clamp, tf.clip_by_value)."""
+    from .elementwise import maximum, minimum
+    if min is not None:
+        x = maximum(x, min)
+    if max is not None:
+        x = minimum(x, max)
+    return x
+
+
+def _require_bool(name, *xs):
+    for x in xs:
+        dt = getattr(x, "dtype", None)
+        if dt is not None and np.dtype(dt) != np.bool_:
+            raise TypeError(f"{name}: needs bool tensors, got {np.dtype(dt)} for shape "
+                            f"{fmt_shape(tuple(x.shape))}")
+
+
+_BOOLS = (np.array([[True, False, True]]), np.array([[False], [True]]))
+
+
+@composite(samples=(Sample((_BOOLS[0],), grad=False),), ref=lambda np, x: np.logical_not(x))
+def logical_not(x):
+    """Elementwise not of a bool tensor (torch's ~, tf.logical_not)."""
+    _require_bool("logical_not", x)
+    return eq(x, False)
+
+
+@composite(samples=(Sample(_BOOLS, grad=False),), ref=lambda np, x, y: np.logical_and(x, y))
+def logical_and(x, y):
+    _require_bool("logical_and", x, y)
+    return where(x, y, False)
+
+
+@composite(samples=(Sample(_BOOLS, grad=False),), ref=lambda np, x, y: np.logical_or(x, y))
+def logical_or(x, y):
+    _require_bool("logical_or", x, y)
+    return where(x, True, y)
 
 
 # -- activations ------------------------------------------------------------------------------
