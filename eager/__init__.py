@@ -77,6 +77,25 @@ def enable_grad():
         _GRAD.enabled = prev
 
 
+class set_grad_enabled:
+    """Turn grad mode on or off: at once as a call, or for a `with` block (torch's both forms)."""
+
+    def __init__(self, mode):
+        self.prev = _GRAD.enabled
+        _GRAD.enabled = builtins.bool(mode)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _GRAD.enabled = self.prev
+
+
+def inference_mode(mode=True):
+    """torch.inference_mode: here the same as no_grad() (nothing is recorded)."""
+    return no_grad() if mode else enable_grad()
+
+
 def is_grad_enabled():
     return _GRAD.enabled
 
@@ -214,11 +233,11 @@ def chunk(t, chunks, dim=0):
 
 
 def square(t):
-    return t * t
+    return ops.square(t)
 
 
 def rsqrt(t):
-    return 1.0 / ops.sqrt(t)
+    return ops.rsqrt(t)
 
 
 def allclose(a, b, rtol=1e-5, atol=1e-8):

@@ -82,8 +82,12 @@ class EagerEngine:
             raise _fail(op, args, attrs, err) from None
         if type(out) is not np.ndarray:
             out = np.asarray(out)
-        if op in _PROMOTING and out.dtype.kind != "b":
-            out = _promoted(op, args, out)
+        if op in _PROMOTING:      # NOTE: only an input of another dtype can promote differently
+            odt = out.dtype
+            for arr in arrays[op is _WHERE:]:
+                if getattr(arr, "dtype", odt) is not odt:
+                    out = _promoted(op, args, out)
+                    break
         t = _new(Tensor)
         t.data = out
         t.grad = None
@@ -96,6 +100,7 @@ class EagerEngine:
         return t
 
 
+_WHERE = R["where"]
 _PROMOTING = frozenset(R[n] for n in ("add", "sub", "mul", "div", "pow", "maximum", "minimum",
                                       "where", "matmul"))
 
@@ -475,16 +480,14 @@ class Tensor(InPlaceMixin, TensorMethods):
     def __ge__(self, o):
         return _binary(_CMP["ge"], self, o)
 
-    def __invert__(self):
-        if self.data.dtype != np.bool_:
-            raise TypeError("~ is only defined for bool tensors here")
-        return ops.eq(self, False)
+    def __invert__(self):   # NOTE: bool only; torch's bitwise ~ on integers is not supported
+        return ops.logical_not(self)
 
     def __and__(self, o):
-        return ops.where(self, o, False)
+        return ops.logical_and(self, o)
 
     def __or__(self, o):
-        return ops.where(self, True, o)
+        return ops.logical_or(self, o)
 
     def __getitem__(self, index):
         return getitem(self, index)
@@ -519,7 +522,7 @@ class Tensor(InPlaceMixin, TensorMethods):
         if dim is None:
             return ops.min(self)
         return ValuesIndices(ops.min(self, axis=dim, keepdims=keepdim),
-                             ops.argmax(-self, axis=dim, keepdims=keepdim))
+                             ops.argmin(self, axis=dim, keepdims=keepdim))
 
     def amax(self, dim=None, keepdim=False):
         return ops.max(self, axis=dim, keepdims=keepdim)
@@ -570,10 +573,10 @@ class Tensor(InPlaceMixin, TensorMethods):
         return tuple(ops.split(self, split_size_or_sections, axis=dim))
 
     def square(self):
-        return self * self
+        return ops.square(self)
 
     def rsqrt(self):
-        return 1.0 / ops.sqrt(self)
+        return ops.rsqrt(self)
 
     def sin(self):
         return ops.sin(self)
@@ -615,12 +618,7 @@ class Tensor(InPlaceMixin, TensorMethods):
         return ops.matmul(self, other)
 
     def clamp(self, min=None, max=None):  # noqa: A002 - torch's names
-        out = self
-        if min is not None:
-            out = ops.maximum(out, min)
-        if max is not None:
-            out = ops.minimum(out, max)
-        return out
+        return ops.clamp(self, min, max)
 
     clip = clamp
 

@@ -22,7 +22,7 @@ See docs/graph.md for the guide, graph/plan.py for the execution-plan interface.
 if __name__ != "dualgrad.graph":  # NOTE: a second copy would mean a second op registry
     raise ImportError(f"dualgrad's engines import under one root: write `from dualgrad import graph`, "
                       f"not `import {__name__}` (found {__file__})")
-from dualgrad.ops import ShapeError, manual_seed as set_random_seed
+from dualgrad.ops import ShapeError
 
 from . import errors
 from .core import (Graph, GraphKeys, Node, Tensor, TensorShape, add_to_collection,
@@ -40,7 +40,13 @@ from .math_ops import *  # noqa: F403 - TF's op functions: graph.matmul, graph.r
 from .math_ops import __all__ as _math_all
 from .session import InteractiveSession, Session, get_default_session
 from .plan import Plan, Step, build_plan, lower
-from . import nn, layers, losses, train
+from .array_ops import *  # noqa: F403 - shape, size, rank, fill, zeros, ones, range, unstack
+from .array_ops import __all__ as _array_all
+from .init_ops import *  # noqa: F403 - zeros_initializer, glorot_uniform_initializer, …
+from .init_ops import __all__ as _init_all
+from .variable_scope import (AUTO_REUSE, VariableScope, get_variable, get_variable_scope,
+                             variable_scope)
+from . import nn, layers, losses, train, contrib
 from . import onnx  # noqa: F401 - graph.onnx.export / load; the onnx package loads lazily
 from .serialize import load, restore, save
 from .inspect import describe, to_dot
@@ -63,5 +69,6 @@ __all__ = [
     "InteractiveSession", "Session", "get_default_session", "Plan", "Step", "build_plan",
     "lower", "nn", "layers", "losses", "onnx", "train", "load", "restore", "save", "summary",
     "describe", "to_dot",
-    *_math_all,
+    "contrib", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
+    *_math_all, *_init_all, *_array_all,
 ]

@@ -690,7 +690,7 @@ def _const_node(g, value, weak=None, name=None):
 
 
 def _norm_shape(shape):
-    if shape is None:
+    if shape is None or isinstance(shape, _UnknownRankShape):
         return None
     if isinstance(shape, (int, np.integer)):
         shape = (shape,)

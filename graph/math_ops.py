@@ -14,6 +14,7 @@ a composite builds on the way go under `name/`. Axis arguments follow TF (`axis`
 from __future__ import annotations
 
 import functools
+import weakref
 
 import numpy as np
 
@@ -30,8 +31,8 @@ __all__ = [
     "logical_not", "logical_and", "logical_or", "matmul", "reduce_sum", "reduce_mean",
     "reduce_max", "reduce_min", "reduce_logsumexp", "argmax", "argmin", "reshape",
     "transpose", "concat", "stack", "split", "expand_dims", "squeeze", "cast", "one_hot",
-    "gather", "pad", "zeros", "ones", "zeros_like", "ones_like", "fill", "random_normal",
-    "random_uniform", "stop_gradient", "clip_by_value", "broadcast_to", "named", "sin", "cos",
+    "gather", "pad", "zeros_like", "ones_like", "random_normal",
+    "random_uniform", "truncated_normal", "global_norm", "clip_by_global_norm", "clip_by_norm", "set_random_seed", "get_seed", "stop_gradient", "clip_by_value", "broadcast_to", "named", "sin", "cos",
     "cumsum", "reverse", "tile", "norm", "linalg",
 ]
 
@@ -59,6 +60,26 @@ def _named_call(fn, args, kw, name):
     if isinstance(out, Tensor) and out.graph is g and out.node.name.startswith(scope):
         g.rename(out.node, scope[:-1])
     return out
+
+
+def old_names(**renamed):
+    """Accept TF1's deprecated argument names (`reduction_indices=` for axis, `keep_dims=`
+    for keepdims, `dim=` …) as TF1 still did; giving both names raises, as in TF."""
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kw):
+            for old, new in renamed.items():
+                if old in kw:
+                    if kw.get(new) is not None:
+                        raise ValueError(f"{fn.__name__}: cannot specify both '{old}' and "
+                                         f"'{new}'")
+                    kw[new] = kw.pop(old)
+            return fn(*args, **kw)
+        return wrapper
+    return deco
+
+
+_AXIS = {"reduction_indices": "axis", "keep_dims": "keepdims"}
 
 
 # -- elementwise ---------------------------------------------------------------------------------
@@ -113,14 +134,7 @@ class linalg:  # noqa: N801 - a namespace, as tf.linalg
         return out
 
 
-@named
-def square(x):
-    return ops.mul(x, x)
-
-
-@named
-def rsqrt(x):
-    return 1.0 / ops.sqrt(x)
+square, rsqrt = named(ops.square), named(ops.rsqrt)
 
 
 @named
@@ -131,28 +145,8 @@ def where(condition, x=None, y=None):
     return ops.where(condition, x, y)
 
 
-def _bool(*xs):
-    for x in xs:
-        if isinstance(x, Tensor) and x.dtype != np.bool_:
-            raise TypeError(f"logical ops need bool tensors, got {x.dtype} for '{x.name}'")
-
-
-@named
-def logical_not(x):
-    _bool(x)
-    return ops.eq(x, False)
-
-
-@named
-def logical_and(x, y):
-    _bool(x, y)
-    return ops.where(x, y, False)
-
-
-@named
-def logical_or(x, y):
-    _bool(x, y)
-    return ops.where(x, True, y)
+logical_not, logical_and, logical_or = (
+    named(f) for f in (ops.logical_not, ops.logical_and, ops.logical_or))
 
 
 @named
@@ -163,44 +157,69 @@ def cast(x, dtype):
     return ops.cast(convert_to_tensor(x), dt)
 
 
+def global_norm(t_list, name=None):
+    """sqrt of the sum of squares of every element of the tensors (None entries skipped)."""
+    parts = [ops.sum(t * t) for t in t_list if t is not None]
+    total = parts[0]
+    for p in parts[1:]:
+        total = total + p
+    return ops.sqrt(total)
+
+
+def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
+    """(the tensors scaled by clip_norm / max(global_norm, clip_norm), global_norm), as
+    tf.clip_by_global_norm; None entries stay None."""
+    norm = global_norm(t_list) if use_norm is None else use_norm
+    scale = clip_norm * ops.minimum(1.0 / norm, 1.0 / clip_norm)
+    return [None if t is None else t * scale for t in t_list], norm
+
+
+@named
+def clip_by_norm(t, clip_norm, axes=None):
+    """t * clip_norm / max(l2norm(t), clip_norm) (over `axes`, all by default)."""
+    norm = ops.sqrt(ops.sum(t * t, axis=axes, keepdims=True))
+    return t * clip_norm / ops.maximum(norm, clip_norm)
+
+
 @named
 def clip_by_value(t, clip_value_min, clip_value_max):
-    return ops.minimum(ops.maximum(t, clip_value_min), clip_value_max)
+    return ops.clamp(t, clip_value_min, clip_value_max)
 
 
 # -- matmul and reductions ---------------------------------------------------------------------
-def _swap_last(x):
-    nd = x.ndim
-    return ops.transpose(x, axes=tuple(range(nd - 2)) + (nd - 1, nd - 2))
-
-
 @named
 def matmul(a, b, transpose_a=False, transpose_b=False):
     a, b = convert_to_tensor(a), convert_to_tensor(b)
-    return ops.matmul(_swap_last(a) if transpose_a else a, _swap_last(b) if transpose_b else b)
+    return ops.matmul(ops.matrix_transpose(a) if transpose_a else a,
+                      ops.matrix_transpose(b) if transpose_b else b)
 
 
 @named
+@old_names(**_AXIS)
 def reduce_sum(input_tensor, axis=None, keepdims=False):
     return ops.sum(input_tensor, axis=axis, keepdims=keepdims)
 
 
 @named
+@old_names(**_AXIS)
 def reduce_mean(input_tensor, axis=None, keepdims=False):
     return ops.mean(input_tensor, axis=axis, keepdims=keepdims)
 
 
 @named
+@old_names(**_AXIS)
 def reduce_max(input_tensor, axis=None, keepdims=False):
     return ops.max(input_tensor, axis=axis, keepdims=keepdims)
 
 
 @named
+@old_names(**_AXIS)
 def reduce_min(input_tensor, axis=None, keepdims=False):
     return ops.min(input_tensor, axis=axis, keepdims=keepdims)
 
 
 @named
+@old_names(**_AXIS)
 def reduce_logsumexp(input_tensor, axis=None, keepdims=False):
     x = input_tensor
     if axis is None:
@@ -215,22 +234,27 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=False):
 
 
 @named
+@old_names(dimension="axis")
 def argmax(input, axis=None, output_type="int64"):  # noqa: A002 - TF's name
     out = ops.argmax(input, axis=0 if axis is None else int(axis), keepdims=False)
     return out if as_dtype(output_type) == np.int64 else ops.cast(out, as_dtype(output_type))
 
 
 @named
+@old_names(dimension="axis")
 def argmin(input, axis=None, output_type="int64"):  # noqa: A002
-    return argmax(ops.neg(input), axis=axis, output_type=output_type)
+    out = ops.argmin(input, axis=0 if axis is None else int(axis), keepdims=False)
+    return out if as_dtype(output_type) == np.int64 else ops.cast(out, as_dtype(output_type))
 
 
 # -- shapes -----------------------------------------------------------------------------------
 @named
 def reshape(tensor, shape):
-    if isinstance(shape, Tensor):
-        raise NotImplementedError("reshape to a shape computed at run time is not supported; "
-                                  "pass a list of ints with -1 for one unknown dim")
+    """tf.reshape: `shape` is a list of ints (-1 for one inferred dim), a 1-d shape tensor,
+    or a list mixing ints and scalar tensors (`[tf.shape(x)[0], -1]`)."""
+    if isinstance(shape, Tensor) or any(isinstance(d, Tensor) for d in shape):
+        from .array_ops import dynamic_reshape
+        return dynamic_reshape(tensor, shape)
     return ops.reshape(tensor, [-1 if d is None else int(d) for d in shape])
 
 
@@ -267,11 +291,13 @@ def split(value, num_or_size_splits, axis=0, name=None):
 
 
 @named
-def expand_dims(input, axis):  # noqa: A002
+@old_names(dim="axis")
+def expand_dims(input, axis=None):  # noqa: A002
     return ops.expand_dims(input, axis=int(axis))
 
 
 @named
+@old_names(squeeze_dims="axis")
 def squeeze(input, axis=None):  # noqa: A002
     if isinstance(axis, list):
         axis = tuple(axis)
@@ -312,18 +338,6 @@ def _static_shape(shape, what):
     return tuple(int(d) for d in shape)
 
 
-def zeros(shape, dtype="float32", name=None):
-    return constant(np.zeros(_static_shape(shape, "zeros"), as_dtype(dtype)), name=name or "zeros")
-
-
-def ones(shape, dtype="float32", name=None):
-    return constant(np.ones(_static_shape(shape, "ones"), as_dtype(dtype)), name=name or "ones")
-
-
-def fill(dims, value, name=None):
-    return constant(np.full(_static_shape(dims, "fill"), value), name=name or "Fill")
-
-
 @named
 def zeros_like(tensor, dtype=None):
     return ops.zeros_like(tensor, dtype=None if dtype is None else as_dtype(dtype).name)
@@ -343,30 +357,80 @@ def _random_lower(node):
             node.name, np.random.default_rng(seed))
         if a["dist"] == "normal":
             r = rng.standard_normal(shape) * a["scale"] + a["loc"]
+        elif a["dist"] == "truncated":
+            r = _truncated(rng, shape) * a["scale"] + a["loc"]
         else:
             r = rng.uniform(a["loc"], a["scale"], shape)
         return r.astype(dt)
     return run, True
 
 
+def _truncated(rng, shape):
+    """Standard normal draws, those beyond two standard deviations drawn again (TF's rule)."""
+    r = rng.standard_normal(shape)
+    bad = np.abs(r) > 2.0
+    while bad.any():
+        r[bad] = rng.standard_normal(int(bad.sum()))
+        bad = np.abs(r) > 2.0
+    return r
+
+
 RANDOM = graph_kind("random", _random_lower)
+
+# NOTE: TF1's seeds: with a graph-level seed (`set_random_seed`) a random op without a seed of
+# its own gets one from the graph's node count, so every Session draws the same values; with
+# an op seed and no graph seed, the graph seed is TF's default.
+_GRAPH_SEEDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_DEFAULT_GRAPH_SEED = 87654321
+
+
+def set_random_seed(seed):
+    """tf.compat.v1.set_random_seed: the default graph's seed (random ops and initialisers
+    then draw the same in every Session), and the generator that dropout masks draw from."""
+    _GRAPH_SEEDS[get_default_graph()] = None if seed is None else int(seed)
+    ops.manual_seed(0 if seed is None else int(seed))
+
+
+def get_seed(op_seed):
+    """(graph seed, op seed) as tf.compat.v1.get_seed: None when neither is set."""
+    g = get_default_graph()
+    gs = _GRAPH_SEEDS.get(g)
+    if gs is None and op_seed is None:
+        return None, None
+    if gs is None:
+        return _DEFAULT_GRAPH_SEED, int(op_seed)
+    return gs, (len(g.get_operations()) if op_seed is None else int(op_seed))
 
 
 def _random(dist, shape, loc, scale, dtype, seed, name):
     shape = _static_shape(shape, f"random_{dist}")
     dt = as_dtype(dtype)
+    gs, os_ = get_seed(seed)
     attrs = {"dist": dist, "shape": shape, "dtype": dt.name, "loc": float(loc),
-             "scale": float(scale), "seed": None if seed is None else int(seed)}
+             "scale": float(scale), "seed": None if gs is None else [gs, os_]}
     g = get_default_graph()
     return g.create_node(RANDOM, (), attrs, [ops.Spec(shape, dt)], name).outputs[0]
 
 
 def random_normal(shape, mean=0.0, stddev=1.0, dtype="float32", seed=None, name=None):
-    """Normal draws, new at every run (from `ops.manual_seed`'s generator, or from this
-    node's own generator when `seed` is given, restarting with each Session)."""
+    """Normal draws, new at every run. With a seed (the op's or the graph's, see
+    `set_random_seed`) each Session draws the same sequence; without, they come from
+    `ops.manual_seed`'s generator."""
     return _random("normal", shape, mean, stddev, dtype, seed, name or "random_normal")
 
 
-def random_uniform(shape, minval=0.0, maxval=1.0, dtype="float32", seed=None, name=None):
-    return _random("uniform", shape, minval, maxval, dtype, seed, name or "random_uniform")
+def truncated_normal(shape, mean=0.0, stddev=1.0, dtype="float32", seed=None, name=None):
+    """Normal draws with those more than 2 stddev from the mean drawn again, as TF."""
+    return _random("truncated", shape, mean, stddev, dtype, seed, name or "truncated_normal")
 
+
+def random_uniform(shape, minval=0, maxval=None, dtype="float32", seed=None, name=None):
+    """Uniform draws in [minval, maxval); maxval defaults to 1 for floats, as TF."""
+    dt = as_dtype(dtype)
+    if maxval is None:
+        if dt.kind != "f":
+            raise ValueError(f"random_uniform: maxval must be given for dtype {dt}")
+        maxval = 1.0
+    if dt.kind in "iu":
+        raise NotImplementedError("random_uniform: integer dtypes are not supported")
+    return _random("uniform", shape, minval, maxval, dtype, seed, name or "random_uniform")

@@ -24,7 +24,10 @@ from dualgrad.ops.core import fmt_shape
 
 from .core import Tensor, _graph_of
 from .dtypes import as_dtype
-from .math_ops import named, random_uniform, reduce_sum
+from . import rnn_cell
+from .init_ops import glorot_uniform_initializer
+from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
+from .math_ops import named, old_names, reduce_sum
 from .variables import Variable
 
 __all__ = ["relu", "gelu", "softmax", "log_softmax", "sigmoid", "tanh", "silu", "swish",
@@ -34,6 +37,7 @@ __all__ = ["relu", "gelu", "softmax", "log_softmax", "sigmoid", "tanh", "silu", 
            "conv2d", "max_pool2d", "max_pool", "avg_pool2d", "avg_pool", "moments",
            "batch_normalization",
            "embedding_lookup", "dropout", "layer_norm", "bias_add", "l2_loss", "dense",
+           "rnn_cell", "static_rnn", "dynamic_rnn", "bidirectional_dynamic_rnn",
            "glorot_uniform_initializer"]
 
 relu, sigmoid, tanh = named(ops.relu), named(ops.sigmoid), named(ops.tanh)
@@ -47,16 +51,21 @@ def gelu(features, approximate=False):
 
 
 @named
-def softmax(logits, axis=-1):
+@old_names(dim="axis")
+def softmax(logits, axis=None):
+    axis = -1 if axis is None else axis
     return ops.softmax(logits, axis=axis)
 
 
 @named
-def log_softmax(logits, axis=-1):
+@old_names(dim="axis")
+def log_softmax(logits, axis=None):
+    axis = -1 if axis is None else axis
     return ops.log_softmax(logits, axis=axis)
 
 
 @named
+@old_names(dim="axis")
 def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1):
     """Per-example loss from class probabilities `labels` (same shape as logits)."""
     _need_both("softmax_cross_entropy_with_logits", labels, logits)
@@ -368,14 +377,6 @@ def l2_loss(t):
 
 
 # -- dense ---------------------------------------------------------------------------------------
-def glorot_uniform_initializer(seed=None):
-    """Returns init(shape, dtype): uniform in +-sqrt(6 / (fan_in + fan_out)), TF's default."""
-    def init(shape, dtype="float32"):
-        lim = math.sqrt(6.0 / (shape[0] + shape[-1]))
-        return random_uniform(shape, -lim, lim, dtype=dtype, seed=seed)
-    return init
-
-
 def dense(inputs, units, activation=None, use_bias=True, name=None, kernel_initializer=None,
           bias_initializer=None, trainable=True):
     """`activation(inputs @ kernel + bias)` with Variables `name/kernel` (in, units) and

@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.updates import adam_update_tf, sgd_update
+from dualgrad.ops.updates import (adadelta_update, adagrad_update, adam_update_tf,
+                                  rmsprop_update_tf, sgd_update)
 
 from .control_flow import group
 from .core import Tensor, get_default_graph
@@ -32,6 +33,7 @@ from .gradients import gradients
 from .variables import Variable, assign, assign_add
 
 __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
+           "RMSPropOptimizer", "AdagradOptimizer", "AdadeltaOptimizer", "exponential_decay",
            "get_or_create_global_step", "get_global_step", "Saver"]
 
 
@@ -158,6 +160,58 @@ class AdamOptimizer(Optimizer):
             return [assign(b1p, b1p * self.beta1).node, assign(b2p, b2p * self.beta2).node]
 
 
+class RMSPropOptimizer(Optimizer):
+    """TF1's RMSProp (rule in ops/updates.py): slots `rms` (starting at ones, as TF1),
+    `momentum`, and `mg` when centered."""
+
+    def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10,
+                 use_locking=False, centered=False, name="RMSProp"):
+        super().__init__(learning_rate, name)
+        self.decay, self.momentum, self.epsilon = decay, momentum, epsilon
+        self.centered = centered
+
+    def _apply_one(self, grad, var):
+        rms = self.slot(var, "rms", np.ones(var.shape, var.dtype))
+        mom = self.slot(var, "momentum")
+        mg = self.slot(var, "mg") if self.centered else None
+        new_var, ms, m, new_mg = rmsprop_update_tf(var, grad, rms, mom, self.learning_rate,
+                                                   self.decay, self.momentum, self.epsilon,
+                                                   mg)
+        nodes = [assign(rms, ms).node, assign(mom, m).node, assign(var, new_var).node]
+        return nodes + ([assign(mg, new_mg).node] if self.centered else [])
+
+
+class AdagradOptimizer(Optimizer):
+    """TF1's Adagrad: accum += g^2; var -= lr g / sqrt(accum), the accumulator starting at
+    initial_accumulator_value (rule in ops/updates.py, without eps)."""
+
+    def __init__(self, learning_rate, initial_accumulator_value=0.1, use_locking=False,
+                 name="Adagrad"):
+        super().__init__(learning_rate, name)
+        self.initial = initial_accumulator_value
+
+    def _apply_one(self, grad, var):
+        acc = self.slot(var, "Adagrad", np.full(var.shape, self.initial, var.dtype))
+        new_var, total = adagrad_update(var, grad, acc, 1, self.learning_rate, eps=0.0)
+        return [assign(acc, total).node, assign(var, new_var).node]
+
+
+class AdadeltaOptimizer(Optimizer):
+    """TF1's Adadelta (TF1's defaults lr 0.001, rho 0.95, epsilon 1e-8; rule in
+    ops/updates.py): slots `accum` and `accum_update`."""
+
+    def __init__(self, learning_rate=0.001, rho=0.95, epsilon=1e-08, use_locking=False,
+                 name="Adadelta"):
+        super().__init__(learning_rate, name)
+        self.rho, self.epsilon = rho, epsilon
+
+    def _apply_one(self, grad, var):
+        acc, upd = self.slot(var, "accum"), self.slot(var, "accum_update")
+        new_var, sq, delta = adadelta_update(var, grad, acc, upd, self.learning_rate,
+                                             self.rho, self.epsilon)
+        return [assign(acc, sq).node, assign(upd, delta).node, assign(var, new_var).node]
+
+
 # -- global step ---------------------------------------------------------------------------------
 def get_global_step(graph=None):
     g = graph or get_default_graph()
@@ -171,6 +225,17 @@ def get_or_create_global_step(graph=None):
         with g.as_default(), g.name_scope(None):
             step = Variable(np.array(0, np.int64), name="global_step", trainable=False)
     return step
+
+
+def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
+                      name=None):
+    """learning_rate * decay_rate ** (global_step / decay_steps), the exponent floored with
+    staircase=True, as tf.train.exponential_decay; a tensor to give an optimizer."""
+    step = ops.cast(global_step, np.float32)
+    p = step / float(decay_steps)
+    if staircase:   # NOTE: the step count is never negative: truncation is floor
+        p = ops.cast(ops.cast(p, np.int64), np.float32)
+    return learning_rate * ops.pow(np.float32(decay_rate), p)
 
 
 class Saver:

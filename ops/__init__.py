@@ -16,13 +16,14 @@ from .elementwise import (abs, add, cast, cos, div, eq, erf, exp, ge, gt, is_val
                           maximum, minimum, mul, ne, neg, pow, relu, sigmoid, sign, sin,
                           small_int_power, softplus, sqrt, stop_gradient, sub, tanh,
                           unbroadcast, where)
-from .shape import (broadcast_like, broadcast_to, concat, concat_part, expand_dims,
+from .shape import (broadcast_like, broadcast_to, concat, concat_part, expand_dims, matrix_transpose,
                     expand_index, ones_like, pad, reshape, reshape_like, slice_, slice_grad,
                     squeeze, sum_to_like, take, take_grad, transpose, zeros_like)
 from .reduce import argmax, count, cumsum, max, sum
 from .nn import fold, generator, manual_seed, matmul, one_hot, rand_like, unfold
 from .index import argsort, gather, gather_grad
-from .composite import (COMPOSITES, argmin, avg_pool2d, batch_norm, binary_cross_entropy,
+from .composite import (COMPOSITES, argmin, clamp, logical_and, logical_not, logical_or, rsqrt,
+                        square, avg_pool2d, batch_norm, binary_cross_entropy,
                         binary_cross_entropy_with_logits, conv2d, cross_entropy, dropout,
                         embedding, flip, gelu, layer_norm, linear, log_softmax, logsumexp,
                         masked_fill, max_pool2d, mean, min, moments, mse_loss, nll_loss, norm,

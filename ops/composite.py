@@ -14,7 +14,7 @@ import numpy as np
 
 from .core import (Sample, ShapeError, fmt_shape, spec_of, user_frame, user_stacklevel,
                    where_str)
-from .elementwise import cast, erf, exp, log, ne, sqrt, stop_gradient, tanh, where
+from .elementwise import cast, eq, erf, exp, log, ne, sqrt, stop_gradient, tanh, where
 from .nn import matmul, one_hot, rand_like, unfold
 from .reduce import count, max as max_, static_count, sum as sum_
 from .rules import broadcast, norm_axes
@@ -176,6 +176,62 @@ def norm(x, ord=2, axis=None, keepdims=False):  # noqa: A002 - numpy's name
     if ord == 1:
         return sum_(abs_(x), axis=axis, keepdims=keepdims)
     raise ValueError(f"norm: ord must be 1 or 2, got {ord!r}")
+
+
+# -- small elementwise compositions: one definition for eager's and graph's names ------------
+@composite(samples=(Sample(((3, 4),)), Sample(((),))), ref=lambda np, x: np.square(x))
+def square(x):
+    """x * x (torch.square, tf.square)."""
+    return x * x
+
+
+@composite(samples=(Sample(((3, 4),), domain=(0.2, 3.0)),), ref=lambda np, x: 1 / np.sqrt(x))
+def rsqrt(x):
+    """1 / sqrt(x) (torch.rsqrt, tf.math.rsqrt)."""
+    return 1.0 / sqrt(x)
+
+
+@composite(samples=(Sample(((3, 4),), {"min": -0.5, "max": 0.5}), Sample(((3, 4),), {"min": 0.0}),
+                    Sample(((3, 4), (4,), (3, 1)))),
+           ref=lambda np, x, min=None, max=None: np.clip(x, min, max))
+def clamp(x, min=None, max=None):  # noqa: A002 - torch's names
+    """max(x, min) then min(., max), either bound optional (torch.clamp, tf.clip_by_value)."""
+    from .elementwise import maximum, minimum
+    if min is not None:
+        x = maximum(x, min)
+    if max is not None:
+        x = minimum(x, max)
+    return x
+
+
+def _require_bool(name, *xs):
+    for x in xs:
+        dt = getattr(x, "dtype", None)
+        if dt is not None and np.dtype(dt) != np.bool_:
+            raise TypeError(f"{name}: needs bool tensors, got {np.dtype(dt)} for shape "
+                            f"{fmt_shape(tuple(x.shape))}")
+
+
+_BOOLS = (np.array([[True, False, True]]), np.array([[False], [True]]))
+
+
+@composite(samples=(Sample((_BOOLS[0],), grad=False),), ref=lambda np, x: np.logical_not(x))
+def logical_not(x):
+    """Elementwise not of a bool tensor (torch's ~, tf.logical_not)."""
+    _require_bool("logical_not", x)
+    return eq(x, False)
+
+
+@composite(samples=(Sample(_BOOLS, grad=False),), ref=lambda np, x, y: np.logical_and(x, y))
+def logical_and(x, y):
+    _require_bool("logical_and", x, y)
+    return where(x, y, False)
+
+
+@composite(samples=(Sample(_BOOLS, grad=False),), ref=lambda np, x, y: np.logical_or(x, y))
+def logical_or(x, y):
+    _require_bool("logical_or", x, y)
+    return where(x, True, y)
 
 
 # -- activations ------------------------------------------------------------------------------
@@ -419,11 +475,12 @@ def batch_norm(x, mean, var, weight=None, bias=None, eps=1e-5):
 
 
 # -- losses -----------------------------------------------------------------------------------
-def _ce_ref(np, logits, target, reduction="mean", ignore_index=-100, label_smoothing=0.0):
+def _ce_ref(np, logits, target, reduction="mean", ignore_index=None, label_smoothing=0.0):
     m = np.max(logits, axis=-1, keepdims=True)
     logp = logits - m - np.log(np.sum(np.exp(logits - m), axis=-1, keepdims=True))
     c = logits.shape[-1]
-    valid = (target != ignore_index)[..., None]
+    valid = (target != (-1 if ignore_index is None else ignore_index))[..., None] | \
+        (ignore_index is None)
     oh = np.where(target[..., None] == np.arange(c), 1.0 - label_smoothing, 0.0)
     t = np.where(valid, oh + label_smoothing / c, 0.0).astype(logits.dtype)
     loss = -np.sum(t * logp, axis=-1)
@@ -440,11 +497,13 @@ def _ce_ref(np, logits, target, reduction="mean", ignore_index=-100, label_smoot
                     Sample(((4, 5), np.array([[0], [4], [2], [2]])),
                            match=r"cross_entropy: target \(4, 1\) must have shape \(4,\)")),
            ref=_ce_ref)
-def cross_entropy(logits, target, reduction="mean", weight=None, ignore_index=-100,
+def cross_entropy(logits, target, reduction="mean", weight=None, ignore_index=None,
                   label_smoothing=0.0):
     """Softmax cross-entropy from logits (..., C) and integer class targets (...), or class
     probabilities (..., C), with torch's per-class `weight`, `ignore_index` (class targets)
-    and `label_smoothing`; 'mean' divides by the summed weight of the counted targets."""
+    and `label_smoothing`; 'mean' divides by the summed weight of the counted targets.
+    ignore_index=None (the default here) ignores nothing; eager's F.cross_entropy passes
+    PyTorch's -100."""
     ls, ts = _shape(logits), _shape(target)
     # NOTE: not getattr(target, "dtype", np.asarray(target).dtype): the default is evaluated
     # first, and a graph tensor refuses np.asarray
@@ -457,8 +516,8 @@ def cross_entropy(logits, target, reduction="mean", weight=None, ignore_index=-1
     elif ts != ls:
         raise _located(f"cross_entropy: probability target {fmt_shape(ts)} must have the "
                          f"shape of logits {fmt_shape(ls)}")
-    if weight is None and not label_smoothing and t_dtype.kind in "iu" and not _may_ignore(
-            target, ignore_index):
+    if weight is None and not label_smoothing and t_dtype.kind in "iu" and (
+            ignore_index is None or not _may_ignore(target, ignore_index)):
         target = one_hot(target, ls[-1], dtype=logits.dtype)
         return _reduce_loss(-_weighted_sum(target, log_softmax(logits, axis=-1), -1), reduction)
     return _weighted_ce(logits, target, t_dtype, reduction, weight, ignore_index,
@@ -478,10 +537,14 @@ def _weighted_ce(logits, target, t_dtype, reduction, weight, ignore_index, eps):
     dt = logits.dtype
     logp = log_softmax(logits, axis=-1)
     if t_dtype.kind in "iu":
-        valid = cast(expand_dims(ne(target, ignore_index), axis=-1), dt)
-        hot = one_hot(where(ne(target, ignore_index), target, 0), c, dtype=dt)
-        t = (hot * (1.0 - eps) + eps / c) * valid if eps else hot * valid
-        denom = sum_(hot * valid * weight) if weight is not None else sum_(valid)
+        if ignore_index is None:
+            hot = one_hot(target, c, dtype=dt)
+            valid = sum_(hot, axis=-1, keepdims=True)          # ones, shaped (..., 1)
+        else:
+            valid = cast(expand_dims(ne(target, ignore_index), axis=-1), dt)
+            hot = one_hot(where(ne(target, ignore_index), target, 0), c, dtype=dt) * valid
+        t = (hot * (1.0 - eps) + eps / c) * valid if eps else hot
+        denom = sum_(hot * weight) if weight is not None else sum_(valid)
     else:
         t = target * (1.0 - eps) + eps / c if eps else target
         denom = count(sum_(t, axis=-1))

@@ -24,6 +24,7 @@ class _World:
     comm = None                   # a duplicate of COMM_WORLD while initialised
     timeout = DEFAULT_TIMEOUT
     calls = 0                     # collectives issued so far (named in timeout messages)
+    sent = 0                      # payload bytes this rank handed to data collectives
     hook = None                   # sys.excepthook before init replaced it
 
 
@@ -69,6 +70,11 @@ def world(what="this call"):
                            f"init_process_group(backend='mpi') (eager) or hvd.init() (graph) "
                            f"first, and launch with `mpiexec -n N`")
     return _World.comm
+
+
+def traffic():
+    """Payload bytes this rank has handed to collectives (all-reduce, broadcast, gathers)."""
+    return _World.sent
 
 
 def rank():
@@ -192,6 +198,7 @@ def all_reduce(arr, op="sum", check=True, what="all_reduce"):
     if check:
         check_agree("all_reduce", arr, _OPS.index(op))
     _World.calls += 1
+    _World.sent += arr.nbytes
     wait(comm.Iallreduce(mpi().IN_PLACE, arr, _mpi_op(op)), what)
     if op == "avg":
         arr /= comm.Get_size()
@@ -201,6 +208,7 @@ def all_reduce(arr, op="sum", check=True, what="all_reduce"):
 def start_all_reduce(arr):
     """Begin summing arr across ranks in place; pass the request to wait(). (DDP's buckets.)"""
     _World.calls += 1
+    _World.sent += arr.nbytes
     return world("all_reduce").Iallreduce(mpi().IN_PLACE, arr, mpi().SUM)
 
 
@@ -213,6 +221,7 @@ def broadcast(arr, src=0, check=True):
     if check:
         check_agree("broadcast", arr, root=src)
     _World.calls += 1
+    _World.sent += arr.nbytes
     wait(comm.Ibcast(arr, root=src), "broadcast")
     return arr
 
@@ -224,6 +233,7 @@ def all_gather(arr, check=True):
         check_agree("all_gather", arr)
     out = np.empty((comm.Get_size(),) + arr.shape, arr.dtype)
     _World.calls += 1
+    _World.sent += arr.nbytes
     wait(comm.Iallgather(np.ascontiguousarray(arr), out), "all_gather")
     return out
 
@@ -236,6 +246,7 @@ def reduce_scatter(chunks, op="sum", check=True):
         check_agree("reduce_scatter", chunks, _OPS.index(op))
     out = np.empty(chunks.shape[1:], chunks.dtype)
     _World.calls += 1
+    _World.sent += chunks.nbytes
     wait(comm.Ireduce_scatter_block(chunks, out, _mpi_op(op)), "reduce_scatter")
     if op == "avg":
         out /= comm.Get_size()

@@ -10,7 +10,7 @@ import numpy as np
 from .core import Sample, ShapeError, Spec, bind, fmt_shape, register
 from .elementwise import _public, unbroadcast
 from .rules import broadcast, result_dtype, shapes_str
-from .shape import expand_dims, reshape_like, transpose
+from .shape import expand_dims, matrix_transpose, reshape_like, transpose
 
 
 # -- matmul -----------------------------------------------------------------------------------
@@ -35,11 +35,6 @@ def _matmul_infer(x, y, **_):
     return Spec(batch + rows + cols, result_dtype(x, y))
 
 
-def _swap(t):
-    nd = len(t.shape)
-    return transpose(t, axes=tuple(range(nd - 2)) + (nd - 1, nd - 2))
-
-
 def _matmul_vjp(g, x, y, needs=(True, True), **kw):
     # NOTE: 1-d operands are lifted to matrices so one rule covers every case.
     x2 = expand_dims(x, axis=0) if len(x.shape) == 1 else x
@@ -51,10 +46,10 @@ def _matmul_vjp(g, x, y, needs=(True, True), **kw):
         g2 = expand_dims(g2, axis=-2)
     gx = gy = None
     if needs[0]:
-        gx = matmul(g2, _swap(y2))
+        gx = matmul(g2, matrix_transpose(y2))
         gx = reshape_like(unbroadcast(gx, x2), x) if len(x.shape) == 1 else unbroadcast(gx, x)
     if needs[1]:
-        gy = matmul(_swap(x2), g2)
+        gy = matmul(matrix_transpose(x2), g2)
         gy = reshape_like(unbroadcast(gy, y2), y) if len(y.shape) == 1 else unbroadcast(gy, y)
     return gx, gy
 

@@ -503,3 +503,9 @@ def pad(x, pad_width, value=0.0):
 
 
 RESHAPE.fn, CONCAT.fn, TAKE.fn, PAD.fn = reshape, concat, take, pad
+
+
+def matrix_transpose(x):
+    """Swap the last two axes (torch's x.mT, tf.linalg.matrix_transpose)."""
+    nd = len(x.shape)
+    return transpose(x, axes=tuple(range(nd - 2)) + (nd - 1, nd - 2))

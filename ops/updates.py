@@ -97,6 +97,20 @@ def adam_update_tf(p, g, m, v, lr_t, beta1=0.9, beta2=0.999, eps=1e-8):
     return p - lr_t * m / (sqrt(v) + eps), m, v
 
 
+def rmsprop_update_tf(p, g, ms, mom, lr, decay=0.9, momentum=0.0, eps=1e-10, mg=None):
+    """TF1's RMSProp step: ms = decay ms + (1 - decay) g^2 (TF1 starts ms at ones);
+    mom = momentum mom + lr g / sqrt(ms + eps) — eps inside the root, unlike torch's; with
+    `mg` (centered) the running mean's square is subtracted under the root. Returns
+    (new_p, ms, mom, mg)."""
+    ms = ms * decay + (g * g) * (1.0 - decay)
+    denom = ms + eps
+    if mg is not None:
+        mg = mg * decay + g * (1.0 - decay)
+        denom = denom - mg * mg
+    mom = mom * momentum + lr * g / sqrt(denom)
+    return p - mom, ms, mom, mg
+
+
 def lbfgs_direction(g, old_dirs, old_stps, ro, h_diag):
     """L-BFGS's two-loop recursion: the search direction -H g from the stored curvature pairs
     (y_i in old_dirs, s_i in old_stps, ro_i = 1 / y_i.s_i) and the initial scaling h_diag."""

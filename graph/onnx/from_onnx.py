@@ -102,6 +102,7 @@ class Reader:
 ELEMENTWISE = {"Add": "add", "Sub": "sub", "Mul": "mul", "Pow": "pow", "Neg": "neg",
                "Abs": "abs", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Tanh": "tanh",
                "Sigmoid": "sigmoid", "Erf": "erf", "Relu": "relu", "Sin": "sin", "Cos": "cos",
+               "Softplus": "softplus",
                "Sign": "sign", "Equal": "eq", "Less": "lt", "Greater": "gt",
                "LessOrEqual": "le", "GreaterOrEqual": "ge", "Where": "where",
                "MatMul": "matmul"}

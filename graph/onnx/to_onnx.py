@@ -21,7 +21,7 @@ INT_MAX, INT_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 
 UNARY = {"neg": "Neg", "abs": "Abs", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
          "tanh": "Tanh", "sigmoid": "Sigmoid", "sin": "Sin", "cos": "Cos", "erf": "Erf",
-         "sign": "Sign", "relu": "Relu"}
+         "sign": "Sign", "relu": "Relu", "softplus": "Softplus"}
 BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow",
           "maximum": "Max", "minimum": "Min", "matmul": "MatMul"}
 COMPARE = {"eq": "Equal", "lt": "Less", "le": "LessOrEqual", "gt": "Greater",
@@ -113,8 +113,10 @@ def _compare(w, n, ins):
 def _where(w, n, ins):
     c = w.cast(ins[0], n.inputs[0].dtype, np.bool_)
     dt = n.outputs[0].dtype
-    return w.emit("Where", [c, w.cast(ins[1], n.inputs[1].dtype, dt),
-                            w.cast(ins[2], n.inputs[2].dtype, dt)])
+    work = np.dtype(np.int32) if dt == np.bool_ else dt   # NOTE: onnxruntime has no bool Where
+    out = w.emit("Where", [c, w.cast(ins[1], n.inputs[1].dtype, work),
+                           w.cast(ins[2], n.inputs[2].dtype, work)])
+    return w.cast(out, work, dt)
 
 
 def _cast(w, n, ins):

@@ -107,3 +107,22 @@ def test_generators_give_reproducible_streams():
     a = eager.rand(3).tolist()
     eager.manual_seed(5)
     assert eager.rand(3).tolist() == a
+
+
+def test_grad_mode_forms_scripts_use():
+    x = eager.ones(2, requires_grad=True)
+    with eager.set_grad_enabled(False):
+        assert not (x * 2).requires_grad
+    assert (x * 2).requires_grad
+
+    @eager.no_grad()
+    def evaluate():
+        return (x * 2).requires_grad
+
+    @eager.inference_mode()
+    def predict():
+        return (x * 2).requires_grad
+    assert evaluate() is False and predict() is False and eager.is_grad_enabled()
+    eager.set_grad_enabled(False)
+    assert not eager.is_grad_enabled()
+    eager.set_grad_enabled(True)

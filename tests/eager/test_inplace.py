@@ -10,31 +10,6 @@ from dualgrad.eager import nn
 torch = pytest.importorskip("torch")
 
 
-def test_manual_sgd_with_minus_equals_under_no_grad_trains():
-    """The loop of the classic 'polynomial fit with raw autograd' tutorial, as written."""
-    x = eager.linspace(-3.14, 3.14, 200)
-    y = eager.sin(x)
-    eager.manual_seed(0)
-    a, b, c, d = (eager.randn((), requires_grad=True) for _ in range(4))
-    lr = 1e-6
-    first = None
-    for t in range(300):
-        y_pred = a + b * x + c * x ** 2 + d * x ** 3
-        loss = (y_pred - y).pow(2).sum()
-        first = loss.item() if first is None else first
-        loss.backward()
-        with eager.no_grad():
-            a -= lr * a.grad
-            b -= lr * b.grad
-            c -= lr * c.grad
-            d -= lr * d.grad
-            a.grad = None
-            b.grad = None
-            c.grad = None
-            d.grad = None
-    assert loss.item() < first / 5
-
-
 def test_manual_sgd_matches_torch_step_by_step():
     rng = np.random.default_rng(0)
     xn, yn = rng.standard_normal((16, 3)).astype(np.float32), rng.standard_normal((16, 2))

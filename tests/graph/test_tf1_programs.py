@@ -41,12 +41,12 @@ def train(build, optimize, steps=STEPS):
     return np.array(losses), float(acc)
 
 
-def check(build, min_acc, **kw):
+def check(build, min_acc, drop=0.5, **kw):
     off, acc_off = train(build, optimize=False, **kw)
     on, acc_on = train(build, optimize=True, **kw)
     np.testing.assert_allclose(on, off, rtol=1e-4, atol=1e-6)
     assert acc_on == pytest.approx(acc_off, abs=1e-6)
-    assert off[-10:].mean() < 0.5 * off[:5].mean()
+    assert off[-10:].mean() < drop * off[:5].mean()
     assert acc_off >= min_acc, acc_off
 
 
@@ -114,3 +114,74 @@ def conv_net():
 
 def test_nhwc_conv_net():
     check(conv_net, 0.85)
+
+
+# -- recurrent networks: each image read row by row (8 steps of 8 pixels) ------------------------
+def rows(x):
+    return x.reshape(-1, 8, 8)
+
+
+def static_rnn_classifier():
+    x = tf.placeholder(tf.float32, [None, 64])
+    y = tf.placeholder(tf.float32, [None, 10])
+    seq = tf.unstack(tf.reshape(x, [-1, 8, 8]), 8, 1)
+    lstm_cell = tf.contrib.rnn.BasicLSTMCell(32, forget_bias=1.0)
+    outputs, states = tf.contrib.rnn.static_rnn(lstm_cell, seq, dtype=tf.float32)
+    weights = tf.get_variable("out_w", [32, 10],
+                              initializer=tf.random_normal_initializer(stddev=0.1, seed=1))
+    biases = tf.get_variable("out_b", [10], initializer=tf.zeros_initializer())
+    logits = tf.matmul(outputs[-1], weights) + biases
+    loss_op = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(logits=logits, labels=y))
+    train_op = tf.train.AdamOptimizer(learning_rate=0.01).minimize(loss_op)
+    return x, y, loss_op, train_op, accuracy_of(logits, y), {}, {}
+
+
+def test_static_rnn_lstm():
+    check(static_rnn_classifier, 0.7)
+
+
+def dynamic_rnn_classifier():
+    x = tf.placeholder(tf.float32, [None, 64])
+    y = tf.placeholder(tf.float32, [None, 10])
+    keep_prob = tf.placeholder(tf.float32)
+    seq = tf.reshape(x, [-1, 8, 8])
+    lengths = tf.fill([tf.shape(x)[0]], 8)
+    cells = [tf.nn.rnn_cell.DropoutWrapper(tf.nn.rnn_cell.GRUCell(32),
+                                           output_keep_prob=keep_prob),
+             tf.nn.rnn_cell.LSTMCell(32)]
+    with tf.variable_scope("encoder", initializer=tf.glorot_uniform_initializer(seed=3)):
+        outputs, state = tf.nn.dynamic_rnn(tf.nn.rnn_cell.MultiRNNCell(cells), seq,
+                                           sequence_length=lengths, dtype=tf.float32)
+    last = state[-1].h
+    logits = tf.layers.dense(last, 10)
+    loss_op = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=tf.argmax(y, 1), logits=logits))
+    train_op = tf.train.AdamOptimizer(0.01).minimize(loss_op)
+    return x, y, loss_op, train_op, accuracy_of(logits, y), {keep_prob: 0.9}, {keep_prob: 1.0}
+
+
+def test_dynamic_rnn_stacked_gru_lstm_with_dropout():
+    check(dynamic_rnn_classifier, 0.75)
+
+
+# -- autoencoder ---------------------------------------------------------------------------------
+def autoencoder():
+    x = tf.placeholder(tf.float32, [None, 64])
+    y = tf.placeholder(tf.float32, [None, 10])   # unused by the loss: reconstruction only
+
+    def layer(inp, n, name):
+        with tf.variable_scope(name):
+            w = tf.get_variable("w", [inp.shape[1], n],
+                                initializer=tf.truncated_normal_initializer(stddev=0.1, seed=4))
+            b = tf.get_variable("b", [n], initializer=tf.constant_initializer(0.0))
+            return tf.nn.sigmoid(tf.add(tf.matmul(inp, w), b))
+    encoded = layer(layer(x, 32, "enc1"), 16, "enc2")
+    decoded = layer(layer(encoded, 32, "dec1"), 64, "dec2")
+    loss = tf.reduce_mean(tf.pow(x - decoded, 2))
+    train_op = tf.train.AdamOptimizer(0.01).minimize(loss)
+    # the "accuracy" of a reconstruction: 1 - mean squared error
+    return x, y, loss, train_op, 1.0 - loss, {}, {}
+
+
+def test_autoencoder_reconstructs():
+    check(autoencoder, 0.9, drop=0.7)

@@ -31,8 +31,9 @@ opt = optim.Adam(model.parameters(), lr=0.01)
 model(eager.ones(4, 5)).sum().backward()
 opt.step()
 assert all(p.grad.shape == p.shape for p in model.parameters())
-assert all(v.shape == p.shape for p in model.parameters()
-           for v in opt.state[id(p)].values() if hasattr(v, "shape"))
+moments = [v for p in model.parameters() for k, v in opt.state[p].items() if k != "step"]
+assert len(moments) == 4 and all(v.shape == p.shape for p, v in
+                                 zip([p for p in model.parameters() for _ in (0, 1)], moments))
 
 # state_dict: full tensors on every rank, the wrapped module's own keys; loads unwrapped
 state = model.state_dict()

@@ -1,0 +1,205 @@
+"""Shapes known only at run time, as TF1 has them: `shape(x)`, `size`, `rank`, `fill` and
+`zeros`/`ones` of a shape tensor, `range` with tensor bounds, `reshape` to a shape tensor
+(or a list mixing ints and scalar tensors), `unstack`.
+
+`shape`, `size` and `rank` are graph-only node kinds whose kernels read the array's shape;
+`fill` and `range` produce arrays whose static shape is as known as their arguments;
+`dynamic_reshape` takes its target shape from a tensor and differentiates as `reshape`.
+
+>>> import numpy as np
+>>> from dualgrad import graph
+>>> x = graph.placeholder(graph.float32, (None, 3))
+>>> z = graph.zeros(graph.shape(x))
+>>> flat = graph.reshape(x, [graph.shape(x)[0] * 3])
+>>> with graph.Session() as s:
+...     s.run([z, flat], {x: np.ones((2, 3))})[1].shape
+(6,)
+"""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from dualgrad import ops
+from dualgrad.ops.composite import located
+from dualgrad.ops.core import Spec, fmt_shape
+
+from .core import Tensor, _graph_of, _lift, constant, convert_to_tensor, graph_kind
+from .dtypes import as_dtype
+from .math_ops import named
+
+__all__ = ["shape", "size", "rank", "fill", "zeros", "ones", "range", "unstack",
+           "dynamic_reshape"]
+
+
+def _node(kind, inputs, attrs, spec, name):
+    g = _graph_of(inputs)
+    ins = [_lift(g, t, inputs) for t in inputs]
+    return g.create_node(kind, ins, attrs, [spec], name).outputs[0]
+
+
+def _simple(fn):
+    def lower(node):
+        attrs = node.attrs
+        return (lambda *xs: fn(*xs, **attrs)), False
+    return lower
+
+
+SHAPE = graph_kind("shape", _simple(lambda x, out_type: np.array(np.shape(x), out_type)))
+SIZE = graph_kind("size", _simple(lambda x, out_type: np.array(np.size(x), out_type)))
+RANK = graph_kind("rank", _simple(lambda x: np.array(np.ndim(x), np.int32)))
+
+
+def shape(input, name=None, out_type="int32"):  # noqa: A002 - TF's names
+    """The run-time shape of `input` as a 1-d int32 tensor (tf.shape)."""
+    t = convert_to_tensor(input)
+    dt = as_dtype(out_type)
+    return _node(SHAPE, [t], {"out_type": dt.name}, Spec((t.ndim,), dt), name or "Shape")
+
+
+def size(input, name=None, out_type="int32"):  # noqa: A002
+    t = convert_to_tensor(input)
+    dt = as_dtype(out_type)
+    return _node(SIZE, [t], {"out_type": dt.name}, Spec((), dt), name or "Size")
+
+
+def rank(input, name=None):  # noqa: A002
+    t = convert_to_tensor(input)
+    return _node(RANK, [t], {}, Spec((), np.dtype(np.int32)), name or "Rank")
+
+
+# -- fill / zeros / ones ---------------------------------------------------------------------------
+def _fill_kernel(dims, value):
+    return np.full(tuple(int(d) for d in np.asarray(dims).reshape(-1)), value)
+
+
+FILL = graph_kind("fill", _simple(lambda dims, value: _fill_kernel(dims, value)))
+
+
+def _dims_tensor(dims, what):
+    """A shape given as a tensor, or a list mixing ints and scalar tensors, as one 1-d tensor;
+    also the static shape that is known of it."""
+    if isinstance(dims, Tensor):
+        if dims.ndim != 1:
+            raise located(f"{what}: a shape tensor must be 1-d, got {fmt_shape(dims.spec)}")
+        src = dims.node.inputs[0] if dims.node.type == "shape" else None
+        static = src.spec.shape if src is not None else \
+            None if dims.shape[0] is None else (None,) * dims.shape[0]   # None: unknown rank
+        return ops.cast(dims, np.int64), static
+    parts = [ops.reshape(ops.cast(d, np.int64), (1,)) if isinstance(d, Tensor)
+             else np.array([int(d)], np.int64) for d in dims]
+    static = tuple(_known_dim(d) if isinstance(d, Tensor) else None if int(d) < 0 else int(d)
+                   for d in dims)
+    return ops.concat(*parts, axis=0), static
+
+
+def _known_dim(t):
+    """The static value of `shape(x)[i]` when x's dim i is known (TF's partial shape
+    inference), else None."""
+    n = t.node
+    if n.type == "slice" and n.inputs[0].node.type == "shape":
+        (i,) = n.attrs["index"] if isinstance(n.attrs["index"], tuple) else (n.attrs["index"],)
+        src = n.inputs[0].node.inputs[0]
+        if isinstance(i, int) and src.ndim is not None and -src.ndim <= i < src.ndim:
+            return src.shape[i]
+    return None
+
+
+def _is_static(dims):
+    if isinstance(dims, Tensor):
+        return False
+    if isinstance(dims, (list, tuple)):
+        return not any(isinstance(d, Tensor) for d in dims)
+    return True
+
+
+def fill(dims, value, name=None):
+    """A tensor of shape `dims` (ints, a shape tensor, or a list with scalar tensors) filled
+    with `value` (a Python scalar takes float32 for floats, int32 for ints, as TF)."""
+    if _is_static(dims):
+        dt = np.asarray(value).dtype
+        if not isinstance(value, (np.ndarray, np.generic)):   # Python scalars: TF's dtypes
+            dt = {np.dtype(np.float64): np.float32, np.dtype(np.int64): np.int32}.get(dt, dt)
+        return constant(np.full(_static(dims, "fill"), value, dtype=dt), name=name or "Fill")
+    d, static = _dims_tensor(dims, "fill")
+    v = value if isinstance(value, Tensor) else constant(value)
+    return _node(FILL, [d, v], {}, Spec(static, v.dtype), name or "Fill")
+
+
+def _static(dims, what):
+    dims = dims if isinstance(dims, (list, tuple, np.ndarray)) else (dims,)
+    if any(d is None or int(d) < 0 for d in dims):
+        raise ValueError(f"{what}: shape {tuple(dims)} must be fully known (or a shape tensor)")
+    return tuple(int(d) for d in dims)
+
+
+def zeros(shape, dtype="float32", name=None):
+    """tf.zeros: `shape` may be ints, a shape tensor (`zeros(shape(x))`), or a list with
+    scalar tensors."""
+    dt = as_dtype(dtype)
+    if _is_static(shape):
+        return constant(np.zeros(_static(shape, "zeros"), dt), name=name or "zeros")
+    return fill(shape, np.zeros((), dt), name=name or "zeros")
+
+
+def ones(shape, dtype="float32", name=None):
+    dt = as_dtype(dtype)
+    if _is_static(shape):
+        return constant(np.ones(_static(shape, "ones"), dt), name=name or "ones")
+    return fill(shape, np.ones((), dt), name=name or "ones")
+
+
+# -- range -----------------------------------------------------------------------------------
+RANGE = graph_kind("range", _simple(lambda start, limit, delta, dtype:
+                                    np.arange(start, limit, delta).astype(dtype)))
+
+
+def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 - TF's name
+    """tf.range: [start, limit) by delta; bounds may be scalar tensors."""
+    if limit is None:
+        start, limit = 0, start
+    args = (start, limit, delta)
+    if dtype is None:
+        kinds = [np.dtype(a.dtype) if isinstance(a, Tensor) else np.asarray(a).dtype
+                 for a in args]
+        dtype = np.float32 if any(k.kind == "f" for k in kinds) else np.int32
+    dt = as_dtype(dtype)
+    if not any(isinstance(a, Tensor) for a in args):
+        return constant(np.arange(start, limit, delta).astype(dt), name=name)
+    ins = [a if isinstance(a, Tensor) else constant(np.asarray(a, dt)) for a in args]
+    return _node(RANGE, ins, {"dtype": dt.name}, Spec((None,), dt), name)
+
+
+# -- reshape to a shape tensor -------------------------------------------------------------------
+def _dyn_reshape_vjp(g, x, shape_t, **_):
+    return ops.reshape_like(g, x), None
+
+
+DYNAMIC_RESHAPE = graph_kind(
+    "dynamic_reshape", _simple(lambda x, s: np.reshape(x, tuple(int(d) for d in s))),
+    vjp=_dyn_reshape_vjp)
+
+
+@named
+def dynamic_reshape(tensor, shape):
+    """Reshape to a shape known at run time (a 1-d tensor, or a list mixing ints and scalar
+    tensors); `graph.reshape` calls it for such shapes."""
+    s, static = _dims_tensor(shape, "reshape")
+    return _node(DYNAMIC_RESHAPE, [tensor, s], {}, Spec(static, tensor.dtype), "Reshape")
+
+
+# -- unstack -----------------------------------------------------------------------------------
+def unstack(value, num=None, axis=0, name="unstack"):
+    """The `num` slices of `value` along `axis` (known statically, or given as num)."""
+    value = convert_to_tensor(value)
+    if value.ndim is None:
+        raise located("unstack: the input's rank must be known")
+    a = axis % value.ndim
+    n = value.shape[a] if num is None else int(num)
+    if n is None:
+        raise located(f"unstack: dimension {a} of {fmt_shape(value.spec)} is unknown; pass "
+                      f"num=")
+    pre = (slice(None),) * a
+    return [ops.slice_(value, index=pre + (i,)) for i in builtins.range(n)]
+

@@ -1,0 +1,179 @@
+"""TF1's recurrent drivers: `static_rnn`, `dynamic_rnn` (a `while_loop`), and
+`bidirectional_dynamic_rnn`, over the cells of graph/rnn_cell.py.
+
+With `sequence_length`, steps past a sequence's end give zero outputs and carry its state
+through unchanged, so the final state is the one at each sequence's last step, as in TF1.
+Variables are named as TF1 names them: `rnn/<cell>/kernel`, `bidirectional_rnn/fw/<cell>/…`.
+
+>>> import numpy as np
+>>> from dualgrad import graph
+>>> x = graph.placeholder(graph.float32, (None, 5, 3))
+>>> cell = graph.nn.rnn_cell.GRUCell(4)
+>>> outputs, state = graph.nn.dynamic_rnn(cell, x, dtype=graph.float32)
+>>> outputs.shape, state.shape
+((None, 5, 4), (None, 4))
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dualgrad import ops
+from dualgrad.ops.composite import located
+from dualgrad.ops.core import Spec, fmt_shape
+
+from .array_ops import shape as shape_of
+from .control_flow import IDENTITY, while_loop
+from .core import Tensor, constant
+from .variable_scope import variable_scope
+
+__all__ = ["static_rnn", "dynamic_rnn", "bidirectional_dynamic_rnn", "reverse_sequence"]
+
+
+def _flatten(state):
+    if isinstance(state, tuple):
+        return [s for part in state for s in _flatten(part)]
+    return [state]
+
+
+def _pack(like, flat):
+    """Rebuild the nested structure of `like` from the flat list."""
+    it = iter(flat)
+
+    def build(s):
+        if isinstance(s, tuple):
+            parts = [build(p) for p in s]
+            return type(s)(*parts) if hasattr(s, "_fields") else tuple(parts)
+        return next(it)
+    return build(like)
+
+
+def _batch(x, axis):
+    b = x.shape[axis]
+    return b if b is not None else shape_of(x)[axis]
+
+
+def _initial(cell, initial_state, dtype, batch, what):
+    if initial_state is not None:
+        return initial_state
+    if dtype is None:
+        raise ValueError(f"{what}: if there is no initial_state, you must give a dtype")
+    return cell.zero_state(batch, dtype)
+
+
+def _keep_where(alive, new, old):
+    """Per example: the new value while its sequence runs, else the old one."""
+    return [ops.where(alive, n, o) for n, o in zip(new, old)]
+
+
+def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=None, scope=None):
+    """The cell unrolled over a Python list of (batch, depth) inputs: (outputs, state)."""
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise TypeError("static_rnn: inputs must be a non-empty list of (batch, depth) tensors")
+    with variable_scope(scope or "rnn"):
+        state = _initial(cell, initial_state, dtype, _batch(inputs[0], 0), "static_rnn")
+        outputs = []
+        for t, x in enumerate(inputs):
+            out, new = cell(x, state)
+            if sequence_length is not None:
+                alive = ops.expand_dims(ops.lt(t, sequence_length), axis=1)
+                out = ops.where(alive, out, 0.0)
+                new = _pack(new, _keep_where(alive, _flatten(new), _flatten(state)))
+            outputs.append(out)
+            state = new
+        return outputs, state
+
+
+def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=None,
+                parallel_iterations=None, swap_memory=False, time_major=False, scope=None):
+    """The cell run by a `while_loop` over the time axis of a (batch, time, depth) input
+    ((time, batch, depth) with time_major): (outputs, final state)."""
+    if not isinstance(inputs, Tensor) or inputs.ndim != 3:
+        raise located(f"dynamic_rnn: inputs must be one 3-d tensor (batch, time, depth), got "
+                      f"{inputs.shape if isinstance(inputs, Tensor) else type(inputs)}")
+    depth = inputs.shape[2]
+    if depth is None:
+        raise located(f"dynamic_rnn: the depth of the inputs {fmt_shape(inputs.spec)} must "
+                      f"be known")
+    with variable_scope(scope or "rnn"):
+        x = inputs if time_major else ops.transpose(inputs, axes=(1, 0, 2))   # (T, B, D)
+        cell.build_with_depth(depth, inputs.dtype)
+        state = _initial(cell, initial_state, dtype, _batch(x, 1), "dynamic_rnn")
+        flat = _flatten(state)
+        steps = x.shape[0] if x.shape[0] is not None else shape_of(x)[0]
+        n_out = cell.output_size
+        acc0 = ops.matmul(ops.slice_(x, index=(slice(0, 0),)),
+                          np.zeros((depth, n_out), np.dtype(inputs.dtype)))   # (0, B, out)
+        seq = None if sequence_length is None else ops.cast(sequence_length, np.int32)
+
+        def body(t, acc, *st):
+            old = _pack(state, st)
+            out, new = cell(ops.take(x, t, axis=0), old)
+            new_flat = _flatten(new)
+            if seq is not None:
+                alive = ops.expand_dims(ops.lt(t, seq), axis=1)
+                out = ops.where(alive, out, 0.0)
+                new_flat = _keep_where(alive, new_flat, list(st))
+            return (t + 1, ops.concat(acc, ops.expand_dims(out, axis=0), axis=0), *new_flat)
+
+        t0 = constant(np.int32(0), name="time")
+        res = while_loop(lambda t, *_: ops.lt(t, steps), body, [t0, acc0, *flat],
+                         shape_invariants=[(), (None,) + tuple(acc0.shape[1:]),
+                                           *[tuple(s.shape) for s in flat]])
+        outputs = _known_steps(res[1], x.shape[0])
+        outputs = outputs if time_major else ops.transpose(outputs, axes=(1, 0, 2))
+        return outputs, _pack(state, res[2:])
+
+
+def _known_steps(acc, steps):
+    """The accumulated outputs with their time length, when known, in the static shape: the
+    loop's invariant had to leave it open."""
+    if steps is None:
+        return acc
+    spec = Spec((steps,) + tuple(acc.shape[1:]), acc.dtype)
+    return acc.graph.create_node(IDENTITY, (acc,), {}, [spec], "outputs").outputs[0]
+
+
+def reverse_sequence(input, seq_lengths, seq_axis=1, batch_axis=0):  # noqa: A002
+    """Reverse the first seq_lengths[b] steps of each example b (the rest stays), as
+    tf.reverse_sequence, for (batch, time, ...) or (time, batch, ...) inputs; the time
+    length must be known."""
+    if {seq_axis, batch_axis} != {0, 1}:
+        raise NotImplementedError("reverse_sequence: only the time and batch axes 0 and 1")
+    x = input if batch_axis == 0 else ops.transpose(input, axes=(1, 0) + tuple(
+        range(2, input.ndim)))
+    steps = x.shape[1]
+    if steps is None:
+        raise located(f"reverse_sequence: the time length of {fmt_shape(input.spec)} must be "
+                      f"known")
+    t = np.arange(steps, dtype=np.int64)[None, :]
+    n = ops.expand_dims(ops.cast(seq_lengths, np.int64), axis=1)
+    idx = ops.where(ops.lt(t, n), n - 1 - t, t)                               # (B, T)
+    pick = ops.one_hot(idx, steps, dtype=np.dtype(input.dtype))               # (B, T, T)
+    flat = ops.reshape(x, (-1, steps, int(np.prod(x.shape[2:], dtype=np.int64))))
+    out = ops.reshape_like(ops.matmul(pick, flat), x)
+    return out if batch_axis == 0 else ops.transpose(out, axes=(1, 0) + tuple(
+        range(2, input.ndim)))
+
+
+def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None,
+                              initial_state_fw=None, initial_state_bw=None, dtype=None,
+                              parallel_iterations=None, swap_memory=False, time_major=False,
+                              scope=None):
+    """((outputs_fw, outputs_bw), (state_fw, state_bw)); the backward cell reads each
+    sequence reversed (its first sequence_length steps) and its outputs are put back in
+    time order."""
+    t_axis, b_axis = (0, 1) if time_major else (1, 0)
+    with variable_scope(scope or "bidirectional_rnn"):
+        with variable_scope("fw") as fw:
+            out_fw, st_fw = dynamic_rnn(cell_fw, inputs, sequence_length, initial_state_fw,
+                                        dtype, time_major=time_major, scope=fw)
+
+        def rev(x):
+            if sequence_length is None:
+                return ops.flip(x, t_axis)
+            return reverse_sequence(x, sequence_length, seq_axis=t_axis, batch_axis=b_axis)
+        with variable_scope("bw") as bw:
+            out_bw, st_bw = dynamic_rnn(cell_bw, rev(inputs), sequence_length,
+                                        initial_state_bw, dtype, time_major=time_major,
+                                        scope=bw)
+        return (out_fw, rev(out_bw)), (st_fw, st_bw)
