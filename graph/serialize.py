@@ -311,6 +311,12 @@ def load(path) -> Graph:
         raise GraphFileError(f"{_paths(path)[0]} is malformed: {type(e).__name__}: {e}") \
             from None
     g.saved_values = {k[4:]: v for k, v in arrays.items() if k.startswith("var:")}
+    for v in g.variables:      # NOTE: as restore(): a wrong shape would be broadcast later
+        a = g.saved_values.get(v.node.name)
+        if a is not None and (a.shape != tuple(v.shape) or a.dtype != v.dtype):
+            raise GraphFileError(f"{_paths(path)[1]}: variable {v.node.name!r} is {v.shape} "
+                                 f"{v.dtype} in the graph but {a.shape} {a.dtype} in the "
+                                 f"weights file")
     return g
 
 

@@ -48,3 +48,20 @@ def test_feed_not_representable_is_refused(dtype, value, match):
         assert s.run(y, {x: value * 0 + 3}).tolist() == [3]
         if dtype == graph.float32:
             assert s.run(y, {x: np.array([np.inf])}).tolist() == [np.inf]
+
+
+def test_graph_load_checks_every_variable_against_the_graph(tmp_path):
+    from safetensors.numpy import load_file, save_file
+    g = graph.Graph()
+    with g.as_default():
+        v = graph.Variable(np.ones((2, 3), np.float32), name="v")
+        init = graph.global_variables_initializer()
+    with graph.Session(g) as s:
+        s.run(init)
+        graph.save(str(tmp_path / "m"), s)
+    arrays = load_file(str(tmp_path / "m.safetensors"))
+    arrays["var:v"] = np.ones((1, 3), np.float32)
+    save_file(arrays, str(tmp_path / "m.safetensors"), metadata={"format": "dualgrad.graph"})
+    with pytest.raises(graph.errors.GraphFileError, match=r"variable 'v' is \(2, 3\) float32 "
+                       r"in the graph but \(1, 3\) float32"):
+        graph.load(str(tmp_path / "m"))
