@@ -31,7 +31,8 @@ from .core import (Graph, GraphKeys, Node, Tensor, TensorShape, add_to_collectio
 from .dtypes import (as_dtype, bool_, float16, float32, float64, int8, int16, int32, int64,
                      uint8)
 from .variables import (Variable, assign, assign_add, assign_sub, global_variables,
-                        global_variables_initializer, trainable_variables,
+                        global_variables_initializer, local_variables,
+                        local_variables_initializer, trainable_variables,
                         variables_initializer)
 from .control_flow import cond, group, identity, no_op, print_, while_loop
 from . import while_grad as _while_grad  # noqa: F401 - registers the while_grad kind
@@ -65,6 +66,7 @@ __all__ = [
     "bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
     "Variable", "assign", "assign_add", "assign_sub", "global_variables",
     "global_variables_initializer", "trainable_variables", "variables_initializer", "cond",
+    "local_variables", "local_variables_initializer",
     "group", "identity", "no_op", "print", "Print", "while_loop", "gradients",
     "InteractiveSession", "Session", "get_default_session", "Plan", "Step", "build_plan",
     "lower", "nn", "layers", "losses", "onnx", "train", "load", "restore", "save", "summary",
