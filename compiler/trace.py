@@ -34,6 +34,7 @@ import numpy as np
 
 from dualgrad import graph
 from dualgrad import ops
+from dualgrad.ops import distributed as _mpi
 from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Module, Parameter
 from dualgrad.eager.tensor import Tensor, recorded
@@ -255,6 +256,7 @@ class _Trace:
         self.snapshots = []       # [(eager tensor, copy of its data, where captured)]
         self.randoms = []         # [(placeholder, shape, attrs)]: rand_like, drawn per call
         self.breaks = []
+        self.averaged = []        # [(buckets of (name, parameter), find_unused)]: see below
 
     def wrap(self, g, requires_grad):
         t = _new(Tracer)
@@ -308,6 +310,14 @@ class _Trace:
         self.captured[id(t)] = g
         return g
 
+    def average_gradients(self, buckets, find_unused=False):
+        """DistributedDataParallel's forward, traced, says: these parameters' gradients are
+        averaged over the ranks, so the graph does it (one all-reduce node per bucket)."""
+        for bucket in buckets:
+            for _, p in bucket:
+                self.capture(p)     # NOTE: a placeholder even if unused here: it may get one
+        self.averaged.append((buckets, find_unused))
+
     def changed_in_place(self):
         """A GraphBreak if fn changed a captured tensor in place (a replay would not)."""
         for t, before, loc in self.snapshots:
@@ -340,6 +350,10 @@ class _Entry:
         self.grad_in = [("arg", i) for i, rg in enumerate(arg_rg) if rg] + \
             [("live", j) for j, (t, _) in enumerate(tr.live) if t.requires_grad]
         self.xs = [arg_phs[i] if k == "arg" else tr.live[i][1] for k, i in self.grad_in]
+        at = {id(tr.live[i][0]): k for k, (kind, i) in enumerate(self.grad_in) if kind == "live"}
+        self.sync = [([(n, at[id(p)]) for n, p in bucket], find_unused)
+                     for buckets, find_unused in tr.averaged for bucket in buckets]
+        self.synced = sorted({k for pairs, _ in self.sync for _, k in pairs})
         self.rg_outs = rg_outs if grad_mode and self.xs else []
         self.ys = fetches
         self.fetches = list(fetches)
@@ -347,7 +361,7 @@ class _Entry:
         self.by_output = {}          # output index -> (grad placeholder, gradient tensors)
         if len(self.rg_outs) == 1 and fetches[self.rg_outs[0]].shape == ():
             with tr.graph.as_default():
-                dxs = graph.gradients([fetches[self.rg_outs[0]]], self.xs)
+                dxs = self._gradients(fetches[self.rg_outs[0]])
             self.stored = []
             for d in dxs:
                 self.stored.append(None if d is None else len(self.fetches))
@@ -383,12 +397,39 @@ class _Entry:
                     y = self.ys[index]
                     with self.graph.as_default():
                         gp = graph.placeholder(y.dtype, y.shape, name="grad_output")
-                        hit = self.by_output[index] = (
-                            gp, graph.gradients([y], self.xs, grad_ys=[gp]))
+                        hit = self.by_output[index] = (gp, self._gradients(y, gp))
         gp, dxs = hit
         wanted = [d for d in dxs if d is not None]
         vals = iter(self.session.run(wanted, {**feeds, gp: g}) if wanted else ())
         return [None if d is None else next(vals) for d in dxs]
+
+
+    def _gradients(self, y, gy=None):
+        """d(y)/d(xs) as graph tensors, averaged over the ranks where a DDP model asked."""
+        dxs = list(graph.gradients([y], self.xs, grad_ys=None if gy is None else [gy]))
+        for pairs, find_unused in self.sync:
+            _average(dxs, pairs, find_unused, self.xs)
+        return dxs
+
+
+def _average(dxs, pairs, find_unused, xs):
+    """One bucket: its gradients replaced by their all-reduced mean (ops.all_reduce_many)."""
+    missing = [n for n, k in pairs if dxs[k] is None]
+    keep = [k for _, k in pairs]
+    if find_unused:   # NOTE: as torch: used on some rank -> zeros here; on none -> no .grad
+        used = np.array([dxs[k] is not None for k in keep], np.int64)
+        _mpi.all_reduce(used, "sum", what="DistributedDataParallel (compiled)")
+        keep = [k for k, u in zip(keep, used) if u]
+        for k in keep:
+            dxs[k] = ops.zeros_like(xs[k]) if dxs[k] is None else dxs[k]
+    elif missing:
+        raise RuntimeError(f"DistributedDataParallel under compile: no gradient reaches "
+                           f"{missing[:8]}, so the traced graph cannot average it. Every "
+                           f"parameter must take part in the loss, or pass "
+                           f"find_unused_parameters=True")
+    if keep:
+        for k, d in zip(keep, ops.all_reduce_many([dxs[k] for k in keep], "avg")):
+            dxs[k] = d
 
 
 class _Call:
@@ -412,7 +453,10 @@ class _Call:
 
 
 def _tape_vjp(g, *inputs, out, needs, call, index):
-    return call.vjp(g, index, needs)
+    grads = call.vjp(g, index, needs)
+    if call.entry.synced:   # NOTE: DDP's hooks must not average these a second time
+        _mpi.mark_averaged([inputs[k] for k in call.entry.synced if grads[k] is not None])
+    return grads
 
 
 def _flatten_out(x, tr, leaves):
