@@ -17,7 +17,7 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops import REGISTRY as R
-from dualgrad.ops.autodiff import backprop
+from dualgrad.ops.autodiff import backprop, toposort
 from dualgrad.ops.composite import current_composite
 from dualgrad.ops.core import TRACING, explain_failure, spec_of, user_frame, where_str
 from dualgrad.ops.rules import norm_axis, torch_result_dtype
@@ -159,6 +159,13 @@ def recorded(data, op, inputs, attrs):
     t.requires_grad = True
     t._node = (op, tuple(inputs), attrs)
     return t
+
+
+def leaves_reached(outputs):
+    """The leaf tensors a backward() from `outputs` would give gradients to (torch's DDP walks
+    the autograd graph the same way to find unused parameters)."""
+    return [t for t in toposort([o for o in outputs if _needs_grad(o)], _node_of, _needs_grad)
+            if t._node is None]
 
 
 def _rbinary(op, a, b):

@@ -79,7 +79,8 @@ def _update_lower(opname):
             except KeyError:
                 raise FailedPreconditionError(
                     f"Attempting to use uninitialized value '{name}' in {node.type} "
-                    f"'{node.name}'; run graph.global_variables_initializer() first",
+                    f"'{node.name}'; run graph.global_variables_initializer() (local variables: "
+                    f"local_variables_initializer()) first",
                     node=node) from None
             new = _check_assign(node, kernel(cur, delta))
             state.variables[name] = new

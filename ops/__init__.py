@@ -28,6 +28,7 @@ from .composite import (COMPOSITES, argmin, clamp, logical_and, logical_not, log
                         embedding, flip, gelu, layer_norm, linear, log_softmax, logsumexp,
                         masked_fill, max_pool2d, mean, min, moments, mse_loss, nll_loss, norm,
                         silu, softmax, split, stack, tile, tril, triu, var)
+from .collective import all_reduce, all_reduce_many
 from . import autodiff
 
 __all__ = [n for n in dir() if not n.startswith("_")]
