@@ -299,32 +299,11 @@ class Tensor:
         return logical_or(self, o)
 
     def __getitem__(self, index):
-        return getitem(self, index)
+        return ops.getitem(self, index)
 
     @property
     def T(self):
         return ops.transpose(self, axes=tuple(reversed(range(self.ndim))))
-
-
-def getitem(t, index):
-    """Basic indexing (ints, slices, None, ...) is a `slice` op; one integer array is `take`."""
-    parts = index if isinstance(index, tuple) else (index,)
-    arrays = [k for k, p in enumerate(parts) if isinstance(p, (list, np.ndarray, Tensor))]
-    if not arrays:
-        return ops.slice_(t, index=tuple(int(p) if isinstance(p, np.integer) else p
-                                         for p in parts))
-    idx = parts[arrays[0]]
-    if np.dtype(idx.dtype if isinstance(idx, Tensor) else np.asarray(idx).dtype) == np.bool_:
-        raise IndexError("boolean-mask indexing makes a data-dependent shape and is not "
-                         "supported; use graph.where(mask, x, 0)")
-    if len(arrays) > 1 or any(p is not Ellipsis and p != slice(None)
-                              for k, p in enumerate(parts) if k != arrays[0]):
-        raise IndexError("only one integer-array index, with ':' elsewhere, is supported "
-                         "(e.g. x[idx] or x[:, idx]); see graph.gather")
-    k = arrays[0] if Ellipsis not in parts else t.ndim - (len(parts) - arrays[0])
-    if not isinstance(idx, Tensor):
-        idx = np.asarray(idx, dtype=np.int64)
-    return ops.take(t, idx, axis=k)
 
 
 # -- graphs ------------------------------------------------------------------------------------
