@@ -68,7 +68,7 @@ def _batched_weight_grad(x, y, g):
 
 
 MATMUL = register(
-    "matmul", _matmul_infer, np.matmul, _matmul_vjp, kind="matmul", onnx="MatMul",
+    "matmul", _matmul_infer, np.matmul, _matmul_vjp, category="matmul", onnx="MatMul",
     samples=(Sample(((3, 4), (4, 5))), Sample(((2, 3, 4), (4, 5))),
              Sample(((2, 1, 3, 4), (3, 4, 2))), Sample(((4,), (4, 3))), Sample(((3, 4), (4,))),
              Sample(((4,), (4,))),
@@ -146,7 +146,7 @@ def _unfold_ref(np, x, kernel, stride=1, padding=0):
 
 
 UNFOLD = register(
-    "unfold", _unfold_infer, _unfold_kernel, _unfold_vjp, kind="other",
+    "unfold", _unfold_infer, _unfold_kernel, _unfold_vjp, category="other",
     samples=(Sample(((2, 3, 5, 5),), {"kernel": (3, 3), "stride": 1, "padding": 0}),
              Sample(((1, 2, 6, 5),), {"kernel": (2, 3), "stride": 2, "padding": 1}),
              Sample(((1, 1, 4, 4),), {"kernel": (2, 2), "stride": 2, "padding": 0}),
@@ -154,7 +154,7 @@ UNFOLD = register(
              Sample(((1, 1, 2, 2),), {"kernel": (3, 3)}, match="smaller than the 3x3 window")),
     ref=_unfold_ref)
 FOLD = register(
-    "fold", _fold_infer, _fold_kernel, _fold_vjp, kind="other",
+    "fold", _fold_infer, _fold_kernel, _fold_vjp, category="other",
     samples=(Sample(((2, 27, 9), (2, 3, 5, 5)), {"kernel": (3, 3), "stride": 1, "padding": 0}),
              Sample(((1, 12, 12), (1, 2, 6, 5)), {"kernel": (2, 3), "stride": 2, "padding": 1})),
     ref=None)
@@ -191,7 +191,7 @@ def _one_hot_kernel(idx, num_classes, dtype="float32"):
     return (idx[..., None] == np.arange(num_classes)).astype(dtype)
 
 
-ONE_HOT = register("one_hot", _one_hot_infer, _one_hot_kernel, None, kind="other",
+ONE_HOT = register("one_hot", _one_hot_infer, _one_hot_kernel, None, category="other",
                    samples=(Sample((np.array([0, 2, 1]),), {"num_classes": 3}, grad=False),
                             Sample(((3,),), {"num_classes": 3}, match="must be integers")),
                    ref=lambda np, idx, num_classes, dtype="float32":
@@ -224,7 +224,7 @@ def _rand_like_kernel(x, dtype="float32"):
 
 
 RAND_LIKE = register("rand_like", lambda x, dtype="float32", **_: Spec(x.shape, np.dtype(dtype)),
-                     _rand_like_kernel, None, kind="other", stateful=True, samples=(),
+                     _rand_like_kernel, None, category="other", stateful=True, samples=(),
                      ref=None)
 
 

@@ -18,7 +18,7 @@ NAME = "simplify"
 
 def _const_eq(ref, value):
     n, _ = ref
-    return n.kind == "const" and n.value.size > 0 and bool(np.all(n.value == value))
+    return n.tag == "const" and n.value.size > 0 and bool(np.all(n.value == value))
 
 
 def _same_spec(ref, spec):
@@ -65,7 +65,7 @@ def mul_zero(n, users):
 
 def double_neg(n, users):
     src = n.inputs[0][0]
-    if n.op.name == "neg" and src.kind == "op" and src.op.name == "neg":
+    if n.op.name == "neg" and src.tag == "op" and src.op.name == "neg":
         return src.inputs[0]
     return None
 
@@ -85,7 +85,7 @@ def identity_like(n, users):
 
 def transpose_transpose(n, users):
     src = n.inputs[0][0]
-    if n.op.name != "transpose" or src.kind != "op" or src.op.name != "transpose":
+    if n.op.name != "transpose" or src.tag != "op" or src.op.name != "transpose":
         return None
     inner, outer = src.attrs["axes"], n.attrs["axes"]
     axes = tuple(inner[a] for a in outer)
@@ -94,7 +94,7 @@ def transpose_transpose(n, users):
 
 def reshape_reshape(n, users):
     src = n.inputs[0][0]
-    if n.op.name != "reshape" or src.kind != "op" or src.op.name not in ("reshape",
+    if n.op.name != "reshape" or src.tag != "op" or src.op.name not in ("reshape",
                                                                          "reshape_like"):
         return None
     if len(users.get(id(src), ())) > 1:
@@ -133,7 +133,7 @@ def broadcast_into_users(prog, counts):
     dropped, so no stride-0 view is materialised (fused loops read the small operand)."""
     users = prog.users()
     for n in list(prog.nodes):
-        if n.kind != "op" or n.op.name not in ("broadcast_to", "broadcast_like"):
+        if n.tag != "op" or n.op.name not in ("broadcast_to", "broadcast_like"):
             continue
         src = n.inputs[0]
         uses = users[id(n)]
@@ -147,7 +147,7 @@ def broadcast_into_users(prog, counts):
 
 def _keeps_shape(u, n, src):
     """u still has its shape with every operand read from broadcast node n replaced by src."""
-    if u.kind != "op" or u.op.name not in ops.ELEMENTWISE or not u.pure():
+    if u.tag != "op" or u.op.name not in ops.ELEMENTWISE or not u.pure():
         return False
     specs = [src[0].specs[src[1]] if s[0] is n else s[0].specs[s[1]] for s in u.inputs]
     try:

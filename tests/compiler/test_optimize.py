@@ -109,7 +109,7 @@ def test_constant_folding_uses_kernels_and_skips_variables():
         s.run(init)
         got = s.run(y)
         rep = s.last_report
-    assert rep["fold"].details["folded"] == 3
+    assert rep["constant_fold"].details["folded"] == 3
     np.testing.assert_allclose(got, np.exp(np.arange(4)) * 2 + 1 + 1, rtol=1e-6)
 
 
