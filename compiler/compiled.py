@@ -34,9 +34,10 @@ import numpy as np
 
 from dualgrad import graph
 from dualgrad import ops
+from dualgrad.ops import distributed as _mpi
 from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Module
-from dualgrad.eager.tensor import Tensor, recorded
+from dualgrad.eager.core import Tensor, recorded
 from dualgrad.ops.core import FRAMEWORK_DIRS, tracing, where_str
 
 from .signatures import Inline, describe, leaf_names, modules_reached, signature_key, \
@@ -67,6 +68,10 @@ class _Entry:
         self.grad_in = [("arg", i) for i, rg in enumerate(arg_rg) if rg] + \
             [("live", j) for j, (t, _) in enumerate(tr.live) if t.requires_grad]
         self.xs = [arg_phs[i] if k == "arg" else tr.live[i][1] for k, i in self.grad_in]
+        at = {id(tr.live[i][0]): k for k, (kind, i) in enumerate(self.grad_in) if kind == "live"}
+        self.sync = [([(n, at[id(p)]) for n, p in bucket], find_unused)
+                     for buckets, find_unused in tr.averaged for bucket in buckets]
+        self.synced = sorted({k for pairs, _ in self.sync for _, k in pairs})
         self.rg_outs = rg_outs if grad_mode and self.xs else []
         self.ys = fetches
         self.fetches = list(fetches)
@@ -74,7 +79,7 @@ class _Entry:
         self.by_output = {}          # output index -> (grad placeholder, gradient tensors)
         if len(self.rg_outs) == 1 and fetches[self.rg_outs[0]].shape == ():
             with tr.graph.as_default():
-                dxs = graph.gradients([fetches[self.rg_outs[0]]], self.xs)
+                dxs = self._gradients(fetches[self.rg_outs[0]])
             self.stored = []
             for d in dxs:
                 self.stored.append(None if d is None else len(self.fetches))
@@ -110,12 +115,39 @@ class _Entry:
                     y = self.ys[index]
                     with self.graph.as_default():
                         gp = graph.placeholder(y.dtype, y.shape, name="grad_output")
-                        hit = self.by_output[index] = (
-                            gp, graph.gradients([y], self.xs, grad_ys=[gp]))
+                        hit = self.by_output[index] = (gp, self._gradients(y, gp))
         gp, dxs = hit
         wanted = [d for d in dxs if d is not None]
         vals = iter(self.session.run(wanted, {**feeds, gp: g}) if wanted else ())
         return [None if d is None else next(vals) for d in dxs]
+
+
+    def _gradients(self, y, gy=None):
+        """d(y)/d(xs) as graph tensors, averaged over the ranks where a DDP model asked."""
+        dxs = list(graph.gradients([y], self.xs, grad_ys=None if gy is None else [gy]))
+        for pairs, find_unused in self.sync:
+            _average(dxs, pairs, find_unused, self.xs)
+        return dxs
+
+
+def _average(dxs, pairs, find_unused, xs):
+    """One bucket: its gradients replaced by their all-reduced mean (ops.all_reduce_many)."""
+    missing = [n for n, k in pairs if dxs[k] is None]
+    keep = [k for _, k in pairs]
+    if find_unused:   # NOTE: as torch: used on some rank -> zeros here; on none -> no .grad
+        used = np.array([dxs[k] is not None for k in keep], np.int64)
+        _mpi.all_reduce(used, "sum", what="DistributedDataParallel (compiled)")
+        keep = [k for k, u in zip(keep, used) if u]
+        for k in keep:
+            dxs[k] = ops.zeros_like(xs[k]) if dxs[k] is None else dxs[k]
+    elif missing:
+        raise RuntimeError(f"DistributedDataParallel under compile: no gradient reaches "
+                           f"{missing[:8]}, so the traced graph cannot average it. Every "
+                           f"parameter must take part in the loss, or pass "
+                           f"find_unused_parameters=True")
+    if keep:
+        for k, d in zip(keep, ops.all_reduce_many([dxs[k] for k in keep], "avg")):
+            dxs[k] = d
 
 
 class _Call:
@@ -139,7 +171,10 @@ class _Call:
 
 
 def _tape_vjp(g, *inputs, out, needs, call, index):
-    return call.vjp(g, index, needs)
+    grads = call.vjp(g, index, needs)
+    if call.entry.synced:   # NOTE: DDP's hooks must not average these a second time
+        _mpi.mark_averaged([inputs[k] for k in call.entry.synced if grads[k] is not None])
+    return grads
 
 
 

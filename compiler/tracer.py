@@ -23,7 +23,7 @@ from dualgrad import graph
 from dualgrad import ops
 from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Parameter
-from dualgrad.eager.tensor import Tensor
+from dualgrad.eager.core import Tensor
 from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
 from dualgrad.ops.core import bind_args, current_trace, user_frame, where_str
 
@@ -236,6 +236,7 @@ class Trace:
         self.snapshots = []       # [(eager tensor, copy of its data, where captured)]
         self.randoms = []         # [(placeholder, shape, attrs)]: rand_like, drawn per call
         self.breaks = []
+        self.averaged = []        # [(buckets of (name, parameter), find_unused)]: see below
 
     def wrap(self, g, requires_grad):
         t = _new(Tracer)
@@ -288,6 +289,14 @@ class Trace:
         self.snapshots.append((t, np.array(t.data, copy=True), user_frame()))
         self.captured[id(t)] = g
         return g
+
+    def average_gradients(self, buckets, find_unused=False):
+        """DistributedDataParallel's forward, traced, says: these parameters' gradients are
+        averaged over the ranks, so the graph does it (one all-reduce node per bucket)."""
+        for bucket in buckets:
+            for _, p in bucket:
+                self.capture(p)     # NOTE: a placeholder even if unused here: it may get one
+        self.averaged.append((buckets, find_unused))
 
     def changed_in_place(self):
         """A GraphBreak if fn changed a captured tensor in place (a replay would not)."""
