@@ -28,7 +28,7 @@ import os
 import numpy as np
 
 from dualgrad import graph, ops
-from dualgrad.eager.tensor import Tensor
+from dualgrad.eager.core import Tensor
 from dualgrad.graph.core import op_by_name
 from dualgrad.graph.errors import GraphFileError
 from dualgrad.ops.core import ShapeError, Spec, fmt_shape, tracing, where_str

@@ -23,7 +23,7 @@ from dualgrad import graph
 from dualgrad import ops
 from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Parameter
-from dualgrad.eager.tensor import Tensor
+from dualgrad.eager.core import Tensor
 from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
 from dualgrad.ops.core import bind_args, current_trace, user_frame, where_str
 

@@ -1,7 +1,7 @@
 """Graphs, nodes and symbolic tensors; `GraphEngine`, the engine `ops.bind` hands calls to.
 
 A `Node` is one operation in a `Graph` (TF's `Operation`): its `op` is an `ops.Op` (a
-registry primitive, or one of the graph-only kinds in `KINDS`: placeholder, const,
+registry primitive, or one of the graph-only ops in `GRAPH_OPS`: placeholder, const,
 variable, assign, cond, …), its `inputs` are `Tensor`s, its `attrs` the op's attributes.
 A `Tensor` is one output of a node: static `spec` (shape with None dims, dtype), nothing
 else. Building an op runs its shape rule at once, so a mismatch with known dims raises
@@ -31,33 +31,34 @@ from .dtypes import as_dtype
 
 __all__ = ["Graph", "Node", "Tensor", "TensorShape", "GraphEngine", "get_default_graph",
            "reset_default_graph", "name_scope", "control_dependencies", "placeholder",
-           "constant", "convert_to_tensor", "KINDS", "Kind", "graph_kind"]
+           "constant", "convert_to_tensor", "GRAPH_OPS", "GraphOp", "graph_op"]
 
 
-# -- graph-only node kinds -------------------------------------------------------------------
+# -- graph-only ops ----------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Kind:
-    """A graph-only node kind. `op` carries its name and (for some) its gradient rule;
-    `lower(node)` returns `(kernel, stateful)` for the executor (see graph/plan.py)."""
+class GraphOp:
+    """A graph-only op (placeholder, variable, cond, ...). `op` carries its name and (for some)
+    its gradient rule; `make_kernel(node)` returns `(kernel, stateful)` for the executor (see
+    graph/plan.py)."""
     op: ops.Op
-    lower: object
+    make_kernel: object
 
 
-KINDS: dict[str, Kind] = {}
+GRAPH_OPS: dict[str, GraphOp] = {}
 
 
-def graph_kind(name, lower, vjp=None) -> ops.Op:
-    """Declare a graph-only node kind (not an arithmetic op: those live in ops/)."""
-    if name in ops.REGISTRY or name in KINDS:
-        raise ValueError(f"graph kind {name!r} clashes with an existing op")
+def graph_op(name, make_kernel, vjp=None) -> ops.Op:
+    """Declare a graph-only op (not an arithmetic op: those live in ops/)."""
+    if name in ops.REGISTRY or name in GRAPH_OPS:
+        raise ValueError(f"graph op {name!r} clashes with an existing op")
     op = ops.Op(name, None, None, vjp)
-    KINDS[name] = Kind(op, lower)
+    GRAPH_OPS[name] = GraphOp(op, make_kernel)
     return op
 
 
 def op_by_name(name):
-    if name in KINDS:
-        return KINDS[name].op
+    if name in GRAPH_OPS:
+        return GRAPH_OPS[name].op
     return ops.REGISTRY.get(name)
 
 
@@ -299,32 +300,11 @@ class Tensor:
         return logical_or(self, o)
 
     def __getitem__(self, index):
-        return getitem(self, index)
+        return ops.getitem(self, index)
 
     @property
     def T(self):
         return ops.transpose(self, axes=tuple(reversed(range(self.ndim))))
-
-
-def getitem(t, index):
-    """Basic indexing (ints, slices, None, ...) is a `slice` op; one integer array is `take`."""
-    parts = index if isinstance(index, tuple) else (index,)
-    arrays = [k for k, p in enumerate(parts) if isinstance(p, (list, np.ndarray, Tensor))]
-    if not arrays:
-        return ops.slice_(t, index=tuple(int(p) if isinstance(p, np.integer) else p
-                                         for p in parts))
-    idx = parts[arrays[0]]
-    if np.dtype(idx.dtype if isinstance(idx, Tensor) else np.asarray(idx).dtype) == np.bool_:
-        raise IndexError("boolean-mask indexing makes a data-dependent shape and is not "
-                         "supported; use graph.where(mask, x, 0)")
-    if len(arrays) > 1 or any(p is not Ellipsis and p != slice(None)
-                              for k, p in enumerate(parts) if k != arrays[0]):
-        raise IndexError("only one integer-array index, with ':' elsewhere, is supported "
-                         "(e.g. x[idx] or x[:, idx]); see graph.gather")
-    k = arrays[0] if Ellipsis not in parts else t.ndim - (len(parts) - arrays[0])
-    if not isinstance(idx, Tensor):
-        idx = np.asarray(idx, dtype=np.int64)
-    return ops.take(t, idx, axis=k)
 
 
 # -- graphs ------------------------------------------------------------------------------------
@@ -687,12 +667,12 @@ Tensor._engine = GraphEngine
 
 
 # -- placeholders and constants ---------------------------------------------------------------
-def _const_lower(node):
+def _const_kernel(node):
     value = node.attrs["value"]
     return (lambda: value), False
 
 
-def _placeholder_lower(node):
+def _placeholder_kernel(node):
     def unfed():
         from .errors import InvalidArgumentError, describe
         raise InvalidArgumentError(f"You must feed a value for placeholder {describe(node)}",
@@ -700,8 +680,8 @@ def _placeholder_lower(node):
     return unfed, False
 
 
-CONST = graph_kind("const", _const_lower)
-PLACEHOLDER = graph_kind("placeholder", _placeholder_lower)
+CONST = graph_op("const", _const_kernel)
+PLACEHOLDER = graph_op("placeholder", _placeholder_kernel)
 
 
 def _const_node(g, value, weak=None, name=None):

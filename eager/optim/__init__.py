@@ -17,7 +17,7 @@ import numpy as np
 
 from dualgrad.ops.updates import (adadelta_update, adagrad_update, adam_update, adamw_update,
                                   rmsprop_update, sgd_update)
-from ..tensor import Tensor
+from ..core import Tensor
 from . import lr_scheduler
 from .lbfgs import LBFGS
 from .optimizer import Optimizer, required

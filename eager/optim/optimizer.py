@@ -16,7 +16,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..core import Tensor
 
 
 class _Required:
