@@ -58,8 +58,9 @@ def _matmul_vjp(g, x, y, needs=(True, True), **kw):
 
 def _batched_weight_grad(x, y, g):
     """x (..., m, k) @ y (k, n): y's gradient, the sum over x's batch of x_b^T g_b, as ONE
-    matmul (B*m, k)^T @ (B*m, n) instead of B small ones and a sum (3x faster on the
-    transformer's shapes); None when the shapes do not have that form."""
+    matmul (B*m, k)^T @ (B*m, n) instead of B small ones and a sum_to_like (1.4-2x faster,
+    both together, on the transformer's weights); None when the shapes do not have that
+    form."""
     k, n = (y.shape if len(y.shape) == 2 else (None, None))
     if len(x.shape) < 3 or k is None or n is None:
         return None
