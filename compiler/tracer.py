@@ -230,6 +230,7 @@ class Trace:
         self.name = name
         self.param_names = {id(p): n for n, p in reversed(params)}   # first name wins
         self.graph = graph.Graph()
+        self.graph.promote_dtypes = True   # NOTE: eager code's dtypes, not TF1's
         self.captured = {}        # id(eager tensor) -> graph tensor
         self.live = []            # [(eager tensor, placeholder)] fed with .data at every call
         self.snapshots = []       # [(eager tensor, copy of its data, where captured)]

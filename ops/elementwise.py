@@ -44,7 +44,8 @@ def _float_unary_infer(name):
 def _binary_infer(name, out_dtype=None):
     def infer(x, y, **_):
         shape = broadcast(name, x, y)
-        return Spec(shape, np.dtype(out_dtype) if out_dtype else result_dtype(x, y))
+        dt = result_dtype(x, y)     # NOTE: also for comparisons: strict dtypes check them
+        return Spec(shape, np.dtype(out_dtype) if out_dtype else dt)
     return infer
 
 

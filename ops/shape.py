@@ -11,7 +11,7 @@ import numpy as np
 
 from .core import (Sample, ShapeError, Spec, bind, fmt_shape, is_value, primitive, register,
                    spec_of)
-from .rules import broadcast, norm_axes, norm_axis, numel, same, shapes_str
+from .rules import broadcast, norm_axes, norm_axis, numel, result_dtype, same, shapes_str
 
 _SHAPE = "shape"
 
@@ -279,8 +279,7 @@ def _concat_infer(*xs, axis, **_):
             raise ShapeError(f"concat: along axis {a}, inputs {shapes_str(*xs)} differ in "
                              f"dimension {i} ({' vs '.join(map(str, sorted(known)))})")
         out.append(known.pop() if known else None)
-    dt = np.result_type(*[x.dtype for x in xs])
-    return Spec(tuple(out), dt)
+    return Spec(tuple(out), result_dtype(*xs))
 
 
 def _concat_kernel(*xs, axis):
