@@ -44,7 +44,7 @@ class Optimizer:
     `state` (per parameter), `zero_grad`, `step(closure)`, `state_dict`/`load_state_dict`.
 
     A subclass gives its defaults and `_update(p, grad_array, state, group)`, which calls the
-    rule of ops/updates.py on arrays and writes the result into `p.data`.
+    rule of ops/updates.py on arrays and writes the result into `p._array`.
     """
 
     def __init__(self, params, defaults):
@@ -82,7 +82,7 @@ class Optimizer:
                 if set_to_none or p.grad is None:
                     p.grad = None
                 else:
-                    p.grad.data[...] = 0
+                    p.grad._array[...] = 0
 
     def step(self, closure=None):
         """One update of every parameter with a gradient; `closure` re-evaluates the loss."""
@@ -94,7 +94,7 @@ class Optimizer:
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
-                    g = p.grad.data
+                    g = p.grad._array
                     self._update(p, -g if group.get("maximize") else g, self.state[p], group)
         return loss
 
@@ -103,7 +103,7 @@ class Optimizer:
 
     @staticmethod
     def _write(p, new):
-        np.copyto(p.data, new, casting="same_kind")
+        np.copyto(p._array, new, casting="same_kind")
 
     # -- checkpoints ----------------------------------------------------------------------------
     def _index(self):
@@ -149,15 +149,15 @@ class Optimizer:
 
 def _copy(v):
     if isinstance(v, Tensor):
-        return Tensor(v.data.copy())
+        return Tensor(v._array.copy())
     return copy.deepcopy(v)
 
 
 def _cast_like(v, p):
     """A loaded state value as a tensor of its own, floats in the parameter's dtype."""
     if isinstance(v, Tensor) or isinstance(v, np.ndarray):
-        arr = np.array(getattr(v, "data", v), copy=True)
+        arr = np.array(getattr(v, "_array", v), copy=True)
         if arr.dtype.kind == "f" and arr.ndim:
-            arr = arr.astype(p.data.dtype)
+            arr = arr.astype(p._array.dtype)
         return Tensor(arr)
     return copy.deepcopy(v)
