@@ -323,6 +323,17 @@ WHERE = register(
                     match=r"cannot broadcast \(2,\), \(2,\), \(3,\)")),
     ref=lambda np, c, x, y: np.where(c, x, y))
 
+def _rounding(name, fn):
+    """floor / ceil / round: integers pass through; the gradient is zero (as torch's)."""
+    def kernel(x):
+        return x if np.asarray(x).dtype.kind in "biu" else fn(x)
+    return register(name, _unary_infer, kernel, lambda g, x, **kw: (g * 0.0,), kind="other",
+                    samples=_UNARY_SAMPLES, ref=lambda np, x: getattr(np, name)(x))
+
+
+FLOOR, CEIL, ROUND = (_rounding("floor", np.floor), _rounding("ceil", np.ceil),
+                      _rounding("round", np.round))   # NOTE: round half to even, as torch
+
 # public functions: ops.add(x, y), ops.exp(x), …
 for _op in list(REGISTRY.values()):
     globals()[_op.name] = _public(_op)
@@ -334,6 +345,7 @@ add, sub, mul, div, pow, maximum, minimum, where = (  # noqa: A001
     ADD.fn, SUB.fn, MUL.fn, DIV.fn, POW.fn, MAXIMUM.fn, MINIMUM.fn, WHERE.fn)
 eq, ne, lt, le, gt, ge = (REGISTRY[n].fn for n in ("eq", "ne", "lt", "le", "gt", "ge"))
 stop_gradient = STOP_GRADIENT.fn
+floor, ceil, round = FLOOR.fn, CEIL.fn, ROUND.fn  # noqa: A001
 
 
 def cast(x, dtype):
