@@ -21,7 +21,7 @@ from dualgrad.ops.rules import norm_axis
 
 
 def _t(x):
-    from .tensor import Tensor
+    from .core import Tensor
     return x if isinstance(x, Tensor) else Tensor(np.asarray(x))
 
 
@@ -30,7 +30,7 @@ def _arr(x):
 
 
 def _no_grad_tensor(arr):
-    from .tensor import Tensor
+    from .core import Tensor
     return Tensor(np.asarray(arr))
 
 

@@ -35,7 +35,7 @@ from safetensors.numpy import load_file, save_file
 from dualgrad.ops.files import atomic_path
 
 from .devices import check as check_device
-from .tensor import Tensor
+from .core import Tensor
 
 
 def _flat_tensors(obj):

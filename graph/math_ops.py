@@ -20,8 +20,9 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops.core import ShapeError, tracing
+from dualgrad.ops.rules import norm_axis
 
-from .core import GraphEngine, Tensor, _graph_of, constant, convert_to_tensor, get_default_graph, graph_kind
+from .core import GraphEngine, Tensor, _graph_of, constant, convert_to_tensor, get_default_graph, graph_op
 from .dtypes import as_dtype
 
 __all__ = [
@@ -278,7 +279,7 @@ def stack(values, axis=0):
 def split(value, num_or_size_splits, axis=0, name=None):
     """TF's split: an int is the number of equal pieces, a list the sizes of the pieces."""
     shape = value.shape
-    a = axis % len(shape)
+    a = norm_axis("split", axis, len(shape), shape, frontend=True)
     if isinstance(num_or_size_splits, int):
         n = shape[a]
         if n is None or n % num_or_size_splits:
@@ -348,7 +349,7 @@ def ones_like(tensor, dtype=None):
     return ops.ones_like(tensor, dtype=None if dtype is None else as_dtype(dtype).name)
 
 
-def _random_lower(node):
+def _random_kernel(node):
     a = node.attrs
     shape, dt, seed = a["shape"], np.dtype(a["dtype"]), a["seed"]
 
@@ -375,7 +376,7 @@ def _truncated(rng, shape):
     return r
 
 
-RANDOM = graph_kind("random", _random_lower)
+RANDOM = graph_op("random", _random_kernel)
 
 # NOTE: TF1's seeds: with a graph-level seed (`set_random_seed`) a random op without a seed of
 # its own gets one from the graph's node count, so every Session draws the same values; with

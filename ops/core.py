@@ -88,14 +88,15 @@ class Sample:
 
 class Op:
     """One primitive. docs/architecture.md ('One op, one entry') says what each field means."""
-    __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "reduce", "kind", "samples", "ref",
-                 "stateful", "view", "nondiff", "fn")
+    __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "reduce", "category", "samples", "ref",
+                 "stateful", "view", "onnx", "nondiff", "fn")
 
-    def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, reduce=None, kind=None,
-                 samples=(), ref=None, stateful=False, view=False):
+    def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, reduce=None, category=None,
+                 samples=(), ref=None, stateful=False, view=False, onnx=None):
         self.name, self.infer, self.kernel, self.vjp = name, infer, kernel, vjp
         self.scalar, self.reduce, self.samples, self.ref = scalar, reduce, tuple(samples), ref
-        self.kind = kind or ("elementwise" if scalar is not None else
+        self.onnx = onnx   # the ONNX operator that computes the same from the same inputs
+        self.category = category or ("elementwise" if scalar is not None else
                              "reduction" if reduce is not None else "other")
         self.stateful, self.view = stateful, view
         self.nondiff = vjp is None
@@ -116,7 +117,7 @@ class Op:
 
 REGISTRY: dict[str, Op] = {}
 ELEMENTWISE: set[str] = set()   # ops with a scalar form, fusable into one loop
-REDUCTION: set[str] = set()     # ops with a reduce kind: what the fuse pass may fold into a loop
+REDUCTION: set[str] = set()     # ops with a `reduce` form: what the fuse pass may fold into a loop
 
 
 def register(name, infer, kernel, vjp=None, **kw) -> Op:
@@ -133,7 +134,7 @@ def register(name, infer, kernel, vjp=None, **kw) -> Op:
 
 
 def _check_fusion_forms(op):
-    """An op's scalar form and reduce kind must be in the generator's vocabulary: checked
+    """An op's scalar form and reduction (`reduce`) must be in the generator's vocabulary: checked
     when the op is registered, not when a graph first fuses it."""
     from .scalar import REDUCTIONS, check_form
     if op.reduce is not None and op.reduce not in REDUCTIONS:
@@ -244,6 +245,21 @@ def engine_of(x):
     return getattr(x, "_engine", None)
 
 
+def is_value(x) -> bool:
+    """True for an engine tensor (something a gradient can flow to)."""
+    return getattr(x, "_engine", None) is not None
+
+
+def primitive(op: Op):
+    """The plain function that binds `op` (`ops.exp`, `ops.add`, ...); it becomes `op.fn`."""
+    def fn(*args, **attrs):
+        return bind(op, *args, **attrs)
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = f"The `{op.name}` primitive (see ops.REGISTRY[{op.name!r}])."
+    op.fn = fn
+    return fn
+
+
 def _engine_of(args):
     """The engine of highest level among the arguments' (None for arrays and numbers)."""
     engine = None
@@ -319,3 +335,12 @@ def where_str(loc) -> str:
     except ValueError:
         pass
     return f"{fn}:{line}"
+
+
+def located(msg, cls=None) -> Exception:
+    """An error raised by a frontend function (a composite, a graph layer), not an op's shape
+    rule, placed at the user's line as the engines place primitives' errors."""
+    loc = user_frame()
+    err = (cls or ShapeError)(f"{msg} (at {where_str(loc)})")
+    err.location = loc
+    return err

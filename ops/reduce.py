@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import Sample, ShapeError, Spec, bind, register
-from .elementwise import _public, cast, eq
+from .core import Sample, ShapeError, Spec, bind, primitive, register
+from .elementwise import cast, eq
 from .rules import norm_axes, numel, reduced_shape, same
-from .shape import broadcast_like, expand_dims
+from .shape import broadcast_like, expand_dims, last_axis_sum, reverse
 
 
 def _reduce_infer(name, out_dtype=None):
@@ -39,6 +39,11 @@ def _keep(g, x, axis, keepdims):
 # NOTE: the ufuncs' reduce is what np.sum / np.max call, minus about 1 us of Python wrapping
 # per call (the same dtypes, including int32 -> int64 sums, and the same errors).
 def _sum_kernel(x, axis=None, keepdims=False):
+    if axis is not None and type(x) is np.ndarray and x.ndim >= 2 and \
+            axis in (-1, x.ndim - 1, (-1,), (x.ndim - 1,)):
+        r = last_axis_sum(x)
+        if r is not None:
+            return r if keepdims else r.reshape(x.shape[:-1])
     return np.add.reduce(x, axis=axis, keepdims=keepdims)
 
 
@@ -60,7 +65,7 @@ def _max_vjp(g, x, axis=None, keepdims=False, out=None, **kw):
 _RED_SAMPLES = (
     Sample(((3, 4),), {"axis": None}), Sample(((3, 4),), {"axis": 1}),
     Sample(((2, 3, 4),), {"axis": (0, 2), "keepdims": True}), Sample(((),), {"axis": None}),
-    Sample(((2, 3),), {"axis": -1, "keepdims": True}),
+    Sample(((2, 3),), {"axis": -1, "keepdims": True}), Sample(((2, 3, 4),), {"axis": 2}),
     Sample(((2, 3),), {"axis": 2}, match=r"axis 2 is out of range for 2-d input of \(2, 3\)"),
 )
 
@@ -82,7 +87,7 @@ def _argmax_kernel(x, axis=-1, keepdims=False):
     return np.argmax(x, axis=axis, keepdims=keepdims)
 
 
-ARGMAX = register("argmax", _argmax_infer, _argmax_kernel, None, kind="other",
+ARGMAX = register("argmax", _argmax_infer, _argmax_kernel, None, category="other",
                   samples=(Sample(((3, 4),), {"axis": 1}, grad=False),),
                   ref=lambda np, x, axis=-1, keepdims=False: np.argmax(x, axis=axis,
                                                                        keepdims=keepdims))
@@ -103,7 +108,7 @@ def _count_kernel(x, axis=None):
     return np.array(n, dtype=dt if dt.kind in "fc" else np.float32)
 
 
-COUNT = register("count", _count_infer, _count_kernel, None, kind="other",
+COUNT = register("count", _count_infer, _count_kernel, None, category="other",
                  samples=(Sample(((3, 4),), {"axis": 1}, grad=False),),
                  ref=None)
 
@@ -117,11 +122,11 @@ def _cumsum_kernel(x, axis):
 
 
 def _cumsum_vjp(g, x, axis, **kw):
-    from .composite import flip   # NOTE: the adjoint of a running sum is the reversed one
-    return (flip(cumsum(flip(g, axis), axis), axis),)
+    # NOTE: the adjoint of a running sum is the running sum of the reversed gradient, reversed
+    return (reverse(cumsum(reverse(g, axis), axis), axis),)
 
 
-CUMSUM = register("cumsum", _cumsum_infer, _cumsum_kernel, _cumsum_vjp, kind="other",
+CUMSUM = register("cumsum", _cumsum_infer, _cumsum_kernel, _cumsum_vjp, category="other",
                   samples=(Sample(((3, 4),), {"axis": 1}), Sample(((5,),), {"axis": 0}),
                            Sample(((2, 3, 4),), {"axis": -3}),
                            Sample(((3,),), {"axis": 1}, match="axis 1 is out of range")),
@@ -133,7 +138,7 @@ def cumsum(x, axis):
 
 
 CUMSUM.fn = cumsum
-sum_, max_, argmax, count = (_public(o) for o in (SUM, MAX, ARGMAX, COUNT))
+sum_, max_, argmax, count = (primitive(o) for o in (SUM, MAX, ARGMAX, COUNT))
 
 
 def _axis(axis):

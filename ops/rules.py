@@ -1,18 +1,80 @@
 """Shape and dtype rules shared by many ops. Dims may be None (unknown until run time)."""
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import numpy as np
 
-from .core import ShapeError, Spec, fmt_shape
+from .core import ShapeError, Spec, fmt_shape, located
+
+
+class AxisError(ShapeError, IndexError):
+    """An axis out of range for the input's rank: a ShapeError, and an IndexError as
+    PyTorch raises for a bad dim (NumPy's AxisError is also both)."""
 
 
 def shapes_str(*specs) -> str:
     return ", ".join(fmt_shape(s) for s in specs)
 
 
+class DtypeMismatch(TypeError):
+    """Inputs an op combines have different dtypes under strict promotion; `specs` are the
+    inputs concerned (the caller names them)."""
+
+    def __init__(self, message, specs):
+        super().__init__(message)
+        self.specs = specs
+
+
+class _Promotion(threading.local):
+    strict = False
+
+
+_PROMOTION = _Promotion()
+
+
+@contextlib.contextmanager
+def strict_dtypes(on=True):
+    """Within the block, `result_dtype` promotes nothing (TF1's rule, JAX's 'strict' dtype
+    promotion): the non-scalar inputs must share one dtype and Python scalars must fit it,
+    else `DtypeMismatch`. The graph engine builds TF1 graphs under it."""
+    old, _PROMOTION.strict = _PROMOTION.strict, on
+    try:
+        yield
+    finally:
+        _PROMOTION.strict = old
+
+
 def result_dtype(*specs) -> np.dtype:
-    """NumPy 2 promotion; Python scalars are weak (float32 * 2.0 stays float32)."""
+    """NumPy 2 promotion; Python scalars are weak (float32 * 2.0 stays float32). Under
+    `strict_dtypes()`, no promotion at all."""
+    if _PROMOTION.strict:
+        return _strict_dtype(specs)
     return np.result_type(*[s.weak if s.weak is not None else s.dtype for s in specs])
+
+
+def _strict_dtype(specs):
+    dts = list(dict.fromkeys(s.dtype for s in specs if s.weak is None))
+    if len(dts) > 1:
+        raise DtypeMismatch(f"input dtypes {' and '.join(map(str, dts))} do not match", specs)
+    if not dts:
+        return np.result_type(*[s.weak for s in specs])
+    for s in specs:
+        if s.weak is not None and not _fits(s.weak, dts[0]):
+            raise DtypeMismatch(f"expected {dts[0]}, got {s.weak!r} of type "
+                                f"'{type(s.weak).__name__}' instead", specs)
+    return dts[0]
+
+
+def _fits(x, dt) -> bool:
+    """A Python scalar TF1 would convert to dtype dt (2.0 is no int32, True is a number)."""
+    kind = np.dtype(dt).kind
+    if isinstance(x, complex):
+        return kind == "c"
+    if isinstance(x, float):
+        return kind in "fc"
+    return kind != "b" or isinstance(x, bool)
 
 
 def broadcast(opname, *specs) -> tuple:
@@ -35,22 +97,30 @@ def broadcast(opname, *specs) -> tuple:
     return tuple(reversed(out))
 
 
-def norm_axis(opname, axis, ndim, spec=None) -> int:
+def norm_axis(opname, axis, ndim, spec=None, frontend=False) -> int:
+    """`axis` as a non-negative index for an `ndim`-d input (0 for a 0-d one), or AxisError.
+
+    The one place axes are normalised: ops' shape rules call it, and so do frontend
+    functions (`frontend=True`: the error names the user's line, as a rule's error does
+    when an engine raises it).
+    """
     if not -ndim <= axis < max(ndim, 1):
         where = f" of {fmt_shape(spec)}" if spec is not None else ""
-        raise ShapeError(f"{opname}: axis {axis} is out of range for {ndim}-d input{where}")
+        msg = f"{opname}: axis {axis} is out of range for {ndim}-d input{where}"
+        raise located(msg, AxisError) if frontend else AxisError(msg)
     return axis % ndim if ndim else 0
 
 
-def norm_axes(opname, axis, ndim, spec=None) -> tuple:
+def norm_axes(opname, axis, ndim, spec=None, frontend=False) -> tuple:
     """None -> all axes; int or tuple -> sorted non-negative tuple."""
     if axis is None:
         return tuple(range(ndim))
     if isinstance(axis, int):
         axis = (axis,)
-    axes = tuple(sorted(norm_axis(opname, a, ndim, spec) for a in axis))
+    axes = tuple(sorted(norm_axis(opname, a, ndim, spec, frontend) for a in axis))
     if len(set(axes)) != len(axes):
-        raise ShapeError(f"{opname}: repeated axis in {axis}")
+        msg = f"{opname}: repeated axis in {axis}"
+        raise located(msg) if frontend else ShapeError(msg)
     return axes
 
 
