@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import Sample, fmt_shape
-from .composite import (_located, _reduce_loss, _shape, clamp, composite, logical_and,
+from .core import Sample, fmt_shape, located
+from .composite import (_reduce_loss, _shape, clamp, composite, logical_and,
                         moments, norm)
 from .elementwise import (abs, exp, log, maximum, minimum, sigmoid, softplus, stop_gradient,
                           tanh, where)  # noqa: A004
@@ -106,7 +106,7 @@ def glu(x, dim=-1):
     xs = _shape(x)
     n = xs[dim]
     if n is not None and n % 2:
-        raise _located(f"glu: halving dimension {dim} of {fmt_shape(xs)} must be even, "
+        raise located(f"glu: halving dimension {dim} of {fmt_shape(xs)} must be even, "
                        f"got size {n}")
     ax = dim % len(xs)
     first = tuple(slice(None) for _ in range(ax))
@@ -119,7 +119,7 @@ def _prelu_weight(x, weight):
     ws, xs = _shape(weight), _shape(x)
     if len(ws) == 1 and ws[0] != 1 and len(xs) >= 2:
         if xs[1] is not None and xs[1] != ws[0]:
-            raise _located(f"prelu: weight {fmt_shape(ws)} has {ws[0]} parameters but input "
+            raise located(f"prelu: weight {fmt_shape(ws)} has {ws[0]} parameters but input "
                            f"{fmt_shape(xs)} has {xs[1]} channels (dim 1)")
         return reshape(weight, (ws[0],) + (1,) * (len(xs) - 2))
     return weight
@@ -137,7 +137,7 @@ def prelu(x, weight):
 def _check_pair(name, x, t):
     xs, ts = _shape(x), _shape(t)
     if None not in xs and None not in ts and xs != ts:
-        raise _located(f"{name}: input {fmt_shape(xs)} and target {fmt_shape(ts)} must have "
+        raise located(f"{name}: input {fmt_shape(xs)} and target {fmt_shape(ts)} must have "
                        f"the same shape")
 
 
@@ -234,7 +234,7 @@ def group_norm(x, weight=None, bias=None, num_groups=1, eps=1e-5):
     then scale and shift per channel (torch.nn.GroupNorm)."""
     xs = _shape(x)
     if len(xs) < 2 or (xs[1] is not None and xs[1] % num_groups):
-        raise _located(f"group_norm: channels of input {fmt_shape(xs)} must be divisible by "
+        raise located(f"group_norm: channels of input {fmt_shape(xs)} must be divisible by "
                        f"num_groups={num_groups}")
     rest = int(np.prod(xs[2:], dtype=np.int64)) if len(xs) > 2 else 1
     g = reshape(x, (-1, num_groups, xs[1] // num_groups * rest))

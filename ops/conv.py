@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from .core import Sample, fmt_shape
-from .composite import _located, _shape, composite, mean
+from .core import Sample, fmt_shape, located
+from .composite import _shape, composite, mean
 from .nn import fold, matmul, pair, unfold, window_outs
 from .reduce import argmax, max as max_, sum as sum_
 from .shape import (concat, expand_dims, pad, reshape, slice_, squeeze, take, transpose,
@@ -22,7 +22,7 @@ from .shape import (concat, expand_dims, pad, reshape, slice_, squeeze, take, tr
 def _need(name, x, nd, layout):
     xs = _shape(x)
     if len(xs) != nd:
-        raise _located(f"{name}: expects a {nd}-d input {layout}, got {fmt_shape(xs)}")
+        raise located(f"{name}: expects a {nd}-d input {layout}, got {fmt_shape(xs)}")
     return xs
 
 
@@ -75,15 +75,15 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     'same' or 'valid'."""
     xs, ws = _shape(x), _shape(weight)
     if len(xs) != 4 or len(ws) != 4:
-        raise _located(f"conv2d: expects input (N, C, H, W) and weight (O, C, kh, kw), got "
+        raise located(f"conv2d: expects input (N, C, H, W) and weight (O, C, kh, kw), got "
                        f"{fmt_shape(xs)} and {fmt_shape(ws)}")
     o, cg, kh, kw = ws
     if xs[1] is not None and cg is not None and xs[1] != cg * groups:
         each = "" if groups == 1 else f" ({groups} groups of {cg})"
-        raise _located(f"conv2d: input {fmt_shape(xs)} has {xs[1]} channels but weight "
+        raise located(f"conv2d: input {fmt_shape(xs)} has {xs[1]} channels but weight "
                        f"{fmt_shape(ws)} expects {cg * groups}{each}")
     if o % groups:
-        raise _located(f"conv2d: out_channels {o} of weight {fmt_shape(ws)} is not divisible "
+        raise located(f"conv2d: out_channels {o} of weight {fmt_shape(ws)} is not divisible "
                        f"by groups={groups}")
     x, padding = _resolve_padding("conv2d", x, padding, (kh, kw), stride, dilation)
     cols = unfold(x, kernel=(kh, kw), stride=stride, padding=padding, dilation=dilation)
@@ -135,7 +135,7 @@ def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0
     dilation * (kh - 1) + output_padding + 1."""
     xs, ws = _need("conv_transpose2d", x, 4, "(N, C, H, W)"), _shape(weight)
     if len(ws) != 4 or (xs[1] is not None and ws[0] != xs[1]):
-        raise _located(f"conv_transpose2d: input {fmt_shape(xs)} has {xs[1]} channels but "
+        raise located(f"conv_transpose2d: input {fmt_shape(xs)} has {xs[1]} channels but "
                        f"weight {fmt_shape(ws)} expects {ws[0] if len(ws) else '?'}")
     c, og, kh, kw = ws
     (sh, sw), (ph, pw), (oph, opw), (dh, dw) = (pair(v) for v in (stride, padding,
@@ -169,7 +169,7 @@ def _pool_geometry(name, hw, kernel, stride, padding, dilation, ceil_mode):
                              f"but got pad={p}, kernel_size={k}")
         span = size + 2 * p - d * (k - 1) - 1
         if span < 0:
-            raise _located(f"{name}: input {fmt_shape(hw)} is smaller than the window "
+            raise located(f"{name}: input {fmt_shape(hw)} is smaller than the window "
                            f"{kernel} (padding {padding}, dilation {dilation})")
         out = (-(-span // s) if ceil_mode else span // s) + 1
         if ceil_mode and (out - 1) * s >= size + p:
@@ -363,7 +363,7 @@ def _pad1d(padding):
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-d convolution of (N, C, L) by weight (out, in / groups, k), as torch."""
     if len(_shape(weight)) != 3:
-        raise _located(f"conv1d: expects weight (O, C, k), got {fmt_shape(_shape(weight))}")
+        raise located(f"conv1d: expects weight (O, C, k), got {fmt_shape(_shape(weight))}")
     y = conv2d(_as_2d("conv1d", x), expand_dims(weight, axis=2), bias, _one(stride),
                _pad1d(padding), _one(dilation), groups)
     return squeeze(y, axis=2)
@@ -483,7 +483,7 @@ def pixel_shuffle(x, upscale_factor):
     xs = _need("pixel_shuffle", x, 4, "(N, C * r^2, H, W)")
     r = int(upscale_factor)
     if xs[1] % (r * r):
-        raise _located(f"pixel_shuffle: channels {xs[1]} of input {fmt_shape(xs)} are not "
+        raise located(f"pixel_shuffle: channels {xs[1]} of input {fmt_shape(xs)} are not "
                        f"divisible by upscale_factor^2 = {r * r}")
     c, h, w = xs[1] // (r * r), xs[2], xs[3]
     y = transpose(reshape(x, (-1, c, r, r, h, w)), axes=(0, 1, 4, 2, 5, 3))
