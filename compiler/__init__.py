@@ -13,13 +13,14 @@
 if __name__ != "dualgrad.compiler":  # NOTE: a second copy would mean a second op registry
     raise ImportError(f"dualgrad's engines import under one root: write `from dualgrad import compiler`, "
                       f"not `import {__name__}` (found {__file__})")
-from .codegen import CodegenError, FusedSpec, compile_fused
+from .fused_kernel import compile_fused
+from .fused_spec import CodegenError, FusedSpec
 from .export import ExportedProgram, ExportError, export, load_exported
 from .memory import pin_malloc
 from .optimize import optimize
 from .passes import PASSES
 from .report import PassRecord, Report
-from .trace import GraphBreak, compile  # noqa: A004 - torch.compile's name
+from .compiled import GraphBreak, compile  # noqa: A004 - torch.compile's name
 
 __all__ = ["compile", "GraphBreak", "optimize", "Report", "PassRecord", "PASSES", "compile_fused",
            "FusedSpec", "CodegenError", "pin_malloc", "export", "load_exported",

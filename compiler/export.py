@@ -1,6 +1,6 @@
 """`export(fn, args)`: eager code captured once into a self-contained inference program.
 
-torch.export's job: the function runs with tracers (the compile() tracer, see trace.py) in
+torch.export's job: the function runs with tracers (the compile() tracer, see tracer.py) in
 eval mode, its parameters are frozen into the graph as constants, and what comes out is an
 `ExportedProgram`, a `graph.Graph` with its input placeholders and output tensors. It runs
 on NumPy arrays or eager tensors, saves as JSON + safetensors, and loads and runs in a
@@ -33,8 +33,8 @@ from dualgrad.graph.core import op_by_name
 from dualgrad.graph.errors import GraphFileError
 from dualgrad.ops.core import ShapeError, Spec, fmt_shape, tracing, where_str
 
-from .signatures import _leaf_names, _modules_reached
-from .trace import GraphBreak, _flatten_out, _Trace
+from .signatures import leaf_names, modules_reached
+from .tracer import GraphBreak, Trace, flatten_out
 
 __all__ = ["export", "load_exported", "ExportedProgram", "ExportError"]
 
@@ -189,7 +189,7 @@ class _Traced:
 
 def _trace(fn, tensors, names, roots, name, batch):
     params = [p for r in roots for p in r.named_parameters()]
-    tr = _Trace(name, params)
+    tr = Trace(name, params)
     with tr.graph.as_default(), tracing(tr):
         phs = [graph.placeholder(t.dtype, t.shape, name=n) for t, n in zip(tensors, names)]
         err = None
@@ -197,7 +197,7 @@ def _trace(fn, tensors, names, roots, name, batch):
             result = fn(*[tr.wrap(p, False) for p in phs])
             err = tr.breaks[0] if tr.breaks else tr.changed_in_place()
             leaves = []
-            tree = _flatten_out(result, tr, leaves)
+            tree = flatten_out(result, tr, leaves)
         except GraphBreak as e:
             err = tr.breaks[0] if tr.breaks else e
         except Exception:
@@ -242,8 +242,8 @@ def export(fn, args, *, dynamic_batch=True) -> ExportedProgram:
     args = tuple(args) if isinstance(args, (tuple, list)) else (args,)
     tensors = [_as_tensor(a, i) for i, a in enumerate(args)]
     name = getattr(fn, "__qualname__", type(fn).__name__)
-    roots, mods = _modules_reached(fn)
-    names = _leaf_names(fn, tensors, {})
+    roots, mods = modules_reached(fn)
+    names = leaf_names(fn, tensors, {})
     flags = [m.training for m in mods]
     for m in mods:
         object.__setattr__(m, "training", False)

@@ -32,7 +32,7 @@ def small_caller(kernel, R, C, in_shapes, out_shapes, out_views, out_dtypes, fir
     a larger matrix: the LSTM's gates) comes so every time, from the same producer: the
     function copies it instead of guarding it.
     """
-    from .codegen import PARALLEL_MIN_ELEMENTS
+    from .fused_kernel import PARALLEL_MIN_ELEMENTS
     layout = getattr(kernel, "call_layout", None)
     if (layout is None or R * C >= PARALLEL_MIN_ELEMENTS
             or any(type(a) is not np.ndarray for a in first)):

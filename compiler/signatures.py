@@ -15,18 +15,18 @@ from dualgrad.eager.nn import Module
 from dualgrad.eager.tensor import Tensor
 from dualgrad.ops.core import engine_of
 
-class _Inline(Exception):
+class Inline(Exception):
     """An argument is a tracer or a graph tensor: run fn as it is (nested in a trace)."""
 
 
 _VALUE_TYPES = (type(None), bool, int, str, bytes, slice, type(Ellipsis), type, np.dtype)
 
 
-def _key(x, tensors, keep):
+def signature_key(x, tensors, keep):
     """The signature part of one argument; eager tensors are collected in `tensors`."""
     if isinstance(x, Tensor):
         if engine_of(x).level > 0:   # a tracer: the call is nested in a trace
-            raise _Inline
+            raise Inline
         tensors.append(x)
         return (x.data.shape, x.data.dtype.str, x.requires_grad)
     if isinstance(x, _VALUE_TYPES):
@@ -34,15 +34,15 @@ def _key(x, tensors, keep):
     if isinstance(x, (float, complex, np.generic)):
         return (type(x), repr(x))      # NOTE: repr tells -0.0 from 0.0 and nan from nan
     if isinstance(x, (tuple, list)):
-        return (type(x), tuple([_key(v, tensors, keep) for v in x]))
+        return (type(x), tuple([signature_key(v, tensors, keep) for v in x]))
     if isinstance(x, dict):
-        return (dict, tuple([(repr(k), _key(v, tensors, keep)) for k, v in x.items()]))
+        return (dict, tuple([(repr(k), signature_key(v, tensors, keep)) for k, v in x.items()]))
     if isinstance(x, np.ndarray):
         raw = np.ascontiguousarray(x).view(np.uint8).reshape(-1)
         body = raw.tobytes() if raw.size <= 256 else hashlib.blake2b(raw).digest()
         return (np.ndarray, x.shape, x.dtype.str, body)
     if engine_of(x) is not None:
-        raise _Inline
+        raise Inline
     keep.append(x)   # NOTE: kept alive so that its id is not reused while the entry lives
     if isinstance(x, Module):
         return (Module, id(x), tuple([m.training for m in x.modules()]))
@@ -56,21 +56,21 @@ def _safe_repr(x):
         return ""
 
 
-def _map(x, fn):
-    """x with every eager Tensor replaced by fn(t), in the order `_key` collected them."""
+def tree_map(x, fn):
+    """x with every eager Tensor replaced by fn(t), in the order `signature_key` collected them."""
     if isinstance(x, Tensor):
         return fn(x)
     if isinstance(x, tuple):
-        items = [_map(v, fn) for v in x]
+        items = [tree_map(v, fn) for v in x]
         return type(x)(*items) if hasattr(x, "_fields") else type(x)(items)
     if isinstance(x, list):
-        return [_map(v, fn) for v in x]
+        return [tree_map(v, fn) for v in x]
     if isinstance(x, dict):
-        return {k: _map(v, fn) for k, v in x.items()}
+        return {k: tree_map(v, fn) for k, v in x.items()}
     return x
 
 
-def _leaf_names(fn, args, kwargs):
+def leaf_names(fn, args, kwargs):
     """Placeholder names for the tensor arguments, from fn's parameter names."""
     try:
         params = list(inspect.signature(fn.forward if isinstance(fn, Module) else fn).parameters)
@@ -94,7 +94,7 @@ def _leaf_names(fn, args, kwargs):
     return out
 
 
-def _modules_reached(fn):
+def modules_reached(fn):
     """Modules whose train/eval mode the function can see: the module itself, a bound
     method's object (and the modules among its attributes), closure cells and globals."""
     roots = []
@@ -126,7 +126,7 @@ def _modules_reached(fn):
     return roots, mods
 
 
-def _describe(args, kwargs, key):
+def describe(args, kwargs, key):
     """One readable line for a signature: argument specs and values, grad and train modes."""
     def one(x):
         if isinstance(x, Tensor):

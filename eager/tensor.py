@@ -17,10 +17,10 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops import REGISTRY as R
-from dualgrad.ops.autodiff import backprop
+from dualgrad.ops.autodiff import backprop, toposort
 from dualgrad.ops.composite import current_composite
 from dualgrad.ops.core import TRACING, explain_failure, spec_of, user_frame, where_str
-from dualgrad.ops.rules import torch_result_dtype
+from dualgrad.ops.rules import norm_axis, torch_result_dtype
 
 from . import devices as _device
 from .inplace import CLOCK, InPlaceMixin
@@ -159,6 +159,13 @@ def recorded(data, op, inputs, attrs):
     t.requires_grad = True
     t._node = (op, tuple(inputs), attrs)
     return t
+
+
+def leaves_reached(outputs):
+    """The leaf tensors a backward() from `outputs` would give gradients to (torch's DDP walks
+    the autograd graph the same way to find unused parameters)."""
+    return [t for t in toposort([o for o in outputs if _needs_grad(o)], _node_of, _needs_grad)
+            if t._node is None]
 
 
 def _rbinary(op, a, b):
@@ -490,7 +497,7 @@ class Tensor(InPlaceMixin, TensorMethods):
         return ops.logical_or(self, o)
 
     def __getitem__(self, index):
-        return getitem(self, index)
+        return ops.getitem(self, index)
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
@@ -632,16 +639,15 @@ class Tensor(InPlaceMixin, TensorMethods):
         nd = self.data.ndim
         if nd == 0:
             return self.reshape(1)
-        s, e = start_dim % nd, end_dim % nd
+        s, e = (norm_axis("flatten", d, nd, self.shape, frontend=True)
+                for d in (start_dim, end_dim))
         shape = self.data.shape
         return ops.reshape(self, shape[:s] + (-1,) + shape[e + 1:])
 
     def transpose(self, dim0, dim1):
         nd = self.ndim
-        for d in (dim0, dim1):
-            if not -nd <= d < max(nd, 1):
-                raise IndexError(f"transpose: dim {d} is out of range for a {nd}-d tensor of "
-                                 f"shape {self.shape} (at {where_str(user_frame())})")
+        dim0, dim1 = (norm_axis("transpose", d, nd, self.shape, frontend=True)
+                      for d in (dim0, dim1))
         axes = list(range(nd))
         axes[dim0], axes[dim1] = axes[dim1], axes[dim0]
         return ops.transpose(self, axes=tuple(axes))
@@ -745,33 +751,3 @@ def _to_args(args, kwargs):
             dtype = np.dtype(a)
     _device.check(dev)
     return dtype, copy
-
-
-def _is_int_index(i):
-    return isinstance(i, (list, np.ndarray, Tensor)) and not (
-        isinstance(i, (np.ndarray, Tensor)) and i.dtype == np.bool_)
-
-
-def getitem(t, index):
-    """Basic indexing becomes a `slice` op; one integer array/tensor becomes `take`."""
-    parts = index if isinstance(index, tuple) else (index,)
-    arrays = [k for k, p in enumerate(parts) if _is_int_index(p)]
-    if any(isinstance(p, (np.ndarray, Tensor)) and p.dtype == np.bool_
-           for p in parts):
-        raise IndexError("boolean-mask indexing makes a data-dependent shape and is not "
-                         "supported; use eager.where(mask, x, 0) instead")
-    if not arrays:
-        return ops.slice_(t, index=tuple(int(p) if isinstance(p, (np.integer, Tensor)) else p
-                                         for p in parts))
-    if len(arrays) > 1 or any(p is not Ellipsis and p != slice(None)
-                              for k, p in enumerate(parts) if k not in arrays):
-        raise IndexError("only one integer-array index, with ':' elsewhere, is supported "
-                         "(e.g. x[idx] or x[:, idx])")
-    k = arrays[0]
-    if any(p is Ellipsis for p in parts):   # NOTE: not `in`, which would call Tensor.__eq__
-        k = t.ndim - (len(parts) - k)
-    idx = parts[arrays[0]]
-    idx = idx if isinstance(idx, Tensor) else np.asarray(idx, dtype=np.int64)
-    return ops.take(t, idx, axis=k)
-
-

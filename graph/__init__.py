@@ -31,7 +31,8 @@ from .core import (Graph, GraphKeys, Node, Tensor, TensorShape, add_to_collectio
 from .dtypes import (as_dtype, bool_, float16, float32, float64, int8, int16, int32, int64,
                      uint8)
 from .variables import (Variable, assign, assign_add, assign_sub, global_variables,
-                        global_variables_initializer, trainable_variables,
+                        global_variables_initializer, local_variables,
+                        local_variables_initializer, trainable_variables,
                         variables_initializer)
 from .control_flow import cond, group, identity, no_op, print_, while_loop
 from . import while_grad as _while_grad  # noqa: F401 - registers the while_grad kind
@@ -39,6 +40,8 @@ from .gradients import gradients
 from .math_ops import *  # noqa: F403 - TF's op functions: graph.matmul, graph.reduce_sum, …
 from .math_ops import __all__ as _math_all
 from .session import InteractiveSession, Session, get_default_session
+from .config import (ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata,
+                     RunOptions)
 from .plan import Plan, Step, build_plan, lower
 from .array_ops import *  # noqa: F403 - shape, size, rank, fill, zeros, ones, range, unstack
 from .array_ops import __all__ as _array_all
@@ -46,7 +49,7 @@ from .init_ops import *  # noqa: F403 - zeros_initializer, glorot_uniform_initia
 from .init_ops import __all__ as _init_all
 from .variable_scope import (AUTO_REUSE, VariableScope, get_variable, get_variable_scope,
                              variable_scope)
-from . import nn, layers, losses, train, contrib
+from . import nn, layers, losses, metrics, train, contrib
 from . import onnx  # noqa: F401 - graph.onnx.export / load; the onnx package loads lazily
 from .serialize import load, restore, save
 from .inspect import describe, to_dot
@@ -65,9 +68,11 @@ __all__ = [
     "bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
     "Variable", "assign", "assign_add", "assign_sub", "global_variables",
     "global_variables_initializer", "trainable_variables", "variables_initializer", "cond",
+    "local_variables", "local_variables_initializer",
     "group", "identity", "no_op", "print", "Print", "while_loop", "gradients",
-    "InteractiveSession", "Session", "get_default_session", "Plan", "Step", "build_plan",
-    "lower", "nn", "layers", "losses", "onnx", "train", "load", "restore", "save", "summary",
+    "InteractiveSession", "Session", "get_default_session", "ConfigProto", "GPUOptions",
+    "GraphOptions", "OptimizerOptions", "RunMetadata", "RunOptions", "Plan", "Step", "build_plan",
+    "lower", "nn", "layers", "losses", "metrics", "onnx", "train", "load", "restore", "save", "summary",
     "describe", "to_dot",
     "contrib", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
     *_math_all, *_init_all, *_array_all,

@@ -22,8 +22,8 @@ import builtins
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.composite import located
-from dualgrad.ops.core import Spec, fmt_shape
+from dualgrad.ops.core import Spec, fmt_shape, located
+from dualgrad.ops.rules import norm_axis
 
 from .core import Tensor, _graph_of, _lift, constant, convert_to_tensor, graph_kind
 from .dtypes import as_dtype
@@ -195,7 +195,7 @@ def unstack(value, num=None, axis=0, name="unstack"):
     value = convert_to_tensor(value)
     if value.ndim is None:
         raise located("unstack: the input's rank must be known")
-    a = axis % value.ndim
+    a = norm_axis("unstack", axis, value.ndim, value.spec, frontend=True)
     n = value.shape[a] if num is None else int(num)
     if n is None:
         raise located(f"unstack: dimension {a} of {fmt_shape(value.spec)} is unknown; pass "

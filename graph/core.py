@@ -299,32 +299,11 @@ class Tensor:
         return logical_or(self, o)
 
     def __getitem__(self, index):
-        return getitem(self, index)
+        return ops.getitem(self, index)
 
     @property
     def T(self):
         return ops.transpose(self, axes=tuple(reversed(range(self.ndim))))
-
-
-def getitem(t, index):
-    """Basic indexing (ints, slices, None, ...) is a `slice` op; one integer array is `take`."""
-    parts = index if isinstance(index, tuple) else (index,)
-    arrays = [k for k, p in enumerate(parts) if isinstance(p, (list, np.ndarray, Tensor))]
-    if not arrays:
-        return ops.slice_(t, index=tuple(int(p) if isinstance(p, np.integer) else p
-                                         for p in parts))
-    idx = parts[arrays[0]]
-    if np.dtype(idx.dtype if isinstance(idx, Tensor) else np.asarray(idx).dtype) == np.bool_:
-        raise IndexError("boolean-mask indexing makes a data-dependent shape and is not "
-                         "supported; use graph.where(mask, x, 0)")
-    if len(arrays) > 1 or any(p is not Ellipsis and p != slice(None)
-                              for k, p in enumerate(parts) if k != arrays[0]):
-        raise IndexError("only one integer-array index, with ':' elsewhere, is supported "
-                         "(e.g. x[idx] or x[:, idx]); see graph.gather")
-    k = arrays[0] if Ellipsis not in parts else t.ndim - (len(parts) - arrays[0])
-    if not isinstance(idx, Tensor):
-        idx = np.asarray(idx, dtype=np.int64)
-    return ops.take(t, idx, axis=k)
 
 
 # -- graphs ------------------------------------------------------------------------------------
@@ -508,9 +487,24 @@ class Graph:
     def add_to_collection(self, name, value):
         self.collections.setdefault(name, []).append(value)
 
-    def get_collection(self, name):
-        """A copy of the list stored under `name` (empty if none)."""
-        return list(self.collections.get(name, ()))
+    def get_collection(self, name, scope=None):
+        """A copy of the list stored under `name` (empty if none); with `scope`, only the
+        items whose name matches it from the start (re.match), as TF1. The variable keys
+        are kept by the variables themselves: GLOBAL_VARIABLES, TRAINABLE_VARIABLES."""
+        if name == GraphKeys.GLOBAL_VARIABLES:
+            items = self.global_variables()
+        elif name == GraphKeys.TRAINABLE_VARIABLES:
+            items = self.trainable_variables()
+        else:
+            items = list(self.collections.get(name, ()))
+        if scope is None:
+            return items
+        return [x for x in items if re.match(scope, getattr(x, "name", "") or "")]
+
+    def global_variables(self):
+        """Every Variable but those created outside GLOBAL_VARIABLES (metrics' locals)."""
+        skip = {id(v) for v in self.collections.get(NON_GLOBAL, ())}
+        return [v for v in self.variables if id(v) not in skip]
 
     def capture(self, t):  # a plain graph captures nothing; bodies override (control_flow.py)
         raise ValueError(f"tensor '{t.name}' belongs to another graph")
@@ -526,6 +520,7 @@ class _ThreadState(threading.local):
 
 
 _TLS = _ThreadState()
+NON_GLOBAL = "_non_global_variables"   # Variables whose `collections` left out the global one
 _GLOBAL = [Graph()]
 
 
@@ -536,6 +531,10 @@ def get_default_graph() -> Graph:
 
 class GraphKeys:
     """Standard collection names, as tf.GraphKeys."""
+    GLOBAL_VARIABLES = VARIABLES = "variables"
+    LOCAL_VARIABLES = "local_variables"
+    TRAINABLE_VARIABLES = "trainable_variables"
+    METRIC_VARIABLES = "metric_variables"
     UPDATE_OPS = "update_ops"   # layers.batch_normalization's moving-average assigns
     SUMMARIES = "summaries"     # summary.scalar / summary.histogram ops, for merge_all
 
@@ -545,9 +544,10 @@ def add_to_collection(name, value):
     get_default_graph().add_to_collection(name, value)
 
 
-def get_collection(name):
-    """The default graph's collection `name`, e.g. graph.GraphKeys.UPDATE_OPS."""
-    return get_default_graph().get_collection(name)
+def get_collection(key, scope=None):
+    """The default graph's collection `key`, e.g. graph.GraphKeys.UPDATE_OPS (with `scope`,
+    the items whose name re.match-es it)."""
+    return get_default_graph().get_collection(key, scope)
 
 
 def reset_default_graph():

@@ -11,14 +11,16 @@ Under `mpiexec -n 2 python train.py`:
     sess.run(graph.global_variables_initializer()); sess.run(bcast)
 
 The collectives are graph nodes (stateful, so the optimiser never folds, merges or drops
-them): `DistributedOptimizer` averages all of a step's gradients in one fused all-reduce
-node per dtype. Every rank must run the same graph: the first run of each collective node
-checks that every rank passes the same shapes (a clear error, not a hang).
+them): `DistributedOptimizer` averages all of a step's gradients with one `ops.all_reduce`
+node per dtype over their concatenation (`ops.all_reduce_many`). Every rank must run the
+same graph: each run of a collective node checks that every rank passes the same shapes
+(a clear error, not a hang).
 """
 from __future__ import annotations
 
 import numpy as np
 
+from dualgrad import ops
 from dualgrad.ops import distributed as _mpi
 from .control_flow import group
 from .core import Tensor, graph_kind
@@ -67,33 +69,6 @@ def _local():
 
 
 # -- collective nodes -------------------------------------------------------------------------
-def _allreduce_lower(node):
-    op = node.attrs["op"]
-    names = [t.name for t in node.inputs]
-    first = [True]
-
-    def run(state, *arrays):
-        if first[0]:            # NOTE: every rank runs the same graph: check its shapes once
-            _mpi.check_same_shapes(f"allreduce '{node.name}'",
-                                   [(n, a.shape) for n, a in zip(names, arrays)])
-            first[0] = False
-        flat = np.concatenate([np.asarray(a, node.outputs[0].dtype).reshape(-1)
-                               for a in arrays])
-        _mpi.all_reduce(flat, "avg" if op == Average else "sum", check=False,
-                        what=f"allreduce '{node.name}'")
-        outs, start = [], 0
-        for a in arrays:
-            outs.append(flat[start:start + a.size].reshape(a.shape))
-            start += a.size
-        return outs[0] if len(outs) == 1 else tuple(outs)
-    return run, True
-
-
-def _allreduce_vjp(g, *inputs, out, needs, op):
-    # NOTE: Horovod's rule: the gradient of an all-reduce is the all-reduce of the gradient
-    return (allreduce(g, op=op),)
-
-
 def _broadcast_lower(node):
     root = node.attrs["root_rank"]
 
@@ -102,14 +77,8 @@ def _broadcast_lower(node):
     return run, True
 
 
-ALLREDUCE = graph_kind("hvd_allreduce", _allreduce_lower, _allreduce_vjp)
 BROADCAST = graph_kind("hvd_broadcast", _broadcast_lower)
-
-
-def _fused_allreduce(tensors, op, name):
-    g = tensors[0].graph
-    node = g.create_node(ALLREDUCE, tensors, {"op": op}, [t.spec for t in tensors], name)
-    return list(node.outputs)
+_REDUCE = {Average: "avg", Sum: "sum"}
 
 
 def allreduce(tensor, average=None, op=None, name=None):
@@ -117,7 +86,8 @@ def allreduce(tensor, average=None, op=None, name=None):
     op = _op(average, op)
     if not isinstance(tensor, Tensor):
         raise TypeError(f"hvd.allreduce: expected a graph tensor, got {type(tensor).__name__}")
-    return _fused_allreduce([tensor], op, name or "HorovodAllreduce")[0]
+    with tensor.graph.name_scope(name or "HorovodAllreduce"):
+        return ops.all_reduce(tensor, _REDUCE[op])
 
 
 def broadcast(tensor, root_rank, name=None):
@@ -163,13 +133,11 @@ class DistributedOptimizer:
     def compute_gradients(self, loss, var_list=None):
         pairs = self._optimizer.compute_gradients(loss, var_list)
         present = [g for g, _ in pairs if g is not None]
-        averaged = {}
-        for dtype in dict.fromkeys(g.dtype for g in present):
-            grads = [g for g in present if g.dtype == dtype]
-            with grads[0].graph.name_scope(self.name):
-                outs = _fused_allreduce(grads, self._op, "Allreduce")
-            averaged.update(zip(map(id, grads), outs))
-        return [(None if g is None else averaged[id(g)], v) for g, v in pairs]
+        if not present:
+            return pairs
+        with present[0].graph.name_scope(self.name):
+            outs = iter(ops.all_reduce_many(present, _REDUCE[self._op]))
+        return [(None if g is None else next(outs), v) for g, v in pairs]
 
     def apply_gradients(self, grads_and_vars, global_step=None, name=None):
         return self._optimizer.apply_gradients(grads_and_vars, global_step, name)

@@ -16,8 +16,8 @@ import math
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.composite import located
-from dualgrad.ops.core import fmt_shape
+from dualgrad.ops.core import fmt_shape, located
+from dualgrad.ops.rules import norm_axis
 
 from .control_flow import cond
 from dualgrad.ops.updates import running_average
@@ -119,7 +119,7 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
     2
     """
     nd = len(inputs.shape)
-    ax = axis % nd
+    ax = norm_axis("batch_normalization", axis, nd, inputs.shape, frontend=True)
     c = inputs.shape[ax]
     if c is None:
         raise located(f"batch_normalization: the channel dim {axis} of "

@@ -20,6 +20,7 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops.core import ShapeError, tracing
+from dualgrad.ops.rules import norm_axis
 
 from .core import GraphEngine, Tensor, _graph_of, constant, convert_to_tensor, get_default_graph, graph_kind
 from .dtypes import as_dtype
@@ -278,7 +279,7 @@ def stack(values, axis=0):
 def split(value, num_or_size_splits, axis=0, name=None):
     """TF's split: an int is the number of equal pieces, a list the sizes of the pieces."""
     shape = value.shape
-    a = axis % len(shape)
+    a = norm_axis("split", axis, len(shape), shape, frontend=True)
     if isinstance(num_or_size_splits, int):
         n = shape[a]
         if n is None or n % num_or_size_splits:

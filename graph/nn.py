@@ -19,8 +19,8 @@ import math
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.composite import located
-from dualgrad.ops.core import fmt_shape
+from dualgrad.ops.core import fmt_shape, located
+from dualgrad.ops.rules import norm_axis
 
 from .core import Tensor, _graph_of
 from .dtypes import as_dtype
@@ -347,7 +347,8 @@ def _noise_like(x, noise_shape):
 
 @named
 def layer_norm(x, gamma=None, beta=None, epsilon=1e-5, begin_norm_axis=-1):
-    n = len(x.shape) - (begin_norm_axis % len(x.shape))
+    n = len(x.shape) - norm_axis("layer_norm", begin_norm_axis, len(x.shape), x.shape,
+                                 frontend=True)
     return ops.layer_norm(x, gamma, beta, eps=epsilon, normalized_ndim=n)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.composite import located
+from dualgrad.ops.core import located
 from dualgrad.ops.core import Spec, fmt_shape
 
 from .array_ops import shape as shape_of

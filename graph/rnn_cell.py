@@ -19,7 +19,7 @@ import collections
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.composite import located
+from dualgrad.ops.core import located
 from dualgrad.ops.core import fmt_shape
 
 from .array_ops import zeros

@@ -35,7 +35,7 @@ import numpy as np
 from dualgrad.ops.core import ShapeError, Spec
 from dualgrad.ops.files import atomic_paths
 
-from .core import Graph, KINDS, get_default_graph, op_by_name
+from .core import NON_GLOBAL, Graph, GraphKeys, KINDS, get_default_graph, op_by_name
 from .errors import GraphFileError, NotFoundError
 
 __all__ = ["save", "load", "restore"]
@@ -59,9 +59,12 @@ class _Encoder:
         self.body_keys: dict[int, str] = {}
 
     def graph(self, g, key):
+        local = {id(v) for v in g.collections.get(NON_GLOBAL, ())}
         doc = {"nodes": [self.node(n, key) for n in g._nodes],
                "variables": [{"name": v.node.name, "initializer": v.initializer.name,
-                              "initial_value": v.initial_value.name} for v in g.variables]}
+                              "initial_value": v.initial_value.name,
+                              **({"local": True} if id(v) in local else {})}
+                             for v in g.variables]}
         if g.outer is not None:
             doc["label"] = g.label
             doc["outer"] = self.body_keys.get(id(g.outer), "")
@@ -115,9 +118,10 @@ class _Encoder:
         return key
 
 
-def save(path, session=None, graph=None):
+def save(path, session=None, graph=None, var_list=None):
     """Write the graph (default: the session's, else the default graph) and, given a
-    session, its variable values. Returns the path of the JSON file."""
+    session, its variable values (only those of var_list, when given). Returns the path of
+    the JSON file."""
     from safetensors.numpy import save_file
     g = graph if graph is not None else session.graph if session is not None else \
         get_default_graph()
@@ -126,7 +130,7 @@ def save(path, session=None, graph=None):
     doc["bodies"] = enc.bodies
     if session is not None:
         state = session.variable_values()
-        for v in g.variables:
+        for v in g.variables if var_list is None else var_list:
             if v.node.name in state:
                 enc.arrays[f"var:{v.node.name}"] = np.asarray(state[v.node.name], order="C")
     jpath, spath = _paths(path)
@@ -151,6 +155,9 @@ class _Decoder:
             v.initializer = g.get_operation_by_name(_get(vdoc, "initializer", str))
             v.initial_value = _tensor(g, _get(vdoc, "initial_value", str))
             g.variables.append(v)
+            if vdoc.get("local") is True:    # NOTE: a metric's count, as LOCAL_VARIABLES
+                g.add_to_collection(NON_GLOBAL, v)
+                g.add_to_collection(GraphKeys.LOCAL_VARIABLES, v)
         return g
 
     def node(self, nd, g):
@@ -320,11 +327,12 @@ def load(path) -> Graph:
     return g
 
 
-def restore(session, path):
-    """Load saved variable values into `session` (variables matched by name)."""
+def restore(session, path, var_list=None):
+    """Load saved variable values into `session` (variables matched by name): those of
+    var_list, default every variable of the session's graph."""
     _, arrays = _read(path)
     values = {}
-    for v in session.graph.variables:
+    for v in session.graph.variables if var_list is None else var_list:
         key = f"var:{v.node.name}"
         if key not in arrays:
             raise NotFoundError(f"restore: variable {v.node.name!r} is not in {path}")

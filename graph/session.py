@@ -22,6 +22,7 @@ import numpy as np
 
 from dualgrad.ops.core import Spec, fmt_shape
 
+from .config import ConfigProto, RunMetadata, RunOptions, check
 from .core import Graph, Node, Tensor, get_default_graph
 from .errors import InvalidArgumentError, describe
 from .plan import build_plan
@@ -68,13 +69,23 @@ def _optimizer():
 
 
 class Session:
-    """`Session(graph=None, optimize=True)`: a context manager with `run(fetches, feed_dict)`.
+    """`Session(graph=None, optimize=True, config=None)`: a context manager with
+    `run(fetches, feed_dict, options=None, run_metadata=None)`. `config` (a ConfigProto),
+    `options` (RunOptions) and `run_metadata` (RunMetadata) are accepted as TF1 programs pass
+    them and change nothing (graph/config.py says why).
 
     fetches: a Tensor, a Variable, a Node (an op: its result is None), a name ("x:0" or
     "train"), or a nested list / tuple / dict of them; the result has the same structure.
     """
 
-    def __init__(self, graph=None, optimize=True, config=None):
+    def __init__(self, graph=None, optimize=True, config=None, target=""):
+        if isinstance(graph, str):          # NOTE: TF1's Session(target, graph, config)
+            graph, target = (optimize, graph) if isinstance(optimize, Graph) else (None, graph)
+            optimize = True
+        if target:
+            raise NotImplementedError(f"Session(target={target!r}): dualgrad runs in this "
+                                      f"process only (distributed TF1 targets are not supported)")
+        self.config = check(config, ConfigProto, "Session(config=...)")   # accepted, ignored
         self.graph = graph if graph is not None else get_default_graph()
         if not isinstance(self.graph, Graph):
             raise TypeError(f"Session(graph=...) needs a graph.Graph, got {self.graph!r}")
@@ -124,6 +135,8 @@ class Session:
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
+        check(options, RunOptions, "run(options=...)")            # accepted, ignored
+        check(run_metadata, RunMetadata, "run(run_metadata=...)")  # stays empty
         flat, rebuild = _flatten(fetches, self._element)
         feeds = self._check_feeds(feed_dict or {})
         values = self._plan(flat, feeds).run(self._state, feeds)
@@ -271,8 +284,8 @@ class _AsDefault:
 class InteractiveSession(Session):
     """A Session that installs itself as the default session on creation (for notebooks)."""
 
-    def __init__(self, graph=None, optimize=True):
-        super().__init__(graph, optimize)
+    def __init__(self, graph=None, optimize=True, config=None, target=""):
+        super().__init__(graph, optimize, config, target)
         _TLS.sessions.append(self)
 
     def close(self):

@@ -30,11 +30,13 @@ from dualgrad.ops.updates import (adadelta_update, adagrad_update, adam_update_t
 from .control_flow import group
 from .core import Tensor, get_default_graph
 from .gradients import gradients
+from .saver import Saver, checkpoint_exists, get_checkpoint_state, latest_checkpoint
 from .variables import Variable, assign, assign_add
 
 __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
            "RMSPropOptimizer", "AdagradOptimizer", "AdadeltaOptimizer", "exponential_decay",
-           "get_or_create_global_step", "get_global_step", "Saver"]
+           "get_or_create_global_step", "get_global_step", "Saver", "latest_checkpoint",
+           "get_checkpoint_state", "checkpoint_exists"]
 
 
 class Optimizer:
@@ -236,16 +238,3 @@ def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, stair
     if staircase:   # NOTE: the step count is never negative: truncation is floor
         p = ops.cast(ops.cast(p, np.int64), np.float32)
     return learning_rate * ops.pow(np.float32(decay_rate), p)
-
-
-class Saver:
-    """TF1's Saver: `save(sess, path)` writes the graph and the session's variable values;
-    `restore(sess, path)` loads the values of matching variables into `sess`."""
-
-    def save(self, sess, save_path):
-        from .serialize import save
-        return save(save_path, sess)
-
-    def restore(self, sess, save_path):
-        from .serialize import restore
-        restore(sess, save_path)

@@ -157,10 +157,8 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
         raise ValueError(f"Variable {full} already exists, disallowed. Did you mean to set "
                          f"reuse=True or reuse=AUTO_REUSE in VarScope?")
     v = _create(g, scope, full, shape, dtype, initializer,
-                True if trainable is None else trainable)
+                True if trainable is None else trainable, collections)
     st.vars[full] = v
-    for c in collections or ():
-        g.add_to_collection(c, v)
     return v
 
 
@@ -174,7 +172,7 @@ def _check_shared(v, full, shape, dtype):
     return v
 
 
-def _create(g, scope, full, shape, dtype, initializer, trainable):
+def _create(g, scope, full, shape, dtype, initializer, trainable, collections=None):
     init = initializer if initializer is not None else scope.initializer
     if isinstance(init, (Tensor, np.ndarray, list, tuple, int, float)) and not callable(init):
         if shape is not None:
@@ -194,5 +192,5 @@ def _create(g, scope, full, shape, dtype, initializer, trainable):
     prefix, leaf = full.rsplit("/", 1) if "/" in full else ("", full)
     with g.name_scope(prefix + "/" if prefix else ""):
         return Variable(value, trainable=trainable, name=leaf,
-                        dtype=None if dtype is None else as_dtype(dtype))
+                        dtype=None if dtype is None else as_dtype(dtype), collections=collections)
 

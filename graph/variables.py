@@ -23,13 +23,14 @@ import numpy as np
 from dualgrad import ops
 from dualgrad.ops.core import ShapeError, Spec, fmt_shape, where_str
 
-from .core import (Tensor, _graph_of, _lift, get_default_graph, graph_kind, constant,
-                   _at_user_line)
+from .core import (NON_GLOBAL, GraphKeys, Tensor, _graph_of, _lift, get_default_graph,
+                   graph_kind, constant, _at_user_line)
 from .dtypes import as_dtype
 from .errors import FailedPreconditionError, InvalidArgumentError
 
 __all__ = ["Variable", "global_variables_initializer", "variables_initializer",
-           "global_variables", "trainable_variables", "assign", "assign_add", "assign_sub"]
+           "global_variables", "trainable_variables", "assign", "assign_add", "assign_sub",
+           "local_variables", "local_variables_initializer"]
 
 
 # -- node kinds ------------------------------------------------------------------------------
@@ -42,8 +43,9 @@ def _variable_lower(node):
         except KeyError:
             raise FailedPreconditionError(
                 f"Attempting to use uninitialized value '{name}' (Variable defined at "
-                f"{where_str(node.loc)}); run graph.global_variables_initializer() (or "
-                f"'{name}.initializer') in this session first", node=node) from None
+                f"{where_str(node.loc)}); run graph.global_variables_initializer() (local "
+                f"variables: local_variables_initializer(); or '{name}.initializer') in this "
+                f"session first", node=node) from None
     return read, True
 
 
@@ -77,7 +79,8 @@ def _update_lower(opname):
             except KeyError:
                 raise FailedPreconditionError(
                     f"Attempting to use uninitialized value '{name}' in {node.type} "
-                    f"'{node.name}'; run graph.global_variables_initializer() first",
+                    f"'{node.name}'; run graph.global_variables_initializer() (local variables: "
+                    f"local_variables_initializer()) first",
                     node=node) from None
             new = _check_assign(node, kernel(cur, delta))
             state.variables[name] = new
@@ -102,7 +105,7 @@ class Variable(Tensor):
     """
     __slots__ = ("trainable", "initializer", "initial_value")
 
-    def __init__(self, initial_value, trainable=True, name=None, dtype=None):
+    def __init__(self, initial_value, trainable=True, name=None, dtype=None, collections=None):
         g = get_default_graph()
         if g.outer is not None:
             raise ValueError("create Variables outside cond/while_loop bodies (TF1 cannot "
@@ -132,6 +135,7 @@ class Variable(Tensor):
         with g.control_dependencies(None), g.name_scope(vname + "/"):
             self.initializer = assign(self, init, name="Assign").node
         g.variables.append(self)
+        _add_to_collections(g, self, collections)
 
     def __repr__(self):
         return (f"<graph.Variable '{self.node.name}' shape={fmt_shape(self.spec)} "
@@ -158,6 +162,18 @@ class Variable(Tensor):
         s = _session_or_default(session)
         s.load_variable_values({self.node.name: _check_assign(self.initializer,
                                                               np.asarray(value))})
+
+
+def _add_to_collections(g, v, collections):
+    """TF1's `collections=`: default [GLOBAL_VARIABLES]; leaving that key out makes a
+    variable that global_variables() and its initializer skip (LOCAL_VARIABLES: metrics)."""
+    if collections is None:
+        return
+    for key in collections:
+        if key not in (GraphKeys.GLOBAL_VARIABLES, GraphKeys.TRAINABLE_VARIABLES):
+            g.add_to_collection(key, v)
+    if GraphKeys.GLOBAL_VARIABLES not in collections:
+        g.add_to_collection(NON_GLOBAL, v)
 
 
 def _assign_node(kind, var, value, name):
@@ -200,8 +216,12 @@ def assign_sub(ref, delta, name=None):
     return _assign_node(ASSIGN_SUB, ref, delta, name)
 
 
-def global_variables(graph=None):
-    return list((graph or get_default_graph()).variables)
+def global_variables(graph=None, scope=None):
+    return (graph or get_default_graph()).get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
+
+
+def local_variables(graph=None, scope=None):
+    return (graph or get_default_graph()).get_collection(GraphKeys.LOCAL_VARIABLES, scope)
 
 
 def trainable_variables(graph=None):
@@ -214,5 +234,10 @@ def variables_initializer(var_list, name="init"):
 
 
 def global_variables_initializer():
-    """One op that initialises every Variable of the default graph."""
-    return variables_initializer(global_variables())
+    """One op that initialises every global Variable of the default graph."""
+    return variables_initializer(global_variables(), name="init")
+
+
+def local_variables_initializer():
+    """One op that initialises the default graph's LOCAL_VARIABLES (e.g. metrics' counts)."""
+    return variables_initializer(local_variables(), name="init_local")

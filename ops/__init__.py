@@ -11,23 +11,24 @@ if __name__ != "dualgrad.ops":  # NOTE: a second copy would mean a second op reg
     raise ImportError(f"dualgrad's engines import under one root: write `from dualgrad import ops`, "
                       f"not `import {__name__}` (found {__file__})")
 from .core import (ELEMENTWISE, REDUCTION, REGISTRY, KernelError, Op, Sample, ShapeError, Spec,
-                   bind, fmt_shape, infer_spec, register, spec_of, user_frame, where_str)
-from .elementwise import (abs, add, cast, cos, div, eq, erf, exp, ge, gt, is_value, le, log, lt,
+                   bind, fmt_shape, infer_spec, is_value, register, spec_of, user_frame, where_str)
+from .elementwise import (abs, add, cast, cos, div, eq, erf, exp, ge, gt, le, log, lt,
                           maximum, minimum, mul, ne, neg, pow, relu, sigmoid, sign, sin,
                           small_int_power, softplus, sqrt, stop_gradient, sub, tanh,
                           unbroadcast, where)
 from .shape import (broadcast_like, broadcast_to, concat, concat_part, expand_dims, matrix_transpose,
                     expand_index, ones_like, pad, reshape, reshape_like, slice_, slice_grad,
-                    squeeze, sum_to_like, take, take_grad, transpose, zeros_like)
+                    reverse, squeeze, sum_to_like, take, take_grad, transpose, zeros_like)
 from .reduce import argmax, count, cumsum, max, sum
 from .nn import fold, generator, manual_seed, matmul, one_hot, rand_like, unfold
-from .index import argsort, gather, gather_grad
+from .index import argsort, gather, gather_grad, getitem
 from .composite import (COMPOSITES, argmin, clamp, logical_and, logical_not, logical_or, rsqrt,
                         square, avg_pool2d, batch_norm, binary_cross_entropy,
                         binary_cross_entropy_with_logits, conv2d, cross_entropy, dropout,
                         embedding, flip, gelu, layer_norm, linear, log_softmax, logsumexp,
                         masked_fill, max_pool2d, mean, min, moments, mse_loss, nll_loss, norm,
                         silu, softmax, split, stack, tile, tril, triu, var)
+from .collective import all_reduce, all_reduce_many
 from . import autodiff
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -12,13 +12,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .core import (Sample, ShapeError, fmt_shape, spec_of, user_frame, user_stacklevel,
+from .core import (Sample, ShapeError, fmt_shape, located, spec_of, user_frame, user_stacklevel,
                    where_str)
 from .elementwise import cast, eq, erf, exp, log, ne, sqrt, stop_gradient, tanh, where
 from .nn import matmul, one_hot, rand_like, unfold
 from .reduce import count, max as max_, static_count, sum as sum_
-from .rules import broadcast, norm_axes
-from .shape import concat, expand_dims, pad, reshape, slice_, squeeze, take, transpose
+from .rules import broadcast, norm_axes, norm_axis
+from .shape import (concat, expand_dims, pad, reshape, reverse, slice_, squeeze, take,
+                    transpose)
 
 
 @dataclass(frozen=True)
@@ -64,15 +65,6 @@ def _shape(x):
     return tuple(x.shape) if hasattr(x, "shape") else ()
 
 
-def _located(msg) -> ShapeError:
-    """A composite's own ShapeError, at the user's line, as the engines place primitives'."""
-    loc = user_frame()
-    err = ShapeError(f"{msg} (at {where_str(loc)})")
-    err.location = loc
-    return err
-
-
-located = _located   # public: the graph front end's layout checks raise the same way
 
 
 # -- reductions -------------------------------------------------------------------------------
@@ -289,7 +281,7 @@ def layer_norm(x, weight=None, bias=None, eps=1e-5, normalized_ndim=1):
     nd = len(_shape(x))
     axes = tuple(range(nd - normalized_ndim, nd))
     if weight is not None and None not in _shape(x) and _shape(weight) != _shape(x)[nd - normalized_ndim:]:
-        raise _located(f"layer_norm: weight {fmt_shape(_shape(weight))} does not match the "
+        raise located(f"layer_norm: weight {fmt_shape(_shape(weight))} does not match the "
                          f"normalized shape {fmt_shape(_shape(x)[nd - normalized_ndim:])} of "
                          f"input {fmt_shape(_shape(x))}")
     xc = x - mean(x, axis=axes, keepdims=True)
@@ -310,10 +302,10 @@ def linear(x, weight, bias=None):
     """x @ weight.T + bias, with torch's weight layout (out_features, in_features)."""
     xs, ws = _shape(x), _shape(weight)
     if len(ws) != 2 or not xs:
-        raise _located(f"linear: expects a 2-d weight (out_features, in_features) and an input "
+        raise located(f"linear: expects a 2-d weight (out_features, in_features) and an input "
                          f"with features last, got input {fmt_shape(xs)}, weight {fmt_shape(ws)}")
     if xs[-1] is not None and ws[1] is not None and xs[-1] != ws[1]:
-        raise _located(f"linear: input {fmt_shape(xs)} has {xs[-1]} features but weight "
+        raise located(f"linear: input {fmt_shape(xs)} has {xs[-1]} features but weight "
                          f"{fmt_shape(ws)} expects {ws[1]} (weight is (out_features, "
                          f"in_features))")
     y = matmul(x, transpose(weight, axes=(1, 0)))
@@ -338,10 +330,10 @@ def conv2d(x, weight, bias=None, stride=1, padding=0):
     """2-d convolution, NCHW input, weight (out_channels, in_channels, kh, kw), as torch."""
     xs, ws = _shape(x), _shape(weight)
     if len(xs) != 4 or len(ws) != 4:
-        raise _located(f"conv2d: expects input (N, C, H, W) and weight (O, C, kh, kw), got "
+        raise located(f"conv2d: expects input (N, C, H, W) and weight (O, C, kh, kw), got "
                          f"{fmt_shape(xs)} and {fmt_shape(ws)}")
     if xs[1] is not None and ws[1] is not None and xs[1] != ws[1]:
-        raise _located(f"conv2d: input {fmt_shape(xs)} has {xs[1]} channels but weight "
+        raise located(f"conv2d: input {fmt_shape(xs)} has {xs[1]} channels but weight "
                          f"{fmt_shape(ws)} expects {ws[1]}")
     o, _, kh, kw = ws
     cols = unfold(x, kernel=(kh, kw), stride=stride, padding=padding)   # (N, C*kh*kw, L)
@@ -367,7 +359,7 @@ def max_pool2d(x, kernel_size, stride=None, padding=0):
     """Max over kernel_size windows of an (N, C, H, W) input."""
     xs = _shape(x)
     if len(xs) != 4:
-        raise _located(f"max_pool2d: expects a 4-d input (N, C, H, W), got {fmt_shape(xs)}")
+        raise located(f"max_pool2d: expects a 4-d input (N, C, H, W), got {fmt_shape(xs)}")
     stride = stride or kernel_size
     if padding:
         x = pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)), value=-np.inf)
@@ -389,7 +381,7 @@ def avg_pool2d(x, kernel_size, stride=None):
     """Mean over kernel_size windows of an (N, C, H, W) input (no padding)."""
     xs = _shape(x)
     if len(xs) != 4:
-        raise _located(f"avg_pool2d: expects a 4-d input (N, C, H, W), got {fmt_shape(xs)}")
+        raise located(f"avg_pool2d: expects a 4-d input (N, C, H, W), got {fmt_shape(xs)}")
     stride = stride or kernel_size
     _, c, h, w = xs
     ho, wo = (h - kernel_size) // stride + 1, (w - kernel_size) // stride + 1
@@ -406,7 +398,7 @@ def _moments_ref(np, x, axes, keepdims=False):
 # NOTE: the generated tests compare one output, so moments' forward and gradient are tested
 # in tests/ops/test_moments.py (and through batch_norm's samples); here only its error
 @composite(samples=(Sample(((4, 3),), {"axes": (2,)},
-                           match=r"moments: axes \(2,\) out of range for input \(4, 3\)"),),
+                           match=r"moments: axis 2 is out of range for 2-d input of \(4, 3\)"),),
            ref=_moments_ref)
 def moments(x, axes, keepdims=False):
     """(mean, biased variance) of x over `axes`, as TF's tf.nn.moments.
@@ -417,11 +409,8 @@ def moments(x, axes, keepdims=False):
     >>> m.tolist(), v.tolist()
     ([2.0, 4.0], [1.0, 4.0])
     """
-    nd = len(_shape(x))
-    ax = tuple(axes) if isinstance(axes, (list, tuple)) else (axes,)
-    if any(not -nd <= a < nd for a in ax):
-        raise _located(f"moments: axes {ax} out of range for input {fmt_shape(_shape(x))}")
-    ax = tuple(sorted(a % nd for a in ax))
+    ax = norm_axes("moments", tuple(axes) if isinstance(axes, (list, tuple)) else axes,
+                   len(_shape(x)), _shape(x), frontend=True)
     return mean(x, axis=ax, keepdims=keepdims), var(x, axis=ax, keepdims=keepdims)
 
 
@@ -440,7 +429,7 @@ def _on_channels(name, x, stat, what):
         return stat
     c = xs[1]
     if len(ss) != 1 or (c is not None and ss[0] is not None and ss[0] != c):
-        raise _located(f"{name}: {what} {fmt_shape(ss)} must have shape ({c},) (one value per "
+        raise located(f"{name}: {what} {fmt_shape(ss)} must have shape ({c},) (one value per "
                        f"channel, dim 1) or the rank of input {fmt_shape(xs)}")
     return reshape(stat, (1, -1) + (1,) * (len(xs) - 2))
 
@@ -463,7 +452,7 @@ def batch_norm(x, mean, var, weight=None, bias=None, eps=1e-5):
     and running averages are the engines' business (eager nn.BatchNorm2d, graph.layers).
     """
     if len(_shape(x)) < 2:
-        raise _located(f"batch_norm: expects an input (N, C, ...), got {fmt_shape(_shape(x))}")
+        raise located(f"batch_norm: expects an input (N, C, ...), got {fmt_shape(_shape(x))}")
     mean, var = _on_channels("batch_norm", x, mean, "mean"), _on_channels("batch_norm", x,
                                                                            var, "var")
     y = (x - mean) / sqrt(var + eps)
@@ -511,10 +500,10 @@ def cross_entropy(logits, target, reduction="mean", weight=None, ignore_index=No
     if t_dtype.kind in "iu":
         if ts != ls[:-1] and not (len(ts) == len(ls) - 1 and all(
                 a is None or b is None or a == b for a, b in zip(ts, ls))):
-            raise _located(f"cross_entropy: target {fmt_shape(ts)} must have shape "
+            raise located(f"cross_entropy: target {fmt_shape(ts)} must have shape "
                              f"{fmt_shape(ls[:-1])} (class indices) for logits {fmt_shape(ls)}")
     elif ts != ls:
-        raise _located(f"cross_entropy: probability target {fmt_shape(ts)} must have the "
+        raise located(f"cross_entropy: probability target {fmt_shape(ts)} must have the "
                          f"shape of logits {fmt_shape(ls)}")
     if weight is None and not label_smoothing and t_dtype.kind in "iu" and (
             ignore_index is None or not _may_ignore(target, ignore_index)):
@@ -585,7 +574,7 @@ def mse_loss(input, target, reduction="mean"):  # noqa: A002 - torch's argument 
         try:
             out = broadcast("mse_loss", spec_of(input), spec_of(target))
         except ShapeError as e:
-            raise _located(f"mse_loss: input {fmt_shape(si)} and target {fmt_shape(st)} do not "
+            raise located(f"mse_loss: input {fmt_shape(si)} and target {fmt_shape(st)} do not "
                            f"broadcast: {str(e).rsplit(': ', 1)[-1]}") from None
         # NOTE: the silent (N,) vs (N, 1) -> (N, N) bug; torch warns here too.
         warnings.warn(f"mse_loss: target {fmt_shape(st)} differs from input {fmt_shape(si)}; "
@@ -620,7 +609,7 @@ def nll_loss(log_probs, target, reduction="mean"):
     ax = 1 if len(ls) >= 2 else 0
     want = ls[:1] + ls[2:] if len(ls) >= 2 else ()
     if not ls or not _dims_match(ts, want) or ls[ax] is None:
-        raise _located(f"nll_loss: target {fmt_shape(ts)} must have shape {fmt_shape(want)} "
+        raise located(f"nll_loss: target {fmt_shape(ts)} must have shape {fmt_shape(want)} "
                        f"(class indices) for input {fmt_shape(ls)} (classes in dim 1, known)")
     hit = one_hot(target, ls[ax], dtype=log_probs.dtype)         # classes last
     if len(ls) > 2:
@@ -631,7 +620,7 @@ def nll_loss(log_probs, target, reduction="mean"):
 def _same_shape(name, x, t):
     xs, ts = _shape(x), _shape(t)
     if not _dims_match(xs, ts):
-        raise _located(f"{name}: target {fmt_shape(ts)} must have the shape of input "
+        raise located(f"{name}: target {fmt_shape(ts)} must have the shape of input "
                        f"{fmt_shape(xs)}")
 
 
@@ -686,27 +675,24 @@ def stack(*xs, axis=0):
     shapes = [_shape(x) for x in xs]
     if any(len(s) != len(shapes[0]) or any(a is not None and b is not None and a != b
                                            for a, b in zip(s, shapes[0])) for s in shapes):
-        raise _located(f"stack: all tensors must have the same shape, got "
+        raise located(f"stack: all tensors must have the same shape, got "
                        f"{', '.join(fmt_shape(s) for s in shapes)}")
-    nd = len(shapes[0]) + 1
-    a = axis % nd
+    a = norm_axis("stack", axis, len(shapes[0]) + 1, frontend=True)
     return concat(*[expand_dims(x, axis=a) for x in xs], axis=a)
 
 
 @composite(samples=(Sample(((3, 4),), {"axis": 1}), Sample(((2, 3, 4),), {"axis": 0}),
-                    Sample(((2, 3),), {"axis": -1})),
+                    Sample(((2, 3),), {"axis": -1}), Sample(((2, 3, 4),), {"axis": (0, 2)})),
            ref=lambda np, x, axis: np.flip(x, axis))
 def flip(x, axis):
-    """Reverse the order of elements along `axis`."""
-    nd = len(_shape(x))
-    a = norm_axes("flip", axis, nd)[0]
-    return slice_(x, index=(slice(None),) * a + (slice(None, None, -1),))
+    """Reverse the order of elements along `axis` (an int or a tuple, as torch.flip's dims)."""
+    return reverse(x, axis)
 
 
 def _band(x, k, lower, name):
     shape = _shape(x)
     if len(shape) < 2 or None in shape[-2:]:
-        raise _located(f"{name}: needs at least 2 dims with the last two known, got "
+        raise located(f"{name}: needs at least 2 dims with the last two known, got "
                        f"{fmt_shape(shape)}")
     keep = (np.tril if lower else np.triu)(np.ones(shape[-2:], dtype=bool), k)
     return where(keep, x, 0.0)
@@ -744,7 +730,7 @@ def tile(x, reps):
     shape = _shape(x)
     reps = tuple(int(r) for r in reps)
     if len(reps) < len(shape) or None in shape:
-        raise _located(f"tile: needs known dims and at least one repeat count per dim, "
+        raise located(f"tile: needs known dims and at least one repeat count per dim, "
                        f"got {fmt_shape(shape)} and reps {reps}")
     shape = (1,) * (len(reps) - len(shape)) + shape
     inter = tuple(d for pair in zip((1,) * len(shape), shape) for d in pair)
@@ -761,7 +747,7 @@ def split(x, split_size_or_sections, axis=0):
     n = shape[a]
     if isinstance(split_size_or_sections, int):
         if n is None:
-            raise _located(f"split: dimension {a} of {fmt_shape(shape)} is unknown; "
+            raise located(f"split: dimension {a} of {fmt_shape(shape)} is unknown; "
                              f"give the section sizes")
         sizes = [split_size_or_sections] * (n // split_size_or_sections)
         if n % split_size_or_sections:
@@ -769,7 +755,7 @@ def split(x, split_size_or_sections, axis=0):
     else:
         sizes = list(split_size_or_sections)
         if n is not None and sum(sizes) != n:
-            raise _located(f"split: sections {sizes} add up to {sum(sizes)}, but dimension "
+            raise located(f"split: sections {sizes} add up to {sum(sizes)}, but dimension "
                              f"{a} of {fmt_shape(shape)} is {n}")
     out, start = [], 0
     for s in sizes:

@@ -89,12 +89,13 @@ class Sample:
 class Op:
     """One primitive. docs/architecture.md ('One op, one entry') says what each field means."""
     __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "reduce", "kind", "samples", "ref",
-                 "stateful", "view", "nondiff", "fn")
+                 "stateful", "view", "onnx", "nondiff", "fn")
 
     def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, reduce=None, kind=None,
-                 samples=(), ref=None, stateful=False, view=False):
+                 samples=(), ref=None, stateful=False, view=False, onnx=None):
         self.name, self.infer, self.kernel, self.vjp = name, infer, kernel, vjp
         self.scalar, self.reduce, self.samples, self.ref = scalar, reduce, tuple(samples), ref
+        self.onnx = onnx   # the ONNX operator that computes the same from the same inputs
         self.kind = kind or ("elementwise" if scalar is not None else
                              "reduction" if reduce is not None else "other")
         self.stateful, self.view = stateful, view
@@ -244,6 +245,21 @@ def engine_of(x):
     return getattr(x, "_engine", None)
 
 
+def is_value(x) -> bool:
+    """True for an engine tensor (something a gradient can flow to)."""
+    return getattr(x, "_engine", None) is not None
+
+
+def primitive(op: Op):
+    """The plain function that binds `op` (`ops.exp`, `ops.add`, ...); it becomes `op.fn`."""
+    def fn(*args, **attrs):
+        return bind(op, *args, **attrs)
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = f"The `{op.name}` primitive (see ops.REGISTRY[{op.name!r}])."
+    op.fn = fn
+    return fn
+
+
 def _engine_of(args):
     """The engine of highest level among the arguments' (None for arrays and numbers)."""
     engine = None
@@ -319,3 +335,12 @@ def where_str(loc) -> str:
     except ValueError:
         pass
     return f"{fn}:{line}"
+
+
+def located(msg, cls=None) -> Exception:
+    """An error raised by a frontend function (a composite, a graph layer), not an op's shape
+    rule, placed at the user's line as the engines place primitives' errors."""
+    loc = user_frame()
+    err = (cls or ShapeError)(f"{msg} (at {where_str(loc)})")
+    err.location = loc
+    return err

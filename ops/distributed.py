@@ -26,6 +26,7 @@ class _World:
     calls = 0                     # collectives issued so far (named in timeout messages)
     sent = 0                      # payload bytes this rank handed to data collectives
     hook = None                   # sys.excepthook before init replaced it
+    averaged = set()              # ids of tensors whose gradient a compiled graph averaged
 
 
 def mpi():
@@ -75,6 +76,20 @@ def world(what="this call"):
 def traffic():
     """Payload bytes this rank has handed to collectives (all-reduce, broadcast, gathers)."""
     return _World.sent
+
+
+def mark_averaged(tensors):
+    """Note that these leaves' incoming gradients were averaged over the ranks inside a graph
+    (a compiled DDP call): DDP's hooks then leave them alone (see take_averaged)."""
+    _World.averaged.update(id(t) for t in tensors)
+
+
+def take_averaged(t):
+    """Whether t's gradient came averaged already (and forget it: once per backward)."""
+    if id(t) in _World.averaged:
+        _World.averaged.discard(id(t))
+        return True
+    return False
 
 
 def rank():

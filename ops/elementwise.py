@@ -11,24 +11,12 @@ import math
 
 import numpy as np
 
-from .core import REGISTRY, Sample, Spec, ShapeError, bind, fmt_shape, register
+from .core import (REGISTRY, Sample, Spec, ShapeError, bind, fmt_shape, is_value, primitive,
+                   register)
 from .rules import broadcast, require_float, result_dtype, same
+from .shape import sum_to_like
 
 _EW = "elementwise"
-
-
-def _public(op):
-    def fn(*args, **attrs):
-        return bind(op, *args, **attrs)
-    fn.__name__ = fn.__qualname__ = op.name
-    fn.__doc__ = f"The `{op.name}` primitive (see ops.REGISTRY[{op.name!r}])."
-    op.fn = fn
-    return fn
-
-
-def is_value(x) -> bool:
-    """True for an engine tensor (something a gradient can flow to)."""
-    return getattr(x, "_engine", None) is not None
 
 
 def unbroadcast(g, x):
@@ -75,19 +63,21 @@ _UNARY_SAMPLES = (_S(()), _S((1,)), _S((3, 4)), _S((2, 1, 3)))
 _POS_SAMPLES = tuple(Sample(s.args, domain=(0.2, 3.0)) for s in _UNARY_SAMPLES)
 
 NEG = register("neg", _unary_infer, np.negative, lambda g, x, **kw: (-g,),
-               scalar="(-{0})", kind=_EW, samples=_UNARY_SAMPLES, ref=lambda np, x: -x)
+               scalar="(-{0})", kind=_EW, onnx="Neg", samples=_UNARY_SAMPLES, ref=lambda np, x: -x)
 EXP = register("exp", _float_unary_infer("exp"), np.exp,
                lambda g, x, out, **kw: (g * out,),
-               scalar="exp({0})", kind=_EW, samples=_UNARY_SAMPLES, ref=lambda np, x: np.exp(x))
+               scalar="exp({0})", kind=_EW, onnx="Exp", samples=_UNARY_SAMPLES,
+               ref=lambda np, x: np.exp(x))
 LOG = register("log", _float_unary_infer("log"), np.log, lambda g, x, **kw: (g / x,),
-               scalar="log({0})", kind=_EW, samples=_POS_SAMPLES, ref=lambda np, x: np.log(x))
+               scalar="log({0})", kind=_EW, onnx="Log", samples=_POS_SAMPLES,
+               ref=lambda np, x: np.log(x))
 SQRT = register("sqrt", _float_unary_infer("sqrt"), np.sqrt,
                 lambda g, x, out, **kw: (g * 0.5 / out,),
-                scalar="sqrt({0})", kind=_EW, samples=_POS_SAMPLES,
+                scalar="sqrt({0})", kind=_EW, onnx="Sqrt", samples=_POS_SAMPLES,
                 ref=lambda np, x: np.sqrt(x))
 TANH = register("tanh", _float_unary_infer("tanh"), np.tanh,
                 lambda g, x, out, **kw: (g * (1.0 - out * out),),
-                scalar="tanh({0})", kind=_EW, samples=_UNARY_SAMPLES,
+                scalar="tanh({0})", kind=_EW, onnx="Tanh", samples=_UNARY_SAMPLES,
                 ref=lambda np, x: np.tanh(x))
 
 
@@ -102,7 +92,8 @@ def _sigmoid_kernel(x):
 SIGMOID = register("sigmoid", _float_unary_infer("sigmoid"), _sigmoid_kernel,
                    lambda g, x, out, **kw: (g * out * (1.0 - out),),
                    scalar="where({0} >= 0, 1 / (1 + exp(-abs({0}))), "
-                          "exp(-abs({0})) / (1 + exp(-abs({0}))))", kind=_EW, samples=_UNARY_SAMPLES,
+                          "exp(-abs({0})) / (1 + exp(-abs({0}))))", kind=_EW, onnx="Sigmoid",
+                   samples=_UNARY_SAMPLES,
                    ref=lambda np, x: 1 / (1 + np.exp(-x)))
 
 
@@ -112,7 +103,7 @@ def _softplus_kernel(x):
 
 SOFTPLUS = register("softplus", _float_unary_infer("softplus"), _softplus_kernel,
                     lambda g, x, **kw: (g * sigmoid(x),),
-                    scalar="maximum({0}, 0) + log1p(exp(-abs({0})))", kind=_EW,
+                    scalar="maximum({0}, 0) + log1p(exp(-abs({0})))", kind=_EW, onnx="Softplus",
                     samples=_UNARY_SAMPLES + (_S((4, 5), domain=(-40.0, 40.0)),),
                     ref=lambda np, x: np.logaddexp(x, 0))
 
@@ -123,10 +114,11 @@ def _relu_kernel(x):
 
 RELU = register("relu", _unary_infer, _relu_kernel,
                 lambda g, x, **kw: (where(x > 0, g, 0),),
-                scalar="maximum({0}, 0)", kind=_EW,
+                scalar="maximum({0}, 0)", kind=_EW, onnx="Relu",
                 samples=_UNARY_SAMPLES, ref=lambda np, x: np.maximum(x, 0))
 ABS = register("abs", _unary_infer, np.abs, lambda g, x, **kw: (g * sign(x),),
-               scalar="abs({0})", kind=_EW, samples=_UNARY_SAMPLES, ref=lambda np, x: np.abs(x))
+               scalar="abs({0})", kind=_EW, onnx="Abs", samples=_UNARY_SAMPLES,
+               ref=lambda np, x: np.abs(x))
 
 
 def _sign_infer(x, **_):
@@ -139,12 +131,14 @@ def _sign_infer(x, **_):
 # NOTE: NaN fails both comparisons and is returned as is; 0 and -0.0 give 0, as np.sign does
 SIGN = register("sign", _sign_infer, np.sign, None,
                 scalar="where({0} != {0}, {0}, where({0} > 0, 1, where({0} < 0, -1, 0)))",
-                kind=_EW, samples=_UNARY_SAMPLES, ref=lambda np, x: np.sign(x))
+                kind=_EW, onnx="Sign", samples=_UNARY_SAMPLES, ref=lambda np, x: np.sign(x))
 
 SIN = register("sin", _float_unary_infer("sin"), np.sin, lambda g, x, **kw: (g * cos(x),),
-               scalar="sin({0})", kind=_EW, samples=_UNARY_SAMPLES, ref=lambda np, x: np.sin(x))
+               scalar="sin({0})", kind=_EW, onnx="Sin", samples=_UNARY_SAMPLES,
+               ref=lambda np, x: np.sin(x))
 COS = register("cos", _float_unary_infer("cos"), np.cos, lambda g, x, **kw: (-(g * sin(x)),),
-               scalar="cos({0})", kind=_EW, samples=_UNARY_SAMPLES, ref=lambda np, x: np.cos(x))
+               scalar="cos({0})", kind=_EW, onnx="Cos", samples=_UNARY_SAMPLES,
+               ref=lambda np, x: np.cos(x))
 
 _erf_scalar = np.frompyfunc(math.erf, 1, 1)
 
@@ -157,7 +151,7 @@ def _erf_kernel(x):
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 ERF = register("erf", _float_unary_infer("erf"), _erf_kernel,
                lambda g, x, **kw: (g * _TWO_OVER_SQRT_PI * exp(-(x * x)),),
-               scalar="erf({0})", kind=_EW, samples=_UNARY_SAMPLES,
+               scalar="erf({0})", kind=_EW, onnx="Erf", samples=_UNARY_SAMPLES,
                ref=None)  # NOTE: numpy has no erf; the jax oracle uses jax.scipy.special.erf
 
 
@@ -272,29 +266,33 @@ _POW_SAMPLES = (Sample(((3, 4), 3), domain=(-2.0, 2.0)), Sample(((3, 4), 2)),
                 Sample(((3, 4), (3, 4)), domain=(0.2, 3.0)), Sample(((4, 1), (1, 2)), domain=(0.5, 2.0)))
 
 ADD = register("add", _binary_infer("add"), np.add, _add_vjp, scalar="({0} + {1})", kind=_EW,
+               onnx="Add",
                samples=_BINARY_SAMPLES, ref=lambda np, x, y: x + y)
 SUB = register("sub", _binary_infer("sub"), np.subtract, _sub_vjp, scalar="({0} - {1})",
-               kind=_EW, samples=_BINARY_SAMPLES, ref=lambda np, x, y: x - y)
+               kind=_EW, onnx="Sub", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x - y)
 MUL = register("mul", _binary_infer("mul"), np.multiply, _mul_vjp, scalar="({0} * {1})",
-               kind=_EW, samples=_BINARY_SAMPLES, ref=lambda np, x, y: x * y)
+               kind=_EW, onnx="Mul", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x * y)
 DIV = register("div", _div_infer, np.true_divide, _div_vjp, scalar="({0} / {1})", kind=_EW,
+               onnx="Div",
                samples=tuple(Sample(s.args, domain=(0.5, 2.0), match=s.match)
                              for s in _BINARY_SAMPLES), ref=lambda np, x, y: x / y)
 POW = register("pow", _binary_infer("pow"), _pow_kernel, _pow_vjp, scalar="({0} ** {1})",
-               kind=_EW, samples=_POW_SAMPLES, ref=lambda np, x, y: np.power(x, y))
+               kind=_EW, onnx="Pow", samples=_POW_SAMPLES, ref=lambda np, x, y: np.power(x, y))
 MAXIMUM = register("maximum", _binary_infer("maximum"), np.maximum, _maximum_vjp,
-                   scalar="maximum({0}, {1})", kind=_EW, samples=_BINARY_SAMPLES,
+                   scalar="maximum({0}, {1})", kind=_EW, onnx="Max", samples=_BINARY_SAMPLES,
                    ref=lambda np, x, y: np.maximum(x, y))
 MINIMUM = register("minimum", _binary_infer("minimum"), np.minimum, _minimum_vjp,
-                   scalar="minimum({0}, {1})", kind=_EW, samples=_BINARY_SAMPLES,
+                   scalar="minimum({0}, {1})", kind=_EW, onnx="Min", samples=_BINARY_SAMPLES,
                    ref=lambda np, x, y: np.minimum(x, y))
 
 _CMP_SAMPLES = tuple(Sample(s.args, grad=False, match=s.match) for s in _BINARY_SAMPLES)
-for _name, _kernel, _sym in (("eq", np.equal, "=="), ("ne", np.not_equal, "!="),
-                             ("lt", np.less, "<"), ("le", np.less_equal, "<="),
-                             ("gt", np.greater, ">"), ("ge", np.greater_equal, ">=")):
+# NOTE: ONNX has no NotEqual: the exporter writes ne as Not(Equal)
+for _name, _kernel, _sym, _onnx in (
+        ("eq", np.equal, "==", "Equal"), ("ne", np.not_equal, "!=", None),
+        ("lt", np.less, "<", "Less"), ("le", np.less_equal, "<=", "LessOrEqual"),
+        ("gt", np.greater, ">", "Greater"), ("ge", np.greater_equal, ">=", "GreaterOrEqual")):
     register(_name, _binary_infer(_name, np.bool_), _kernel, None,
-             scalar=f"({{0}} {_sym} {{1}})", kind=_EW, samples=_CMP_SAMPLES,
+             scalar=f"({{0}} {_sym} {{1}})", kind=_EW, onnx=_onnx, samples=_CMP_SAMPLES,
              ref=eval(f"lambda np, x, y: x {_sym} y"))  # noqa: S307 - a fixed operator table
 
 
@@ -317,6 +315,7 @@ def _where_kernel(c, x, y):
 
 WHERE = register(
     "where", _where_infer, _where_kernel, _where_vjp, scalar="where({0}, {1}, {2})", kind=_EW,
+    onnx="Where",
     samples=(Sample((np.array([True, False, True]), (3,), (3,))),
              Sample((np.array([[True], [False]]), (2, 3), ())),
              Sample((np.array([True, False]), (2,), (3,)),
@@ -325,7 +324,7 @@ WHERE = register(
 
 # public functions: ops.add(x, y), ops.exp(x), …
 for _op in list(REGISTRY.values()):
-    globals()[_op.name] = _public(_op)
+    globals()[_op.name] = primitive(_op)
 
 neg, exp, log, sqrt, tanh, sigmoid, relu, abs, sign, erf = (  # noqa: A001 - op names
     NEG.fn, EXP.fn, LOG.fn, SQRT.fn, TANH.fn, SIGMOID.fn, RELU.fn, ABS.fn, SIGN.fn, ERF.fn)
@@ -342,4 +341,3 @@ def cast(x, dtype):
 
 CAST.fn = cast
 
-from .shape import sum_to_like  # noqa: E402  (defined with the shape ops; used by unbroadcast)

@@ -1,4 +1,5 @@
-"""Ordering and gathering: argsort, gather (torch.gather / take_along_axis) and its gradient.
+"""Indexing, ordering and gathering: `x[index]` for both engines' tensors, argsort, gather
+(torch.gather / take_along_axis) and its gradient.
 
 `sort` and `topk` are argsort followed by gather, so their values carry gradients through
 gather's rule; indices have none.
@@ -7,8 +8,45 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import Sample, ShapeError, Spec, bind, fmt_shape, register
+from .core import Sample, ShapeError, Spec, bind, fmt_shape, is_value, register
 from .rules import norm_axis, same
+from .shape import slice_, take
+
+
+# -- x[index] ---------------------------------------------------------------------------------
+def getitem(x, index):
+    """`x[index]` as NumPy reads it, for the indexing both engines support: basic indexing
+    (ints, slices, None, ...) is one `slice` op; one integer array, list or tensor, with ':'
+    elsewhere, is `take`. A boolean mask (a data-dependent shape) is an IndexError.
+
+    >>> import numpy as np
+    >>> from dualgrad import ops
+    >>> x = np.arange(6.0).reshape(2, 3)
+    >>> ops.getitem(x, (Ellipsis, [2, 0])).tolist(), ops.getitem(x, (1, slice(None, 2))).tolist()
+    ([[2.0, 0.0], [5.0, 3.0]], [3.0, 4.0])
+    """
+    parts = index if isinstance(index, tuple) else (index,)
+    if any(_is_mask(p) for p in parts):
+        raise IndexError("boolean-mask indexing makes a data-dependent shape and is not "
+                         "supported; use where(mask, x, 0) instead")
+    arrays = [k for k, p in enumerate(parts) if isinstance(p, (list, np.ndarray)) or is_value(p)]
+    if not arrays:
+        return slice_(x, index=tuple(int(p) if isinstance(p, np.integer) else p for p in parts))
+    if len(arrays) > 1 or any(p is not Ellipsis and p != slice(None)
+                              for k, p in enumerate(parts) if k != arrays[0]):
+        raise IndexError("only one integer-array index, with ':' elsewhere, is supported "
+                         "(e.g. x[idx] or x[:, idx]); see gather for more")
+    axis = arrays[0]
+    if any(p is Ellipsis for p in parts):   # NOTE: not `in`, which would call a tensor's __eq__
+        axis = len(x.shape) - (len(parts) - axis)
+    idx = parts[arrays[0]]
+    return take(x, idx if is_value(idx) else np.asarray(idx, dtype=np.int64), axis=axis)
+
+
+def _is_mask(p):
+    if isinstance(p, list):
+        return np.asarray(p).dtype == np.bool_
+    return (isinstance(p, np.ndarray) or is_value(p)) and p.dtype == np.bool_
 
 
 # -- argsort ----------------------------------------------------------------------------------

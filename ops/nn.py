@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import Sample, ShapeError, Spec, bind, fmt_shape, register
-from .elementwise import _public, unbroadcast
+from .core import Sample, ShapeError, Spec, bind, fmt_shape, primitive, register
+from .elementwise import unbroadcast
 from .rules import broadcast, result_dtype, shapes_str
 from .shape import expand_dims, matrix_transpose, reshape_like, transpose
 
@@ -55,7 +55,7 @@ def _matmul_vjp(g, x, y, needs=(True, True), **kw):
 
 
 MATMUL = register(
-    "matmul", _matmul_infer, np.matmul, _matmul_vjp, kind="matmul",
+    "matmul", _matmul_infer, np.matmul, _matmul_vjp, kind="matmul", onnx="MatMul",
     samples=(Sample(((3, 4), (4, 5))), Sample(((2, 3, 4), (4, 5))),
              Sample(((2, 1, 3, 4), (3, 4, 2))), Sample(((4,), (4, 3))), Sample(((3, 4), (4,))),
              Sample(((4,), (4,))),
@@ -221,4 +221,4 @@ def rand_like(x, dtype="float32"):
 
 
 RAND_LIKE.fn = rand_like
-matmul = _public(MATMUL)
+matmul = primitive(MATMUL)

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import Sample, ShapeError, Spec, bind, register
-from .elementwise import _public, cast, eq
+from .core import Sample, ShapeError, Spec, bind, primitive, register
+from .elementwise import cast, eq
 from .rules import norm_axes, numel, reduced_shape, same
-from .shape import broadcast_like, expand_dims
+from .shape import broadcast_like, expand_dims, reverse
 
 
 def _reduce_infer(name, out_dtype=None):
@@ -117,8 +117,8 @@ def _cumsum_kernel(x, axis):
 
 
 def _cumsum_vjp(g, x, axis, **kw):
-    from .composite import flip   # NOTE: the adjoint of a running sum is the reversed one
-    return (flip(cumsum(flip(g, axis), axis), axis),)
+    # NOTE: the adjoint of a running sum is the running sum of the reversed gradient, reversed
+    return (reverse(cumsum(reverse(g, axis), axis), axis),)
 
 
 CUMSUM = register("cumsum", _cumsum_infer, _cumsum_kernel, _cumsum_vjp, kind="other",
@@ -133,7 +133,7 @@ def cumsum(x, axis):
 
 
 CUMSUM.fn = cumsum
-sum_, max_, argmax, count = (_public(o) for o in (SUM, MAX, ARGMAX, COUNT))
+sum_, max_, argmax, count = (primitive(o) for o in (SUM, MAX, ARGMAX, COUNT))
 
 
 def _axis(axis):

@@ -3,7 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import ShapeError, Spec, fmt_shape
+from .core import ShapeError, Spec, fmt_shape, located
+
+
+class AxisError(ShapeError, IndexError):
+    """An axis out of range for the input's rank: a ShapeError, and an IndexError as
+    PyTorch raises for a bad dim (NumPy's AxisError is also both)."""
 
 
 def shapes_str(*specs) -> str:
@@ -35,22 +40,30 @@ def broadcast(opname, *specs) -> tuple:
     return tuple(reversed(out))
 
 
-def norm_axis(opname, axis, ndim, spec=None) -> int:
+def norm_axis(opname, axis, ndim, spec=None, frontend=False) -> int:
+    """`axis` as a non-negative index for an `ndim`-d input (0 for a 0-d one), or AxisError.
+
+    The one place axes are normalised: ops' shape rules call it, and so do frontend
+    functions (`frontend=True`: the error names the user's line, as a rule's error does
+    when an engine raises it).
+    """
     if not -ndim <= axis < max(ndim, 1):
         where = f" of {fmt_shape(spec)}" if spec is not None else ""
-        raise ShapeError(f"{opname}: axis {axis} is out of range for {ndim}-d input{where}")
+        msg = f"{opname}: axis {axis} is out of range for {ndim}-d input{where}"
+        raise located(msg, AxisError) if frontend else AxisError(msg)
     return axis % ndim if ndim else 0
 
 
-def norm_axes(opname, axis, ndim, spec=None) -> tuple:
+def norm_axes(opname, axis, ndim, spec=None, frontend=False) -> tuple:
     """None -> all axes; int or tuple -> sorted non-negative tuple."""
     if axis is None:
         return tuple(range(ndim))
     if isinstance(axis, int):
         axis = (axis,)
-    axes = tuple(sorted(norm_axis(opname, a, ndim, spec) for a in axis))
+    axes = tuple(sorted(norm_axis(opname, a, ndim, spec, frontend) for a in axis))
     if len(set(axes)) != len(axes):
-        raise ShapeError(f"{opname}: repeated axis in {axis}")
+        msg = f"{opname}: repeated axis in {axis}"
+        raise located(msg) if frontend else ShapeError(msg)
     return axes
 
 

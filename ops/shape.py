@@ -9,9 +9,9 @@ import math
 
 import numpy as np
 
-from .core import Sample, ShapeError, Spec, bind, fmt_shape, register
-from .elementwise import _public, is_value
-from .rules import broadcast, norm_axis, numel, same, shapes_str
+from .core import (Sample, ShapeError, Spec, bind, fmt_shape, is_value, primitive, register,
+                   spec_of)
+from .rules import broadcast, norm_axes, norm_axis, numel, same, shapes_str
 
 _SHAPE = "shape"
 
@@ -475,11 +475,20 @@ ONES_LIKE = register("ones_like", _fill_like_infer, _ones_like_kernel, None, kin
                      samples=(_S((2, 3)),), ref=lambda np, x, dtype=None: np.ones_like(x))
 
 reshape_like, transpose, broadcast_to, broadcast_like, sum_to_like, expand_dims, squeeze = (
-    _public(o) for o in (RESHAPE_LIKE, TRANSPOSE, BROADCAST_TO, BROADCAST_LIKE, SUM_TO_LIKE,
+    primitive(o) for o in (RESHAPE_LIKE, TRANSPOSE, BROADCAST_TO, BROADCAST_LIKE, SUM_TO_LIKE,
                          EXPAND_DIMS, SQUEEZE))
 concat_part, slice_grad, take_grad, zeros_like, ones_like = (
-    _public(o) for o in (CONCAT_PART, SLICE_GRAD, TAKE_GRAD, ZEROS_LIKE, ONES_LIKE))
-slice_ = _public(SLICE)
+    primitive(o) for o in (CONCAT_PART, SLICE_GRAD, TAKE_GRAD, ZEROS_LIKE, ONES_LIKE))
+slice_ = primitive(SLICE)
+
+
+def reverse(x, axis):
+    """x with its elements in reverse order along `axis` (an int or a tuple of ints): one
+    `slice` with step -1. `ops.flip` is this as a composite; cumsum's gradient uses it."""
+    nd = spec_of(x).ndim
+    axes = norm_axes("flip", axis, nd)
+    return slice_(x, index=tuple(slice(None, None, -1) if d in axes else slice(None)
+                                 for d in range(nd)))
 
 
 def reshape(x, shape):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Benchmark of compiler.codegen: fused kernels against NumPy op by op and jax.jit.
+"""Benchmark of the compiler's fused kernels: fused kernels against NumPy op by op and jax.jit.
 
     python -m dualgrad.comparisons.bench.codegen [--quick] [--only gelu,layernorm,softmax]
                                         [--no-compile-costs] [--json out.json]
@@ -45,7 +45,7 @@ def bench_group(fns, repeat=8, passes=2, target=0.05):
 import numpy as np  # noqa: E402
 
 
-from dualgrad.compiler.codegen import FusedSpec, compile_fused  # noqa: E402
+from dualgrad.compiler import FusedSpec, compile_fused  # noqa: E402
 
 R, C, N = 4096, 1024, 2**22
 EPS = 1e-5
@@ -123,7 +123,7 @@ def hand_fused():
     """Hand-written numba kernels for GELU and LayerNorm: what the generator should match."""
     from numba import njit, prange
 
-    from dualgrad.compiler._prelude import tanh_f32
+    from dualgrad.compiler.prelude import tanh_f32
     fm = {"nsz", "arcp", "contract", "afn", "reassoc"}
     c0, c1, c2, c3 = (np.float32(v) for v in (0.5, 1.0, 0.7978845608, 0.044715))
     eps = np.float32(EPS)
@@ -205,7 +205,7 @@ import numpy as np
 import numba
 t_numba = time.perf_counter() - t0
 from dualgrad.comparisons.bench.codegen import gelu_spec, layernorm_spec, softmax_spec
-from dualgrad.compiler.codegen import compile_fused
+from dualgrad.compiler import compile_fused
 res = {"import_numba_s": t_numba}
 x = np.ones((4096, 1024), np.float32)
 for name, spec, args in (("gelu", gelu_spec(), (x,)),
@@ -309,7 +309,7 @@ def main():
             rows.append(row)
         out_json += rows[-len(st):]
 
-    print(f"\n### compiler.codegen fused kernels vs NumPy and jax.jit "
+    print(f"\n### compiler fused kernels vs NumPy and jax.jit "
           f"(float32; malloc {MALLOC}; {jax_note}; 1-min load average {load0:.1f} at start, "
           f"{os.getloadavg()[0]:.1f} at end on {os.cpu_count()} CPUs)\n")
     head = ["workload", "peer", "median ms", "min ms", "speedup vs numpy", "x jax.jit time",

@@ -7,8 +7,8 @@ Written the low-level TF1 way: NHWC images, explicit `Variable`s for HWIO filter
 biases, `nn.conv2d(x, w, strides=[1, 1, 1, 1], padding='SAME')`, `nn.bias_add`,
 `nn.max_pool(ksize=[1, 2, 2, 1])`. The eager twin is PyTorch's NCHW with (out, in, kh, kw)
 filters, so `initial_weights` converts its weights to TF's layouts (filters to HWIO, the
-dense kernel's rows to the NHWC flattening order), and `step`/`predict` transpose the
-shared NCHW batches to NHWC at the feed.
+dense kernel's rows to the NHWC flattening order), and the feed transposes the shared NCHW
+batches to NHWC.
 
 >>> from dualgrad.comparisons.models import cnn_graph
 >>> trainer = cnn_graph.build(seed=0)
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dualgrad import graph
 
-from .common import distribute
+from .common import GraphTrainer
 
 LR, MOMENTUM, EPOCHS = 0.1, 0.9, 15
 
@@ -52,7 +52,7 @@ def conv_relu(x, filters, bias, name):
         return graph.nn.relu(graph.nn.bias_add(conv, b))
 
 
-class Trainer:
+class Trainer(GraphTrainer):
     def __init__(self, weights, lr=LR, momentum=MOMENTUM, optimize=True, distributed=False):
         w = tf_layouts(weights)
         self.graph = graph.Graph()
@@ -68,20 +68,10 @@ class Trainer:
                 kernel = graph.Variable(w["fc"], name="kernel")
                 bias = graph.Variable(w["fc_b"], name="bias")
                 self.logits = graph.matmul(h, kernel) + bias
-            self.loss = graph.reduce_mean(graph.nn.sparse_softmax_cross_entropy_with_logits(
-                labels=self.y, logits=self.logits), name="loss")
-            opt = distribute(graph.train.MomentumOptimizer(lr, momentum), distributed)
-            self.train_op = opt.minimize(self.loss)
-            init = graph.global_variables_initializer()
-        self.sess = graph.Session(graph=self.graph, optimize=optimize)
-        self.sess.run(init)
+            self.finish(graph.train.MomentumOptimizer(lr, momentum), optimize, distributed)
 
-    def step(self, x, y):
-        loss, _ = self.sess.run([self.loss, self.train_op], {self.x: nhwc(x), self.y: y})
-        return float(loss)
-
-    def predict(self, x):
-        return self.sess.run(self.logits, {self.x: nhwc(x)})
+    def feed(self, x):
+        return {self.x: nhwc(x)}
 
 
 def build(weights=None, seed=0, optimize=True, **opt):

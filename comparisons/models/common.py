@@ -105,6 +105,44 @@ def fit(trainer, task: Task, epochs: int, on_step=None) -> list[float]:
     return losses
 
 
+class GraphTrainer:
+    """What the graph models' trainers share once their graph is built: a cross-entropy loss on
+    `self.logits` against the labels placeholder `self.y`, the optimizer's train op, and a
+    Session; `step` and `predict` are one `Session.run` each. A subclass builds its graph,
+    calls `finish` inside it, and says how a batch's inputs are fed (`feed`).
+    """
+
+    def finish(self, optimizer, optimize=True, distributed=False):
+        """Add the loss, the train op and the initializer to the graph being built (call it in
+        `with self.graph.as_default():`) and start the Session."""
+        from dualgrad import graph
+        self.loss = graph.reduce_mean(graph.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=self.y, logits=self.logits), name="loss")
+        self.train_op = distribute(optimizer, distributed).minimize(self.loss)
+        init = graph.global_variables_initializer()
+        self.sess = graph.Session(graph=self.graph, optimize=optimize)
+        self.sess.run(init)
+
+    def feed(self, *inputs) -> dict:
+        """The feed_dict for a batch's inputs (everything but the labels)."""
+        raise NotImplementedError
+
+    def step(self, *batch):
+        *inputs, y = batch
+        feed = self.feed(*inputs)
+        feed[self.y] = y
+        loss, _ = self.sess.run([self.loss, self.train_op], feed)
+        return float(loss)
+
+    def predict(self, *inputs):
+        return self.sess.run(self.logits, self.feed(*inputs))
+
+
+def given(value):
+    """An initializer that returns `value` (TF1's `constant_initializer`)."""
+    return lambda shape, dtype: value
+
+
 def distribute(optimizer, distributed):
     """A graph model's optimizer, wrapped in Horovod's DistributedOptimizer when `distributed`
     (`mpiexec -n N dualgrad train MODEL --mode graph --distributed ddp`)."""

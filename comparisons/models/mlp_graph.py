@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dualgrad import graph
 
-from .common import distribute
+from .common import distribute, given
 
 LR, MOMENTUM, EPOCHS = 0.1, 0.9, 20
 
@@ -35,13 +35,13 @@ def initial_weights(seed=0) -> dict:
     return mlp_eager.initial_weights(seed)
 
 
-def given(value):
-    """An initializer that returns `value` (TF1's `constant_initializer`)."""
-    return lambda shape, dtype: value
-
-
 class Trainer:
-    """The graph, its train op and a Session; `step` is one `Session.run`."""
+    """The graph, its train op and a Session; `step` is one `Session.run`.
+
+    NOTE: spelled out here on purpose, although it is what `common.GraphTrainer` does for the
+    other graph models: this file is the side-by-side showcase of a whole TF1 training step
+    (docs/tutorial.md), as mlp_eager.py is of PyTorch's.
+    """
 
     def __init__(self, weights, lr=LR, momentum=MOMENTUM, optimize=True, distributed=False):
         self.graph = graph.Graph()

@@ -26,7 +26,7 @@ import numpy as np
 
 from dualgrad import graph
 
-from .common import distribute
+from .common import GraphTrainer
 
 LR, MOMENTUM, EPOCHS, HIDDEN, STEPS = 0.1, 0.9, 20, 64, 8
 
@@ -80,7 +80,7 @@ def dynamic_rnn(cell, x, mask, h, c, steps):
     return h
 
 
-class Trainer:
+class Trainer(GraphTrainer):
     def __init__(self, weights, lr=LR, momentum=MOMENTUM, optimize=True, distributed=False,
                  unroll="static"):
         w = weights
@@ -100,25 +100,10 @@ class Trainer:
                 kernel = graph.Variable(w["head.weight"].T, name="kernel")
                 bias = graph.Variable(w["head.bias"], name="bias")
                 self.logits = graph.matmul(h, kernel) + bias
-            self.loss = graph.reduce_mean(graph.nn.sparse_softmax_cross_entropy_with_logits(
-                labels=self.y, logits=self.logits), name="loss")
-            opt = distribute(graph.train.MomentumOptimizer(lr, momentum), distributed)
-            self.train_op = opt.minimize(self.loss)
-            init = graph.global_variables_initializer()
-        self.sess = graph.Session(graph=self.graph, optimize=optimize)
-        self.sess.run(init)
+            self.finish(graph.train.MomentumOptimizer(lr, momentum), optimize, distributed)
 
-    def step(self, x, lengths, mask, y):
+    def feed(self, x, lengths, mask):
         # NOTE: the static unroll needs only the mask; while_loop also the longest length.
-        feed = self._feed(x, lengths, mask)
-        feed[self.y] = y
-        loss, _ = self.sess.run([self.loss, self.train_op], feed)
-        return float(loss)
-
-    def predict(self, x, lengths, mask):
-        return self.sess.run(self.logits, self._feed(x, lengths, mask))
-
-    def _feed(self, x, lengths, mask):
         feed = {self.x: x, self.mask: mask}
         if self.unroll == "while_loop":
             feed[self.steps] = np.int64(np.max(lengths))

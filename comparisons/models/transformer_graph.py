@@ -18,7 +18,7 @@ import math
 
 from dualgrad import graph
 
-from .common import distribute
+from .common import GraphTrainer, given
 
 LR, EPOCHS = 3e-3, 15
 D_MODEL, HEADS, D_FF, TOKENS = 32, 4, 64, 8
@@ -28,10 +28,6 @@ NEG = -1e9
 def initial_weights(seed=0) -> dict:
     from . import transformer_eager
     return transformer_eager.initial_weights(seed)
-
-
-def given(value):
-    return lambda shape, dtype: value
 
 
 def dense(x, w, name, activation=None):
@@ -62,7 +58,7 @@ def self_attention(x, mask, w):
         return dense(y, w, "attn.out")
 
 
-class Trainer:
+class Trainer(GraphTrainer):
     def __init__(self, weights, lr=LR, optimize=True, distributed=False):
         w = weights
         self.graph = graph.Graph()
@@ -79,21 +75,10 @@ class Trainer:
             m = graph.expand_dims(self.mask, -1)
             pooled = graph.reduce_sum(h * m, axis=1) / graph.reduce_sum(m, axis=1)
             self.logits = dense(layer_norm(pooled, w, "ln_out"), w, "head")
-            self.loss = graph.reduce_mean(graph.nn.sparse_softmax_cross_entropy_with_logits(
-                labels=self.y, logits=self.logits), name="loss")
-            opt = distribute(graph.train.AdamOptimizer(lr), distributed)
-            self.train_op = opt.minimize(self.loss)
-            init = graph.global_variables_initializer()
-        self.sess = graph.Session(graph=self.graph, optimize=optimize)
-        self.sess.run(init)
+            self.finish(graph.train.AdamOptimizer(lr), optimize, distributed)
 
-    def step(self, x, mask, y):
-        loss, _ = self.sess.run([self.loss, self.train_op],
-                                {self.x: x, self.mask: mask, self.y: y})
-        return float(loss)
-
-    def predict(self, x, mask):
-        return self.sess.run(self.logits, {self.x: x, self.mask: mask})
+    def feed(self, x, mask):
+        return {self.x: x, self.mask: mask}
 
 
 def build(weights=None, seed=0, optimize=True, **opt):

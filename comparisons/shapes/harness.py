@@ -114,7 +114,7 @@ def _install(mode, c: _Counter):
     if mode == "compiled":
         # NOTE: only construction is hooked. A hook around a compiled call would be the first
         # frame outside the framework, so messages would say `at harness.py:N`
-        from dualgrad.compiler.trace import Compiled
+        from dualgrad.compiler.compiled import Compiled
         orig_init = Compiled.__init__
 
         def init(self, *a, **k):
@@ -152,7 +152,7 @@ def _install(mode, c: _Counter):
 def _compiled_call(exc) -> str | None:
     """The compiled call the error left: "trace" (one tracing a new signature), "replay" (one
     running a traced plan), or None (eager code around the compiled calls)."""
-    trace = sys.modules.get("dualgrad.compiler.trace")
+    trace = sys.modules.get("dualgrad.compiler.compiled")
     trace_py = trace.__file__ if trace else None
     names = {f.name for f in traceback.extract_tb(exc.__traceback__) if f.filename == trace_py}
     return "trace" if "_trace" in names else "replay" if "__call__" in names else None

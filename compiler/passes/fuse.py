@@ -6,7 +6,7 @@ columns. Each value in a group is, by its shape under NumPy broadcasting against
 a bias or LayerNorm's gamma) or `scalar`. Nodes are visited in topological order and a node
 joins the group of one of its inputs when the group stays on one domain and no cycle
 appears (an input reached from the group through a node outside it). Groups of at least
-MIN_GROUP ops become one `fused` node whose kernel is `compiler.codegen.compile_fused`.
+MIN_GROUP ops become one `fused` node whose kernel is `compiler.fused_kernel.compile_fused`.
 A group numba cannot compile stays unfused, with the reason in the report.
 """
 from __future__ import annotations
@@ -16,7 +16,8 @@ import threading
 import numpy as np
 
 from dualgrad import ops
-from ..codegen import CodegenError, FusedSpec, combine_roles, compile_fused
+from ..fused_kernel import compile_fused
+from ..fused_spec import CodegenError, FusedSpec, combine_roles
 from ..fastcall import MISS, small_caller
 from ..ir import INode, SyntheticNode, known
 

@@ -85,6 +85,7 @@ class FullyShardedDataParallel(Module):
         self._shapes = [p.shape for p in self._params]
         self._trained = [p for p in self._params if p.requires_grad]
         self._arrived, self._gathered = set(), False
+        self._sync, self._accum = True, None     # no_sync(): full gradients kept here
         if self._params:
             self._shard(named)
             self._hooks = [p.register_post_accumulate_grad_hook(self._grad_ready)
@@ -142,6 +143,20 @@ class FullyShardedDataParallel(Module):
             p.data = np.empty(0, p.dtype)
         self._gathered = False
 
+    @contextmanager
+    def no_sync(self):
+        """Backward inside accumulates every unit's full, unsharded gradients locally (more
+        memory, no communication); the first backward after it reduce-scatters the sum."""
+        units = self._units()
+        before = [u._sync for u in units]
+        for u in units:
+            u._sync = False
+        try:
+            yield
+        finally:
+            for u, sync in zip(units, before):
+                u._sync = sync
+
     def _grad_ready(self, p):
         self._arrived.add(id(p))
         if len(self._arrived) < len(self._trained):
@@ -155,10 +170,17 @@ class FullyShardedDataParallel(Module):
                 flat[start:start + size] = q.grad.data.reshape(-1)
                 q.grad = None
             start += size
+        if self._accum is not None:
+            grads += self._accum
+        self._arrived.clear()
+        if not self._sync:
+            self._accum = grads
+            self._free()
+            return
+        self._accum = None
         mine = _mpi.reduce_scatter(grads, "avg", check=False)
         g = self.flat_param.grad
         self.flat_param.grad = Tensor(mine) if g is None else Tensor(g.data + mine)
-        self._arrived.clear()
         self._free()
 
     def _unfinished(self):

@@ -22,18 +22,20 @@ from contextlib import contextmanager
 import numpy as np
 
 from dualgrad.ops import distributed as _mpi
+from dualgrad.ops.core import current_trace
+from ..tensor import Tensor, leaves_reached
 from . import Module
 
 __all__ = ["DistributedDataParallel"]
 
 
 class _Bucket:
-    __slots__ = ("params", "buf", "arrived", "req")
+    __slots__ = ("params", "buf", "arrived", "unused", "req")
 
     def __init__(self, params):
         self.params = params
         self.buf = np.empty(sum(p.data.size for p in params), params[0].data.dtype)
-        self.arrived, self.req = set(), None
+        self.arrived, self.unused, self.req = set(), set(), None
 
 
 class DistributedDataParallel(Module):
@@ -42,15 +44,13 @@ class DistributedDataParallel(Module):
     def __init__(self, module, device_ids=None, output_device=None, dim=0,
                  broadcast_buffers=True, bucket_cap_mb=25, find_unused_parameters=False):
         super().__init__()
-        if find_unused_parameters:
-            raise NotImplementedError("DistributedDataParallel(find_unused_parameters=True) is "
-                                      "not supported: every parameter must get a gradient")
         if device_ids not in (None, [], ["cpu"]) or output_device not in (None, "cpu"):
             raise ValueError("DistributedDataParallel: dualgrad runs on the CPU; leave "
                              "device_ids and output_device out")
         _mpi.world("DistributedDataParallel")
         self.module = module
         self.broadcast_buffers = broadcast_buffers
+        self.find_unused_parameters = bool(find_unused_parameters)
         self.require_backward_grad_sync = True
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
         if not named:
@@ -74,7 +74,34 @@ class DistributedDataParallel(Module):
         if self.broadcast_buffers:
             for _, b in self.module.named_buffers():
                 _mpi.broadcast(b.data, 0, check=False)
-        return self.module(*inputs, **kwargs)
+        trace = current_trace()
+        if trace is not None:
+            self._staged(trace)
+        out = self.module(*inputs, **kwargs)
+        if self.find_unused_parameters and trace is None and self.require_backward_grad_sync:
+            self._mark_unused(out)
+        return out
+
+    def _staged(self, trace):
+        """compile() is tracing this call: its graph averages the gradients (ops.all_reduce
+        nodes, one per bucket), and the hooks leave those gradients alone."""
+        declare = getattr(trace, "average_gradients", None)
+        if declare is None:
+            raise RuntimeError(f"DistributedDataParallel: cannot average gradients inside "
+                               f"{type(trace).__name__}; call the model eagerly or under "
+                               f"compiler.compile")
+        declare([[(self._names[id(p)], p) for p in b.params] for b in self._buckets],
+                self.find_unused_parameters)
+
+    def _mark_unused(self, out):
+        """find_unused_parameters: what the output does not reach joins its bucket as zeros
+        now, so every bucket completes (torch's DDP does the same)."""
+        reached = {id(t) for t in leaves_reached(_tensors(out))}
+        for b in self._buckets:
+            for p in b.params:
+                if id(p) not in reached:
+                    b.arrived.add(id(p))
+                    b.unused.add(id(p))
 
     @contextmanager
     def no_sync(self):
@@ -88,8 +115,8 @@ class DistributedDataParallel(Module):
 
     # -- the reducer --------------------------------------------------------------------------
     def _grad_ready(self, p):
-        if not self.require_backward_grad_sync:
-            return
+        if _mpi.take_averaged(p) or not self.require_backward_grad_sync:
+            return      # NOTE: a compiled call's graph averaged this gradient already
         bucket = self._bucket_of[id(p)]
         bucket.arrived.add(id(p))
         while self._next < len(self._buckets):
@@ -103,25 +130,41 @@ class DistributedDataParallel(Module):
 
     def _finish(self):
         n = _mpi.size()
+        used = self._used_anywhere()
         for b in self._buckets:
             _mpi.wait(b.req, "DistributedDataParallel's gradient all_reduce")
             b.buf /= n
             start = 0
             for p in b.params:
                 size = p.data.size
-                p.grad.data[...] = b.buf[start:start + size].reshape(p.data.shape)
+                if id(p) in used:
+                    avg = b.buf[start:start + size].reshape(p.data.shape)
+                    if p.grad is None:
+                        p.grad = Tensor(avg.copy())
+                    else:
+                        p.grad.data[...] = avg
                 start += size
             b.arrived.clear()
+            b.unused.clear()
             b.req = None
         self._next = 0
+
+    def _used_anywhere(self):
+        """Parameters some rank gave a gradient: one that none did keeps .grad None (torch)."""
+        params = [p for b in self._buckets for p in b.params]
+        if not self.find_unused_parameters:
+            return {id(p) for p in params}
+        mask = np.array([id(p) not in self._bucket_of[id(p)].unused for p in params], np.int64)
+        _mpi.all_reduce(mask, "sum", check=False, what="DistributedDataParallel")
+        return {id(p) for p, m in zip(params, mask) if m}
 
     def _unfinished(self):
         missing = [self._names[id(p)] for b in self._buckets for p in b.params
                    if id(p) not in b.arrived]
         raise RuntimeError(f"DistributedDataParallel: the previous backward did not finish "
-                           f"averaging gradients: no gradient reached {missing[:8]} (every "
-                           f"parameter must take part in the loss on every rank; "
-                           f"find_unused_parameters is not supported)")
+                           f"averaging gradients: no gradient reached {missing[:8]}. Every "
+                           f"parameter must take part in the loss, or pass "
+                           f"find_unused_parameters=True")
 
     def extra_repr(self):
         return f"world_size={_mpi.size()}, buckets={len(self._buckets)}"
@@ -144,5 +187,19 @@ def _flatten_into(bucket):
     start = 0
     for p in bucket.params:
         size = p.data.size
-        bucket.buf[start:start + size] = p.grad.data.reshape(-1)
+        if p.grad is None or id(p) in bucket.unused:    # NOTE: unused here: zeros
+            bucket.buf[start:start + size] = 0
+        else:
+            bucket.buf[start:start + size] = p.grad.data.reshape(-1)
         start += size
+
+
+def _tensors(out):
+    """The tensors in a forward's result (a tensor, or tuples, lists and dicts of them)."""
+    if isinstance(out, Tensor):
+        return [out]
+    if isinstance(out, dict):
+        out = list(out.values())
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _tensors(o)]
+    return []

@@ -99,13 +99,14 @@ class Reader:
 
 
 # -- rules: (reader, node, input values, attrs) -> list of output values ----------------------
-ELEMENTWISE = {"Add": "add", "Sub": "sub", "Mul": "mul", "Pow": "pow", "Neg": "neg",
-               "Abs": "abs", "Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Tanh": "tanh",
-               "Sigmoid": "sigmoid", "Erf": "erf", "Relu": "relu", "Sin": "sin", "Cos": "cos",
-               "Softplus": "softplus",
-               "Sign": "sign", "Equal": "eq", "Less": "lt", "Greater": "gt",
-               "LessOrEqual": "le", "GreaterOrEqual": "ge", "Where": "where",
-               "MatMul": "matmul"}
+def primitive_for(op_type):
+    """The primitive whose registry entry names ONNX operator `op_type` (`onnx=`), or None.
+    RULES below take precedence for the operators that need more (Div's integer semantics,
+    variadic Max/Min)."""
+    for name, op in ops.REGISTRY.items():
+        if op.onnx == op_type:
+            return name
+    return None
 _PY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
        "div": lambda a, b: a // b}
 
@@ -120,7 +121,7 @@ def _shape_arith(r, node, name, ins):
 
 
 def _elementwise(r, node, ins, at):
-    name = ELEMENTWISE[node.op_type]
+    name = primitive_for(node.op_type)
     if all(_static(v) for v in ins):
         if any(_partial(v) for v in ins):
             return [_shape_arith(r, node, name, ins)]
@@ -438,7 +439,7 @@ def _reciprocal(r, node, ins, at):
     return [ops.div(np.float32(1.0), r.tensor(ins[0], node))]
 
 
-RULES = {**{k: _elementwise for k in ELEMENTWISE}, "Div": _div,
+RULES = {"Div": _div,
          "Max": _variadic(ops.maximum), "Min": _variadic(ops.minimum), "Sum": _variadic(ops.add),
          "Not": _not, "Identity": _identity, "Dropout": _identity, "Cast": _cast,
          "Constant": _constant, "Shape": _shape, "ConstantOfShape": _constant_of_shape,
@@ -480,7 +481,8 @@ def _read(r):
     for node in gp.node:
         if node.domain not in ("", "ai.onnx"):
             r.fail(node, f"ops of domain {node.domain!r} are not supported")
-        rule = RULES.get(node.op_type)
+        rule = RULES.get(node.op_type) or (
+            _elementwise if primitive_for(node.op_type) else None)
         if rule is None:
             r.fail(node, "this ONNX op is not supported by dualgrad's importer")
         ins = [r.values[i] if i else None for i in node.input]

@@ -1,5 +1,9 @@
 """dualgrad graph -> ONNX model (opset 13-17): one writer rule per primitive.
 
+A primitive whose registry entry names an ONNX operator (`onnx="Softplus"`: same inputs,
+same result) is written as that operator with no rule here; the rules below are for the
+others.
+
 The graph is frozen first (graph/freeze.py: the needed nodes, variables as constants), then
 each node becomes one or a few ONNX nodes. Composites arrive as the primitives they are
 built from (softmax as exp/sum/div, ...); `unfold` (conv2d's and the pools' im2col) is
@@ -19,13 +23,6 @@ from ..freeze import FreezeError, describe_node, freeze
 
 INT_MAX, INT_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
 
-UNARY = {"neg": "Neg", "abs": "Abs", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
-         "tanh": "Tanh", "sigmoid": "Sigmoid", "sin": "Sin", "cos": "Cos", "erf": "Erf",
-         "sign": "Sign", "relu": "Relu", "softplus": "Softplus"}
-BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "pow": "Pow",
-          "maximum": "Max", "minimum": "Min", "matmul": "MatMul"}
-COMPARE = {"eq": "Equal", "lt": "Less", "le": "LessOrEqual", "gt": "Greater",
-           "ge": "GreaterOrEqual"}
 
 
 class OnnxError(ValueError):
@@ -93,21 +90,21 @@ def _common(n):
     return np.result_type(*strong)
 
 
-def _unary(w, n, ins):
-    return w.emit(UNARY[n.type], _in_dtype(w, n, ins, n.outputs[0].dtype))
+def _direct(w, n, ins):
+    """An op whose registry entry names its ONNX operator (`onnx=`): the same inputs, cast to
+    the output dtype, into that one operator. A new op of that sort needs nothing here."""
+    return w.emit(n.op.onnx, _in_dtype(w, n, ins, n.outputs[0].dtype))
 
 
-def _binary(w, n, ins):
-    if n.type == "matmul" and _is_conv(n):
-        return _conv(w, n, ins)
-    return w.emit(BINARY[n.type], _in_dtype(w, n, ins, n.outputs[0].dtype))
+def _matmul(w, n, ins):
+    return _conv(w, n, ins) if _is_conv(n) else _direct(w, n, ins)
 
 
 def _compare(w, n, ins):
     args = _in_dtype(w, n, ins, _common(n))
     if n.type == "ne":
         return w.emit("Not", [w.emit("Equal", args)])
-    return w.emit(COMPARE[n.type], args)
+    return w.emit(n.op.onnx, args)
 
 
 def _where(w, n, ins):
@@ -352,8 +349,8 @@ def _unfold(w, n, ins):
     return w.emit("Reshape", [stacked, w.ints([0, c * kh * kw, ho * wo])])
 
 
-RULES = {**{k: _unary for k in UNARY}, **{k: _binary for k in BINARY},
-         **{k: _compare for k in (*COMPARE, "ne")},
+# NOTE: ops not listed here are written by `_direct` when their registry entry has `onnx=`
+RULES = {"matmul": _matmul, **{k: _compare for k in ("eq", "ne", "lt", "le", "gt", "ge")},
          "where": _where, "cast": _cast, "stop_gradient": _identity, "sum": _sum, "max": _max,
          "argmax": _argmax, "count": _count, "cumsum": _cumsum, "reshape": _reshape,
          "reshape_like": _like("Reshape"), "broadcast_like": _like("Expand"),
@@ -441,7 +438,7 @@ def _write(w, n, in_names, ins):
     if n.type == "const":
         w.names[id(t)] = w.const(n.attrs["value"], n.name.replace(":", "_"))
         return
-    rule = RULES.get(n.type)
+    rule = RULES.get(n.type) or (_direct if n.op is not None and n.op.onnx else None)
     if rule is None:
         raise OnnxError(f"graph.onnx.export: {describe_node(n)} has no ONNX counterpart in "
                         f"dualgrad's exporter")

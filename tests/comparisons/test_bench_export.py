@@ -1,7 +1,7 @@
 """The inference benchmark: every peer timed, and every peer's output equal."""
 import pytest
 
-from dualgrad.comparisons import bench_export
+from dualgrad.comparisons.bench import export as bench_export
 
 pytest.importorskip("onnxruntime")
 

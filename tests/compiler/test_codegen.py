@@ -1,4 +1,4 @@
-"""compiler.codegen: generated fused kernels against NumPy.
+"""compiler.codegen, fused_spec and fused_kernel: generated fused kernels against NumPy.
 
 Many checks share one multi-output spec so that the suite compiles few kernels (each costs
 0.15-0.6 s); arrays are tiny except where noted. The whole file runs against a fresh kernel
@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 from dualgrad import ops
-from dualgrad.compiler import codegen
-from dualgrad.compiler.codegen import CodegenError, FusedSpec, compile_fused
+from dualgrad.compiler import codegen, fused_kernel, kernel_cache
+from dualgrad.compiler.fused_kernel import compile_fused
+from dualgrad.compiler.fused_spec import CodegenError, FusedSpec
 
 REPO = Path(__file__).resolve().parents[2]
 RNG = np.random.default_rng(1234)
@@ -457,7 +458,7 @@ def test_single_row_and_single_column(R, C):
 
 
 def test_parallel_path(monkeypatch):
-    monkeypatch.setattr(codegen, "PARALLEL_MIN_ELEMENTS", 64)
+    monkeypatch.setattr(fused_kernel, "PARALLEL_MIN_ELEMENTS", 64)
     gelu = compile_fused(gelu_prog())
     x = rand((1, 1000), lo=-5, hi=5)        # one row: the flat loop still goes parallel
     np.testing.assert_allclose(gelu(1, 1000, x)[0], gelu_np(x.astype(np.float64)), atol=5e-6)
@@ -469,7 +470,7 @@ def test_parallel_path(monkeypatch):
     for gv, wv in zip(got, layernorm_np(*(a.astype(np.float64) for a in (x, r, g, b)))):
         np.testing.assert_allclose(gv, wv, rtol=2e-5, atol=2e-5)
     # above the threshold both variants get timed; whichever runs, the results are the same
-    monkeypatch.setattr(codegen, "PROBE_EVERY", 2)
+    monkeypatch.setattr(fused_kernel, "PROBE_EVERY", 2)
     for _ in range(6):
         for gv, wv in zip(ln(16, 8, x, r, g, b), got):
             np.testing.assert_array_equal(gv, wv)
@@ -514,7 +515,7 @@ def test_in_process_cache_returns_same_callable():
 _CHILD = textwrap.dedent("""
     import json, sys
     sys.path.insert(0, {repo!r})
-    from dualgrad.compiler.codegen import FusedSpec, compile_fused
+    from dualgrad.compiler import FusedSpec, compile_fused
     import numpy as np
     spec = FusedSpec(inputs=(("float32", "full"),),
                      nodes=(("in", 0), ("ew", "tanh({{0}})", (0,), "float32"),
@@ -546,12 +547,12 @@ def test_disk_cache_second_process_loads(tmp_path):
 
 def test_cache_dir_resolution(monkeypatch, tmp_path):
     monkeypatch.setenv("DUALGRAD_CACHE_DIR", str(tmp_path / "a"))
-    assert codegen.cache_dir() == tmp_path / "a"
+    assert kernel_cache.cache_dir() == tmp_path / "a"
     monkeypatch.delenv("DUALGRAD_CACHE_DIR")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert codegen.cache_dir() == tmp_path / "xdg" / "dualgrad"
+    assert kernel_cache.cache_dir() == tmp_path / "xdg" / "dualgrad"
     monkeypatch.delenv("XDG_CACHE_HOME")
-    assert codegen.cache_dir() == Path.home() / ".cache" / "dualgrad"
+    assert kernel_cache.cache_dir() == Path.home() / ".cache" / "dualgrad"
 
 
 def test_module_name_is_stable_and_depends_on_dtype():

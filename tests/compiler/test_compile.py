@@ -522,10 +522,10 @@ def test_graph_report_and_dot_are_reachable():
     assert cm.trace_seconds > 0 and cm.report.seconds > 0
 
 
-def test_module_docstring_runs():
-    import dualgrad.compiler.trace
-    from dualgrad import compiler
-    assert doctest.testmod(compiler.trace).failed == 0
+def test_module_docstrings_run():
+    from dualgrad.compiler import compiled, tracer
+    assert doctest.testmod(compiled).failed == 0
+    assert doctest.testmod(tracer).failed == 0
 
 
 # -- engines meeting in one op ----------------------------------------------------------------

@@ -27,7 +27,7 @@ def test_lru_cap_evicts_least_recently_used_with_one_warning():
 
 
 def test_default_limit_and_validation(monkeypatch):
-    monkeypatch.setattr(compiler.trace, "CACHE_SIZE_LIMIT", 1)
+    monkeypatch.setattr(compiler.compiled, "CACHE_SIZE_LIMIT", 1)
     f = compiler.compile(lambda x: x + 1.0)
     f(eager.ones(2))
     with pytest.warns(UserWarning, match="least recently used"):

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from dualgrad import graph
-from dualgrad.compiler import codegen, kernel_cache
-from dualgrad.compiler.codegen import FusedSpec, compile_fused
+from dualgrad.compiler import fused_kernel, kernel_cache
+from dualgrad.compiler.fused_kernel import compile_fused
+from dualgrad.compiler.fused_spec import FusedSpec
 from dualgrad.compiler.kernel_cache import CacheWarning
 from dualgrad.comparisons.cli import main
 
@@ -29,7 +30,7 @@ def spec(k=2.5):
 
 def forget():
     """What a new process starts from: no kernel in memory, nothing imported."""
-    codegen._KERNELS.clear()
+    fused_kernel._KERNELS.clear()
     for name in [m for m in sys.modules if m.startswith(kernel_cache.PREFIX)]:
         del sys.modules[name]
     kernel_cache._STORES.clear()

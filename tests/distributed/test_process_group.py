@@ -7,7 +7,7 @@ import pytest
 from dualgrad import eager
 from dualgrad.eager import distributed as dist
 
-from .mpi import ok, run
+from .mpi import run
 
 
 def test_collective_before_init_is_a_clear_error():
@@ -23,8 +23,8 @@ def test_only_the_mpi_backend():
         dist.init_process_group(backend="gloo")
 
 
-def test_collectives_on_two_ranks():
-    out = ok(run(["collectives.py"]))
+def test_collectives_on_two_ranks(suite_output):
+    out = suite_output
     assert "collectives ok on rank 0" in out and "collectives ok on rank 1" in out
 
 

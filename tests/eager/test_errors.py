@@ -26,7 +26,7 @@ def test_transpose_with_an_out_of_range_dim_is_a_clear_index_error():
     with pytest.raises(IndexError) as info:
         line = _next_line()
         eager.randn(3, 4).transpose(0, 2)
-    assert "transpose: dim 2 is out of range for a 2-d tensor of shape (3, 4)" in str(info.value)
+    assert "transpose: axis 2 is out of range for 2-d input of (3, 4)" in str(info.value)
     assert f"test_errors.py:{line}" in str(info.value)
 
 

@@ -106,7 +106,8 @@ def test_dense_and_layers_make_named_variables():
                                     "graph.nn", "graph.layers", "graph.train",
                                     "graph.serialize", "graph.inspect", "graph.dtypes",
                                     "graph.errors", "graph.array_ops", "graph.init_ops",
-                                    "graph.variable_scope", "graph.rnn_cell", "graph.rnn"])
+                                    "graph.variable_scope", "graph.rnn_cell", "graph.rnn",
+                                    "graph.saver", "graph.metrics", "graph.config"])
 def test_docstring_examples_run(module):
     graph.reset_default_graph()
     result = doctest.testmod(importlib.import_module(f"dualgrad.{module}"), optionflags=doctest.ELLIPSIS)

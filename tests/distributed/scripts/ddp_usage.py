@@ -4,7 +4,7 @@ import sys
 
 import numpy as np
 
-from dualgrad import eager
+from dualgrad import compiler, eager
 from dualgrad.eager import distributed as dist
 from dualgrad.eager import nn
 from dualgrad.eager.nn.parallel import DistributedDataParallel as DDP
@@ -52,5 +52,56 @@ try:
 except RuntimeError as e:
     msg = str(e)
 assert "parameter shapes differ across ranks" in msg and f"weight ({8 + rank}, 4)" in msg, msg
+
+
+# find_unused_parameters: rank 0 uses head b, rank 1 does not, nobody uses `never`
+class TwoHeads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body, self.a, self.b, self.never = (nn.Linear(4, 4), nn.Linear(4, 1),
+                                                 nn.Linear(4, 1), nn.Linear(4, 1))
+
+    def forward(self, x, use_b):
+        h = self.body(x).tanh()
+        return self.a(h) + self.b(h) if use_b else self.a(h)
+
+
+def two_heads():
+    eager.manual_seed(3)
+    return TwoHeads()
+
+
+data = [eager.full((2, 4), 0.5 + r) for r in range(2)]
+ref = two_heads()                              # one process: the mean of both ranks' losses
+((ref(data[0], True).sum() + ref(data[1], False).sum()) / 2).backward()
+for compiled in (False, True):
+    ddp = DDP(two_heads(), find_unused_parameters=True)
+    loss_fn = compiler.compile(lambda x, b: ddp(x, b).sum()) if compiled else \
+        (lambda x, b: ddp(x, b).sum())
+    for _ in range(2):                         # the second time replays the traced graph
+        ddp.zero_grad()
+        loss_fn(data[rank], rank == 0).backward()
+        for name, p in ddp.module.named_parameters():
+            want = dict(ref.named_parameters())[name].grad
+            if name.startswith("never"):
+                assert p.grad is None, (compiled, name)
+            else:
+                np.testing.assert_allclose(p.grad.numpy(), want.numpy(), rtol=1e-6,
+                                           err_msg=f"compiled={compiled} {name}")
+
+# without it, a parameter without a gradient is a clear error, eager or compiled
+strict = DDP(two_heads())
+strict(data[rank], rank == 0).sum().backward()
+try:
+    strict(data[rank], True)
+except RuntimeError as e:
+    assert "no gradient reached" in str(e) and "find_unused_parameters=True" in str(e), e
+strict = DDP(two_heads())
+try:
+    compiler.compile(lambda x: strict(x, False).sum())(data[rank])
+except RuntimeError as e:
+    msg = str(e)
+assert "under compile: no gradient reaches ['never.bias', 'never.weight', 'b.bias', " \
+    "'b.weight']" in msg and "find_unused_parameters=True" in msg, msg
 dist.destroy_process_group()
 print(f"rank {rank}: ddp usage ok")

@@ -1,13 +1,18 @@
 """2 ranks on half batches == 1 process on the whole batch, step after step.
 
-Run under mpiexec -n 2 with the wrappers to check (ddp, compiled, fsdp). Every rank also
-trains an unwrapped copy on the whole batch and compares parameters after every step.
+Run under mpiexec -n 2 with the wrappers to check: ddp, fsdp, compiled (compile(DDP(model)):
+non-scalar output, gradients at backward) and compiled_loss (a compiled loss function:
+forward and averaged gradients in one replay). Every rank also trains an unwrapped copy on
+the whole batch and compares parameters after every step; the compiled kinds are also
+compared with eager DDP, step by step, parameters and bytes communicated.
 """
 import sys
 
+import warnings
+
 import numpy as np
 
-from dualgrad import compiler, eager
+from dualgrad import compiler, eager, ops
 from dualgrad.eager import distributed as dist
 from dualgrad.eager import nn, optim
 from dualgrad.eager.nn import functional as F
@@ -32,41 +37,81 @@ def wrap(kind, model):
     if kind == "ddp":
         return DDP(model, bucket_cap_mb=0.001)        # several buckets
     if kind == "compiled":
-        return compiler.compile(DDP(model))
+        return compiler.compile(DDP(model, bucket_cap_mb=0.001))
+    if kind == "compiled_loss":
+        return DDP(model)
     from dualgrad.eager.distributed.fsdp import FullyShardedDataParallel as FSDP
     from dualgrad.eager.distributed.fsdp import ModuleWrapPolicy
     return FSDP(model, auto_wrap_policy=ModuleWrapPolicy({nn.Sequential}))   # 2 units
 
 
-def check(kind, opt_name, rank, world):
-    rng = np.random.default_rng(1)
-    ref = build()
+def local_model(rank):
     if rank == 1:      # a different init on rank 1: the wrapper must start from rank 0's
         eager.manual_seed(5)
-        model = nn.Sequential(nn.Linear(6, 16), nn.LayerNorm(16), nn.Tanh(),
-                              nn.Sequential(nn.Linear(16, 16), nn.GELU()), nn.Linear(16, 3))
-    else:
-        model = build()
-    wrapped = wrap(kind, model)
-    opt = make_optimizer(opt_name, wrapped.parameters())
-    ref_opt = make_optimizer(opt_name, ref.parameters())
+        return nn.Sequential(nn.Linear(6, 16), nn.LayerNorm(16), nn.Tanh(),
+                             nn.Sequential(nn.Linear(16, 16), nn.GELU()), nn.Linear(16, 3))
+    return build()
+
+
+class Run:
+    """One way of training, stepped on this rank's part (or all) of each batch."""
+
+    def __init__(self, kind, model, opt_name):
+        self.kind, self.model = kind, model
+        self.wrapped = wrap(kind, model) if kind != "ref" else model
+        self.opt = make_optimizer(opt_name, self.wrapped.parameters())
+        self.loss_fn = compiler.compile(self.loss) if kind == "compiled_loss" else self.loss
+        self.sent = []
+
+    def loss(self, x, y):
+        return F.mse_loss(self.wrapped(x), y)
+
+    def step(self, x, y):
+        sent = dist_traffic()
+        loss = self.loss_fn(x, y)
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+        self.sent.append(dist_traffic() - sent)
+
+    def state(self):
+        return (self.wrapped if self.kind == "fsdp" else self.model).state_dict()
+
+
+def dist_traffic():
+    return ops.distributed.traffic()
+
+
+def same(got, want, what):
+    for name, w in want.items():
+        np.testing.assert_allclose(got[name].numpy(), w.numpy(), rtol=2e-5, atol=2e-6,
+                                   err_msg=f"{what}: {name}")
+
+
+def check(kind, opt_name, rank, world):
+    rng = np.random.default_rng(1)
+    ref = Run("ref", build(), opt_name)
+    run = Run(kind, local_model(rank), opt_name)
+    compiled = kind.startswith("compiled")
+    eager_ddp = Run("ddp", local_model(rank), opt_name) if compiled else None
     half = BATCH // world
+    mine = slice(rank * half, (rank + 1) * half)
     for step in range(STEPS):
         x = eager.tensor(rng.standard_normal((BATCH, 6)).astype(np.float32))
         y = eager.tensor(rng.standard_normal((BATCH, 3)).astype(np.float32))
-        mine = slice(rank * half, (rank + 1) * half)
-        loss = F.mse_loss(wrapped(x[mine]), y[mine])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        ref_loss = F.mse_loss(ref(x), y)
-        ref_opt.zero_grad()
-        ref_loss.backward()
-        ref_opt.step()
-        got = wrapped.state_dict() if kind == "fsdp" else model.state_dict()
-        for name, want in ref.state_dict().items():
-            np.testing.assert_allclose(got[name].numpy(), want.numpy(), rtol=2e-5, atol=2e-6,
-                                       err_msg=f"{kind} {opt_name} step {step}: {name}")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")            # a graph break (eager fallback) fails
+            run.step(x[mine], y[mine])
+        ref.step(x, y)
+        same(run.state(), ref.state(), f"{kind} {opt_name} step {step} vs one process")
+        if compiled:
+            eager_ddp.step(x[mine], y[mine])
+            same(run.state(), eager_ddp.state(), f"{kind} {opt_name} step {step} vs eager DDP")
+    if compiled:   # the replayed graph averages, once: the bytes of eager DDP's buckets
+        fn = run.wrapped if kind == "compiled" else run.loss_fn
+        assert fn.traces == 1, fn.signatures
+        assert "all_reduce" in [n.type for n in fn.graph.get_operations()]
+        assert run.sent == eager_ddp.sent, (run.sent, eager_ddp.sent)
     print(f"rank {rank}: {kind} {opt_name} matches one process for {STEPS} steps", flush=True)
 
 

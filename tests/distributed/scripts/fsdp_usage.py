@@ -58,6 +58,23 @@ try:
 except RuntimeError as e:
     assert "size mismatch for 0.weight: checkpoint has (3, 3), the model has (7, 5)" in str(e), e
 
+# no_sync(): two backwards accumulate locally (full gradients, no traffic), the third
+# reduce-scatters the sum: the same shards as one backward of the summed losses
+from dualgrad.ops import distributed as mpi    # noqa: E402
+xs = [eager.full((3, 5), 0.1 * (rank + k)) for k in range(3)]
+acc = FSDP(build(4), auto_wrap_policy=ModuleWrapPolicy({nn.Sequential}))
+sent = mpi.traffic()
+with acc.no_sync():
+    for k in range(2):
+        acc(xs[k]).sum().backward()
+assert mpi.traffic() - sent == 2 * sum(8 * p.numel() for p in acc.parameters())  # gathers only
+assert all(p.grad is None for p in acc.parameters())
+acc(xs[2]).sum().backward()
+once = FSDP(build(4), auto_wrap_policy=ModuleWrapPolicy({nn.Sequential}))
+sum(once(x).sum() for x in xs).backward()
+for a, b in zip(acc.parameters(), once.parameters()):
+    np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6)
+
 # a model built differently on one rank: a clear error on every rank
 try:
     FSDP(nn.Linear(3, 4 + rank))

@@ -12,7 +12,7 @@ Every peer runs on one thread (NumPy's BLAS, onnxruntime's intra-op pool, torch)
 comparisons/bench/timing.py (medians of interleaved repeats). The outputs are checked equal
 before timing.
 
-    python -m dualgrad.comparisons.bench_export [--quick] [--json PATH] [--markdown PATH]
+    python -m dualgrad.comparisons.bench.export [--quick] [--json PATH] [--markdown PATH]
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ import tempfile
 
 import numpy as np
 
-from .bench.timing import time_group
-from .threads import blas_limit
+from .timing import time_group
+from ..threads import blas_limit
 
 MODELS = ("mlp", "cnn", "rnn", "transformer")
 BATCHES = (1, 64)
@@ -33,7 +33,7 @@ BATCHES = (1, 64)
 
 def _peers(name, batch, tmp):
     from dualgrad import compiler
-    from . import exports
+    from .. import exports
     fn, example = exports.eager_program(name)
     ep = compiler.export(fn, example)
     ins = exports.test_inputs(name, batch)
@@ -61,8 +61,8 @@ def _torch_peer(name, fn, ins):
         import torch
     except ImportError:
         return None
-    from .refs.torch_models import _model_and_opt
-    from .models.common import numpy_state
+    from ..refs.torch_models import _model_and_opt
+    from ..models.common import numpy_state
     eager_model = fn if hasattr(fn, "state_dict") else fn.__closure__[0].cell_contents
     model, _ = _model_and_opt(name, numpy_state(eager_model))
     model.eval()
@@ -115,7 +115,7 @@ def markdown(rows):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m dualgrad.comparisons.bench_export",
+    p = argparse.ArgumentParser(prog="python -m dualgrad.comparisons.bench.export",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="few repeats")
     p.add_argument("--json", metavar="PATH")

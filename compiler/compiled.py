@@ -24,24 +24,25 @@ line, and its signature stays eager. See docs/compile.md.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 import time
 import traceback
 import types
 import warnings
+from collections import OrderedDict
 
 import numpy as np
 
 from dualgrad import graph
 from dualgrad import ops
+from dualgrad.ops import distributed as _mpi
 from dualgrad.eager import is_grad_enabled
-from dualgrad.eager.nn import Module, Parameter
+from dualgrad.eager.nn import Module
 from dualgrad.eager.tensor import Tensor, recorded
-from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
-from dualgrad.ops.core import FRAMEWORK_DIRS, bind_args, current_trace, tracing, user_frame, \
-    where_str
+from dualgrad.ops.core import FRAMEWORK_DIRS, tracing, where_str
 
-from .signatures import _Inline, _describe, _key, _leaf_names, _map, _modules_reached
+from .signatures import Inline, describe, leaf_names, modules_reached, signature_key, \
+    tree_map
+from .tracer import GraphBreak, Trace, Tracer, active_trace, flatten_out, rebuild_out
 
 __all__ = ["compile", "Compiled", "Tracer", "GraphBreak", "MAX_TRACES", "CACHE_SIZE_LIMIT"]
 
@@ -50,280 +51,7 @@ MAX_TRACES = 8      # more traces of one function than this give a warning (tf.f
 # recently used is dropped, with a warning. compile(fn, cache_size_limit=N) sets one function's.
 CACHE_SIZE_LIMIT = 64
 _GRADS_LOCK = threading.Lock()   # building an entry's gradient nodes on first backward
-_STOP = ops.REGISTRY["stop_gradient"]
 _RAND = ops.REGISTRY["rand_like"]
-_new = object.__new__
-
-
-# -- graph breaks -----------------------------------------------------------------------------
-class GraphBreak(Exception):
-    """Raised while tracing by what needs a tensor's value in Python."""
-
-    def __init__(self, what, hint, loc):
-        self.what, self.hint, self.loc = what, hint, loc
-        super().__init__(f"{what} at {where_str(loc)}")
-
-
-_BREAKS = {
-    "bool": ("Python control flow on a tensor's value (bool(), `if t`, `while t`, and/or)",
-             "choose elementwise with eager.where(cond, a, b), or move the branch out of the "
-             "compiled function"),
-    "item": ("a tensor's value read into Python (.item(), float(), int(), an index)",
-             "keep it a tensor (0-d tensors work in arithmetic), or return it and call .item() "
-             "on the result"),
-    "numpy": ("a tensor converted to NumPy (.numpy(), .tolist(), .data, np.asarray)",
-              "use ops on the tensor, or return it and convert the result"),
-    "print": ("a tensor's values printed (print, repr, str)",
-              "print t.shape or t.dtype (known while tracing), or print the returned result"),
-    "inplace": ("a tensor changed in place", "build a new tensor (e.g. eager.where(mask, v, t))"),
-    "backward": ("backward() called inside the compiled function",
-                 "return the loss and call .backward() on the result"),
-    "requires_grad": ("requires_grad_() on a traced tensor",
-                      "pass the tensor in with requires_grad=True"),
-}
-
-
-def _graph_break(tracer, kind):
-    what, hint = _BREAKS[kind]
-    err = GraphBreak(what, hint, user_frame())
-    tr = tracer._trace
-    if tr is not None:
-        tr.breaks.append(err)   # NOTE: a user's `except Exception` must not hide it
-    raise err
-
-
-# -- the tracer -------------------------------------------------------------------------------
-class _Values:
-    """What `tracer.data` is while tracing: a static shape and dtype, and no values."""
-    __slots__ = ("_t",)
-    __array_ufunc__ = None   # a kernel handed this raises TypeError, never converts it
-
-    def __init__(self, t):
-        self._t = t
-
-    shape = property(lambda self: self._t.shape)
-    dtype = property(lambda self: self._t.dtype)
-    ndim = property(lambda self: self._t.ndim)
-    spec = property(lambda self: self._t.spec)
-    size = property(lambda self: int(np.prod(self._t.shape, dtype=np.int64)))
-
-    def __array__(self, dtype=None, copy=None):
-        _graph_break(self._t, "numpy")
-
-    def _arith(self, *_):
-        # NOTE: arithmetic on `.data` (e.g. BatchNorm's in-place running statistics) reads
-        # values a trace does not have: a graph break naming the user's line, not a TypeError
-        _graph_break(self._t, "numpy")
-
-    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _arith
-    __truediv__ = __rtruediv__ = __pow__ = __matmul__ = __neg__ = _arith
-
-    def __getattr__(self, name):   # .data.sum(), .data.copy(), ... need the values
-        _graph_break(self._t, "numpy")
-
-    def __getitem__(self, index):
-        _graph_break(self._t, "numpy")
-
-    def __setitem__(self, index, value):
-        _graph_break(self._t, "inplace")
-
-    def __bool__(self):
-        _graph_break(self._t, "bool")
-
-    def __float__(self):
-        _graph_break(self._t, "item")
-
-    __int__ = __index__ = __float__
-
-    def __repr__(self):
-        _graph_break(self._t, "print")
-
-
-class TraceEngine:
-    """The engine of tracers (level 2). While its trace runs, the trace itself is on this
-    thread's trace stack and ops.bind hands it the calls; this is reached only after."""
-    level = 2
-
-    @staticmethod
-    def apply(op, args, attrs):
-        raise RuntimeError(
-            f"{op.name}: a tensor traced inside a compiled function was used after its trace "
-            f"ended (was it stored in a global, a list or an attribute?); a compiled "
-            f"function's results are eager tensors, keep those instead")
-
-
-class Tracer(Tensor):
-    """An eager Tensor with a static spec and no values, recording ops into a graph.
-
-    The eager Tensor's methods work on it unchanged (they call ops.*, which bind hands to
-    `TraceEngine`); what needs values (`bool()`, `.item()`, `.numpy()`, `repr`) is a graph
-    break.
-    """
-    __slots__ = ("_g", "_trace")
-    _engine = TraceEngine
-    __hash__ = object.__hash__   # __eq__ is elementwise (borrowed below), hashing by identity
-
-    shape = property(lambda self: tuple(self._g.spec.shape))
-    dtype = property(lambda self: self._g.spec.dtype)
-    spec = property(lambda self: self._g.spec)
-    ndim = property(lambda self: len(self._g.spec.shape))
-    data = property(_Values)
-
-    def __repr__(self):
-        _graph_break(self, "print")
-
-    __str__ = __repr__
-
-    def numpy(self):
-        _graph_break(self, "numpy")
-
-    tolist = __array__ = numpy
-
-    def item(self):
-        _graph_break(self, "item")
-
-    __float__ = __int__ = __index__ = item
-
-    def __bool__(self):
-        _graph_break(self, "bool")
-
-    def __setitem__(self, index, value):
-        _graph_break(self, "inplace")
-
-    def zero_(self):
-        _graph_break(self, "inplace")
-
-    fill_ = zero_
-
-    def backward(self, *args, **kwargs):
-        _graph_break(self, "backward")
-
-    def requires_grad_(self, requires_grad=True):
-        _graph_break(self, "requires_grad")
-
-    def detach(self):
-        return ops.stop_gradient(self)
-
-    def clone(self):
-        return ops.cast(self, self.dtype)
-
-    def any(self):
-        return ops.gt(ops.sum(ops.cast(ops.ne(self, 0), "int64")), 0)
-
-    def all(self):
-        return ops.eq(ops.sum(ops.cast(ops.eq(self, 0), "int64")), 0)
-
-    def __reduce__(self):
-        raise TypeError("a traced tensor cannot be pickled")
-
-
-# NOTE: the operators are the graph tensor's (each one an ops.* call, so they bind to the
-# tracer's engine); eager's own go through `_binary`, the eager kernel fast path.
-for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
-              "__truediv__", "__rtruediv__", "__pow__", "__rpow__", "__matmul__", "__rmatmul__",
-              "__neg__", "__abs__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
-    setattr(Tracer, _name, GraphTensor.__dict__[_name])
-
-
-def _active():
-    """The compile() trace running in this thread, or None."""
-    tr = current_trace()
-    return tr if isinstance(tr, _Trace) else None
-
-
-def _is_live(a):
-    """A value the trace must read at every call: a tracer, a parameter, or grad-requiring."""
-    return isinstance(a, Tensor) and (type(a) is Tracer or a.requires_grad
-                                      or isinstance(a, Parameter))
-
-
-class _Trace:
-    """One trace in progress: its graph, what it captured, the breaks it met.
-
-    While fn runs it is on this thread's trace stack (`ops.core.tracing`), so ops.bind hands
-    it every op call, tracers or not: `self.pos[:T]` or `w * 2` on a parameter involves no
-    tracer, and would otherwise run once and be frozen into the graph with today's value.
-    """
-    level = 2   # ops.bind: outranks eager and graph arguments
-
-    def __init__(self, name, params):
-        self.name = name
-        self.param_names = {id(p): n for n, p in reversed(params)}   # first name wins
-        self.graph = graph.Graph()
-        self.captured = {}        # id(eager tensor) -> graph tensor
-        self.live = []            # [(eager tensor, placeholder)] fed with .data at every call
-        self.snapshots = []       # [(eager tensor, copy of its data, where captured)]
-        self.randoms = []         # [(placeholder, shape, attrs)]: rand_like, drawn per call
-        self.breaks = []
-
-    def wrap(self, g, requires_grad):
-        t = _new(Tracer)
-        t._g, t._trace, t.requires_grad, t.grad, t._node = g, self, requires_grad, None, None
-        return t
-
-    def apply(self, op, args, attrs):
-        if not op.stateful and not any([_is_live(a) for a in args]):
-            return bind_args(op, args, attrs)   # constants only: frozen, like its inputs
-        if op is _RAND:
-            return self._random(args[0], attrs)
-        out = GraphEngine.apply(op, [self.lift(a) for a in args], attrs)
-        grad = out.dtype.kind in "fc" and any(
-            isinstance(a, Tensor) and a.requires_grad for a in args)
-        if grad and not is_grad_enabled():   # no_grad() inside fn: no gradient flows through here
-            out, grad = GraphEngine.apply(_STOP, [out], {}), False
-        return self.wrap(out, grad)
-
-    def _random(self, x, attrs):
-        """rand_like becomes a fed input, drawn at each call in trace order: the forward and a
-        later gradient run then see the same draw (dropout's mask)."""
-        p = graph.placeholder(attrs.get("dtype", "float32"), x.shape, name="random")
-        self.randoms.append((p, np.broadcast_to(np.float32(0), x.shape), attrs))
-        return self.wrap(p, False)
-
-    def lift(self, a):
-        if type(a) is Tracer:
-            if a._trace is not self:
-                raise RuntimeError("a tensor traced in another call of a compiled function was "
-                                   "used here (stored in a global or an attribute?)")
-            return a._g
-        if isinstance(a, Tensor):
-            return self.capture(a)
-        if isinstance(a, GraphTensor):
-            raise TypeError(f"graph tensor '{a.name}' used inside a compiled eager function; "
-                            f"compiled functions take eager tensors")
-        return a
-
-    def capture(self, t):
-        """An eager tensor the function reached without receiving it as an argument."""
-        g = self.captured.get(id(t))
-        if g is not None:
-            return g
-        name = self.param_names.get(id(t), "captured")
-        if _is_live(t):
-            g = graph.placeholder(t.dtype, t.shape, name=name)
-            self.live.append((t, g))
-        else:
-            g = graph.constant(t.data, name=name)   # a copy, frozen at trace time
-        self.snapshots.append((t, np.array(t.data, copy=True), user_frame()))
-        self.captured[id(t)] = g
-        return g
-
-    def changed_in_place(self):
-        """A GraphBreak if fn changed a captured tensor in place (a replay would not)."""
-        for t, before, loc in self.snapshots:
-            if t.data.shape != before.shape or not np.array_equal(t.data, before,
-                                                                  equal_nan=True):
-                return GraphBreak("an eager tensor used here was changed in place by the "
-                                  "function (.data[...] =, zero_(), an optimizer step), which",
-                                  "change it outside the compiled function", loc)
-        return None
-
-    def undo_changes(self):
-        """Put captured tensors back as they were, so the eager run starts where eager would."""
-        for t, before, _ in self.snapshots:
-            if t.data.shape == before.shape and not np.array_equal(t.data, before,
-                                                                   equal_nan=True):
-                t.data[...] = before
 
 
 # -- one traced signature ---------------------------------------------------------------------
@@ -340,6 +68,10 @@ class _Entry:
         self.grad_in = [("arg", i) for i, rg in enumerate(arg_rg) if rg] + \
             [("live", j) for j, (t, _) in enumerate(tr.live) if t.requires_grad]
         self.xs = [arg_phs[i] if k == "arg" else tr.live[i][1] for k, i in self.grad_in]
+        at = {id(tr.live[i][0]): k for k, (kind, i) in enumerate(self.grad_in) if kind == "live"}
+        self.sync = [([(n, at[id(p)]) for n, p in bucket], find_unused)
+                     for buckets, find_unused in tr.averaged for bucket in buckets]
+        self.synced = sorted({k for pairs, _ in self.sync for _, k in pairs})
         self.rg_outs = rg_outs if grad_mode and self.xs else []
         self.ys = fetches
         self.fetches = list(fetches)
@@ -347,7 +79,7 @@ class _Entry:
         self.by_output = {}          # output index -> (grad placeholder, gradient tensors)
         if len(self.rg_outs) == 1 and fetches[self.rg_outs[0]].shape == ():
             with tr.graph.as_default():
-                dxs = graph.gradients([fetches[self.rg_outs[0]]], self.xs)
+                dxs = self._gradients(fetches[self.rg_outs[0]])
             self.stored = []
             for d in dxs:
                 self.stored.append(None if d is None else len(self.fetches))
@@ -371,7 +103,7 @@ class _Entry:
             for i in self.rg_outs:
                 outs[i] = recorded(outs[i], self.op, inputs, {"call": call, "index": i})
         outs = [o if isinstance(o, Tensor) else Tensor(o) for o in outs]
-        return _rebuild(self.out_tree, outs)
+        return rebuild_out(self.out_tree, outs)
 
     def gradients(self, index, feeds, g):
         """d(output index)/d(inputs) for the incoming gradient g, from the graph."""
@@ -383,12 +115,39 @@ class _Entry:
                     y = self.ys[index]
                     with self.graph.as_default():
                         gp = graph.placeholder(y.dtype, y.shape, name="grad_output")
-                        hit = self.by_output[index] = (
-                            gp, graph.gradients([y], self.xs, grad_ys=[gp]))
+                        hit = self.by_output[index] = (gp, self._gradients(y, gp))
         gp, dxs = hit
         wanted = [d for d in dxs if d is not None]
         vals = iter(self.session.run(wanted, {**feeds, gp: g}) if wanted else ())
         return [None if d is None else next(vals) for d in dxs]
+
+
+    def _gradients(self, y, gy=None):
+        """d(y)/d(xs) as graph tensors, averaged over the ranks where a DDP model asked."""
+        dxs = list(graph.gradients([y], self.xs, grad_ys=None if gy is None else [gy]))
+        for pairs, find_unused in self.sync:
+            _average(dxs, pairs, find_unused, self.xs)
+        return dxs
+
+
+def _average(dxs, pairs, find_unused, xs):
+    """One bucket: its gradients replaced by their all-reduced mean (ops.all_reduce_many)."""
+    missing = [n for n, k in pairs if dxs[k] is None]
+    keep = [k for _, k in pairs]
+    if find_unused:   # NOTE: as torch: used on some rank -> zeros here; on none -> no .grad
+        used = np.array([dxs[k] is not None for k in keep], np.int64)
+        _mpi.all_reduce(used, "sum", what="DistributedDataParallel (compiled)")
+        keep = [k for k, u in zip(keep, used) if u]
+        for k in keep:
+            dxs[k] = ops.zeros_like(xs[k]) if dxs[k] is None else dxs[k]
+    elif missing:
+        raise RuntimeError(f"DistributedDataParallel under compile: no gradient reaches "
+                           f"{missing[:8]}, so the traced graph cannot average it. Every "
+                           f"parameter must take part in the loss, or pass "
+                           f"find_unused_parameters=True")
+    if keep:
+        for k, d in zip(keep, ops.all_reduce_many([dxs[k] for k in keep], "avg")):
+            dxs[k] = d
 
 
 class _Call:
@@ -412,35 +171,11 @@ class _Call:
 
 
 def _tape_vjp(g, *inputs, out, needs, call, index):
-    return call.vjp(g, index, needs)
+    grads = call.vjp(g, index, needs)
+    if call.entry.synced:   # NOTE: DDP's hooks must not average these a second time
+        _mpi.mark_averaged([inputs[k] for k in call.entry.synced if grads[k] is not None])
+    return grads
 
-
-def _flatten_out(x, tr, leaves):
-    """The result's structure with tensors replaced by ("out", i); leaves get graph tensors."""
-    if isinstance(x, Tensor):
-        leaves.append((tr.lift(x), x.requires_grad))
-        return ("out", len(leaves) - 1)
-    if isinstance(x, tuple):
-        return ("tuple", type(x), [_flatten_out(v, tr, leaves) for v in x])
-    if isinstance(x, list):
-        return ("list", list, [_flatten_out(v, tr, leaves) for v in x])
-    if isinstance(x, dict):
-        return ("dict", type(x), [(k, _flatten_out(v, tr, leaves)) for k, v in x.items()])
-    return ("const", x)
-
-
-def _rebuild(tree, outs):
-    kind = tree[0]
-    if kind == "out":
-        return outs[tree[1]]
-    if kind == "const":
-        return tree[1]
-    if kind == "dict":
-        return tree[1]((k, _rebuild(v, outs)) for k, v in tree[2])
-    items = [_rebuild(v, outs) for v in tree[2]]
-    if kind == "tuple" and hasattr(tree[1], "_fields"):
-        return tree[1](*items)
-    return tree[1](items)
 
 
 # -- the compiled function --------------------------------------------------------------------
@@ -498,16 +233,16 @@ class Compiled:
 
     # -- calling ------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if _active() is not None:    # inside another trace: trace through fn
+        if active_trace() is not None:    # inside another trace: trace through fn
             return self.fn(*args, **kwargs)
         if self._mods is None:
-            self._roots, self._mods = _modules_reached(self.fn)
+            self._roots, self._mods = modules_reached(self.fn)
         tensors, keep = [], []
         try:
             key = (is_grad_enabled(), tuple([m.training for m in self._mods]),
-                   tuple([_key(a, tensors, keep) for a in args]),
-                   tuple([(k, _key(v, tensors, keep)) for k, v in kwargs.items()]))
-        except _Inline:
+                   tuple([signature_key(a, tensors, keep) for a in args]),
+                   tuple([(k, signature_key(v, tensors, keep)) for k, v in kwargs.items()]))
+        except Inline:
             return self.fn(*args, **kwargs)
         entry = self._hit(key)
         if entry is not None:
@@ -542,12 +277,12 @@ class Compiled:
                 warnings.warn(f"compile({self.__qualname__}): more than {limit} traced "
                               f"signatures; the least recently used are dropped (a call with "
                               f"one traces again). Raise compile(fn, cache_size_limit=N) or "
-                              f"compiler.trace.CACHE_SIZE_LIMIT if they are all in use",
+                              f"compiler.compiled.CACHE_SIZE_LIMIT if they are all in use",
                               UserWarning, stacklevel=4)
 
     def _trace(self, key, args, kwargs, tensors, keep):
         self.traces += 1
-        self.signatures.append(_describe(args, kwargs, key))
+        self.signatures.append(describe(args, kwargs, key))
         if self.traces == MAX_TRACES + 1:
             warnings.warn(f"compile({self.__qualname__}) has been traced {self.traces} times: "
                           f"each new signature (tensor shapes, dtypes, requires_grad, "
@@ -557,7 +292,7 @@ class Compiled:
                           stacklevel=3)
         rng = ops.generator()
         rng_state = rng.bit_generator.state
-        tr = _Trace(self.__qualname__, self._params())
+        tr = Trace(self.__qualname__, self._params())
         t0 = time.perf_counter()
         failed = None
         try:
@@ -596,18 +331,18 @@ class Compiled:
 
     def _record(self, tr, args, kwargs, tensors):
         """Run fn with tracers; the entry, or _Failed with why it could not be traced."""
-        names = _leaf_names(self.fn, args, kwargs)
+        names = leaf_names(self.fn, args, kwargs)
         with tr.graph.as_default(), tracing(tr):
             phs = [graph.placeholder(t.dtype, t.shape, name=n) for t, n in zip(tensors, names)]
             arg_rg = [t.requires_grad and t.dtype.kind in "fc" for t in tensors]
             tracers = iter([tr.wrap(p, rg) for p, rg in zip(phs, arg_rg)])
             try:
-                t_args = _map(args, lambda t: next(tracers))
-                t_kwargs = _map(kwargs, lambda t: next(tracers))
+                t_args = tree_map(args, lambda t: next(tracers))
+                t_kwargs = tree_map(kwargs, lambda t: next(tracers))
                 result = self.fn(*t_args, **t_kwargs)
                 err = tr.breaks[0] if tr.breaks else tr.changed_in_place()
                 leaves = []
-                tree = _flatten_out(result, tr, leaves)
+                tree = flatten_out(result, tr, leaves)
             except GraphBreak as e:
                 raise _Failed(e) from None
             except Exception as e:  # noqa: BLE001 - eager runs it, and says what is wrong
