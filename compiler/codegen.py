@@ -37,7 +37,7 @@ import numpy as np
 
 from . import kernel_cache, prelude
 from ._template import FLOATS, TemplateError, cast, lower_template, typed_literal
-from .fused_spec import CodegenError, FusedSpec, SpecInfo
+from .fused_spec import CodegenError, FusedSpec, SpecInfo, reduce_seed
 
 CODEGEN_VERSION = 3
 # NOTE: fastmath without 'nnan'/'ninf': reductions need only 'reassoc' to vectorise, and
@@ -269,15 +269,8 @@ class _Source:
         return self.spec.nodes[k][1] == "sum" and self.p.dtype[k] in FLOATS
 
     def reduce_init(self, k):
-        how, dt = self.spec.nodes[k][1], self.p.dtype[k]
-        if how == "sum":
-            return typed_literal(0, dt)
-        if dt in FLOATS:
-            return typed_literal(float("-inf") if how == "max" else float("inf"), dt)
-        if dt == "bool":
-            return typed_literal(how == "min", dt)
-        info = np.iinfo(dt)
-        return typed_literal(info.min if how == "max" else info.max, dt)
+        dt = self.p.dtype[k]
+        return typed_literal(reduce_seed(self.spec.nodes[k][1], dt), dt)
 
     def reduce_step(self, k):
         how, arg, dt = self.spec.nodes[k][1], self.spec.nodes[k][2], self.p.dtype[k]
