@@ -4,6 +4,7 @@
     dualgrad train MODEL --mode eager|graph|compiled|all [--epochs N] [--seed S]
                          [--plot curves.png] [--logdir DIR]
     dualgrad bench [MODEL|all] [--quick] [--json PATH] [--plot PATH]
+    dualgrad bench --distributed [mlp|transformer|all] [--quick] [--no-torch] [--json PATH]
     dualgrad graph MODEL [--optimized] [--train] [--dot PATH.dot|PATH.svg]
     dualgrad shapes [BUG ...] [--explain] [--json PATH] [--markdown PATH]
     dualgrad cache info|clear                      the fused-kernel cache
@@ -80,6 +81,11 @@ def _parser() -> argparse.ArgumentParser:
                         "report each column's slow-down")
     b.add_argument("--profile", action="store_true",
                    help="split each model step into kernel, allocation and Python time")
+    b.add_argument("--distributed", action="store_true",
+                   help="data-parallel steps/s on 1 and 2 MPI ranks (mlp, transformer): "
+                        "DDP, compiled DDP, FSDP and torch DDP (gloo); starts mpiexec itself")
+    b.add_argument("--no-torch", action="store_true",
+                   help="with --distributed: leave out torch's DDP")
     _blas_flag(b)
 
     g = sub.add_parser("graph", help="the model's graph as a tree, before/after optimisation")
@@ -183,6 +189,10 @@ def _need(module, flag, hint):
 
 
 def cmd_bench(args, console):
+    if args.distributed:
+        return _bench_distributed(args, console)
+    if args.no_torch:
+        raise UsageError("--no-torch goes with --distributed")
     from .bench import report, run_bench
     from .bench.workloads import COLUMNS, DEFAULT_COLUMNS
     for path, what in ((args.json, "--json"), (args.plot, "--plot")):
@@ -203,6 +213,31 @@ def cmd_bench(args, console):
     if args.plot:
         report.plot(res, args.plot)
         console.print(f"wrote {args.plot}")
+
+
+def _bench_distributed(args, console):
+    from .bench import distributed
+    models = distributed.MODELS if args.what == "all" else (args.what,)
+    if args.what not in distributed.MODELS + ("all",):
+        raise UsageError(f"bench --distributed runs {' and '.join(distributed.MODELS)}; "
+                         f"got {args.what}")
+    for flag in ("plot", "torch_compile", "load", "profile"):
+        if getattr(args, flag):
+            raise UsageError(f"--{flag.replace('_', '-')} does not go with --distributed")
+    if args.json is not None:
+        check_writable(args.json, "--json")
+    _need("mpi4py", "--distributed", "pip install 'dualgrad[dist]'")
+    if distributed.under_mpiexec():
+        raise CliError("dualgrad bench --distributed starts `mpiexec -n 1` and `mpiexec -n 2` "
+                       "itself: run it without mpiexec")
+    with console.status("benchmarking 1 and 2 ranks…"):
+        measured = distributed.measure(models, args.quick, False if args.no_torch else None)
+    distributed.render(measured, console)
+    if args.json:
+        import json
+        with open(args.json, "w") as f:
+            json.dump(measured, f, indent=1)
+        console.print(f"wrote {args.json}")
 
 
 def cmd_graph(args, console):

@@ -75,14 +75,14 @@ def _specialised(n) -> bool:
 
 def _after_label(n) -> str:
     origin = getattr(n, "origin", None)
-    if n.kind == "feed":
+    if n.tag == "feed":
         label = "placeholder (fed)"
-    elif n.kind == "graph" and origin is not None:
+    elif n.tag == "graph" and origin is not None:
         label = origin.type                 # NOTE: a variable stays a variable
-    elif n.kind == "fused" and getattr(n, "members", ()):
+    elif n.tag == "fused" and getattr(n, "members", ()):
         label = f"fused ({len(n.members)} ops: {', '.join(m.name for m in n.members)})"
     else:
-        label = n.kind if n.kind != "op" else n.name
+        label = n.tag if n.tag != "op" else n.name
     shape = fmt_shape(n.specs[0]) if n.specs else ""
     return f"{label}  {shape}{'*' if _specialised(n) else ''}"
 
@@ -94,7 +94,7 @@ def after_tree(report, plan, what) -> Tree:
         return tree(f"[bold]{what}[/]: {len(items)} steps after the optimiser", items)
     items = [(n.origin.name if getattr(n, "origin", None) is not None else n.name,
               _after_label(n)) for n in prog.nodes]
-    fed = sum(n.kind == "feed" for n in prog.nodes)
+    fed = sum(n.tag == "feed" for n in prog.nodes)
     marked = any(_specialised(n) for n in prog.nodes)
     return tree(f"[bold]{what}[/]: {len(items) - fed} nodes after the optimiser, as its "
                 f"report counts them (+ {fed} fed placeholders)"

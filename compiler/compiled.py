@@ -37,7 +37,7 @@ from dualgrad import ops
 from dualgrad.ops import distributed as _mpi
 from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Module
-from dualgrad.eager.tensor import Tensor, recorded
+from dualgrad.eager.core import Tensor, recorded
 from dualgrad.ops.core import FRAMEWORK_DIRS, tracing, where_str
 
 from .signatures import Inline, describe, leaf_names, modules_reached, signature_key, \

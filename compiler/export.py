@@ -28,7 +28,7 @@ import os
 import numpy as np
 
 from dualgrad import graph, ops
-from dualgrad.eager.tensor import Tensor
+from dualgrad.eager.core import Tensor
 from dualgrad.graph.core import op_by_name
 from dualgrad.graph.errors import GraphFileError
 from dualgrad.ops.core import ShapeError, Spec, fmt_shape, tracing, where_str
@@ -275,6 +275,7 @@ class _Freezer:
     def __init__(self, first, second, name):
         self.a, self.b, self.name = first, second, name
         self.g = graph.Graph()
+        self.g.promote_dtypes = True       # NOTE: eager code's dtypes, not TF1's
         self.map = {}      # id(tensor of the first trace) -> tensor of the new graph
         self.args = {id(p.node): i for i, p in enumerate(first.phs)}
         self.live = {id(p.node): t for t, p in first.tr.live}

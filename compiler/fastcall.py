@@ -37,11 +37,11 @@ def small_caller(kernel, R, C, in_shapes, out_shapes, out_views, out_dtypes, fir
     if (layout is None or R * C >= PARALLEL_MIN_ELEMENTS
             or any(type(a) is not np.ndarray for a in first)):
         return None
-    serial, in_kinds, in_dtypes = layout()
+    serial, in_roles, in_dtypes = layout()
     views = ((R, C), (R,), (C,), ())
     names = [f"a{i}" for i in range(len(in_shapes))]
     guard, contiguous, args = [], [], []
-    for a, shape, kc, dt, arr in zip(names, in_shapes, in_kinds, in_dtypes, first):
+    for a, shape, kc, dt, arr in zip(names, in_shapes, in_roles, in_dtypes, first):
         guard += [shape, np.dtype(dt)]
         want = views[kc]
         if not arr.flags.c_contiguous:

@@ -71,7 +71,7 @@ class FusedKernel:
     array of another shape with the right size (e.g. (B, T, D) for R = B*T, C = D, or a
     keepdims (R, 1) row) is reshaped, a non-contiguous one copied, a Python scalar converted.
     Outputs are freshly allocated, or written into `out=` buffers (exact shape and dtype,
-    C-contiguous), which are returned.
+    C-contiguous, sharing no memory with an input or another output), which are returned.
 
     Attributes for reports: spec, source, module_name, module_path, layout ("flat"|"rows"),
     cache_hit (serial kernel loaded from disk), compile_seconds (serial compile or load),
@@ -123,7 +123,7 @@ class FusedKernel:
         if out is None:
             bufs = tuple(np.empty(shapes[kc], dt) for dt, kc in self._outs)
         else:
-            bufs = self._check_out(out, shapes)
+            bufs = self._check_out(out, shapes, args)
         n = R * C
         if n < PARALLEL_MIN_ELEMENTS or not self._can_split or (R == 1 and self._rows_only):
             self._serial(R, C, *args, *bufs)
@@ -188,7 +188,7 @@ class FusedKernel:
         # NOTE: not np.ascontiguousarray, which turns a 0-d array into a 1-d one
         return a if a.flags.c_contiguous else a.copy(order="C")
 
-    def _check_out(self, out, shapes):
+    def _check_out(self, out, shapes, args):
         if len(out) != len(self._outs):
             raise TypeError(f"fused kernel {self.module_name}: out= needs {len(self._outs)} "
                             f"buffers, got {len(out)}")
@@ -199,6 +199,14 @@ class FusedKernel:
                 raise ValueError(f"fused kernel {self.module_name}: out[{o}] must be a "
                                  f"writeable C-contiguous {dt} array of shape {shapes[kc]}, "
                                  f"got {got}")
+        # NOTE: the loops are compiled with noalias arguments (prelude.NoAliasPipeline)
+        for o, buf in enumerate(out):
+            for name, i, a in [("input", i, a) for i, a in enumerate(args)] + \
+                    [("out", i, b) for i, b in enumerate(out[:o])]:
+                if np.may_share_memory(buf, a):
+                    raise ValueError(f"fused kernel {self.module_name}: out[{o}] overlaps "
+                                     f"{name} {i}; outputs must not share memory with the "
+                                     f"inputs or with each other")
         return tuple(out)
 
     def _build_parallel(self):

@@ -1,8 +1,8 @@
 """The optimiser's view of a graph: a `Program` of `INode`s with concrete shapes.
 
 `from_graph` takes the nodes the fetches need (with the actual feed shapes, so every op's
-shape rule is re-run with concrete dims), passes rewrite the program, and `lower` turns it
-into a `graph.Plan` the Session executes. Kinds of IR node:
+shape rule is re-run with concrete dims), passes rewrite the program, and `to_plan` turns it
+into a `graph.Plan` the Session executes. An IR node's `tag` says what it is:
 
 - "op":    a registry primitive (pure): kernel + attrs, rewritable by every pass
 - "const": a value known at optimisation time (graph constants, folded results)
@@ -18,20 +18,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.graph.plan import (Plan, Step, build_plan, lower as lower_graph_node, needed_nodes,
-                        plan_frees)
+from dualgrad.graph.plan import Plan, Step, build_plan, needed_nodes, node_kernel, plan_frees
 from dualgrad.graph.core import Tensor as GTensor
 
 _MAY_ALIAS = {"cast", "sum_to_like", "stop_gradient"}   # kernels that can return their input
 
 
 class INode:
-    __slots__ = ("kind", "op", "inputs", "attrs", "specs", "origin", "value", "controls",
+    __slots__ = ("tag", "op", "inputs", "attrs", "specs", "origin", "value", "controls",
                  "fused", "members", "id")
 
-    def __init__(self, kind, op=None, inputs=(), attrs=None, specs=(), origin=None,
+    def __init__(self, tag, op=None, inputs=(), attrs=None, specs=(), origin=None,
                  value=None, controls=()):
-        self.kind, self.op, self.inputs = kind, op, list(inputs)
+        self.tag, self.op, self.inputs = tag, op, list(inputs)
         self.attrs = attrs or {}
         self.specs, self.origin, self.value = list(specs), origin, value
         self.controls = list(controls)
@@ -41,20 +40,20 @@ class INode:
 
     @property
     def name(self):
-        return self.op.name if self.op is not None else self.kind
+        return self.op.name if self.op is not None else self.tag
 
     @property
     def spec(self):
         return self.specs[0]
 
     def pure(self):
-        return self.kind == "op" and not self.op.stateful and not self.controls
+        return self.tag == "op" and not self.op.stateful and not self.controls
 
     def may_alias(self):
-        return self.kind == "op" and (self.op.view or self.op.name in _MAY_ALIAS)
+        return self.tag == "op" and (self.op.view or self.op.name in _MAY_ALIAS)
 
     def __repr__(self):
-        return f"<{self.kind} {self.name} #{self.id}>"
+        return f"<{self.tag} {self.name} #{self.id}>"
 
 
 def known(spec) -> bool:
@@ -82,8 +81,8 @@ class Program:
                         for src, i in n.inputs]
         self.fetches = [new if (f[0] is old[0] and f[1] == old[1]) else f for f in self.fetches]
 
-    def count(self, kinds=("op", "const", "fused", "graph")):
-        return sum(1 for n in self.nodes if n.kind in kinds)
+    def count(self, tags=("op", "const", "fused", "graph")):
+        return sum(1 for n in self.nodes if n.tag in tags)
 
 
 class ReinferError(Exception):
@@ -155,7 +154,7 @@ def _origin_unchanged(n):
             and len(g.inputs) == len(n.inputs))
 
 
-def lower(prog: Program) -> Plan:
+def to_plan(prog: Program) -> Plan:
     """A graph.Plan executing the program: one Step per node, slots freed after last use."""
     slots = {}
     feed_slots = []
@@ -164,9 +163,9 @@ def lower(prog: Program) -> Plan:
         feed_slots.append((t, slots[(id(n), 0)]))
     steps = []
     for n in prog.nodes:
-        if n.kind == "feed":
+        if n.tag == "feed":
             continue
-        node, kernel, stateful = _lower_node(n)
+        node, kernel, stateful = _plan_step(n)
         ins = tuple(slots[(id(src), i)] for src, i in n.inputs)
         outs = []
         for i in range(len(n.specs)):
@@ -187,19 +186,19 @@ def _constant(v):
     return kernel
 
 
-def _lower_node(n):
-    if n.kind == "graph":
-        kernel, stateful = lower_graph_node(n.origin)
+def _plan_step(n):
+    if n.tag == "graph":
+        kernel, stateful = node_kernel(n.origin)
         return n.origin, kernel, stateful
-    if n.kind == "const":
+    if n.tag == "const":
         v = n.value
         name = n.origin.name if n.origin is not None and n.origin.type == "const" else \
             f"folded/{n.origin.name if n.origin is not None else 'const'}"
         return SyntheticNode(name, None, {}, n.origin, "const"), _constant(v), False
-    if n.kind == "fused":
+    if n.tag == "fused":
         return n.fused.node, n.fused, False
     if _origin_unchanged(n):
-        kernel, _ = lower_graph_node(n.origin)
+        kernel, _ = node_kernel(n.origin)
         return n.origin, kernel, False
     kernel = functools.partial(n.op.kernel, **n.attrs) if n.attrs else n.op.kernel
     name = n.origin.name if n.origin is not None else n.op.name

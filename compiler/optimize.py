@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from .ir import ReinferError, from_graph, lower, topo_sort
+from .ir import ReinferError, from_graph, to_plan, topo_sort
 from .memory import pin_if_asked
 from .passes import BY_NAME, PASSES
 from .report import PassRecord, Report
@@ -42,7 +42,7 @@ def optimize(graph, fetches, feed_specs=None, passes=None):
         topo_sort(prog)
         records.append(PassRecord(p.NAME, n0, prog.count(), details,
                                   time.perf_counter() - t))
-    plan = lower(prog)
+    plan = to_plan(prog)
     report = Report(before, prog.count(), records, seconds=time.perf_counter() - t0)
     report.program = prog
     return plan, report

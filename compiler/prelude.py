@@ -27,6 +27,7 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, types
 from numba.core import cgutils
+from numba.core.compiler import Compiler
 from numba.extending import intrinsic
 
 # -- float32 tanh: Eigen/XLA rational, clamp to +-7.9053 (where tanhf rounds to +-1) --------
@@ -198,6 +199,25 @@ def _float_intrinsic(llvm_name):
 
 fmaximum = _float_intrinsic("llvm.maximum")
 fminimum = _float_intrinsic("llvm.minimum")
+
+
+# -- the kernels' array arguments never overlap: tell LLVM -------------------------------------
+class NoAliasPipeline(Compiler):
+    """numba's pipeline, with every pointer argument of the compiled function marked
+    `noalias` (the flag numba's parallel back end sets on its own gufuncs).
+
+    Without it LLVM must assume that any output may overlap any input, and a loop over many
+    arrays needs more run-time overlap checks than it is willing to emit: it stays scalar.
+    The LSTM cell's fused forward (7 inputs, 13 outputs, 32x64) ran in 86 µs unvectorised
+    and in 7.5 µs with the flag. A generated kernel's outputs are fresh or the plan's own
+    buffers (never live at the same time as the step's inputs), and `FusedKernel` refuses
+    `out=` arrays that overlap an input or each other, so the promise holds.
+    """
+
+    def __init__(self, typingctx, targetctx, library, args, return_type, flags, locals):
+        flags = flags.copy()
+        flags.noalias = True
+        super().__init__(typingctx, targetctx, library, args, return_type, flags, locals)
 
 
 # -- compensated sums: the row total of a fused floating sum's block sums --------------------

@@ -16,7 +16,7 @@ class PassRecord:
         d = self.details
         if self.name == "prune":
             return f"removed {d['removed']} unneeded nodes"
-        if self.name == "fold":
+        if self.name == "constant_fold":
             return f"folded {d['folded']} constant nodes"
         if self.name == "simplify":
             r = d["rewrites"]
@@ -55,7 +55,7 @@ class Report:
         lines = [f"optimised {self.nodes_before} -> {self.nodes_after} nodes "
                  f"in {self.seconds * 1e3:.1f} ms" + (f" ({self.note})" if self.note else "")]
         for p in self.passes:
-            lines.append(f"  {p.name:<9} {p.nodes_before:>5} -> {p.nodes_after:<5} "
+            lines.append(f"  {p.name:<13} {p.nodes_before:>5} -> {p.nodes_after:<5} "
                          f"{p.summary()}")
         return "\n".join(lines)
 

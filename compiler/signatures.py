@@ -12,7 +12,7 @@ import inspect
 import numpy as np
 
 from dualgrad.eager.nn import Module
-from dualgrad.eager.tensor import Tensor
+from dualgrad.eager.core import Tensor
 from dualgrad.ops.core import engine_of
 
 class Inline(Exception):

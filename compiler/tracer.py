@@ -23,7 +23,7 @@ from dualgrad import graph
 from dualgrad import ops
 from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Parameter
-from dualgrad.eager.tensor import Tensor
+from dualgrad.eager.core import Tensor
 from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
 from dualgrad.ops.core import bind_args, current_trace, user_frame, where_str
 
@@ -230,6 +230,7 @@ class Trace:
         self.name = name
         self.param_names = {id(p): n for n, p in reversed(params)}   # first name wins
         self.graph = graph.Graph()
+        self.graph.promote_dtypes = True   # NOTE: eager code's dtypes, not TF1's
         self.captured = {}        # id(eager tensor) -> graph tensor
         self.live = []            # [(eager tensor, placeholder)] fed with .data at every call
         self.snapshots = []       # [(eager tensor, copy of its data, where captured)]

@@ -19,7 +19,7 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops import ShapeError, KernelError
-from .tensor import Tensor, _GRAD
+from .core import Tensor, _GRAD
 
 float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
 int8, int16, int32, int64 = (np.dtype(n) for n in ("int8", "int16", "int32", "int64"))

@@ -12,7 +12,7 @@ import numpy as np
 
 from .devices import check as _check_device
 from .generator import rng_of
-from .tensor import Tensor
+from .core import Tensor
 
 _DEFAULT_FLOAT = [np.dtype(np.float32)]
 

@@ -25,7 +25,7 @@ import numpy as np
 from dualgrad import ops
 from dualgrad.ops.core import user_frame, where_str
 
-from . import tensor as _tensor_module
+from . import core as _core
 from .generator import rng_of
 
 CLOCK = [0]   # ticks once per in-place write; tape entries record the tick they were made at
@@ -34,7 +34,7 @@ LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place op
 
 
 def _grad_on():
-    return _tensor_module._GRAD.enabled
+    return _core._GRAD.enabled
 
 
 def _is_tensor(x):
@@ -51,7 +51,7 @@ builtins_any = any
 
 def _snapshot(t):
     """A tensor holding t's current value and tape entry: what the in-place op applies to."""
-    prev = _tensor_module._new(_tensor_module.Tensor)
+    prev = _core._new(_core.Tensor)
     prev.data, prev.grad = t.data.copy(), None
     prev.requires_grad, prev._node = t.requires_grad, t._node
     return prev

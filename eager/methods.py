@@ -19,7 +19,7 @@ TopkResult = namedtuple("TopkResult", "values indices")
 
 
 def _tensor(arr):
-    from .tensor import Tensor
+    from .core import Tensor
     return Tensor(np.asarray(arr))
 
 

@@ -34,7 +34,7 @@ from safetensors.numpy import save_file
 from dualgrad.ops.files import UnreadableWeights, atomic_path, read_safetensors
 
 from .devices import check as check_device
-from .tensor import Tensor
+from .core import Tensor
 
 
 def _flat_tensors(obj):

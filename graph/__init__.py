@@ -35,14 +35,14 @@ from .variables import (Variable, assign, assign_add, assign_sub, global_variabl
                         local_variables_initializer, trainable_variables,
                         variables_initializer)
 from .control_flow import cond, group, identity, no_op, print_, while_loop
-from . import while_grad as _while_grad  # noqa: F401 - registers the while_grad kind
+from . import while_grad as _while_grad  # noqa: F401 - registers the while_grad graph op
 from .gradients import gradients
 from .math_ops import *  # noqa: F403 - TF's op functions: graph.matmul, graph.reduce_sum, …
 from .math_ops import __all__ as _math_all
 from .session import InteractiveSession, Session, get_default_session
 from .config import (ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, RunMetadata,
                      RunOptions)
-from .plan import Plan, Step, build_plan, lower
+from .plan import Plan, Step, build_plan, node_kernel
 from .array_ops import *  # noqa: F403 - shape, size, rank, fill, zeros, ones, range, unstack
 from .array_ops import __all__ as _array_all
 from .init_ops import *  # noqa: F403 - zeros_initializer, glorot_uniform_initializer, …
@@ -72,7 +72,7 @@ __all__ = [
     "group", "identity", "no_op", "print", "Print", "while_loop", "gradients",
     "InteractiveSession", "Session", "get_default_session", "ConfigProto", "GPUOptions",
     "GraphOptions", "OptimizerOptions", "RunMetadata", "RunOptions", "Plan", "Step", "build_plan",
-    "lower", "nn", "layers", "losses", "metrics", "onnx", "train", "load", "restore", "save", "summary",
+    "node_kernel", "nn", "layers", "losses", "metrics", "onnx", "train", "load", "restore", "save", "summary",
     "describe", "to_dot",
     "contrib", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
     *_math_all, *_init_all, *_array_all,

@@ -2,7 +2,7 @@
 `zeros`/`ones` of a shape tensor, `range` with tensor bounds, `reshape` to a shape tensor
 (or a list mixing ints and scalar tensors), `unstack`.
 
-`shape`, `size` and `rank` are graph-only node kinds whose kernels read the array's shape;
+`shape`, `size` and `rank` are graph-only ops whose kernels read the array's shape;
 `fill` and `range` produce arrays whose static shape is as known as their arguments;
 `dynamic_reshape` takes its target shape from a tensor and differentiates as `reshape`.
 
@@ -25,7 +25,7 @@ from dualgrad import ops
 from dualgrad.ops.core import Spec, fmt_shape, located
 from dualgrad.ops.rules import norm_axis
 
-from .core import Tensor, _graph_of, _lift, constant, convert_to_tensor, graph_kind
+from .core import Tensor, _graph_of, _lift, constant, convert_to_tensor, graph_op
 from .dtypes import as_dtype
 from .math_ops import named
 
@@ -33,22 +33,22 @@ __all__ = ["shape", "size", "rank", "fill", "zeros", "ones", "range", "unstack",
            "dynamic_reshape"]
 
 
-def _node(kind, inputs, attrs, spec, name):
+def _node(op, inputs, attrs, spec, name):
     g = _graph_of(inputs)
     ins = [_lift(g, t, inputs) for t in inputs]
-    return g.create_node(kind, ins, attrs, [spec], name).outputs[0]
+    return g.create_node(op, ins, attrs, [spec], name).outputs[0]
 
 
 def _simple(fn):
-    def lower(node):
+    def make_kernel(node):
         attrs = node.attrs
         return (lambda *xs: fn(*xs, **attrs)), False
-    return lower
+    return make_kernel
 
 
-SHAPE = graph_kind("shape", _simple(lambda x, out_type: np.array(np.shape(x), out_type)))
-SIZE = graph_kind("size", _simple(lambda x, out_type: np.array(np.size(x), out_type)))
-RANK = graph_kind("rank", _simple(lambda x: np.array(np.ndim(x), np.int32)))
+SHAPE = graph_op("shape", _simple(lambda x, out_type: np.array(np.shape(x), out_type)))
+SIZE = graph_op("size", _simple(lambda x, out_type: np.array(np.size(x), out_type)))
+RANK = graph_op("rank", _simple(lambda x: np.array(np.ndim(x), np.int32)))
 
 
 def shape(input, name=None, out_type="int32"):  # noqa: A002 - TF's names
@@ -74,7 +74,7 @@ def _fill_kernel(dims, value):
     return np.full(tuple(int(d) for d in np.asarray(dims).reshape(-1)), value)
 
 
-FILL = graph_kind("fill", _simple(lambda dims, value: _fill_kernel(dims, value)))
+FILL = graph_op("fill", _simple(lambda dims, value: _fill_kernel(dims, value)))
 
 
 def _dims_tensor(dims, what):
@@ -151,7 +151,7 @@ def ones(shape, dtype="float32", name=None):
 
 
 # -- range -----------------------------------------------------------------------------------
-RANGE = graph_kind("range", _simple(lambda start, limit, delta, dtype:
+RANGE = graph_op("range", _simple(lambda start, limit, delta, dtype:
                                     np.arange(start, limit, delta).astype(dtype)))
 
 
@@ -176,7 +176,7 @@ def _dyn_reshape_vjp(g, x, shape_t, **_):
     return ops.reshape_like(g, x), None
 
 
-DYNAMIC_RESHAPE = graph_kind(
+DYNAMIC_RESHAPE = graph_op(
     "dynamic_reshape", _simple(lambda x, s: np.reshape(x, tuple(int(d) for d in s))),
     vjp=_dyn_reshape_vjp)
 

@@ -27,17 +27,17 @@ from dualgrad import ops
 from dualgrad.ops.core import ShapeError, Spec, fmt_shape
 
 from .core import (Graph, Node, Tensor, _at_user_line, _graph_of, _lift, get_default_graph,
-                   graph_kind, placeholder)
+                   graph_op, placeholder)
 
 __all__ = ["cond", "while_loop", "group", "no_op", "identity", "print_", "Body", "Function"]
 
 
 # -- group / no_op / identity / print ---------------------------------------------------------
-def _no_op_lower(node):
+def _no_op_kernel(node):
     return (lambda: None), False
 
 
-NO_OP = graph_kind("no_op", _no_op_lower)
+NO_OP = graph_op("no_op", _no_op_kernel)
 
 
 def _as_node(x):
@@ -59,11 +59,11 @@ def no_op(name=None) -> Node:
     return get_default_graph().create_node(NO_OP, (), {}, [], name or "NoOp")
 
 
-def _identity_lower(node):
+def _identity_kernel(node):
     return (lambda x: x), False
 
 
-IDENTITY = graph_kind("identity", _identity_lower, vjp=lambda g, x, **kw: (g,))
+IDENTITY = graph_op("identity", _identity_kernel, vjp=lambda g, x, **kw: (g,))
 
 
 def identity(x, name=None) -> Tensor:
@@ -73,7 +73,7 @@ def identity(x, name=None) -> Tensor:
         .outputs[0]
 
 
-def _print_lower(node):
+def _print_kernel(node):
     message, summarize = node.attrs["message"], node.attrs["summarize"]
 
     def run(state, x):
@@ -83,7 +83,7 @@ def _print_lower(node):
     return run, True
 
 
-PRINT = graph_kind("print", _print_lower, vjp=lambda g, x, **kw: (g,))
+PRINT = graph_op("print", _print_kernel, vjp=lambda g, x, **kw: (g,))
 
 
 def print_(x, message="", summarize=None, name=None) -> Tensor:
@@ -173,7 +173,7 @@ def _trace(outer, label, fn, args=()):
 
 
 # -- cond ----------------------------------------------------------------------------------------
-def _cond_lower(node):
+def _cond_kernel(node):
     fns, n = node.attrs["branches"], len(node.outputs)
 
     def run(state, pred, *caps):
@@ -210,7 +210,7 @@ def _branch_grad(fn, i, spec, want):
     return Function(body, fn.inputs + [gp], grads)
 
 
-COND = graph_kind("cond", _cond_lower, vjp=_cond_vjp)
+COND = graph_op("cond", _cond_kernel, vjp=_cond_vjp)
 
 
 def _merge_specs(a, b, what):
@@ -263,7 +263,7 @@ def _union_captures(*bodies):
 
 
 # -- while_loop ----------------------------------------------------------------------------------
-def _while_lower(node):
+def _while_kernel(node):
     c_fn, b_fn = node.attrs["cond"], node.attrs["body"]
     n, nc, max_it = node.attrs["n_vars"], node.attrs["n_cond_caps"], node.attrs["max_iter"]
     specs = [t.spec for t in node.outputs]
@@ -293,7 +293,7 @@ def _while_vjp(g, *inputs, out, needs, **attrs):
     return while_vjp(g, *inputs, out=out, needs=needs, **attrs)
 
 
-WHILE = graph_kind("while", _while_lower, vjp=_while_vjp)
+WHILE = graph_op("while", _while_kernel, vjp=_while_vjp)
 
 
 def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=None,

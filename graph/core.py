@@ -1,7 +1,7 @@
 """Graphs, nodes and symbolic tensors; `GraphEngine`, the engine `ops.bind` hands calls to.
 
 A `Node` is one operation in a `Graph` (TF's `Operation`): its `op` is an `ops.Op` (a
-registry primitive, or one of the graph-only kinds in `KINDS`: placeholder, const,
+registry primitive, or one of the graph-only ops in `GRAPH_OPS`: placeholder, const,
 variable, assign, cond, …), its `inputs` are `Tensor`s, its `attrs` the op's attributes.
 A `Tensor` is one output of a node: static `spec` (shape with None dims, dtype), nothing
 else. Building an op runs its shape rule at once, so a mismatch with known dims raises
@@ -25,39 +25,41 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops.core import ShapeError, Spec, fmt_shape, user_frame, where_str
+from dualgrad.ops.rules import DtypeMismatch, strict_dtypes
 from dualgrad.ops.composite import current_composite
 
 from .dtypes import as_dtype
 
 __all__ = ["Graph", "Node", "Tensor", "TensorShape", "GraphEngine", "get_default_graph",
            "reset_default_graph", "name_scope", "control_dependencies", "placeholder",
-           "constant", "convert_to_tensor", "KINDS", "Kind", "graph_kind"]
+           "constant", "convert_to_tensor", "GRAPH_OPS", "GraphOp", "graph_op"]
 
 
-# -- graph-only node kinds -------------------------------------------------------------------
+# -- graph-only ops ----------------------------------------------------------------------------
 @dataclass(frozen=True)
-class Kind:
-    """A graph-only node kind. `op` carries its name and (for some) its gradient rule;
-    `lower(node)` returns `(kernel, stateful)` for the executor (see graph/plan.py)."""
+class GraphOp:
+    """A graph-only op (placeholder, variable, cond, ...). `op` carries its name and (for some)
+    its gradient rule; `make_kernel(node)` returns `(kernel, stateful)` for the executor (see
+    graph/plan.py)."""
     op: ops.Op
-    lower: object
+    make_kernel: object
 
 
-KINDS: dict[str, Kind] = {}
+GRAPH_OPS: dict[str, GraphOp] = {}
 
 
-def graph_kind(name, lower, vjp=None) -> ops.Op:
-    """Declare a graph-only node kind (not an arithmetic op: those live in ops/)."""
-    if name in ops.REGISTRY or name in KINDS:
-        raise ValueError(f"graph kind {name!r} clashes with an existing op")
+def graph_op(name, make_kernel, vjp=None) -> ops.Op:
+    """Declare a graph-only op (not an arithmetic op: those live in ops/)."""
+    if name in ops.REGISTRY or name in GRAPH_OPS:
+        raise ValueError(f"graph op {name!r} clashes with an existing op")
     op = ops.Op(name, None, None, vjp)
-    KINDS[name] = Kind(op, lower)
+    GRAPH_OPS[name] = GraphOp(op, make_kernel)
     return op
 
 
 def op_by_name(name):
-    if name in KINDS:
-        return KINDS[name].op
+    if name in GRAPH_OPS:
+        return GRAPH_OPS[name].op
     return ops.REGISTRY.get(name)
 
 
@@ -329,6 +331,9 @@ class Graph:
         self.outer = None                    # the enclosing graph of a cond/while body
         self.saved_values: dict = {}         # variable values a loaded graph starts with
         self.collections: dict = {}          # name -> list, as tf.add_to_collection
+        # NOTE: False: TF1's dtypes (an op on tensors of different dtypes raises TypeError);
+        # the compile() tracer's graphs promote as the eager code they record does
+        self.promote_dtypes = False
 
     def __reduce__(self):
         raise TypeError("graphs cannot be pickled; save them with graph.save()")
@@ -621,10 +626,71 @@ def _lift(g, a, args) -> Tensor:
 
 def _build(g, op, inputs, attrs, name=None):
     try:
-        spec = ops.infer_spec(op, [t.spec for t in inputs], attrs)
+        with strict_dtypes(not _root(g).promote_dtypes):
+            spec = ops.infer_spec(op, [t.spec for t in inputs], attrs)
     except ShapeError as e:
         raise _at_user_line(e, g, op.name, inputs) from None
+    except DtypeMismatch as e:
+        raise _dtype_error(e, g, op.name, inputs) from None
     return g.create_node(op, inputs, attrs, [spec], name).outputs[0]
+
+
+def _root(g):
+    while g.outer is not None:
+        g = g.outer
+    return g
+
+
+def _dtype_error(e, g, what, inputs):
+    """TF1's build-time TypeError for inputs of different dtypes, naming them and the line."""
+    named = [f"'{t.name}' ({t.dtype})" for t in inputs
+             if t.spec.weak is None and any(t.spec is s for s in e.specs)]
+    loc = user_frame()
+    err = TypeError(f"{what}: {e}{': inputs ' + ' and '.join(named) if len(named) > 1 else ''}"
+                    f" (at {where_str(loc)}, building node '{g._scope}{what}'). TF1 graphs do "
+                    f"not convert between tensor dtypes: cast one input with graph.cast(x, "
+                    f"dtype){_declared(inputs, loc)}")
+    err.location = loc
+    return err
+
+
+def _adapt_arrays(op, args, attrs):
+    """NumPy arrays and scalars among `args` take the dtype of the tensors they are combined
+    with, as TF1 converts a non-tensor operand to the other operand's dtype: only where NumPy
+    casts within a kind (float64 -> float32, int -> float), never float -> int."""
+    specs = [a.spec if isinstance(a, Tensor) else ops.core.spec_of(a) for a in args]
+    is_array = [isinstance(a, (np.ndarray, np.generic)) for a in args]
+    for _ in range(sum(is_array)):
+        try:
+            with strict_dtypes():
+                ops.infer_spec(op, specs, attrs)
+            return args
+        except DtypeMismatch as e:
+            if not _retype(e, args, specs, is_array):
+                return args
+        except ShapeError:
+            return args
+    return args
+
+
+def _retype(e, args, specs, is_array):
+    at = {id(s): k for k, s in enumerate(specs)}
+    ks = [at.get(id(s)) for s in e.specs]
+    fixed = {s.dtype for s, k in zip(e.specs, ks)
+             if s.weak is None and (k is None or not is_array[k])}
+    if len(fixed) != 1:
+        return False
+    want, changed = fixed.pop(), False
+    for s, k in zip(e.specs, ks):
+        if k is None or not is_array[k] or s.dtype == want or \
+                not np.can_cast(s.dtype, want, "same_kind"):
+            continue
+        arr = np.asarray(args[k])
+        cast = arr.astype(want)
+        if want.kind in "iu" and not np.array_equal(cast, arr):
+            continue            # NOTE: out of range: left to raise, never wrapped around
+        args[k], specs[k], changed = cast, Spec(cast.shape, want), True
+    return changed
 
 
 def _at_user_line(e, g, what, inputs=()):
@@ -658,6 +724,9 @@ class GraphEngine:
     @staticmethod
     def apply(op, args, attrs):
         g = _graph_of(args)
+        if not _root(g).promote_dtypes and any(isinstance(a, (np.ndarray, np.generic))
+                                               for a in args):
+            args = _adapt_arrays(op, list(args), attrs)
         inputs = [_lift(g, a, args) for a in args]
         return _build(g, op, inputs, attrs)
 
@@ -666,12 +735,12 @@ Tensor._engine = GraphEngine
 
 
 # -- placeholders and constants ---------------------------------------------------------------
-def _const_lower(node):
+def _const_kernel(node):
     value = node.attrs["value"]
     return (lambda: value), False
 
 
-def _placeholder_lower(node):
+def _placeholder_kernel(node):
     def unfed():
         from .errors import InvalidArgumentError, describe
         raise InvalidArgumentError(f"You must feed a value for placeholder {describe(node)}",
@@ -679,8 +748,8 @@ def _placeholder_lower(node):
     return unfed, False
 
 
-CONST = graph_kind("const", _const_lower)
-PLACEHOLDER = graph_kind("placeholder", _placeholder_lower)
+CONST = graph_op("const", _const_kernel)
+PLACEHOLDER = graph_op("placeholder", _placeholder_kernel)
 
 
 def _const_node(g, value, weak=None, name=None):

@@ -23,7 +23,7 @@ import numpy as np
 from dualgrad import ops
 from dualgrad.ops import distributed as _mpi
 from .control_flow import group
-from .core import Tensor, graph_kind
+from .core import Tensor, graph_op
 from .variables import assign, global_variables
 
 __all__ = ["init", "shutdown", "is_initialized", "rank", "size", "local_rank", "local_size",
@@ -69,7 +69,7 @@ def _local():
 
 
 # -- collective nodes -------------------------------------------------------------------------
-def _broadcast_lower(node):
+def _broadcast_kernel(node):
     root = node.attrs["root_rank"]
 
     def run(state, x):
@@ -77,7 +77,7 @@ def _broadcast_lower(node):
     return run, True
 
 
-BROADCAST = graph_kind("hvd_broadcast", _broadcast_lower)
+BROADCAST = graph_op("hvd_broadcast", _broadcast_kernel)
 _REDUCE = {Average: "avg", Sum: "sum"}
 
 

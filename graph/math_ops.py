@@ -22,7 +22,7 @@ from dualgrad import ops
 from dualgrad.ops.core import ShapeError, tracing
 from dualgrad.ops.rules import norm_axis
 
-from .core import GraphEngine, Tensor, _graph_of, constant, convert_to_tensor, get_default_graph, graph_kind
+from .core import GraphEngine, Tensor, _graph_of, constant, convert_to_tensor, get_default_graph, graph_op
 from .dtypes import as_dtype
 
 __all__ = [
@@ -349,7 +349,7 @@ def ones_like(tensor, dtype=None):
     return ops.ones_like(tensor, dtype=None if dtype is None else as_dtype(dtype).name)
 
 
-def _random_lower(node):
+def _random_kernel(node):
     a = node.attrs
     shape, dt, seed = a["shape"], np.dtype(a["dtype"]), a["seed"]
 
@@ -376,7 +376,7 @@ def _truncated(rng, shape):
     return r
 
 
-RANDOM = graph_kind("random", _random_lower)
+RANDOM = graph_op("random", _random_kernel)
 
 # NOTE: TF1's seeds: with a graph-level seed (`set_random_seed`) a random op without a seed of
 # its own gets one from the graph's node count, so every Session draws the same values; with

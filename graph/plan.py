@@ -22,7 +22,7 @@ A `Plan` is a flat, topologically ordered list of `Step`s over numbered value sl
                 print): they receive the session's `RunState` first
       free      slots no longer needed after this step (dropped to release memory)
 
-`lower(node)` gives the (kernel, stateful) pair of any graph node, so an optimiser can build
+`node_kernel(node)` gives the (kernel, stateful) pair of any graph node, so an optimiser can build
 steps for the nodes it keeps as they are and use its own kernels (e.g. numba-compiled fused
 loops, with stateful=False) for the nodes it rewrites. A plan must not overwrite arrays it
 has handed back from an earlier run, nor arrays in `state.variables`.
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .core import KINDS, Tensor
+from .core import GRAPH_OPS, Tensor
 from .errors import OpError, node_error, InvalidArgumentError, describe
 
 
@@ -103,11 +103,11 @@ class Plan:
         return len(self.steps)
 
 
-def lower(node):
+def node_kernel(node):
     """(kernel, stateful) for one node: registry ops run their own kernel with their attrs."""
-    kind = KINDS.get(node.type)
-    if kind is not None:
-        return kind.lower(node)
+    gop = GRAPH_OPS.get(node.type)
+    if gop is not None:
+        return gop.make_kernel(node)
     kernel = node.op.kernel
     return (functools.partial(kernel, **node.attrs) if node.attrs else kernel), False
 
@@ -147,7 +147,7 @@ def build_plan(fetches, feeds=()) -> Plan:
             raise InvalidArgumentError(f"You must feed a value for placeholder {describe(n)}: "
                                        f"dtype {n.outputs[0].dtype}, shape "
                                        f"{_shape_str(n.outputs[0])}", node=n)
-        kernel, stateful = lower(n)
+        kernel, stateful = node_kernel(n)
         ins = tuple(slots[id(t)] for t in n.inputs)
         for t in n.outputs:
             slots[id(t)] = len(slots)

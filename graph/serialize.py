@@ -35,7 +35,7 @@ import numpy as np
 from dualgrad.ops.core import ShapeError, Spec
 from dualgrad.ops.files import atomic_paths, read_safetensors
 
-from .core import NON_GLOBAL, Graph, GraphKeys, KINDS, get_default_graph, op_by_name
+from .core import NON_GLOBAL, Graph, GraphKeys, GRAPH_OPS, get_default_graph, op_by_name
 from .errors import GraphFileError, NotFoundError
 
 __all__ = ["save", "load", "restore"]
@@ -173,7 +173,7 @@ class _Decoder:
         attrs = {k: self.value(v) for k, v in _get(nd, "attrs", dict).items()}
         specs = [Spec(tuple(_get(o, "shape", list)), np.dtype(_get(o, "dtype", str)),
                       self.value(o.get("weak"))) for o in _get(nd, "outputs", list)]
-        if opname not in KINDS:
+        if opname not in GRAPH_OPS:
             _check_rule(op, name, inputs, attrs, specs)
         elif opname == "const":
             v = attrs.get("value")

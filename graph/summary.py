@@ -23,14 +23,14 @@ import numpy as np
 from dualgrad.ops import summary as events
 from dualgrad.ops.core import Spec
 
-from .core import (Graph, GraphKeys, Tensor, _graph_of, _lift, get_default_graph, graph_kind)
+from .core import (Graph, GraphKeys, Tensor, _graph_of, _lift, get_default_graph, graph_op)
 
 __all__ = ["scalar", "histogram", "merge", "merge_all", "FileWriter"]
 
 STRING = np.dtype(object)   # TF's tf.string: a fetched summary is `bytes`
 
 
-def _scalar_lower(node):
+def _scalar_kernel(node):
     tag = node.attrs["tag"]
 
     def run(x):
@@ -41,7 +41,7 @@ def _scalar_lower(node):
     return run, False
 
 
-def _histogram_lower(node):
+def _histogram_kernel(node):
     tag = node.attrs["tag"]
 
     def run(x):
@@ -49,7 +49,7 @@ def _histogram_lower(node):
     return run, False
 
 
-def _merge_lower(node):
+def _merge_kernel(node):
     def run(*parts):
         out = events.Summary([])
         for p in parts:
@@ -58,9 +58,9 @@ def _merge_lower(node):
     return run, False
 
 
-SCALAR = graph_kind("summary_scalar", _scalar_lower)
-HISTOGRAM = graph_kind("summary_histogram", _histogram_lower)
-MERGE = graph_kind("summary_merge", _merge_lower)
+SCALAR = graph_op("summary_scalar", _scalar_kernel)
+HISTOGRAM = graph_op("summary_histogram", _histogram_kernel)
+MERGE = graph_op("summary_merge", _merge_kernel)
 
 
 def _string(summary):

@@ -24,7 +24,7 @@ from dualgrad import ops
 from dualgrad.ops.core import ShapeError, Spec, fmt_shape, where_str
 
 from .core import (NON_GLOBAL, GraphKeys, Tensor, _graph_of, _lift, get_default_graph,
-                   graph_kind, constant, _at_user_line)
+                   graph_op, constant, _at_user_line)
 from .dtypes import as_dtype
 from .errors import FailedPreconditionError, InvalidArgumentError
 
@@ -34,7 +34,7 @@ __all__ = ["Variable", "global_variables_initializer", "variables_initializer",
 
 
 # -- node kinds ------------------------------------------------------------------------------
-def _variable_lower(node):
+def _variable_kernel(node):
     name = node.name
 
     def read(state):
@@ -58,7 +58,7 @@ def _check_assign(node, value):
     return np.array(value, dtype=spec.dtype, copy=True)
 
 
-def _assign_lower(node):
+def _assign_kernel(node):
     name = node.attrs["var"]
 
     def run(state, value):
@@ -67,10 +67,10 @@ def _assign_lower(node):
     return run, True
 
 
-def _update_lower(opname):
+def _update_kernel(opname):
     kernel = ops.REGISTRY[opname].kernel   # the op library's own add/sub
 
-    def lower(node):
+    def make_kernel(node):
         name = node.attrs["var"]
 
         def run(state, delta):
@@ -86,13 +86,13 @@ def _update_lower(opname):
             state.variables[name] = new
             return new
         return run, True
-    return lower
+    return make_kernel
 
 
-VARIABLE = graph_kind("variable", _variable_lower)
-ASSIGN = graph_kind("assign", _assign_lower)
-ASSIGN_ADD = graph_kind("assign_add", _update_lower("add"))
-ASSIGN_SUB = graph_kind("assign_sub", _update_lower("sub"))
+VARIABLE = graph_op("variable", _variable_kernel)
+ASSIGN = graph_op("assign", _assign_kernel)
+ASSIGN_ADD = graph_op("assign_add", _update_kernel("add"))
+ASSIGN_SUB = graph_op("assign_sub", _update_kernel("sub"))
 
 
 # -- Variable ----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dualgrad import ops
 from dualgrad.ops.core import Spec
 
-from .core import _lift, graph_kind, placeholder
+from .core import _lift, graph_op, placeholder
 from .errors import UnimplementedError
 
 _ADD = ops.REGISTRY["add"].kernel         # the op library's own kernels, no arithmetic here
@@ -37,7 +37,7 @@ def _grad_function(b_fn, n, fv, fc):
     return Function(body, b_fn.inputs + gys, grads)
 
 
-def _while_grad_lower(node):
+def _while_grad_kernel(node):
     a = node.attrs
     c_fn, b_fn, g_fn = a["cond"], a["body"], a["grad"]
     n, nc, max_it, nf = a["n_vars"], a["n_cond_caps"], a["max_iter"], len(a["float_vars"])
@@ -65,7 +65,7 @@ def _no_second_order(g, *inputs, out, **kw):
                              f"'{out.node.name}' are not supported", node=out.node)
 
 
-WHILE_GRAD = graph_kind("while_grad", _while_grad_lower, vjp=_no_second_order)
+WHILE_GRAD = graph_op("while_grad", _while_grad_kernel, vjp=_no_second_order)
 
 
 def while_vjp(g, *inputs, out, needs, **attrs):

@@ -32,7 +32,7 @@ def _vjp(g, x, out, needs, reduce="sum"):
     return (all_reduce(g, reduce),)
 
 
-ALL_REDUCE = register("all_reduce", _infer, _kernel, _vjp, kind="other", stateful=True,
+ALL_REDUCE = register("all_reduce", _infer, _kernel, _vjp, category="other", stateful=True,
                       samples=())
 
 

@@ -89,15 +89,15 @@ class Sample:
 
 class Op:
     """One primitive. docs/architecture.md ('One op, one entry') says what each field means."""
-    __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "reduce", "kind", "samples", "ref",
+    __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "reduce", "category", "samples", "ref",
                  "stateful", "view", "onnx", "nondiff", "fn")
 
-    def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, reduce=None, kind=None,
+    def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, reduce=None, category=None,
                  samples=(), ref=None, stateful=False, view=False, onnx=None):
         self.name, self.infer, self.kernel, self.vjp = name, infer, kernel, vjp
         self.scalar, self.reduce, self.samples, self.ref = scalar, reduce, tuple(samples), ref
         self.onnx = onnx   # the ONNX operator that computes the same from the same inputs
-        self.kind = kind or ("elementwise" if scalar is not None else
+        self.category = category or ("elementwise" if scalar is not None else
                              "reduction" if reduce is not None else "other")
         self.stateful, self.view = stateful, view
         self.nondiff = vjp is None
@@ -118,7 +118,7 @@ class Op:
 
 REGISTRY: dict[str, Op] = {}
 ELEMENTWISE: set[str] = set()   # ops with a scalar form, fusable into one loop
-REDUCTION: set[str] = set()     # ops with a reduce kind: what the fuse pass may fold into a loop
+REDUCTION: set[str] = set()     # ops with a `reduce` form: what the fuse pass may fold into a loop
 FLOATING: set[str] = set()      # ops whose result is floating point whatever the input
 
 
@@ -165,7 +165,7 @@ def _as_floating(x):
 
 
 def _check_fusion_forms(op):
-    """An op's scalar form and reduce kind must be in the generator's vocabulary: checked
+    """An op's scalar form and reduction (`reduce`) must be in the generator's vocabulary: checked
     when the op is registered, not when a graph first fuses it."""
     from .scalar import REDUCTIONS, check_form
     if op.reduce is not None and op.reduce not in REDUCTIONS:

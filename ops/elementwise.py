@@ -37,7 +37,8 @@ def _unary_infer(x, **_):
 def _binary_infer(name, out_dtype=None):
     def infer(x, y, **_):
         shape = broadcast(name, x, y)
-        return Spec(shape, np.dtype(out_dtype) if out_dtype else result_dtype(x, y))
+        dt = result_dtype(x, y)     # NOTE: also for comparisons: strict dtypes check them
+        return Spec(shape, np.dtype(out_dtype) if out_dtype else dt)
     return infer
 
 
@@ -56,21 +57,22 @@ _UNARY_SAMPLES = (_S(()), _S((1,)), _S((3, 4)), _S((2, 1, 3)))
 _POS_SAMPLES = tuple(Sample(s.args, domain=(0.2, 3.0)) for s in _UNARY_SAMPLES)
 
 NEG = register("neg", _unary_infer, np.negative, lambda g, x, **kw: (-g,),
-               scalar="(-{0})", kind=_EW, onnx="Neg", samples=_UNARY_SAMPLES, ref=lambda np, x: -x)
+               scalar="(-{0})", category=_EW, onnx="Neg", samples=_UNARY_SAMPLES, ref=lambda np, x: -x)
 EXP = register("exp", _unary_infer, np.exp,
                lambda g, x, out, **kw: (g * out,),
-               scalar="exp({0})", kind=_EW, floating=True, onnx="Exp", samples=_UNARY_SAMPLES,
+               scalar="exp({0})", category=_EW, floating=True, onnx="Exp", samples=_UNARY_SAMPLES,
                ref=lambda np, x: np.exp(x))
 LOG = register("log", _unary_infer, np.log, lambda g, x, **kw: (g / x,),
-               scalar="log({0})", kind=_EW, floating=True, onnx="Log", samples=_POS_SAMPLES,
+               scalar="log({0})", category=_EW, floating=True, onnx="Log", samples=_POS_SAMPLES,
                ref=lambda np, x: np.log(x))
 SQRT = register("sqrt", _unary_infer, np.sqrt,
                 lambda g, x, out, **kw: (g * 0.5 / out,),
-                scalar="sqrt({0})", kind=_EW, floating=True, onnx="Sqrt", samples=_POS_SAMPLES,
+                scalar="sqrt({0})", category=_EW, floating=True, onnx="Sqrt", samples=_POS_SAMPLES,
                 ref=lambda np, x: np.sqrt(x))
 TANH = register("tanh", _unary_infer, np.tanh,
                 lambda g, x, out, **kw: (g * (1.0 - out * out),),
-                scalar="tanh({0})", kind=_EW, floating=True, onnx="Tanh", samples=_UNARY_SAMPLES,
+                scalar="tanh({0})", category=_EW, floating=True, onnx="Tanh",
+                samples=_UNARY_SAMPLES,
                 ref=lambda np, x: np.tanh(x))
 
 
@@ -85,8 +87,8 @@ def _sigmoid_kernel(x):
 SIGMOID = register("sigmoid", _unary_infer, _sigmoid_kernel,
                    lambda g, x, out, **kw: (g * out * (1.0 - out),),
                    scalar="where({0} >= 0, 1 / (1 + exp(-abs({0}))), "
-                          "exp(-abs({0})) / (1 + exp(-abs({0}))))", kind=_EW, floating=True,
-                   onnx="Sigmoid", samples=_UNARY_SAMPLES,
+                          "exp(-abs({0})) / (1 + exp(-abs({0}))))", category=_EW,
+                   floating=True, onnx="Sigmoid", samples=_UNARY_SAMPLES,
                    ref=lambda np, x: 1 / (1 + np.exp(-x)))
 
 
@@ -96,8 +98,9 @@ def _softplus_kernel(x):
 
 SOFTPLUS = register("softplus", _unary_infer, _softplus_kernel,
                     lambda g, x, **kw: (g * sigmoid(x),),
-                    scalar="maximum({0}, 0) + log1p(exp(-abs({0})))", kind=_EW, floating=True,
-                    onnx="Softplus", samples=_UNARY_SAMPLES + (_S((4, 5), domain=(-40.0, 40.0)),),
+                    scalar="maximum({0}, 0) + log1p(exp(-abs({0})))", category=_EW,
+                    floating=True, onnx="Softplus",
+                    samples=_UNARY_SAMPLES + (_S((4, 5), domain=(-40.0, 40.0)),),
                     ref=lambda np, x: np.logaddexp(x, 0))
 
 
@@ -107,10 +110,10 @@ def _relu_kernel(x):
 
 RELU = register("relu", _unary_infer, _relu_kernel,
                 lambda g, x, **kw: (where(x > 0, g, 0),),
-                scalar="maximum({0}, 0)", kind=_EW, onnx="Relu",
+                scalar="maximum({0}, 0)", category=_EW, onnx="Relu",
                 samples=_UNARY_SAMPLES, ref=lambda np, x: np.maximum(x, 0))
 ABS = register("abs", _unary_infer, np.abs, lambda g, x, **kw: (g * sign(x),),
-               scalar="abs({0})", kind=_EW, onnx="Abs", samples=_UNARY_SAMPLES,
+               scalar="abs({0})", category=_EW, onnx="Abs", samples=_UNARY_SAMPLES,
                ref=lambda np, x: np.abs(x))
 
 
@@ -124,13 +127,13 @@ def _sign_infer(x, **_):
 # NOTE: NaN fails both comparisons and is returned as is; 0 and -0.0 give 0, as np.sign does
 SIGN = register("sign", _sign_infer, np.sign, None,
                 scalar="where({0} != {0}, {0}, where({0} > 0, 1, where({0} < 0, -1, 0)))",
-                kind=_EW, onnx="Sign", samples=_UNARY_SAMPLES, ref=lambda np, x: np.sign(x))
+                category=_EW, onnx="Sign", samples=_UNARY_SAMPLES, ref=lambda np, x: np.sign(x))
 
 SIN = register("sin", _unary_infer, np.sin, lambda g, x, **kw: (g * cos(x),),
-               scalar="sin({0})", kind=_EW, floating=True, onnx="Sin", samples=_UNARY_SAMPLES,
+               scalar="sin({0})", category=_EW, floating=True, onnx="Sin", samples=_UNARY_SAMPLES,
                ref=lambda np, x: np.sin(x))
 COS = register("cos", _unary_infer, np.cos, lambda g, x, **kw: (-(g * sin(x)),),
-               scalar="cos({0})", kind=_EW, floating=True, onnx="Cos", samples=_UNARY_SAMPLES,
+               scalar="cos({0})", category=_EW, floating=True, onnx="Cos", samples=_UNARY_SAMPLES,
                ref=lambda np, x: np.cos(x))
 
 _erf_scalar = np.frompyfunc(math.erf, 1, 1)
@@ -144,7 +147,7 @@ def _erf_kernel(x):
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 ERF = register("erf", _unary_infer, _erf_kernel,
                lambda g, x, **kw: (g * _TWO_OVER_SQRT_PI * exp(-(x * x)),),
-               scalar="erf({0})", kind=_EW, floating=True, onnx="Erf", samples=_UNARY_SAMPLES,
+               scalar="erf({0})", category=_EW, floating=True, onnx="Erf", samples=_UNARY_SAMPLES,
                ref=None)  # NOTE: numpy has no erf; the jax oracle uses jax.scipy.special.erf
 
 
@@ -164,7 +167,7 @@ def _cast_vjp(g, x, dtype, **kw):
 
 CAST = register("cast", _cast_infer, _cast_kernel, _cast_vjp,
                 scalar=lambda dtype: f"cast_{dtype}({{0}})",
-                kind=_EW, samples=(_S((3, 4), attrs={"dtype": "float64"}),
+                category=_EW, samples=(_S((3, 4), attrs={"dtype": "float64"}),
                                    _S((2,), attrs={"dtype": "int64"}, grad=False)),
                 ref=lambda np, x, dtype: x.astype(dtype))
 
@@ -174,7 +177,7 @@ def _stop_gradient_kernel(x):
 
 
 STOP_GRADIENT = register("stop_gradient", _unary_infer, _stop_gradient_kernel, None,
-                         scalar="{0}", kind=_EW, samples=(_S((3,)),), ref=lambda np, x: x,
+                         scalar="{0}", category=_EW, samples=(_S((3,)),), ref=lambda np, x: x,
                          view=True)
 
 
@@ -261,24 +264,24 @@ _POW_SAMPLES = (Sample(((3, 4), 3), domain=(-2.0, 2.0)), Sample(((3, 4), 2)),
                 Sample(((3, 4), 0.5), domain=(0.2, 3.0)),
                 Sample(((3, 4), (3, 4)), domain=(0.2, 3.0)), Sample(((4, 1), (1, 2)), domain=(0.5, 2.0)))
 
-ADD = register("add", _binary_infer("add"), np.add, _add_vjp, scalar="({0} + {1})", kind=_EW,
+ADD = register("add", _binary_infer("add"), np.add, _add_vjp, scalar="({0} + {1})", category=_EW,
                onnx="Add",
                samples=_BINARY_SAMPLES, ref=lambda np, x, y: x + y)
 SUB = register("sub", _binary_infer("sub"), np.subtract, _sub_vjp, scalar="({0} - {1})",
-               kind=_EW, onnx="Sub", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x - y)
+               category=_EW, onnx="Sub", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x - y)
 MUL = register("mul", _binary_infer("mul"), np.multiply, _mul_vjp, scalar="({0} * {1})",
-               kind=_EW, onnx="Mul", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x * y)
-DIV = register("div", _div_infer, np.true_divide, _div_vjp, scalar="({0} / {1})", kind=_EW,
+               category=_EW, onnx="Mul", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x * y)
+DIV = register("div", _div_infer, np.true_divide, _div_vjp, scalar="({0} / {1})", category=_EW,
                onnx="Div",
                samples=tuple(Sample(s.args, domain=(0.5, 2.0), match=s.match)
                              for s in _BINARY_SAMPLES), ref=lambda np, x, y: x / y)
 POW = register("pow", _binary_infer("pow"), _pow_kernel, _pow_vjp, scalar="({0} ** {1})",
-               kind=_EW, onnx="Pow", samples=_POW_SAMPLES, ref=lambda np, x, y: np.power(x, y))
+               category=_EW, onnx="Pow", samples=_POW_SAMPLES, ref=lambda np, x, y: np.power(x, y))
 MAXIMUM = register("maximum", _binary_infer("maximum"), np.maximum, _maximum_vjp,
-                   scalar="maximum({0}, {1})", kind=_EW, onnx="Max", samples=_BINARY_SAMPLES,
+                   scalar="maximum({0}, {1})", category=_EW, onnx="Max", samples=_BINARY_SAMPLES,
                    ref=lambda np, x, y: np.maximum(x, y))
 MINIMUM = register("minimum", _binary_infer("minimum"), np.minimum, _minimum_vjp,
-                   scalar="minimum({0}, {1})", kind=_EW, onnx="Min", samples=_BINARY_SAMPLES,
+                   scalar="minimum({0}, {1})", category=_EW, onnx="Min", samples=_BINARY_SAMPLES,
                    ref=lambda np, x, y: np.minimum(x, y))
 
 _CMP_SAMPLES = tuple(Sample(s.args, grad=False, match=s.match) for s in _BINARY_SAMPLES)
@@ -288,7 +291,7 @@ for _name, _kernel, _sym, _onnx in (
         ("lt", np.less, "<", "Less"), ("le", np.less_equal, "<=", "LessOrEqual"),
         ("gt", np.greater, ">", "Greater"), ("ge", np.greater_equal, ">=", "GreaterOrEqual")):
     register(_name, _binary_infer(_name, np.bool_), _kernel, None,
-             scalar=f"({{0}} {_sym} {{1}})", kind=_EW, onnx=_onnx, samples=_CMP_SAMPLES,
+             scalar=f"({{0}} {_sym} {{1}})", category=_EW, onnx=_onnx, samples=_CMP_SAMPLES,
              ref=eval(f"lambda np, x, y: x {_sym} y"))  # noqa: S307 - a fixed operator table
 
 
@@ -310,7 +313,7 @@ def _where_kernel(c, x, y):
 
 
 WHERE = register(
-    "where", _where_infer, _where_kernel, _where_vjp, scalar="where({0}, {1}, {2})", kind=_EW,
+    "where", _where_infer, _where_kernel, _where_vjp, scalar="where({0}, {1}, {2})", category=_EW,
     onnx="Where",
     samples=(Sample((np.array([True, False, True]), (3,), (3,))),
              Sample((np.array([[True], [False]]), (2, 3), ())),

@@ -65,7 +65,7 @@ def _argsort_kernel(x, axis=-1, descending=False):
 
 
 ARGSORT = register(
-    "argsort", _argsort_infer, _argsort_kernel, None, kind="other",
+    "argsort", _argsort_infer, _argsort_kernel, None, category="other",
     samples=(Sample(((3, 4),), {"axis": 1}, grad=False),
              Sample(((5,),), {"axis": 0, "descending": True}, grad=False),
              Sample(((2, 3, 2),), {"axis": 0}, grad=False),
@@ -107,7 +107,7 @@ def _gather_ref(np, x, idx, axis):
 
 GATHER = register(
     "gather", _gather_infer, _gather_kernel,
-    lambda g, x, idx, axis, **kw: (gather_grad(g, idx, x, axis=axis), None), kind="other",
+    lambda g, x, idx, axis, **kw: (gather_grad(g, idx, x, axis=axis), None), category="other",
     samples=(Sample(((3, 4), np.array([[0, 1], [2, 0], [3, 3]])), {"axis": 1}),
              Sample(((3, 4), np.array([[2, 0, 1, 1]])), {"axis": 0}),
              Sample(((2, 3, 2), np.array([[[1], [0]], [[2], [2]]])), {"axis": 1}),
@@ -133,7 +133,7 @@ def _gather_grad_kernel(g, idx, x, axis):
 
 GATHER_GRAD = register(
     "gather_grad", _gather_grad_infer, _gather_grad_kernel,
-    lambda gg, g, idx, x, axis, **kw: (gather(gg, idx, axis=axis), None, None), kind="other",
+    lambda gg, g, idx, x, axis, **kw: (gather(gg, idx, axis=axis), None, None), category="other",
     samples=(Sample(((3, 2), np.array([[0, 1], [2, 2], [3, 3]]), (3, 4)), {"axis": 1}),),
     ref=None)
 

@@ -84,7 +84,7 @@ def _argmax_kernel(x, axis=-1, keepdims=False):
     return np.argmax(x, axis=axis, keepdims=keepdims)
 
 
-ARGMAX = register("argmax", _argmax_infer, _argmax_kernel, None, kind="other",
+ARGMAX = register("argmax", _argmax_infer, _argmax_kernel, None, category="other",
                   samples=(Sample(((3, 4),), {"axis": 1}, grad=False),),
                   ref=lambda np, x, axis=-1, keepdims=False: np.argmax(x, axis=axis,
                                                                        keepdims=keepdims))
@@ -105,7 +105,7 @@ def _count_kernel(x, axis=None):
     return np.array(n, dtype=dt if dt.kind in "fc" else np.float32)
 
 
-COUNT = register("count", _count_infer, _count_kernel, None, kind="other",
+COUNT = register("count", _count_infer, _count_kernel, None, category="other",
                  samples=(Sample(((3, 4),), {"axis": 1}, grad=False),),
                  ref=None)
 
@@ -123,7 +123,7 @@ def _cumsum_vjp(g, x, axis, **kw):
     return (reverse(cumsum(reverse(g, axis), axis), axis),)
 
 
-CUMSUM = register("cumsum", _cumsum_infer, _cumsum_kernel, _cumsum_vjp, kind="other",
+CUMSUM = register("cumsum", _cumsum_infer, _cumsum_kernel, _cumsum_vjp, category="other",
                   samples=(Sample(((3, 4),), {"axis": 1}), Sample(((5,),), {"axis": 0}),
                            Sample(((2, 3, 4),), {"axis": -3}),
                            Sample(((3,),), {"axis": 1}, match="axis 1 is out of range")),

@@ -1,5 +1,5 @@
 """The scalar vocabulary: what an elementwise op's `scalar` form, and a reduction's `reduce`
-kind, may be written in.
+field, may be written in.
 
 An elementwise op says what it computes for one element as an expression over its inputs
 `{0}`, `{1}`, … using only these: the operators `+ - * / **`, unary `-`, one comparison
@@ -28,7 +28,7 @@ FUNCTIONS = {
     "abs": 1, "maximum": 2, "minimum": 2, "where": 3,
     **{f"cast_{d}": 1 for d in DTYPES},
 }
-REDUCTIONS = ("sum", "max", "min")   # what a reduction's `reduce` kind may be
+REDUCTIONS = ("sum", "max", "min")   # what a reduction's `reduce` field may be
 
 _BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
 _CMPOPS = (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq)

@@ -11,7 +11,7 @@ import numpy as np
 
 from .core import (Sample, ShapeError, Spec, bind, fmt_shape, is_value, primitive, register,
                    spec_of)
-from .rules import broadcast, norm_axes, norm_axis, numel, same, shapes_str
+from .rules import broadcast, norm_axes, norm_axis, numel, result_dtype, same, shapes_str
 
 _SHAPE = "shape"
 
@@ -46,7 +46,7 @@ def _reshape_kernel(x, shape):
 
 
 RESHAPE = register("reshape", _reshape_infer, _reshape_kernel,
-                   lambda g, x, **kw: (reshape_like(g, x),), kind=_SHAPE, view=True,
+                   lambda g, x, **kw: (reshape_like(g, x),), category=_SHAPE, view=True,
                    samples=(_S((3, 4), attrs={"shape": (4, 3)}),
                             _S((2, 3, 4), attrs={"shape": (-1, 4)}),
                             _S((), attrs={"shape": (1, 1)}),
@@ -72,7 +72,7 @@ def _reshape_like_kernel(x, like):
 
 
 RESHAPE_LIKE = register("reshape_like", _like_shape_infer("reshape_like"), _reshape_like_kernel,
-                        lambda g, x, like, **kw: (reshape_like(g, x), None), kind=_SHAPE,
+                        lambda g, x, like, **kw: (reshape_like(g, x), None), category=_SHAPE,
                         view=True, samples=(_S((3, 4), (2, 6)),),
                         ref=lambda np, x, like: np.reshape(x, like.shape))
 
@@ -97,7 +97,7 @@ def _transpose_vjp(g, x, axes, **kw):
 
 
 TRANSPOSE = register("transpose", _transpose_infer, _transpose_kernel, _transpose_vjp,
-                     kind=_SHAPE, view=True,
+                     category=_SHAPE, view=True,
                      samples=(_S((3, 4), attrs={"axes": (1, 0)}),
                               _S((2, 3, 4), attrs={"axes": (2, 0, 1)}),
                               _S((2, 3), attrs={"axes": (0, 0)}, match="not a permutation")),
@@ -118,7 +118,7 @@ def _broadcast_to_kernel(x, shape):
 
 
 BROADCAST_TO = register("broadcast_to", _broadcast_to_infer, _broadcast_to_kernel,
-                        lambda g, x, **kw: (sum_to_like(g, x),), kind=_SHAPE, view=True,
+                        lambda g, x, **kw: (sum_to_like(g, x),), category=_SHAPE, view=True,
                         samples=(_S((3, 1), attrs={"shape": (2, 3, 4)}),
                                  _S((), attrs={"shape": (2,)}),
                                  _S((3,), attrs={"shape": (4, 2)}, match="cannot broadcast")),
@@ -134,7 +134,7 @@ def _broadcast_like_kernel(x, like):
 
 
 BROADCAST_LIKE = register("broadcast_like", _broadcast_like_infer, _broadcast_like_kernel,
-                          lambda g, x, like, **kw: (sum_to_like(g, x), None), kind=_SHAPE,
+                          lambda g, x, like, **kw: (sum_to_like(g, x), None), category=_SHAPE,
                           view=True, samples=(_S((3, 1), (2, 3, 4)), _S((), (3,))),
                           ref=lambda np, x, like: np.broadcast_to(x, like.shape))
 
@@ -179,7 +179,7 @@ def _ones(n, dtype):
 
 
 SUM_TO_LIKE = register("sum_to_like", _sum_to_like_infer, _sum_to_like_kernel,
-                       lambda g, x, like, **kw: (broadcast_like(g, x), None), kind=_SHAPE,
+                       lambda g, x, like, **kw: (broadcast_like(g, x), None), category=_SHAPE,
                        samples=(_S((2, 3, 4), (3, 1)), _S((2, 3), ()), _S((4, 3), (4, 3))),
                        ref=None)
 
@@ -197,7 +197,7 @@ def _expand_dims_kernel(x, axis):
 
 
 EXPAND_DIMS = register("expand_dims", _expand_dims_infer, _expand_dims_kernel,
-                       lambda g, x, axis, **kw: (reshape_like(g, x),), kind=_SHAPE, view=True,
+                       lambda g, x, axis, **kw: (reshape_like(g, x),), category=_SHAPE, view=True,
                        samples=(_S((3, 4), attrs={"axis": 1}), _S((), attrs={"axis": 0}),
                                 _S((3,), attrs={"axis": -1}),
                                 _S((3,), attrs={"axis": 3}, match="out of range")),
@@ -229,7 +229,7 @@ def _squeeze_kernel(x, axis=None):
 
 
 SQUEEZE = register("squeeze", _squeeze_infer, _squeeze_kernel,
-                   lambda g, x, **kw: (reshape_like(g, x),), kind=_SHAPE, view=True,
+                   lambda g, x, **kw: (reshape_like(g, x),), category=_SHAPE, view=True,
                    samples=(_S((3, 1, 4), attrs={"axis": 1}), _S((1, 3, 1), attrs={"axis": None}),
                             _S((3, 4), attrs={"axis": 0}, match="has size 3, not 1")),
                    ref=lambda np, x, axis: np.squeeze(x, axis))
@@ -254,8 +254,7 @@ def _concat_infer(*xs, axis, **_):
             raise ShapeError(f"concat: along axis {a}, inputs {shapes_str(*xs)} differ in "
                              f"dimension {i} ({' vs '.join(map(str, sorted(known)))})")
         out.append(known.pop() if known else None)
-    dt = np.result_type(*[x.dtype for x in xs])
-    return Spec(tuple(out), dt)
+    return Spec(tuple(out), result_dtype(*xs))
 
 
 def _concat_kernel(*xs, axis):
@@ -267,7 +266,7 @@ def _concat_vjp(g, *xs, axis, out=None, **kw):
                  for i, x in enumerate(xs))
 
 
-CONCAT = register("concat", _concat_infer, _concat_kernel, _concat_vjp, kind=_SHAPE,
+CONCAT = register("concat", _concat_infer, _concat_kernel, _concat_vjp, category=_SHAPE,
                   samples=(_S((2, 3), (4, 3), attrs={"axis": 0}),
                            _S((2, 3), (2, 1), (2, 2), attrs={"axis": -1}),
                            _S((2, 3), (2, 4), attrs={"axis": 0},
@@ -296,7 +295,7 @@ def _concat_part_vjp(gg, g, *xs, axis, index, **kw):
 
 
 CONCAT_PART = register("concat_part", _concat_part_infer, _concat_part_kernel, _concat_part_vjp,
-                       kind=_SHAPE, view=True,
+                       category=_SHAPE, view=True,
                        samples=(_S((6, 3), (2, 3), (4, 3), attrs={"axis": 0, "index": 1}),),
                        ref=None)
 
@@ -354,7 +353,7 @@ def _slice_kernel(x, index):
 
 
 SLICE = register("slice", _slice_infer, _slice_kernel,
-                 lambda g, x, index, **kw: (slice_grad(g, x, index=index),), kind=_SHAPE,
+                 lambda g, x, index, **kw: (slice_grad(g, x, index=index),), category=_SHAPE,
                  view=True,
                  samples=(_S((4, 5), attrs={"index": (slice(1, 3), slice(None, None, 2))}),
                           _S((4, 5), attrs={"index": (1,)}),
@@ -373,7 +372,7 @@ def _slice_grad_kernel(g, x, index):
 SLICE_GRAD = register("slice_grad", lambda g, x, index, **_: same(x, dtype=g.dtype),
                       _slice_grad_kernel,
                       lambda gg, g, x, index, **kw: (slice_(gg, index=index), None),
-                      kind=_SHAPE, samples=(_S((2, 5), (4, 5), attrs={"index": (slice(1, 3),)}),),
+                      category=_SHAPE, samples=(_S((2, 5), (4, 5), attrs={"index": (slice(1, 3),)}),),
                       ref=None)
 
 
@@ -400,7 +399,7 @@ def _take_kernel(x, idx, axis=0, negative=True):
 
 TAKE = register("take", _take_infer, _take_kernel,
                 lambda g, x, idx, axis=0, **kw: (take_grad(g, idx, x, axis=axis), None),
-                kind="other",
+                category="other",
                 samples=(Sample(((5, 3), np.array([0, 4, 4, 1])), attrs={"axis": 0}),
                          Sample(((5, 3), np.array([[1, 2], [0, 0]])), attrs={"axis": 0}),
                          Sample(((2, 5), np.array([3, 1])), attrs={"axis": 1}),
@@ -422,7 +421,7 @@ def _take_grad_kernel(g, idx, x, axis=0):
 TAKE_GRAD = register("take_grad", lambda g, idx, x, axis=0, **_: same(x, dtype=g.dtype),
                      _take_grad_kernel,
                      lambda gg, g, idx, x, axis=0, **kw: (take(gg, idx, axis=axis), None, None),
-                     kind="other",
+                     category="other",
                      samples=(Sample(((4, 3), np.array([0, 4, 4, 1]), (5, 3)),
                                      attrs={"axis": 0}),),
                      ref=None)
@@ -448,7 +447,7 @@ def _pad_vjp(g, x, pad_width, **kw):
     return (slice_(g, index=index),)
 
 
-PAD = register("pad", _pad_infer, _pad_kernel, _pad_vjp, kind=_SHAPE,
+PAD = register("pad", _pad_infer, _pad_kernel, _pad_vjp, category=_SHAPE,
                samples=(_S((2, 3), attrs={"pad_width": ((1, 0), (2, 1))}),
                         _S((2, 3), attrs={"pad_width": ((0, 0), (1, 1)), "value": -1.0}),
                         _S((2, 3), attrs={"pad_width": ((1, 1),)}, match="needs 2")),
@@ -469,9 +468,9 @@ def _ones_like_kernel(x, dtype=None):
     return np.ones(np.shape(x), dtype=dtype or np.asarray(x).dtype)
 
 
-ZEROS_LIKE = register("zeros_like", _fill_like_infer, _zeros_like_kernel, None, kind="other",
+ZEROS_LIKE = register("zeros_like", _fill_like_infer, _zeros_like_kernel, None, category="other",
                       samples=(_S((2, 3)),), ref=lambda np, x, dtype=None: np.zeros_like(x))
-ONES_LIKE = register("ones_like", _fill_like_infer, _ones_like_kernel, None, kind="other",
+ONES_LIKE = register("ones_like", _fill_like_infer, _ones_like_kernel, None, category="other",
                      samples=(_S((2, 3)),), ref=lambda np, x, dtype=None: np.ones_like(x))
 
 reshape_like, transpose, broadcast_to, broadcast_like, sum_to_like, expand_dims, squeeze = (

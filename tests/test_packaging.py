@@ -211,3 +211,18 @@ def test_a_plain_install_has_no_bare_engine_names_and_the_cli_works(wheel, tmp_p
         print(float((eager.ones(2, 3) * 2).sum()))
     """, cwd=tmp_path, env=env)
     assert p.returncode == 0 and p.stdout.strip() == "12.0", p.stderr
+
+
+def test_eager_tensor_stays_the_function_after_every_submodule_is_imported():
+    # NOTE: importing a submodule sets it as an attribute of its package; a module named
+    # eager/tensor.py would replace the function eager.tensor(...) the moment it is imported
+    import importlib
+    import pkgutil
+    import types
+
+    from dualgrad import eager as eager_pkg
+    for info in pkgutil.walk_packages(eager_pkg.__path__, "dualgrad.eager."):
+        if "distributed" not in info.name:   # NOTE: needs mpi4py, an optional extra
+            importlib.import_module(info.name)
+    assert isinstance(eager_pkg.tensor, types.FunctionType)
+    assert eager_pkg.tensor([1.0, 2.0]).shape == (2,)

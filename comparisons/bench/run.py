@@ -199,7 +199,7 @@ def _loadavg():
 
 
 # -- the machine ---------------------------------------------------------------------------------
-def _cpu_model():
+def cpu_model():
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -234,7 +234,7 @@ def machine_description() -> dict:
         usable = len(os.sched_getaffinity(0))
     except AttributeError:
         usable = os.cpu_count()
-    return {"cpu": _cpu_model(), "cores": os.cpu_count(), "usable_cores": usable,
+    return {"cpu": cpu_model(), "cores": os.cpu_count(), "usable_cores": usable,
             "memory_gib": _mem_gib(), "os": platform.platform(),
             "python": platform.python_version(),
             "numpy": _version("numpy"), "numba": _version("numba"), "jax": _version("jax"),

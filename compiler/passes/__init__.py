@@ -2,7 +2,7 @@
 
 Each pass is a module with `NAME` and `run(prog) -> dict` (what it did, for the report).
 """
-from . import buffers, cse, fold, fuse, prune, simplify
+from . import buffers, constant_fold, cse, fuse, prune, simplify
 
-PASSES = [prune, fold, simplify, cse, fuse, buffers]
+PASSES = [prune, constant_fold, simplify, cse, fuse, buffers]
 BY_NAME = {p.NAME: p for p in PASSES}

@@ -32,7 +32,7 @@ def _escapes_and_last_use(prog, users, position, fetched, start):
             if u.inputs[k] != (n, i):
                 continue
             last = max(last, position[id(u)])
-            if u.kind == "graph":
+            if u.tag == "graph":
                 escapes = True
             elif u.may_alias():
                 stack.append((u, 0))
@@ -65,7 +65,7 @@ def run(prog):
     pool = BufferPool()
     free, planned, shared, saved = [], 0, 0, 0   # free: (last_use, shape, dtype, buffer)
     for n in prog.nodes:
-        if n.kind != "fused":
+        if n.tag != "fused":
             continue
         run_ = n.fused
         bufs = []

@@ -10,7 +10,7 @@ MAX_CONST_BYTES = 4096
 
 
 def _key(n):
-    if n.kind == "const" and not n.controls:
+    if n.tag == "const" and not n.controls:
         v = n.value
         if v.nbytes <= MAX_CONST_BYTES:
             return ("const", v.dtype.str, v.shape, v.tobytes())

@@ -86,28 +86,28 @@ def _domain(n):
 class Group:
     def __init__(self, S):
         self.S, self.members = tuple(S), []
-        self.kind_of = {}   # id(member) -> its kind on S
+        self.role_of = {}   # id(member) -> its role on S
 
-    def kinds(self, members, S, only=None, known=None):
-        """Each member's kind on domain S, or None when the members don't fit S; with
-        `only`, the kinds of those members are computed and added to `known`."""
-        kinds = dict(known or {})
+    def roles(self, members, S, only=None, known=None):
+        """Each member's role on domain S, or None when the members don't fit S; with
+        `only`, the roles of those members are computed and added to `known`."""
+        roles = dict(known or {})
         inside = {id(m) for m in members}
         for m in (members if only is None else only):
-            in_kinds = []
+            in_roles = []
             for src, i in m.inputs:
                 shape = src.specs[i].shape
                 r = role(shape, S)
                 if r is None:
                     return None
                 if id(src) in inside:
-                    if kinds[id(src)] != r:
+                    if roles[id(src)] != r:
                         return None
-                elif src.kind == "const" and src.value.ndim == 0:
+                elif src.tag == "const" and src.value.ndim == 0:
                     r = "scalar"
-                in_kinds.append(r)
+                in_roles.append(r)
             if m.op.reduce is not None:
-                if in_kinds[0] not in ("full", "col"):
+                if in_roles[0] not in ("full", "col"):
                     return None
                 if m.op.reduce == "max" and id(m.inputs[0][0]) in inside:
                     # NOTE: a max over values the loop recomputes may differ in the last bit
@@ -118,11 +118,11 @@ class Group:
                 if role(m.spec.shape, S) != "row" and len(m.spec.shape) != len(S) - 1:
                     return None
             else:
-                k = combine_roles(in_kinds)
+                k = combine_roles(in_roles)
                 if role(m.spec.shape, S) != k:
                     return None
-            kinds[id(m)] = k
-        return kinds
+            roles[id(m)] = k
+        return roles
 
 
 def _widen(S, D):
@@ -147,8 +147,8 @@ def form_groups(prog):
             g = _join(n, group_of, position)
             if g is None:
                 g = Group(_domain(n))
-                g.kind_of = g.kinds([n], g.S)
-                if g.kind_of is None:
+                g.role_of = g.roles([n], g.S)
+                if g.role_of is None:
                     continue          # NOTE: n cannot sit on its own domain: never fused
                 g.members.append(n)
                 groups.append(g)
@@ -191,12 +191,12 @@ def _try_add(g, new, position):
     newest = len(new) == 1 and position[id(new[0])] >= position[id(members[-1])]
     if not _acyclic(members, new if newest else members, position):
         return False
-    # NOTE: the newest node feeds no member: on an unchanged domain the others' kinds stand
-    kinds = g.kinds(members, S, new, g.kind_of) if newest and S == g.S else \
-        g.kinds(members, S)
-    if kinds is None:
+    # NOTE: the newest node feeds no member: on an unchanged domain the others' roles stand
+    roles = g.roles(members, S, new, g.role_of) if newest and S == g.S else \
+        g.roles(members, S)
+    if roles is None:
         return False
-    g.S, g.members, g.kind_of = S, members, kinds
+    g.S, g.members, g.role_of = S, members, roles
     return True
 
 
@@ -250,7 +250,7 @@ def run(prog):
 
 def _fuse(prog, g, users, fetched):
     S = g.S
-    kinds = g.kinds(g.members, S)
+    roles = g.roles(g.members, S)
     member_ids = {id(m) for m in g.members}
     inputs, in_index, nodes, index = [], {}, [], {}
 
@@ -258,11 +258,11 @@ def _fuse(prog, g, users, fetched):
         key = (id(src), i)
         if key in index:
             return index[key]
-        if src.kind == "const" and src.value.ndim == 0 and src.value.dtype.name in _DTYPES:
+        if src.tag == "const" and src.value.ndim == 0 and src.value.dtype.name in _DTYPES:
             nodes.append(("const", src.value.item(), src.value.dtype.name))
         else:
             r = role(src.specs[i].shape, S)
-            if src.kind == "const" and src.value.size == 1:
+            if src.tag == "const" and src.value.size == 1:
                 r = "scalar"
             in_index[key] = len(inputs)
             inputs.append(((src, i), r))
@@ -291,7 +291,7 @@ def _fuse(prog, g, users, fetched):
                               {}, last.origin, label)
     runner = FusedRun(kernel, R, C, [(src.specs[i], r) for (src, i), r in inputs],
                       [m.spec for m in outs], synthetic, g.members,
-                      [kinds[id(m)] for m in outs])
+                      [roles[id(m)] for m in outs])
     fnode = INode("fused", None, [ref_ for ref_, _ in inputs], {},
                   [m.spec for m in outs], origin=last.origin)
     fnode.fused, fnode.members = runner, tuple(g.members)
@@ -322,13 +322,13 @@ class FusedRun:
     never overwritten).
     """
 
-    def __init__(self, kernel, R, C, in_specs, out_specs, node, members, out_kinds):
+    def __init__(self, kernel, R, C, in_specs, out_specs, node, members, out_roles):
         self.kernel, self.R, self.C = kernel, R, C
         self.in_shapes = [tuple(s.shape) for s, _ in in_specs]
         self.out_shapes = [tuple(s.shape) for s in out_specs]
         self.out_dtypes = [s.dtype for s in out_specs]
-        self.out_views = [_VIEWS[k](R, C) for k in out_kinds]
-        self.node, self.members, self.out_kinds = node, members, out_kinds
+        self.out_views = [_VIEWS[k](R, C) for k in out_roles]
+        self.node, self.members, self.out_roles = node, members, out_roles
         self.buffers = None
         self._local = threading.local()               # this thread's resolved buffers
         self.fast, self._fast_pending = None, True   # see compiler/fastcall.py

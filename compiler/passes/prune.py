@@ -20,7 +20,7 @@ def dead_code(prog) -> int:
     """Remove unreachable nodes (fed placeholders stay: the plan writes feeds first)."""
     live = live_nodes(prog)
     before = len(prog.nodes)
-    prog.nodes = [n for n in prog.nodes if id(n) in live or n.kind == "feed"]
+    prog.nodes = [n for n in prog.nodes if id(n) in live or n.tag == "feed"]
     return before - len(prog.nodes)
 
 

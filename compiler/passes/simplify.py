@@ -1,8 +1,9 @@
 """Algebraic simplification: a table of small local rewrites, run to a fixed point.
 
-Each rule looks at one node and returns the value that replaces its output, or None.
-A replacement must have exactly the node's shape and dtype; rules never change results
-except `x * 0 -> 0`, which (like -ffast-math) ignores that inf * 0 and nan * 0 are nan.
+Each rule looks at one node (and, where it matters, who uses its inputs: `users`) and
+returns the value that replaces its output, or None. A replacement must have exactly the
+node's shape and dtype; rules never change results except `x * 0 -> 0`, which (like
+-ffast-math) ignores that inf * 0 and nan * 0 are nan.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ NAME = "simplify"
 
 def _const_eq(ref, value):
     n, _ = ref
-    return n.kind == "const" and n.value.size > 0 and bool(np.all(n.value == value))
+    return n.tag == "const" and n.value.size > 0 and bool(np.all(n.value == value))
 
 
 def _same_spec(ref, spec):
@@ -34,27 +35,27 @@ def _identity_operand(n, unit, positions=(0, 1)):
     return None
 
 
-def add_zero(n):
+def add_zero(n, users):
     return _identity_operand(n, 0) if n.op.name == "add" else None
 
 
-def sub_zero(n):
+def sub_zero(n, users):
     return _identity_operand(n, 0, (1,)) if n.op.name == "sub" else None
 
 
-def mul_one(n):
+def mul_one(n, users):
     return _identity_operand(n, 1) if n.op.name == "mul" else None
 
 
-def div_one(n):
+def div_one(n, users):
     return _identity_operand(n, 1, (1,)) if n.op.name == "div" else None
 
 
-def pow_one(n):
+def pow_one(n, users):
     return _identity_operand(n, 1, (1,)) if n.op.name == "pow" else None
 
 
-def mul_zero(n):
+def mul_zero(n, users):
     if n.op.name != "mul" or None in n.spec.shape:
         return None
     if any(_const_eq(r, 0) for r in n.inputs):
@@ -62,14 +63,14 @@ def mul_zero(n):
     return None
 
 
-def double_neg(n):
+def double_neg(n, users):
     src = n.inputs[0][0]
-    if n.op.name == "neg" and src.kind == "op" and src.op.name == "neg":
+    if n.op.name == "neg" and src.tag == "op" and src.op.name == "neg":
         return src.inputs[0]
     return None
 
 
-def identity_like(n):
+def identity_like(n, users):
     """stop_gradient, and shape ops / casts whose output equals their input."""
     name = n.op.name
     if name == "stop_gradient":
@@ -82,25 +83,29 @@ def identity_like(n):
     return None
 
 
-def transpose_transpose(n):
+def transpose_transpose(n, users):
     src = n.inputs[0][0]
-    if n.op.name != "transpose" or src.kind != "op" or src.op.name != "transpose":
+    if n.op.name != "transpose" or src.tag != "op" or src.op.name != "transpose":
         return None
     inner, outer = src.attrs["axes"], n.attrs["axes"]
     axes = tuple(inner[a] for a in outer)
     return _new_op(ops.REGISTRY["transpose"], [src.inputs[0]], {"axes": axes}, n)
 
 
-def reshape_reshape(n):
+def reshape_reshape(n, users):
     src = n.inputs[0][0]
-    if n.op.name != "reshape" or src.kind != "op" or src.op.name not in ("reshape",
+    if n.op.name != "reshape" or src.tag != "op" or src.op.name not in ("reshape",
                                                                          "reshape_like"):
+        return None
+    if len(users.get(id(src), ())) > 1:
+        # NOTE: a reshape of a strided array copies; merging into a shared one would copy
+        # twice (the transformer's qkv gradient: 32 µs each)
         return None
     return _new_op(ops.REGISTRY["reshape"], [src.inputs[0]],
                    {"shape": tuple(n.spec.shape)}, n)
 
 
-def static_count(n):
+def static_count(n, users):
     if n.op.name == "count":
         return _new_const(ops.REGISTRY["count"].kernel(
             np.empty(n.inputs[0][0].specs[n.inputs[0][1]].shape, np.int8), **n.attrs).astype(
@@ -128,7 +133,7 @@ def broadcast_into_users(prog, counts):
     dropped, so no stride-0 view is materialised (fused loops read the small operand)."""
     users = prog.users()
     for n in list(prog.nodes):
-        if n.kind != "op" or n.op.name not in ("broadcast_to", "broadcast_like"):
+        if n.tag != "op" or n.op.name not in ("broadcast_to", "broadcast_like"):
             continue
         src = n.inputs[0]
         uses = users[id(n)]
@@ -142,7 +147,7 @@ def broadcast_into_users(prog, counts):
 
 def _keeps_shape(u, n, src):
     """u still has its shape with every operand read from broadcast node n replaced by src."""
-    if u.kind != "op" or u.op.name not in ops.ELEMENTWISE or not u.pure():
+    if u.tag != "op" or u.op.name not in ops.ELEMENTWISE or not u.pure():
         return False
     specs = [src[0].specs[src[1]] if s[0] is n else s[0].specs[s[1]] for s in u.inputs]
     try:
@@ -159,11 +164,12 @@ def run(prog):
     changed = True
     while changed:
         changed = False
+        users = prog.users()
         for n in list(prog.nodes):
             if not n.pure():
                 continue
             for rule in RULES:
-                new = rule(n)
+                new = rule(n, users)
                 if new is None:
                     continue
                 if new[0] not in prog.nodes:

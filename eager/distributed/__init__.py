@@ -20,7 +20,7 @@ from datetime import timedelta
 import numpy as np
 
 from dualgrad.ops import distributed as _mpi
-from ..tensor import Tensor
+from ..core import Tensor
 
 __all__ = ["ReduceOp", "init_process_group", "destroy_process_group", "is_initialized",
            "is_available", "is_mpi_available", "get_rank", "get_world_size", "barrier",

@@ -26,7 +26,7 @@ import numpy as np
 from dualgrad import ops
 from dualgrad.ops import distributed as _mpi
 from ..nn import Module, Parameter
-from ..tensor import Tensor, _GRAD
+from ..core import Tensor, _GRAD
 
 __all__ = ["FullyShardedDataParallel", "ModuleWrapPolicy", "size_based_auto_wrap_policy"]
 _PREFIX = "_fsdp_wrapped_module."

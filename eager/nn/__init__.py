@@ -19,7 +19,7 @@ import numpy as np
 from dualgrad import ops
 from dualgrad.ops.core import ShapeError, user_frame, where_str
 from .. import devices as _device
-from ..tensor import Tensor, _to_args
+from ..core import Tensor, _to_args
 from . import functional
 from . import functional as F
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from dualgrad.ops import distributed as _mpi
 from dualgrad.ops.core import current_trace
-from ..tensor import Tensor, leaves_reached
+from ..core import Tensor, leaves_reached
 from . import Module
 
 __all__ = ["DistributedDataParallel"]

@@ -20,7 +20,7 @@ import numpy as np
 from dualgrad import ops
 from . import Module, _uniform
 from . import functional as F
-from ..tensor import Tensor
+from ..core import Tensor
 
 
 def _lstm_step(x, state, w_ih, w_hh, b_ih, b_hh):

@@ -16,7 +16,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from ..tensor import Tensor
+from ..core import Tensor
 
 
 class _Required:
@@ -92,14 +92,93 @@ class Optimizer:
             with enable_grad():
                 loss = closure()
         for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is not None:
-                    g = p.grad.data
-                    self._update(p, -g if group.get("maximize") else g, self.state[p], group)
+            live = [p for p in group["params"] if p.grad is not None]
+            if self._elementwise and len(live) > 1 and self._step_flat(live, group):
+                continue
+            for p in live:
+                g = p.grad.data
+                self._update(p, -g if group.get("maximize") else g, self.state[p], group)
         return loss
 
     def _update(self, p, g, state, group):
         raise NotImplementedError
+
+    # -- all of a group's parameters in one update ------------------------------------------------
+    # NOTE: an `_elementwise` optimizer's rule treats every element alike, so running it once
+    # on the group's parameters, gradients and state laid end to end gives, element for
+    # element, the same float32 operations as running it per parameter, in ~14 NumPy calls
+    # instead of ~14 per parameter (torch's foreach / multi-tensor apply). The per-parameter
+    # state stays as torch has it: each state tensor is a view of the group's flat array.
+    _elementwise = False
+
+    def _step_flat(self, live, group):
+        """Update `live` (parameters with gradients) as one flat array; False (nothing done)
+        when they cannot be: mixed dtypes, or states that are not alike (e.g. a parameter
+        that skipped steps, so its step count differs)."""
+        dtype = live[0].data.dtype
+        if any(p.data.dtype != dtype or p.grad.data.dtype != dtype for p in live):
+            return False
+        state = self._flat_state(live)
+        if state is None:
+            return False
+        flat = Tensor(np.concatenate([p.data.reshape(-1) for p in live]))
+        g = np.concatenate([p.grad.data.reshape(-1) for p in live])
+        self._update(flat, -g if group.get("maximize") else g, state, group)
+        off = 0
+        for p in live:
+            n = p.data.size
+            np.copyto(p.data, flat.data[off:off + n].reshape(p.data.shape), casting="same_kind")
+            off += n
+        self._scatter_state(live, state)
+        return True
+
+    def _flat_state(self, live):
+        """The group's state as flat tensors: the cached ones when every parameter's state
+        still holds the views handed out last step, else concatenated afresh; None if the
+        parameters' states differ in keys or in a scalar (the step count)."""
+        cached = self.__dict__.get("_flat", {}).get(tuple(id(p) for p in live))
+        states = [self.state[p] for p in live]
+        if cached is not None and all(
+                st.keys() == views.keys() and
+                all(getattr(st[k], "data", None) is v for k, v in views.items())
+                for st, views in zip(states, cached[1])):
+            return cached[0]
+        keys = states[0].keys()
+        if any(st.keys() != keys for st in states):
+            return None
+        flat = {}
+        for k in keys:
+            arrs = [getattr(st[k], "data", st[k]) for st in states]
+            if not all(isinstance(a, np.ndarray) for a in arrs):
+                return None
+            if arrs[0].ndim == 0:
+                if any(a.ndim or a != arrs[0] for a in arrs):
+                    return None
+                flat[k] = Tensor(arrs[0].copy())
+            else:
+                flat[k] = Tensor(np.concatenate([a.reshape(-1) for a in arrs]))
+        return flat
+
+    def _scatter_state(self, live, flat):
+        """Each parameter's state: views of the flat arrays (0-d ones copied)."""
+        views = []
+        off = 0
+        for p in live:
+            st, mine, n = self.state[p], {}, p.data.size
+            for k, t in flat.items():
+                a = t.data
+                v = a.copy() if a.ndim == 0 else a[off:off + n].reshape(p.data.shape)
+                if isinstance(st.get(k), Tensor):
+                    st[k].data = v
+                else:
+                    st[k] = Tensor(v)
+                mine[k] = v
+            views.append(mine)
+            off += n
+        cache = self.__dict__.setdefault("_flat", {})
+        if len(cache) > len(self.param_groups):
+            cache.clear()
+        cache[tuple(id(p) for p in live)] = (flat, views)
 
     @staticmethod
     def _write(p, new):

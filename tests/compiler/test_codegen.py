@@ -496,6 +496,11 @@ def test_out_buffers_and_argument_checks():
         fn(3, 4, x, r, g, b, out=(np.empty((4, 3), np.float32), *bufs[1:]))
     with pytest.raises(TypeError, match="input 0 has dtype float64, expected float32"):
         fn(3, 4, x.astype(np.float64), r, g, b)
+    # the loops are compiled with noalias arguments: an output may not overlap an array
+    with pytest.raises(ValueError, match=r"out\[0\] overlaps input 1"):
+        fn(3, 4, x, r, g, b, out=(r, *bufs[1:]))
+    with pytest.raises(ValueError, match=r"out\[2\] overlaps out 1"):
+        fn(3, 4, x, r, g, b, out=(bufs[0], bufs[1], bufs[1]))
     with pytest.raises(ValueError, match=r"input 2 \(col\) has shape \(5,\)"):
         fn(3, 4, x, r, rand(5), b)
     # a non-contiguous view is accepted (copied), as is a read-only array

@@ -514,7 +514,7 @@ def test_graph_report_and_dot_are_reachable():
     assert {"placeholder", "matmul", "relu"} <= kinds
     names = {n.name for n in cm.graph.get_operations() if n.type == "placeholder"}
     assert {"x", "fc1.weight", "fc2.bias"} <= names
-    assert [p.name for p in cm.report.passes] == ["prune", "fold", "simplify", "cse", "fuse",
+    assert [p.name for p in cm.report.passes] == ["prune", "constant_fold", "simplify", "cse", "fuse",
                                                   "buffers"]
     dot = cm.dot()
     assert dot.startswith("digraph") and '"fc1.weight"' in dot

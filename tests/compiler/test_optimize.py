@@ -109,7 +109,7 @@ def test_constant_folding_uses_kernels_and_skips_variables():
         s.run(init)
         got = s.run(y)
         rep = s.last_report
-    assert rep["fold"].details["folded"] == 3
+    assert rep["constant_fold"].details["folded"] == 3
     np.testing.assert_allclose(got, np.exp(np.arange(4)) * 2 + 1 + 1, rtol=1e-6)
 
 
@@ -132,6 +132,24 @@ def test_simplify_rewrites():
     np.testing.assert_array_equal(got[1], xv)
     np.testing.assert_array_equal(got[2], xv.reshape(4, 3))
     np.testing.assert_array_equal(got[3], np.zeros((3, 4), np.float32))
+
+
+def test_reshape_of_a_shared_reshape_is_not_merged():
+    # a strided array's reshape copies: merging the outer reshape into the input would make
+    # two copies of it, one for each user of the inner reshape
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (4, 3, 2))
+        inner = graph.reshape(graph.transpose(x, (2, 1, 0)), (2, 12))
+        y = graph.reshape(inner, (24,))
+        z = inner * 2.0
+    xv = np.arange(24, dtype=np.float32).reshape(4, 3, 2)
+    with graph.Session(g) as s:
+        got = s.run([y, z], {x: xv})
+        rules = s.last_report["simplify"].details["rewrites"]
+    assert "reshape_reshape" not in rules, rules
+    np.testing.assert_array_equal(got[0], xv.transpose(2, 1, 0).reshape(24))
+    np.testing.assert_array_equal(got[1], xv.transpose(2, 1, 0).reshape(2, 12) * 2)
 
 
 def test_cse_merges_duplicates_but_not_random_ops():

@@ -49,3 +49,9 @@ def test_mpi4py_is_imported_only_when_used():
     code = ("import sys; from dualgrad import eager, graph, compiler; "
             "import dualgrad.eager.distributed; assert 'mpi4py' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_the_docs_blocks_run_on_two_ranks(suite_output):
+    for rank in (0, 1):
+        assert f"rank {rank}: docs/distributed.md runs on 2 ranks" in suite_output
+        assert f"rank {rank} of 2: [3.0, 3.0, 3.0]" in suite_output

@@ -9,7 +9,7 @@ import pytest
 
 from dualgrad import graph
 from dualgrad.graph.errors import InvalidArgumentError
-from dualgrad.graph.plan import Plan, Step, build_plan, lower
+from dualgrad.graph.plan import Plan, Step, build_plan, node_kernel
 
 
 def _small():
@@ -39,9 +39,9 @@ def test_build_plan_is_a_topological_list_of_steps_over_slots():
 
 def test_lower_gives_each_nodes_kernel():
     x, v, y = _small()
-    kernel, stateful = lower(y.op)
+    kernel, stateful = node_kernel(y.op)
     assert not stateful and kernel(np.zeros(2)).tolist() == [0.0, 0.0]
-    kernel, stateful = lower(graph.reduce_sum(x, axis=1).op)
+    kernel, stateful = node_kernel(graph.reduce_sum(x, axis=1).op)
     assert kernel(np.ones((2, 3))).tolist() == [3.0, 3.0]
 
 

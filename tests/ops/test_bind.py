@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dualgrad import compiler, eager, graph, ops
-from dualgrad.eager.tensor import EagerEngine, Tensor
+from dualgrad.eager.core import EagerEngine, Tensor
 from dualgrad.ops.core import current_trace, tracing
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...tensor import Tensor
+from ...core import Tensor
 from . import rnn
 
 

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 
 from ...generator import rng_of
-from ...tensor import Tensor
+from ...core import Tensor
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 from .worker import WorkerInfo, get_worker_info, worker_loop

@@ -9,14 +9,14 @@ import numpy as np
 
 from ..ir import const_node
 
-NAME = "fold"
+NAME = "constant_fold"
 MAX_ELEMENTS = 1 << 24   # NOTE: don't materialise huge broadcasts at optimisation time
 
 
 def run(prog):
     folded = 0
     for n in prog.nodes:
-        if not n.pure() or not all(src.kind == "const" for src, _ in n.inputs):
+        if not n.pure() or not all(src.tag == "const" for src, _ in n.inputs):
             continue
         size = n.spec.shape and int(np.prod(n.spec.shape))
         if size and size > MAX_ELEMENTS:
@@ -33,5 +33,5 @@ def run(prog):
 
 def _become(n, c):
     """Turn node n into constant c in place (users keep pointing at n)."""
-    n.kind, n.op, n.inputs, n.attrs = "const", None, [], {}
+    n.tag, n.op, n.inputs, n.attrs = "const", None, [], {}
     n.value, n.specs = c.value, c.specs
