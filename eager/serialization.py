@@ -43,7 +43,7 @@ def _flat_tensors(obj):
         return None
     out = {}
     for k, v in obj.items():
-        arr = v.data if isinstance(v, Tensor) else v
+        arr = v._array if isinstance(v, Tensor) else v
         if not isinstance(k, str) or not isinstance(arr, np.ndarray):
             return None
         out[k] = arr
@@ -58,7 +58,7 @@ def _contiguous(arr):
 def _encode(obj, arrays, where):
     """The JSON form of obj; each tensor becomes an entry of `arrays`, named by its path."""
     if isinstance(obj, (Tensor, np.ndarray)):
-        arr = obj.data if isinstance(obj, Tensor) else obj
+        arr = obj._array if isinstance(obj, Tensor) else obj
         if arr.dtype.kind not in "biufc":
             raise TypeError(f"eager.save: {where} holds an array of {arr.dtype}, which "
                             f"safetensors cannot store")

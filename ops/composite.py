@@ -522,7 +522,7 @@ def cross_entropy(logits, target, reduction="mean", weight=None, ignore_index=No
 
 def _may_ignore(target, ignore_index):
     """False when no target can equal ignore_index (-100 with ordinary class indices)."""
-    arr = getattr(target, "data", target)
+    arr = getattr(target, "_array", target)
     if isinstance(arr, np.ndarray):
         return bool(np.any(arr == ignore_index))
     return True        # a graph tensor: its values are not known yet
