@@ -140,7 +140,7 @@ class Optimizer:
         states = [self.state[p] for p in live]
         if cached is not None and all(
                 st.keys() == views.keys() and
-                all(getattr(st[k], "data", None) is v for k, v in views.items())
+                all(getattr(st[k], "_array", None) is v for k, v in views.items())
                 for st, views in zip(states, cached[1])):
             return cached[0]
         keys = states[0].keys()
@@ -148,7 +148,7 @@ class Optimizer:
             return None
         flat = {}
         for k in keys:
-            arrs = [getattr(st[k], "data", st[k]) for st in states]
+            arrs = [getattr(st[k], "_array", st[k]) for st in states]
             if not all(isinstance(a, np.ndarray) for a in arrs):
                 return None
             if arrs[0].ndim == 0:
