@@ -295,7 +295,7 @@ def equal(a, b):
 def result_type(a, b):
     """PyTorch's promotion of two operands (tensors or Python numbers)."""
     from dualgrad.ops.rules import torch_result_dtype
-    return torch_result_dtype([x.data if isinstance(x, Tensor) else x for x in (a, b)],
+    return torch_result_dtype([x._array if isinstance(x, Tensor) else x for x in (a, b)],
                               get_default_dtype())
 
 

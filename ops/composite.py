@@ -117,8 +117,15 @@ def logsumexp(x, axis=-1, keepdims=False):
 def _finite_max(x, axis):
     """The row max as a gradient-free shift, 0 where it is infinite (inf - inf is nan)."""
     from .elementwise import abs as abs_, lt
-    m = stop_gradient(max_(x, axis=axis, keepdims=True))
+    m = _shift(x, axis)
     return where(lt(abs_(m), np.inf), m, 0.0)
+
+
+def _shift(x, axis):
+    """The gradient-free row max the softmax family subtracts; -inf over an empty axis
+    (where max alone raises), so softmax of a (3, 0) tensor is empty, as torch's is."""
+    initial = -np.inf if spec_of(x).dtype.kind == "f" else None
+    return stop_gradient(max_(x, axis=axis, keepdims=True, initial=initial))
 
 
 def _softmax_ref(np, x, axis=-1):
@@ -130,7 +137,7 @@ def _softmax_ref(np, x, axis=-1):
                     Sample(((4,),), {"axis": 0})), ref=_softmax_ref)
 def softmax(x, axis=-1):
     """exp(x) / sum(exp(x)) over `axis`, shifted by the max for stability."""
-    e = exp(x - stop_gradient(max_(x, axis=axis, keepdims=True)))
+    e = exp(x - _shift(x, axis))
     return e / sum_(e, axis=axis, keepdims=True)
 
 
@@ -438,7 +445,7 @@ def cross_entropy(logits, target, reduction="mean", weight=None, ignore_index=No
 
 def _may_ignore(target, ignore_index):
     """False when no target can equal ignore_index (-100 with ordinary class indices)."""
-    arr = getattr(target, "data", target)
+    arr = getattr(target, "_array", target)
     if isinstance(arr, np.ndarray):
         return bool(np.any(arr == ignore_index))
     return True        # a graph tensor: its values are not known yet

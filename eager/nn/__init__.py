@@ -30,18 +30,11 @@ class Parameter(Tensor):
 
     def __init__(self, data, requires_grad=True):
         if isinstance(data, Tensor):
-            data = data.data
+            data = data._array
         super().__init__(np.array(data, copy=True), requires_grad)
 
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
-
-    def __setattr__(self, name, value):
-        # NOTE: `p.data = p.data - lr * p.grad` (and `p.data -= lr * p.grad`, which Python runs
-        # as that when NumPy declines) hands a Tensor: keep its array, as torch swaps the data.
-        if name == "data" and not isinstance(value, np.ndarray):
-            value = value.data if isinstance(value, Tensor) else np.asarray(value)
-        object.__setattr__(self, name, value)
 
 
 def _name_layer(module, err):
@@ -200,7 +193,7 @@ class Module:
         if strict and (missing or unexpected):
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}: "
                                f"missing keys {missing}, unexpected keys {unexpected}")
-        values = {k: np.asarray(state_dict[k].data if isinstance(state_dict[k], Tensor)
+        values = {k: np.asarray(state_dict[k]._array if isinstance(state_dict[k], Tensor)
                                 else state_dict[k]) for k in own if k in state_dict}
         # NOTE: every shape is checked before anything is copied: a failed load leaves the
         # model as it was, never half-loaded.
@@ -210,7 +203,7 @@ class Module:
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}: "
                                + "; ".join(bad))
         for k, v in values.items():
-            own[k].data[...] = v
+            own[k]._array[...] = v
         return missing, unexpected
 
     def train(self, mode=True):
@@ -242,10 +235,10 @@ class Module:
 
     def _cast(self, dtype):
         for t in list(self.parameters()) + [b for _, b in self.named_buffers()]:
-            if t.data.dtype.kind in "fc" and t.data.dtype != dtype:
-                t.data = t.data.astype(dtype)
+            if t._array.dtype.kind in "fc" and t._array.dtype != dtype:
+                t._array = t._array.astype(dtype)
                 if t.grad is not None:
-                    t.grad.data = t.grad.data.astype(dtype)
+                    t.grad._array = t.grad._array.astype(dtype)
         return self
 
     def float(self):
@@ -323,7 +316,7 @@ class _BatchNorm(Module):
                              f"{tuple(x.shape)} (at {where_str(user_frame())})")
         track = self.track_running_stats
         if self.training and track:
-            self.num_batches_tracked.data[...] += 1
+            self.num_batches_tracked._array[...] += 1
         stats = (self.running_mean, self.running_var) if track else (None, None)
         return F.batch_norm(x, *stats, self.weight, self.bias, self.training or not track,
                             self.momentum, self.eps)

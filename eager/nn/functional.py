@@ -242,14 +242,14 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
     out = ops.batch_norm(input, mean, var, weight, bias, eps=eps)   # checks shapes first
     # NOTE: plain arrays, nothing recorded: the buffers are not part of the autograd graph
     if running_mean is not None:
-        _update_running(running_mean, mean.data, momentum)
+        _update_running(running_mean, mean._array, momentum)
     if running_var is not None:
-        _update_running(running_var, var.data * (n / (n - 1)), momentum)
+        _update_running(running_var, var._array * (n / (n - 1)), momentum)
     return out
 
 
 def _update_running(buf, batch, momentum):
-    np.copyto(buf.data, running_average(buf.data, batch, momentum), casting="same_kind")
+    np.copyto(buf._array, running_average(buf._array, batch, momentum), casting="same_kind")
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002
@@ -460,7 +460,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if is_causal:
         attn_mask = np.tril(np.ones((L, S), np.bool_))
     if attn_mask is not None:
-        m = getattr(attn_mask, "data", attn_mask)
+        m = getattr(attn_mask, "_array", attn_mask)
         if np.asarray(m).dtype == np.bool_:
             scores = ops.masked_fill(scores, ~np.asarray(m), -np.inf)
         else:
