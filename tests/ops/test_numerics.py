@@ -12,15 +12,21 @@ import dualgrad.eager.nn.functional as F
 
 def both(fn, *arrays):
     """fn on eager tensors, and on graph placeholders run optimised (fused) and unoptimised."""
-    out = [fn(*[eager.tensor(a) for a in arrays]).numpy()]
+    return [fn(*[eager.tensor(a) for a in arrays]).numpy(),
+            *(run() for run in graph_runs(fn, arrays))]
+
+
+def graph_runs(fn, arrays):
+    """fn built on graph placeholders: a run optimised (fused) and one unoptimised."""
     g = graph.Graph()
     with g.as_default():
         phs = [graph.placeholder(a.dtype, a.shape) for a in arrays]
         y = fn(*phs)
-    for opt in (True, False):
+
+    def run(opt):
         with graph.Session(g, optimize=opt) as s:
-            out.append(s.run(y, dict(zip(phs, arrays))))
-    return out
+            return s.run(y, dict(zip(phs, arrays)))
+    return [lambda: run(True), lambda: run(False)]
 
 
 def lsm_ref(x):
@@ -122,18 +128,10 @@ def test_reductions_over_long_rows_are_as_exact_as_numpy_fused_or_not(case, dtyp
 
 def all_engines(fn, *arrays):
     """fn in eager, graph (optimised and not) and compile(): each result, or the exception."""
-    out = []
-    for run in (lambda: fn(*[eager.tensor(a) for a in arrays]).numpy(),
-                lambda: compiler.compile(fn)(*[eager.tensor(a) for a in arrays]).numpy()):
-        out.append(_outcome(run))
-    g = graph.Graph()
-    with g.as_default():
-        phs = [graph.placeholder(a.dtype, a.shape) for a in arrays]
-        y = fn(*phs)
-    for opt in (True, False):
-        with graph.Session(g, optimize=opt) as s:
-            out.append(_outcome(lambda: s.run(y, dict(zip(phs, arrays)))))
-    return out
+    runs = [lambda: fn(*[eager.tensor(a) for a in arrays]).numpy(),
+            lambda: compiler.compile(fn)(*[eager.tensor(a) for a in arrays]).numpy(),
+            *graph_runs(fn, arrays)]
+    return [_outcome(run) for run in runs]
 
 
 def _outcome(run):
