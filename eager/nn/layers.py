@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from dualgrad import ops
-from . import Module, Parameter, _Cell, _uniform
+from . import Dropout, Module, Parameter, _Cell, _uniform
 from . import functional as F
 
 
@@ -254,20 +254,12 @@ class InstanceNorm1d(InstanceNorm2d):
     _ndims = (2, 3)
 
 
-class Dropout2d(Module):
+class Dropout2d(Dropout):
+    """Zeroes whole channels (dim 1) of (N, C, H, W) input."""
     _fn = staticmethod(F.dropout2d)
-
-    def __init__(self, p=0.5, inplace=False):
-        super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p, self.inplace = p, inplace
 
     def forward(self, input):  # noqa: A002
         return type(self)._fn(input, self.p, self.training, self.inplace)
-
-    def extra_repr(self):
-        return f"p={self.p}, inplace={self.inplace}"
 
 
 class Dropout1d(Dropout2d):

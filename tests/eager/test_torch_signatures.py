@@ -25,15 +25,6 @@ IGNORED = {"self", "device", "dtype", "out", "layout", "pin_memory", "memory_for
            "kwargs"}
 
 KNOWN_GAPS = {
-    # implementation switches of torch's optimizers (multi-tensor / fused kernels, CUDA
-    # graphs); their results are the same update
-    "optim.Adadelta": {"foreach", "capturable", "differentiable"},
-    "optim.Adagrad": {"foreach", "differentiable", "fused"},
-    "optim.Adam": {"foreach", "capturable", "differentiable", "fused",
-                   "decoupled_weight_decay"},
-    "optim.AdamW": {"foreach", "capturable", "differentiable", "fused"},
-    "optim.RMSprop": {"capturable", "foreach", "differentiable"},
-    "optim.SGD": {"foreach", "differentiable", "fused"},
     # pickle's options: dualgrad writes safetensors and never pickles
     "torch.save": {"pickle_module", "pickle_protocol", "_use_new_zipfile_serialization",
                    "_disable_byteorder_record"},
@@ -90,3 +81,16 @@ def test_the_audit_sees_the_names_it_should():
                  "nn.BCEWithLogitsLoss", "nn.LayerNorm", "nn.TransformerEncoderLayer",
                  "F.embedding", "F.mse_loss", "F.interpolate", "torch.norm", "torch.split"):
         assert name in checked, name
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta"])
+def test_optimizer_implementation_switches_are_accepted_and_differentiable_raises(name):
+    p = eager.nn.Parameter(eager.ones(3))
+    opt = getattr(eager.optim, name)([p], lr=0.1, foreach=True)
+    p.grad = eager.ones(3)
+    opt.step()
+    assert (p.detach().numpy() < 1).all()
+    with pytest.raises(NotImplementedError, match="differentiable"):
+        getattr(eager.optim, name)([p], lr=0.1, differentiable=True)
+    with pytest.raises(NotImplementedError, match="use AdamW"):
+        eager.optim.Adam([p], decoupled_weight_decay=True)
