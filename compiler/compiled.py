@@ -88,9 +88,9 @@ class _Entry:
         self.op = ops.Op(f"compiled:{tr.name}", None, None, _tape_vjp)
 
     def run(self, tensors):
-        feeds = {p: t.data for p, t in zip(self.arg_phs, tensors)}
+        feeds = {p: t._array for p, t in zip(self.arg_phs, tensors)}
         for t, p in self.live:
-            feeds[p] = t.data
+            feeds[p] = t._array
         for p, like, attrs in self.randoms:
             feeds[p] = _RAND.kernel(like, **attrs)
         vals = self.session.run(self.fetches, feeds)
@@ -159,14 +159,14 @@ class _Call:
 
     def vjp(self, g, index, needs):
         if self.stored is None:
-            grads = self.entry.gradients(index, self.feeds, g.data)
+            grads = self.entry.gradients(index, self.feeds, g._array)
             return [Tensor(np.asarray(d)) if d is not None and need else None
                     for d, need in zip(grads, needs)]
         # NOTE: the stored gradients are for an incoming 1; the rule is linear in g
-        one = g.data.shape == () and g.data == 1 and not self.handed
+        one = g._array.shape == () and g._array == 1 and not self.handed
         self.handed = True   # a second backward (retain_graph) must not share the arrays
         return [None if s is None or not need else
-                Tensor(np.asarray(s)) if one else Tensor(np.asarray(g.data * s))
+                Tensor(np.asarray(s)) if one else Tensor(np.asarray(g._array * s))
                 for s, need in zip(self.stored, needs)]
 
 

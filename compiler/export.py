@@ -87,7 +87,7 @@ class ExportedProgram:
             raise TypeError(f"{self.name}: takes {len(self.inputs)} input(s) "
                             f"({', '.join(p.node.name for p in self.inputs)}), got {len(args)}")
         as_eager = any(isinstance(a, Tensor) for a in args)
-        feeds = {p: a.data if isinstance(a, Tensor) else a
+        feeds = {p: a._array if isinstance(a, Tensor) else a
                  for p, a in zip(self.inputs, args)}
         vals = self.session.run(self.outputs, feeds)
         outs = [Tensor(np.asarray(v)) if as_eager else np.asarray(v) for v in vals]
@@ -217,7 +217,7 @@ def _trace(fn, tensors, names, roots, name, batch):
 
 def _as_tensor(a, i):
     if isinstance(a, Tensor):
-        return Tensor(np.asarray(a.data))
+        return Tensor(np.asarray(a._array))
     if isinstance(a, np.ndarray):
         return Tensor(a)
     raise TypeError(f"export: example input {i} is {type(a).__name__}; pass eager tensors or "
@@ -275,6 +275,7 @@ class _Freezer:
     def __init__(self, first, second, name):
         self.a, self.b, self.name = first, second, name
         self.g = graph.Graph()
+        self.g.promote_dtypes = True       # NOTE: eager code's dtypes, not TF1's
         self.map = {}      # id(tensor of the first trace) -> tensor of the new graph
         self.args = {id(p.node): i for i, p in enumerate(first.phs)}
         self.live = {id(p.node): t for t, p in first.tr.live}
@@ -334,7 +335,7 @@ class _Freezer:
             self.inputs[i] = p
         elif id(n) in self.live:
             t = self.live[id(n)]
-            p = self._constant(np.array(t.data, copy=True), n)
+            p = self._constant(np.array(t._array, copy=True), n)
         else:
             raise ExportError(f"export({self.name}): input {n.name} (built at "
                               f"{where_str(n.loc)}) is neither an argument nor a parameter")

@@ -28,7 +28,7 @@ def signature_key(x, tensors, keep):
         if engine_of(x).level > 0:   # a tracer: the call is nested in a trace
             raise Inline
         tensors.append(x)
-        return (x.data.shape, x.data.dtype.str, x.requires_grad)
+        return (x._array.shape, x._array.dtype.str, x.requires_grad)
     if isinstance(x, _VALUE_TYPES):
         return (type(x), x)
     if isinstance(x, (float, complex, np.generic)):

@@ -74,7 +74,7 @@ def _graph_break(tracer, kind):
 
 # -- the tracer -------------------------------------------------------------------------------
 class _Values:
-    """What `tracer.data` is while tracing: a static shape and dtype, and no values."""
+    """What a traced tensor's `_array` is while tracing: a static shape and dtype, and no values."""
     __slots__ = ("_t",)
     __array_ufunc__ = None   # a kernel handed this raises TypeError, never converts it
 
@@ -147,7 +147,7 @@ class Tracer(Tensor):
     dtype = property(lambda self: self._g.spec.dtype)
     spec = property(lambda self: self._g.spec)
     ndim = property(lambda self: len(self._g.spec.shape))
-    data = property(_Values)
+    _array = property(_Values)
 
     def __repr__(self):
         _graph_break(self, "print")
@@ -230,6 +230,7 @@ class Trace:
         self.name = name
         self.param_names = {id(p): n for n, p in reversed(params)}   # first name wins
         self.graph = graph.Graph()
+        self.graph.promote_dtypes = True   # NOTE: eager code's dtypes, not TF1's
         self.captured = {}        # id(eager tensor) -> graph tensor
         self.live = []            # [(eager tensor, placeholder)] fed with .data at every call
         self.snapshots = []       # [(eager tensor, copy of its data, where captured)]
@@ -284,8 +285,8 @@ class Trace:
             g = graph.placeholder(t.dtype, t.shape, name=name)
             self.live.append((t, g))
         else:
-            g = graph.constant(t.data, name=name)   # a copy, frozen at trace time
-        self.snapshots.append((t, np.array(t.data, copy=True), user_frame()))
+            g = graph.constant(t._array, name=name)   # a copy, frozen at trace time
+        self.snapshots.append((t, np.array(t._array, copy=True), user_frame()))
         self.captured[id(t)] = g
         return g
 
@@ -300,7 +301,7 @@ class Trace:
     def changed_in_place(self):
         """A GraphBreak if fn changed a captured tensor in place (a replay would not)."""
         for t, before, loc in self.snapshots:
-            if t.data.shape != before.shape or not np.array_equal(t.data, before,
+            if t._array.shape != before.shape or not np.array_equal(t._array, before,
                                                                   equal_nan=True):
                 return GraphBreak("an eager tensor used here was changed in place by the "
                                   "function (.data[...] =, zero_(), an optimizer step), which",
@@ -310,9 +311,9 @@ class Trace:
     def undo_changes(self):
         """Put captured tensors back as they were, so the eager run starts where eager would."""
         for t, before, _ in self.snapshots:
-            if t.data.shape == before.shape and not np.array_equal(t.data, before,
+            if t._array.shape == before.shape and not np.array_equal(t._array, before,
                                                                    equal_nan=True):
-                t.data[...] = before
+                t._array[...] = before
 
 
 

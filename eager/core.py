@@ -19,12 +19,13 @@ from dualgrad import ops
 from dualgrad.ops import REGISTRY as R
 from dualgrad.ops.autodiff import backprop, toposort
 from dualgrad.ops.composite import current_composite
-from dualgrad.ops.core import TRACING, explain_failure, spec_of, user_frame, where_str
+from dualgrad.ops.core import TRACING, current_trace, explain_failure, spec_of, user_frame, where_str
 from dualgrad.ops.rules import norm_axis, torch_result_dtype
 
 from . import devices as _device
 from .inplace import CLOCK, InPlaceMixin
 from .methods import TensorMethods
+from .functions import FunctionMethods
 
 class _GradMode(threading.local):
     enabled = True   # NOTE: per thread, as PyTorch's grad mode; the hot path reads one attribute
@@ -50,7 +51,7 @@ class _Freed:
 
 def _fail(op, args, attrs, err):
     """The error a user sees when a kernel fails: the op's own rule, at the user's line."""
-    e = explain_failure(op, [spec_of(a.data if isinstance(a, Tensor) else a) for a in args],
+    e = explain_failure(op, [spec_of(a._array if isinstance(a, Tensor) else a) for a in args],
                         attrs, err)
     loc = user_frame()
     inside = current_composite()   # e.g. softmax's inner max: say which call the user made
@@ -71,7 +72,7 @@ class EagerEngine:
         arrays, track = [], False
         for a in args:
             if isinstance(a, Tensor):
-                arrays.append(a.data)
+                arrays.append(a._array)
                 if a.requires_grad:
                     track = True
             else:
@@ -89,7 +90,7 @@ class EagerEngine:
                     out = _promoted(op, args, out)
                     break
         t = _new(Tensor)
-        t.data = out
+        t._array = out
         t.grad = None
         if track and _GRAD.enabled and out.dtype.kind in "fc":
             t.requires_grad = True
@@ -111,7 +112,7 @@ def _promoted(op, args, out):
     if out.dtype.kind == "b" or op not in _PROMOTING:
         return out
     from .factories import default_float
-    vals = [a.data if isinstance(a, Tensor) else a for a in args]
+    vals = [a._array if isinstance(a, Tensor) else a for a in args]
     operands = vals[1:] if op.name == "where" else vals
     want = torch_result_dtype(operands, default_float())
     if op.name == "div" and want.kind in "biu":
@@ -128,7 +129,7 @@ def _binary(op, a, b):
     if TRACING[0]:   # NOTE: a thread may be tracing (compile): ops.bind asks its trace stack
         return ops.bind(op, a, b)
     try:
-        out = op.kernel(a.data, b.data if isinstance(b, Tensor) else b)
+        out = op.kernel(a._array, b._array if isinstance(b, Tensor) else b)
     except Exception as err:  # noqa: BLE001
         # NOTE: an operand of a higher-level engine (a graph tensor, a compiler tracer)
         # refuses to be an array and lands here: ops.bind hands the call to its engine.
@@ -136,13 +137,13 @@ def _binary(op, a, b):
         if getattr(getattr(b, "_engine", None), "level", 0) > EagerEngine.level:
             return ops.bind(op, a, b)
         raise _fail(op, (a, b), {}, err) from None
-    if out.dtype is not a.data.dtype or type(b) is Tensor and b.data.dtype is not a.data.dtype:
+    if out.dtype is not a._array.dtype or type(b) is Tensor and b._array.dtype is not a._array.dtype:
         out = _promoted(op, (a, b), out)     # NOTE: mixed dtypes only; identity tests otherwise
     t = _new(Tensor)
-    t.data = out if type(out) is np.ndarray else np.asarray(out)
+    t._array = out if type(out) is np.ndarray else np.asarray(out)
     t.grad = None
     if _GRAD.enabled and (a.requires_grad or isinstance(b, Tensor) and b.requires_grad) \
-            and t.data.dtype.kind in "fc":
+            and t._array.dtype.kind in "fc":
         t.requires_grad = True
         t._node = (op, (a, b), {}, CLOCK[0])
     else:
@@ -229,7 +230,7 @@ class _HookHandle:
 
 def _accumulate_grad(t, g, create_graph, owned):
     """Add a leaf's gradient from one backward() into its .grad, then run its hooks."""
-    g = g if create_graph else Tensor(_owned(g.data, owned))
+    g = g if create_graph else Tensor(_owned(g._array, owned))
     t.grad = g if t.grad is None else t.grad + g
     entry = _POST_ACCUMULATE_HOOKS.get(id(t))
     if entry is not None and entry[0]() is t:
@@ -249,34 +250,52 @@ def _needs_grad(v):
     return node is None or type(node) is _Freed or node[0].vjp is not None
 
 
-class Tensor(InPlaceMixin, TensorMethods):
+class Tensor(InPlaceMixin, TensorMethods, FunctionMethods):
     """An n-dimensional array with autograd, in PyTorch's style."""
-    __slots__ = ("data", "requires_grad", "grad", "_node", "_modified", "__weakref__")
+    __slots__ = ("_array", "requires_grad", "grad", "_node", "_modified", "__weakref__")
     _engine = EagerEngine
     __array_ufunc__ = None   # ndarray + Tensor defers to Tensor.__radd__
 
     def __init__(self, data, requires_grad=False):
-        self.data = data if type(data) is np.ndarray else np.asarray(data)
+        self._array = data if type(data) is np.ndarray else np.asarray(data)
         self.requires_grad = bool(requires_grad)
         self.grad = None
         self._node = None
 
     # -- what it is ---------------------------------------------------------------------------
     @property
+    def data(self):
+        """The values without autograd, as in PyTorch: a tensor sharing this one's array.
+
+        `p.data.normal_()`, `p.data.zero_()`, `p.data -= lr * p.grad` write into this
+        tensor and are not recorded; `p.data = t` makes this tensor share `t`'s values (its
+        shape may change), also unrecorded. `t.numpy()` is the NumPy array itself.
+        """
+        if TRACING[0] and current_trace() is not None:
+            return self.detach()    # compile() reads a parameter's .data at every call
+        t = _new(Tensor)
+        t._array, t.requires_grad, t.grad, t._node = self._array, False, None, None
+        return t
+
+    @data.setter
+    def data(self, value):
+        self._array = value._array if isinstance(value, Tensor) else np.asarray(value)
+
+    @property
     def shape(self):
-        return self.data.shape
+        return self._array.shape
 
     @property
     def dtype(self):
-        return self.data.dtype
+        return self._array.dtype
 
     @property
     def spec(self):
-        return ops.Spec(self.data.shape, self.data.dtype)
+        return ops.Spec(self._array.shape, self._array.dtype)
 
     @property
     def ndim(self):
-        return self.data.ndim
+        return self._array.ndim
 
     @property
     def grad_fn(self):
@@ -288,23 +307,23 @@ class Tensor(InPlaceMixin, TensorMethods):
         return self._node is None
 
     def size(self, dim=None):
-        return self.data.shape if dim is None else self.data.shape[dim]
+        return self._array.shape if dim is None else self._array.shape[dim]
 
     def dim(self):
-        return self.data.ndim
+        return self._array.ndim
 
     def numel(self):
-        return self.data.size
+        return self._array.size
 
     def __len__(self):
-        if self.data.ndim == 0:
+        if self._array.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self.data.shape[0]
+        return self._array.shape[0]
 
     def __repr__(self):
-        body = np.array2string(self.data, separator=", ", prefix="tensor(", precision=4,
+        body = np.array2string(self._array, separator=", ", prefix="tensor(", precision=4,
                                threshold=200, edgeitems=3)
-        extra = [f"shape={self.data.shape}", f"dtype={self.data.dtype}"]
+        extra = [f"shape={self._array.shape}", f"dtype={self._array.dtype}"]
         if self.grad_fn is not None:
             extra.append(f"grad_fn=<{self.grad_fn}>")
         elif self.requires_grad:
@@ -318,25 +337,25 @@ class Tensor(InPlaceMixin, TensorMethods):
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on a Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
-        return self.data
+        return self._array
 
     def item(self):
-        if self.data.size != 1:
+        if self._array.size != 1:
             raise ValueError(f"item(): only a one-element tensor can be converted to a Python "
-                             f"scalar, this one has shape {self.data.shape}")
-        return self.data.item()
+                             f"scalar, this one has shape {self._array.shape}")
+        return self._array.item()
 
     def tolist(self):
-        return self.data.tolist()
+        return self._array.tolist()
 
     def __array__(self, dtype=None, copy=None):
-        return self.data if dtype is None else self.data.astype(dtype)
+        return self._array if dtype is None else self._array.astype(dtype)
 
     def __bool__(self):
-        if self.data.size != 1:
-            raise RuntimeError(f"Boolean value of a Tensor with shape {self.data.shape} is "
+        if self._array.size != 1:
+            raise RuntimeError(f"Boolean value of a Tensor with shape {self._array.shape} is "
                                f"ambiguous; use .any() or .all()")
-        return bool(self.data)
+        return bool(self._array)
 
     def __float__(self):
         return float(self.item())
@@ -345,9 +364,9 @@ class Tensor(InPlaceMixin, TensorMethods):
         return int(self.item())
 
     def __index__(self):
-        if self.data.dtype.kind not in "iu" or self.data.size != 1:
+        if self._array.dtype.kind not in "iu" or self._array.size != 1:
             raise TypeError("only integer tensors of a single element can be an index")
-        return int(self.data)
+        return int(self._array)
 
     __hash__ = object.__hash__
 
@@ -357,16 +376,16 @@ class Tensor(InPlaceMixin, TensorMethods):
             out = ops.stop_gradient(self)
             out.requires_grad, out._node = False, None
             return out
-        return Tensor(self.data)
+        return Tensor(self._array)
 
     def requires_grad_(self, requires_grad=True):
         if self._node is not None and not requires_grad:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
                                "you want to use a computed variable in a subgraph that doesn't "
                                "require differentiation use var_no_grad = var.detach().")
-        if requires_grad and self.data.dtype.kind not in "fc":
+        if requires_grad and self._array.dtype.kind not in "fc":
             raise RuntimeError(f"only Tensors of floating point dtype can require gradients, "
-                               f"got {self.data.dtype}")
+                               f"got {self._array.dtype}")
         self.requires_grad = bool(requires_grad)
         return self
 
@@ -376,13 +395,13 @@ class Tensor(InPlaceMixin, TensorMethods):
             raise RuntimeError("element 0 of tensors does not require grad and does not have "
                                "a grad_fn")
         if gradient is None:
-            if self.data.size != 1:
+            if self._array.size != 1:
                 raise RuntimeError(f"grad can be implicitly created only for scalar outputs; "
-                                   f"this output has shape {self.data.shape}")
-            gradient = Tensor(np.ones_like(self.data))
+                                   f"this output has shape {self._array.shape}")
+            gradient = Tensor(np.ones_like(self._array))
         elif not isinstance(gradient, Tensor):
-            gradient = Tensor(np.asarray(gradient, dtype=self.data.dtype))
-        owned, done = {id(gradient.data)}, set()
+            gradient = Tensor(np.asarray(gradient, dtype=self._array.dtype))
+        owned, done = {id(gradient._array)}, set()
         on_leaf = None
         if _POST_ACCUMULATE_HOOKS:   # NOTE: leaves with hooks get .grad as soon as it is final
             def on_leaf(t, g):
@@ -636,12 +655,12 @@ class Tensor(InPlaceMixin, TensorMethods):
     view = reshape
 
     def flatten(self, start_dim=0, end_dim=-1):
-        nd = self.data.ndim
+        nd = self._array.ndim
         if nd == 0:
             return self.reshape(1)
         s, e = (norm_axis("flatten", d, nd, self.shape, frontend=True)
                 for d in (start_dim, end_dim))
-        shape = self.data.shape
+        shape = self._array.shape
         return ops.reshape(self, shape[:s] + (-1,) + shape[e + 1:])
 
     def transpose(self, dim0, dim1):
@@ -658,7 +677,7 @@ class Tensor(InPlaceMixin, TensorMethods):
 
     @property
     def T(self):
-        return ops.transpose(self, axes=tuple(reversed(range(self.data.ndim))))
+        return ops.transpose(self, axes=tuple(reversed(range(self._array.ndim))))
 
     def unsqueeze(self, dim):
         return ops.expand_dims(self, axis=dim)
@@ -668,8 +687,8 @@ class Tensor(InPlaceMixin, TensorMethods):
 
     def expand(self, *sizes):
         sizes = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes
-        lead = len(sizes) - self.data.ndim
-        shape = tuple(self.data.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
+        lead = len(sizes) - self._array.ndim
+        shape = tuple(self._array.shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
         return ops.broadcast_to(self, shape=shape)
 
     def expand_as(self, other):
@@ -689,7 +708,7 @@ class Tensor(InPlaceMixin, TensorMethods):
         cast; any device but the CPU raises PyTorch's CPU-only error.
         """
         dtype, copy = _to_args(args, kwargs)
-        if dtype is None or np.dtype(dtype) == self.data.dtype:
+        if dtype is None or np.dtype(dtype) == self._array.dtype:
             return self.clone() if copy else self
         return ops.cast(self, dtype)
 
@@ -701,7 +720,7 @@ class Tensor(InPlaceMixin, TensorMethods):
 
     def type(self, dtype=None):
         if dtype is None:
-            return _TYPE_NAMES.get(self.data.dtype.name, self.data.dtype.name)
+            return _TYPE_NAMES.get(self._array.dtype.name, self._array.dtype.name)
         return ops.cast(self, dtype)
 
     def type_as(self, other):
@@ -723,7 +742,7 @@ class Tensor(InPlaceMixin, TensorMethods):
         return ops.cast(self, "bool")
 
     def clone(self):
-        return self + 0 if self.data.dtype.kind in "fc" else Tensor(self.data.copy())
+        return self + 0 if self._array.dtype.kind in "fc" else Tensor(self._array.copy())
 
 
 
@@ -742,7 +761,7 @@ def _to_args(args, kwargs):
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     for a in args:
         if isinstance(a, Tensor):
-            dtype = a.data.dtype
+            dtype = a._array.dtype
         elif _device.is_device_like(a):
             dev = a
         elif isinstance(a, bool):

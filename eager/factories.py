@@ -21,8 +21,8 @@ def default_float():
     return _DEFAULT_FLOAT[0]
 
 
-def set_default_dtype(dtype):
-    dtype = np.dtype(dtype)
+def set_default_dtype(d):
+    dtype = np.dtype(d)
     if dtype.kind != "f":
         raise TypeError(f"set_default_dtype: only floating-point types are supported as the "
                         f"default type, got {dtype}")
@@ -67,9 +67,9 @@ def _size(shape):
 def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False):
     """A new leaf tensor holding a copy of `data` (a list, scalar, ndarray or Tensor)."""
     if isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in data):
-        data = [np.asarray(d.data if isinstance(d, Tensor) else d) for d in data]
+        data = [np.asarray(d._array if isinstance(d, Tensor) else d) for d in data]
         data = np.array(data) if data else data
-    src = data.data if isinstance(data, Tensor) else data
+    src = data._array if isinstance(data, Tensor) else data
     arr = np.array(src, dtype=dtype if dtype is not None else _dtype_of(data), copy=True)
     return _make(arr, None, device, requires_grad)
 
@@ -113,7 +113,7 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
         dtype = np.dtype(np.bool_) if isinstance(fill_value, bool) else np.dtype(np.int64) \
             if isinstance(fill_value, int) else _DEFAULT_FLOAT[0]
     size = (size,) if isinstance(size, int) else tuple(size)
-    return _make(np.full(size, getattr(fill_value, "data", fill_value), dtype), None, device,
+    return _make(np.full(size, getattr(fill_value, "_array", fill_value), dtype), None, device,
                  requires_grad)
 
 

@@ -20,6 +20,8 @@ tensor([0.5, 0.5, 0.5], shape=(3,), dtype=float32, requires_grad=True)
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from dualgrad import ops
@@ -52,7 +54,7 @@ builtins_any = any
 def _snapshot(t):
     """A tensor holding t's current value and tape entry: what the in-place op applies to."""
     prev = _core._new(_core.Tensor)
-    prev.data, prev.grad = t.data.copy(), None
+    prev._array, prev.grad = t._array.copy(), None
     prev.requires_grad, prev._node = t.requires_grad, t._node
     return prev
 
@@ -63,17 +65,17 @@ def _where():
 
 def _write(t, new, name):
     """Copy `new` into t's array, with PyTorch's shape and dtype rules for in-place results."""
-    arr = new.data if _is_tensor(new) else np.asarray(new)
-    if arr.shape != t.data.shape:
-        raise RuntimeError(f"{name}: output with shape {list(t.data.shape)} doesn't match the "
+    arr = new._array if _is_tensor(new) else np.asarray(new)
+    if arr.shape != t._array.shape:
+        raise RuntimeError(f"{name}: output with shape {list(t._array.shape)} doesn't match the "
                            f"broadcast shape {list(arr.shape)} (at {_where()})")
-    if not np.can_cast(arr.dtype, t.data.dtype, "same_kind"):
+    if not np.can_cast(arr.dtype, t._array.dtype, "same_kind"):
         raise RuntimeError(f"{name}: result type {arr.dtype} can't be cast to the desired "
-                           f"output type {t.data.dtype} (at {_where()})")
-    if not t.data.flags.writeable:
+                           f"output type {t._array.dtype} (at {_where()})")
+    if not t._array.flags.writeable:
         raise RuntimeError(f"{name}: unsupported operation: the tensor is a read-only view "
                            f"(e.g. made by expand); clone() it first (at {_where()})")
-    t.data[...] = arr
+    t._array[...] = arr
 
 
 def _stamp(t):
@@ -97,38 +99,60 @@ def apply_inplace(t, name, compute, *others):
         raise RuntimeError(f"{name}: {LEAF_ERROR} Wrap the update in `with torch.no_grad():` "
                            f"(at {_where()})")
     node = t._node
-    if node is not None and type(node) is tuple and node[0].view and t.requires_grad:
+    view = node is not None and type(node) is tuple and node[0].view and t.requires_grad
+    private = view and _private_view(t)
+    if view and not private:
         raise RuntimeError(
             f"{name}: in-place change of a view ({node[0].name} of another tensor) that "
             f"requires grad is not supported by dualgrad; write it out of place, e.g. "
             f"`y = y + v` instead of `y += v` (at {_where()})")
     new = compute(_snapshot(t), *others)
+    if private:   # NOTE: no one else sees the bases: t takes storage of its own, so a base's
+        t._array = t._array.copy()   # value stays what its tape entry saw (max's vjp reads it)
     _write(t, new, name)
-    _stamp(t)
+    if private:   # NOTE: the bases were not written: stamp t alone
+        CLOCK[0] += 1
+        t._modified = CLOCK[0]
+    else:
+        _stamp(t)
     if new.requires_grad:     # the entry is as new as the write: it used the snapshot, not t
         t.requires_grad, t._node = True, new._node[:3] + (CLOCK[0],)
     return t
 
 
+def _private_view(t):
+    """True when each base up t's chain of views is held by nothing but the view's tape entry
+    (an intermediate inside a composite, e.g. conv2d's output reshaped from a matmul): no
+    other tensor or tape entry can see the base, so t may stop sharing its storage."""
+    node = t._node
+    while node is not None and type(node) is tuple and node[0].view:
+        base = node[1][0]
+        # NOTE: three references: the entry's inputs, `base` here, getrefcount's argument
+        if not _is_tensor(base) or sys.getrefcount(base) > 3:
+            return False
+        node = base._node
+    return True
+
+
 def _scalar_or_tensor(x):
-    return x.data if _is_tensor(x) and not x.requires_grad else x
+    return x._array if _is_tensor(x) and not x.requires_grad else x
 
 
 def _numpy_index(index):
     parts = index if isinstance(index, tuple) else (index,)
-    out = tuple(p.data if _is_tensor(p) else p for p in parts)
+    out = tuple(p._array if _is_tensor(p) else p for p in parts)
     return out if isinstance(index, tuple) else out[0]
 
 
 def _put(prev, index, value):
     """prev with `value` written at `index`, built from ops so gradients reach both."""
-    shape, n = prev.data.shape, prev.data.size
+    shape, n = prev._array.shape, prev._array.size
     pos = np.arange(n).reshape(shape)[_numpy_index(index)]
     mask = np.zeros(n, np.bool_)
     mask[pos.reshape(-1)] = True
-    v = value if _is_tensor(value) else np.asarray(value, dtype=prev.data.dtype)
-    if v.dtype != prev.data.dtype:
-        v = ops.cast(v, prev.data.dtype)
+    v = value if _is_tensor(value) else np.asarray(value, dtype=prev._array.dtype)
+    if v.dtype != prev._array.dtype:
+        v = ops.cast(v, prev._array.dtype)
     v = ops.broadcast_to(v, shape=pos.shape)
     flat = ops.reshape(prev, (-1,))
     placed = ops.take_grad(ops.reshape(v, (-1,)), pos.reshape(-1), flat, axis=0)
@@ -138,12 +162,12 @@ def _put(prev, index, value):
 def setitem(t, index, value):
     """t[index] = value: NumPy's indexing (ints, slices, masks, index arrays) on the array."""
     if not _needs_tape(t, (value,)):
-        val = value.data if _is_tensor(value) else value
+        val = value._array if _is_tensor(value) else value
         try:
-            t.data[_numpy_index(index)] = val
+            t._array[_numpy_index(index)] = val
         except (ValueError, IndexError, TypeError) as e:
             raise RuntimeError(f"setitem: cannot assign {np.shape(val)} into index {index!r} "
-                               f"of a tensor of shape {t.data.shape}: {e} (at {_where()})") \
+                               f"of a tensor of shape {t._array.shape}: {e} (at {_where()})") \
                 from None
         _stamp(t)
         return
@@ -154,10 +178,10 @@ def _fill(p, value):
     """value everywhere, as an op of p (so a tracked tensor keeps a zero gradient path)."""
     value = _scalar_or_tensor(value)
     if not p.requires_grad and not (_is_tensor(value) and value.requires_grad):
-        arr = np.broadcast_to(np.asarray(getattr(value, "data", value), p.data.dtype),
-                              p.data.shape)
+        arr = np.broadcast_to(np.asarray(getattr(value, "_array", value), p._array.dtype),
+                              p._array.shape)
         return arr
-    return ops.where(np.ones(p.data.shape, np.bool_), value, p)
+    return ops.where(np.ones(p._array.shape, np.bool_), value, p)
 
 
 class InPlaceMixin:
@@ -246,7 +270,7 @@ class InPlaceMixin:
         return apply_inplace(self, "lerp_", lambda t, e: t + weight * (e - t), end)
 
     def masked_fill_(self, mask, value):
-        mask = mask.data if _is_tensor(mask) else mask
+        mask = mask._array if _is_tensor(mask) else mask
         return apply_inplace(self, "masked_fill_", lambda t, v: ops.where(mask, v, t),
                              _scalar_or_tensor(value))
 
@@ -260,30 +284,30 @@ class InPlaceMixin:
         """Copy src's values (broadcast to this shape, cast to this dtype) into the tensor."""
         def compute(t, s):
             s = s if _is_tensor(s) else np.asarray(s)
-            if s.dtype != t.data.dtype:
-                s = ops.cast(s, t.data.dtype)
-            if tuple(s.shape) != t.data.shape:
-                s = ops.broadcast_to(s, shape=t.data.shape)
+            if s.dtype != t._array.dtype:
+                s = ops.cast(s, t._array.dtype)
+            if tuple(s.shape) != t._array.shape:
+                s = ops.broadcast_to(s, shape=t._array.shape)
             return _fill(t, s) if not _is_tensor(s) or not s.requires_grad else \
-                ops.where(np.ones(t.data.shape, np.bool_), s, t)
+                ops.where(np.ones(t._array.shape, np.bool_), s, t)
         return apply_inplace(self, "copy_", compute, src)
 
     def uniform_(self, a=0.0, b=1.0, generator=None):
-        vals = rng_of(generator).uniform(a, b, self.data.shape).astype(self.data.dtype)
+        vals = rng_of(generator).uniform(a, b, self._array.shape).astype(self._array.dtype)
         return apply_inplace(self, "uniform_", lambda t: _fill(t, vals))
 
     def normal_(self, mean=0.0, std=1.0, generator=None):
-        vals = rng_of(generator).normal(mean, std, self.data.shape).astype(self.data.dtype)
+        vals = rng_of(generator).normal(mean, std, self._array.shape).astype(self._array.dtype)
         return apply_inplace(self, "normal_", lambda t: _fill(t, vals))
 
     def bernoulli_(self, p=0.5, generator=None):
-        vals = (rng_of(generator).random(self.data.shape) < p).astype(self.data.dtype)
+        vals = (rng_of(generator).random(self._array.shape) < p).astype(self._array.dtype)
         return apply_inplace(self, "bernoulli_", lambda t: _fill(t, vals))
 
     def random_(self, low=0, high=None, generator=None):
         if high is None:
             low, high = 0, low if low else 2 ** 24
-        vals = rng_of(generator).integers(low, high, self.data.shape).astype(self.data.dtype)
+        vals = rng_of(generator).integers(low, high, self._array.shape).astype(self._array.dtype)
         return apply_inplace(self, "random_", lambda t: _fill(t, vals))
 
     def detach_(self):

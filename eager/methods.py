@@ -54,13 +54,13 @@ class TensorMethods:
 
     def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
         """The distinct values (no gradient: the result's shape depends on the values)."""
-        res = np.unique(self.data, return_inverse=return_inverse, return_counts=return_counts,
+        res = np.unique(self._array, return_inverse=return_inverse, return_counts=return_counts,
                         axis=dim)
         if not isinstance(res, tuple):
             return _tensor(res)
         out = [_tensor(res[0])]
         if return_inverse:
-            out.append(_tensor(res[1].reshape(self.data.shape if dim is None else -1)))
+            out.append(_tensor(res[1].reshape(self._array.shape if dim is None else -1)))
         if return_counts:
             out.append(_tensor(res[-1]))
         return tuple(out)
@@ -87,10 +87,10 @@ class TensorMethods:
     greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
     def equal(self, other):
-        return bool(self.shape == other.shape and np.array_equal(self.data, other.data))
+        return bool(self.shape == other.shape and np.array_equal(self._array, other._array))
 
     def allclose(self, other, rtol=1e-5, atol=1e-8, equal_nan=False):
-        return bool(np.allclose(self.data, other.data, rtol=rtol, atol=atol,
+        return bool(np.allclose(self._array, other._array, rtol=rtol, atol=atol,
                                 equal_nan=equal_nan))
 
     def view_as(self, other):
@@ -111,7 +111,7 @@ class TensorMethods:
         return self.T if self.ndim == 2 else self
 
     def is_floating_point(self):
-        return self.data.dtype.kind == "f"
+        return self._array.dtype.kind == "f"
 
     def half(self):
         return ops.cast(self, "float16")
@@ -124,10 +124,10 @@ class TensorMethods:
 
     # -- reductions of truth ----------------------------------------------------------------
     def all(self, dim=None, keepdim=False):
-        return _tensor(np.all(self.data, axis=dim, keepdims=keepdim))
+        return _tensor(np.all(self._array, axis=dim, keepdims=keepdim))
 
     def any(self, dim=None, keepdim=False):
-        return _tensor(np.any(self.data, axis=dim, keepdims=keepdim))
+        return _tensor(np.any(self._array, axis=dim, keepdims=keepdim))
 
     # -- new tensors like this one ----------------------------------------------------------
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):

@@ -29,10 +29,9 @@ from collections import OrderedDict
 
 import numpy as np
 from safetensors import SafetensorError
-from safetensors import safe_open
-from safetensors.numpy import load_file, save_file
+from safetensors.numpy import save_file
 
-from dualgrad.ops.files import atomic_path
+from dualgrad.ops.files import UnreadableWeights, atomic_path, read_safetensors
 
 from .devices import check as check_device
 from .core import Tensor
@@ -44,7 +43,7 @@ def _flat_tensors(obj):
         return None
     out = {}
     for k, v in obj.items():
-        arr = v.data if isinstance(v, Tensor) else v
+        arr = v._array if isinstance(v, Tensor) else v
         if not isinstance(k, str) or not isinstance(arr, np.ndarray):
             return None
         out[k] = arr
@@ -59,7 +58,7 @@ def _contiguous(arr):
 def _encode(obj, arrays, where):
     """The JSON form of obj; each tensor becomes an entry of `arrays`, named by its path."""
     if isinstance(obj, (Tensor, np.ndarray)):
-        arr = obj.data if isinstance(obj, Tensor) else obj
+        arr = obj._array if isinstance(obj, Tensor) else obj
         if arr.dtype.kind not in "biufc":
             raise TypeError(f"eager.save: {where} holds an array of {arr.dtype}, which "
                             f"safetensors cannot store")
@@ -135,9 +134,9 @@ def load(f, map_location=None, weights_only=True, **kwargs):
         check_device(map_location)
     path = os.fspath(f)
     try:
-        arrays = load_file(path)
-        with safe_open(path, "np") as handle:
-            metadata = handle.metadata() or {}
+        arrays, metadata = read_safetensors(path)
+    except UnreadableWeights as e:
+        raise ValueError(f"eager.load: {path}: {e}") from None
     except (SafetensorError, ValueError, OSError) as e:
         if isinstance(e, FileNotFoundError):
             raise

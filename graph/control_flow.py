@@ -267,20 +267,37 @@ def _while_kernel(node):
     c_fn, b_fn = node.attrs["cond"], node.attrs["body"]
     n, nc, max_it = node.attrs["n_vars"], node.attrs["n_cond_caps"], node.attrs["max_iter"]
     specs = [t.spec for t in node.outputs]
+    stacked = specs[n:]
 
     def run(state, *args):
         vs, cc, bc = list(args[:n]), args[n:n + nc], args[n + nc:]
-        it = 0
+        it, ys = 0, []
         while (max_it is None or it < max_it) and c_fn(state, *vs, *cc)[0]:
-            vs = b_fn(state, *vs, *bc)
+            out = b_fn(state, *vs, *bc)
+            vs = list(out[:n])
+            ys.append(out[n:])
             _check_invariants(node, specs, vs, it)
             it += 1
-        return vs[0] if n == 1 else tuple(vs)
+        res = vs + [stack_steps([y[j] for y in ys], s, node) for j, s in enumerate(stacked)]
+        return res[0] if len(res) == 1 else tuple(res)
     return run, True
 
 
+def stack_steps(values, spec, node):
+    """Per-iteration values stacked on a new first axis (TensorArray.stack): one copy at
+    the end, so collecting T steps costs O(T), not O(T^2) as concatenating in the loop."""
+    if values:
+        return np.stack(values)
+    if None in spec.shape[1:]:
+        from .errors import InvalidArgumentError
+        raise InvalidArgumentError(
+            f"while_loop '{node.name}': no iteration ran, and a stacked value of unknown "
+            f"shape {fmt_shape(spec.shape[1:])} cannot be stacked zero times", node=node)
+    return np.zeros((0,) + tuple(spec.shape[1:]), spec.dtype)
+
+
 def _check_invariants(node, specs, vs, it):
-    for k, (s, v) in enumerate(zip(specs, vs)):
+    for k, (s, v) in enumerate(zip(specs, vs)):    # NOTE: zip stops at the loop variables
         if v.ndim != len(s.shape) or any(d is not None and d != a for d, a in zip(s.shape,
                                                                                   v.shape)):
             raise ShapeError(f"while_loop: iteration {it} changed loop variable {k} to shape "
@@ -305,25 +322,39 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=
     """
     single = isinstance(loop_vars, Tensor) or not isinstance(loop_vars, (list, tuple))
     lv = [loop_vars] if single else list(loop_vars)
+    outs = _while(cond, body, lv, None if shape_invariants is None else
+                  [shape_invariants] if single else shape_invariants, maximum_iterations, name)
+    if single or (len(outs) == 1 and not return_same_structure):
+        return outs[0]
+    return type(loop_vars)(outs) if isinstance(loop_vars, tuple) else outs
+
+
+def while_loop_stacked(cond, body, loop_vars, n_stacked, shape_invariants=None, name=None):
+    """A while_loop whose body returns the new loop_vars followed by `n_stacked` values of
+    this iteration; those come out stacked on a new first axis (TF1's TensorArray write in
+    the loop, `stack()` after it), in time linear in the number of iterations. Returns the
+    final loop_vars followed by the stacked values (first dim unknown)."""
+    return _while(cond, body, list(loop_vars), shape_invariants, None, name, n_stacked)
+
+
+def _while(cond, body, lv, shape_invariants, maximum_iterations, name, n_stacked=0):
     outer = _graph_of(lv) if any(isinstance(v, Tensor) for v in lv) else get_default_graph()
     lv = [_lift(outer, v, []) for v in lv]
     inv = [v.shape for v in lv] if shape_invariants is None else \
-        [tuple(s) for s in ([shape_invariants] if single else shape_invariants)]
+        [tuple(s) for s in shape_invariants]
     with outer.name_scope(name or "while") as scope:
         cb, c_out, _ = _trace_loop(outer, scope + "cond", cond, lv, inv)
         bb, b_out, _ = _trace_loop(outer, scope + "body", body, lv, inv)
-    _check_loop(outer, c_out, b_out, lv, inv)
+    _check_loop(outer, c_out, b_out, lv, inv, n_stacked)
     c_fn = Function(cb, cb.var_inputs + [p for _, p in cb.captures], c_out)
     b_fn = Function(bb, bb.var_inputs + [p for _, p in bb.captures], b_out)
     ins = (*lv, *[s for s, _ in cb.captures], *[s for s, _ in bb.captures])
     attrs = {"cond": c_fn, "body": b_fn, "n_vars": len(lv), "n_cond_caps": len(cb.captures),
              "max_iter": None if maximum_iterations is None else int(maximum_iterations)}
     specs = [Spec(tuple(s), v.dtype) for s, v in zip(inv, lv)]
+    specs += [Spec((None,) + tuple(t.shape), t.dtype) for t in b_out[len(lv):]]
     node = outer.create_node(WHILE, ins, attrs, specs, scope[:-1], exact_name=True)
-    outs = list(node.outputs)
-    if single or (len(outs) == 1 and not return_same_structure):
-        return outs[0]
-    return type(loop_vars)(outs) if isinstance(loop_vars, tuple) else outs
+    return list(node.outputs)
 
 
 def _trace_loop(outer, label, fn, lv, inv):
@@ -337,14 +368,15 @@ def _trace_loop(outer, label, fn, lv, inv):
     return body, leaves, rebuild
 
 
-def _check_loop(outer, c_out, b_out, lv, inv):
+def _check_loop(outer, c_out, b_out, lv, inv, n_stacked=0):
     def fail(msg):
         raise _at_user_line(ShapeError(msg), outer, "while")
     if len(c_out) != 1 or c_out[0].dtype != np.bool_ or c_out[0].shape not in ((), ):
         fail(f"while_loop: cond must return one scalar bool tensor, got "
              f"{[(fmt_shape(t.spec), str(t.dtype)) for t in c_out]}")
-    if len(b_out) != len(lv):
-        fail(f"while_loop: body returns {len(b_out)} values for {len(lv)} loop variables")
+    if len(b_out) != len(lv) + n_stacked:
+        fail(f"while_loop: body returns {len(b_out)} values for {len(lv)} loop variables"
+             + (f" and {n_stacked} stacked values" if n_stacked else ""))
     for k, (t, v, s) in enumerate(zip(b_out, lv, inv)):
         if t.dtype != v.dtype:
             fail(f"while_loop: body changes the dtype of loop variable {k} from {v.dtype} "

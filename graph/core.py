@@ -25,6 +25,7 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops.core import ShapeError, Spec, fmt_shape, user_frame, where_str
+from dualgrad.ops.rules import DtypeMismatch, strict_dtypes
 from dualgrad.ops.composite import current_composite
 
 from .dtypes import as_dtype
@@ -330,6 +331,9 @@ class Graph:
         self.outer = None                    # the enclosing graph of a cond/while body
         self.saved_values: dict = {}         # variable values a loaded graph starts with
         self.collections: dict = {}          # name -> list, as tf.add_to_collection
+        # NOTE: False: TF1's dtypes (an op on tensors of different dtypes raises TypeError);
+        # the compile() tracer's graphs promote as the eager code they record does
+        self.promote_dtypes = False
 
     def __reduce__(self):
         raise TypeError("graphs cannot be pickled; save them with graph.save()")
@@ -622,10 +626,71 @@ def _lift(g, a, args) -> Tensor:
 
 def _build(g, op, inputs, attrs, name=None):
     try:
-        spec = ops.infer_spec(op, [t.spec for t in inputs], attrs)
+        with strict_dtypes(not _root(g).promote_dtypes):
+            spec = ops.infer_spec(op, [t.spec for t in inputs], attrs)
     except ShapeError as e:
         raise _at_user_line(e, g, op.name, inputs) from None
+    except DtypeMismatch as e:
+        raise _dtype_error(e, g, op.name, inputs) from None
     return g.create_node(op, inputs, attrs, [spec], name).outputs[0]
+
+
+def _root(g):
+    while g.outer is not None:
+        g = g.outer
+    return g
+
+
+def _dtype_error(e, g, what, inputs):
+    """TF1's build-time TypeError for inputs of different dtypes, naming them and the line."""
+    named = [f"'{t.name}' ({t.dtype})" for t in inputs
+             if t.spec.weak is None and any(t.spec is s for s in e.specs)]
+    loc = user_frame()
+    err = TypeError(f"{what}: {e}{': inputs ' + ' and '.join(named) if len(named) > 1 else ''}"
+                    f" (at {where_str(loc)}, building node '{g._scope}{what}'). TF1 graphs do "
+                    f"not convert between tensor dtypes: cast one input with graph.cast(x, "
+                    f"dtype){_declared(inputs, loc)}")
+    err.location = loc
+    return err
+
+
+def _adapt_arrays(op, args, attrs):
+    """NumPy arrays and scalars among `args` take the dtype of the tensors they are combined
+    with, as TF1 converts a non-tensor operand to the other operand's dtype: only where NumPy
+    casts within a kind (float64 -> float32, int -> float), never float -> int."""
+    specs = [a.spec if isinstance(a, Tensor) else ops.core.spec_of(a) for a in args]
+    is_array = [isinstance(a, (np.ndarray, np.generic)) for a in args]
+    for _ in range(sum(is_array)):
+        try:
+            with strict_dtypes():
+                ops.infer_spec(op, specs, attrs)
+            return args
+        except DtypeMismatch as e:
+            if not _retype(e, args, specs, is_array):
+                return args
+        except ShapeError:
+            return args
+    return args
+
+
+def _retype(e, args, specs, is_array):
+    at = {id(s): k for k, s in enumerate(specs)}
+    ks = [at.get(id(s)) for s in e.specs]
+    fixed = {s.dtype for s, k in zip(e.specs, ks)
+             if s.weak is None and (k is None or not is_array[k])}
+    if len(fixed) != 1:
+        return False
+    want, changed = fixed.pop(), False
+    for s, k in zip(e.specs, ks):
+        if k is None or not is_array[k] or s.dtype == want or \
+                not np.can_cast(s.dtype, want, "same_kind"):
+            continue
+        arr = np.asarray(args[k])
+        cast = arr.astype(want)
+        if want.kind in "iu" and not np.array_equal(cast, arr):
+            continue            # NOTE: out of range: left to raise, never wrapped around
+        args[k], specs[k], changed = cast, Spec(cast.shape, want), True
+    return changed
 
 
 def _at_user_line(e, g, what, inputs=()):
@@ -659,6 +724,9 @@ class GraphEngine:
     @staticmethod
     def apply(op, args, attrs):
         g = _graph_of(args)
+        if not _root(g).promote_dtypes and any(isinstance(a, (np.ndarray, np.generic))
+                                               for a in args):
+            args = _adapt_arrays(op, list(args), attrs)
         inputs = [_lift(g, a, args) for a in args]
         return _build(g, op, inputs, attrs)
 

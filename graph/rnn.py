@@ -22,7 +22,7 @@ from dualgrad.ops.core import located
 from dualgrad.ops.core import Spec, fmt_shape
 
 from .array_ops import shape as shape_of
-from .control_flow import IDENTITY, while_loop
+from .control_flow import IDENTITY, while_loop_stacked
 from .core import Tensor, constant
 from .variable_scope import variable_scope
 
@@ -100,12 +100,9 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
         state = _initial(cell, initial_state, dtype, _batch(x, 1), "dynamic_rnn")
         flat = _flatten(state)
         steps = x.shape[0] if x.shape[0] is not None else shape_of(x)[0]
-        n_out = cell.output_size
-        acc0 = ops.matmul(ops.slice_(x, index=(slice(0, 0),)),
-                          np.zeros((depth, n_out), np.dtype(inputs.dtype)))   # (0, B, out)
         seq = None if sequence_length is None else ops.cast(sequence_length, np.int32)
 
-        def body(t, acc, *st):
+        def body(t, *st):
             old = _pack(state, st)
             out, new = cell(ops.take(x, t, axis=0), old)
             new_flat = _flatten(new)
@@ -113,15 +110,15 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
                 alive = ops.expand_dims(ops.lt(t, seq), axis=1)
                 out = ops.where(alive, out, 0.0)
                 new_flat = _keep_where(alive, new_flat, list(st))
-            return (t + 1, ops.concat(acc, ops.expand_dims(out, axis=0), axis=0), *new_flat)
+            return (t + 1, *new_flat, out)       # out: stacked over the steps, as TF1's
+                                                 # TensorArray
 
         t0 = constant(np.int32(0), name="time")
-        res = while_loop(lambda t, *_: ops.lt(t, steps), body, [t0, acc0, *flat],
-                         shape_invariants=[(), (None,) + tuple(acc0.shape[1:]),
-                                           *[tuple(s.shape) for s in flat]])
-        outputs = _known_steps(res[1], x.shape[0])
+        res = while_loop_stacked(lambda t, *_: ops.lt(t, steps), body, [t0, *flat], 1,
+                                 shape_invariants=[(), *[tuple(s.shape) for s in flat]])
+        outputs = _known_steps(res[-1], x.shape[0])
         outputs = outputs if time_major else ops.transpose(outputs, axes=(1, 0, 2))
-        return outputs, _pack(state, res[2:])
+        return outputs, _pack(state, res[1:-1])
 
 
 def _known_steps(acc, steps):

@@ -78,6 +78,13 @@ class Optimizer:
     def minimize(self, loss, global_step=None, var_list=None, name=None):
         return self.apply_gradients(self.compute_gradients(loss, var_list), global_step, name)
 
+    def _lr(self, var):
+        """The learning rate in var's dtype: TF1 casts a tensor rate (e.g. a float32
+        exponential_decay) to each variable's dtype; graph ops never mix dtypes."""
+        lr = self.learning_rate
+        return ops.cast(lr, var.dtype) if isinstance(lr, Tensor) and lr.dtype != var.dtype \
+            else lr
+
     # -- slots -------------------------------------------------------------------------------
     def slot(self, var, slot_name, init=None):
         key = (slot_name, id(var))
@@ -113,7 +120,7 @@ class GradientDescentOptimizer(Optimizer):
         super().__init__(learning_rate, name)
 
     def _apply_one(self, grad, var):
-        new_var, _ = sgd_update(var, grad, None, self.learning_rate)
+        new_var, _ = sgd_update(var, grad, None, self._lr(var))
         return [assign(var, new_var).node]
 
 
@@ -125,7 +132,7 @@ class MomentumOptimizer(Optimizer):
 
     def _apply_one(self, grad, var):
         accum = self.slot(var, self.name)
-        new_var, new = sgd_update(var, grad, accum, self.learning_rate, self.momentum,
+        new_var, new = sgd_update(var, grad, accum, self._lr(var), self.momentum,
                                   nesterov=self.use_nesterov)
         return [assign(accum, new).node, assign(var, new_var).node]
 
@@ -148,7 +155,7 @@ class AdamOptimizer(Optimizer):
                                 Variable(np.array(self.beta2, dt), name="beta2_power",
                                          trainable=False))
         b1p, b2p = self._powers
-        self._lr_t = self.learning_rate * ops.sqrt(1.0 - b2p) / (1.0 - b1p)
+        self._lr_t = self._lr(var) * ops.sqrt(1.0 - b2p) / (1.0 - b1p)
 
     def _apply_one(self, grad, var):
         m, v = self.slot(var, self.name), self.slot(var, self.name + "_1")
@@ -176,7 +183,7 @@ class RMSPropOptimizer(Optimizer):
         rms = self.slot(var, "rms", np.ones(var.shape, var.dtype))
         mom = self.slot(var, "momentum")
         mg = self.slot(var, "mg") if self.centered else None
-        new_var, ms, m, new_mg = rmsprop_update_tf(var, grad, rms, mom, self.learning_rate,
+        new_var, ms, m, new_mg = rmsprop_update_tf(var, grad, rms, mom, self._lr(var),
                                                    self.decay, self.momentum, self.epsilon,
                                                    mg)
         nodes = [assign(rms, ms).node, assign(mom, m).node, assign(var, new_var).node]
@@ -194,7 +201,7 @@ class AdagradOptimizer(Optimizer):
 
     def _apply_one(self, grad, var):
         acc = self.slot(var, "Adagrad", np.full(var.shape, self.initial, var.dtype))
-        new_var, total = adagrad_update(var, grad, acc, 1, self.learning_rate, eps=0.0)
+        new_var, total = adagrad_update(var, grad, acc, 1, self._lr(var), eps=0.0)
         return [assign(acc, total).node, assign(var, new_var).node]
 
 
@@ -209,7 +216,7 @@ class AdadeltaOptimizer(Optimizer):
 
     def _apply_one(self, grad, var):
         acc, upd = self.slot(var, "accum"), self.slot(var, "accum_update")
-        new_var, sq, delta = adadelta_update(var, grad, acc, upd, self.learning_rate,
+        new_var, sq, delta = adadelta_update(var, grad, acc, upd, self._lr(var),
                                              self.rho, self.epsilon)
         return [assign(acc, sq).node, assign(upd, delta).node, assign(var, new_var).node]
 

@@ -22,17 +22,17 @@ def _float(t):
     return t.dtype.kind in "fc"
 
 
-def _grad_function(b_fn, n, fv, fc):
-    """In the body graph: d(new float vars)/d(float vars, float captures), given the
-    incoming gradients as placeholders."""
+def _grad_function(b_fn, n, fv, fc, fs=()):
+    """In the body graph: d(new float vars, float stacked values)/d(float vars, float
+    captures), given the incoming gradients as placeholders."""
     from .control_flow import Function
     from .gradients import gradients
     body = b_fn.body
+    ys = [b_fn.outputs[k] for k in fv] + [b_fn.outputs[k] for k in fs]
     with body.as_default(), body.name_scope(body.label + "/grad/"):
-        gys = [placeholder(b_fn.outputs[k].dtype, b_fn.outputs[k].shape, name="grad_in")
-               for k in fv]
+        gys = [placeholder(y.dtype, y.shape, name="grad_in") for y in ys]
         xs = [b_fn.inputs[k] for k in fv] + [b_fn.inputs[n + k] for k in fc]
-        grads = gradients([b_fn.outputs[k] for k in fv], xs, grad_ys=gys)
+        grads = gradients(ys, xs, grad_ys=gys)
         grads = [ops.zeros_like(x) if g is None else g for x, g in zip(xs, grads)]
     return Function(body, b_fn.inputs + gys, grads)
 
@@ -41,19 +41,20 @@ def _while_grad_kernel(node):
     a = node.attrs
     c_fn, b_fn, g_fn = a["cond"], a["body"], a["grad"]
     n, nc, max_it, nf = a["n_vars"], a["n_cond_caps"], a["max_iter"], len(a["float_vars"])
-    n_in = len(node.inputs) - nf
+    ns = len(a.get("float_stacked", ()))
+    n_in = len(node.inputs) - nf - ns
 
     def run(state, *args):
         vs, cc, bc = list(args[:n]), args[n:n + nc], args[n + nc:n_in]
         history, it = [], 0
         while (max_it is None or it < max_it) and c_fn(state, *vs, *cc)[0]:
             history.append(vs)
-            vs = b_fn(state, *vs, *bc)
+            vs = list(b_fn(state, *vs, *bc)[:n])
             it += 1
-        g_vars = list(args[n_in:])
+        g_vars, g_stacked = list(args[n_in:n_in + nf]), args[n_in + nf:]
         g_caps = [_ZEROS_LIKE(bc[k]) for k in a["float_caps"]]
-        for vs_k in reversed(history):
-            res = g_fn(state, *vs_k, *bc, *g_vars)
+        for k in reversed(range(len(history))):
+            res = g_fn(state, *history[k], *bc, *g_vars, *[g[k] for g in g_stacked])
             g_vars = res[:nf]
             g_caps = [_ADD(x, y) for x, y in zip(g_caps, res[nf:])]
         return tuple(g_vars) + tuple(g_caps)
@@ -75,12 +76,13 @@ def while_vjp(g, *inputs, out, needs, **attrs):
     b_fn = attrs["body"]
     fv = tuple(k for k in range(n) if _float(node.outputs[k]))
     fc = tuple(k for k in range(len(b_fn.inputs) - n) if _float(b_fn.inputs[n + k]))
-    if out.index not in fv:
+    fs = tuple(k for k in range(n, len(node.outputs)) if _float(node.outputs[k]))
+    if out.index not in fv + fs:
         return (None,) * len(inputs)
-    g_fn = _grad_function(b_fn, n, fv, fc)
+    g_fn = _grad_function(b_fn, n, fv, fc, fs)
     gs = [_lift(node.graph, g, [out]) if k == out.index else ops.zeros_like(node.outputs[k])
-          for k in fv]
-    gattrs = {**attrs, "grad": g_fn, "float_vars": fv, "float_caps": fc}
+          for k in fv + fs]
+    gattrs = {**attrs, "grad": g_fn, "float_vars": fv, "float_caps": fc, "float_stacked": fs}
     specs = [Spec(node.inputs[k].shape, node.inputs[k].dtype) for k in fv] + \
         [Spec(node.inputs[n + nc + k].shape, node.inputs[n + nc + k].dtype) for k in fc]
     gnode = node.graph.create_node(WHILE_GRAD, tuple(node.inputs) + tuple(gs), gattrs, specs,

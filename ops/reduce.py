@@ -6,7 +6,7 @@ import numpy as np
 from .core import Sample, ShapeError, Spec, bind, primitive, register
 from .elementwise import cast, eq
 from .rules import norm_axes, numel, reduced_shape, same
-from .shape import broadcast_like, expand_dims, reverse
+from .shape import broadcast_like, expand_dims, last_axis_sum, reverse
 
 
 def _reduce_infer(name, out_dtype=None):
@@ -39,11 +39,18 @@ def _keep(g, x, axis, keepdims):
 # NOTE: the ufuncs' reduce is what np.sum / np.max call, minus about 1 us of Python wrapping
 # per call (the same dtypes, including int32 -> int64 sums, and the same errors).
 def _sum_kernel(x, axis=None, keepdims=False):
+    if axis is not None and type(x) is np.ndarray and x.ndim >= 2 and \
+            axis in (-1, x.ndim - 1, (-1,), (x.ndim - 1,)):
+        r = last_axis_sum(x)
+        if r is not None:
+            return r if keepdims else r.reshape(x.shape[:-1])
     return np.add.reduce(x, axis=axis, keepdims=keepdims)
 
 
-def _max_kernel(x, axis=None, keepdims=False):
-    return np.maximum.reduce(x, axis=axis, keepdims=keepdims)
+def _max_kernel(x, axis=None, keepdims=False, initial=None):
+    if initial is None:   # NOTE: an empty axis then raises, as torch.amax and np.max do
+        return np.maximum.reduce(x, axis=axis, keepdims=keepdims)
+    return np.maximum.reduce(x, axis=axis, keepdims=keepdims, initial=initial)
 
 
 def _sum_vjp(g, x, axis=None, keepdims=False, **kw):
@@ -60,7 +67,7 @@ def _max_vjp(g, x, axis=None, keepdims=False, out=None, **kw):
 _RED_SAMPLES = (
     Sample(((3, 4),), {"axis": None}), Sample(((3, 4),), {"axis": 1}),
     Sample(((2, 3, 4),), {"axis": (0, 2), "keepdims": True}), Sample(((),), {"axis": None}),
-    Sample(((2, 3),), {"axis": -1, "keepdims": True}),
+    Sample(((2, 3),), {"axis": -1, "keepdims": True}), Sample(((2, 3, 4),), {"axis": 2}),
     Sample(((2, 3),), {"axis": 2}, match=r"axis 2 is out of range for 2-d input of \(2, 3\)"),
 )
 
@@ -146,8 +153,12 @@ def sum(x, axis=None, keepdims=False):  # noqa: A001 - the op's name
     return bind(SUM, x, axis=_axis(axis), keepdims=bool(keepdims))
 
 
-def max(x, axis=None, keepdims=False):  # noqa: A001
-    return bind(MAX, x, axis=_axis(axis), keepdims=bool(keepdims))
+def max(x, axis=None, keepdims=False, initial=None):  # noqa: A001
+    """The max over `axis`; `initial` (NumPy's) is also compared, and is the result over an
+    empty axis, which otherwise raises."""
+    if initial is None:
+        return bind(MAX, x, axis=_axis(axis), keepdims=bool(keepdims))
+    return bind(MAX, x, axis=_axis(axis), keepdims=bool(keepdims), initial=float(initial))
 
 
 def static_count(shape, axis):

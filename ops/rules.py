@@ -1,6 +1,9 @@
 """Shape and dtype rules shared by many ops. Dims may be None (unknown until run time)."""
 from __future__ import annotations
 
+import contextlib
+import threading
+
 import numpy as np
 
 from .core import ShapeError, Spec, fmt_shape, located
@@ -15,9 +18,63 @@ def shapes_str(*specs) -> str:
     return ", ".join(fmt_shape(s) for s in specs)
 
 
+class DtypeMismatch(TypeError):
+    """Inputs an op combines have different dtypes under strict promotion; `specs` are the
+    inputs concerned (the caller names them)."""
+
+    def __init__(self, message, specs):
+        super().__init__(message)
+        self.specs = specs
+
+
+class _Promotion(threading.local):
+    strict = False
+
+
+_PROMOTION = _Promotion()
+
+
+@contextlib.contextmanager
+def strict_dtypes(on=True):
+    """Within the block, `result_dtype` promotes nothing (TF1's rule, JAX's 'strict' dtype
+    promotion): the non-scalar inputs must share one dtype and Python scalars must fit it,
+    else `DtypeMismatch`. The graph engine builds TF1 graphs under it."""
+    old, _PROMOTION.strict = _PROMOTION.strict, on
+    try:
+        yield
+    finally:
+        _PROMOTION.strict = old
+
+
 def result_dtype(*specs) -> np.dtype:
-    """NumPy 2 promotion; Python scalars are weak (float32 * 2.0 stays float32)."""
+    """NumPy 2 promotion; Python scalars are weak (float32 * 2.0 stays float32). Under
+    `strict_dtypes()`, no promotion at all."""
+    if _PROMOTION.strict:
+        return _strict_dtype(specs)
     return np.result_type(*[s.weak if s.weak is not None else s.dtype for s in specs])
+
+
+def _strict_dtype(specs):
+    dts = list(dict.fromkeys(s.dtype for s in specs if s.weak is None))
+    if len(dts) > 1:
+        raise DtypeMismatch(f"input dtypes {' and '.join(map(str, dts))} do not match", specs)
+    if not dts:
+        return np.result_type(*[s.weak for s in specs])
+    for s in specs:
+        if s.weak is not None and not _fits(s.weak, dts[0]):
+            raise DtypeMismatch(f"expected {dts[0]}, got {s.weak!r} of type "
+                                f"'{type(s.weak).__name__}' instead", specs)
+    return dts[0]
+
+
+def _fits(x, dt) -> bool:
+    """A Python scalar TF1 would convert to dtype dt (2.0 is no int32, True is a number)."""
+    kind = np.dtype(dt).kind
+    if isinstance(x, complex):
+        return kind == "c"
+    if isinstance(x, float):
+        return kind in "fc"
+    return kind != "b" or isinstance(x, bool)
 
 
 def broadcast(opname, *specs) -> tuple:
@@ -81,13 +138,6 @@ def numel(shape):
             return None
         n *= d
     return n
-
-
-def require_float(opname, *specs):
-    for s in specs:
-        if s.weak is None and s.dtype.kind not in "fc":
-            raise ShapeError(f"{opname}: expects floating-point input, got {s.dtype} "
-                             f"for {fmt_shape(s)}")
 
 
 def same(spec: Spec, shape=None, dtype=None) -> Spec:

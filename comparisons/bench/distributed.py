@@ -45,10 +45,10 @@ def _batches(model, steps):
 def _state_bytes(trainer):
     """This rank's bytes of parameters, their gradients and the optimizer's state."""
     params = list(trainer.model.parameters())
-    total = sum(p.data.nbytes + (p.grad.data.nbytes if p.grad is not None else 0)
+    total = sum(p._array.nbytes + (p.grad._array.nbytes if p.grad is not None else 0)
                 for p in params)
     for state in trainer.opt.state.values():
-        arrays = [getattr(v, "data", v) for v in state.values()]
+        arrays = [getattr(v, "_array", v) for v in state.values()]
         total += sum(a.nbytes for a in arrays if isinstance(a, np.ndarray) and a.ndim)
     return total
 

@@ -72,7 +72,7 @@ class EncoderClassifier(nn.Module):
 def initial_weights(seed=0) -> dict:
     eager.manual_seed(seed)
     model = EncoderClassifier()
-    model.pos.data[...] = 0.1 * eager.randn(TOKENS, D_MODEL).numpy()
+    model.pos._array[...] = 0.1 * eager.randn(TOKENS, D_MODEL).numpy()
     return numpy_state(model)
 
 

@@ -111,9 +111,9 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     """tensor_list[r] becomes rank r's `tensor` (a list of world-size tensors of its shape)."""
     _plain(group, async_op, "all_gather")
     _check_list("all_gather", "tensor_list", tensor_list, _array(tensor, "all_gather"))
-    gathered = _mpi.all_gather(tensor.data)
+    gathered = _mpi.all_gather(tensor._array)
     for t, part in zip(tensor_list, gathered):
-        np.copyto(t.data, part, casting="same_kind")
+        np.copyto(t._array, part, casting="same_kind")
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
@@ -121,7 +121,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     _plain(group, async_op, "reduce_scatter")
     out = _array(output, "reduce_scatter")
     _check_list("reduce_scatter", "input_list", input_list, out)
-    part = _mpi.reduce_scatter(np.stack([t.data for t in input_list]),
+    part = _mpi.reduce_scatter(np.stack([t._array for t in input_list]),
                                _op(op, "reduce_scatter"))
     np.copyto(out, part, casting="same_kind")
 
@@ -150,7 +150,7 @@ def _op(op, what):
 def _array(t, what):
     if not isinstance(t, Tensor):
         raise TypeError(f"{what}: expected an eager tensor, got {type(t).__name__}")
-    return t.data
+    return t._array
 
 
 def _check_list(what, name, tensors, like):

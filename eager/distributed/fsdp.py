@@ -79,7 +79,7 @@ class FullyShardedDataParallel(Module):
         _mpi.check_same_shapes("FullyShardedDataParallel",
                                [(n, p.shape) for n, p in named + buffers])
         for _, b in buffers:
-            _mpi.broadcast(b.data, 0, check=False)
+            _mpi.broadcast(b._array, 0, check=False)
         self._params = [p for _, p in named]
         self._names = {id(p): _clean(n) for n, p in named}
         self._shapes = [p.shape for p in self._params]
@@ -97,10 +97,10 @@ class FullyShardedDataParallel(Module):
             raise TypeError(f"FullyShardedDataParallel: one unit's parameters must share a "
                             f"dtype, got {sorted(map(str, dtypes))}; wrap them in separate units")
         n, rank = _mpi.size(), _mpi.rank()
-        total = sum(p.data.size for p in self._params)
+        total = sum(p._array.size for p in self._params)
         self._shard_size = -(-total // n)
         flat = np.zeros(self._shard_size * n, self._params[0].dtype)
-        flat[:total] = np.concatenate([p.data.reshape(-1) for p in self._params])
+        flat[:total] = np.concatenate([p._array.reshape(-1) for p in self._params])
         _mpi.broadcast(flat, 0, check=False)          # every rank starts from rank 0's values
         part = slice(rank * self._shard_size, (rank + 1) * self._shard_size)
         self.flat_param = Parameter(flat[part], requires_grad=bool(self._trained))
@@ -108,7 +108,7 @@ class FullyShardedDataParallel(Module):
 
     # -- forward and backward -----------------------------------------------------------------
     def forward(self, *args, **kwargs):
-        if any(isinstance(a, Tensor) and type(a.data) is not np.ndarray
+        if any(isinstance(a, Tensor) and type(a._array) is not np.ndarray
                for a in (*args, *kwargs.values())):
             raise NotImplementedError("compile() cannot trace FullyShardedDataParallel (its "
                                       "forward gathers and frees parameters); compile the "
@@ -130,17 +130,17 @@ class FullyShardedDataParallel(Module):
     def _gather(self):
         if self._gathered or not self._params:
             return
-        full = _mpi.all_gather(self.flat_param.data, check=False).reshape(-1)
+        full = _mpi.all_gather(self.flat_param._array, check=False).reshape(-1)
         start = 0
         for p, shape in zip(self._params, self._shapes):
             size = int(np.prod(shape, dtype=np.int64))
-            p.data = full[start:start + size].reshape(shape)
+            p._array = full[start:start + size].reshape(shape)
             start += size
         self._gathered = True
 
     def _free(self):
         for p in self._params:
-            p.data = np.empty(0, p.dtype)
+            p._array = np.empty(0, p.dtype)
         self._gathered = False
 
     @contextmanager
@@ -165,9 +165,9 @@ class FullyShardedDataParallel(Module):
         grads = np.zeros((n, self._shard_size), self.flat_param.dtype)
         flat, start = grads.reshape(-1), 0
         for q in self._params:
-            size = q.data.size
+            size = q._array.size
             if q.grad is not None:
-                flat[start:start + size] = q.grad.data.reshape(-1)
+                flat[start:start + size] = q.grad._array.reshape(-1)
                 q.grad = None
             start += size
         if self._accum is not None:
@@ -180,7 +180,7 @@ class FullyShardedDataParallel(Module):
         self._accum = None
         mine = _mpi.reduce_scatter(grads, "avg", check=False)
         g = self.flat_param.grad
-        self.flat_param.grad = Tensor(mine) if g is None else Tensor(g.data + mine)
+        self.flat_param.grad = Tensor(mine) if g is None else Tensor(g._array + mine)
         self._free()
 
     def _unfinished(self):
@@ -214,7 +214,7 @@ class FullyShardedDataParallel(Module):
     def state_dict(self):
         """Full, unsharded tensors on every rank, keyed as the wrapped module's own."""
         with self.summon_full_params(self, writeback=False):
-            return OrderedDict((k, Tensor(np.array(t.data, copy=True)))
+            return OrderedDict((k, Tensor(np.array(t._array, copy=True)))
                                for k, t in self._full_entries().items())
 
     def load_state_dict(self, state_dict, strict=True):
@@ -242,9 +242,9 @@ class FullyShardedDataParallel(Module):
     def _write_back(self):
         rank = _mpi.rank()
         flat = np.zeros(self._shard_size * _mpi.size(), self.flat_param.dtype)
-        flat[:sum(p.data.size for p in self._params)] = np.concatenate(
-            [p.data.reshape(-1) for p in self._params])
-        self.flat_param.data[...] = flat[rank * self._shard_size:(rank + 1) * self._shard_size]
+        flat[:sum(p._array.size for p in self._params)] = np.concatenate(
+            [p._array.reshape(-1) for p in self._params])
+        self.flat_param._array[...] = flat[rank * self._shard_size:(rank + 1) * self._shard_size]
 
     def extra_repr(self):
         n = sum(int(np.prod(s, dtype=np.int64)) for s in self._shapes)
@@ -295,7 +295,7 @@ def _auto_wrap(module, policy):
             continue
         if policy(child, True, 0):
             _auto_wrap(child, policy)
-        numel = sum(p.data.size for _, p in _own_params(child))
+        numel = sum(p._array.size for _, p in _own_params(child))
         if policy(child, False, numel):
             module._modules[name] = FullyShardedDataParallel(child)
 

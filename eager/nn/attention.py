@@ -20,7 +20,7 @@ from . import init
 
 
 def _as_array(mask):
-    return None if mask is None else np.asarray(getattr(mask, "data", mask))
+    return None if mask is None else np.asarray(getattr(mask, "_array", mask))
 
 
 class MultiheadAttention(Module):

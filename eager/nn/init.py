@@ -44,7 +44,7 @@ def _fans(t):
 
 
 def _set(t, values):
-    t.data[...] = np.asarray(values, dtype=t.data.dtype)
+    t._array[...] = np.asarray(values, dtype=t._array.dtype)
     _stamp(t)
     return t
 
@@ -119,7 +119,7 @@ def orthogonal_(tensor, gain=1.0, generator=None):
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
     rows = tensor.shape[0]
-    cols = tensor.data.size // rows
+    cols = tensor._array.size // rows
     flat = rng_of(generator).normal(0.0, 1.0, (rows, cols))
     if rows < cols:
         flat = flat.T

@@ -34,7 +34,7 @@ class _Bucket:
 
     def __init__(self, params):
         self.params = params
-        self.buf = np.empty(sum(p.data.size for p in params), params[0].data.dtype)
+        self.buf = np.empty(sum(p._array.size for p in params), params[0]._array.dtype)
         self.arrived, self.unused, self.req = set(), set(), None
 
 
@@ -60,7 +60,7 @@ class DistributedDataParallel(Module):
         _mpi.check_same_shapes("DistributedDataParallel", [(n, t.shape) for n, t in
                                                            named + buffers])
         for _, t in list(module.named_parameters()) + buffers:   # rank 0's values everywhere
-            _mpi.broadcast(t.data, 0, check=False)
+            _mpi.broadcast(t._array, 0, check=False)
         self._names = {id(p): n for n, p in named}
         self._buckets = _buckets([p for _, p in named], int(bucket_cap_mb * 2 ** 20))
         self._bucket_of = {id(p): b for b in self._buckets for p in b.params}
@@ -74,7 +74,7 @@ class DistributedDataParallel(Module):
             self._unfinished()
         if self.broadcast_buffers:
             for _, b in self.module.named_buffers():
-                _mpi.broadcast(b.data, 0, check=False)
+                _mpi.broadcast(b._array, 0, check=False)
         trace = current_trace()
         if trace is not None:
             self._staged(trace)
@@ -141,13 +141,13 @@ class DistributedDataParallel(Module):
             b.buf /= n
             start = 0
             for p in b.params:
-                size = p.data.size
+                size = p._array.size
                 if id(p) in used:
-                    avg = b.buf[start:start + size].reshape(p.data.shape)
+                    avg = b.buf[start:start + size].reshape(p._array.shape)
                     if p.grad is None:
                         p.grad = Tensor(avg.copy())
                     else:
-                        p.grad.data[...] = avg
+                        p.grad._array[...] = avg
                 start += size
             b.arrived.clear()
             b.unused.clear()
@@ -180,11 +180,11 @@ def _buckets(params, cap_bytes):
     """Parameters in reverse order, grouped so a bucket holds about cap_bytes (and one dtype)."""
     buckets, cur, size = [], [], 0
     for p in reversed(params):
-        if cur and (size + p.data.nbytes > cap_bytes or p.data.dtype != cur[0].data.dtype):
+        if cur and (size + p._array.nbytes > cap_bytes or p._array.dtype != cur[0]._array.dtype):
             buckets.append(_Bucket(cur))
             cur, size = [], 0
         cur.append(p)
-        size += p.data.nbytes
+        size += p._array.nbytes
     buckets.append(_Bucket(cur))
     return buckets
 
@@ -192,11 +192,11 @@ def _buckets(params, cap_bytes):
 def _flatten_into(bucket):
     start = 0
     for p in bucket.params:
-        size = p.data.size
+        size = p._array.size
         if p.grad is None or id(p) in bucket.unused:    # NOTE: unused here: zeros
             bucket.buf[start:start + size] = 0
         else:
-            bucket.buf[start:start + size] = p.grad.data.reshape(-1)
+            bucket.buf[start:start + size] = p.grad._array.reshape(-1)
         start += size
 
 

@@ -32,15 +32,27 @@ def _buf(state, key, like, fill=0.0):
     """state[key]'s array, created (as a tensor, like torch's state) on first use."""
     if key not in state:
         state[key] = Tensor(np.full_like(like, fill))
-    return state[key].data
+    return state[key]._array
 
 
 def _count(state):
     """Increment and return the step count, kept as a 0-d float32 tensor as torch does."""
     step = state.get("step")
-    n = (0.0 if step is None else float(step.data)) + 1.0
+    n = (0.0 if step is None else float(step._array)) + 1.0
     state["step"] = Tensor(np.array(n, np.float32))
     return n
+
+
+def _switches(name, foreach=None, fused=None, capturable=False, differentiable=False,
+              decoupled_weight_decay=False):
+    """torch's implementation switches: foreach / fused pick torch's multi-tensor or fused
+    kernels and capturable its CUDA-graph form, all the same update, so they are accepted;
+    differentiable (autograd through the step) and Adam's decoupled_weight_decay raise."""
+    if differentiable:
+        raise NotImplementedError(f"{name}(differentiable=True) is not supported by dualgrad")
+    if decoupled_weight_decay:
+        raise NotImplementedError(f"{name}(decoupled_weight_decay=True) is not supported by "
+                                  f"dualgrad; use AdamW, which is that optimizer")
 
 
 class SGD(Optimizer):
@@ -49,7 +61,9 @@ class SGD(Optimizer):
     # parameters end to end cost more than it saved (MLP, 4 parameters: 20 -> 28 µs a step)
 
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
-                 nesterov=False, *, maximize=False):
+                 nesterov=False, *, maximize=False, foreach=None, differentiable=False,
+                 fused=None):
+        _switches("SGD", foreach, fused, False, differentiable)
         _check("learning rate", lr)
         _check("momentum value", momentum)
         _check("weight_decay value", weight_decay)
@@ -61,11 +75,11 @@ class SGD(Optimizer):
 
     def _update(self, p, g, state, group):
         first = state.get("momentum_buffer") is None
-        new_p, buf = sgd_update(p.data, g, None if first else state["momentum_buffer"].data,
+        new_p, buf = sgd_update(p._array, g, None if first else state["momentum_buffer"]._array,
                                 group["lr"], group["momentum"], group["weight_decay"],
                                 group["nesterov"], first, group["dampening"])
         if group["momentum"]:
-            state["momentum_buffer"] = Tensor(np.array(buf, dtype=p.data.dtype, copy=True))
+            state["momentum_buffer"] = Tensor(np.array(buf, dtype=p._array.dtype, copy=True))
         self._write(p, new_p)
 
 
@@ -76,7 +90,10 @@ class Adam(Optimizer):
     _default_decay = 0.0
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=None,
-                 amsgrad=False, *, maximize=False):
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None, decoupled_weight_decay=False):
+        _switches(type(self).__name__, foreach, fused, capturable, differentiable,
+                  decoupled_weight_decay)
         weight_decay = self._default_decay if weight_decay is None else weight_decay
         _check("learning rate", lr)
         _check("epsilon value", eps)
@@ -90,12 +107,12 @@ class Adam(Optimizer):
                                       maximize=maximize))
 
     def _update(self, p, g, state, group):
-        m, v = _buf(state, "exp_avg", p.data), _buf(state, "exp_avg_sq", p.data)
+        m, v = _buf(state, "exp_avg", p._array), _buf(state, "exp_avg_sq", p._array)
         t = _count(state)
         b1, b2 = group["betas"]
-        new_p, m2, v2 = self._rule(p.data, g, m, v, t, group["lr"], b1, b2, group["eps"],
+        new_p, m2, v2 = self._rule(p._array, g, m, v, t, group["lr"], b1, b2, group["eps"],
                                    group["weight_decay"])
-        state["exp_avg"].data, state["exp_avg_sq"].data = m2, v2
+        state["exp_avg"]._array, state["exp_avg_sq"]._array = m2, v2
         self._write(p, new_p)
 
 
@@ -110,7 +127,9 @@ class RMSprop(Optimizer):
     _elementwise = True
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
-                 centered=False, *, maximize=False):
+                 centered=False, capturable=False, foreach=None, maximize=False,
+                 differentiable=False):
+        _switches("RMSprop", foreach, None, capturable, differentiable)
         for name, v in (("learning rate", lr), ("epsilon value", eps), ("alpha value", alpha),
                         ("momentum value", momentum), ("weight_decay value", weight_decay)):
             _check(name, v)
@@ -119,17 +138,17 @@ class RMSprop(Optimizer):
 
     def _update(self, p, g, state, group):
         _count(state)
-        sq = _buf(state, "square_avg", p.data)
-        buf = _buf(state, "momentum_buffer", p.data) if group["momentum"] else None
-        gavg = _buf(state, "grad_avg", p.data) if group["centered"] else None
-        new_p, sq, buf, gavg = rmsprop_update(p.data, g, sq, group["lr"], group["alpha"],
+        sq = _buf(state, "square_avg", p._array)
+        buf = _buf(state, "momentum_buffer", p._array) if group["momentum"] else None
+        gavg = _buf(state, "grad_avg", p._array) if group["centered"] else None
+        new_p, sq, buf, gavg = rmsprop_update(p._array, g, sq, group["lr"], group["alpha"],
                                               group["eps"], group["weight_decay"],
                                               group["momentum"], buf, group["centered"], gavg)
-        state["square_avg"].data = sq
+        state["square_avg"]._array = sq
         if buf is not None:
-            state["momentum_buffer"].data = buf
+            state["momentum_buffer"]._array = buf
         if gavg is not None:
-            state["grad_avg"].data = gavg
+            state["grad_avg"]._array = gavg
         self._write(p, new_p)
 
 
@@ -138,7 +157,9 @@ class Adagrad(Optimizer):
     _elementwise = True
 
     def __init__(self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0,
-                 initial_accumulator_value=0.0, eps=1e-10, *, maximize=False):
+                 initial_accumulator_value=0.0, eps=1e-10, foreach=None, *, maximize=False,
+                 differentiable=False, fused=None):
+        _switches("Adagrad", foreach, fused, False, differentiable)
         for name, v in (("learning rate", lr), ("lr_decay value", lr_decay),
                         ("weight_decay value", weight_decay), ("epsilon value", eps),
                         ("initial_accumulator_value value", initial_accumulator_value)):
@@ -148,11 +169,11 @@ class Adagrad(Optimizer):
                                       eps=eps, maximize=maximize))
 
     def _update(self, p, g, state, group):
-        total = _buf(state, "sum", p.data, group["initial_accumulator_value"])
+        total = _buf(state, "sum", p._array, group["initial_accumulator_value"])
         t = _count(state)
-        new_p, total = adagrad_update(p.data, g, total, t, group["lr"], group["lr_decay"],
+        new_p, total = adagrad_update(p._array, g, total, t, group["lr"], group["lr_decay"],
                                       group["weight_decay"], group["eps"])
-        state["sum"].data = total
+        state["sum"]._array = total
         self._write(p, new_p)
 
 
@@ -160,8 +181,9 @@ class Adadelta(Optimizer):
     """Adadelta, torch's defaults: lr=1.0, rho=0.9, eps=1e-6."""
     _elementwise = True
 
-    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0, *,
-                 maximize=False):
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0, foreach=None, *,
+                 capturable=False, maximize=False, differentiable=False):
+        _switches("Adadelta", foreach, None, capturable, differentiable)
         _check("learning rate", lr)
         _check("epsilon value", eps)
         _check("weight_decay value", weight_decay)
@@ -172,10 +194,10 @@ class Adadelta(Optimizer):
 
     def _update(self, p, g, state, group):
         _count(state)
-        sq, acc = _buf(state, "square_avg", p.data), _buf(state, "acc_delta", p.data)
-        new_p, sq, acc = adadelta_update(p.data, g, sq, acc, group["lr"], group["rho"],
+        sq, acc = _buf(state, "square_avg", p._array), _buf(state, "acc_delta", p._array)
+        new_p, sq, acc = adadelta_update(p._array, g, sq, acc, group["lr"], group["rho"],
                                          group["eps"], group["weight_decay"])
-        state["square_avg"].data, state["acc_delta"].data = sq, acc
+        state["square_avg"]._array, state["acc_delta"]._array = sq, acc
         self._write(p, new_p)
 
 

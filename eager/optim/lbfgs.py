@@ -38,14 +38,14 @@ class LBFGS(Optimizer):
         self._params = self.param_groups[0]["params"]
 
     def _flat_grad(self):
-        return np.concatenate([np.zeros(p.data.size, p.data.dtype) if p.grad is None
-                               else p.grad.data.reshape(-1) for p in self._params])
+        return np.concatenate([np.zeros(p._array.size, p._array.dtype) if p.grad is None
+                               else p.grad._array.reshape(-1) for p in self._params])
 
     def _add(self, t, d):
         offset = 0
         for p in self._params:
-            n = p.data.size
-            p.data += (t * d[offset:offset + n]).reshape(p.data.shape).astype(p.data.dtype)
+            n = p._array.size
+            p._array += (t * d[offset:offset + n]).reshape(p._array.shape).astype(p._array.dtype)
             offset += n
 
     def step(self, closure):

@@ -44,7 +44,7 @@ class Optimizer:
     `state` (per parameter), `zero_grad`, `step(closure)`, `state_dict`/`load_state_dict`.
 
     A subclass gives its defaults and `_update(p, grad_array, state, group)`, which calls the
-    rule of ops/updates.py on arrays and writes the result into `p.data`.
+    rule of ops/updates.py on arrays and writes the result into `p._array`.
     """
 
     def __init__(self, params, defaults):
@@ -82,7 +82,7 @@ class Optimizer:
                 if set_to_none or p.grad is None:
                     p.grad = None
                 else:
-                    p.grad.data[...] = 0
+                    p.grad._array[...] = 0
 
     def step(self, closure=None):
         """One update of every parameter with a gradient; `closure` re-evaluates the loss."""
@@ -96,7 +96,7 @@ class Optimizer:
             if self._elementwise and len(live) > 1 and self._step_flat(live, group):
                 continue
             for p in live:
-                g = p.grad.data
+                g = p.grad._array
                 self._update(p, -g if group.get("maximize") else g, self.state[p], group)
         return loss
 
@@ -115,19 +115,19 @@ class Optimizer:
         """Update `live` (parameters with gradients) as one flat array; False (nothing done)
         when they cannot be: mixed dtypes, or states that are not alike (e.g. a parameter
         that skipped steps, so its step count differs)."""
-        dtype = live[0].data.dtype
-        if any(p.data.dtype != dtype or p.grad.data.dtype != dtype for p in live):
+        dtype = live[0]._array.dtype
+        if any(p._array.dtype != dtype or p.grad._array.dtype != dtype for p in live):
             return False
         state = self._flat_state(live)
         if state is None:
             return False
-        flat = Tensor(np.concatenate([p.data.reshape(-1) for p in live]))
-        g = np.concatenate([p.grad.data.reshape(-1) for p in live])
+        flat = Tensor(np.concatenate([p._array.reshape(-1) for p in live]))
+        g = np.concatenate([p.grad._array.reshape(-1) for p in live])
         self._update(flat, -g if group.get("maximize") else g, state, group)
         off = 0
         for p in live:
-            n = p.data.size
-            np.copyto(p.data, flat.data[off:off + n].reshape(p.data.shape), casting="same_kind")
+            n = p._array.size
+            np.copyto(p._array, flat._array[off:off + n].reshape(p._array.shape), casting="same_kind")
             off += n
         self._scatter_state(live, state)
         return True
@@ -140,7 +140,7 @@ class Optimizer:
         states = [self.state[p] for p in live]
         if cached is not None and all(
                 st.keys() == views.keys() and
-                all(getattr(st[k], "data", None) is v for k, v in views.items())
+                all(getattr(st[k], "_array", None) is v for k, v in views.items())
                 for st, views in zip(states, cached[1])):
             return cached[0]
         keys = states[0].keys()
@@ -148,7 +148,7 @@ class Optimizer:
             return None
         flat = {}
         for k in keys:
-            arrs = [getattr(st[k], "data", st[k]) for st in states]
+            arrs = [getattr(st[k], "_array", st[k]) for st in states]
             if not all(isinstance(a, np.ndarray) for a in arrs):
                 return None
             if arrs[0].ndim == 0:
@@ -164,12 +164,12 @@ class Optimizer:
         views = []
         off = 0
         for p in live:
-            st, mine, n = self.state[p], {}, p.data.size
+            st, mine, n = self.state[p], {}, p._array.size
             for k, t in flat.items():
-                a = t.data
-                v = a.copy() if a.ndim == 0 else a[off:off + n].reshape(p.data.shape)
+                a = t._array
+                v = a.copy() if a.ndim == 0 else a[off:off + n].reshape(p._array.shape)
                 if isinstance(st.get(k), Tensor):
-                    st[k].data = v
+                    st[k]._array = v
                 else:
                     st[k] = Tensor(v)
                 mine[k] = v
@@ -182,7 +182,7 @@ class Optimizer:
 
     @staticmethod
     def _write(p, new):
-        np.copyto(p.data, new, casting="same_kind")
+        np.copyto(p._array, new, casting="same_kind")
 
     # -- checkpoints ----------------------------------------------------------------------------
     def _index(self):
@@ -228,15 +228,15 @@ class Optimizer:
 
 def _copy(v):
     if isinstance(v, Tensor):
-        return Tensor(v.data.copy())
+        return Tensor(v._array.copy())
     return copy.deepcopy(v)
 
 
 def _cast_like(v, p):
     """A loaded state value as a tensor of its own, floats in the parameter's dtype."""
     if isinstance(v, Tensor) or isinstance(v, np.ndarray):
-        arr = np.array(getattr(v, "data", v), copy=True)
+        arr = np.array(getattr(v, "_array", v), copy=True)
         if arr.dtype.kind == "f" and arr.ndim:
-            arr = arr.astype(p.data.dtype)
+            arr = arr.astype(p._array.dtype)
         return Tensor(arr)
     return copy.deepcopy(v)

@@ -116,13 +116,45 @@ def test_data_assignment_and_in_place_through_data():
     lin = nn.Linear(3, 2)
     w = lin.weight
     lin.weight.data = eager.zeros(2, 3)                # a Tensor's values become the data
-    assert lin.weight is w and w.data.sum() == 0 and isinstance(w.data, np.ndarray)
+    assert lin.weight is w and w.sum().item() == 0
+    assert isinstance(w.data, eager.Tensor) and not w.data.requires_grad
     w.grad = eager.ones(2, 3)
     w.data -= 0.5 * w.grad.data
-    assert np.all(w.data == -0.5)
+    assert np.all(w.data.numpy() == -0.5)
     with eager.no_grad():
         w.data = w.data - 0.5 * w.grad
-    assert np.all(w.data == -1.0)
+    assert np.all(w.data.numpy() == -1.0)
+    w.data = eager.ones(4)                              # torch lets .data change the shape
+    assert w.shape == (4,)
+
+
+def test_data_idioms_of_pytorch_scripts():
+    # the DCGAN-style initialiser, written as public PyTorch scripts write it
+    def weights_init(m):
+        if isinstance(m, nn.Conv2d):
+            m.weight.data.normal_(0.0, 0.02)
+        elif isinstance(m, nn.BatchNorm2d):
+            m.weight.data.normal_(1.0, 0.02)
+            m.bias.data.fill_(0)
+
+    eager.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 64, 3), nn.BatchNorm2d(64), nn.ReLU())
+    net.apply(weights_init)
+    w = net[0].weight.data.numpy()
+    assert abs(w.std() - 0.02) < 0.002 and abs(w.mean()) < 0.002
+    assert np.all(net[1].bias.data.numpy() == 0)
+    assert abs(net[1].weight.detach().numpy().mean() - 1) < 0.01
+    # in place through .data on a leaf that requires grad is allowed and not recorded
+    p = nn.Parameter(eager.ones(3))
+    p.data.mul_(2)
+    loss = (p * p).sum()
+    loss.backward()
+    assert p.grad.tolist() == [4.0, 4.0, 4.0]
+    p.grad.data.zero_()
+    assert p.grad.tolist() == [0.0, 0.0, 0.0]
+    assert loss.data.item() == 12.0 and p.data.numpy() is p.detach().numpy()
+    with pytest.raises(RuntimeError, match="leaf"):
+        p.mul_(2)                                      # without .data it is refused, as in torch
 
 
 def test_requires_grad_flags():

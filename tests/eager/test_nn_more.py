@@ -32,7 +32,7 @@ def test_batchnorm_train_then_eval_matches_torch_formulas(cls, shape):
     bn = cls(3)
     bn.weight.data[...] = [1.5, 0.5, -1.0]
     bn.bias.data[...] = [0.1, 0.2, 0.3]
-    w, b = bn.weight.data.astype(np.float64), bn.bias.data.astype(np.float64)
+    w, b = bn.weight.data.numpy().astype(np.float64), bn.bias.data.numpy().astype(np.float64)
     rm, rv = np.zeros(3), np.ones(3)
     for _ in range(3):
         x = RNG.normal(2.0, 3.0, shape).astype(np.float32)

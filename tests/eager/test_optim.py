@@ -132,11 +132,11 @@ def test_adam_matches_torch(case):
 
 def test_parameters_keep_their_identity_and_dtype():
     p = nn.Parameter(np.ones(3, np.float32))
-    data = p.data
+    data = p.detach().numpy()
     opt = optim.Adam([p], lr=0.1)
     (p * p).sum().backward()
     opt.step()
-    assert p.data is data and p.dtype == np.float32
+    assert p.detach().numpy() is data and p.dtype == np.float32
     assert not np.allclose(p.detach().numpy(), 1.0)
 
 

@@ -43,6 +43,10 @@ def test_flat_update_equals_per_parameter_update(name, kw):
     flat, opt = _run(name, kw, flat=True)
     one, ref = _run(name, kw, flat=False)
     assert opt._flat and not ref.__dict__.get("_flat")   # the flat path did run
+    for k in opt.state[flat[0]]:
+        if opt.state[flat[0]][k].ndim:   # ... on the last step too: views of one array
+            base = opt.state[flat[0]][k].numpy().base
+            assert base is not None and opt.state[flat[2]][k].numpy().base is base
     for a, b in zip(flat, one):
         np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
     for a, b in zip(flat, one):

@@ -29,13 +29,13 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         return Tensor(np.array(0.0, np.float32))
     norm_type = float(norm_type)
     if norm_type == float("inf"):
-        norms = [np.abs(g.data).max() for g in grads]
+        norms = [np.abs(g._array).max() for g in grads]
         total = np.max(norms)
     else:
-        norms = [np.sum(np.abs(g.data.astype(np.float64)) ** norm_type) ** (1.0 / norm_type)
+        norms = [np.sum(np.abs(g._array.astype(np.float64)) ** norm_type) ** (1.0 / norm_type)
                  for g in grads]
         total = np.sum(np.asarray(norms) ** norm_type) ** (1.0 / norm_type)
-    total = np.asarray(total, grads[0].data.dtype)
+    total = np.asarray(total, grads[0]._array.dtype)
     if error_if_nonfinite and not np.isfinite(total):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
                            f"`parameters` is non-finite, so it cannot be clipped. To disable "
@@ -43,18 +43,18 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
                            f"set `error_if_nonfinite=False`")
     coef = min(float(max_norm) / (float(total) + 1e-6), 1.0)
     for g in grads:
-        g.data *= np.asarray(coef, g.data.dtype)
+        g._array *= np.asarray(coef, g._array.dtype)
     return Tensor(total)
 
 
 def clip_grad_value_(parameters, clip_value, foreach=None):
     """Clamp every gradient element into [-clip_value, clip_value], in place."""
     for g in _grads(parameters):
-        np.clip(g.data, -clip_value, clip_value, out=g.data)
+        np.clip(g._array, -clip_value, clip_value, out=g._array)
 
 
 def parameters_to_vector(parameters):
-    return Tensor(np.concatenate([p.data.reshape(-1) for p in parameters]))
+    return Tensor(np.concatenate([p._array.reshape(-1) for p in parameters]))
 
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "rnn"]

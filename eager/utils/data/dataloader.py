@@ -37,7 +37,7 @@ def default_collate(batch):
     """
     elem = batch[0]
     if isinstance(elem, Tensor):
-        return _stack([b.data for b in batch])
+        return _stack([b._array for b in batch])
     if isinstance(elem, (np.ndarray, np.generic)) and elem.dtype.kind not in "OSU":
         return _stack(batch)
     if isinstance(elem, bool):

@@ -78,7 +78,7 @@ class WeightedRandomSampler(Sampler):
     """num_samples indices drawn with probability proportional to `weights`."""
 
     def __init__(self, weights, num_samples, replacement=True, generator=None):
-        w = np.asarray(getattr(weights, "data", weights), dtype=np.float64)
+        w = np.asarray(getattr(weights, "_array", weights), dtype=np.float64)
         if w.ndim != 1 or (w < 0).any() or not w.sum() > 0:
             raise ValueError("WeightedRandomSampler: weights must be a 1-d sequence of "
                              "non-negative numbers with a positive sum")
