@@ -164,6 +164,10 @@ class _Lowering:
             self.fail("boolean power is not supported")
         b = cast(base, bdt, dt)
         k = self._const_exponent(node.right)
+        if dt in INTS and not self._nonnegative(node.right):
+            # NOTE: NumPy raises for a negative integer exponent; numba's loop would return
+            # garbage. Left to the op's own kernel, the error is the same fused or not.
+            self.fail("an integer power needs a constant exponent >= 0")
         if k in (2, 3, 4) and b != base:
             b, _ = self.emit(b, dt)  # cast once, multiply the cast value
         if k == 0:
@@ -190,6 +194,12 @@ class _Lowering:
         if pos not in self.consts:
             return None
         return self._small(self.consts[pos])
+
+    def _nonnegative(self, node):
+        if isinstance(node, ast.Constant):
+            return node.value >= 0
+        pos = int(node.id[2:]) if isinstance(node, ast.Name) else None
+        return pos in self.consts and self.consts[pos] >= 0
 
     @staticmethod
     def _small(v):

@@ -21,10 +21,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ._template import DTYPES
 
 ROLES = ("full", "row", "col", "scalar")
 REDUCTIONS = ("sum", "max", "min")
+
+
+def reduce_seed(how: str, dtype: str):
+    """What a fused reduction starts from, and so gives for an empty row: 0 for a sum, the
+    lowest (highest) value of the dtype for a max (min), -inf (inf) for floats."""
+    if how == "sum":
+        return 0
+    if dtype == "bool":
+        return how == "min"
+    if np.dtype(dtype).kind == "f":
+        return float("-inf") if how == "max" else float("inf")
+    info = np.iinfo(dtype)
+    return int(info.min if how == "max" else info.max)
 
 
 class CodegenError(Exception):

@@ -218,3 +218,20 @@ class NoAliasPipeline(Compiler):
         flags = flags.copy()
         flags.noalias = True
         super().__init__(typingctx, targetctx, library, args, return_type, flags, locals)
+
+
+# -- compensated sums: the row total of a fused floating sum's block sums --------------------
+# NOTE: compiled without 'reassoc' (see the module docstring): under it LLVM may fold the
+# rounding error (s - t) + x to 0, which is exactly what this keeps.
+@njit(**_EXACT)
+def sum_step(s, c, x):
+    """Neumaier's step: (s + x, c plus the rounding error of that addition)."""
+    t = s + x
+    err = (s - t) + x if abs(s) >= abs(x) else (x - t) + s
+    return t, c + err
+
+
+@njit(**_EXACT)
+def sum_total(s, c):
+    # NOTE: once the total is inf or NaN the compensation is NaN: the total alone is right.
+    return s + c if math.isfinite(s) else s

@@ -116,8 +116,8 @@ def stack(tensors, dim=0):
     return ops.stack(*[_lift(t) for t in tensors], axis=dim)
 
 
-def split(t, split_size_or_sections, dim=0):
-    return tuple(ops.split(t, split_size_or_sections, axis=dim))
+def split(tensor, split_size_or_sections, dim=0):
+    return tuple(ops.split(tensor, split_size_or_sections, axis=dim))
 
 
 def where(condition, x, y):
@@ -208,8 +208,12 @@ def argmin(t, dim=None, keepdim=False):
     return _lift(t).argmin(dim, keepdim)
 
 
-def norm(t, p=2, dim=None, keepdim=False):
-    return ops.norm(t, ord=p, axis=dim, keepdims=keepdim)
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):  # noqa: A002
+    """The vector p-norm (p 1 or 2; 'fro', the default, is the 2-norm of all elements)."""
+    if out is not None:
+        raise NotImplementedError("norm(out=) is not supported by dualgrad")
+    x = input if dtype is None else ops.cast(input, np.dtype(dtype))
+    return ops.norm(x, ord=2 if p == "fro" else p, axis=dim, keepdims=keepdim)
 
 
 def cumsum(t, dim):
@@ -306,6 +310,9 @@ sign, sin, cos = ops.sign, ops.sin, ops.cos
 add, sub, mul, div = ops.add, ops.sub, ops.mul, ops.div
 eq, ne, lt, le, gt, ge = ops.eq, ops.ne, ops.lt, ops.le, ops.gt, ops.ge
 detach = Tensor.detach
+clip = clamp
+from .functions import *  # noqa: E402,F401,F403 - torch.* math by torch's names
+from .functions import TORCH_NAMES as _TORCH_NAMES  # noqa: E402
 
 from . import nn, optim, utils  # noqa: E402  (they use the names above)
 from .serialization import load, save  # noqa: E402

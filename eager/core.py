@@ -25,6 +25,7 @@ from dualgrad.ops.rules import norm_axis, torch_result_dtype
 from . import devices as _device
 from .inplace import CLOCK, InPlaceMixin
 from .methods import TensorMethods
+from .functions import FunctionMethods
 
 class _GradMode(threading.local):
     enabled = True   # NOTE: per thread, as PyTorch's grad mode; the hot path reads one attribute
@@ -249,7 +250,7 @@ def _needs_grad(v):
     return node is None or type(node) is _Freed or node[0].vjp is not None
 
 
-class Tensor(InPlaceMixin, TensorMethods):
+class Tensor(InPlaceMixin, TensorMethods, FunctionMethods):
     """An n-dimensional array with autograd, in PyTorch's style."""
     __slots__ = ("_array", "requires_grad", "grad", "_node", "_modified", "__weakref__")
     _engine = EagerEngine

@@ -21,8 +21,8 @@ def default_float():
     return _DEFAULT_FLOAT[0]
 
 
-def set_default_dtype(dtype):
-    dtype = np.dtype(dtype)
+def set_default_dtype(d):
+    dtype = np.dtype(d)
     if dtype.kind != "f":
         raise TypeError(f"set_default_dtype: only floating-point types are supported as the "
                         f"default type, got {dtype}")

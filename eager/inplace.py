@@ -20,6 +20,8 @@ tensor([0.5, 0.5, 0.5], shape=(3,), dtype=float32, requires_grad=True)
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from dualgrad import ops
@@ -97,17 +99,39 @@ def apply_inplace(t, name, compute, *others):
         raise RuntimeError(f"{name}: {LEAF_ERROR} Wrap the update in `with torch.no_grad():` "
                            f"(at {_where()})")
     node = t._node
-    if node is not None and type(node) is tuple and node[0].view and t.requires_grad:
+    view = node is not None and type(node) is tuple and node[0].view and t.requires_grad
+    private = view and _private_view(t)
+    if view and not private:
         raise RuntimeError(
             f"{name}: in-place change of a view ({node[0].name} of another tensor) that "
             f"requires grad is not supported by dualgrad; write it out of place, e.g. "
             f"`y = y + v` instead of `y += v` (at {_where()})")
     new = compute(_snapshot(t), *others)
+    if private:   # NOTE: no one else sees the bases: t takes storage of its own, so a base's
+        t._array = t._array.copy()   # value stays what its tape entry saw (max's vjp reads it)
     _write(t, new, name)
-    _stamp(t)
+    if private:   # NOTE: the bases were not written: stamp t alone
+        CLOCK[0] += 1
+        t._modified = CLOCK[0]
+    else:
+        _stamp(t)
     if new.requires_grad:     # the entry is as new as the write: it used the snapshot, not t
         t.requires_grad, t._node = True, new._node[:3] + (CLOCK[0],)
     return t
+
+
+def _private_view(t):
+    """True when each base up t's chain of views is held by nothing but the view's tape entry
+    (an intermediate inside a composite, e.g. conv2d's output reshaped from a matmul): no
+    other tensor or tape entry can see the base, so t may stop sharing its storage."""
+    node = t._node
+    while node is not None and type(node) is tuple and node[0].view:
+        base = node[1][0]
+        # NOTE: three references: the entry's inputs, `base` here, getrefcount's argument
+        if not _is_tensor(base) or sys.getrefcount(base) > 3:
+            return False
+        node = base._node
+    return True
 
 
 def _scalar_or_tensor(x):

@@ -29,10 +29,9 @@ from collections import OrderedDict
 
 import numpy as np
 from safetensors import SafetensorError
-from safetensors import safe_open
-from safetensors.numpy import load_file, save_file
+from safetensors.numpy import save_file
 
-from dualgrad.ops.files import atomic_path
+from dualgrad.ops.files import UnreadableWeights, atomic_path, read_safetensors
 
 from .devices import check as check_device
 from .core import Tensor
@@ -135,9 +134,9 @@ def load(f, map_location=None, weights_only=True, **kwargs):
         check_device(map_location)
     path = os.fspath(f)
     try:
-        arrays = load_file(path)
-        with safe_open(path, "np") as handle:
-            metadata = handle.metadata() or {}
+        arrays, metadata = read_safetensors(path)
+    except UnreadableWeights as e:
+        raise ValueError(f"eager.load: {path}: {e}") from None
     except (SafetensorError, ValueError, OSError) as e:
         if isinstance(e, FileNotFoundError):
             raise

@@ -33,7 +33,7 @@ import os
 import numpy as np
 
 from dualgrad.ops.core import ShapeError, Spec
-from dualgrad.ops.files import atomic_paths
+from dualgrad.ops.files import atomic_paths, read_safetensors
 
 from .core import NON_GLOBAL, Graph, GraphKeys, GRAPH_OPS, get_default_graph, op_by_name
 from .errors import GraphFileError, NotFoundError
@@ -41,6 +41,7 @@ from .errors import GraphFileError, NotFoundError
 __all__ = ["save", "load", "restore"]
 
 FORMAT, VERSION = "dualgrad.graph", 1
+MAX_DEPTH = 32   # how deep an attribute may nest (dualgrad itself writes 3-4 levels at most)
 
 
 def _paths(path):
@@ -191,17 +192,19 @@ class _Decoder:
             v.trainable = bool(attrs.get("trainable", True))
             node.outputs = (v,)
 
-    def value(self, v):
+    def value(self, v, depth=0):
         from .control_flow import Function
         if not isinstance(v, (dict, list)):
             return v
+        if depth >= MAX_DEPTH:
+            raise GraphFileError(f"an attribute is nested more than {MAX_DEPTH} levels deep")
         if isinstance(v, list):
-            return [self.value(x) for x in v]
+            return [self.value(x, depth + 1) for x in v]
         if len(v) != 1:
-            raise GraphFileError(f"unknown encoded value {v!r}")
+            raise GraphFileError(f"unknown encoded value {str(v)[:200]}")
         tag, x = next(iter(v.items()))
         if tag == "__tuple__":
-            return tuple(self.value(i) for i in x)
+            return tuple(self.value(i, depth + 1) for i in x)
         if tag == "__slice__":
             return slice(*x)
         if tag == "__ellipsis__":
@@ -278,7 +281,6 @@ def _check_rule(op, name, inputs, attrs, specs):
 
 
 def _read(path):
-    from safetensors.numpy import load_file
     jpath, spath = _paths(path)
     try:
         with open(jpath, "rb") as f:
@@ -292,6 +294,9 @@ def _read(path):
         doc = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise GraphFileError(f"{jpath} is not a dualgrad graph file (not JSON: {e})") from None
+    except RecursionError:
+        raise GraphFileError(f"{jpath} is not a dualgrad graph file (its JSON is nested too "
+                             f"deeply to read)") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise GraphFileError(f"{jpath} is not a dualgrad graph file (format field is "
                              f"{doc.get('format') if isinstance(doc, dict) else None!r})")
@@ -299,7 +304,7 @@ def _read(path):
         raise GraphFileError(f"{jpath} has format version {doc.get('version')!r}; this "
                              f"dualgrad reads version {VERSION}")
     try:
-        arrays = load_file(spath) if os.path.exists(spath) else {}
+        arrays = read_safetensors(spath)[0] if os.path.exists(spath) else {}
     except Exception as e:  # noqa: BLE001 - safetensors raises its own error types
         raise GraphFileError(f"cannot read weights file {spath}: {e}") from None
     return doc, arrays
@@ -317,6 +322,9 @@ def load(path) -> Graph:
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise GraphFileError(f"{_paths(path)[0]} is malformed: {type(e).__name__}: {e}") \
             from None
+    except RecursionError:   # NOTE: e.g. control-flow bodies nested hundreds deep
+        raise GraphFileError(f"{_paths(path)[0]} is malformed: nested too deeply to "
+                             f"load") from None
     g.saved_values = {k[4:]: v for k, v in arrays.items() if k.startswith("var:")}
     for v in g.variables:      # NOTE: as restore(): a wrong shape would be broadcast later
         a = g.saved_values.get(v.node.name)

@@ -10,9 +10,11 @@ array([2., 2.], dtype=float32)
 if __name__ != "dualgrad.ops":  # NOTE: a second copy would mean a second op registry
     raise ImportError(f"dualgrad's engines import under one root: write `from dualgrad import ops`, "
                       f"not `import {__name__}` (found {__file__})")
-from .core import (ELEMENTWISE, REDUCTION, REGISTRY, KernelError, Op, Sample, ShapeError, Spec,
-                   bind, fmt_shape, infer_spec, is_value, register, spec_of, user_frame, where_str)
-from .elementwise import (abs, add, cast, cos, div, eq, erf, exp, ge, gt, le, log, lt,
+from .core import (ELEMENTWISE, FLOATING, REDUCTION, REGISTRY, KernelError, Op, Sample,
+                   ShapeError, Spec, bind, fmt_shape, infer_spec, is_value, register, spec_of,
+                   user_frame, where_str)
+from .elementwise import (abs, add, cast, ceil, cos, div, eq, erf, exp, floor, ge, gt, le, log,
+                          lt, round,
                           maximum, minimum, mul, ne, neg, pow, relu, sigmoid, sign, sin,
                           small_int_power, softplus, sqrt, stop_gradient, sub, tanh,
                           unbroadcast, where)
@@ -23,11 +25,19 @@ from .reduce import argmax, count, cumsum, max, sum
 from .nn import fold, generator, manual_seed, matmul, one_hot, rand_like, unfold
 from .index import argsort, gather, gather_grad, getitem
 from .composite import (COMPOSITES, argmin, clamp, logical_and, logical_not, logical_or, rsqrt,
-                        square, avg_pool2d, batch_norm, binary_cross_entropy,
-                        binary_cross_entropy_with_logits, conv2d, cross_entropy, dropout,
+                        square, batch_norm, binary_cross_entropy,
+                        binary_cross_entropy_with_logits, cross_entropy, dropout,
                         embedding, flip, gelu, layer_norm, linear, log_softmax, logsumexp,
-                        masked_fill, max_pool2d, mean, min, moments, mse_loss, nll_loss, norm,
+                        masked_fill, mean, min, moments, mse_loss, nll_loss, norm,
                         silu, softmax, split, stack, tile, tril, triu, var)
+from .conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,
+                   adaptive_max_pool2d, avg_pool1d, avg_pool2d, conv1d, conv2d,
+                   conv_transpose2d, interpolate, max_pool1d, max_pool2d, pixel_shuffle,
+                   pixel_unshuffle)
+from .activations import (celu, cosine_similarity, elu, glu, group_norm, hardsigmoid,
+                          hardswish, hardtanh, huber_loss, kl_div, l1_loss, leaky_relu,
+                          logsigmoid, mish, normalize, pairwise_distance, prelu, relu6, selu,
+                          smooth_l1_loss, softsign, tanhshrink)
 from .collective import all_reduce, all_reduce_many
 from . import autodiff
 

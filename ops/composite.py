@@ -117,8 +117,15 @@ def logsumexp(x, axis=-1, keepdims=False):
 def _finite_max(x, axis):
     """The row max as a gradient-free shift, 0 where it is infinite (inf - inf is nan)."""
     from .elementwise import abs as abs_, lt
-    m = stop_gradient(max_(x, axis=axis, keepdims=True))
+    m = _shift(x, axis)
     return where(lt(abs_(m), np.inf), m, 0.0)
+
+
+def _shift(x, axis):
+    """The gradient-free row max the softmax family subtracts; -inf over an empty axis
+    (where max alone raises), so softmax of a (3, 0) tensor is empty, as torch's is."""
+    initial = -np.inf if spec_of(x).dtype.kind == "f" else None
+    return stop_gradient(max_(x, axis=axis, keepdims=True, initial=initial))
 
 
 def _softmax_ref(np, x, axis=-1):
@@ -130,7 +137,7 @@ def _softmax_ref(np, x, axis=-1):
                     Sample(((4,),), {"axis": 0})), ref=_softmax_ref)
 def softmax(x, axis=-1):
     """exp(x) / sum(exp(x)) over `axis`, shifted by the max for stability."""
-    e = exp(x - stop_gradient(max_(x, axis=axis, keepdims=True)))
+    e = exp(x - _shift(x, axis))
     return e / sum_(e, axis=axis, keepdims=True)
 
 
@@ -310,83 +317,6 @@ def linear(x, weight, bias=None):
                          f"in_features))")
     y = matmul(x, transpose(weight, axes=(1, 0)))
     return y if bias is None else y + bias
-
-
-def _conv_ref(np, x, w, b=None, stride=1, padding=0):
-    from .nn import _unfold_ref
-    n, c, h, ww = x.shape
-    o, _, kh, kw = w.shape
-    ho, wo = (h + 2 * padding - kh) // stride + 1, (ww + 2 * padding - kw) // stride + 1
-    cols = _unfold_ref(np, x, (kh, kw), stride, padding)
-    y = np.einsum("ok,nkl->nol", w.reshape(o, -1), cols).reshape(n, o, ho, wo)
-    return y if b is None else y + b.reshape(1, o, 1, 1)
-
-
-@composite(samples=(Sample(((2, 3, 6, 6), (4, 3, 3, 3), (4,))),
-                    Sample(((1, 2, 5, 5), (3, 2, 3, 3)), {"stride": 2, "padding": 1}),
-                    Sample(((1, 2, 5, 5), (3, 4, 3, 3)), match="has 2 channels")),
-           ref=_conv_ref)
-def conv2d(x, weight, bias=None, stride=1, padding=0):
-    """2-d convolution, NCHW input, weight (out_channels, in_channels, kh, kw), as torch."""
-    xs, ws = _shape(x), _shape(weight)
-    if len(xs) != 4 or len(ws) != 4:
-        raise located(f"conv2d: expects input (N, C, H, W) and weight (O, C, kh, kw), got "
-                         f"{fmt_shape(xs)} and {fmt_shape(ws)}")
-    if xs[1] is not None and ws[1] is not None and xs[1] != ws[1]:
-        raise located(f"conv2d: input {fmt_shape(xs)} has {xs[1]} channels but weight "
-                         f"{fmt_shape(ws)} expects {ws[1]}")
-    o, _, kh, kw = ws
-    cols = unfold(x, kernel=(kh, kw), stride=stride, padding=padding)   # (N, C*kh*kw, L)
-    ho = (xs[2] + 2 * padding - kh) // stride + 1
-    wo = (xs[3] + 2 * padding - kw) // stride + 1
-    y = reshape(matmul(reshape(weight, (o, -1)), cols), (-1, o, ho, wo))
-    return y if bias is None else y + reshape(bias, (1, o, 1, 1))
-
-
-def _pool_ref(np, x, kernel_size, stride=None, reduce="max"):
-    stride = stride or kernel_size
-    n, c, h, w = x.shape
-    ho, wo = (h - kernel_size) // stride + 1, (w - kernel_size) // stride + 1
-    wins = [x[:, :, i:i + stride * ho:stride, j:j + stride * wo:stride]
-            for i in range(kernel_size) for j in range(kernel_size)]
-    return getattr(np, reduce)(np.stack(wins, axis=0), axis=0)
-
-
-@composite(samples=(Sample(((2, 3, 4, 4),), {"kernel_size": 2}),
-                    Sample(((1, 2, 5, 5),), {"kernel_size": 3, "stride": 2})),
-           ref=_pool_ref)
-def max_pool2d(x, kernel_size, stride=None, padding=0):
-    """Max over kernel_size windows of an (N, C, H, W) input."""
-    xs = _shape(x)
-    if len(xs) != 4:
-        raise located(f"max_pool2d: expects a 4-d input (N, C, H, W), got {fmt_shape(xs)}")
-    stride = stride or kernel_size
-    if padding:
-        x = pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)), value=-np.inf)
-    _, c, h, w = _shape(x)
-    ho, wo = (h - kernel_size) // stride + 1, (w - kernel_size) // stride + 1
-    cols = unfold(reshape(x, (-1, 1, h, w)), kernel=(kernel_size, kernel_size), stride=stride)
-    return reshape(max_(cols, axis=1), (-1, c, ho, wo))
-
-
-@composite(samples=(Sample(((2, 3, 4, 4),), {"kernel_size": 2}),
-                    Sample(((1, 2, 5, 5),), {"kernel_size": 3, "stride": 2}),
-                    Sample(((1, 1, 1, 1),), {"kernel_size": 1}),
-                    Sample(((3, 4, 4),), {"kernel_size": 2},
-                           match=r"avg_pool2d: expects a 4-d input \(N, C, H, W\), got "
-                                 r"\(3, 4, 4\)")),
-           ref=lambda np, x, kernel_size, stride=None: _pool_ref(np, x, kernel_size, stride,
-                                                                 reduce="mean"))
-def avg_pool2d(x, kernel_size, stride=None):
-    """Mean over kernel_size windows of an (N, C, H, W) input (no padding)."""
-    xs = _shape(x)
-    if len(xs) != 4:
-        raise located(f"avg_pool2d: expects a 4-d input (N, C, H, W), got {fmt_shape(xs)}")
-    stride = stride or kernel_size
-    _, c, h, w = xs
-    ho, wo = (h - kernel_size) // stride + 1, (w - kernel_size) // stride + 1
-    cols = unfold(reshape(x, (-1, 1, h, w)), kernel=(kernel_size, kernel_size), stride=stride)
-    return reshape(mean(cols, axis=1), (-1, c, ho, wo))
 
 
 # -- batch normalisation ----------------------------------------------------------------------

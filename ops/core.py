@@ -20,7 +20,8 @@ import numpy as np
 
 __all__ = [
     "ShapeError", "KernelError", "Spec", "Op", "Sample", "REGISTRY", "ELEMENTWISE",
-    "REDUCTION", "register", "bind", "bind_args", "engine_of", "tracing", "current_trace", "TRACING",
+    "REDUCTION", "FLOATING", "register", "bind", "bind_args", "engine_of", "tracing",
+    "current_trace", "TRACING",
     "spec_of", "user_frame", "fmt_shape", "infer_spec",
 ]
 
@@ -118,11 +119,18 @@ class Op:
 REGISTRY: dict[str, Op] = {}
 ELEMENTWISE: set[str] = set()   # ops with a scalar form, fusable into one loop
 REDUCTION: set[str] = set()     # ops with a `reduce` form: what the fuse pass may fold into a loop
+FLOATING: set[str] = set()      # ops whose result is floating point whatever the input
 
 
-def register(name, infer, kernel, vjp=None, **kw) -> Op:
+def register(name, infer, kernel, vjp=None, floating=False, **kw) -> Op:
+    """Add an op to the registry. `floating=True` (unary: exp, sqrt, sigmoid, …): integer and
+    bool inputs compute in float32, as PyTorch's do, in the shape rule and the kernel alike, so
+    every engine and the fused loops agree (NumPy alone would give float16 for uint8)."""
     if name in REGISTRY:
         raise ValueError(f"op {name!r} is registered twice")
+    if floating:
+        infer, kernel = _floating_infer(infer), _floating_kernel(kernel)
+        FLOATING.add(name)
     op = Op(name, infer, kernel, vjp, **kw)
     _check_fusion_forms(op)
     REGISTRY[name] = op
@@ -131,6 +139,29 @@ def register(name, infer, kernel, vjp=None, **kw) -> Op:
     if op.reduce is not None:
         REDUCTION.add(name)
     return op
+
+
+def _floating_infer(infer):
+    def rule(x, **attrs):
+        if x.dtype.kind in "biu":
+            x = Spec(x.shape, np.dtype(np.float32))
+        return infer(x, **attrs)
+    return rule
+
+
+def _floating_kernel(kernel):
+    # NOTE: on eager's dispatch path: one type test and one dtype test for float inputs
+    def run(x, **attrs):
+        if type(x) is not np.ndarray or x.dtype.kind in "biu":
+            x = _as_floating(x)
+        return kernel(x, **attrs)
+    run.__name__ = getattr(kernel, "__name__", "kernel")
+    return run
+
+
+def _as_floating(x):
+    x = np.asarray(x)
+    return x.astype(np.float32) if x.dtype.kind in "biu" else x
 
 
 def _check_fusion_forms(op):

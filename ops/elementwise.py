@@ -13,7 +13,7 @@ import numpy as np
 
 from .core import (REGISTRY, Sample, Spec, ShapeError, bind, fmt_shape, is_value, primitive,
                    register)
-from .rules import broadcast, require_float, result_dtype, same
+from .rules import broadcast, result_dtype, same
 from .shape import sum_to_like
 
 _EW = "elementwise"
@@ -32,13 +32,6 @@ def unbroadcast(g, x):
 # -- shape rules ------------------------------------------------------------------------------
 def _unary_infer(x, **_):
     return x
-
-
-def _float_unary_infer(name):
-    def infer(x, **_):
-        require_float(name, x)
-        return x
-    return infer
 
 
 def _binary_infer(name, out_dtype=None):
@@ -65,20 +58,21 @@ _POS_SAMPLES = tuple(Sample(s.args, domain=(0.2, 3.0)) for s in _UNARY_SAMPLES)
 
 NEG = register("neg", _unary_infer, np.negative, lambda g, x, **kw: (-g,),
                scalar="(-{0})", category=_EW, onnx="Neg", samples=_UNARY_SAMPLES, ref=lambda np, x: -x)
-EXP = register("exp", _float_unary_infer("exp"), np.exp,
+EXP = register("exp", _unary_infer, np.exp,
                lambda g, x, out, **kw: (g * out,),
-               scalar="exp({0})", category=_EW, onnx="Exp", samples=_UNARY_SAMPLES,
+               scalar="exp({0})", category=_EW, floating=True, onnx="Exp", samples=_UNARY_SAMPLES,
                ref=lambda np, x: np.exp(x))
-LOG = register("log", _float_unary_infer("log"), np.log, lambda g, x, **kw: (g / x,),
-               scalar="log({0})", category=_EW, onnx="Log", samples=_POS_SAMPLES,
+LOG = register("log", _unary_infer, np.log, lambda g, x, **kw: (g / x,),
+               scalar="log({0})", category=_EW, floating=True, onnx="Log", samples=_POS_SAMPLES,
                ref=lambda np, x: np.log(x))
-SQRT = register("sqrt", _float_unary_infer("sqrt"), np.sqrt,
+SQRT = register("sqrt", _unary_infer, np.sqrt,
                 lambda g, x, out, **kw: (g * 0.5 / out,),
-                scalar="sqrt({0})", category=_EW, onnx="Sqrt", samples=_POS_SAMPLES,
+                scalar="sqrt({0})", category=_EW, floating=True, onnx="Sqrt", samples=_POS_SAMPLES,
                 ref=lambda np, x: np.sqrt(x))
-TANH = register("tanh", _float_unary_infer("tanh"), np.tanh,
+TANH = register("tanh", _unary_infer, np.tanh,
                 lambda g, x, out, **kw: (g * (1.0 - out * out),),
-                scalar="tanh({0})", category=_EW, onnx="Tanh", samples=_UNARY_SAMPLES,
+                scalar="tanh({0})", category=_EW, floating=True, onnx="Tanh",
+                samples=_UNARY_SAMPLES,
                 ref=lambda np, x: np.tanh(x))
 
 
@@ -90,11 +84,11 @@ def _sigmoid_kernel(x):
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
 
-SIGMOID = register("sigmoid", _float_unary_infer("sigmoid"), _sigmoid_kernel,
+SIGMOID = register("sigmoid", _unary_infer, _sigmoid_kernel,
                    lambda g, x, out, **kw: (g * out * (1.0 - out),),
                    scalar="where({0} >= 0, 1 / (1 + exp(-abs({0}))), "
-                          "exp(-abs({0})) / (1 + exp(-abs({0}))))", category=_EW, onnx="Sigmoid",
-                   samples=_UNARY_SAMPLES,
+                          "exp(-abs({0})) / (1 + exp(-abs({0}))))", category=_EW,
+                   floating=True, onnx="Sigmoid", samples=_UNARY_SAMPLES,
                    ref=lambda np, x: 1 / (1 + np.exp(-x)))
 
 
@@ -102,9 +96,10 @@ def _softplus_kernel(x):
     return np.logaddexp(x, 0)   # NOTE: log(1 + exp(x)) overflows for x > 88 in float32
 
 
-SOFTPLUS = register("softplus", _float_unary_infer("softplus"), _softplus_kernel,
+SOFTPLUS = register("softplus", _unary_infer, _softplus_kernel,
                     lambda g, x, **kw: (g * sigmoid(x),),
-                    scalar="maximum({0}, 0) + log1p(exp(-abs({0})))", category=_EW, onnx="Softplus",
+                    scalar="maximum({0}, 0) + log1p(exp(-abs({0})))", category=_EW,
+                    floating=True, onnx="Softplus",
                     samples=_UNARY_SAMPLES + (_S((4, 5), domain=(-40.0, 40.0)),),
                     ref=lambda np, x: np.logaddexp(x, 0))
 
@@ -134,11 +129,11 @@ SIGN = register("sign", _sign_infer, np.sign, None,
                 scalar="where({0} != {0}, {0}, where({0} > 0, 1, where({0} < 0, -1, 0)))",
                 category=_EW, onnx="Sign", samples=_UNARY_SAMPLES, ref=lambda np, x: np.sign(x))
 
-SIN = register("sin", _float_unary_infer("sin"), np.sin, lambda g, x, **kw: (g * cos(x),),
-               scalar="sin({0})", category=_EW, onnx="Sin", samples=_UNARY_SAMPLES,
+SIN = register("sin", _unary_infer, np.sin, lambda g, x, **kw: (g * cos(x),),
+               scalar="sin({0})", category=_EW, floating=True, onnx="Sin", samples=_UNARY_SAMPLES,
                ref=lambda np, x: np.sin(x))
-COS = register("cos", _float_unary_infer("cos"), np.cos, lambda g, x, **kw: (-(g * sin(x)),),
-               scalar="cos({0})", category=_EW, onnx="Cos", samples=_UNARY_SAMPLES,
+COS = register("cos", _unary_infer, np.cos, lambda g, x, **kw: (-(g * sin(x)),),
+               scalar="cos({0})", category=_EW, floating=True, onnx="Cos", samples=_UNARY_SAMPLES,
                ref=lambda np, x: np.cos(x))
 
 _erf_scalar = np.frompyfunc(math.erf, 1, 1)
@@ -150,9 +145,9 @@ def _erf_kernel(x):
 
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-ERF = register("erf", _float_unary_infer("erf"), _erf_kernel,
+ERF = register("erf", _unary_infer, _erf_kernel,
                lambda g, x, **kw: (g * _TWO_OVER_SQRT_PI * exp(-(x * x)),),
-               scalar="erf({0})", category=_EW, onnx="Erf", samples=_UNARY_SAMPLES,
+               scalar="erf({0})", category=_EW, floating=True, onnx="Erf", samples=_UNARY_SAMPLES,
                ref=None)  # NOTE: numpy has no erf; the jax oracle uses jax.scipy.special.erf
 
 
@@ -226,6 +221,9 @@ def small_int_power(y):
 def _pow_kernel(x, y):
     # NOTE: x ** 3 on negative x takes NumPy's scalar pow path (about 18x slower than x*x*x).
     k = small_int_power(y)
+    if k is None and np.ndim(y) == 0 and y < 0 and np.result_type(x, y).kind in "iu":
+        # NOTE: as torch, also for an empty x (NumPy checks element by element)
+        raise ValueError("Integers to negative integer powers are not allowed.")
     if k is None or np.ndim(x) == 0 and not isinstance(x, np.ndarray):
         return np.power(x, y)
     if k == 0:
@@ -323,6 +321,18 @@ WHERE = register(
                     match=r"cannot broadcast \(2,\), \(2,\), \(3,\)")),
     ref=lambda np, c, x, y: np.where(c, x, y))
 
+def _rounding(name, fn, onnx):
+    """floor / ceil / round: integers pass through; the gradient is zero (as torch's)."""
+    def kernel(x):
+        return x if np.asarray(x).dtype.kind in "biu" else fn(x)
+    return register(name, _unary_infer, kernel, lambda g, x, **kw: (g * 0.0,),
+                    category="other", onnx=onnx, samples=_UNARY_SAMPLES,
+                    ref=lambda np, x: getattr(np, name)(x))
+
+
+FLOOR, CEIL, ROUND = (_rounding("floor", np.floor, "Floor"), _rounding("ceil", np.ceil, "Ceil"),
+                      _rounding("round", np.round, "Round"))   # NOTE: half to even, as torch
+
 # public functions: ops.add(x, y), ops.exp(x), …
 for _op in list(REGISTRY.values()):
     globals()[_op.name] = primitive(_op)
@@ -334,6 +344,7 @@ add, sub, mul, div, pow, maximum, minimum, where = (  # noqa: A001
     ADD.fn, SUB.fn, MUL.fn, DIV.fn, POW.fn, MAXIMUM.fn, MINIMUM.fn, WHERE.fn)
 eq, ne, lt, le, gt, ge = (REGISTRY[n].fn for n in ("eq", "ne", "lt", "le", "gt", "ge"))
 stop_gradient = STOP_GRADIENT.fn
+floor, ceil, round = FLOOR.fn, CEIL.fn, ROUND.fn  # noqa: A001
 
 
 def cast(x, dtype):

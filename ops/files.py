@@ -1,4 +1,5 @@
-"""Atomic file writes, shared by eager.save and graph.save / train.Saver.
+"""Atomic file writes, shared by eager.save and graph.save / train.Saver; safetensors reads
+shared by eager.load and graph.load / restore.
 
 `atomic_path(path)` yields a temporary path in the same folder; the caller writes the whole
 file there, and only when that succeeded is it renamed over `path` (os.replace is atomic on
@@ -79,3 +80,32 @@ def _alive(pid) -> bool:
     except OSError:
         return True        # NOTE: it exists but is someone else's
     return True
+
+
+# -- reading safetensors: refuse what NumPy cannot hold, by name ------------------------------
+NUMPY_DTYPES = {"BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64", "F16", "F32",
+                "F64"}
+_NAMES = {"BF16": "bfloat16", "F8_E4M3": "float8_e4m3", "F8_E5M2": "float8_e5m2"}
+
+
+class UnreadableWeights(ValueError):
+    """A safetensors file holds a tensor NumPy (so dualgrad) has no dtype for (bfloat16, the
+    float8 formats): each loader reports it as its own error, naming the file."""
+
+
+def read_safetensors(path):
+    """(arrays, metadata) of a safetensors file; raises UnreadableWeights naming the first
+    tensors whose dtype NumPy lacks, before reading any data."""
+    from safetensors import safe_open
+    from safetensors.numpy import load_file
+    with safe_open(path, "np") as handle:
+        metadata = handle.metadata() or {}
+        bad = [(k, handle.get_slice(k).get_dtype()) for k in handle.keys()]
+    bad = [(k, d) for k, d in bad if d not in NUMPY_DTYPES]
+    if bad:
+        names = ", ".join(f"{k!r} ({_NAMES.get(d, d)})" for k, d in bad[:3]) + \
+            (" …" if len(bad) > 3 else "")
+        raise UnreadableWeights(
+            f"tensor {names} has a dtype NumPy cannot hold; dualgrad reads bool, (u)int8-64 "
+            f"and float16/32/64 (convert first, e.g. torch's t.float())")
+    return load_file(path), metadata

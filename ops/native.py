@@ -16,7 +16,7 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def _unfold(x, out, kh, kw, stride, pad, ho, wo):
+def _unfold(x, out, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo):
     n_, c_, h_, w_ = x.shape
     for n in range(n_):
         for c in range(c_):
@@ -24,9 +24,9 @@ def _unfold(x, out, kh, kw, stride, pad, ho, wo):
                 for j in range(kw):
                     row = (c * kh + i) * kw + j
                     for oh in range(ho):
-                        h = oh * stride + i - pad
+                        h = oh * sh + i * dh - ph
                         for ow in range(wo):
-                            w = ow * stride + j - pad
+                            w = ow * sw + j * dw - pw
                             if 0 <= h < h_ and 0 <= w < w_:
                                 out[n, row, oh * wo + ow] = x[n, c, h, w]
                             else:
@@ -34,7 +34,7 @@ def _unfold(x, out, kh, kw, stride, pad, ho, wo):
 
 
 @njit(cache=True, nogil=True)
-def _fold(cols, img, kh, kw, stride, pad, ho, wo):
+def _fold(cols, img, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo):
     n_, c_, h_, w_ = img.shape
     for n in range(n_):
         for c in range(c_):
@@ -42,28 +42,29 @@ def _fold(cols, img, kh, kw, stride, pad, ho, wo):
                 for j in range(kw):
                     row = (c * kh + i) * kw + j
                     for oh in range(ho):
-                        h = oh * stride + i - pad
+                        h = oh * sh + i * dh - ph
                         if h < 0 or h >= h_:
                             continue
                         for ow in range(wo):
-                            w = ow * stride + j - pad
+                            w = ow * sw + j * dw - pw
                             if 0 <= w < w_:
                                 img[n, c, h, w] += cols[n, row, oh * wo + ow]
 
 
-def unfold(x, kernel, stride, padding, ho, wo):
-    """(N, C, H, W) -> (N, C*kh*kw, Ho*Wo), rows in (c, i, j) order."""
+def unfold(x, kernel, stride, padding, dilation, ho, wo):
+    """(N, C, H, W) -> (N, C*kh*kw, Ho*Wo), rows in (c, i, j) order; stride, padding and
+    dilation are (height, width) pairs."""
     kh, kw = kernel
     x = np.ascontiguousarray(x)
     out = np.empty((x.shape[0], x.shape[1] * kh * kw, ho * wo), x.dtype)
-    _unfold(x, out, kh, kw, stride, padding, ho, wo)
+    _unfold(x, out, kh, kw, *stride, *padding, *dilation, ho, wo)
     return out
 
 
-def fold(cols, shape, kernel, stride, padding, ho, wo):
+def fold(cols, shape, kernel, stride, padding, dilation, ho, wo):
     """Scatter-add (N, C*kh*kw, Ho*Wo) columns into a zero image of `shape`."""
     kh, kw = kernel
     cols = np.ascontiguousarray(cols).reshape(shape[0], shape[1] * kh * kw, ho * wo)
     img = np.zeros(shape, cols.dtype)
-    _fold(cols, img, kh, kw, stride, padding, ho, wo)
+    _fold(cols, img, kh, kw, *stride, *padding, *dilation, ho, wo)
     return img

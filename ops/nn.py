@@ -80,67 +80,85 @@ MATMUL = register(
 
 
 # -- unfold / fold (im2col) -------------------------------------------------------------------
-def _window_out(size, k, stride, pad):
+def pair(v):
+    """An int or a (height, width) pair as a pair of ints (torch's `_pair`)."""
+    return (int(v), int(v)) if np.ndim(v) == 0 else tuple(int(a) for a in v)
+
+
+def _attr(v):
+    """The attr form: one int when both axes agree (as graphs saved before pairs read)."""
+    a, b = pair(v)
+    return a if a == b else (a, b)
+
+
+def _window_out(size, k, stride, pad, dilation=1):
     if size is None:
         return None
-    return (size + 2 * pad - k) // stride + 1
+    return (size + 2 * pad - dilation * (k - 1) - 1) // stride + 1
 
 
-def _unfold_check(x, kernel, stride, padding, name="unfold"):
+def window_outs(hw, kernel, stride=1, padding=0, dilation=1):
+    """The (Ho, Wo) an unfold with these attrs gives an (H, W) image."""
+    return tuple(_window_out(s, k, st, p, d) for s, k, st, p, d in
+                 zip(hw, kernel, pair(stride), pair(padding), pair(dilation)))
+
+
+def _unfold_check(x, kernel, stride, padding, dilation=1, name="unfold"):
     if x.ndim != 4:
         raise ShapeError(f"{name}: expects a 4-d input (N, C, H, W), got {fmt_shape(x)}")
     _, c, h, w = x.shape
     kh, kw = kernel
-    for size, k, axis in ((h, kh, "height"), (w, kw, "width")):
-        if size is not None and size + 2 * padding < k:
+    for size, k, p, d, axis in zip((h, w), kernel, pair(padding), pair(dilation),
+                                   ("height", "width")):
+        if size is not None and size + 2 * p < d * (k - 1) + 1:
             raise ShapeError(f"{name}: input {fmt_shape(x)} is smaller than the {kh}x{kw} "
-                             f"window along {axis} (with padding {padding})")
-    return c, _window_out(h, kh, stride, padding), _window_out(w, kw, stride, padding)
+                             f"window along {axis} (with padding {p}, dilation {d})")
+    return (c,) + window_outs((h, w), kernel, stride, padding, dilation)
 
 
-def _unfold_infer(x, kernel, stride=1, padding=0, **_):
-    c, ho, wo = _unfold_check(x, kernel, stride, padding)
+def _unfold_infer(x, kernel, stride=1, padding=0, dilation=1, **_):
+    c, ho, wo = _unfold_check(x, kernel, stride, padding, dilation)
     ck = None if c is None else c * kernel[0] * kernel[1]
     cols = None if ho is None or wo is None else ho * wo
     return Spec((x.shape[0], ck, cols), x.dtype)
 
 
-def _unfold_kernel(x, kernel, stride=1, padding=0):
+def _unfold_kernel(x, kernel, stride=1, padding=0, dilation=1):
     """(N, C, H, W) -> (N, C*kh*kw, Ho*Wo), columns in (c, i, j) order like torch.nn.Unfold."""
     from . import native
-    _, _, h, w = x.shape
-    ho, wo = (_window_out(s, k, stride, padding) for s, k in zip((h, w), kernel))
+    ho, wo = window_outs(x.shape[2:], kernel, stride, padding, dilation)
     if ho <= 0 or wo <= 0:
         raise ValueError("the window does not fit")   # NOTE: the shape rule says why
-    return native.unfold(x, kernel, stride, padding, ho, wo)
+    return native.unfold(x, kernel, pair(stride), pair(padding), pair(dilation), ho, wo)
 
 
-def _fold_infer(cols, like, kernel, stride=1, padding=0, **_):
+def _fold_infer(cols, like, kernel, stride=1, padding=0, dilation=1, **_):
     return Spec(like.shape, cols.dtype)
 
 
-def _fold_kernel(cols, like, kernel, stride=1, padding=0):
+def _fold_kernel(cols, like, kernel, stride=1, padding=0, dilation=1):
     """The adjoint of unfold: scatter-add columns back into an image shaped like `like`."""
     from . import native
     shape = np.shape(like)
-    ho, wo = (_window_out(s, k, stride, padding) for s, k in zip(shape[2:], kernel))
-    return native.fold(cols, shape, kernel, stride, padding, ho, wo)
+    ho, wo = window_outs(shape[2:], kernel, stride, padding, dilation)
+    return native.fold(cols, shape, kernel, pair(stride), pair(padding), pair(dilation),
+                       ho, wo)
 
 
-def _unfold_vjp(g, x, kernel, stride=1, padding=0, **kw):
-    return (fold(g, x, kernel=kernel, stride=stride, padding=padding),)
+def _unfold_vjp(g, x, kernel, stride=1, padding=0, dilation=1, **kw):
+    return (fold(g, x, kernel=kernel, stride=stride, padding=padding, dilation=dilation),)
 
 
-def _fold_vjp(g, cols, like, kernel, stride=1, padding=0, **kw):
-    return (unfold(g, kernel=kernel, stride=stride, padding=padding), None)
+def _fold_vjp(g, cols, like, kernel, stride=1, padding=0, dilation=1, **kw):
+    return (unfold(g, kernel=kernel, stride=stride, padding=padding, dilation=dilation), None)
 
 
-def _unfold_ref(np, x, kernel, stride=1, padding=0):
-    kh, kw = kernel
-    x = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+def _unfold_ref(np, x, kernel, stride=1, padding=0, dilation=1):
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = kernel, pair(stride), pair(padding), pair(dilation)
+    x = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
     n, c, h, w = x.shape
-    ho, wo = (h - kh) // stride + 1, (w - kw) // stride + 1
-    cols = [x[:, :, i:i + stride * ho:stride, j:j + stride * wo:stride]
+    ho, wo = (h - dh * (kh - 1) - 1) // sh + 1, (w - dw * (kw - 1) - 1) // sw + 1
+    cols = [x[:, :, i * dh:i * dh + sh * (ho - 1) + 1:sh, j * dw:j * dw + sw * (wo - 1) + 1:sw]
             for i in range(kh) for j in range(kw)]          # each (N, C, Ho, Wo)
     return np.stack(cols, axis=2).reshape(n, c * kh * kw, ho * wo)
 
@@ -150,24 +168,28 @@ UNFOLD = register(
     samples=(Sample(((2, 3, 5, 5),), {"kernel": (3, 3), "stride": 1, "padding": 0}),
              Sample(((1, 2, 6, 5),), {"kernel": (2, 3), "stride": 2, "padding": 1}),
              Sample(((1, 1, 4, 4),), {"kernel": (2, 2), "stride": 2, "padding": 0}),
+             Sample(((1, 2, 7, 6),), {"kernel": (2, 3), "stride": (2, 1), "padding": (1, 0),
+                                      "dilation": (2, 1)}),
              Sample(((2, 3, 5),), {"kernel": (3, 3)}, match=r"expects a 4-d input"),
              Sample(((1, 1, 2, 2),), {"kernel": (3, 3)}, match="smaller than the 3x3 window")),
     ref=_unfold_ref)
 FOLD = register(
     "fold", _fold_infer, _fold_kernel, _fold_vjp, category="other",
     samples=(Sample(((2, 27, 9), (2, 3, 5, 5)), {"kernel": (3, 3), "stride": 1, "padding": 0}),
-             Sample(((1, 12, 12), (1, 2, 6, 5)), {"kernel": (2, 3), "stride": 2, "padding": 1})),
+             Sample(((1, 12, 12), (1, 2, 6, 5)), {"kernel": (2, 3), "stride": 2, "padding": 1}),
+             Sample(((1, 12, 16), (1, 2, 7, 6)), {"kernel": (2, 3), "stride": (2, 1),
+                                                  "padding": (1, 0), "dilation": (2, 1)})),
     ref=None)
 
 
-def unfold(x, kernel, stride=1, padding=0):
-    return bind(UNFOLD, x, kernel=tuple(int(k) for k in kernel), stride=int(stride),
-                padding=int(padding))
+def unfold(x, kernel, stride=1, padding=0, dilation=1):
+    return bind(UNFOLD, x, kernel=pair(kernel), stride=_attr(stride), padding=_attr(padding),
+                dilation=_attr(dilation))
 
 
-def fold(cols, like, kernel, stride=1, padding=0):
-    return bind(FOLD, cols, like, kernel=tuple(int(k) for k in kernel), stride=int(stride),
-                padding=int(padding))
+def fold(cols, like, kernel, stride=1, padding=0, dilation=1):
+    return bind(FOLD, cols, like, kernel=pair(kernel), stride=_attr(stride),
+                padding=_attr(padding), dilation=_attr(dilation))
 
 
 UNFOLD.fn, FOLD.fn = unfold, fold

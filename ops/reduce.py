@@ -47,8 +47,10 @@ def _sum_kernel(x, axis=None, keepdims=False):
     return np.add.reduce(x, axis=axis, keepdims=keepdims)
 
 
-def _max_kernel(x, axis=None, keepdims=False):
-    return np.maximum.reduce(x, axis=axis, keepdims=keepdims)
+def _max_kernel(x, axis=None, keepdims=False, initial=None):
+    if initial is None:   # NOTE: an empty axis then raises, as torch.amax and np.max do
+        return np.maximum.reduce(x, axis=axis, keepdims=keepdims)
+    return np.maximum.reduce(x, axis=axis, keepdims=keepdims, initial=initial)
 
 
 def _sum_vjp(g, x, axis=None, keepdims=False, **kw):
@@ -151,8 +153,12 @@ def sum(x, axis=None, keepdims=False):  # noqa: A001 - the op's name
     return bind(SUM, x, axis=_axis(axis), keepdims=bool(keepdims))
 
 
-def max(x, axis=None, keepdims=False):  # noqa: A001
-    return bind(MAX, x, axis=_axis(axis), keepdims=bool(keepdims))
+def max(x, axis=None, keepdims=False, initial=None):  # noqa: A001
+    """The max over `axis`; `initial` (NumPy's) is also compared, and is the result over an
+    empty axis, which otherwise raises."""
+    if initial is None:
+        return bind(MAX, x, axis=_axis(axis), keepdims=bool(keepdims))
+    return bind(MAX, x, axis=_axis(axis), keepdims=bool(keepdims), initial=float(initial))
 
 
 def static_count(shape, axis):

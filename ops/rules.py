@@ -140,13 +140,6 @@ def numel(shape):
     return n
 
 
-def require_float(opname, *specs):
-    for s in specs:
-        if s.weak is None and s.dtype.kind not in "fc":
-            raise ShapeError(f"{opname}: expects floating-point input, got {s.dtype} "
-                             f"for {fmt_shape(s)}")
-
-
 def same(spec: Spec, shape=None, dtype=None) -> Spec:
     return Spec(spec.shape if shape is None else tuple(shape),
                 spec.dtype if dtype is None else np.dtype(dtype))

@@ -17,7 +17,7 @@ import numpy as np
 
 from dualgrad import ops
 from ..fused_kernel import compile_fused
-from ..fused_spec import CodegenError, FusedSpec, combine_roles
+from ..fused_spec import CodegenError, FusedSpec, combine_roles, reduce_seed
 from ..fastcall import MISS, small_caller
 from ..ir import INode, SyntheticNode, known
 
@@ -38,7 +38,17 @@ def _is_reduction(n):
     if nd == 0:
         return False
     axes = tuple(range(nd)) if axis is None else (axis,) if isinstance(axis, int) else axis
-    return tuple(a % nd for a in axes) == (nd - 1,)
+    return tuple(a % nd for a in axes) == (nd - 1,) and _same_on_empty_rows(n, shape[-1])
+
+
+def _same_on_empty_rows(n, C):
+    """The loop starts each row from its seed: fused, a reduction must give what its kernel
+    gives, also over an empty last axis (a max without `initial` raises there, as NumPy's)."""
+    seed = reduce_seed(n.op.reduce, n.spec.dtype.name)
+    initial = n.attrs.get("initial")
+    if initial is None:
+        return C != 0 or n.op.reduce == "sum"
+    return initial == seed
 
 
 def candidate(n) -> bool:

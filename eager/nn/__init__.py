@@ -289,62 +289,21 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
-class Conv2d(Module):
-    """2-d convolution over (N, C, H, W), weight (out, in, kh, kw), torch's init."""
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, bias=True):
-        super().__init__()
-        kh, kw = (kernel_size, kernel_size) if isinstance(kernel_size, int) else kernel_size
-        self.in_channels, self.out_channels = in_channels, out_channels
-        self.kernel_size, self.stride, self.padding = (kh, kw), stride, padding
-        bound = 1.0 / math.sqrt(in_channels * kh * kw)
-        self.weight = _uniform((out_channels, in_channels, kh, kw), bound)
-        self.bias = _uniform((out_channels,), bound) if bias else None
-
-    def forward(self, x):
-        return F.conv2d(x, self.weight, self.bias, self.stride, self.padding)
-
-    def extra_repr(self):
-        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-                f"stride={self.stride}, padding={self.padding}")
-
-
-class MaxPool2d(Module):
-    def __init__(self, kernel_size, stride=None, padding=0):
-        super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride, padding
-
-    def forward(self, x):
-        return F.max_pool2d(x, self.kernel_size, self.stride, self.padding)
-
-    def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}"
-
-
-class AvgPool2d(Module):
-    def __init__(self, kernel_size, stride=None):
-        super().__init__()
-        self.kernel_size, self.stride = kernel_size, stride
-
-    def forward(self, x):
-        return F.avg_pool2d(x, self.kernel_size, self.stride)
-
-    def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride or self.kernel_size}"
-
-
 class _BatchNorm(Module):
     """torch's BatchNorm: batch statistics in training (updating running_mean/running_var,
     momentum 0.1, unbiased variance for running_var), running statistics in eval."""
     _ndims = ()
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True):
+                 track_running_stats=True, *, bias=True):
         super().__init__()
+        if momentum is None:
+            raise NotImplementedError(f"{type(self).__name__}(momentum=None) (a cumulative "
+                                      f"moving average) is not supported by dualgrad")
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = Parameter(np.ones(num_features, np.float32)) if affine else None
-        self.bias = Parameter(np.zeros(num_features, np.float32)) if affine else None
+        self.bias = Parameter(np.zeros(num_features, np.float32)) if affine and bias else None
         if track_running_stats:
             self.register_buffer("running_mean", Tensor(np.zeros(num_features, np.float32)))
             self.register_buffer("running_var", Tensor(np.ones(num_features, np.float32)))
@@ -387,13 +346,14 @@ class Flatten(Module):
 
 
 class LayerNorm(Module):
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True):
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
             tuple(normalized_shape)
         self.normalized_shape, self.eps = shape, eps
         self.weight = Parameter(np.ones(shape, np.float32)) if elementwise_affine else None
-        self.bias = Parameter(np.zeros(shape, np.float32)) if elementwise_affine else None
+        self.bias = Parameter(np.zeros(shape, np.float32)) if elementwise_affine and bias \
+            else None
 
     def forward(self, x):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -403,29 +363,62 @@ class LayerNorm(Module):
 
 
 class Embedding(Module):
-    def __init__(self, num_embeddings, embedding_dim):
-        super().__init__()
-        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
-        self.weight = Parameter(ops.generator().standard_normal(
-            (num_embeddings, embedding_dim)).astype(np.float32))
+    """A lookup table: rows of weight (num_embeddings, embedding_dim) picked by index; the
+    padding_idx row starts at zero and gets no gradient. max_norm, scale_grad_by_freq and
+    sparse raise NotImplementedError."""
 
-    def forward(self, idx):
-        return F.embedding(idx, self.weight)
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
+                 norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
+                 _freeze=False):
+        super().__init__()
+        F._refuse("Embedding", max_norm=(max_norm, None),
+                  scale_grad_by_freq=(scale_grad_by_freq, False), sparse=(sparse, False))
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx %= num_embeddings
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        if _weight is None:
+            w = ops.generator().standard_normal((num_embeddings, embedding_dim))
+            w = w.astype(np.float32)
+            if padding_idx is not None:
+                w[padding_idx] = 0.0
+        else:
+            w = np.asarray(_weight)
+            if w.shape != (num_embeddings, embedding_dim):
+                raise AssertionError("Shape of weight does not match num_embeddings and "
+                                     "embedding_dim")
+        self.weight = Parameter(w, requires_grad=not _freeze)
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None,
+                        norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+        rows, cols = embeddings.shape
+        return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
+                   _weight=embeddings, _freeze=freeze)
+
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return F.embedding(input, self.weight, self.padding_idx)
 
     def extra_repr(self):
-        return f"{self.num_embeddings}, {self.embedding_dim}"
+        pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
+        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
 
 
 class Dropout(Module):
-    def __init__(self, p=0.5):
+    def __init__(self, p=0.5, inplace=False):
         super().__init__()
-        self.p = p
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
 
-    def forward(self, x):
-        return F.dropout(x, self.p, self.training)
+    def forward(self, input):  # noqa: A002
+        return F.dropout(input, self.p, self.training, self.inplace)
 
     def extra_repr(self):
-        return f"p={self.p}"
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 def _activation(name, fn, doc):
@@ -433,10 +426,8 @@ def _activation(name, fn, doc):
     return cls
 
 
-ReLU = _activation("ReLU", F.relu, "max(x, 0)")
 Tanh = _activation("Tanh", F.tanh, "tanh(x)")
 Sigmoid = _activation("Sigmoid", F.sigmoid, "1 / (1 + exp(-x))")
-SiLU = _activation("SiLU", F.silu, "x * sigmoid(x)")
 
 
 class Identity(Module):
@@ -539,14 +530,14 @@ class ModuleList(Module):
 
 # -- recurrent cells --------------------------------------------------------------------------
 class _Cell(Module):
-    def __init__(self, input_size, hidden_size, gates):
+    def __init__(self, input_size, hidden_size, gates, bias=True):
         super().__init__()
         self.input_size, self.hidden_size = input_size, hidden_size
         b = 1.0 / math.sqrt(hidden_size)
         self.weight_ih = _uniform((gates * hidden_size, input_size), b)
         self.weight_hh = _uniform((gates * hidden_size, hidden_size), b)
-        self.bias_ih = _uniform((gates * hidden_size,), b)
-        self.bias_hh = _uniform((gates * hidden_size,), b)
+        self.bias_ih = _uniform((gates * hidden_size,), b) if bias else None
+        self.bias_hh = _uniform((gates * hidden_size,), b) if bias else None
 
     def _zeros(self, x):
         return Tensor(np.zeros((x.shape[0], self.hidden_size), x.dtype))
@@ -558,8 +549,8 @@ class _Cell(Module):
 class LSTMCell(_Cell):
     """(h, c) = cell(x, (h, c)); gates in torch's order i, f, g, o."""
 
-    def __init__(self, input_size, hidden_size):
-        super().__init__(input_size, hidden_size, 4)
+    def __init__(self, input_size, hidden_size, bias=True):
+        super().__init__(input_size, hidden_size, 4, bias)
 
     def forward(self, x, state=None):
         h, c = state if state is not None else (self._zeros(x), self._zeros(x))
@@ -572,8 +563,8 @@ class LSTMCell(_Cell):
 class GRUCell(_Cell):
     """h = cell(x, h); gates in torch's order r, z, n."""
 
-    def __init__(self, input_size, hidden_size):
-        super().__init__(input_size, hidden_size, 3)
+    def __init__(self, input_size, hidden_size, bias=True):
+        super().__init__(input_size, hidden_size, 3, bias)
 
     def forward(self, x, h=None):
         h = h if h is not None else self._zeros(x)
@@ -585,70 +576,21 @@ class GRUCell(_Cell):
         return (1.0 - z) * n + z * h
 
 
-# -- losses as modules ------------------------------------------------------------------------
-class CrossEntropyLoss(Module):
-    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
-                 reduction="mean", label_smoothing=0.0):
-        super().__init__()
-        if weight is not None:
-            self.register_buffer("weight", weight)
-        else:
-            self.weight = None
-        self.ignore_index, self.reduction = ignore_index, reduction
-        self.label_smoothing = label_smoothing
-
-    def forward(self, input, target):  # noqa: A002 - torch's argument name
-        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
-                               reduction=self.reduction, label_smoothing=self.label_smoothing)
-
-
-class MSELoss(Module):
-    def __init__(self, reduction="mean"):
-        super().__init__()
-        self.reduction = reduction
-
-    def forward(self, input, target):  # noqa: A002
-        return F.mse_loss(input, target, self.reduction)
-
-
-class NLLLoss(Module):
-    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
-                 reduction="mean"):
-        super().__init__()
-        self.weight, self.ignore_index, self.reduction = weight, ignore_index, reduction
-
-    def forward(self, log_probs, target):
-        return F.nll_loss(log_probs, target, self.weight, ignore_index=self.ignore_index,
-                          reduction=self.reduction)
-
-
-class BCEWithLogitsLoss(Module):
-    def __init__(self, reduction="mean"):
-        super().__init__()
-        self.reduction = reduction
-
-    def forward(self, logits, target):
-        return F.binary_cross_entropy_with_logits(logits, target, self.reduction)
-
-
-class BCELoss(Module):
-    def __init__(self, reduction="mean"):
-        super().__init__()
-        self.reduction = reduction
-
-    def forward(self, probs, target):
-        return F.binary_cross_entropy(probs, target, self.reduction)
-
-
 from .containers import ModuleDict, ParameterDict, ParameterList  # noqa: E402
 from .rnn import GRU, LSTM, RNN, RNNBase  # noqa: E402
 from .attention import MultiheadAttention  # noqa: E402
+from .activation import (CELU, ELU, GLU, SELU, Hardsigmoid, Hardswish, Hardtanh,  # noqa: E402
+                         LeakyReLU, LogSigmoid, Mish, PReLU, ReLU, ReLU6, SiLU, Softsign,
+                         Tanhshrink)
+from .layers import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,  # noqa: E402
+                     AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, ConstantPad1d, ConstantPad2d,
+                     Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, CosineSimilarity,
+                     Dropout1d, Dropout2d, GroupNorm, InstanceNorm1d, InstanceNorm2d,
+                     MaxPool1d, MaxPool2d, PairwiseDistance, PixelShuffle, PixelUnshuffle,
+                     RNNCell, Unflatten, Upsample, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d)
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss,  # noqa: E402
+                   KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss)
+from .transformer import TransformerEncoder, TransformerEncoderLayer  # noqa: E402
 from . import init, utils  # noqa: E402
 
-__all__ = ["ModuleDict", "ParameterDict", "ParameterList", "GRU", "LSTM", "RNN", "RNNBase",
-           "MultiheadAttention", "init", "utils", "Module", "Parameter", "Linear", "Conv2d", "MaxPool2d", "Flatten", "LayerNorm",
-           "Embedding", "Dropout", "ReLU", "Tanh", "Sigmoid", "SiLU", "Softplus", "GELU",
-           "Identity",
-           "Softmax", "Sequential", "ModuleList", "LSTMCell", "GRUCell", "CrossEntropyLoss",
-           "MSELoss", "AvgPool2d", "BatchNorm1d", "BatchNorm2d", "LogSoftmax", "NLLLoss",
-           "BCEWithLogitsLoss", "BCELoss", "functional"]
+__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "math", "np", "OrderedDict", "ops", "ShapeError", "user_frame", "where_str", "Tensor")]

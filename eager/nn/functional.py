@@ -1,6 +1,8 @@
 """eager.nn.functional: the functional forms, as torch.nn.functional names them.
 
-Every function here is the op library's own composite; nothing is reimplemented.
+Every function here is the op library's own composite; nothing is reimplemented. Arguments
+dualgrad does not implement raise NotImplementedError naming themselves; torch's deprecated
+size_average / reduce raise a TypeError asking for reduction=.
 """
 from __future__ import annotations
 
@@ -9,46 +11,214 @@ import numpy as np
 from dualgrad import ops
 from dualgrad.ops.updates import running_average
 
-relu, sigmoid, tanh = ops.relu, ops.sigmoid, ops.tanh
+
+def _inplace(x, inplace, name, fn, *args):
+    """fn(x, *args), written into x itself when inplace=True (torch's `inplace=` flag)."""
+    if not inplace:
+        return fn(x, *args)
+    from ..inplace import apply_inplace
+    return apply_inplace(x, name + "_", lambda t: fn(t, *args))
 
 
-def gelu(x, approximate="none"):
-    return ops.gelu(x, approximate=approximate)
+def _no_legacy(name, size_average, reduce):
+    if size_average is not None or reduce is not None:
+        raise TypeError(f"{name}: size_average and reduce are deprecated in PyTorch and not "
+                        f"supported by dualgrad; use reduction=")
 
 
-def silu(x):
-    return ops.silu(x)
+def _refuse(name, **options):
+    """NotImplementedError for each option given a value dualgrad does not implement."""
+    for key, (value, default) in options.items():
+        if value is not default and value != default:
+            raise NotImplementedError(f"{name}({key}={value!r}) is not supported by dualgrad")
 
 
-def softplus(x, beta=1.0, threshold=20.0):
+# -- activations ------------------------------------------------------------------------------
+def relu(input, inplace=False):  # noqa: A002 - torch's argument names
+    return _inplace(input, inplace, "relu", ops.relu)
+
+
+def relu6(input, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "relu6", ops.relu6)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "leaky_relu", ops.leaky_relu, negative_slope)
+
+
+def elu(input, alpha=1.0, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "elu", ops.elu, alpha)
+
+
+def selu(input, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "selu", ops.selu)
+
+
+def celu(input, alpha=1.0, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "celu", ops.celu, alpha)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "hardtanh", ops.hardtanh, min_val, max_val)
+
+
+def hardswish(input, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "hardswish", ops.hardswish)
+
+
+def hardsigmoid(input, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "hardsigmoid", ops.hardsigmoid)
+
+
+def silu(input, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "silu", ops.silu)
+
+
+def mish(input, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "mish", ops.mish)
+
+
+def prelu(input, weight):  # noqa: A002
+    return ops.prelu(input, weight)
+
+
+def sigmoid(input):  # noqa: A002
+    return ops.sigmoid(input)
+
+
+def tanh(input):  # noqa: A002
+    return ops.tanh(input)
+
+
+def softsign(input):  # noqa: A002
+    return ops.softsign(input)
+
+
+def logsigmoid(input):  # noqa: A002
+    return ops.logsigmoid(input)
+
+
+def tanhshrink(input):  # noqa: A002
+    return ops.tanhshrink(input)
+
+
+def glu(input, dim=-1):  # noqa: A002
+    return ops.glu(input, dim)
+
+
+def gelu(input, approximate="none"):  # noqa: A002
+    return ops.gelu(input, approximate=approximate)
+
+
+def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
     """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (torch's)."""
-    bx = x if beta == 1 else x * beta
+    bx = input if beta == 1 else input * beta
     out = ops.softplus(bx) if beta == 1 else ops.softplus(bx) / beta
-    return ops.where(bx > threshold, x, out)
+    return ops.where(bx > threshold, input, out)
 
 
-def softmax(x, dim=-1):
-    return ops.softmax(x, axis=dim)
+def _softmax_dim(name, input, dim, dtype):
+    if dtype is not None:
+        input = ops.cast(input, np.dtype(dtype))
+    if dim is None:   # NOTE: torch's legacy implicit dim (it warns): 0 for 0-, 1- and 3-d
+        dim = 0 if input.ndim in (0, 1, 3) else 1
+    return input, dim
 
 
-def log_softmax(x, dim=-1):
-    return ops.log_softmax(x, axis=dim)
+def softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+    input, dim = _softmax_dim("softmax", input, dim, dtype)
+    return ops.softmax(input, axis=dim)
 
 
-def linear(x, weight, bias=None):
-    return ops.linear(x, weight, bias)
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+    input, dim = _softmax_dim("log_softmax", input, dim, dtype)
+    return ops.log_softmax(input, axis=dim)
 
 
-def conv2d(x, weight, bias=None, stride=1, padding=0):
-    return ops.conv2d(x, weight, bias, stride=stride, padding=padding)
+# -- layers -----------------------------------------------------------------------------------
+def linear(input, weight, bias=None):  # noqa: A002
+    return ops.linear(input, weight, bias)
 
 
-def max_pool2d(x, kernel_size, stride=None, padding=0):
-    return ops.max_pool2d(x, kernel_size, stride=stride, padding=padding)
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    return ops.conv1d(input, weight, bias, stride, padding, dilation, groups)
 
 
-def avg_pool2d(x, kernel_size, stride=None):
-    return ops.avg_pool2d(x, kernel_size, stride=stride)
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    return ops.conv2d(input, weight, bias, stride, padding, dilation, groups)
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
+                     groups=1, dilation=1):
+    return ops.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups,
+                                dilation)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
+                     groups=1, dilation=1):
+    """The 2-d form over a height of one."""
+    y = ops.conv_transpose2d(ops.expand_dims(input, axis=2), ops.expand_dims(weight, axis=2),
+                             bias, (1, stride), (0, padding), (0, output_padding), groups,
+                             (1, dilation))
+    return ops.squeeze(y, axis=2)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    """torch.nn.functional.unfold (im2col): (N, C, H, W) -> (N, C * kh * kw, L)."""
+    return ops.unfold(input, ops.nn.pair(kernel_size), stride, padding, dilation)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    return ops.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                          return_indices)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    return ops.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                          return_indices)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True, divisor_override=None):
+    return ops.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                          divisor_override)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True):
+    return ops.avg_pool1d(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+
+def adaptive_avg_pool2d(input, output_size):  # noqa: A002
+    return ops.adaptive_avg_pool2d(input, output_size)
+
+
+def adaptive_avg_pool1d(input, output_size):  # noqa: A002
+    return ops.adaptive_avg_pool1d(input, output_size)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
+    return ops.adaptive_max_pool2d(input, output_size, return_indices)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):  # noqa: A002
+    return ops.adaptive_max_pool1d(input, output_size, return_indices)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,  # noqa: A002
+                recompute_scale_factor=None, antialias=False):
+    return ops.interpolate(input, size, scale_factor, mode, align_corners,
+                           recompute_scale_factor, antialias)
+
+
+def pixel_shuffle(input, upscale_factor):  # noqa: A002
+    return ops.pixel_shuffle(input, upscale_factor)
+
+
+def pixel_unshuffle(input, downscale_factor):  # noqa: A002
+    return ops.pixel_unshuffle(input, downscale_factor)
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa: A002
@@ -82,21 +252,87 @@ def _update_running(buf, batch, momentum):
     np.copyto(buf._array, running_average(buf._array, batch, momentum), casting="same_kind")
 
 
-def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002
     n = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
-    return ops.layer_norm(x, weight, bias, eps=eps, normalized_ndim=n)
+    return ops.layer_norm(input, weight, bias, eps=eps, normalized_ndim=n)
 
 
-def embedding(idx, weight):
-    return ops.embedding(idx, weight)
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A002
+    return ops.group_norm(input, weight, bias, num_groups=num_groups, eps=eps)
 
 
-def dropout(x, p=0.5, training=True):
-    return ops.dropout(x, p, training)
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,  # noqa: A002
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalise each channel of each sample over its other dims (group_norm with one
+    channel per group). Running statistics are not implemented."""
+    if running_mean is not None or running_var is not None or not use_input_stats:
+        raise NotImplementedError("instance_norm with running statistics "
+                                  "(track_running_stats=True) is not supported by dualgrad")
+    return ops.group_norm(input, weight, bias, num_groups=input.shape[1], eps=eps)
 
 
-def one_hot(idx, num_classes):
-    return ops.one_hot(idx, num_classes, dtype="int64")
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):  # noqa: A002
+    _refuse("normalize", out=(out, None))
+    return ops.normalize(input, p, dim, eps)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    return ops.cosine_similarity(x1, x2, dim, eps)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    return ops.pairwise_distance(x1, x2, p, eps, keepdim)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # noqa: A002
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of weight picked by integer indices; the padding_idx row gets no gradient."""
+    _refuse("embedding", max_norm=(max_norm, None), scale_grad_by_freq=(scale_grad_by_freq,
+                                                                        False),
+            sparse=(sparse, False))
+    out = ops.embedding(input, weight)
+    if padding_idx is None:
+        return out
+    padding_idx = padding_idx % weight.shape[0] if padding_idx < 0 else padding_idx
+    pad = ops.expand_dims(ops.eq(input, padding_idx), axis=-1)
+    return ops.where(pad, ops.stop_gradient(out), out)
+
+
+def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "dropout", ops.dropout, p, training)
+
+
+def _channel_dropout(x, p, training):
+    """Zero whole channels (dim 1) with probability p, scale the rest by 1 / (1 - p)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return x * 0.0
+    shape = tuple(x.shape[:2]) + (1,) * (x.ndim - 2)
+    keep = ops.rand_like(np.zeros(shape, np.float32)) >= p
+    return ops.where(keep, x * (1.0 / (1.0 - p)), 0.0)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Channel dropout of (N, C, H, W) input (or (N, C, L), as torch does with a warning)."""
+    if input.ndim not in (3, 4):
+        raise ValueError(f"dropout2d: expected a 3-d or 4-d input, got {tuple(input.shape)}")
+    return _inplace(input, inplace, "dropout2d", _channel_dropout, p, training)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    if input.ndim not in (2, 3):
+        raise ValueError(f"dropout1d: expected a 2-d or 3-d input, got {tuple(input.shape)}")
+    return _inplace(input, inplace, "dropout1d", _channel_dropout, p, training)
+
+
+def one_hot(tensor, num_classes=-1):
+    """Class indices as int64 one-hot rows; num_classes=-1 takes the largest index + 1."""
+    if num_classes == -1:
+        num_classes = int(np.max(np.asarray(tensor))) + 1
+    return ops.one_hot(tensor, num_classes, dtype="int64")
 
 
 def _classes_last(x):
@@ -109,17 +345,65 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     """torch.nn.functional.cross_entropy: logits (N, C) or (N, C, d1, ...) and class indices
     (N, ...) or class probabilities shaped like the logits; weight, ignore_index and
     label_smoothing as torch."""
-    if size_average is not None or reduce is not None:
-        raise TypeError("cross_entropy: size_average and reduce are deprecated in PyTorch and "
-                        "not supported by dualgrad; use reduction=")
+    _no_legacy("cross_entropy", size_average, reduce)
     prob = np.dtype(target.dtype).kind == "f" if hasattr(target, "dtype") else False
     return ops.cross_entropy(_classes_last(input), _classes_last(target) if prob else target,
                              reduction=reduction, weight=weight, ignore_index=ignore_index,
                              label_smoothing=label_smoothing)
 
 
-def mse_loss(input, target, reduction="mean"):  # noqa: A002 - torch's argument name
-    return ops.mse_loss(input, target, reduction=reduction)
+def _weighted(name, loss, weight, reduction, by_weight=True):
+    """torch's weighted elementwise losses: weight shaped like the input; 'mean' divides the
+    weighted sum by the sum of the weights (huber_loss: by the element count, as torch)."""
+    if tuple(weight.shape) != tuple(loss.shape):
+        raise ValueError(f"{name}: Weights and input must have the same size.")
+    loss = loss * weight
+    if reduction == "mean":
+        return ops.sum(loss) / ops.sum(weight) if by_weight else ops.mean(loss)
+    return ops.sum(loss) if reduction == "sum" else _none(reduction, loss)
+
+
+def _none(reduction, loss):
+    if reduction != "none":
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return loss
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
+             weight=None):
+    _no_legacy("mse_loss", size_average, reduce)
+    if weight is None:
+        return ops.mse_loss(input, target, reduction=reduction)
+    return _weighted("mse_loss", ops.mse_loss(input, target, reduction="none"), weight,
+                     reduction)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
+            weight=None):
+    _no_legacy("l1_loss", size_average, reduce)
+    if weight is None:
+        return ops.l1_loss(input, target, reduction=reduction)
+    return _weighted("l1_loss", ops.l1_loss(input, target, reduction="none"), weight,
+                     reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
+                   beta=1.0):
+    _no_legacy("smooth_l1_loss", size_average, reduce)
+    return ops.smooth_l1_loss(input, target, reduction=reduction, beta=beta)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa: A002
+    if weight is None:
+        return ops.huber_loss(input, target, reduction=reduction, delta=delta)
+    return _weighted("huber_loss", ops.huber_loss(input, target, reduction="none",
+                                                  delta=delta), weight, reduction, by_weight=False)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
+           log_target=False):
+    _no_legacy("kl_div", size_average, reduce)
+    return ops.kl_div(input, target, reduction=reduction, log_target=log_target)
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,  # noqa: A002
@@ -131,12 +415,33 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,  
     return cross_entropy(input, target, weight, size_average, ignore_index, reduce, reduction)
 
 
-def binary_cross_entropy_with_logits(input, target, reduction="mean"):  # noqa: A002
-    return ops.binary_cross_entropy_with_logits(input, target, reduction=reduction)
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return ops.mean(loss)
+    return ops.sum(loss) if reduction == "sum" else _none(reduction, loss)
 
 
-def binary_cross_entropy(input, target, reduction="mean"):  # noqa: A002
-    return ops.binary_cross_entropy(input, target, reduction=reduction)
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,  # noqa: A002
+                                     reduce=None, reduction="mean", pos_weight=None):
+    """BCE on logits; weight rescales each element's loss, pos_weight the positive term
+    (broadcast along the last dim, as torch)."""
+    _no_legacy("binary_cross_entropy_with_logits", size_average, reduce)
+    if weight is None and pos_weight is None:
+        return ops.binary_cross_entropy_with_logits(input, target, reduction=reduction)
+    if pos_weight is None:
+        loss = ops.binary_cross_entropy_with_logits(input, target, reduction="none")
+    else:   # (1 - t) x + (1 + (pw - 1) t) softplus(-x), torch's stable form
+        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * ops.softplus(-input)
+    return _reduce(loss if weight is None else loss * weight, reduction)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
+                         reduction="mean"):
+    _no_legacy("binary_cross_entropy", size_average, reduce)
+    if weight is None:
+        return ops.binary_cross_entropy(input, target, reduction=reduction)
+    loss = ops.binary_cross_entropy(input, target, reduction="none")
+    return _reduce(loss * weight, reduction)
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,

@@ -23,7 +23,7 @@ import numpy as np
 
 from dualgrad.ops import distributed as _mpi
 from dualgrad.ops.core import current_trace
-from ..core import Tensor, leaves_reached
+from ..core import _GRAD, Tensor, leaves_reached
 from . import Module
 
 __all__ = ["DistributedDataParallel"]
@@ -65,6 +65,7 @@ class DistributedDataParallel(Module):
         self._buckets = _buckets([p for _, p in named], int(bucket_cap_mb * 2 ** 20))
         self._bucket_of = {id(p): b for b in self._buckets for p in b.params}
         self._next = 0          # the next bucket to start, in order on every rank
+        self._eager_grads = False   # an eager forward since the last averaging
         self._hooks = [p.register_post_accumulate_grad_hook(self._grad_ready)
                        for _, p in named]
 
@@ -77,6 +78,8 @@ class DistributedDataParallel(Module):
         trace = current_trace()
         if trace is not None:
             self._staged(trace)
+        elif _GRAD.enabled:
+            self._eager_grads = True    # this backward's gradients are not all averaged yet
         out = self.module(*inputs, **kwargs)
         if self.find_unused_parameters and trace is None and self.require_backward_grad_sync:
             self._mark_unused(out)
@@ -115,8 +118,10 @@ class DistributedDataParallel(Module):
 
     # -- the reducer --------------------------------------------------------------------------
     def _grad_ready(self, p):
-        if _mpi.take_averaged(p) or not self.require_backward_grad_sync:
-            return      # NOTE: a compiled call's graph averaged this gradient already
+        if _mpi.take_averaged(p) and not self._eager_grads:
+            return      # NOTE: a compiled call's graph averaged all of this gradient already
+        if not self.require_backward_grad_sync:
+            return
         bucket = self._bucket_of[id(p)]
         bucket.arrived.add(id(p))
         while self._next < len(self._buckets):
@@ -148,6 +153,7 @@ class DistributedDataParallel(Module):
             b.unused.clear()
             b.req = None
         self._next = 0
+        self._eager_grads = False
 
     def _used_anywhere(self):
         """Parameters some rank gave a gradient: one that none did keeps .grad None (torch)."""

@@ -43,13 +43,27 @@ def _count(state):
     return n
 
 
+def _switches(name, foreach=None, fused=None, capturable=False, differentiable=False,
+              decoupled_weight_decay=False):
+    """torch's implementation switches: foreach / fused pick torch's multi-tensor or fused
+    kernels and capturable its CUDA-graph form, all the same update, so they are accepted;
+    differentiable (autograd through the step) and Adam's decoupled_weight_decay raise."""
+    if differentiable:
+        raise NotImplementedError(f"{name}(differentiable=True) is not supported by dualgrad")
+    if decoupled_weight_decay:
+        raise NotImplementedError(f"{name}(decoupled_weight_decay=True) is not supported by "
+                                  f"dualgrad; use AdamW, which is that optimizer")
+
+
 class SGD(Optimizer):
     """Stochastic gradient descent with momentum, dampening, Nesterov and weight decay."""
     # NOTE: not flat (see Optimizer._step_flat): its rule is 2-4 NumPy calls, and laying the
     # parameters end to end cost more than it saved (MLP, 4 parameters: 20 -> 28 µs a step)
 
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
-                 nesterov=False, *, maximize=False):
+                 nesterov=False, *, maximize=False, foreach=None, differentiable=False,
+                 fused=None):
+        _switches("SGD", foreach, fused, False, differentiable)
         _check("learning rate", lr)
         _check("momentum value", momentum)
         _check("weight_decay value", weight_decay)
@@ -76,7 +90,10 @@ class Adam(Optimizer):
     _default_decay = 0.0
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=None,
-                 amsgrad=False, *, maximize=False):
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None, decoupled_weight_decay=False):
+        _switches(type(self).__name__, foreach, fused, capturable, differentiable,
+                  decoupled_weight_decay)
         weight_decay = self._default_decay if weight_decay is None else weight_decay
         _check("learning rate", lr)
         _check("epsilon value", eps)
@@ -110,7 +127,9 @@ class RMSprop(Optimizer):
     _elementwise = True
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
-                 centered=False, *, maximize=False):
+                 centered=False, capturable=False, foreach=None, maximize=False,
+                 differentiable=False):
+        _switches("RMSprop", foreach, None, capturable, differentiable)
         for name, v in (("learning rate", lr), ("epsilon value", eps), ("alpha value", alpha),
                         ("momentum value", momentum), ("weight_decay value", weight_decay)):
             _check(name, v)
@@ -138,7 +157,9 @@ class Adagrad(Optimizer):
     _elementwise = True
 
     def __init__(self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0,
-                 initial_accumulator_value=0.0, eps=1e-10, *, maximize=False):
+                 initial_accumulator_value=0.0, eps=1e-10, foreach=None, *, maximize=False,
+                 differentiable=False, fused=None):
+        _switches("Adagrad", foreach, fused, False, differentiable)
         for name, v in (("learning rate", lr), ("lr_decay value", lr_decay),
                         ("weight_decay value", weight_decay), ("epsilon value", eps),
                         ("initial_accumulator_value value", initial_accumulator_value)):
@@ -160,8 +181,9 @@ class Adadelta(Optimizer):
     """Adadelta, torch's defaults: lr=1.0, rho=0.9, eps=1e-6."""
     _elementwise = True
 
-    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0, *,
-                 maximize=False):
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0, foreach=None, *,
+                 capturable=False, maximize=False, differentiable=False):
+        _switches("Adadelta", foreach, None, capturable, differentiable)
         _check("learning rate", lr)
         _check("epsilon value", eps)
         _check("weight_decay value", weight_decay)

@@ -17,6 +17,7 @@ import os
 
 import numpy as np
 
+from dualgrad.ops.nn import pair, window_outs
 from dualgrad.ops.shape import expand_index
 
 from ..freeze import FreezeError, describe_node, freeze
@@ -288,6 +289,12 @@ def _unfold_of(t):
     return t.node if t.node.type == "unfold" else None
 
 
+def _window_attrs(u):
+    """An unfold node's (stride, padding, dilation), each a (height, width) pair."""
+    return tuple(pair(u.attrs.get(k, 1 if k != "padding" else 0))
+                 for k in ("stride", "padding", "dilation"))
+
+
 def _is_conv(n):
     """matmul(W (O, C*kh*kw), unfold(x)) with W's shape known: conv2d's own form."""
     u = _unfold_of(n.inputs[1])
@@ -299,12 +306,12 @@ def _is_conv(n):
 def _conv(w, n, ins):
     u = n.inputs[1].node
     kh, kw = u.attrs["kernel"]
-    stride, pad = u.attrs.get("stride", 1), u.attrs.get("padding", 0)
+    (sh, sw), (ph, pw), dil = _window_attrs(u)
     c = u.inputs[0].shape[1]
     o = n.inputs[0].shape[0]
     weight = w.emit("Reshape", [ins[0], w.ints([o, c, kh, kw])])
     y = w.emit("Conv", [w.value(u.inputs[0]), weight], kernel_shape=[kh, kw],
-               strides=[stride, stride], pads=[pad] * 4)
+               strides=[sh, sw], pads=[ph, pw, ph, pw], dilations=list(dil))
     return w.emit("Reshape", [y, w.ints([0, o, -1])])
 
 
@@ -318,9 +325,9 @@ def _is_pool(n):
 def _pool(w, n):
     u = n.inputs[0].node
     kh, kw = u.attrs["kernel"]
-    stride = u.attrs.get("stride", 1)
+    stride, _, dil = _window_attrs(u)
     y = w.emit("MaxPool", [w.value(u.inputs[0])], kernel_shape=[kh, kw],
-               strides=[stride, stride])
+               strides=list(stride), dilations=list(dil))
     return w.emit("Reshape", [y, w.ints([0, -1])])
 
 
@@ -332,18 +339,18 @@ def _unfold(w, n, ins):
         raise OnnxError(f"graph.onnx.export: {describe_node(n)}: unfold needs known channels "
                         f"and image size, got {n.inputs[0].shape}")
     kh, kw = n.attrs["kernel"]
-    s, p = n.attrs.get("stride", 1), n.attrs.get("padding", 0)
+    (sh, sw), (ph, pw), (dh, dw) = _window_attrs(n)
     x = ins[0]
-    if p:
-        x = w.emit("Pad", [x, w.ints([0, 0, p, p, 0, 0, p, p]),
+    if ph or pw:
+        x = w.emit("Pad", [x, w.ints([0, 0, ph, pw, 0, 0, ph, pw]),
                            w.const(np.zeros((), n.inputs[0].dtype))], mode="constant")
-    ho, wo = (h + 2 * p - kh) // s + 1, (wd + 2 * p - kw) // s + 1
+    ho, wo = window_outs((h, wd), (kh, kw), (sh, sw), (ph, pw), (dh, dw))
     cols = []
     for i in range(kh):
         for j in range(kw):
-            sl = w.emit("Slice", [x, w.ints([i, j]), w.ints([i + s * (ho - 1) + 1,
-                                                             j + s * (wo - 1) + 1]),
-                                  w.ints([2, 3]), w.ints([s, s])])
+            sl = w.emit("Slice", [x, w.ints([i * dh, j * dw]),
+                                  w.ints([i * dh + sh * (ho - 1) + 1, j * dw + sw * (wo - 1) + 1]),
+                                  w.ints([2, 3]), w.ints([sh, sw])])
             cols.append(w.emit("Unsqueeze", [sl, w.ints([2])]))
     stacked = w.emit("Concat", cols, axis=2)                      # (N, C, kh*kw, Ho, Wo)
     return w.emit("Reshape", [stacked, w.ints([0, c * kh * kw, ho * wo])])

@@ -378,8 +378,33 @@ def test_softmax_program():
                                atol=1e-7)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_long_row_sums_add_compensated_blocks(dtype):
+    p = Prog(dtype)
+    x = p.input()
+    outs = (p.reduce("sum", p.ew("({0} * {1})", x, p.const(0.5))), p.reduce("max", x),
+            p.reduce("sum", p.ew("cast_int32({0})", x, dtype="int32"), dtype="int32"))
+    fn = compile_fused(p.spec(*outs))
+    assert f"range(0, C, {codegen.SUM_BLOCK})" in fn.source
+    big = np.finfo(dtype).max
+    for C in (codegen.SUM_BLOCK, codegen.SUM_BLOCK + 1, 3 * codegen.SUM_BLOCK + 17):
+        xv = (1 + 0.01 * RNG.random((6, C))).astype(dtype)
+        xv[1, 5], xv[2, -1], xv[3, [0, -1]], xv[4, 7] = np.nan, np.inf, (np.inf, -np.inf), -np.inf
+        xv[5, :3] = big   # the float32 total overflows, as NumPy's does
+        with np.errstate(over="ignore", invalid="ignore"):
+            s, mx, si = fn(6, C, xv)
+            want = (xv * np.asarray(0.5, dtype)).sum(-1)
+        np.testing.assert_array_equal(s[1:], want[1:])
+        np.testing.assert_allclose(s[0], (xv[0].astype(np.float64) * 0.5).sum(),
+                                   rtol=4 * np.finfo(dtype).eps)
+        np.testing.assert_array_equal(mx, xv.max(-1))
+        np.testing.assert_array_equal(si[0], xv[0].astype(np.int32).sum())
+
+
 def test_expensive_values_are_kept_in_a_scratch_row_between_passes():
     # normalise tanh(x) over the row: tanh is computed once (pass 1), then loaded twice
+    # NOTE: each reduction pass is written twice, a plain loop for rows up to SUM_BLOCK and
+    # a blocked one for longer rows; only one of them runs.
     p = Prog("float64")
     x = p.input()
     t = p.ew("tanh({0})", x)
@@ -389,8 +414,8 @@ def test_expensive_values_are_kept_in_a_scratch_row_between_passes():
     var = p.ew("({0} / {1})", p.reduce("sum", p.ew("({0} * {1})", tc, tc)), n)
     fn = compile_fused(p.spec(p.ew("({0} / sqrt({1}))", tc, var), mean))
     body = fn.source.split("def kernel_serial")[1].split("@njit")[0]
-    assert body.count("np.tanh(") == 1 and body.count(f"= st{t}[j]") == 2
-    for R, C in ((70, 9), (1, 5), (3, 1)):
+    assert body.count("np.tanh(") == 2 and body.count(f"= st{t}[j]") == 3
+    for R, C in ((70, 9), (1, 5), (3, 1), (2, 2 * codegen.SUM_BLOCK + 3)):
         xv = rand((R, C), "float64")
         y, m = fn(R, C, xv)
         tv = np.tanh(xv)
@@ -399,7 +424,7 @@ def test_expensive_values_are_kept_in_a_scratch_row_between_passes():
             want = (tv - tv.mean(-1, keepdims=True)) / tv.std(-1, keepdims=True)
         np.testing.assert_allclose(y, want, rtol=1e-9, atol=1e-9)
     soft = compile_fused(softmax_prog()).source.split("def kernel_serial")[1]
-    assert soft.split("@njit")[0].count("exp_f32(") == 1
+    assert soft.split("@njit")[0].count("exp_f32(") == 2
     # a square is cheaper to redo than to keep: no scratch row
     p = Prog("float64")
     xc = p.ew("({0} - {1})", p.input(), p.input(kind="row"))

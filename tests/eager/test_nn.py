@@ -162,7 +162,7 @@ def test_dropout_is_identity_in_eval_and_zeroes_about_p_in_train():
     drop.eval()
     out = drop(x)
     assert out is x or np.array_equal(_np(out), _np(x))
-    assert drop[0].extra_repr() == "p=0.3"
+    assert drop[0].extra_repr() == "p=0.3, inplace=False"  # torch's repr
 
 
 # -- layers against NumPy ---------------------------------------------------------------------

@@ -6,21 +6,27 @@ import warnings
 import numpy as np
 import pytest
 
-from dualgrad import eager, graph
+from dualgrad import compiler, eager, graph
 import dualgrad.eager.nn.functional as F
 
 
 def both(fn, *arrays):
     """fn on eager tensors, and on graph placeholders run optimised (fused) and unoptimised."""
-    out = [fn(*[eager.tensor(a) for a in arrays]).numpy()]
+    return [fn(*[eager.tensor(a) for a in arrays]).numpy(),
+            *(run() for run in graph_runs(fn, arrays))]
+
+
+def graph_runs(fn, arrays):
+    """fn built on graph placeholders: a run optimised (fused) and one unoptimised."""
     g = graph.Graph()
     with g.as_default():
         phs = [graph.placeholder(a.dtype, a.shape) for a in arrays]
         y = fn(*phs)
-    for opt in (True, False):
+
+    def run(opt):
         with graph.Session(g, optimize=opt) as s:
-            out.append(s.run(y, dict(zip(phs, arrays))))
-    return out
+            return s.run(y, dict(zip(phs, arrays)))
+    return [lambda: run(True), lambda: run(False)]
 
 
 def lsm_ref(x):
@@ -81,3 +87,100 @@ def test_norm_gradient_at_zero_is_zero():
     y = eager.tensor([3.0, 4.0], requires_grad=True)
     y.norm().backward()
     np.testing.assert_allclose(y.grad.numpy(), [0.6, 0.8], rtol=1e-6)
+
+
+LONG_ROW = 1 << 20
+LONG_ROW_CASES = {
+    "sum": (lambda t: graph.reduce_sum(t * 1.5, axis=-1), lambda x: (x * 1.5).sum(-1)),
+    "mean": (lambda t: graph.reduce_mean(t * 2.0, axis=-1), lambda x: (x * 2.0).mean(-1)),
+    "softmax": (lambda t: graph.nn.softmax(t, axis=-1),
+                lambda x: np.exp(x - x.max(-1, keepdims=True))
+                / np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True)),
+    "layer_norm": (lambda t: graph.nn.layer_norm(t),
+                   lambda x: (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True)
+                                                                      + 1e-5)),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", sorted(LONG_ROW_CASES))
+def test_reductions_over_long_rows_are_as_exact_as_numpy_fused_or_not(case, dtype):
+    # NOTE: near-constant rows are the hard case for a running sum: every addition rounds
+    # the same way (main's fused float32 sum was off by 4e-6 here, layer_norm by 4e-4).
+    fn, ref = LONG_ROW_CASES[case]
+    x = (1.0 + 0.01 * np.random.default_rng(0).random((2, LONG_ROW))).astype(dtype)
+    g = graph.Graph()
+    with g.as_default():
+        p = graph.placeholder(dtype, (None, LONG_ROW))
+        y = fn(p)
+    with graph.Session(g, optimize=True) as s:
+        got = s.run(y, {p: x})
+        assert s.last_report["fuse"].details["groups"] >= 1
+    with graph.Session(g, optimize=False) as s:
+        unfused = s.run(y, {p: x})
+    want = ref(x.astype(np.float64))
+
+    def err(a):
+        return np.abs(a - want).max() / np.abs(want).max()
+    assert err(got) <= 2 * err(ref(x)) + 4 * np.finfo(dtype).eps
+    assert err(unfused) <= 2 * err(ref(x)) + 4 * np.finfo(dtype).eps
+
+
+def all_engines(fn, *arrays):
+    """fn in eager, graph (optimised and not) and compile(): each result, or the exception."""
+    runs = [lambda: fn(*[eager.tensor(a) for a in arrays]).numpy(),
+            lambda: compiler.compile(fn)(*[eager.tensor(a) for a in arrays]).numpy(),
+            *graph_runs(fn, arrays)]
+    return [_outcome(run) for run in runs]
+
+
+def _outcome(run):
+    try:
+        return run()
+    except Exception as e:  # noqa: BLE001 - the test compares what each engine does
+        return e
+
+
+@pytest.mark.parametrize("shape, axis", [((3, 0), -1), ((0, 3), 0), ((2, 0, 4), 1)])
+def test_softmax_over_an_empty_axis_is_empty_in_every_engine(shape, axis):
+    x = np.zeros(shape, np.float32)
+    reduced = tuple(d for i, d in enumerate(shape) if i != axis % len(shape))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # NOTE: NumPy warns on log(0)
+        for fn in (lambda t: F.softmax(t, dim=axis), lambda t: F.log_softmax(t, dim=axis)):
+            for got in all_engines(lambda t: fn(t) * 2.0, x):
+                assert isinstance(got, np.ndarray) and got.shape == shape, got
+        for got in all_engines(lambda t: eager.logsumexp(t, dim=axis) * 2.0, x):
+            np.testing.assert_array_equal(got, np.full(reduced, -np.inf))
+
+
+def test_max_over_an_empty_axis_raises_fused_or_not():
+    x = np.zeros((3, 0), np.float32)
+    for got in all_engines(lambda t: t.amax(dim=-1, keepdim=True) * 2.0
+                           if isinstance(t, eager.Tensor)
+                           else graph.reduce_max(t, axis=-1, keepdims=True) * 2.0, x):
+        assert isinstance(got, Exception) and "zero-size array" in str(got), got
+
+
+def test_integer_to_a_negative_power_raises_in_every_engine():
+    ints = np.array([1, 2, 3], np.int32)
+    for fn in (lambda t: (t + 1) ** -1, lambda t: (t * 2) ** -2, lambda t: t ** -1):
+        for x in (ints, ints[:0]):
+            for got in all_engines(fn, x):
+                assert isinstance(got, Exception), got
+                assert "Integers to negative integer powers are not allowed" in str(got)
+    exps = np.array([2, -1, 0], np.int32)
+    for got in all_engines(lambda t, e: (t + 1) ** e, ints, exps):
+        assert "Integers to negative integer powers are not allowed" in str(got)
+    for got in all_engines(lambda t: (t + 1) ** 3 + (t * 2) ** 5, ints):
+        np.testing.assert_array_equal(got, (ints + 1) ** 3 + (ints * 2) ** 5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_sigmoid_deep_negative_tail_in_every_engine(dtype):
+    x = np.array([-20.0, -100.0, -30.0], dtype)
+    want = np.exp(x.astype(np.float64)) / (1 + np.exp(x.astype(np.float64)))
+    tiny = np.finfo(dtype).smallest_subnormal   # NOTE: float32 holds sigmoid(-100) as one
+    for got in all_engines(lambda t: eager.sigmoid(t) * 1.5 if isinstance(t, eager.Tensor)
+                           else graph.sigmoid(t) * 1.5, x):
+        np.testing.assert_allclose(got / np.asarray(1.5, dtype), want, rtol=1e-6, atol=tiny)

@@ -1,6 +1,8 @@
 """Inputs that would be misread are refused with the op's own error."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -65,3 +67,52 @@ def test_graph_load_checks_every_variable_against_the_graph(tmp_path):
     with pytest.raises(graph.errors.GraphFileError, match=r"variable 'v' is \(2, 3\) float32 "
                        r"in the graph but \(1, 3\) float32"):
         graph.load(str(tmp_path / "m"))
+
+
+def _saved_graph(tmp_path):
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (None, 2), name="x")
+        v = graph.Variable(np.ones(2, np.float32), name="v")
+        graph.reduce_sum(x * v, axis=1, name="y")
+        init = graph.global_variables_initializer()
+    s = graph.Session(g)
+    s.run(init)
+    graph.save(str(tmp_path / "m"), s)
+    return s
+
+
+@pytest.mark.parametrize("depth", [900, 100_000])
+def test_graph_load_refuses_deeply_nested_attributes(tmp_path, depth):
+    import json
+    _saved_graph(tmp_path)
+    path = tmp_path / "m.json"
+    doc = json.loads(path.read_text())
+    node = next(n for n in doc["graph"]["nodes"] if n["op"] == "sum")
+    text = json.dumps(doc).replace(json.dumps(node["attrs"]),
+                                   '{"axis": ' + "[" * depth + "1" + "]" * depth + "}", 1)
+    path.write_text(text)
+    with pytest.raises(graph.errors.GraphFileError, match=rf"{re.escape(str(path))}.*nested"):
+        graph.load(str(tmp_path / "m"))
+
+
+def _bfloat16_file(path):
+    """A safetensors file holding var:v as bfloat16 (written by hand: NumPy has no bfloat16)."""
+    import json
+    import struct
+    header = json.dumps({"var:v": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]}})
+    header += " " * (-len(header) % 8)
+    path.write_bytes(struct.pack("<Q", len(header)) + header.encode() + b"\x80\x3f" * 2)
+
+
+def test_bfloat16_weights_are_refused_by_name(tmp_path):
+    s = _saved_graph(tmp_path)
+    _bfloat16_file(tmp_path / "m.safetensors")
+    file = re.escape(str(tmp_path / "m.safetensors"))
+    want = rf"{file}.*'var:v' \(bfloat16\).*NumPy cannot hold"
+    with pytest.raises(graph.errors.GraphFileError, match=want):
+        graph.load(str(tmp_path / "m"))
+    with pytest.raises(graph.errors.GraphFileError, match=want):
+        graph.restore(s, str(tmp_path / "m"))
+    with pytest.raises(ValueError, match=rf"eager.load: {want}"):
+        eager.load(str(tmp_path / "m.safetensors"))

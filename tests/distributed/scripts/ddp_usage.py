@@ -1,6 +1,7 @@
 """DDP as a user meets it: .module, buffers, no_sync(), checkpoints, bad models (mpiexec -n 2)."""
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -88,6 +89,31 @@ for compiled in (False, True):
             else:
                 np.testing.assert_allclose(p.grad.numpy(), want.numpy(), rtol=1e-6,
                                            err_msg=f"compiled={compiled} {name}")
+
+# a compiled call and an eager call of one DDP model in the same backward: all averaged
+eager.manual_seed(1)
+mixed = DDP(nn.Linear(4, 2))
+compiled_sum = compiler.compile(lambda x: mixed(x).sum())
+xa, xb = eager.full((2, 4), 1.0 + rank), eager.full((2, 4), 3.0 * rank)
+for _ in range(2):
+    mixed.zero_grad()
+    (compiled_sum(xa) + mixed(xb).sum()).backward()
+    # d/dW: column sums of xa + xb, i.e. 2 + 0 on rank 0 and 4 + 6 on rank 1: mean 6
+    np.testing.assert_allclose(mixed.module.weight.grad.numpy(), np.full((2, 4), 6.0))
+
+# a compiled function that cannot be traced runs eagerly, and the hooks average
+def breaks(x):
+    out = mixed(x).sum()
+    return out if out > -1e9 else -out          # control flow on a value: a graph break
+
+
+compiled_breaks = compiler.compile(breaks)
+mixed.zero_grad()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    compiled_breaks(xa).backward()
+assert any("graph break" in str(w.message) for w in caught), [str(w.message) for w in caught]
+np.testing.assert_allclose(mixed.module.weight.grad.numpy(), np.full((2, 4), 3.0))
 
 # without it, a parameter without a gradient is a clear error, eager or compiled
 strict = DDP(two_heads())

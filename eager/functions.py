@@ -1,0 +1,674 @@
+"""torch.* math that PyTorch programs call by name (mm, einsum, std, roll, scatter, …), as
+compositions of the op library's ops, and the same names as Tensor methods.
+
+Functions whose result's shape depends on the values (nonzero, masked_select's count,
+bincount, searchsorted, multinomial) compute with NumPy and carry no gradient, like unique.
+
+>>> from dualgrad import eager
+>>> x = eager.tensor([[1.0, 2.0], [3.0, 4.0]])
+>>> eager.einsum("ij,jk->ik", x, x).tolist(), eager.roll(x, 1, 0).tolist()
+([[7.0, 10.0], [15.0, 22.0]], [[3.0, 4.0], [1.0, 2.0]])
+"""
+from __future__ import annotations
+
+import builtins
+import string
+
+import numpy as np
+
+from dualgrad import ops
+from dualgrad.ops.rules import norm_axis
+
+
+def _t(x):
+    from .core import Tensor
+    return x if isinstance(x, Tensor) else Tensor(np.asarray(x))
+
+
+def _arr(x):
+    return np.asarray(x)
+
+
+def _no_grad_tensor(arr):
+    from .core import Tensor
+    return Tensor(np.asarray(arr))
+
+
+def _dims(dim, ndim):
+    dims = range(ndim) if dim is None else (dim,) if np.ndim(dim) == 0 else dim
+    return tuple(sorted(norm_axis("reduce", d, ndim) for d in dims))
+
+
+# -- products ---------------------------------------------------------------------------------
+def _need_ndim(name, t, nd):
+    if t.ndim != nd:
+        raise RuntimeError(f"{name}: expected a {nd}-D tensor, got {t.ndim}-D of shape "
+                           f"{tuple(t.shape)}")
+
+
+def mm(input, mat2):  # noqa: A002 - torch's argument names
+    _need_ndim("mm", input, 2)
+    _need_ndim("mm", mat2, 2)
+    return ops.matmul(input, mat2)
+
+
+def bmm(input, mat2):  # noqa: A002
+    _need_ndim("bmm", input, 3)
+    _need_ndim("bmm", mat2, 3)
+    return ops.matmul(input, mat2)
+
+
+def dot(input, tensor):  # noqa: A002
+    _need_ndim("dot", input, 1)
+    _need_ndim("dot", tensor, 1)
+    return ops.matmul(input, tensor)
+
+
+def outer(input, vec2):  # noqa: A002
+    return ops.expand_dims(input, axis=1) * ops.expand_dims(vec2, axis=0)
+
+
+ger = outer
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
+    return _scaled(input, beta) + _scaled(mm(mat1, mat2), alpha)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
+    return _scaled(input, beta) + _scaled(bmm(batch1, batch2), alpha)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    return input + _scaled(tensor1 * tensor2, value)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    return input + _scaled(tensor1 / tensor2, value)
+
+
+def _scaled(x, k):
+    return x if k == 1 else x * k
+
+
+def einsum(equation, *operands):
+    """torch.einsum: each operand is laid out over every index letter (size 1 where it has
+    none), the product is summed over the letters not in the output. Gradients come from
+    mul, sum and the layout ops; '...' is supported."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise ValueError(f"einsum: {len(terms)} operand specs in {equation!r} for "
+                         f"{len(operands)} operands")
+    free = [c for c in string.ascii_letters if c not in eq]
+    ell = max((_t(o).ndim - len(t.replace("...", "")) for t, o in zip(terms, operands)
+               if "..." in t), default=0)
+    fill = "".join(free[:ell])
+    terms = [t.replace("...", fill[len(fill) - (_t(o).ndim - len(t.replace("...", ""))):]
+                       if "..." in t else "") for t, o in zip(terms, operands)]
+    if not arrow:
+        counts = {c: "".join(terms).count(c) for c in "".join(terms)}
+        rhs = fill + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in fill))
+    rhs = rhs.replace("...", fill)
+    letters = list(dict.fromkeys(rhs + "".join(terms)))
+    prod = None
+    for term, x in zip(terms, operands):
+        x = _t(x)
+        if len(term) != x.ndim:
+            raise ValueError(f"einsum: operand spec {term!r} has {len(term)} letters for a "
+                             f"{x.ndim}-D operand of shape {tuple(x.shape)}")
+        x, term = _diagonals(x, term)
+        order = [term.index(c) for c in letters if c in term]
+        x = x.permute(*order) if order != list(range(len(order))) else x
+        shape = [x.shape[[c for c in letters if c in term].index(c)] if c in term else 1
+                 for c in letters]
+        x = x.reshape(tuple(shape))
+        prod = x if prod is None else prod * x
+    summed = tuple(i for i, c in enumerate(letters) if c not in rhs)
+    out = ops.sum(prod, axis=summed) if summed else prod
+    return out
+
+
+def _diagonals(x, term):
+    """A letter repeated within one operand ('ii->i') takes that operand's diagonal."""
+    for c in list(dict.fromkeys(term)):
+        while term.count(c) > 1:
+            i = term.index(c)
+            j = term.index(c, i + 1)
+            x = diagonal(x, 0, i, j)
+            term = term[:i] + term[i + 1:j] + term[j + 1:] + c
+    return x, term
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):  # noqa: A002
+    """The diagonal over dim1, dim2 appended as the last dim (torch.diagonal)."""
+    x = _t(input)
+    nd = x.ndim
+    d1, d2 = norm_axis("diagonal", dim1, nd), norm_axis("diagonal", dim2, nd)
+    rest = [k for k in range(nd) if k not in (d1, d2)]
+    x = x.permute(*rest, d1, d2)
+    n1, n2 = x.shape[-2], x.shape[-1]
+    rows = np.arange(builtins.max(0, -offset), builtins.min(n1, n2 - offset))
+    flat = x.reshape(tuple(x.shape[:-2]) + (n1 * n2,))
+    return ops.take(flat, rows * n2 + rows + offset, axis=-1 % flat.ndim)
+
+
+def diag(input, diagonal=0):  # noqa: A002
+    """A 1-D input becomes a square matrix with it on the given diagonal; a 2-D input gives
+    that diagonal."""
+    x = _t(input)
+    if x.ndim == 1:
+        n = x.shape[0] + builtins.abs(diagonal)
+        idx = np.arange(x.shape[0])
+        r, c = (idx, idx + diagonal) if diagonal >= 0 else (idx - diagonal, idx)
+        onto = np.zeros((x.shape[0], n * n), np.float32)
+        onto[idx, r * n + c] = 1.0
+        return ops.reshape(ops.matmul(x, onto.astype(x.dtype)), (n, n))
+    if x.ndim != 2:
+        raise RuntimeError(f"diag: expected a 1-D or 2-D tensor, got {x.ndim}-D")
+    return globals()["diagonal"](x, diagonal)
+
+
+def kron(input, other):  # noqa: A002
+    a, b = _t(input), _t(other)
+    nd = builtins.max(a.ndim, b.ndim)
+    a = a.reshape((1,) * (nd - a.ndim) + tuple(a.shape))
+    b = b.reshape((1,) * (nd - b.ndim) + tuple(b.shape))
+    ax = a.reshape(tuple(s for d in a.shape for s in (d, 1)))
+    bx = b.reshape(tuple(s for d in b.shape for s in (1, d)))
+    return (ax * bx).reshape(tuple(p * q for p, q in zip(a.shape, b.shape)))
+
+
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """Pairwise p-norm distances between the rows of x1 (.., P, M) and x2 (.., R, M)."""
+    diff = ops.expand_dims(x1, axis=-2) - ops.expand_dims(x2, axis=-3)
+    if p == 0:
+        return ops.sum(ops.cast(diff != 0, diff.dtype), axis=-1)
+    if p == float("inf"):
+        return ops.max(ops.abs(diff), axis=-1)
+    if p in (1, 2):
+        return ops.norm(diff, ord=int(p), axis=-1)
+    return ops.sum(ops.abs(diff) ** p, axis=-1) ** (1.0 / p)
+
+
+# -- reductions -------------------------------------------------------------------------------
+def _correction(name, unbiased, correction):
+    if correction is not None:
+        return correction
+    return 1 if unbiased is None or unbiased else 0
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    """Variance with Bessel's correction by default (correction=1); correction=0 is the
+    population variance."""
+    x = _t(input)
+    c = _correction("var", unbiased, correction)
+    v = ops.var(x, axis=dim, keepdims=keepdim)
+    n = ops.reduce.static_count(x.shape, dim)
+    return v if c == 0 else v * (n / builtins.max(n - c, 0) if n - c > 0 else float("inf"))
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    return ops.sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    return std(input, dim, unbiased, keepdim, correction=correction), \
+        ops.mean(input, axis=dim, keepdims=keepdim)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    return var(input, dim, unbiased, keepdim, correction=correction), \
+        ops.mean(input, axis=dim, keepdims=keepdim)
+
+
+def _slices(x, dim):
+    n = x.shape[dim]
+    lead = (slice(None),) * dim
+    return [ops.slice_(x, index=lead + (slice(i, i + 1),)) for i in range(n)]
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """The product along dim (every element by default), as a chain of multiplies so the
+    gradient is exact with zeros present."""
+    x = _t(input)
+    if dtype is not None:
+        x = ops.cast(x, np.dtype(dtype))
+    if dim is None:
+        x, dim = x.reshape(-1), 0
+    d = norm_axis("prod", dim, x.ndim)
+    parts = _slices(x, d)
+    out = parts[0] if parts else ops.ones_like(ops.sum(x, axis=d, keepdims=True))
+    for p in parts[1:]:
+        out = out * p
+    return out if keepdim else ops.squeeze(out, axis=d)
+
+
+def cumprod(input, dim, *, dtype=None):  # noqa: A002
+    x = _t(input) if dtype is None else ops.cast(_t(input), np.dtype(dtype))
+    d = norm_axis("cumprod", dim, x.ndim)
+    parts, outs = _slices(x, d), []
+    for p in parts:
+        outs.append(p if not outs else outs[-1] * p)
+    return ops.concat(*outs, axis=d)
+
+
+def amax(input, dim=(), keepdim=False):  # noqa: A002
+    return ops.max(input, axis=None if dim == () else dim, keepdims=keepdim)
+
+
+def amin(input, dim=(), keepdim=False):  # noqa: A002
+    return ops.min(input, axis=None if dim == () else dim, keepdims=keepdim)
+
+
+def count_nonzero(input, dim=None):  # noqa: A002
+    return ops.sum(ops.cast(ops.ne(input, 0), "int64"), axis=dim)
+
+
+def logcumsumexp(input, dim):  # noqa: A002
+    x = _t(input)
+    m = ops.stop_gradient(ops.max(x, axis=dim, keepdims=True))
+    return ops.log(ops.cumsum(ops.exp(x - m), axis=dim)) + m
+
+
+# -- elementwise ------------------------------------------------------------------------------
+def floor(input):  # noqa: A002
+    return ops.floor(input)
+
+
+def ceil(input):  # noqa: A002
+    return ops.ceil(input)
+
+
+def round(input, *, decimals=0):  # noqa: A001,A002
+    if decimals == 0:
+        return ops.round(input)
+    k = 10.0 ** decimals
+    return ops.round(input * k) / k
+
+
+def trunc(input):  # noqa: A002
+    return ops.where(ops.ge(input, 0), ops.floor(input), ops.ceil(input))
+
+
+fix = trunc
+
+
+def frac(input):  # noqa: A002
+    return input - trunc(input)
+
+
+def fmod(input, other):  # noqa: A002
+    """The remainder with the sign of the dividend (C's fmod)."""
+    return input - trunc(input / other) * other if _is_float(input, other) else \
+        _t(np.fmod(_arr(input), _arr(other)))
+
+
+def remainder(input, other):  # noqa: A002
+    """The remainder with the sign of the divisor (Python's %)."""
+    return input - ops.floor(input / other) * other if _is_float(input, other) else \
+        _t(np.remainder(_arr(input), _arr(other)))
+
+
+def _is_float(*xs):
+    return builtins.any(np.asarray(x).dtype.kind == "f" for x in xs)
+
+
+def floor_divide(input, other):  # noqa: A002
+    return ops.floor(input / other) if _is_float(input, other) else \
+        _t(np.floor_divide(_arr(input), _arr(other)))
+
+
+def true_divide(input, other):  # noqa: A002
+    return input / other
+
+
+def div(input, other, *, rounding_mode=None):  # noqa: A002
+    if rounding_mode is None:
+        return input / other
+    if rounding_mode == "floor":
+        return floor_divide(input, other)
+    if rounding_mode == "trunc":
+        return trunc(input / other) if _is_float(input, other) else \
+            _t((np.trunc(_arr(input) / _arr(other))).astype(np.result_type(_arr(input),
+                                                                            _arr(other))))
+    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                     f"found '{rounding_mode}'")
+
+
+divide = div
+
+
+def log1p(input):  # noqa: A002
+    return ops.log(input + 1.0)
+
+
+def expm1(input):  # noqa: A002
+    return ops.exp(input) - 1.0
+
+
+def log2(input):  # noqa: A002
+    return ops.log(input) * (1.0 / np.log(2.0))
+
+
+def log10(input):  # noqa: A002
+    return ops.log(input) * (1.0 / np.log(10.0))
+
+
+def reciprocal(input):  # noqa: A002
+    return 1.0 / input
+
+
+def isnan(input):  # noqa: A002
+    return ops.ne(input, input)
+
+
+def isinf(input):  # noqa: A002
+    return ops.eq(ops.abs(input), np.inf)
+
+
+def isfinite(input):  # noqa: A002
+    return ops.logical_not(ops.logical_or(isnan(input), isinf(input)))
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002
+    """NaN -> nan, +inf -> posinf, -inf -> neginf (the dtype's largest values by default)."""
+    x = _t(input)
+    if x.dtype.kind != "f":
+        return x
+    big = float(np.finfo(x.dtype).max)
+    x = ops.where(isnan(x), nan, x)
+    x = ops.where(ops.eq(x, np.inf), big if posinf is None else posinf, x)
+    return ops.where(ops.eq(x, -np.inf), -big if neginf is None else neginf, x)
+
+
+def clamp_min(input, min):  # noqa: A002
+    return ops.clamp(input, min=min)
+
+
+def clamp_max(input, max):  # noqa: A002
+    return ops.clamp(input, max=max)
+
+
+def lerp(input, end, weight):  # noqa: A002
+    return input + weight * (end - input)
+
+
+def _as_bool(x):
+    x = _t(x)
+    return x if x.dtype == np.bool_ else ops.ne(x, 0)
+
+
+def logical_and(input, other):  # noqa: A002
+    return ops.logical_and(_as_bool(input), _as_bool(other))
+
+
+def logical_or(input, other):  # noqa: A002
+    return ops.logical_or(_as_bool(input), _as_bool(other))
+
+
+def logical_not(input):  # noqa: A002
+    return ops.logical_not(_as_bool(input))
+
+
+def logical_xor(input, other):  # noqa: A002
+    return ops.ne(_as_bool(input), _as_bool(other))
+
+
+# -- shapes and indexing ----------------------------------------------------------------------
+def narrow(input, dim, start, length):  # noqa: A002
+    x = _t(input)
+    d = norm_axis("narrow", dim, x.ndim)
+    start = start + x.shape[d] if start < 0 else start
+    if not 0 <= start <= start + length <= x.shape[d]:
+        raise IndexError(f"narrow: start ({start}) + length ({length}) exceeds dimension size "
+                         f"({x.shape[d]}) of dim {dim}")
+    return ops.slice_(x, index=(slice(None),) * d + (slice(start, start + length),))
+
+
+def unbind(input, dim=0):  # noqa: A002
+    x = _t(input)
+    d = norm_axis("unbind", dim, x.ndim)
+    return tuple(ops.squeeze(p, axis=d) for p in _slices(x, d))
+
+
+def roll(input, shifts, dims=None):  # noqa: A002
+    x = _t(input)
+    if dims is None:
+        return roll(x.reshape(-1), shifts, 0).reshape(tuple(x.shape))
+    shifts = (shifts,) if np.ndim(shifts) == 0 else tuple(shifts)
+    dims = (dims,) if np.ndim(dims) == 0 else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims: {len(dims)}")
+    for s, d in zip(shifts, dims):
+        d = norm_axis("roll", d, x.ndim)
+        n = x.shape[d]
+        s %= n if n else 1
+        if s:
+            lead = (slice(None),) * d
+            x = ops.concat(ops.slice_(x, index=lead + (slice(n - s, n),)),
+                           ops.slice_(x, index=lead + (slice(0, n - s),)), axis=d)
+    return x
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # noqa: A002
+    x = _t(input)
+    if repeats is None:          # torch.repeat_interleave(counts): indices repeated
+        counts = _arr(x)
+        return _no_grad_tensor(np.repeat(np.arange(counts.size), counts))
+    if dim is None:
+        x, dim = x.reshape(-1), 0
+    d = norm_axis("repeat_interleave", dim, x.ndim)
+    idx = np.repeat(np.arange(x.shape[d]), _arr(repeats))
+    return ops.take(x, idx, axis=d)
+
+
+def tile(input, dims):  # noqa: A002
+    x = _t(input)
+    dims = tuple(dims)
+    if len(dims) < x.ndim:
+        dims = (1,) * (x.ndim - len(dims)) + dims
+    return x.repeat(*dims)
+
+
+def broadcast_to(input, size):  # noqa: A002
+    return ops.broadcast_to(input, shape=tuple(size))
+
+
+def broadcast_tensors(*tensors):
+    shape = np.broadcast_shapes(*[tuple(_t(t).shape) for t in tensors])
+    return tuple(broadcast_to(t, shape) for t in tensors)
+
+
+def take(input, index):  # noqa: A002
+    return ops.take(_t(input).reshape(-1), index, axis=0)
+
+
+def masked_select(input, mask):  # noqa: A002
+    x, m = broadcast_tensors(_t(input), _t(mask))
+    return ops.take(x.reshape(-1), np.flatnonzero(_arr(m)), axis=0)
+
+
+def nonzero(input, *, as_tuple=False):  # noqa: A002
+    idx = np.nonzero(_arr(input))
+    if as_tuple:
+        return tuple(_no_grad_tensor(i.astype(np.int64)) for i in idx)
+    return _no_grad_tensor(np.stack(idx, axis=1).astype(np.int64))
+
+
+def argwhere(input):  # noqa: A002
+    return nonzero(input)
+
+
+def _scatter_prep(name, x, dim, index, src):
+    idx = _arr(index).astype(np.int64)
+    d = norm_axis(name, dim, x.ndim)
+    if np.ndim(src) == 0:
+        src = np.full(idx.shape, src, _arr(x).dtype)
+    elif tuple(_t(src).shape) != idx.shape:
+        src = _t(src)[tuple(slice(0, n) for n in idx.shape)]
+    return idx, d, src
+
+
+def scatter_add(input, dim, index, src):  # noqa: A002
+    """input with src added at index along dim (torch.scatter_add)."""
+    x = _t(input)
+    idx, d, src = _scatter_prep("scatter_add", x, dim, index, src)
+    return x + ops.gather_grad(src, idx, x, axis=d)
+
+
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A002
+    """input with src (or value) written at index along dim. Duplicate indices, where
+    torch's pick is unspecified, raise."""
+    if reduce is not None:
+        if reduce == "add":
+            return scatter_add(input, dim, index, src if value is None else value)
+        raise NotImplementedError(f"scatter(reduce={reduce!r}) is not supported by dualgrad")
+    x = _t(input)
+    idx, d, src = _scatter_prep("scatter", x, dim, index, src if value is None else value)
+    hits = ops.gather_grad(np.ones(idx.shape, np.float32), idx, np.zeros(x.shape, np.float32),
+                           axis=d)
+    if np.max(_arr(hits), initial=0) > 1:
+        raise NotImplementedError("scatter: duplicate indices along dim (torch leaves which "
+                                  "value wins unspecified); use scatter_add or unique indices")
+    return ops.where(ops.gt(hits, 0), ops.gather_grad(src, idx, x, axis=d), x)
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
+    x = _t(input)
+    d = norm_axis("diff", dim, x.ndim)
+    parts = [p for p in (prepend, x, append) if p is not None]
+    x = ops.concat(*[_t(p) for p in parts], axis=d) if len(parts) > 1 else x
+    lead = (slice(None),) * d
+    for _ in range(n):
+        m = x.shape[d]
+        x = ops.slice_(x, index=lead + (slice(1, m),)) - ops.slice_(x, index=lead +
+                                                                    (slice(0, m - 1),))
+    return x
+
+
+def meshgrid(*tensors, indexing="ij"):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
+    ts = [_t(t).reshape(-1) for t in tensors]
+    sizes = [t.shape[0] for t in ts]
+    if indexing == "xy" and len(ts) >= 2:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for i, t in enumerate(ts):
+        k = i if indexing == "ij" or len(ts) < 2 or i > 1 else 1 - i
+        shape = [1] * len(ts)
+        shape[k] = t.shape[0]
+        out.append(ops.broadcast_to(t.reshape(tuple(shape)), shape=tuple(sizes)))
+    return tuple(out)
+
+
+def bincount(input, weights=None, minlength=0):  # noqa: A002
+    if weights is not None and getattr(weights, "requires_grad", False):
+        raise NotImplementedError("bincount: weights that require grad are not supported by "
+                                  "dualgrad")
+    w = None if weights is None else _arr(weights)
+    return _no_grad_tensor(np.bincount(_arr(input), w, minlength))
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,  # noqa: A002
+                 sorter=None):
+    side = side or ("right" if right else "left")
+    seq, vals = _arr(sorted_sequence), _arr(input)
+    if sorter is not None:
+        seq = np.take_along_axis(seq, _arr(sorter), axis=-1)
+    if seq.ndim == 1:
+        out = np.searchsorted(seq, vals, side=side)
+    else:
+        out = np.stack([np.searchsorted(s, v, side=side) for s, v in
+                        zip(seq.reshape(-1, seq.shape[-1]), vals.reshape(-1, vals.shape[-1]))])
+        out = out.reshape(vals.shape)
+    return _no_grad_tensor(out.astype(np.int32 if out_int32 else np.int64))
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):  # noqa: A002
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+# -- random -----------------------------------------------------------------------------------
+def _gen(generator):
+    from .generator import rng_of
+    return rng_of(generator)
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):  # noqa: A002
+    """Indices drawn from each row's (unnormalised) weights; NumPy's stream, not torch's."""
+    p = _arr(input).astype(np.float64)
+    rows = p.reshape(-1, p.shape[-1])
+    if not replacement and num_samples > (rows > 0).sum(-1).min():
+        raise RuntimeError("multinomial: cannot sample n_sample > prob_dist.size(-1) samples "
+                           "without replacement")
+    g = _gen(generator)
+    out = np.stack([g.choice(r.size, num_samples, replace=replacement, p=r / r.sum())
+                    for r in rows])
+    return _no_grad_tensor(out.reshape(p.shape[:-1] + (num_samples,)).astype(np.int64))
+
+
+def bernoulli(input, p=None, *, generator=None):  # noqa: A002
+    probs = _arr(input) if p is None else np.full(_arr(input).shape, p)
+    draw = _gen(generator).random(probs.shape)
+    return _no_grad_tensor((draw < probs).astype(_arr(input).dtype))
+
+
+def normal(mean, std=1.0, size=None, *, generator=None):
+    if size is not None:
+        shape = tuple(size)
+    else:
+        shape = np.broadcast_shapes(np.shape(_arr(mean)), np.shape(_arr(std)))
+    noise = _gen(generator).standard_normal(shape).astype(np.float32)
+    dtype = next((_arr(v).dtype for v in (mean, std) if _arr(v).dtype.kind == "f"),
+                 np.dtype(np.float32))
+    return _no_grad_tensor((_arr(mean) + _arr(std) * noise).astype(dtype))
+
+
+__all__ = TORCH_NAMES = [
+    "mm", "bmm", "dot", "outer", "ger", "addmm", "baddbmm", "addcmul", "addcdiv", "einsum",
+    "diagonal", "diag", "kron", "cdist", "var", "std", "std_mean", "var_mean", "prod",
+    "cumprod", "amax", "amin", "count_nonzero", "logcumsumexp", "floor", "ceil", "round",
+    "trunc", "fix", "frac", "fmod", "remainder", "floor_divide", "true_divide", "div",
+    "divide", "log1p", "expm1", "log2", "log10", "reciprocal", "isnan", "isinf", "isfinite",
+    "nan_to_num", "clamp_min", "clamp_max", "lerp", "logical_and", "logical_or",
+    "logical_not", "logical_xor", "narrow", "unbind", "roll", "repeat_interleave", "tile",
+    "broadcast_to", "broadcast_tensors", "take", "masked_select", "nonzero", "argwhere",
+    "scatter", "scatter_add", "diff", "meshgrid", "bincount", "searchsorted", "bucketize",
+    "multinomial", "bernoulli", "normal"]
+
+
+def _method(fn):
+    def method(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+    method.__name__ = method.__qualname__ = fn.__name__
+    method.__doc__ = fn.__doc__
+    return method
+
+
+# Tensor methods of the same names (Tensor's own definitions, e.g. var/std/amax, come first)
+_METHODS = ["mm", "bmm", "dot", "outer", "addmm", "baddbmm", "addcmul", "addcdiv", "diagonal",
+            "diag", "kron", "prod", "cumprod", "count_nonzero", "logcumsumexp", "floor", "ceil",
+            "round", "trunc", "fix", "frac", "fmod", "remainder", "floor_divide", "true_divide",
+            "div", "divide", "log1p", "expm1", "log2", "log10", "reciprocal", "isnan", "isinf",
+            "isfinite", "nan_to_num", "clamp_min", "clamp_max", "lerp", "logical_and",
+            "logical_or", "logical_not", "logical_xor", "narrow", "unbind", "roll",
+            "repeat_interleave", "tile", "broadcast_to", "take", "masked_select", "nonzero",
+            "argwhere", "scatter", "scatter_add", "diff", "bincount", "multinomial",
+            "bernoulli"]
+
+
+class FunctionMethods:
+    """Tensor methods for the functions above (Tensor inherits this mixin)."""
+    __slots__ = ()
+
+
+for _name in _METHODS:
+    setattr(FunctionMethods, _name, _method(globals()[_name]))

@@ -1,0 +1,138 @@
+"""Activation modules, as torch.nn names them; each calls its functional form.
+
+>>> from dualgrad import eager
+>>> from dualgrad.eager import nn
+>>> nn.LeakyReLU(0.1)(eager.tensor([-1.0, 2.0])).tolist()
+[-0.10000000149011612, 2.0]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import Module, Parameter
+from . import functional as F
+
+
+class _Inplace(Module):
+    """An activation with torch's `inplace=` flag (the result written into the input)."""
+    _fn = None
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return type(self)._fn(input, inplace=self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class ReLU(_Inplace):
+    """max(x, 0)"""
+    _fn = staticmethod(F.relu)
+
+
+class ReLU6(_Inplace):
+    """min(max(x, 0), 6)"""
+    _fn = staticmethod(F.relu6)
+
+
+class SiLU(_Inplace):
+    """x * sigmoid(x)"""
+    _fn = staticmethod(F.silu)
+
+
+class SELU(_Inplace):
+    _fn = staticmethod(F.selu)
+
+
+class Hardswish(_Inplace):
+    _fn = staticmethod(F.hardswish)
+
+
+class Hardsigmoid(_Inplace):
+    _fn = staticmethod(F.hardsigmoid)
+
+
+class Mish(_Inplace):
+    _fn = staticmethod(F.mish)
+
+
+class LeakyReLU(Module):
+    def __init__(self, negative_slope=0.01, inplace=False):
+        super().__init__()
+        self.negative_slope, self.inplace = negative_slope, inplace
+
+    def forward(self, input):  # noqa: A002
+        return F.leaky_relu(input, self.negative_slope, self.inplace)
+
+    def extra_repr(self):
+        return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace
+                                                           else "")
+
+
+class ELU(Module):
+    def __init__(self, alpha=1.0, inplace=False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input):  # noqa: A002
+        return F.elu(input, self.alpha, self.inplace)
+
+
+class CELU(ELU):
+    def forward(self, input):  # noqa: A002
+        return F.celu(input, self.alpha, self.inplace)
+
+
+class Hardtanh(Module):
+    def __init__(self, min_val=-1.0, max_val=1.0, inplace=False, min_value=None,
+                 max_value=None):
+        super().__init__()
+        # NOTE: min_value / max_value are torch's deprecated spellings of the same bounds
+        self.min_val = min_val if min_value is None else min_value
+        self.max_val = max_val if max_value is None else max_value
+        if self.max_val <= self.min_val:
+            raise AssertionError("Hardtanh: max_val must be greater than min_val")
+        self.inplace = inplace
+
+    def forward(self, input):  # noqa: A002
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self):
+        return f"min_val={self.min_val}, max_val={self.max_val}"
+
+
+class PReLU(Module):
+    """max(x, 0) + weight * min(x, 0): one learnt slope, or one per channel (dim 1)."""
+
+    def __init__(self, num_parameters=1, init=0.25):
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.weight = Parameter(np.full(num_parameters, init, np.float32))
+
+    def forward(self, input):  # noqa: A002
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self):
+        return f"num_parameters={self.num_parameters}"
+
+
+class GLU(Module):
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):  # noqa: A002
+        return F.glu(input, self.dim)
+
+
+def _plain(name, fn, doc):
+    return type(name, (Module,), {"forward": lambda self, input: fn(input), "__doc__": doc,
+                                  "__module__": __name__})
+
+
+Softsign = _plain("Softsign", F.softsign, "x / (1 + |x|)")
+LogSigmoid = _plain("LogSigmoid", F.logsigmoid, "log(sigmoid(x))")
+Tanhshrink = _plain("Tanhshrink", F.tanhshrink, "x - tanh(x)")

@@ -1,0 +1,390 @@
+"""Convolution, pooling, normalisation, resampling and padding modules, as torch.nn names
+them; each holds its options and calls its functional form.
+
+>>> from dualgrad import eager
+>>> from dualgrad.eager import nn
+>>> net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, groups=1), nn.ReLU(inplace=True),
+...                     nn.AdaptiveAvgPool2d(1), nn.Flatten())
+>>> net(eager.randn(2, 3, 8, 8)).shape
+(2, 8)
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dualgrad import ops
+from . import Dropout, Module, Parameter, _Cell, _uniform
+from . import functional as F
+
+
+def _ntuple(v, n):
+    return (int(v),) * n if np.ndim(v) == 0 else tuple(int(a) for a in v)
+
+
+# -- convolution -------------------------------------------------------------------------------
+class _ConvNd(Module):
+    """Shared by Conv1d/2d and ConvTranspose1d/2d: options, torch's init, extra_repr."""
+    _nd, _transposed = 2, False
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", output_padding=0):
+        super().__init__()
+        name = type(self).__name__
+        if padding_mode != "zeros":
+            raise NotImplementedError(f"{name}(padding_mode={padding_mode!r}) is not supported "
+                                      f"by dualgrad; only padding_mode='zeros'")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError(f"{name}: in_channels and out_channels must be divisible by "
+                             f"groups ({in_channels}, {out_channels}, groups={groups})")
+        n = self._nd
+        if isinstance(padding, str) and padding not in ("same", "valid"):
+            raise ValueError(f"Invalid padding string {padding!r}, should be one of "
+                             f"{{'valid', 'same'}}")
+        if padding == "same" and any(s != 1 for s in _ntuple(stride, n)):
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        self.in_channels, self.out_channels, self.groups = in_channels, out_channels, groups
+        self.kernel_size, self.stride = _ntuple(kernel_size, n), _ntuple(stride, n)
+        self.padding = padding if isinstance(padding, str) else _ntuple(padding, n)
+        self.dilation, self.output_padding = _ntuple(dilation, n), _ntuple(output_padding, n)
+        self.padding_mode = padding_mode
+        shape = ((in_channels, out_channels // groups) if self._transposed
+                 else (out_channels, in_channels // groups)) + self.kernel_size
+        fan_in = shape[1] * math.prod(self.kernel_size)    # torch's kaiming_uniform(a=sqrt(5))
+        bound = 1.0 / math.sqrt(fan_in) if fan_in else 0.0
+        self.weight = _uniform(shape, bound)
+        self.bias = _uniform((out_channels,), bound) if bias else None
+
+    def _args(self):
+        one = (lambda v: v if isinstance(v, str) else v[0]) if self._nd == 1 else \
+            (lambda v: v)
+        return (one(self.stride), one(self.padding), one(self.dilation))
+
+    def extra_repr(self):
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding not in ((0,) * self._nd, "valid"):
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * self._nd:
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        return s + ("" if self.bias is not None else ", bias=False")
+
+
+class Conv2d(_ConvNd):
+    """2-d convolution over (N, C, H, W), weight (out, in / groups, kh, kw), torch's init."""
+
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        s, p, d = self._args()
+        return F.conv2d(input, self.weight, self.bias, s, p, d, self.groups)
+
+
+class Conv1d(_ConvNd):
+    """1-d convolution over (N, C, L), weight (out, in / groups, k)."""
+    _nd = 1
+
+    def forward(self, input):  # noqa: A002
+        s, p, d = self._args()
+        return F.conv1d(input, self.weight, self.bias, s, p, d, self.groups)
+
+
+class ConvTranspose2d(_ConvNd):
+    """The adjoint of Conv2d (a "deconvolution"), weight (in, out / groups, kh, kw)."""
+    _transposed = True
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros"):
+        if isinstance(padding, str):
+            raise ValueError(f"{type(self).__name__}: padding must be an int or a tuple")
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, output_padding)
+
+    def forward(self, input, output_size=None):  # noqa: A002
+        if output_size is not None:
+            raise NotImplementedError(f"{type(self).__name__}.forward(output_size=) is not "
+                                      f"supported by dualgrad; set output_padding instead")
+        fn = F.conv_transpose2d if self._nd == 2 else F.conv_transpose1d
+        s, p, d = self._args()
+        op = self.output_padding if self._nd == 2 else self.output_padding[0]
+        return fn(input, self.weight, self.bias, s, p, op, self.groups, d)
+
+
+class ConvTranspose1d(ConvTranspose2d):
+    _nd = 1
+
+
+# -- pooling -----------------------------------------------------------------------------------
+class MaxPool2d(Module):
+    _fn, _nd = staticmethod(F.max_pool2d), 2
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+                 ceil_mode=False):
+        super().__init__()
+        self.kernel_size, self.stride = kernel_size, stride if stride is not None \
+            else kernel_size
+        self.padding, self.dilation = padding, dilation
+        self.return_indices, self.ceil_mode = return_indices, ceil_mode
+
+    def forward(self, input):  # noqa: A002
+        return type(self)._fn(input, self.kernel_size, self.stride, self.padding,
+                              self.dilation, self.ceil_mode, self.return_indices)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class MaxPool1d(MaxPool2d):
+    _fn, _nd = staticmethod(F.max_pool1d), 1
+
+
+class AvgPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True, divisor_override=None):
+        super().__init__()
+        self.kernel_size, self.stride = kernel_size, stride if stride is not None \
+            else kernel_size
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+
+    def forward(self, input):  # noqa: A002
+        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self):
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AvgPool1d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True):
+        super().__init__()
+        self.kernel_size, self.stride = kernel_size, stride if stride is not None \
+            else kernel_size
+        self.padding, self.ceil_mode = padding, ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def forward(self, input):  # noqa: A002
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+
+class AdaptiveAvgPool2d(Module):
+    """Average over output_size nearly equal regions (1 gives global average pooling)."""
+    _fn = staticmethod(F.adaptive_avg_pool2d)
+
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):  # noqa: A002
+        return type(self)._fn(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    _fn = staticmethod(F.adaptive_avg_pool1d)
+
+
+class AdaptiveMaxPool2d(Module):
+    _fn = staticmethod(F.adaptive_max_pool2d)
+
+    def __init__(self, output_size, return_indices=False):
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, input):  # noqa: A002
+        return type(self)._fn(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
+    _fn = staticmethod(F.adaptive_max_pool1d)
+
+
+# -- normalisation and dropout -----------------------------------------------------------------
+class GroupNorm(Module):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, *, bias=True):
+        super().__init__()
+        if num_channels % num_groups:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups, self.num_channels, self.eps, self.affine = (num_groups, num_channels,
+                                                                     eps, affine)
+        self.weight = Parameter(np.ones(num_channels, np.float32)) if affine else None
+        self.bias = Parameter(np.zeros(num_channels, np.float32)) if affine and bias else None
+
+    def forward(self, input):  # noqa: A002
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+
+
+class InstanceNorm2d(Module):
+    """Each channel of each sample normalised over its own H, W (no running statistics:
+    track_running_stats=True raises NotImplementedError)."""
+    _ndims = (3, 4)
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
+                 track_running_stats=False, *, bias=True):
+        super().__init__()
+        if track_running_stats:
+            raise NotImplementedError(f"{type(self).__name__}(track_running_stats=True) is not "
+                                      f"supported by dualgrad")
+        self.num_features, self.eps, self.momentum, self.affine = (num_features, eps, momentum,
+                                                                   affine)
+        self.track_running_stats = False
+        self.weight = Parameter(np.ones(num_features, np.float32)) if affine else None
+        self.bias = Parameter(np.zeros(num_features, np.float32)) if affine and bias else None
+
+    def forward(self, input):  # noqa: A002
+        if input.ndim not in self._ndims:
+            raise ValueError(f"{type(self).__name__}: expected {self._ndims[1]}-d input (or "
+                             f"{self._ndims[0]}-d unbatched), got {tuple(input.shape)}")
+        unbatched = input.ndim == self._ndims[0]
+        x = ops.expand_dims(input, axis=0) if unbatched else input
+        y = F.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)
+        return ops.squeeze(y, axis=0) if unbatched else y
+
+
+class InstanceNorm1d(InstanceNorm2d):
+    _ndims = (2, 3)
+
+
+class Dropout2d(Dropout):
+    """Zeroes whole channels (dim 1) of (N, C, H, W) input."""
+    _fn = staticmethod(F.dropout2d)
+
+    def forward(self, input):  # noqa: A002
+        return type(self)._fn(input, self.p, self.training, self.inplace)
+
+
+class Dropout1d(Dropout2d):
+    _fn = staticmethod(F.dropout1d)
+
+
+# -- reshaping, resampling, padding, distances -------------------------------------------------
+class Unflatten(Module):
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, input):  # noqa: A002
+        shape = tuple(input.shape)
+        d = self.dim % len(shape)
+        return input.reshape(shape[:d] + self.unflattened_size + shape[d + 1:])
+
+    def extra_repr(self):
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
+
+
+class Upsample(Module):
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                 recompute_scale_factor=None):
+        super().__init__()
+        self.size, self.scale_factor, self.mode = size, scale_factor, mode
+        self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
+
+    def forward(self, input):  # noqa: A002
+        return F.interpolate(input, self.size, self.scale_factor, self.mode,
+                             self.align_corners, self.recompute_scale_factor)
+
+    def extra_repr(self):
+        what = f"size={self.size}" if self.size is not None else \
+            f"scale_factor={self.scale_factor}"
+        return f"{what}, mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class PixelShuffle(Module):
+    def __init__(self, upscale_factor):
+        super().__init__()
+        self.upscale_factor = upscale_factor
+
+    def forward(self, input):  # noqa: A002
+        return F.pixel_shuffle(input, self.upscale_factor)
+
+
+class PixelUnshuffle(Module):
+    def __init__(self, downscale_factor):
+        super().__init__()
+        self.downscale_factor = downscale_factor
+
+    def forward(self, input):  # noqa: A002
+        return F.pixel_unshuffle(input, self.downscale_factor)
+
+
+class ConstantPad2d(Module):
+    """Pad the last two dims by (left, right, top, bottom) (or one int for all) with value."""
+    _n = 4
+
+    def __init__(self, padding, value):
+        super().__init__()
+        self.padding, self.value = _ntuple(padding, self._n), value
+
+    def forward(self, input):  # noqa: A002
+        return F.pad(input, self.padding, value=self.value)
+
+    def extra_repr(self):
+        return f"padding={self.padding}, value={self.value}"
+
+
+class ConstantPad1d(ConstantPad2d):
+    _n = 2
+
+
+class ZeroPad2d(ConstantPad2d):
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+
+class ZeroPad1d(ConstantPad1d):
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+
+class CosineSimilarity(Module):
+    def __init__(self, dim=1, eps=1e-8):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PairwiseDistance(Module):
+    def __init__(self, p=2.0, eps=1e-6, keepdim=False):
+        super().__init__()
+        self.norm, self.eps, self.keepdim = p, eps, keepdim
+
+    def forward(self, x1, x2):
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
+# -- recurrent cell ----------------------------------------------------------------------------
+class RNNCell(_Cell):
+    """h' = nonlinearity(x W_ih^T + b_ih + h W_hh^T + b_hh), nonlinearity 'tanh' or 'relu'."""
+
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh"):
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
+                             f"'relu'.")
+        super().__init__(input_size, hidden_size, 1, bias)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input, hx=None):  # noqa: A002
+        unbatched = input.ndim == 1
+        x = ops.expand_dims(input, axis=0) if unbatched else input
+        h = self._zeros(x) if hx is None else (ops.expand_dims(hx, axis=0) if unbatched
+                                                else hx)
+        z = F.linear(x, self.weight_ih, self.bias_ih) + F.linear(h, self.weight_hh,
+                                                                 self.bias_hh)
+        h = F.tanh(z) if self.nonlinearity == "tanh" else F.relu(z)
+        return ops.squeeze(h, axis=0) if unbatched else h

@@ -1,0 +1,107 @@
+"""Loss modules, as torch.nn names them; each calls its functional form. torch's deprecated
+size_average / reduce raise a TypeError asking for reduction=.
+
+>>> from dualgrad import eager
+>>> from dualgrad.eager import nn
+>>> nn.L1Loss()(eager.tensor([1.0, 2.0]), eager.tensor([0.0, 0.0])).item()
+1.5
+"""
+from __future__ import annotations
+
+from . import Module
+from . import functional as F
+
+
+class _Loss(Module):
+    def __init__(self, size_average=None, reduce=None, reduction="mean"):
+        super().__init__()
+        F._no_legacy(type(self).__name__, size_average, reduce)
+        self.reduction = reduction
+
+
+class _WeightedLoss(_Loss):
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        if weight is not None:
+            self.register_buffer("weight", weight)
+        else:
+            self.weight = None
+
+
+class CrossEntropyLoss(_WeightedLoss):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                 reduction="mean", label_smoothing=0.0):
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index, self.label_smoothing = ignore_index, label_smoothing
+
+    def forward(self, input, target):  # noqa: A002 - torch's argument name
+        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
+
+
+class NLLLoss(_WeightedLoss):
+    def __init__(self, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                 reduction="mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+        self.ignore_index = ignore_index
+
+    def forward(self, input, target):  # noqa: A002
+        return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
+
+
+class MSELoss(_Loss):
+    def forward(self, input, target):  # noqa: A002
+        return F.mse_loss(input, target, reduction=self.reduction)
+
+
+class L1Loss(_Loss):
+    def forward(self, input, target):  # noqa: A002
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    def __init__(self, size_average=None, reduce=None, reduction="mean", beta=1.0):
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input, target):  # noqa: A002
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    def __init__(self, reduction="mean", delta=1.0):
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input, target):  # noqa: A002
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class KLDivLoss(_Loss):
+    def __init__(self, size_average=None, reduce=None, reduction="mean", log_target=False):
+        super().__init__(size_average, reduce, reduction)
+        self.log_target = log_target
+
+    def forward(self, input, target):  # noqa: A002
+        return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
+
+
+class BCELoss(_WeightedLoss):
+    def forward(self, input, target):  # noqa: A002
+        return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_WeightedLoss):
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean",
+                 pos_weight=None):
+        super().__init__(weight, size_average, reduce, reduction)
+        if pos_weight is not None:
+            self.register_buffer("pos_weight", pos_weight)
+        else:
+            self.pos_weight = None
+
+    def forward(self, input, target):  # noqa: A002
+        return F.binary_cross_entropy_with_logits(input, target, self.weight,
+                                                  reduction=self.reduction,
+                                                  pos_weight=self.pos_weight)

@@ -1,0 +1,499 @@
+"""Convolution, pooling and resampling as compositions over the window primitives.
+
+`unfold` (im2col) carries the sliding-window arithmetic for every op here and `fold` (its
+adjoint) is conv_transpose2d; the 1-d forms are the 2-d ones over a height of one. Sizes
+follow torch: out = (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1, with
+ceil instead of floor under ceil_mode (a window must still start inside the input).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .core import Sample, fmt_shape, located
+from .composite import _shape, composite, mean
+from .nn import fold, matmul, pair, unfold, window_outs
+from .reduce import argmax, max as max_, sum as sum_
+from .shape import (concat, expand_dims, pad, reshape, slice_, squeeze, take, transpose,
+                    zeros_like)
+
+
+def _need(name, x, nd, layout):
+    xs = _shape(x)
+    if len(xs) != nd:
+        raise located(f"{name}: expects a {nd}-d input {layout}, got {fmt_shape(xs)}")
+    return xs
+
+
+# -- convolution -------------------------------------------------------------------------------
+def _same_padding(name, kernel, stride, dilation):
+    """padding='same' as (top, bottom, left, right): torch puts an odd extra pixel last."""
+    if pair(stride) != (1, 1):
+        raise ValueError(f"{name}: padding='same' is not supported for strided convolutions")
+    total = [d * (k - 1) for k, d in zip(kernel, pair(dilation))]
+    return total[0] // 2, total[0] - total[0] // 2, total[1] // 2, total[1] - total[1] // 2
+
+
+def _resolve_padding(name, x, padding, kernel, stride, dilation):
+    """(x, padding for unfold): 'valid' is 0, 'same' pads so the output keeps the size."""
+    if not isinstance(padding, str):
+        return x, padding
+    if padding == "valid":
+        return x, 0
+    if padding != "same":
+        raise ValueError(f"{name}: invalid padding string {padding!r}, should be one of "
+                         f"{{'valid', 'same'}}")
+    t, b, l, r = _same_padding(name, kernel, stride, dilation)
+    if t == b and l == r:
+        return x, (t, l)
+    return pad(x, ((0, 0), (0, 0), (t, b), (l, r))), 0
+
+
+def _conv_ref(np, x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
+    from .nn import _unfold_ref
+    n, c, h, ww = x.shape
+    o, cg, kh, kw = w.shape
+    cols = _unfold_ref(np, x, (kh, kw), stride, padding, dilation)
+    ho, wo = window_outs((h, ww), (kh, kw), stride, padding, dilation)
+    cols = cols.reshape(n, groups, cg * kh * kw, ho * wo)
+    y = np.einsum("gok,ngkl->ngol", w.reshape(groups, o // groups, -1), cols)
+    y = y.reshape(n, o, ho, wo)
+    return y if b is None else y + b.reshape(1, o, 1, 1)
+
+
+@composite(samples=(Sample(((2, 3, 6, 6), (4, 3, 3, 3), (4,))),
+                    Sample(((1, 2, 5, 5), (3, 2, 3, 3)), {"stride": 2, "padding": 1}),
+                    Sample(((1, 4, 7, 6), (6, 2, 3, 2), (6,)),
+                           {"stride": (2, 1), "padding": (1, 0), "dilation": (2, 1),
+                            "groups": 2}),
+                    Sample(((1, 2, 5, 5), (3, 4, 3, 3)), match="has 2 channels")),
+           ref=_conv_ref)
+def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-d convolution, NCHW input, weight (out_channels, in_channels / groups, kh, kw), as
+    torch: stride, padding and dilation are ints or (height, width) pairs; padding may be
+    'same' or 'valid'."""
+    xs, ws = _shape(x), _shape(weight)
+    if len(xs) != 4 or len(ws) != 4:
+        raise located(f"conv2d: expects input (N, C, H, W) and weight (O, C, kh, kw), got "
+                       f"{fmt_shape(xs)} and {fmt_shape(ws)}")
+    o, cg, kh, kw = ws
+    if xs[1] is not None and cg is not None and xs[1] != cg * groups:
+        each = "" if groups == 1 else f" ({groups} groups of {cg})"
+        raise located(f"conv2d: input {fmt_shape(xs)} has {xs[1]} channels but weight "
+                       f"{fmt_shape(ws)} expects {cg * groups}{each}")
+    if o % groups:
+        raise located(f"conv2d: out_channels {o} of weight {fmt_shape(ws)} is not divisible "
+                       f"by groups={groups}")
+    x, padding = _resolve_padding("conv2d", x, padding, (kh, kw), stride, dilation)
+    cols = unfold(x, kernel=(kh, kw), stride=stride, padding=padding, dilation=dilation)
+    ho, wo = window_outs(_shape(x)[2:], (kh, kw), stride, padding, dilation)
+    if groups == 1:
+        y = matmul(reshape(weight, (o, -1)), cols)                       # (N, O, L)
+    else:
+        cols = reshape(cols, (-1, groups, cg * kh * kw, ho * wo))
+        y = matmul(reshape(weight, (groups, o // groups, cg * kh * kw)), cols)
+    y = reshape(y, (-1, o, ho, wo))
+    return y if bias is None else y + reshape(bias, (1, o, 1, 1))
+
+
+def _upsample_zeros(np, x, axis, s):
+    """s - 1 zeros between neighbours along axis (written without in-place writes, for jax)."""
+    if s == 1:
+        return x
+    z = np.stack([x] + [np.zeros_like(x)] * (s - 1), axis=axis + 1)
+    shape = list(x.shape)
+    shape[axis] *= s
+    z = z.reshape(shape)
+    return z[:, :, :shape[2] - s + 1] if axis == 2 else z[:, :, :, :shape[3] - s + 1]
+
+
+def _conv_transpose_ref(np, x, w, b=None, stride=1, padding=0, output_padding=0, groups=1,
+                        dilation=1):
+    """A convolution of the zero-upsampled, padded input by the flipped kernel."""
+    c, og, kh, kw = w.shape
+    (sh, sw), (ph, pw), (oph, opw), (dh, dw) = (pair(v) for v in (stride, padding,
+                                                                 output_padding, dilation))
+    x = _upsample_zeros(np, _upsample_zeros(np, x, 2, sh), 3, sw)
+    lh, lw = dh * (kh - 1) - ph, dw * (kw - 1) - pw
+    x = np.pad(x, ((0, 0), (0, 0), (lh, lh + oph), (lw, lw + opw)))
+    wf = w[:, :, ::-1, ::-1].reshape(groups, c // groups, og, kh, kw).transpose(0, 2, 1, 3, 4)
+    return _conv_ref(np, x, wf.reshape(groups * og, c // groups, kh, kw), b, 1, 0,
+                     (dh, dw), groups)
+
+
+@composite(samples=(Sample(((2, 3, 4, 4), (3, 2, 3, 3), (2,))),
+                    Sample(((1, 4, 3, 5), (4, 3, 3, 2), (6,)),
+                           {"stride": (2, 1), "padding": (1, 0), "output_padding": (1, 0),
+                            "groups": 2, "dilation": (1, 2)}),
+                    Sample(((1, 2, 3, 3), (3, 2, 2, 2)), match="has 2 channels")),
+           ref=_conv_transpose_ref)
+def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """The adjoint of conv2d in its input (torch.nn.functional.conv_transpose2d): weight
+    (in_channels, out_channels / groups, kh, kw); out = (H - 1) * stride - 2 * padding +
+    dilation * (kh - 1) + output_padding + 1."""
+    xs, ws = _need("conv_transpose2d", x, 4, "(N, C, H, W)"), _shape(weight)
+    if len(ws) != 4 or (xs[1] is not None and ws[0] != xs[1]):
+        raise located(f"conv_transpose2d: input {fmt_shape(xs)} has {xs[1]} channels but "
+                       f"weight {fmt_shape(ws)} expects {ws[0] if len(ws) else '?'}")
+    c, og, kh, kw = ws
+    (sh, sw), (ph, pw), (oph, opw), (dh, dw) = (pair(v) for v in (stride, padding,
+                                                                 output_padding, dilation))
+    if oph >= max(sh, dh) or opw >= max(sw, dw):
+        raise ValueError(f"conv_transpose2d: output_padding {(oph, opw)} must be smaller than "
+                         f"either stride {(sh, sw)} or dilation {(dh, dw)}")
+    ho = (xs[2] - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
+    wo = (xs[3] - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1
+    k, cg = kh * kw, c // groups
+    wt = transpose(reshape(weight, (groups, cg, og * k)), axes=(0, 2, 1))   # (G, og*k, cg)
+    cols = matmul(wt, reshape(x, (-1, groups, cg, xs[2] * xs[3])))          # (N, G, og*k, L)
+    cols = reshape(cols, (-1, groups * og * k, xs[2] * xs[3]))
+    # NOTE: fold reads only the shape of `like`; built from x so the batch may be unknown
+    corner = zeros_like(slice_(x, index=(slice(None), slice(0, 1), slice(0, 1), slice(0, 1))))
+    like = corner + np.zeros((1, groups * og, ho, wo), np.dtype(getattr(x, "dtype", "f4")))
+    y = fold(cols, like, kernel=(kh, kw), stride=(sh, sw), padding=(ph, pw),
+             dilation=(dh, dw))
+    return y if bias is None else y + reshape(bias, (1, -1, 1, 1))
+
+
+# -- pooling ----------------------------------------------------------------------------------
+def _pool_geometry(name, hw, kernel, stride, padding, dilation, ceil_mode):
+    """(out (Ho, Wo), extra bottom/right padding) of a pooling window, as torch sizes it."""
+    kernel, stride = pair(kernel), pair(kernel if stride is None or stride == () else stride)
+    padding, dilation = pair(padding), pair(dilation)
+    outs, extra = [], []
+    for size, k, s, p, d in zip(hw, kernel, stride, padding, dilation):
+        if p > k // 2:
+            raise ValueError(f"{name}: pad should be at most half of effective kernel size, "
+                             f"but got pad={p}, kernel_size={k}")
+        span = size + 2 * p - d * (k - 1) - 1
+        if span < 0:
+            raise located(f"{name}: input {fmt_shape(hw)} is smaller than the window "
+                           f"{kernel} (padding {padding}, dilation {dilation})")
+        out = (-(-span // s) if ceil_mode else span // s) + 1
+        if ceil_mode and (out - 1) * s >= size + p:
+            out -= 1
+        outs.append(out)
+        extra.append(max((out - 1) * s + d * (k - 1) + 1 - (size + 2 * p), 0))
+    return kernel, stride, padding, dilation, tuple(outs), tuple(extra)
+
+
+def _windows(x, kernel, stride, padding, dilation, extra, value):
+    """(N*C, kh*kw, Ho*Wo): every pooling window of every channel, padded with `value`."""
+    (ph, pw), (eh, ew) = padding, extra
+    if ph or pw or eh or ew:
+        x = pad(x, ((0, 0), (0, 0), (ph, ph + eh), (pw, pw + ew)), value=value)
+    h, w = _shape(x)[2:]
+    return unfold(reshape(x, (-1, 1, h, w)), kernel=kernel, stride=stride, dilation=dilation)
+
+
+def _pool_ref(np, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+              reduce="max"):
+    k, s, p, d, (ho, wo), (eh, ew) = _pool_geometry("pool", x.shape[2:], kernel_size, stride,
+                                                    padding, dilation, ceil_mode)
+    fill = -np.inf if reduce == "max" else 0.0
+    x = np.pad(x, ((0, 0), (0, 0), (p[0], p[0] + eh), (p[1], p[1] + ew)), constant_values=fill)
+    wins = [x[:, :, i * d[0]:i * d[0] + s[0] * (ho - 1) + 1:s[0],
+              j * d[1]:j * d[1] + s[1] * (wo - 1) + 1:s[1]]
+            for i in range(k[0]) for j in range(k[1])]
+    return getattr(np, reduce)(np.stack(wins, axis=0), axis=0)
+
+
+@composite(samples=(Sample(((2, 3, 4, 4),), {"kernel_size": 2}),
+                    Sample(((1, 2, 5, 5),), {"kernel_size": 3, "stride": 2}),
+                    Sample(((1, 2, 6, 7),), {"kernel_size": (3, 2), "stride": 2,
+                                             "padding": 1, "dilation": (1, 2),
+                                             "ceil_mode": True})),
+           ref=_pool_ref)
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Max over windows of an (N, C, H, W) input (torch.nn.functional.max_pool2d); with
+    return_indices, also each maximum's flat index into its channel's H * W."""
+    xs = _need("max_pool2d", x, 4, "(N, C, H, W)")
+    k, s, p, d, (ho, wo), extra = _pool_geometry("max_pool2d", xs[2:], kernel_size, stride,
+                                                 padding, dilation, ceil_mode)
+    cols = _windows(x, k, s, p, d, extra, -np.inf)
+    out = reshape(max_(cols, axis=1), (-1, xs[1], ho, wo))
+    if not return_indices:
+        return out
+    w = xs[3]
+    offsets = np.array([i * d[0] * w + j * d[1] for i in range(k[0]) for j in range(k[1])])
+    starts = ((np.arange(ho) * s[0] - p[0])[:, None] * w + np.arange(wo) * s[1] - p[1])
+    idx = take(offsets, argmax(cols, axis=1), axis=0) + starts.reshape(-1)
+    return out, reshape(idx, (-1, xs[1], ho, wo))
+
+
+def _avg_divisor(hw, k, s, p, outs, count_include_pad, divisor_override):
+    """torch's divisor for each output cell: the window clipped to the padded input (or to
+    the input itself without count_include_pad), or divisor_override."""
+    if divisor_override:
+        return float(divisor_override)
+    sizes = []
+    for size, kk, ss, pp, out in zip(hw, k, s, p, outs):
+        start = np.arange(out) * ss - pp
+        end = np.minimum(start + kk, size + pp)
+        if not count_include_pad:
+            start, end = np.maximum(start, 0), np.minimum(end, size)
+        sizes.append(end - start)
+    return np.outer(*sizes).astype(np.float32)
+
+
+def _avg_ref(np, x, kernel_size, stride=None, padding=0, ceil_mode=False,
+             count_include_pad=True, divisor_override=None):
+    k, s, p, _, outs, _ = _pool_geometry("avg_pool2d", x.shape[2:], kernel_size, stride,
+                                         padding, 1, ceil_mode)
+    total = _pool_ref(np, x, kernel_size, stride, padding, 1, ceil_mode, reduce="sum")
+    return total / _avg_divisor(x.shape[2:], k, s, p, outs, count_include_pad,
+                                divisor_override)
+
+
+@composite(samples=(Sample(((2, 3, 4, 4),), {"kernel_size": 2}),
+                    Sample(((1, 2, 5, 5),), {"kernel_size": 3, "stride": 2}),
+                    Sample(((1, 1, 1, 1),), {"kernel_size": 1}),
+                    Sample(((1, 2, 6, 7),), {"kernel_size": (3, 2), "stride": 2, "padding": 1,
+                                             "ceil_mode": True, "count_include_pad": False}),
+                    Sample(((3, 4, 4),), {"kernel_size": 2},
+                           match=r"avg_pool2d: expects a 4-d input \(N, C, H, W\), got "
+                                 r"\(3, 4, 4\)")),
+           ref=_avg_ref)
+def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """Mean over windows of an (N, C, H, W) input (torch.nn.functional.avg_pool2d)."""
+    xs = _need("avg_pool2d", x, 4, "(N, C, H, W)")
+    k, s, p, d, outs, extra = _pool_geometry("avg_pool2d", xs[2:], kernel_size, stride,
+                                             padding, 1, ceil_mode)
+    cols = _windows(x, k, s, p, d, extra, 0.0)
+    div = _avg_divisor(xs[2:], k, s, p, outs, count_include_pad, divisor_override)
+    if np.ndim(div) == 0 or np.all(div == k[0] * k[1]):
+        scale = div if np.ndim(div) == 0 else k[0] * k[1]
+        if scale == k[0] * k[1]:
+            return reshape(mean(cols, axis=1), (-1, xs[1]) + outs)
+        return reshape(sum_(cols, axis=1), (-1, xs[1]) + outs) / scale
+    return reshape(sum_(cols, axis=1), (-1, xs[1]) + outs) / div
+
+
+def _adaptive_bounds(size, out):
+    """torch's adaptive windows: [floor(i * size / out), ceil((i + 1) * size / out))."""
+    return [(i * size // out, -(-(i + 1) * size // out)) for i in range(out)]
+
+
+def _average_matrix(size, out):
+    m = np.zeros((out, size), np.float64)
+    for i, (a, b) in enumerate(_adaptive_bounds(size, out)):
+        m[i, a:b] = 1.0 / (b - a)
+    return m
+
+
+def _output_size(name, xs, output_size, nd=2):
+    outs = (output_size,) * nd if np.ndim(output_size) == 0 else tuple(output_size)
+    return tuple(xs[-nd + i] if o is None else int(o) for i, o in enumerate(outs))
+
+
+def _adaptive_ref(np, x, output_size, reduce="mean"):
+    ho, wo = _output_size("adaptive", x.shape, output_size)
+    rows = []
+    for a, b in _adaptive_bounds(x.shape[2], ho):
+        rows.append([getattr(np, reduce)(x[:, :, a:b, c:d], axis=(2, 3))
+                     for c, d in _adaptive_bounds(x.shape[3], wo)])
+    return np.stack([np.stack(r, axis=-1) for r in rows], axis=-2)
+
+
+@composite(samples=(Sample(((2, 3, 4, 4),), {"output_size": 1}),
+                    Sample(((1, 2, 5, 7),), {"output_size": (3, None)})),
+           ref=_adaptive_ref)
+def adaptive_avg_pool2d(x, output_size):
+    """Means over torch's adaptive windows: the (N, C, H, W) input split into output_size
+    (an int, a pair, None keeps that size) nearly equal, possibly overlapping regions."""
+    xs = _need("adaptive_avg_pool2d", x, 4, "(N, C, H, W)")
+    ho, wo = _output_size("adaptive_avg_pool2d", xs, output_size)
+    if (ho, wo) == (1, 1):
+        return mean(x, axis=(2, 3), keepdims=True)
+    dt = np.dtype(getattr(x, "dtype", np.float32))
+    y = matmul(_average_matrix(xs[2], ho).astype(dt), x)                       # (N, C, Ho, W)
+    return matmul(y, _average_matrix(xs[3], wo).T.astype(dt))
+
+
+@composite(samples=(Sample(((2, 3, 4, 4),), {"output_size": 2}),
+                    Sample(((1, 2, 5, 7),), {"output_size": (3, 4)})),
+           ref=lambda np, x, output_size: _adaptive_ref(np, x, output_size, "max"))
+def adaptive_max_pool2d(x, output_size, return_indices=False):
+    """Maxima over torch's adaptive windows (see adaptive_avg_pool2d)."""
+    xs = _need("adaptive_max_pool2d", x, 4, "(N, C, H, W)")
+    ho, wo = _output_size("adaptive_max_pool2d", xs, output_size)
+    if xs[2] % ho == 0 and xs[3] % wo == 0:
+        k = (xs[2] // ho, xs[3] // wo)
+        return max_pool2d(x, k, k, return_indices=return_indices)
+    if return_indices:
+        raise NotImplementedError("adaptive_max_pool2d(return_indices=True) is supported by "
+                                  "dualgrad only when the output size divides the input size")
+    rows = []
+    for a, b in _adaptive_bounds(xs[2], ho):
+        cells = [max_(slice_(x, index=(slice(None), slice(None), slice(a, b), slice(c, d))),
+                      axis=(2, 3)) for c, d in _adaptive_bounds(xs[3], wo)]
+        rows.append(expand_dims(_stack(cells, -1), axis=-2))
+    return concat(*rows, axis=2)
+
+
+def _stack(xs, axis):
+    return concat(*[expand_dims(v, axis=axis) for v in xs], axis=axis)
+
+
+# -- 1-d forms: the 2-d ones over a height of one ---------------------------------------------
+def _as_2d(name, x, nd=3):
+    _need(name, x, nd, "(N, C, L)")
+    return expand_dims(x, axis=2)
+
+
+def _one(v, first=1):
+    """A 1-d size as the 2-d pair over a height of one: (first, v)."""
+    return (first, v) if np.ndim(v) == 0 else (first,) + tuple(v)
+
+
+def _pad1d(padding):
+    return padding if isinstance(padding, str) else _one(padding, 0)
+
+
+@composite(samples=(Sample(((2, 3, 7), (4, 3, 3), (4,))),
+                    Sample(((1, 4, 9), (4, 2, 2)), {"stride": 2, "padding": 1, "dilation": 2,
+                                                    "groups": 2})),
+           ref=lambda np, x, w, b=None, stride=1, padding=0, dilation=1, groups=1: _conv_ref(
+               np, x[:, :, None], w[:, :, None], b, _one(stride), _one(padding, 0),
+               _one(dilation), groups)[:, :, 0])
+def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-d convolution of (N, C, L) by weight (out, in / groups, k), as torch."""
+    if len(_shape(weight)) != 3:
+        raise located(f"conv1d: expects weight (O, C, k), got {fmt_shape(_shape(weight))}")
+    y = conv2d(_as_2d("conv1d", x), expand_dims(weight, axis=2), bias, _one(stride),
+               _pad1d(padding), _one(dilation), groups)
+    return squeeze(y, axis=2)
+
+
+def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    stride = kernel_size if stride is None or stride == () else stride
+    out = max_pool2d(_as_2d("max_pool1d", x), _one(kernel_size), _one(stride), _one(padding, 0),
+                     _one(dilation), ceil_mode, return_indices)
+    if return_indices:
+        return squeeze(out[0], axis=2), squeeze(out[1], axis=2)
+    return squeeze(out, axis=2)
+
+
+def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    stride = kernel_size if stride is None or stride == () else stride
+    return squeeze(avg_pool2d(_as_2d("avg_pool1d", x), _one(kernel_size), _one(stride),
+                              _one(padding, 0), ceil_mode, count_include_pad), axis=2)
+
+
+def adaptive_avg_pool1d(x, output_size):
+    return squeeze(adaptive_avg_pool2d(_as_2d("adaptive_avg_pool1d", x), (1, output_size)),
+                   axis=2)
+
+
+def adaptive_max_pool1d(x, output_size, return_indices=False):
+    out = adaptive_max_pool2d(_as_2d("adaptive_max_pool1d", x), (1, output_size),
+                              return_indices)
+    if return_indices:
+        return squeeze(out[0], axis=2), squeeze(out[1], axis=2)
+    return squeeze(out, axis=2)
+
+
+# -- resampling -------------------------------------------------------------------------------
+def _source_index(out, size, scale, mode, align_corners):
+    """torch's source coordinate of each output position along one axis."""
+    dst = np.arange(out, dtype=np.float64)
+    if mode == "nearest":
+        return np.minimum(np.floor(dst * scale).astype(np.int64), size - 1)
+    if mode == "nearest-exact":
+        return np.minimum(np.floor((dst + 0.5) * scale).astype(np.int64), size - 1)
+    if align_corners:
+        return dst * ((size - 1) / (out - 1) if out > 1 else 0.0)
+    return np.maximum((dst + 0.5) * scale - 0.5, 0.0)
+
+
+def _linear_matrix(out, size, scale, align_corners):
+    src = _source_index(out, size, scale, "linear", align_corners)
+    lo = np.minimum(np.floor(src).astype(np.int64), size - 1)
+    hi = np.minimum(lo + 1, size - 1)
+    lam = src - lo
+    m = np.zeros((out, size))
+    np.add.at(m, (np.arange(out), lo), 1.0 - lam)
+    np.add.at(m, (np.arange(out), hi), lam)
+    return m
+
+
+_MODES = {"nearest", "nearest-exact", "linear", "bilinear"}
+
+
+def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """torch.nn.functional.interpolate for modes nearest, nearest-exact, linear (3-d input)
+    and bilinear (4-d input): each output axis is a gather (nearest) or a matmul by an
+    interpolation matrix (linear), so gradients come from take / matmul."""
+    if mode not in _MODES:
+        raise NotImplementedError(f"interpolate(mode={mode!r}) is not supported by dualgrad; "
+                                  f"supported: {sorted(_MODES)}")
+    if antialias:
+        raise NotImplementedError("interpolate(antialias=True) is not supported by dualgrad")
+    if align_corners is not None and mode.startswith("nearest"):
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    xs = _shape(x)
+    nd = len(xs) - 2
+    if nd not in (1, 2) or (mode == "linear" and nd != 1) or (mode == "bilinear" and nd != 2):
+        raise NotImplementedError(f"interpolate: mode {mode!r} on a {len(xs)}-d input "
+                                  f"{fmt_shape(xs)} is not supported by dualgrad")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+    sizes = xs[2:]
+    if size is not None:
+        outs = (size,) * nd if np.ndim(size) == 0 else tuple(size)
+        scales = [s / o for s, o in zip(sizes, outs)]
+    else:
+        fs = (scale_factor,) * nd if np.ndim(scale_factor) == 0 else tuple(scale_factor)
+        outs = tuple(int(math.floor(s * f)) for s, f in zip(sizes, fs))
+        scales = [s / o if recompute_scale_factor else 1.0 / f
+                  for s, o, f in zip(sizes, outs, fs)]
+    dt = np.dtype(getattr(x, "dtype", np.float32))
+    for i, (size_i, out, scale) in enumerate(zip(sizes, outs, scales)):
+        axis = 2 + i
+        if mode.startswith("nearest"):
+            x = take(x, _source_index(out, size_i, scale, mode, False), axis=axis)
+        else:
+            m = _linear_matrix(out, size_i, scale, bool(align_corners)).astype(dt)
+            x = matmul(x, m.T) if axis == len(xs) - 1 else \
+                transpose(matmul(transpose(x, axes=_swap(len(xs), axis)), m.T),
+                          axes=_swap(len(xs), axis))
+    return x
+
+
+def _swap(nd, axis):
+    axes = list(range(nd))
+    axes[axis], axes[-1] = axes[-1], axes[axis]
+    return tuple(axes)
+
+
+@composite(samples=(Sample(((2, 8, 3, 2),), {"upscale_factor": 2}),),
+           ref=lambda np, x, upscale_factor: x.reshape(
+               x.shape[0], -1, upscale_factor, upscale_factor, *x.shape[2:]).transpose(
+               0, 1, 4, 2, 5, 3).reshape(x.shape[0], -1, x.shape[2] * upscale_factor,
+                                         x.shape[3] * upscale_factor))
+def pixel_shuffle(x, upscale_factor):
+    """(N, C * r^2, H, W) -> (N, C, H * r, W * r), as torch.nn.PixelShuffle."""
+    xs = _need("pixel_shuffle", x, 4, "(N, C * r^2, H, W)")
+    r = int(upscale_factor)
+    if xs[1] % (r * r):
+        raise located(f"pixel_shuffle: channels {xs[1]} of input {fmt_shape(xs)} are not "
+                       f"divisible by upscale_factor^2 = {r * r}")
+    c, h, w = xs[1] // (r * r), xs[2], xs[3]
+    y = transpose(reshape(x, (-1, c, r, r, h, w)), axes=(0, 1, 4, 2, 5, 3))
+    return reshape(y, (-1, c, h * r, w * r))
+
+
+def pixel_unshuffle(x, downscale_factor):
+    """(N, C, H * r, W * r) -> (N, C * r^2, H, W), the inverse of pixel_shuffle."""
+    xs = _need("pixel_unshuffle", x, 4, "(N, C, H * r, W * r)")
+    r = int(downscale_factor)
+    c, h, w = xs[1], xs[2] // r, xs[3] // r
+    y = transpose(reshape(x, (-1, c, h, r, w, r)), axes=(0, 1, 3, 5, 2, 4))
+    return reshape(y, (-1, c * r * r, h, w))

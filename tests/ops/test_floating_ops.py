@@ -1,0 +1,60 @@
+"""Ops whose result is floating (exp, sqrt, sigmoid, …: `ops.FLOATING`) give float32 for
+integer and bool inputs in every engine, as PyTorch does; generated from the registry."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dualgrad import compiler, eager, graph, ops
+
+torch = pytest.importorskip("torch")
+
+INPUTS = {
+    "uint8": np.array([0, 1, 3, 20, 255], np.uint8),
+    "int32": np.array([-7, 0, 1, 3, 20], np.int32),
+    "int64": np.array([-7, 0, 1, 3, 20], np.int64),
+    "bool": np.array([False, True, True], np.bool_),
+}
+
+
+def torch_fn(name):
+    return getattr(torch, name, None) or getattr(torch.nn.functional, name)
+
+
+def engines(name, x):
+    """{engine: result} of the op on x in eager, compile(), the graph and the fused graph."""
+    fn = ops.REGISTRY[name].fn
+    out = {"eager": fn(eager.tensor(x)).numpy(),
+           "compile": compiler.compile(lambda t: fn(t) * 2.0)(eager.tensor(x)).numpy() / 2}
+    g = graph.Graph()
+    with g.as_default():
+        p = graph.placeholder(x.dtype, x.shape)
+        y, y2 = fn(p), fn(p) * 2.0
+    assert y.dtype == np.float32, f"{name}({x.dtype}) builds a {y.dtype} node"
+    for opt in (False, True):
+        with graph.Session(g, optimize=opt) as s:
+            a, b = s.run([y, y2], {p: x})
+        out[f"graph optimize={opt}"], out[f"graph optimize={opt}, chained"] = a, b / 2
+    return out
+
+
+@pytest.mark.parametrize("dtype", sorted(INPUTS))
+@pytest.mark.parametrize("name", sorted(ops.FLOATING))
+def test_integer_and_bool_inputs_give_float32_as_torch(name, dtype):
+    x = INPUTS[dtype]
+    want = torch_fn(name)(torch.from_numpy(x).to(torch.float32)).numpy()
+    try:
+        direct = torch_fn(name)(torch.from_numpy(x))
+    except RuntimeError:
+        direct = None   # NOTE: torch has no integer softplus; we compute it in float32 too
+    if direct is not None:
+        assert direct.dtype == torch.float32
+        np.testing.assert_array_equal(direct.numpy(), want)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # log(0), sqrt(-7), exp(255): as torch
+        got = engines(name, x)
+    for engine, y in got.items():
+        assert y.dtype == np.float32, f"{name}({dtype}) in {engine}: {y.dtype}"
+        np.testing.assert_allclose(y, want, rtol=2e-6, atol=1e-7, err_msg=engine)
