@@ -271,11 +271,7 @@ class Tensor(InPlaceMixin, TensorMethods, FunctionMethods):
         tensor and are not recorded; `p.data = t` makes this tensor share `t`'s values (its
         shape may change), also unrecorded. `t.numpy()` is the NumPy array itself.
         """
-        if TRACING[0] and current_trace() is not None:
-            return self.detach()    # compile() reads a parameter's .data at every call
-        t = _new(Tensor)
-        t._array, t.requires_grad, t.grad, t._node = self._array, False, None, None
-        return t
+        return self.detach()   # inside compile() too: read at every call, as p.detach() is
 
     @data.setter
     def data(self, value):
@@ -372,7 +368,9 @@ class Tensor(InPlaceMixin, TensorMethods, FunctionMethods):
 
     # -- autograd -----------------------------------------------------------------------------
     def detach(self):
-        if TRACING[0]:   # NOTE: a trace (compile) reads a parameter's detach at every call
+        if TRACING[0] and current_trace() is not None:
+            # NOTE: a trace (compile) reads a parameter's detach at every call; another
+            # thread's trace leaves this thread's detach sharing the array, as always
             out = ops.stop_gradient(self)
             out.requires_grad, out._node = False, None
             return out
