@@ -340,7 +340,17 @@ def _where_vjp(g, c, x, y, **kw):
             unbroadcast(where(c, 0.0, g), y) if is_value(y) else None)
 
 
+_NATIVE_WHERE = 4096   # NOTE: from this size the numba loop (0.15 ns per element) beats
+# np.where (about 1 ns per float32 element) despite its 2 us call
+
+
 def _where_kernel(c, x, y):
+    if type(c) is np.ndarray and c.size >= _NATIVE_WHERE and c.dtype == np.bool_ \
+            and c.flags.c_contiguous:
+        from . import native
+        out = native.where(c, x, y)
+        if out is not None:
+            return out
     return np.where(c, x, y)
 
 
