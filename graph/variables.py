@@ -67,6 +67,19 @@ def _assign_kernel(node):
     return run, True
 
 
+def adopting_assign_kernel(node):
+    """The kernel of assign `node` for a plan that hands it a fresh array of the variable's
+    exact shape and dtype, which nothing writes into afterwards (an optimiser's fused update
+    output): stored as is, without the defensive copy. Variable values are never changed in
+    place, and Session.run copies a fetched value that is a variable's array."""
+    name = node.attrs["var"]
+
+    def run(state, value):
+        state.variables[name] = value
+        return value
+    return run
+
+
 def _update_kernel(opname):
     kernel = ops.REGISTRY[opname].kernel   # the op library's own add/sub
 

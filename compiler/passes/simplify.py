@@ -113,8 +113,86 @@ def static_count(n, users):
     return None
 
 
+def slice_grads_to_concat(n, users):
+    """A sum of slice_grads whose slices tile one axis of the same shape -> one concat of
+    their gradients (the LSTM's four gates: 4 zero-filled (B, 4H) arrays and 3 adds per
+    step become one (B, 4H) concat)."""
+    if n.op.name != "add" or None in n.spec.shape:
+        return None
+    leaves = _add_leaves(n, users)
+    if len(leaves) < 2 or any(s.tag != "op" or s.op.name != "slice_grad" for s, _ in leaves):
+        return None
+    spans = [_span(s, n.spec) for s, _ in leaves]
+    if None in spans or len({a for a, _, _ in spans}) != 1:
+        return None
+    axis = spans[0][0]
+    spans = sorted((lo, hi, s.inputs[0]) for (_, lo, hi), (s, _) in zip(spans, leaves))
+    if [lo for lo, _, _ in spans] != [0] + [hi for _, hi, _ in spans[:-1]] or \
+            spans[-1][1] != n.spec.shape[axis]:
+        return None
+    return _new_op(ops.REGISTRY["concat"], [g for _, _, g in spans], {"axis": axis}, n)
+
+
+def add_of_sums_to_like(n, users):
+    """sum_to_like(a, L) + sum_to_like(b, L') -> sum_to_like(a + b, L) when a and b, L and L'
+    have the same specs and nothing else reads the two sums: the LSTM's bias gradient adds
+    8 per-step batch sums; once rewritten, one fused add and one batch sum."""
+    if n.op.name != "add" or None in n.spec.shape:
+        return None
+    (p, _), (q, _) = n.inputs
+    if p is q or not all(s.tag == "op" and s.op.name == "sum_to_like"
+                         and len(users.get(id(s), ())) == 1 and _same_spec((s, 0), n.spec)
+                         for s in (p, q)):
+        return None
+    a, b = p.inputs[0], q.inputs[0]
+    sa = _spec_of(a)
+    if None in sa.shape or not _same_spec(b, sa) or \
+            not _same_spec(p.inputs[1], _spec_of(q.inputs[1])):
+        return None
+    total = INode("op", ops.REGISTRY["add"], [a, b], {}, [sa], origin=n.origin)
+    return _new_op(p.op, [(total, 0), p.inputs[1]], {}, n)
+
+
+def _spec_of(ref):
+    return ref[0].specs[ref[1]]
+
+
+def _add_leaves(n, users):
+    """The operands of the tree of adds rooted at n (inner adds used only inside it)."""
+    out = []
+    for src, i in n.inputs:
+        if (src.tag == "op" and src.op.name == "add" and len(users.get(id(src), ())) == 1
+                and _same_spec((src, i), n.spec)):
+            out += _add_leaves(src, users)
+        else:
+            out.append((src, i))
+    return out
+
+
+def _span(sg, spec):
+    """(axis, start, stop) of a slice_grad of `spec`'s shape and dtype whose index is one
+    step-1 slice along one axis (the others whole), or None."""
+    from dualgrad.ops.shape import expand_index
+    if not _same_spec((sg, 0), spec) or \
+            not _same_spec(sg.inputs[0], _sliced_spec(sg, spec)):
+        return None
+    index = expand_index(sg.attrs["index"], len(spec.shape))
+    if len(index) != len(spec.shape) or not all(isinstance(i, slice) for i in index):
+        return None
+    cut = [(a, i.indices(d)) for a, (i, d) in enumerate(zip(index, spec.shape))
+           if i.indices(d) != (0, d, 1)]
+    if len(cut) != 1 or cut[0][1][2] != 1 or cut[0][1][0] >= cut[0][1][1]:
+        return None
+    return cut[0][0], cut[0][1][0], cut[0][1][1]
+
+
+def _sliced_spec(sg, spec):
+    return ops.REGISTRY["slice"].infer(spec, index=sg.attrs["index"])
+
+
 RULES = [add_zero, sub_zero, mul_one, div_one, pow_one, mul_zero, double_neg, identity_like,
-         transpose_transpose, reshape_reshape, static_count]
+         transpose_transpose, reshape_reshape, static_count, slice_grads_to_concat,
+         add_of_sums_to_like]
 
 
 def _new_const(value, n):
@@ -156,6 +234,18 @@ def _keeps_shape(u, n, src):
         return False
 
 
+def _adopt(prog, node):
+    """Add a rule's new node, and the new nodes it reads, to the program."""
+    have = {id(m) for m in prog.nodes}
+    stack = [node]
+    while stack:
+        m = stack.pop()
+        if id(m) not in have:
+            have.add(id(m))
+            prog.nodes.append(m)
+            stack.extend(src for src, _ in m.inputs)
+
+
 def run(prog):
     from ..ir import topo_sort
     from .prune import dead_code
@@ -172,8 +262,7 @@ def run(prog):
                 new = rule(n, users)
                 if new is None:
                     continue
-                if new[0] not in prog.nodes:
-                    prog.nodes.append(new[0])
+                _adopt(prog, new[0])
                 prog.replace_uses((n, 0), new)
                 counts[rule.__name__] = counts.get(rule.__name__, 0) + 1
                 changed = True
