@@ -86,26 +86,29 @@ class _Entry:
                 if d is not None:
                     self.fetches.append(d)
         self.op = ops.Op(f"compiled:{tr.name}", None, None, _tape_vjp)
+        # NOTE: fetches and feeds resolved once (TF1's make_callable): a call passes arrays
+        self.feed_list = list(arg_phs) + [p for _, p in tr.live] + [p for p, _, _ in tr.randoms]
+        self.live_tensors = [t for t, _ in tr.live]
+        self.step = self.session.make_callable(self.fetches, self.feed_list)
 
     def run(self, tensors):
-        feeds = {p: t._array for p, t in zip(self.arg_phs, tensors)}
-        for t, p in self.live:
-            feeds[p] = t._array
-        for p, like, attrs in self.randoms:
-            feeds[p] = _RAND.kernel(like, **attrs)
-        vals = self.session.run(self.fetches, feeds)
+        arrays = [t._array for t in tensors]
+        arrays += [t._array for t in self.live_tensors]
+        for _, like, attrs in self.randoms:
+            arrays.append(_RAND.kernel(like, **attrs))
+        vals = self.step(*arrays)
         outs = [np.asarray(v) for v in vals[:self.n_out]]
         if self.rg_outs:
-            inputs = tuple([tensors[i] if k == "arg" else self.live[i][0]
+            inputs = tuple([tensors[i] if k == "arg" else self.live_tensors[i]
                             for k, i in self.grad_in])
-            call = _Call(self, feeds, None if self.stored is None else
+            call = _Call(self, arrays, None if self.stored is None else
                          [None if s is None else vals[s] for s in self.stored])
             for i in self.rg_outs:
                 outs[i] = recorded(outs[i], self.op, inputs, {"call": call, "index": i})
         outs = [o if isinstance(o, Tensor) else Tensor(o) for o in outs]
         return rebuild_out(self.out_tree, outs)
 
-    def gradients(self, index, feeds, g):
+    def gradients(self, index, arrays, g):
         """d(output index)/d(inputs) for the incoming gradient g, from the graph."""
         hit = self.by_output.get(index)
         if hit is None:
@@ -118,7 +121,9 @@ class _Entry:
                         hit = self.by_output[index] = (gp, self._gradients(y, gp))
         gp, dxs = hit
         wanted = [d for d in dxs if d is not None]
-        vals = iter(self.session.run(wanted, {**feeds, gp: g}) if wanted else ())
+        feeds = dict(zip(self.feed_list, arrays))
+        feeds[gp] = g
+        vals = iter(self.session.run(wanted, feeds) if wanted else ())
         return [None if d is None else next(vals) for d in dxs]
 
 
@@ -151,15 +156,15 @@ def _average(dxs, pairs, find_unused, xs):
 
 
 class _Call:
-    """What one call's tape entry keeps for backward: its feeds, or its stored gradients."""
-    __slots__ = ("entry", "feeds", "stored", "handed")
+    """What one call's tape entry keeps for backward: its fed arrays, or its stored gradients."""
+    __slots__ = ("entry", "arrays", "stored", "handed")
 
-    def __init__(self, entry, feeds, stored):
-        self.entry, self.feeds, self.stored, self.handed = entry, feeds, stored, False
+    def __init__(self, entry, arrays, stored):
+        self.entry, self.arrays, self.stored, self.handed = entry, arrays, stored, False
 
     def vjp(self, g, index, needs):
         if self.stored is None:
-            grads = self.entry.gradients(index, self.feeds, g._array)
+            grads = self.entry.gradients(index, self.arrays, g._array)
             return [Tensor(np.asarray(d)) if d is not None and need else None
                     for d, need in zip(grads, needs)]
         # NOTE: the stored gradients are for an incoming 1; the rule is linear in g

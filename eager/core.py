@@ -49,6 +49,17 @@ class _Freed:
         self.name = name
 
 
+_FREED = {}
+
+
+def _freed(name):
+    """The (shared, immutable) marker of a freed entry of op `name`."""
+    f = _FREED.get(name)
+    if f is None:
+        f = _FREED[name] = _Freed(name)
+    return f
+
+
 def _fail(op, args, attrs, err):
     """The error a user sees when a kernel fails: the op's own rule, at the user's line."""
     e = explain_failure(op, [spec_of(a._array if isinstance(a, Tensor) else a) for a in args],
@@ -416,7 +427,7 @@ class Tensor(InPlaceMixin, TensorMethods, FunctionMethods):
                 if id(t) not in done:
                     _accumulate_grad(t, g, create_graph, owned)
             elif not retain_graph:
-                t._node = _Freed(t._node[0].name)
+                t._node = _freed(t._node[0].name)
 
     def register_post_accumulate_grad_hook(self, hook):
         """Call hook(self) each time backward() has accumulated this leaf's .grad, as torch.

@@ -140,8 +140,30 @@ class Session:
         flat, rebuild = _flatten(fetches, self._element)
         feeds = self._check_feeds(feed_dict or {})
         values = self._plan(flat, feeds).run(self._state, feeds)
-        stored = {id(a) for a in self._state.variables.values()}
-        return rebuild([_result(v, stored) for v in values])
+        return rebuild(_results(values, self._state, feeds))
+
+    def make_callable(self, fetches, feed_list=None, accept_options=False):
+        """TF1's `Session.make_callable`: a function running one step over and over.
+
+        `step = sess.make_callable(fetches, feed_list)`, then `step(*values)` is
+        `sess.run(fetches, dict(zip(feed_list, values)))`, with the same checks and the same
+        result structure, but the fetches and feed keys are resolved once, here, and the
+        step's plan is kept while the fed values keep their shapes and dtypes. With
+        `accept_options=True` the function also takes `options=` and `run_metadata=`
+        keywords (accepted and ignored, as in `run`).
+
+        >>> import numpy as np
+        >>> from dualgrad import graph
+        >>> x = graph.placeholder(graph.float32, (None,), name="x")
+        >>> with graph.Session() as s:
+        ...     double = s.make_callable([x * 2.0], feed_list=[x])
+        ...     double(np.array([1.0, 2.0], np.float32))
+        [array([2., 4.], dtype=float32)]
+        """
+        if feed_list is not None and not isinstance(feed_list, (list, tuple)):
+            raise TypeError(f"make_callable: `feed_list` must be a list or tuple, got "
+                            f"{type(feed_list).__name__}")
+        return _Callable(self, fetches, list(feed_list or ()), accept_options)
 
     def _plan(self, flat, feeds):
         key = (tuple(id(f) for f in flat), tuple(sorted(id(t) for t in feeds)))
@@ -179,16 +201,18 @@ class Session:
         return f
 
     def _check_feeds(self, feed_dict):
-        feeds = {}
-        for key, value in feed_dict.items():
-            t = self._element(key, "feed")
-            if isinstance(t, Node) or t.node.type != "placeholder":
-                node = t if isinstance(t, Node) else t.node
-                raise InvalidArgumentError(
-                    f"cannot feed {t.name!r}: only placeholders can be fed, and node "
-                    f"{describe(node)} is not one", node=node)
-            feeds[t] = _check_feed(t, value)
-        return feeds
+        return {(t := self._feedable(key)): _check_feed(t, value)
+                for key, value in feed_dict.items()}
+
+    def _feedable(self, key):
+        """A feed key as the placeholder it names (only placeholders can be fed)."""
+        t = self._element(key, "feed")
+        if isinstance(t, Node) or t.node.type != "placeholder":
+            node = t if isinstance(t, Node) else t.node
+            raise InvalidArgumentError(
+                f"cannot feed {t.name!r}: only placeholders can be fed, and node "
+                f"{describe(node)} is not one", node=node)
+        return t
 
 
 def _check_feed(t, value):
@@ -237,12 +261,32 @@ def _first_bad(arr, out, want):
     return bad.flat[0] if bad.size else "?"
 
 
-def _result(v, stored):
+def _results(values, state, feeds):
+    """The fetched values as `run` hands them back: arrays of the caller's own, 0-d ones as
+    NumPy scalars. An array made by this run is handed over as it is (a view of one too);
+    a copy is made of a variable's buffer, a fed array, a constant (read-only), a view of
+    one of those, and of a second fetch sharing memory with an earlier one."""
+    taken = {id(_owner(a)) for a in state.variables.values()}
+    taken.update([id(_owner(a)) for a in feeds.values()])
+    return [_result(v, taken) for v in values]
+
+
+def _owner(a):
+    # NOTE: numpy collapses a view of a view to the array owning the memory
+    return a if a.flags.owndata else a.base
+
+
+def _result(v, taken):
     if v is None:
         return None
-    if id(v) in stored or not v.flags.owndata or not v.flags.writeable:
-        v = v.copy()   # NOTE: never hand out a variable's buffer, a constant or a view of one
-    return v[()] if v.ndim == 0 else v
+    if v.ndim == 0:
+        return v[()]
+    owner = _owner(v)
+    if type(owner) is not np.ndarray or not owner.flags.owndata or id(owner) in taken or \
+            not v.flags.writeable:
+        return v.copy()
+    taken.add(id(owner))
+    return v
 
 
 def _flatten(fetches, element):
@@ -267,6 +311,56 @@ def _flatten(fetches, element):
         return lambda vals: vals[i]
 
     return flat, walk(fetches)
+
+
+class _Callable:
+    """What `Session.make_callable` returns (see there)."""
+
+    def __init__(self, session, fetches, feed_list, accept_options):
+        if session.closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        self.session, self.accept_options = session, bool(accept_options)
+        self.flat, self.rebuild = _flatten(fetches, session._element)
+        if type(fetches) is list and len(self.flat) == len(fetches):
+            self.rebuild = list   # NOTE: a flat list of fetches needs no rebuilding
+        self.feed_list = [session._feedable(k) for k in feed_list]
+        self._last = None        # (shapes, dtypes, plan) of the last call fed exact arrays
+
+    def __call__(self, *values, **kwargs):
+        s = self.session
+        if kwargs:
+            self._check_options(kwargs)
+        if s.closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        if len(values) != len(self.feed_list):
+            raise TypeError(f"this callable takes {len(self.feed_list)} feed value(s), one "
+                            f"per element of its feed_list, but {len(values)} were given")
+        feeds, plan = self._feeds(values)
+        return self.rebuild(_results(plan.run(s._state, feeds), s._state, feeds))
+
+    def _feeds(self, values):
+        """({placeholder: array}, the plan to run them with)."""
+        shapes = tuple([getattr(v, "shape", None) for v in values])
+        dtypes = tuple([getattr(v, "dtype", None) for v in values])
+        last = self._last
+        if last is not None and shapes == last[0] and dtypes == last[1] and all(
+                [type(v) is np.ndarray for v in values]):
+            return dict(zip(self.feed_list, values)), last[2]   # NOTE: checked before
+        feeds = {t: _check_feed(t, v) for t, v in zip(self.feed_list, values)}
+        plan = self.session._plan(self.flat, feeds)
+        exact = all([type(v) is np.ndarray and v.dtype == t.dtype
+                     for t, v in zip(self.feed_list, values)])
+        self._last = (shapes, dtypes, plan) if exact else None
+        return feeds, plan
+
+    def _check_options(self, kwargs):
+        if not self.accept_options or not set(kwargs) <= {"options", "run_metadata"}:
+            raise TypeError(f"this callable takes no keyword argument {sorted(kwargs)}" +
+                            ("" if self.accept_options else "; make_callable("
+                             "accept_options=True) makes one that takes options= and "
+                             "run_metadata="))
+        check(kwargs.get("options"), RunOptions, "options=")
+        check(kwargs.get("run_metadata"), RunMetadata, "run_metadata=")
 
 
 class _AsDefault:

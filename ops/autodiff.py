@@ -77,8 +77,9 @@ def backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=None
                 with vjp_context(v):
                     in_grads = op.vjp(entry[1], *inputs, out=v, needs=needs, **attrs)
             for inp, need, g in zip(inputs, needs, in_grads):
-                if need and g is not None:
-                    _accumulate(acc, inp, g)
+                if need and g is not None:   # NOTE: _accumulate inlined (a frame per edge)
+                    prev = acc.get(id(inp))
+                    acc[id(inp)] = (inp, g if prev is None else prev[1] + g)
         if uses:
             _release(uses, inputs, needs, acc, on_leaf)
     return acc
