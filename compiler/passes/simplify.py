@@ -114,23 +114,33 @@ def static_count(n, users):
 
 
 def slice_grads_to_concat(n, users):
-    """A sum of slice_grads whose slices tile one axis of the same shape -> one concat of
-    their gradients (the LSTM's four gates: 4 zero-filled (B, 4H) arrays and 3 adds per
-    step become one (B, 4H) concat)."""
+    """A sum of slice_grads whose slices (or single indices) tile one axis of the same shape
+    -> one concat of their gradients (the LSTM's four gates: 4 zero-filled (B, 4H) arrays and
+    3 adds per step become one (B, 4H) concat; attention's q, k, v = qkv[0], qkv[1], qkv[2])."""
     if n.op.name != "add" or None in n.spec.shape:
         return None
     leaves = _add_leaves(n, users)
     if len(leaves) < 2 or any(s.tag != "op" or s.op.name != "slice_grad" for s, _ in leaves):
         return None
     spans = [_span(s, n.spec) for s, _ in leaves]
-    if None in spans or len({a for a, _, _ in spans}) != 1:
+    if None in spans or len({sp[0] for sp in spans}) != 1:
         return None
     axis = spans[0][0]
-    spans = sorted((lo, hi, s.inputs[0]) for (_, lo, hi), (s, _) in zip(spans, leaves))
-    if [lo for lo, _, _ in spans] != [0] + [hi for _, hi, _ in spans[:-1]] or \
+    spans = sorted(((lo, hi, drop, s.inputs[0]) for (_, lo, hi, drop), (s, _) in
+                    zip(spans, leaves)), key=lambda sp: sp[0])
+    if [sp[0] for sp in spans] != [0] + [sp[1] for sp in spans[:-1]] or \
             spans[-1][1] != n.spec.shape[axis]:
         return None
-    return _new_op(ops.REGISTRY["concat"], [g for _, _, g in spans], {"axis": axis}, n)
+    parts = [_unsqueezed(g, axis, n) if drop else g for _, _, drop, g in spans]
+    return _new_op(ops.REGISTRY["concat"], parts, {"axis": axis}, n)
+
+
+def _unsqueezed(g, axis, n):
+    spec = _spec_of(g)
+    shape = tuple(spec.shape[:axis]) + (1,) + tuple(spec.shape[axis:])
+    e = INode("op", ops.REGISTRY["expand_dims"], [g], {"axis": axis},
+              [ops.Spec(shape, spec.dtype)], origin=n.origin)
+    return (e, 0)
 
 
 def add_of_sums_to_like(n, users):
@@ -153,6 +163,21 @@ def add_of_sums_to_like(n, users):
     return _new_op(p.op, [(total, 0), p.inputs[1]], {}, n)
 
 
+def row_sum_to_like(n, users):
+    """sum_to_like(x, like) that sums only x's last axis -> sum(x, axis=-1, keepdims=True),
+    a reduction the fuse pass folds into the loop producing x (LayerNorm's and softmax's
+    gradients: (B, T, D) -> (B, T, 1))."""
+    if n.op.name != "sum_to_like":
+        return None
+    x = _spec_of(n.inputs[0])
+    shape = tuple(n.spec.shape)
+    if None in x.shape or None in shape or len(x.shape) < 2 or \
+            shape != tuple(x.shape[:-1]) + (1,) or x.shape[-1] == 1 or x.dtype.kind != "f":
+        return None
+    return _new_op(ops.REGISTRY["sum"], [n.inputs[0]], {"axis": len(shape) - 1,
+                                                        "keepdims": True}, n)
+
+
 def _spec_of(ref):
     return ref[0].specs[ref[1]]
 
@@ -170,20 +195,25 @@ def _add_leaves(n, users):
 
 
 def _span(sg, spec):
-    """(axis, start, stop) of a slice_grad of `spec`'s shape and dtype whose index is one
-    step-1 slice along one axis (the others whole), or None."""
+    """(axis, start, stop, dropped) of a slice_grad of `spec`'s shape and dtype whose index
+    is one step-1 slice or one integer along one axis (the others whole), or None."""
     from dualgrad.ops.shape import expand_index
     if not _same_spec((sg, 0), spec) or \
             not _same_spec(sg.inputs[0], _sliced_spec(sg, spec)):
         return None
     index = expand_index(sg.attrs["index"], len(spec.shape))
-    if len(index) != len(spec.shape) or not all(isinstance(i, slice) for i in index):
+    if len(index) != len(spec.shape) or \
+            not all(isinstance(i, (slice, int)) and not isinstance(i, bool) for i in index):
         return None
-    cut = [(a, i.indices(d)) for a, (i, d) in enumerate(zip(index, spec.shape))
-           if i.indices(d) != (0, d, 1)]
-    if len(cut) != 1 or cut[0][1][2] != 1 or cut[0][1][0] >= cut[0][1][1]:
+    cut = [(a, i, d) for a, (i, d) in enumerate(zip(index, spec.shape))
+           if not isinstance(i, slice) or i.indices(d) != (0, d, 1)]
+    if len(cut) != 1:
         return None
-    return cut[0][0], cut[0][1][0], cut[0][1][1]
+    a, i, d = cut[0]
+    if isinstance(i, int):
+        return (a, i % d, i % d + 1, True) if -d <= i < d else None
+    lo, hi, step = i.indices(d)
+    return (a, lo, hi, False) if step == 1 and lo < hi else None
 
 
 def _sliced_spec(sg, spec):
@@ -192,7 +222,7 @@ def _sliced_spec(sg, spec):
 
 RULES = [add_zero, sub_zero, mul_one, div_one, pow_one, mul_zero, double_neg, identity_like,
          transpose_transpose, reshape_reshape, static_count, slice_grads_to_concat,
-         add_of_sums_to_like]
+         add_of_sums_to_like, row_sum_to_like]
 
 
 def _new_const(value, n):

@@ -150,6 +150,22 @@ def test_gradients_of_slices_tiling_an_axis_become_one_concat():
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
 
 
+def test_gradients_of_the_rows_of_a_stack_become_one_concat():
+    g = graph.Graph()
+    with g.as_default():
+        qkv = graph.placeholder(graph.float32, (3, 2, 4))
+        q, k, v = qkv[0], qkv[1], qkv[-1]
+        loss = graph.reduce_sum(graph.exp(q) * k + v * v)
+        grads = graph.gradients(loss, [qkv])
+    xv = np.random.default_rng(6).standard_normal((3, 2, 4)).astype(np.float32)
+    want = _run(g, grads, {qkv: xv}, False)[0]
+    got, report = _run(g, grads, {qkv: xv}, True)
+    assert report["simplify"].details["rewrites"].get("slice_grads_to_concat") == 1
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    np.testing.assert_allclose(got[0], np.stack([np.exp(xv[0]) * xv[1], np.exp(xv[0]),
+                                                 2 * xv[2]]), rtol=1e-6)
+
+
 def test_a_transpose_several_matmuls_read_is_copied_once_into_c_order():
     g = graph.Graph()
     with g.as_default():
@@ -219,6 +235,19 @@ def test_a_sum_of_sums_to_like_sums_once():
     assert report["simplify"].details["rewrites"].get("add_of_sums_to_like") == 1
     np.testing.assert_allclose(got[0], (2 * xv + np.exp(xv)).sum(0), rtol=1e-5)
     np.testing.assert_allclose(got[1], 16 * xv.sum(0), rtol=1e-5, atol=1e-5)
+
+
+def test_a_sum_to_like_over_the_last_axis_fuses_as_a_row_sum():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (4, 6))
+        r = graph.placeholder(graph.float32, (4, 1))
+        y = ops.sum_to_like(graph.exp(x) * 2.0, r) / 3.0
+    xv = np.random.default_rng(7).standard_normal((4, 6)).astype(np.float32)
+    got, report = _run(g, [y], {x: xv, r: np.zeros((4, 1), np.float32)}, True)
+    assert report["simplify"].details["rewrites"].get("row_sum_to_like") == 1
+    assert report["fuse"].details["groups"] == 1 and report.nodes_after <= 3
+    np.testing.assert_allclose(got[0], (2 * np.exp(xv)).sum(1, keepdims=True) / 3, rtol=1e-5)
 
 
 def test_reshape_of_a_shared_reshape_is_not_merged():
