@@ -11,6 +11,8 @@ same order as the NumPy loop over kernel offsets did (i, then j), so results are
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit
 
@@ -51,22 +53,72 @@ def _fold(cols, img, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo):
                                 img[n, c, h, w] += cols[n, row, oh * wo + ow]
 
 
+# NOTE: with output rows this short (the CNN's 4x4 maps) the loops above spend their time in
+# 4-element inner loops: one gather (scatter-add) over a precomputed index map per sample does
+# the same in about half the time (unfold 150 -> 90 us, fold 160 -> 75 at (64, 8, 4, 4))
+_SHORT_ROW = 8
+
+
+@functools.lru_cache(maxsize=64)
+def _index_map(c_, h_, w_, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo):
+    """For each (row, column) of one sample's unfolded (C*kh*kw, Ho*Wo), the flat index of its
+    pixel in the (C*H*W) image, or C*H*W where the window reads padding."""
+    c = np.arange(c_)[:, None, None, None, None]
+    i = np.arange(kh)[None, :, None, None, None]
+    j = np.arange(kw)[None, None, :, None, None]
+    h = np.arange(ho)[None, None, None, :, None] * sh + i * dh - ph
+    w = np.arange(wo)[None, None, None, None, :] * sw + j * dw - pw
+    inside = (h >= 0) & (h < h_) & (w >= 0) & (w < w_)
+    idx = np.where(inside, (c * h_ + h) * w_ + w, c_ * h_ * w_).reshape(-1).astype(np.int64)
+    idx.flags.writeable = False
+    return idx
+
+
+@njit(cache=True, nogil=True)
+def _gather(x, idx, out):
+    n_, m = x.shape
+    for n in range(n_):
+        for k in range(idx.size):
+            p = idx[k]
+            out[n, k] = x[n, p] if p < m else 0
+
+
+@njit(cache=True, nogil=True)
+def _scatter_add(cols, idx, img):
+    n_, m = img.shape
+    for n in range(n_):
+        for k in range(idx.size):   # NOTE: each pixel's terms in (c, i, j) order, as _fold
+            p = idx[k]
+            if p < m:
+                img[n, p] += cols[n, k]
+
+
 def unfold(x, kernel, stride, padding, dilation, ho, wo):
     """(N, C, H, W) -> (N, C*kh*kw, Ho*Wo), rows in (c, i, j) order; stride, padding and
     dilation are (height, width) pairs."""
     kh, kw = kernel
     x = np.ascontiguousarray(x)
-    out = np.empty((x.shape[0], x.shape[1] * kh * kw, ho * wo), x.dtype)
-    _unfold(x, out, kh, kw, *stride, *padding, *dilation, ho, wo)
+    n, c, h, w = x.shape
+    out = np.empty((n, c * kh * kw, ho * wo), x.dtype)
+    if wo < _SHORT_ROW:
+        idx = _index_map(c, h, w, kh, kw, *stride, *padding, *dilation, ho, wo)
+        _gather(x.reshape(n, c * h * w), idx, out.reshape(n, idx.size))
+    else:
+        _unfold(x, out, kh, kw, *stride, *padding, *dilation, ho, wo)
     return out
 
 
 def fold(cols, shape, kernel, stride, padding, dilation, ho, wo):
     """Scatter-add (N, C*kh*kw, Ho*Wo) columns into a zero image of `shape`."""
     kh, kw = kernel
-    cols = np.ascontiguousarray(cols).reshape(shape[0], shape[1] * kh * kw, ho * wo)
+    n, c, h, w = shape
+    cols = np.ascontiguousarray(cols).reshape(n, c * kh * kw, ho * wo)
     img = np.zeros(shape, cols.dtype)
-    _fold(cols, img, kh, kw, *stride, *padding, *dilation, ho, wo)
+    if wo < _SHORT_ROW:
+        idx = _index_map(c, h, w, kh, kw, *stride, *padding, *dilation, ho, wo)
+        _scatter_add(cols.reshape(n, idx.size), idx, img.reshape(n, c * h * w))
+    else:
+        _fold(cols, img, kh, kw, *stride, *padding, *dilation, ho, wo)
     return img
 
 
