@@ -46,6 +46,7 @@ def _variable_kernel(node):
                 f"{where_str(node.loc)}); run graph.global_variables_initializer() (local "
                 f"variables: local_variables_initializer(); or '{name}.initializer') in this "
                 f"session first", node=node) from None
+    read.reads_variable = name   # NOTE: generated plans (graph/planfn.py) inline the read
     return read, True
 
 
@@ -77,6 +78,7 @@ def adopting_assign_kernel(node):
     def run(state, value):
         state.variables[name] = value
         return value
+    run.stores_variable = name   # NOTE: generated plans (graph/planfn.py) inline the store
     return run
 
 
