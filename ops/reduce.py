@@ -54,7 +54,8 @@ def _short_inner_axis(x, axis):
     """The axis of a float reduction over one short axis that is not the last (a max pool's
     window: (B*C, 4, L)), or None. NOTE: NumPy reduces such an axis 4-5x slower than
     k - 1 elementwise ops on its slices, which add in the same order."""
-    if type(x) is not np.ndarray or x.dtype.kind != "f" or x.size < 4096:
+    if type(x) is not np.ndarray or x.dtype.kind != "f" or x.dtype.itemsize < 4 or \
+            x.size < 4096:
         return None
     if type(axis) is tuple and len(axis) == 1:
         axis = axis[0]
