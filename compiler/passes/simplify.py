@@ -120,7 +120,7 @@ def slice_grads_to_concat(n, users):
     if n.op.name != "add" or None in n.spec.shape:
         return None
     leaves = _add_leaves(n, users)
-    if len(leaves) < 2 or any(s.tag != "op" or s.op.name != "slice_grad" for s, _ in leaves):
+    if leaves is None or len(leaves) < 2:
         return None
     spans = [_span(s, n.spec) for s, _ in leaves]
     if None in spans or len({sp[0] for sp in spans}) != 1:
@@ -182,15 +182,19 @@ def _spec_of(ref):
     return ref[0].specs[ref[1]]
 
 
-def _add_leaves(n, users):
-    """The operands of the tree of adds rooted at n (inner adds used only inside it)."""
-    out = []
-    for src, i in n.inputs:
+def _add_leaves(n, users, want="slice_grad"):
+    """The operands of the tree of adds rooted at n (inner adds used only inside it), or
+    None as soon as one is not a `want` node (so a long chain of adds costs little)."""
+    out, stack = [], list(reversed(n.inputs))
+    while stack:
+        src, i = stack.pop()
         if (src.tag == "op" and src.op.name == "add" and len(users.get(id(src), ())) == 1
                 and _same_spec((src, i), n.spec)):
-            out += _add_leaves(src, users)
-        else:
+            stack.extend(reversed(src.inputs))
+        elif src.tag == "op" and src.op.name == want:
             out.append((src, i))
+        else:
+            return None
     return out
 
 

@@ -479,3 +479,16 @@ def test_the_optimiser_pins_malloc_only_when_asked(env, want):
                        env=e, timeout=300)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip().splitlines()[-1] == want
+
+
+def test_a_long_chain_of_adds_optimises():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (4,))
+        b = graph.placeholder(graph.float32, (4,))
+        y = x
+        for _ in range(1500):          # deeper than Python's recursion limit
+            y = y + b
+    got, report = _run(g, [y], {x: np.ones(4, np.float32), b: np.ones(4, np.float32)}, True)
+    assert report.note == ""
+    np.testing.assert_allclose(got[0], np.full(4, 1501, np.float32))
