@@ -164,7 +164,8 @@ def _sum_to_like_kernel(x, like):
         # NOTE: the leading axes (bias gradients): one gemv, 3-5x faster than NumPy's
         # row-by-row reduce on these sizes; the sum is still sequential over rows
         rows = math.prod(x.shape[:k])
-        return np.reshape(_ones(rows, x.dtype) @ x.reshape(rows, -1), shape)
+        r = _ones(rows, x.dtype) @ x.reshape(rows, -1)
+        return r if r.shape == shape else r.reshape(shape)   # NOTE: an array of its own
     return np.reshape(np.add.reduce(x, axis=axes, keepdims=True), shape)
 
 
