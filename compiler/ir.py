@@ -178,6 +178,17 @@ def to_plan(prog: Program) -> Plan:
     return Plan(steps, feed_slots, fetch_slots, len(slots), gnodes)
 
 
+def _fresh_value(ref, spec):
+    """The value is a fused kernel's output of exactly `spec` that leaves the plan: such an
+    output is allocated anew on every run (compiler/passes/buffers.py), so an assign may keep
+    it as the variable's value instead of copying it."""
+    src, i = ref
+    if src.tag != "fused":
+        return False
+    got = src.specs[i]
+    return tuple(got.shape) == tuple(spec.shape) and got.dtype == spec.dtype
+
+
 def _constant(v):
     """The kernel of a constant; `constant_value` lets generated plans bind the value."""
     def kernel():
@@ -189,6 +200,9 @@ def _constant(v):
 def _plan_step(n):
     if n.tag == "graph":
         kernel, stateful = node_kernel(n.origin)
+        if n.origin.type == "assign" and _fresh_value(n.inputs[0], n.origin.outputs[0].spec):
+            from dualgrad.graph.variables import adopting_assign_kernel
+            kernel = adopting_assign_kernel(n.origin)
         return n.origin, kernel, stateful
     if n.tag == "const":
         v = n.value

@@ -18,7 +18,7 @@ def optimize(graph, fetches, feed_specs=None, passes=None):
     placeholder it needs, with its declared spec; unknown dims stay unknown).
 
     passes: names to run (default: all, in the listed order: prune, fold, simplify, cse,
-    fuse, buffers). A shape rule that fails with the actual feed shapes gives the
+    layout, fuse, buffers). A shape rule that fails with the actual feed shapes gives the
     unoptimised plan, so the error is raised at run time naming the node, as without
     the optimiser.
     """

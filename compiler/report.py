@@ -23,6 +23,8 @@ class PassRecord:
             return ", ".join(f"{k} x{v}" for k, v in sorted(r.items())) or "nothing to simplify"
         if self.name == "cse":
             return f"merged {d['merged']} duplicate nodes"
+        if self.name == "layout":
+            return f"copied {d['copied']} shared transposes"
         if self.name == "fuse":
             s = f"{d['groups']} fused groups of sizes {d['sizes']}"
             if d["unfused"]:

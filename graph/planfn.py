@@ -21,7 +21,9 @@ every kernel in a closure constant, one line per step::
                                                     # (simplified)
         return [s3]
 
-Constants are bound as values, not called. A failing step is found from the line the
+Constants are bound as values, not called; a variable read is a dict lookup in the session's
+values (`V.get(name)`, the read kernel runs only when the value is missing, to raise its
+error), and an assign that keeps its value as is (`adopting_assign_kernel`) an item store. A failing step is found from the line the
 exception left the function at, so the error names the node and its inputs' shapes exactly
 as `Plan.run` does, at no cost on the path where nothing fails.
 """
@@ -41,6 +43,8 @@ def straight_line(plan):
     for t, slot in plan.feed_slots:
         env[f"T{slot}"] = t
         head.append(f"    s{slot} = feeds[T{slot}]")
+    if any(_variable_access(step) for step in plan.steps):
+        head.append("    V = state.variables")
     body, line_step = [], {}
     for i, step in enumerate(plan.steps):
         line_step[len(head) + 2 + len(body)] = i
@@ -59,7 +63,38 @@ def straight_line(plan):
     return fn
 
 
+def _variable_access(step):
+    """'read' / 'store' for a step that reads a variable or stores a value as one (the
+    kernels mark themselves, graph/variables.py), else None."""
+    k = step.kernel
+    if getattr(k, "reads_variable", None) is not None and len(step.outputs) == 1 \
+            and not step.inputs:
+        return "read"
+    if getattr(k, "stores_variable", None) is not None and len(step.outputs) == 1 \
+            and len(step.inputs) == 1:
+        return "store"
+    return None
+
+
+def _variable_lines(i, step, env, how):
+    """A variable read as a dict lookup (the kernel, which raises the uninitialised-value
+    error, runs only when the value is missing), a store as an item assignment."""
+    env[f"k{i}"] = step.kernel
+    o = step.outputs[0]
+    if how == "read":
+        env[f"n{i}"] = step.kernel.reads_variable
+        lines = [f"        s{o} = V.get(n{i})",
+                 f"        if s{o} is None: s{o} = k{i}(state)"]
+    else:
+        env[f"n{i}"] = step.kernel.stores_variable
+        lines = [f"        V[n{i}] = s{step.inputs[0]}", f"        s{o} = s{step.inputs[0]}"]
+    return lines + [f"        s{slot} = None" for slot in step.free]
+
+
 def _step_lines(i, step, env):
+    how = _variable_access(step)
+    if how is not None:
+        return _variable_lines(i, step, env, how)
     args = [f"s{j}" for j in step.inputs]
     if step.stateful:
         args.insert(0, "state")

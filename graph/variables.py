@@ -46,6 +46,7 @@ def _variable_kernel(node):
                 f"{where_str(node.loc)}); run graph.global_variables_initializer() (local "
                 f"variables: local_variables_initializer(); or '{name}.initializer') in this "
                 f"session first", node=node) from None
+    read.reads_variable = name   # NOTE: generated plans (graph/planfn.py) inline the read
     return read, True
 
 
@@ -65,6 +66,20 @@ def _assign_kernel(node):
         state.variables[name] = _check_assign(node, value)
         return value
     return run, True
+
+
+def adopting_assign_kernel(node):
+    """The kernel of assign `node` for a plan that hands it a fresh array of the variable's
+    exact shape and dtype, which nothing writes into afterwards (an optimiser's fused update
+    output): stored as is, without the defensive copy. Variable values are never changed in
+    place, and Session.run copies a fetched value that is a variable's array."""
+    name = node.attrs["var"]
+
+    def run(state, value):
+        state.variables[name] = value
+        return value
+    run.stores_variable = name   # NOTE: generated plans (graph/planfn.py) inline the store
+    return run
 
 
 def _update_kernel(opname):

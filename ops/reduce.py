@@ -44,11 +44,40 @@ def _sum_kernel(x, axis=None, keepdims=False):
         r = last_axis_sum(x)
         if r is not None:
             return r if keepdims else r.reshape(x.shape[:-1])
+    a = _short_inner_axis(x, axis)
+    if a is not None:
+        return _unrolled(np.add, x, a, keepdims)
     return np.add.reduce(x, axis=axis, keepdims=keepdims)
+
+
+def _short_inner_axis(x, axis):
+    """The axis of a float reduction over one short axis that is not the last (a max pool's
+    window: (B*C, 4, L)), or None. NOTE: NumPy reduces such an axis 4-5x slower than
+    k - 1 elementwise ops on its slices, which add in the same order."""
+    if type(x) is not np.ndarray or x.dtype.kind != "f" or x.dtype.itemsize < 4 or \
+            x.size < 4096:
+        return None
+    if type(axis) is tuple and len(axis) == 1:
+        axis = axis[0]
+    if type(axis) is not int or not -x.ndim <= axis < x.ndim - 1 or axis == -1:
+        return None
+    a = axis % x.ndim
+    return a if 2 <= x.shape[a] <= 16 else None
+
+
+def _unrolled(ufunc, x, a, keepdims):
+    head = (slice(None),) * a
+    r = ufunc(x[head + (0,)], x[head + (1,)])
+    for k in range(2, x.shape[a]):
+        ufunc(r, x[head + (k,)], out=r)
+    return r.reshape(x.shape[:a] + (1,) + x.shape[a + 1:]) if keepdims else r
 
 
 def _max_kernel(x, axis=None, keepdims=False, initial=None):
     if initial is None:   # NOTE: an empty axis then raises, as torch.amax and np.max do
+        a = _short_inner_axis(x, axis)
+        if a is not None:
+            return _unrolled(np.maximum, x, a, keepdims)
         return np.maximum.reduce(x, axis=axis, keepdims=keepdims)
     return np.maximum.reduce(x, axis=axis, keepdims=keepdims, initial=initial)
 

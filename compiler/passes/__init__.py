@@ -2,7 +2,7 @@
 
 Each pass is a module with `NAME` and `run(prog) -> dict` (what it did, for the report).
 """
-from . import buffers, constant_fold, cse, fuse, prune, simplify
+from . import buffers, constant_fold, cse, fuse, layout, prune, simplify
 
-PASSES = [prune, constant_fold, simplify, cse, fuse, buffers]
+PASSES = [prune, constant_fold, simplify, cse, layout, fuse, buffers]
 BY_NAME = {p.NAME: p for p in PASSES}

@@ -1,9 +1,13 @@
 """Common-subexpression elimination: pure nodes with the same op, inputs and attrs merge.
 
-Small constants with equal values merge too. Stateful nodes (random, variables, assign)
-never merge.
+Small constants with equal values merge too. An input an op reads only for its shape
+(`ops.shape.SHAPE_ONLY_FROM`: sum_to_like's `like`, …) is compared by its spec when known.
+Stateful nodes (random, variables, assign) never merge.
 """
 from __future__ import annotations
+
+from dualgrad.ops.shape import SHAPE_ONLY_FROM
+from ..ir import known
 
 NAME = "cse"
 MAX_CONST_BYTES = 4096
@@ -17,7 +21,10 @@ def _key(n):
         return None
     if not n.pure():
         return None
-    ins = tuple((id(src), i) for src, i in n.inputs)
+    shape_from = SHAPE_ONLY_FROM.get(n.op.name, len(n.inputs))
+    ins = tuple((id(src), i) if k < shape_from or not known(src.specs[i]) else
+                ("spec", tuple(src.specs[i].shape), src.specs[i].dtype.name)
+                for k, (src, i) in enumerate(n.inputs))
     return (n.op.name, ins, repr(sorted(n.attrs.items())))
 
 

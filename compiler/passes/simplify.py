@@ -113,8 +113,120 @@ def static_count(n, users):
     return None
 
 
+def slice_grads_to_concat(n, users):
+    """A sum of slice_grads whose slices (or single indices) tile one axis of the same shape
+    -> one concat of their gradients (the LSTM's four gates: 4 zero-filled (B, 4H) arrays and
+    3 adds per step become one (B, 4H) concat; attention's q, k, v = qkv[0], qkv[1], qkv[2])."""
+    if n.op.name != "add" or None in n.spec.shape:
+        return None
+    leaves = _add_leaves(n, users)
+    if leaves is None or len(leaves) < 2:
+        return None
+    spans = [_span(s, n.spec) for s, _ in leaves]
+    if None in spans or len({sp[0] for sp in spans}) != 1:
+        return None
+    axis = spans[0][0]
+    spans = sorted(((lo, hi, drop, s.inputs[0]) for (_, lo, hi, drop), (s, _) in
+                    zip(spans, leaves)), key=lambda sp: sp[0])
+    if [sp[0] for sp in spans] != [0] + [sp[1] for sp in spans[:-1]] or \
+            spans[-1][1] != n.spec.shape[axis]:
+        return None
+    parts = [_unsqueezed(g, axis, n) if drop else g for _, _, drop, g in spans]
+    return _new_op(ops.REGISTRY["concat"], parts, {"axis": axis}, n)
+
+
+def _unsqueezed(g, axis, n):
+    spec = _spec_of(g)
+    shape = tuple(spec.shape[:axis]) + (1,) + tuple(spec.shape[axis:])
+    e = INode("op", ops.REGISTRY["expand_dims"], [g], {"axis": axis},
+              [ops.Spec(shape, spec.dtype)], origin=n.origin)
+    return (e, 0)
+
+
+def add_of_sums_to_like(n, users):
+    """sum_to_like(a, L) + sum_to_like(b, L') -> sum_to_like(a + b, L) when a and b, L and L'
+    have the same specs and nothing else reads the two sums: the LSTM's bias gradient adds
+    8 per-step batch sums; once rewritten, one fused add and one batch sum."""
+    if n.op.name != "add" or None in n.spec.shape:
+        return None
+    (p, _), (q, _) = n.inputs
+    if p is q or not all(s.tag == "op" and s.op.name == "sum_to_like"
+                         and len(users.get(id(s), ())) == 1 and _same_spec((s, 0), n.spec)
+                         for s in (p, q)):
+        return None
+    a, b = p.inputs[0], q.inputs[0]
+    sa = _spec_of(a)
+    if None in sa.shape or not _same_spec(b, sa) or \
+            not _same_spec(p.inputs[1], _spec_of(q.inputs[1])):
+        return None
+    total = INode("op", ops.REGISTRY["add"], [a, b], {}, [sa], origin=n.origin)
+    return _new_op(p.op, [(total, 0), p.inputs[1]], {}, n)
+
+
+def row_sum_to_like(n, users):
+    """sum_to_like(x, like) that sums only x's last axis -> sum(x, axis=-1, keepdims=True),
+    a reduction the fuse pass folds into the loop producing x (LayerNorm's and softmax's
+    gradients: (B, T, D) -> (B, T, 1))."""
+    if n.op.name != "sum_to_like":
+        return None
+    x = _spec_of(n.inputs[0])
+    shape = tuple(n.spec.shape)
+    if None in x.shape or None in shape or len(x.shape) < 2 or \
+            shape != tuple(x.shape[:-1]) + (1,) or x.shape[-1] == 1 or x.dtype.kind != "f":
+        return None
+    return _new_op(ops.REGISTRY["sum"], [n.inputs[0]], {"axis": len(shape) - 1,
+                                                        "keepdims": True}, n)
+
+
+def _spec_of(ref):
+    return ref[0].specs[ref[1]]
+
+
+def _add_leaves(n, users, want="slice_grad"):
+    """The operands of the tree of adds rooted at n (inner adds used only inside it), or
+    None as soon as one is not a `want` node (so a long chain of adds costs little)."""
+    out, stack = [], list(reversed(n.inputs))
+    while stack:
+        src, i = stack.pop()
+        if (src.tag == "op" and src.op.name == "add" and len(users.get(id(src), ())) == 1
+                and _same_spec((src, i), n.spec)):
+            stack.extend(reversed(src.inputs))
+        elif src.tag == "op" and src.op.name == want:
+            out.append((src, i))
+        else:
+            return None
+    return out
+
+
+def _span(sg, spec):
+    """(axis, start, stop, dropped) of a slice_grad of `spec`'s shape and dtype whose index
+    is one step-1 slice or one integer along one axis (the others whole), or None."""
+    from dualgrad.ops.shape import expand_index
+    if not _same_spec((sg, 0), spec) or \
+            not _same_spec(sg.inputs[0], _sliced_spec(sg, spec)):
+        return None
+    index = expand_index(sg.attrs["index"], len(spec.shape))
+    if len(index) != len(spec.shape) or \
+            not all(isinstance(i, (slice, int)) and not isinstance(i, bool) for i in index):
+        return None
+    cut = [(a, i, d) for a, (i, d) in enumerate(zip(index, spec.shape))
+           if not isinstance(i, slice) or i.indices(d) != (0, d, 1)]
+    if len(cut) != 1:
+        return None
+    a, i, d = cut[0]
+    if isinstance(i, int):
+        return (a, i % d, i % d + 1, True) if -d <= i < d else None
+    lo, hi, step = i.indices(d)
+    return (a, lo, hi, False) if step == 1 and lo < hi else None
+
+
+def _sliced_spec(sg, spec):
+    return ops.REGISTRY["slice"].infer(spec, index=sg.attrs["index"])
+
+
 RULES = [add_zero, sub_zero, mul_one, div_one, pow_one, mul_zero, double_neg, identity_like,
-         transpose_transpose, reshape_reshape, static_count]
+         transpose_transpose, reshape_reshape, static_count, slice_grads_to_concat,
+         add_of_sums_to_like, row_sum_to_like]
 
 
 def _new_const(value, n):
@@ -156,6 +268,18 @@ def _keeps_shape(u, n, src):
         return False
 
 
+def _adopt(prog, node):
+    """Add a rule's new node, and the new nodes it reads, to the program."""
+    have = {id(m) for m in prog.nodes}
+    stack = [node]
+    while stack:
+        m = stack.pop()
+        if id(m) not in have:
+            have.add(id(m))
+            prog.nodes.append(m)
+            stack.extend(src for src, _ in m.inputs)
+
+
 def run(prog):
     from ..ir import topo_sort
     from .prune import dead_code
@@ -172,8 +296,7 @@ def run(prog):
                 new = rule(n, users)
                 if new is None:
                     continue
-                if new[0] not in prog.nodes:
-                    prog.nodes.append(new[0])
+                _adopt(prog, new[0])
                 prog.replace_uses((n, 0), new)
                 counts[rule.__name__] = counts.get(rule.__name__, 0) + 1
                 changed = True

@@ -17,6 +17,7 @@ from collections import defaultdict
 import numpy as np
 
 from ..core import Tensor
+from .flat import FlatState, gather
 
 
 class _Required:
@@ -107,8 +108,8 @@ class Optimizer:
     # NOTE: an `_elementwise` optimizer's rule treats every element alike, so running it once
     # on the group's parameters, gradients and state laid end to end gives, element for
     # element, the same float32 operations as running it per parameter, in ~14 NumPy calls
-    # instead of ~14 per parameter (torch's foreach / multi-tensor apply). The per-parameter
-    # state stays as torch has it: each state tensor is a view of the group's flat array.
+    # instead of ~14 per parameter (torch's foreach / multi-tensor apply). The state stays
+    # flat across steps, each parameter's state tensors views of it (flat.py).
     _elementwise = False
 
     def _step_flat(self, live, group):
@@ -116,69 +117,36 @@ class Optimizer:
         when they cannot be: mixed dtypes, or states that are not alike (e.g. a parameter
         that skipped steps, so its step count differs)."""
         dtype = live[0]._array.dtype
-        if any(p._array.dtype != dtype or p.grad._array.dtype != dtype for p in live):
+        if any([p._array.dtype != dtype or p.grad._array.dtype != dtype for p in live]):
             return False
-        state = self._flat_state(live)
-        if state is None:
-            return False
-        flat = Tensor(np.concatenate([p._array.reshape(-1) for p in live]))
-        g = np.concatenate([p.grad._array.reshape(-1) for p in live])
-        self._update(flat, -g if group.get("maximize") else g, state, group)
-        off = 0
-        for p in live:
-            n = p._array.size
-            np.copyto(p._array, flat._array[off:off + n].reshape(p._array.shape), casting="same_kind")
-            off += n
-        self._scatter_state(live, state)
-        return True
-
-    def _flat_state(self, live):
-        """The group's state as flat tensors: the cached ones when every parameter's state
-        still holds the views handed out last step, else concatenated afresh; None if the
-        parameters' states differ in keys or in a scalar (the step count)."""
-        cached = self.__dict__.get("_flat", {}).get(tuple(id(p) for p in live))
-        states = [self.state[p] for p in live]
-        if cached is not None and all(
-                st.keys() == views.keys() and
-                all(getattr(st[k], "_array", None) is v for k, v in views.items())
-                for st, views in zip(states, cached[1])):
-            return cached[0]
-        keys = states[0].keys()
-        if any(st.keys() != keys for st in states):
-            return None
-        flat = {}
-        for k in keys:
-            arrs = [getattr(st[k], "_array", st[k]) for st in states]
-            if not all(isinstance(a, np.ndarray) for a in arrs):
-                return None
-            if arrs[0].ndim == 0:
-                if any(a.ndim or a != arrs[0] for a in arrs):
-                    return None
-                flat[k] = Tensor(arrs[0].copy())
-            else:
-                flat[k] = Tensor(np.concatenate([a.reshape(-1) for a in arrs]))
-        return flat
-
-    def _scatter_state(self, live, flat):
-        """Each parameter's state: views of the flat arrays (0-d ones copied)."""
-        views = []
-        off = 0
-        for p in live:
-            st, mine, n = self.state[p], {}, p._array.size
-            for k, t in flat.items():
-                a = t._array
-                v = a.copy() if a.ndim == 0 else a[off:off + n].reshape(p._array.shape)
-                if isinstance(st.get(k), Tensor):
-                    st[k]._array = v
-                else:
-                    st[k] = Tensor(v)
-                mine[k] = v
-            views.append(mine)
-            off += n
         cache = self.__dict__.setdefault("_flat", {})
-        if len(cache) > len(self.param_groups):
+        key = tuple([id(p) for p in live])
+        kept = cache.get(key)
+        maximize = group.get("maximize")
+        if kept is not None and kept.valid(self.state):
+            flat_p, flat_g = kept.gather(maximize)
+            state = kept.for_rule()
+            self._update(Tensor(flat_p), flat_g, state, group)
+            kept.scatter()
+            if kept.store(state):
+                return True
+        else:
+            state = gather(self.state, live)
+            if state is None:
+                return False
+            flat_p = np.concatenate([p._array.reshape(-1) for p in live])
+            flat_g = np.concatenate([p.grad._array.reshape(-1) for p in live])
+            flat_g = -flat_g if maximize else flat_g
+            self._update(Tensor(flat_p), flat_g, state, group)
+            off = 0
+            for p in live:
+                a = p._array
+                np.copyto(a, flat_p[off:off + a.size].reshape(a.shape), casting="same_kind")
+                off += a.size
+        if len(cache) > 2 * len(self.param_groups):
             cache.clear()
-        cache[tuple(id(p) for p in live)] = (flat, views)
+        cache[key] = FlatState(self.state, live, state, {id(flat_p), id(flat_g)})
+        return True
 
     @staticmethod
     def _write(p, new):

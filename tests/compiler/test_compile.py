@@ -367,6 +367,18 @@ def test_retraces_exactly_when_the_signature_changes():
     assert "float64[5, 12]" in cf.signatures[2] and "eval" in cf.signatures[3]
 
 
+def test_a_tuple_of_python_values_is_keyed_by_type_and_value():
+    def f(x, sizes):
+        return x * float(len(sizes)) + float(sizes[0])
+    cf = compiler.compile(f)
+    x = eager.ones(3)
+    calls = [((1, 2), 1), ((1, 2), 1), ((2, 2), 2), ((1.0, 2), 3), ((True, 2), 4),
+             ([1, 2], 5), ((1, 2, 3), 6), ((1, None), 7), ((1, 2), 7)]
+    for sizes, traces in calls:
+        _close(cf(x, sizes), f(x, sizes))
+        assert cf.traces == traces
+
+
 def test_too_many_traces_warn_naming_the_function():
     def tiny(x):
         return x * 2.0
@@ -514,8 +526,8 @@ def test_graph_report_and_dot_are_reachable():
     assert {"placeholder", "matmul", "relu"} <= kinds
     names = {n.name for n in cm.graph.get_operations() if n.type == "placeholder"}
     assert {"x", "fc1.weight", "fc2.bias"} <= names
-    assert [p.name for p in cm.report.passes] == ["prune", "constant_fold", "simplify", "cse", "fuse",
-                                                  "buffers"]
+    assert [p.name for p in cm.report.passes] == ["prune", "constant_fold", "simplify", "cse", "layout",
+                                                  "fuse", "buffers"]
     dot = cm.dot()
     assert dot.startswith("digraph") and '"fc1.weight"' in dot
     assert cm.signatures == ["(float32[6, 12]) grad on, train"] and "1 trace" in repr(cm)

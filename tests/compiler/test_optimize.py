@@ -134,6 +134,122 @@ def test_simplify_rewrites():
     np.testing.assert_array_equal(got[3], np.zeros((3, 4), np.float32))
 
 
+def test_gradients_of_slices_tiling_an_axis_become_one_concat():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (3, 8))
+        parts = [x[:, 0:3], x[:, 3:5], x[:, 5:8]]
+        loss = graph.reduce_sum(graph.sigmoid(parts[0]) * parts[2] + graph.tanh(parts[1])[:, :1])
+        partial = graph.reduce_sum(graph.exp(x[:, 0:2]) + x[:, 3:5])   # does not tile
+        grads = graph.gradients(loss, [x]) + graph.gradients(partial, [x])
+    xv = np.random.default_rng(1).standard_normal((3, 8)).astype(np.float32)
+    want = _run(g, grads, {x: xv}, False)[0]
+    got, report = _run(g, grads, {x: xv}, True)
+    assert report["simplify"].details["rewrites"].get("slice_grads_to_concat") == 1
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+
+
+def test_gradients_of_the_rows_of_a_stack_become_one_concat():
+    g = graph.Graph()
+    with g.as_default():
+        qkv = graph.placeholder(graph.float32, (3, 2, 4))
+        q, k, v = qkv[0], qkv[1], qkv[-1]
+        loss = graph.reduce_sum(graph.exp(q) * k + v * v)
+        grads = graph.gradients(loss, [qkv])
+    xv = np.random.default_rng(6).standard_normal((3, 2, 4)).astype(np.float32)
+    want = _run(g, grads, {qkv: xv}, False)[0]
+    got, report = _run(g, grads, {qkv: xv}, True)
+    assert report["simplify"].details["rewrites"].get("slice_grads_to_concat") == 1
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    np.testing.assert_allclose(got[0], np.stack([np.exp(xv[0]) * xv[1], np.exp(xv[0]),
+                                                 2 * xv[2]]), rtol=1e-6)
+
+
+def test_a_transpose_several_matmuls_read_is_copied_once_into_c_order():
+    g = graph.Graph()
+    with g.as_default():
+        w = graph.placeholder(graph.float32, (6, 5))
+        a = graph.placeholder(graph.float32, (4, 5))
+        wt = graph.transpose(w, (1, 0))
+        y = graph.matmul(a, wt) + graph.matmul(a * 2.0, wt)
+        once = graph.matmul(a, graph.transpose(w * 3.0, (1, 0)))    # one reader: a view
+    rng = np.random.default_rng(2)
+    feeds = {w: rng.standard_normal((6, 5)).astype(np.float32),
+             a: rng.standard_normal((4, 5)).astype(np.float32)}
+    got, report = _run(g, [y, once], feeds, True)
+    assert report["layout"].details["copied"] == 1
+    np.testing.assert_allclose(got[0], 3 * feeds[a] @ feeds[w].T, rtol=1e-5)
+    np.testing.assert_allclose(got[1], 3 * feeds[a] @ feeds[w].T, rtol=1e-5)
+
+
+def test_sum_to_like_of_the_same_value_to_equal_shapes_merges():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (4, 3))
+        b1 = graph.placeholder(graph.float32, (3,))
+        b2 = graph.placeholder(graph.float32, (3,))
+        y = x * 2.0
+        s1, s2 = ops.sum_to_like(y, b1), ops.sum_to_like(y, b2)
+    xv = np.arange(12, dtype=np.float32).reshape(4, 3)
+    bv = np.zeros(3, np.float32)
+    got, report = _run(g, [s1, s2], {x: xv, b1: bv, b2: bv}, True)
+    assert report["cse"].details["merged"] >= 1
+    np.testing.assert_array_equal(got[0], 2 * xv.sum(0))
+    np.testing.assert_array_equal(got[1], 2 * xv.sum(0))
+
+
+def test_an_assign_keeps_a_fused_update_without_copying_and_fetches_stay_unchanged():
+    g = graph.Graph()
+    with g.as_default():
+        w = graph.Variable(np.ones(4, np.float32))
+        x = graph.placeholder(graph.float32, (4,))
+        step = w.assign(w * 0.5 + x * 2.0)
+    xv = np.arange(4, dtype=np.float32)
+    with graph.Session(g) as s:
+        s.run(w.initializer)
+        first = s.run(step, {x: xv})
+        held = s.run(w)
+        kernels = [st.kernel for plan in s._plans.values() for st in plan.steps
+                   if getattr(st.node, "type", "") == "assign"]
+        assert len(kernels) == 2      # the initializer's copies, the update's does not
+        assert sum(k.__qualname__.startswith("adopting_assign_kernel") for k in kernels) == 1
+        second = s.run(step, {x: xv})
+        np.testing.assert_allclose(first, 0.5 + 2 * xv)
+        np.testing.assert_allclose(second, 0.5 * (0.5 + 2 * xv) + 2 * xv)
+        np.testing.assert_allclose(held, 0.5 + 2 * xv)      # an earlier fetch is not rewritten
+        np.testing.assert_allclose(s.run(w), second)
+
+
+def test_a_sum_of_sums_to_like_sums_once():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (4, 3))
+        b = graph.placeholder(graph.float32, (3,))
+        y = ops.sum_to_like(x * 2.0, b) + ops.sum_to_like(graph.exp(x), b)
+        shared = ops.sum_to_like(x * 5.0, b)
+        z = shared + ops.sum_to_like(x, b) + shared * 2.0      # read twice: kept
+    xv = np.random.default_rng(4).standard_normal((4, 3)).astype(np.float32)
+    feeds = {x: xv, b: np.zeros(3, np.float32)}
+    got, report = _run(g, [y, z], feeds, True)
+    assert report["simplify"].details["rewrites"].get("add_of_sums_to_like") == 1
+    np.testing.assert_allclose(got[0], (2 * xv + np.exp(xv)).sum(0), rtol=1e-5)
+    np.testing.assert_allclose(got[1], 16 * xv.sum(0), rtol=1e-5, atol=1e-5)
+
+
+def test_a_sum_to_like_over_the_last_axis_fuses_as_a_row_sum():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (4, 6))
+        r = graph.placeholder(graph.float32, (4, 1))
+        y = ops.sum_to_like(graph.exp(x) * 2.0, r) / 3.0
+    xv = np.random.default_rng(7).standard_normal((4, 6)).astype(np.float32)
+    got, report = _run(g, [y], {x: xv, r: np.zeros((4, 1), np.float32)}, True)
+    assert report["simplify"].details["rewrites"].get("row_sum_to_like") == 1
+    assert report["fuse"].details["groups"] == 1 and report.nodes_after <= 3
+    np.testing.assert_allclose(got[0], (2 * np.exp(xv)).sum(1, keepdims=True) / 3, rtol=1e-5)
+
+
 def test_reshape_of_a_shared_reshape_is_not_merged():
     # a strided array's reshape copies: merging the outer reshape into the input would make
     # two copies of it, one for each user of the inner reshape
@@ -363,3 +479,16 @@ def test_the_optimiser_pins_malloc_only_when_asked(env, want):
                        env=e, timeout=300)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip().splitlines()[-1] == want
+
+
+def test_a_long_chain_of_adds_optimises():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (4,))
+        b = graph.placeholder(graph.float32, (4,))
+        y = x
+        for _ in range(1500):          # deeper than Python's recursion limit
+            y = y + b
+    got, report = _run(g, [y], {x: np.ones(4, np.float32), b: np.ones(4, np.float32)}, True)
+    assert report.note == ""
+    np.testing.assert_allclose(got[0], np.full(4, 1501, np.float32))

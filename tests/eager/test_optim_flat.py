@@ -98,3 +98,63 @@ def test_state_dict_round_trip_with_flat_state():
     np.testing.assert_allclose(np.abs(params[0].detach().numpy() - before), 0.01 * (1 - 0.9) /
                                np.sqrt(1 - 0.999) * np.sqrt(1 - 0.999 ** 5) / (1 - 0.9 ** 5),
                                rtol=1e-3)
+
+
+def _twins(name, kw):
+    """The same optimizer over two copies of the parameters: flat, and one by one."""
+    a, b = _params(), _params()
+    fa, fb = getattr(optim, name)(a, **kw), getattr(optim, name)(b, **kw)
+    fb._elementwise = False
+    return (a, fa), (b, fb)
+
+
+def _step_both(pairs, k):
+    for params, opt in pairs:
+        _grads(k, params)
+        opt.step()
+
+
+def _assert_same(pairs):
+    (a, fa), (b, fb) = pairs
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x.detach().numpy(), y.detach().numpy())
+        for key in fa.state[x]:
+            np.testing.assert_array_equal(fa.state[x][key].numpy(), fb.state[y][key].numpy())
+
+
+def test_flat_state_persists_and_user_changes_to_it_take_effect():
+    pairs = _twins("Adam", dict(lr=0.01))
+    _step_both(pairs, 0)
+    (a, fa), (b, fb) = pairs
+    held = fa.state[a[0]]["exp_avg"]
+    _step_both(pairs, 1)
+    assert fa.state[a[0]]["exp_avg"] is held          # the same tensor, updated in place
+    assert [float(fa.state[p]["step"]) for p in a] == [2.0, 2.0, 2.0]
+    _assert_same(pairs)
+    # written in place through the tensor a user reads: the next step sees it
+    for opt, params in ((fa, a), (fb, b)):
+        opt.state[params[1]]["exp_avg_sq"].numpy()[...] = 0.5
+    _step_both(pairs, 2)
+    _assert_same(pairs)
+    # one parameter's step count changed in place: the flat update no longer applies to it
+    for opt, params in ((fa, a), (fb, b)):
+        opt.state[params[2]]["step"].numpy()[...] = 10.0
+    _step_both(pairs, 3)
+    _step_both(pairs, 4)
+    _assert_same(pairs)
+    assert float(fa.state[a[2]]["step"]) == 12.0 and float(fa.state[a[0]]["step"]) == 5.0
+
+
+def test_flat_update_follows_a_parameter_given_new_values_of_another_shape():
+    pairs = _twins("Adam", dict(lr=0.01))
+    _step_both(pairs, 0)
+    _step_both(pairs, 1)
+    for params, opt in pairs:
+        params[0].data = np.ones((3, 4), np.float32) * 2   # same shape: new array
+    _step_both(pairs, 2)
+    _assert_same(pairs)
+    for params, opt in pairs:   # another shape: its state no longer fits, as in torch
+        params[1].data = np.ones((5,), np.float32)
+        opt.state[params[1]] = {}
+    _step_both(pairs, 3)
+    _assert_same(pairs)

@@ -88,3 +88,21 @@ def test_freed_values_are_released_during_the_run():
     assert plan._fn is not None
     assert alive == [False, False, False]
     np.testing.assert_array_equal(out[0], np.full(1000, 2.0))
+
+
+def test_generated_variable_reads_are_lookups_and_still_name_an_uninitialised_variable():
+    g, x, loss, train, init = _mlp_step()
+    feed = {x: np.ones((2, 4), np.float32)}
+    with graph.Session(g) as s:
+        for _ in range(3):                      # the plan is generated from its second run
+            with pytest.raises(graph.errors.FailedPreconditionError, match="uninitialized value 'w'"):
+                s.run(loss, feed)
+        assert any(p._fn is not None and "V.get(" in p._fn.source for p in s._plans.values())
+        s.run(init)
+        first = [s.run([loss, train], feed)[0] for _ in range(3)]
+    with graph.Session(g, optimize=False) as s:
+        s.run(init)
+        for p in s._plans.values():
+            p._runs = -100
+        want = [s.run([loss, train], feed)[0] for _ in range(3)]
+    np.testing.assert_allclose(first, want, rtol=1e-5)

@@ -17,12 +17,16 @@ def _cases(dtype):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("form", ["aa", "as", "sa", "as_int", "strided", "broadcast", "f64_scalar"])
+@pytest.mark.parametrize("form", ["aa", "as", "sa", "as_int", "strided", "broadcast", "f64_scalar",
+                                  "zero_d", "zero_d_other_dtype", "transposed"])
 def test_where_kernel_matches_numpy(dtype, form):
     c, x, y = _cases(dtype)
+    other = "float64" if dtype == "float32" else "float32"
+    xt = np.ascontiguousarray(x.T).T     # a strided array of c's shape: copied by the loop
     args = {"aa": (c, x, y), "as": (c, x, 0.0), "sa": (c, 2.5, y), "as_int": (c, x, 3),
             "strided": (c[:, ::2], x[:, ::2], y[:, ::2]), "broadcast": (c, x, y[:1]),
-            "f64_scalar": (c, x, np.float64(1.5))}[form]
+            "f64_scalar": (c, x, np.float64(1.5)), "zero_d": (c, np.zeros((), dtype), xt),
+            "zero_d_other_dtype": (c, x, np.ones((), other)), "transposed": (c, xt, y)}[form]
     got, want = ops.REGISTRY["where"].kernel(*args), np.where(*args)
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)

@@ -184,3 +184,16 @@ def test_sigmoid_deep_negative_tail_in_every_engine(dtype):
     for got in all_engines(lambda t: eager.sigmoid(t) * 1.5 if isinstance(t, eager.Tensor)
                            else graph.sigmoid(t) * 1.5, x):
         np.testing.assert_allclose(got / np.asarray(1.5, dtype), want, rtol=1e-6, atol=tiny)
+
+
+@pytest.mark.parametrize("shape,axis", [((512, 4, 16), 1), ((4, 2048), 0), ((9, 3, 200), -2)])
+@pytest.mark.parametrize("keepdims", [False, True])
+def test_sum_and_max_over_a_short_inner_axis_equal_numpys(shape, axis, keepdims):
+    # these run as k - 1 elementwise ops on slices (a max pool's window), in NumPy's order
+    from dualgrad import ops
+    x = np.random.default_rng(5).standard_normal(shape).astype(np.float32)
+    x[0, 0] = np.nan
+    for op, ref in ((ops.sum, np.sum), (ops.max, np.max)):
+        got, want = op(x, axis=axis, keepdims=keepdims), ref(x, axis=axis, keepdims=keepdims)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
