@@ -206,6 +206,9 @@ def _plan_step(n):
         return n.origin, kernel, stateful
     if n.tag == "const":
         v = n.value
+        if v.flags.writeable:   # NOTE: a folded value: Session.run copies it only if read-only
+            v = v.copy()
+            v.flags.writeable = False
         name = n.origin.name if n.origin is not None and n.origin.type == "const" else \
             f"folded/{n.origin.name if n.origin is not None else 'const'}"
         return SyntheticNode(name, None, {}, n.origin, "const"), _constant(v), False

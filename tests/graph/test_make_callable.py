@@ -95,8 +95,9 @@ def test_run_hands_back_arrays_the_caller_owns():
         c = tf.constant(np.ones((3, 2), np.float32))
         y = x * 2.0
         g.init = tf.global_variables_initializer()
+        folded = c * 2.0   # computed once by the optimiser, a constant of the plan
         fetches = [x, tf.transpose(x), tf.transpose(v), tf.transpose(c), y,
-                   tf.transpose(y), tf.reshape(y, [3, 2])]
+                   tf.transpose(y), tf.reshape(y, [3, 2]), folded, tf.transpose(folded)]
     xs = np.ones((2, 3), np.float32)
     for optimize in (False, True):
         with tf.Session(graph=g, optimize=optimize) as sess:
@@ -108,4 +109,6 @@ def test_run_hands_back_arrays_the_caller_owns():
             np.testing.assert_array_equal(sess.run(v), 1.0)
             np.testing.assert_array_equal(sess.run(c), 1.0)
             assert [float(o.flat[0]) for o in outs] == [101.0, 101.0, 101.0, 101.0, 102.0,
-                                                        102.0, 102.0]
+                                                        102.0, 102.0, 102.0, 102.0]
+            again = sess.run(fetches[-2:], {x: xs})
+            assert [float(o.flat[0]) for o in again] == [2.0, 2.0]
