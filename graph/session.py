@@ -321,7 +321,8 @@ class _Callable:
             raise RuntimeError("Attempted to use a closed Session.")
         self.session, self.accept_options = session, bool(accept_options)
         self.flat, self.rebuild = _flatten(fetches, session._element)
-        if type(fetches) is list and len(self.flat) == len(fetches):
+        if type(fetches) is list and not any([isinstance(f, (list, tuple, dict))
+                                              for f in fetches]):
             self.rebuild = list   # NOTE: a flat list of fetches needs no rebuilding
         self.feed_list = [session._feedable(k) for k in feed_list]
         self._last = None        # (shapes, dtypes, plan) of the last call fed exact arrays

@@ -31,6 +31,8 @@ def test_callable_matches_run_and_keeps_fetch_structure(optimize):
         np.testing.assert_array_equal(single(xs), sess.run(y, {x: xs}))
         out = nested(xs)
         assert set(out) == {"y", "pair"} and isinstance(out["pair"], tuple)
+        listed = sess.make_callable([{"y": y}, (w,)], feed_list=[x])(xs)
+        assert isinstance(listed, list) and set(listed[0]) == {"y"} and len(listed[1]) == 1
         np.testing.assert_array_equal(out["pair"][1], sess.run(w))
         # a new batch size: the callable follows, as run does
         assert single(np.ones((7, 3), np.float32)).shape == (7, 2)
