@@ -35,7 +35,7 @@ def test_groups_are_capped():
     groups, _, _ = groups_of(chain_graph(400))
     sizes = [len(g.members) for g in groups]
     assert max(sizes) == fuse.MAX_GROUP
-    assert sum(sizes) > 1000        # the chain is still fused, in capped pieces
+    assert sum(sizes) >= 1000       # the chain is still fused, in capped pieces
 
 
 def test_forming_groups_is_about_linear():
