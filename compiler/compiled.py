@@ -168,10 +168,13 @@ class _Call:
             return [Tensor(np.asarray(d)) if d is not None and need else None
                     for d, need in zip(grads, needs)]
         # NOTE: the stored gradients are for an incoming 1; the rule is linear in g
-        one = g._array.shape == () and g._array == 1 and not self.handed
+        ga = g._array
+        one = not self.handed and ga.shape == () and ga == 1
         self.handed = True   # a second backward (retain_graph) must not share the arrays
-        return [None if s is None or not need else
-                Tensor(np.asarray(s)) if one else Tensor(np.asarray(g._array * s))
+        if one:
+            return [None if s is None or not need else Tensor(s)
+                    for s, need in zip(self.stored, needs)]
+        return [None if s is None or not need else Tensor(ga * s)
                 for s, need in zip(self.stored, needs)]
 
 
@@ -262,7 +265,8 @@ class Compiled:
 
     def _hit(self, key):
         entry = self._entries.get(key)
-        if entry is None or entry.live_rg != tuple([t.requires_grad for t, _ in entry.live]):
+        if entry is None or entry.live_rg != tuple([t.requires_grad
+                                                    for t in entry.live_tensors]):
             return None
         try:
             self._entries.move_to_end(key)

@@ -20,6 +20,7 @@ class Inline(Exception):
 
 
 _VALUE_TYPES = (type(None), bool, int, str, bytes, slice, type(Ellipsis), type, np.dtype)
+_PLAIN = frozenset([type(None), bool, int, str, bytes])   # keyed (type, value), exact types
 
 
 def signature_key(x, tensors, keep):
@@ -34,6 +35,8 @@ def signature_key(x, tensors, keep):
     if isinstance(x, (float, complex, np.generic)):
         return (type(x), repr(x))      # NOTE: repr tells -0.0 from 0.0 and nan from nan
     if isinstance(x, (tuple, list)):
+        if all([type(v) in _PLAIN for v in x]):   # NOTE: the common case, e.g. a tuple of ints
+            return (type(x), tuple([(type(v), v) for v in x]))
         return (type(x), tuple([signature_key(v, tensors, keep) for v in x]))
     if isinstance(x, dict):
         return (dict, tuple([(repr(k), signature_key(v, tensors, keep)) for k, v in x.items()]))

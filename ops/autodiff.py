@@ -23,26 +23,29 @@ def _walk(outputs, node_of, needs_grad, leaves=False, first_input_first=False):
     behind its transpose) come right after their user, not at the very end.
     """
     order, seen = [], set()
-    stack = [(v, None) for v in outputs]
+    append, seen_add = order.append, seen.add
+    stack = [(v, None, None) for v in outputs]
+    pop, push = stack.pop, stack.append
     while stack:
-        v, done = stack.pop()
-        if done is not None:
-            if done[0] is not None or leaves:
-                order.append((v, done[0], done[1]))
+        v, node, needs = pop()
+        if node is not None:            # all of v's inputs are listed: v comes next
+            append((v, node, needs))
             continue
         if id(v) in seen:
             continue
-        seen.add(id(v))
+        seen_add(id(v))
         node = node_of(v)
         if node is None:
-            stack.append((v, (None, ())))
+            if leaves:
+                append((v, None, ()))
             continue
-        needs = tuple([needs_grad(i) for i in node[1]])
-        stack.append((v, (node, needs)))
-        pairs = zip(node[1], needs)
+        inputs = node[1]
+        needs = tuple(map(needs_grad, inputs))
+        push((v, node, needs))
+        pairs = zip(inputs, needs)
         for inp, need in (reversed(list(pairs)) if first_input_first else pairs):
             if need and id(inp) not in seen:
-                stack.append((inp, None))
+                push((inp, None, None))
     return order
 
 

@@ -554,10 +554,17 @@ class LSTMCell(_Cell):
 
     def forward(self, x, state=None):
         h, c = state if state is not None else (self._zeros(x), self._zeros(x))
-        z = F.linear(x, self.weight_ih, self.bias_ih) + F.linear(h, self.weight_hh, self.bias_hh)
-        i, f, g, o = ops.split(z, self.hidden_size, axis=-1)
-        c = F.sigmoid(f) * c + F.sigmoid(i) * F.tanh(g)
-        return F.sigmoid(o) * F.tanh(c), c
+        z = F.linear(x, self.weight_ih) + F.linear(h, self.weight_hh)
+        if self.bias_ih is not None:
+            z = z + (self.bias_ih + self.bias_hh)   # NOTE: the biases' gradient summed once
+        # NOTE: one sigmoid over all four gates (one contiguous kernel call each way, not
+        # three on strided slices), g's columns of it unused; slices of it are i, f, o
+        s, n, a = F.sigmoid(z), self.hidden_size, len(z.shape) - 1
+        i, f, o = (ops.slice_(s, index=(slice(None),) * a + (slice(k * n, (k + 1) * n),))
+                   for k in (0, 1, 3))
+        g = F.tanh(ops.slice_(z, index=(slice(None),) * a + (slice(2 * n, 3 * n),)))
+        c = f * c + i * g
+        return o * F.tanh(c), c
 
 
 class GRUCell(_Cell):

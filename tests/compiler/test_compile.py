@@ -367,6 +367,18 @@ def test_retraces_exactly_when_the_signature_changes():
     assert "float64[5, 12]" in cf.signatures[2] and "eval" in cf.signatures[3]
 
 
+def test_a_tuple_of_python_values_is_keyed_by_type_and_value():
+    def f(x, sizes):
+        return x * float(len(sizes)) + float(sizes[0])
+    cf = compiler.compile(f)
+    x = eager.ones(3)
+    calls = [((1, 2), 1), ((1, 2), 1), ((2, 2), 2), ((1.0, 2), 3), ((True, 2), 4),
+             ([1, 2], 5), ((1, 2, 3), 6), ((1, None), 7), ((1, 2), 7)]
+    for sizes, traces in calls:
+        _close(cf(x, sizes), f(x, sizes))
+        assert cf.traces == traces
+
+
 def test_too_many_traces_warn_naming_the_function():
     def tiny(x):
         return x * 2.0
