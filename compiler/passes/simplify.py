@@ -298,6 +298,9 @@ def run(prog):
                     continue
                 _adopt(prog, new[0])
                 prog.replace_uses((n, 0), new)
+                # NOTE: n's readers now read the new node: rules later in this sweep see its
+                # users (a chain of k rewrites then takes one sweep, not k)
+                users[id(new[0])] = users.get(id(new[0]), []) + users.get(id(n), [])
                 counts[rule.__name__] = counts.get(rule.__name__, 0) + 1
                 changed = True
                 break

@@ -250,6 +250,22 @@ def test_a_sum_to_like_over_the_last_axis_fuses_as_a_row_sum():
     np.testing.assert_allclose(got[0], (2 * np.exp(xv)).sum(1, keepdims=True) / 3, rtol=1e-5)
 
 
+def test_a_long_sum_of_sums_to_like_becomes_one_sum():
+    g = graph.Graph()
+    with g.as_default():
+        xs = [graph.placeholder(graph.float32, (4, 3)) for _ in range(40)]
+        b = graph.placeholder(graph.float32, (3,))
+        y = ops.sum_to_like(xs[0] * 2.0, b)
+        for x in xs[1:]:
+            y = y + ops.sum_to_like(x * 2.0, b)
+    rng = np.random.default_rng(8)
+    feeds = {x: rng.standard_normal((4, 3)).astype(np.float32) for x in xs}
+    got, report = _run(g, [y], {**feeds, b: np.zeros(3, np.float32)}, True)
+    assert report["simplify"].details["rewrites"].get("add_of_sums_to_like") == 39
+    np.testing.assert_allclose(got[0], 2 * sum(v.sum(0) for v in feeds.values()), rtol=1e-5,
+                               atol=1e-5)
+
+
 def test_reshape_of_a_shared_reshape_is_not_merged():
     # a strided array's reshape copies: merging the outer reshape into the input would make
     # two copies of it, one for each user of the inner reshape
