@@ -398,8 +398,11 @@ class Tensor(InPlaceMixin, TensorMethods, FunctionMethods):
         self.requires_grad = bool(requires_grad)
         return self
 
-    def backward(self, gradient=None, retain_graph=False, create_graph=False):
-        """Accumulate d(self)/d(leaf) into every leaf's .grad that requires grad."""
+    def backward(self, gradient=None, retain_graph=None, create_graph=False):
+        """Accumulate d(self)/d(leaf) into every leaf's .grad that requires grad; the graph is
+        kept when create_graph is (retain_graph defaults to it, as in torch)."""
+        if retain_graph is None:
+            retain_graph = create_graph
         if not self.requires_grad:
             raise RuntimeError("element 0 of tensors does not require grad and does not have "
                                "a grad_fn")

@@ -15,6 +15,7 @@ import numpy as np
 from .core import (Sample, ShapeError, fmt_shape, located, spec_of, user_frame, user_stacklevel,
                    where_str)
 from .elementwise import cast, eq, erf, exp, log, ne, sqrt, stop_gradient, tanh, where
+from .losses import softmax_cross_entropy
 from .nn import matmul, one_hot, rand_like, unfold
 from .reduce import count, max as max_, static_count, sum as sum_
 from .rules import broadcast, norm_axes, norm_axis
@@ -438,7 +439,7 @@ def cross_entropy(logits, target, reduction="mean", weight=None, ignore_index=No
     if weight is None and not label_smoothing and t_dtype.kind in "iu" and (
             ignore_index is None or not _may_ignore(target, ignore_index)):
         target = one_hot(target, ls[-1], dtype=logits.dtype)
-        return _reduce_loss(-_weighted_sum(target, log_softmax(logits, axis=-1), -1), reduction)
+        return _reduce_loss(softmax_cross_entropy(logits, target), reduction)
     return _weighted_ce(logits, target, t_dtype, reduction, weight, ignore_index,
                         label_smoothing)
 

@@ -356,6 +356,17 @@ def _unfold(w, n, ins):
     return w.emit("Reshape", [stacked, w.ints([0, c * kh * kw, ho * wo])])
 
 
+def _softmax_cross_entropy(w, n, ins):
+    """-sum(labels * LogSoftmax(logits)) over the last axis, a zero label's term 0 (as the
+    kernel: a masked class at -inf adds 0, not nan)."""
+    dt = n.outputs[0].dtype
+    x, t = _in_dtype(w, n, ins, dt)
+    prod = w.emit("Mul", [t, w.emit("LogSoftmax", [x], axis=-1)])
+    zero = w.const(np.zeros((), dt))
+    prod = w.emit("Where", [w.emit("Equal", [t, zero]), zero, prod])
+    return w.emit("Neg", [w.emit("ReduceSum", [prod, w.ints([-1], "axes")], keepdims=0)])
+
+
 # NOTE: ops not listed here are written by `_direct` when their registry entry has `onnx=`
 RULES = {"matmul": _matmul, **{k: _compare for k in ("eq", "ne", "lt", "le", "gt", "ge")},
          "where": _where, "cast": _cast, "stop_gradient": _identity, "sum": _sum, "max": _max,
@@ -364,7 +375,8 @@ RULES = {"matmul": _matmul, **{k: _compare for k in ("eq", "ne", "lt", "le", "gt
          "transpose": _transpose, "broadcast_to": _broadcast_to, "expand_dims": _expand_dims,
          "squeeze": _squeeze, "concat": _concat, "slice": _slice, "take": _take, "pad": _pad,
          "argsort": _argsort, "gather": _gather,
-         "zeros_like": _fill(0), "ones_like": _fill(1), "one_hot": _one_hot, "unfold": _unfold}
+         "zeros_like": _fill(0), "ones_like": _fill(1), "one_hot": _one_hot, "unfold": _unfold,
+         "softmax_cross_entropy": _softmax_cross_entropy}
 
 
 # -- the model ----------------------------------------------------------------------------------
