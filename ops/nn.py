@@ -67,8 +67,19 @@ def _batched_weight_grad(x, y, g):
     return matmul(transpose(reshape(x, (-1, k)), axes=(1, 0)), reshape(g, (-1, n)))
 
 
+def _matmul_kernel(x, y):
+    """np.matmul; a C-contiguous stack (..., m, k) times a matrix (k, n) as ONE 2-D product.
+
+    NOTE: NumPy runs the stack as one small gemm per matrix, and with a transposed weight view
+    (eager's and the traced `x @ W.T`) slower still: (64, 8, 32) @ (32, 96)^T 57 -> 40 µs."""
+    if type(x) is np.ndarray and type(y) is np.ndarray and x.ndim > 2 and y.ndim == 2 and \
+            x.flags.c_contiguous:
+        return np.matmul(x.reshape(-1, x.shape[-1]), y).reshape(x.shape[:-1] + y.shape[1:])
+    return np.matmul(x, y)
+
+
 MATMUL = register(
-    "matmul", _matmul_infer, np.matmul, _matmul_vjp, category="matmul", onnx="MatMul",
+    "matmul", _matmul_infer, _matmul_kernel, _matmul_vjp, category="matmul", onnx="MatMul",
     samples=(Sample(((3, 4), (4, 5))), Sample(((2, 3, 4), (4, 5))),
              Sample(((2, 1, 3, 4), (3, 4, 2))), Sample(((4,), (4, 3))), Sample(((3, 4), (4,))),
              Sample(((4,), (4,))),
