@@ -67,14 +67,25 @@ def log_softmax(logits, axis=None):
 @named
 @old_names(dim="axis")
 def softmax_cross_entropy_with_logits(labels=None, logits=None, axis=-1):
-    """Per-example loss from class probabilities `labels` (same shape as logits)."""
-    _need_both("softmax_cross_entropy_with_logits", labels, logits)
+    """Per-example loss from class probabilities `labels` (same shape as logits); as TF1's
+    (deprecated) v1, backpropagation happens only into logits: labels get no gradient."""
+    return _probability_xent("softmax_cross_entropy_with_logits", labels, logits, axis,
+                             into_labels=False)
+
+
+@named
+@old_names(dim="axis")
+def softmax_cross_entropy_with_logits_v2(labels=None, logits=None, axis=-1):
+    """As softmax_cross_entropy_with_logits, with gradients into labels too (TF's v2)."""
+    return _probability_xent("softmax_cross_entropy_with_logits_v2", labels, logits, axis,
+                             into_labels=True)
+
+
+def _probability_xent(name, labels, logits, axis, into_labels):
+    _need_both(name, labels, logits)
     if axis not in (-1, len(logits.shape) - 1):
-        raise NotImplementedError("softmax_cross_entropy_with_logits: only the last axis")
-    return _cross_entropy(logits, labels)
-
-
-softmax_cross_entropy_with_logits_v2 = softmax_cross_entropy_with_logits
+        raise NotImplementedError(f"{name}: only the last axis")
+    return _cross_entropy(logits, labels if into_labels else ops.stop_gradient(labels))
 
 
 @named

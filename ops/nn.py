@@ -93,6 +93,8 @@ MATMUL = register(
 # -- unfold / fold (im2col) -------------------------------------------------------------------
 def pair(v):
     """An int or a (height, width) pair as a pair of ints (torch's `_pair`)."""
+    if type(v) is int:      # NOTE: the common case, ~60 calls per CNN step: np.ndim costs 1 µs
+        return (v, v)
     return (int(v), int(v)) if np.ndim(v) == 0 else tuple(int(a) for a in v)
 
 

@@ -112,3 +112,18 @@ def test_docstring_examples_run(module):
     graph.reset_default_graph()
     result = doctest.testmod(importlib.import_module(f"dualgrad.{module}"), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0
+
+
+def test_v1_cross_entropy_backpropagates_only_into_logits_v2_into_labels_too():
+    # TF1: softmax_cross_entropy_with_logits stops gradients at labels; _v2 does not
+    x = graph.Variable(RNG.standard_normal((4, 5)).astype(np.float32))
+    p = graph.Variable(np.full((4, 5), 0.2, np.float32))
+    v1 = graph.reduce_sum(graph.nn.softmax_cross_entropy_with_logits(labels=p, logits=x))
+    v2 = graph.reduce_sum(graph.nn.softmax_cross_entropy_with_logits_v2(labels=p, logits=x))
+    g1 = graph.gradients(v1, [x, p])
+    g2 = graph.gradients(v2, [x, p])
+    assert g1[1] is None
+    gx1, gx2, gp2, xv = run([g1[0], g2[0], g2[1], x])
+    np.testing.assert_allclose(gx1, gx2)
+    logp = xv - np.log(np.exp(xv).sum(-1, keepdims=True))
+    np.testing.assert_allclose(gp2, -logp, rtol=1e-5)
