@@ -166,7 +166,32 @@ def _sum_to_like_kernel(x, like):
         rows = math.prod(x.shape[:k])
         r = _ones(rows, x.dtype) @ x.reshape(rows, -1)
         return r if r.shape == shape else r.reshape(shape)   # NOTE: an array of its own
+    r = _outer_axes_sum(x, axes)
+    if r is not None:
+        return r.reshape(shape)
     return np.reshape(np.add.reduce(x, axis=axes, keepdims=True), shape)
+
+
+def _outer_axes_sum(x, axes):
+    """x summed over some leading and some trailing axes, the middle ones kept, as two gemvs:
+    a conv bias's gradient, (N, C, H, W) -> (C,): 3-6 µs against NumPy's 15-60 µs at the
+    CNN's sizes. None unless x is C-contiguous float32/float64 with elements, the axes have
+    that form and the trailing rows are at most 1024 long (longer keep NumPy's pairwise sum,
+    as `last_axis_sum`)."""
+    nd, n = x.ndim, len(axes)
+    k = 0
+    while k < n and axes[k] == k:
+        k += 1
+    if (k == n or axes[k:] != tuple(range(nd - (n - k), nd)) or nd - (n - k) <= k
+            or x.dtype.kind != "f" or x.dtype.itemsize < 4 or not x.flags.c_contiguous
+            or x.size == 0):
+        return None
+    a, b = math.prod(x.shape[:k]), math.prod(x.shape[nd - (n - k):])
+    if b > 1024:
+        return None
+    flat = x.reshape(a, -1)
+    mid = (_ones(a, x.dtype) @ flat) if a > 1 else flat[0]
+    return mid.reshape(-1, b) @ _ones(b, x.dtype)
 
 
 def last_axis_sum(x):
