@@ -18,7 +18,7 @@ from .elementwise import cast, eq, erf, exp, log, ne, sqrt, stop_gradient, tanh,
 from .losses import softmax_cross_entropy
 from .nn import matmul, one_hot, rand_like, unfold
 from .reduce import count, max as max_, static_count, sum as sum_
-from .rules import broadcast, norm_axes, norm_axis
+from .rules import broadcast, dims_match, norm_axes, norm_axis
 from .shape import (concat, expand_dims, pad, reshape, reverse, slice_, squeeze, take,
                     transpose)
 
@@ -429,8 +429,7 @@ def cross_entropy(logits, target, reduction="mean", weight=None, ignore_index=No
     # first, and a graph tensor refuses np.asarray
     t_dtype = np.dtype(target.dtype if hasattr(target, "dtype") else np.asarray(target).dtype)
     if t_dtype.kind in "iu":
-        if ts != ls[:-1] and not (len(ts) == len(ls) - 1 and all(
-                a is None or b is None or a == b for a, b in zip(ts, ls))):
+        if not dims_match(ts, ls[:-1]):
             raise located(f"cross_entropy: target {fmt_shape(ts)} must have shape "
                              f"{fmt_shape(ls[:-1])} (class indices) for logits {fmt_shape(ls)}")
     elif ts != ls:
@@ -522,10 +521,6 @@ def _nll_ref(np, lp, t, reduction="mean"):
     return np.mean(loss) if reduction == "mean" else np.sum(loss) if reduction == "sum" else loss
 
 
-def _dims_match(a, b):
-    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
-
-
 @composite(samples=(Sample(((4, 5), np.array([0, 4, 2, 2]))),
                     Sample(((5,), np.array(3)), {"reduction": "none"}),
                     Sample(((2, 3, 4), np.array([[0, 1, 2, 2], [1, 1, 0, 2]])),
@@ -539,7 +534,7 @@ def nll_loss(log_probs, target, reduction="mean"):
     ls, ts = _shape(log_probs), _shape(target)
     ax = 1 if len(ls) >= 2 else 0
     want = ls[:1] + ls[2:] if len(ls) >= 2 else ()
-    if not ls or not _dims_match(ts, want) or ls[ax] is None:
+    if not ls or not dims_match(ts, want) or ls[ax] is None:
         raise located(f"nll_loss: target {fmt_shape(ts)} must have shape {fmt_shape(want)} "
                        f"(class indices) for input {fmt_shape(ls)} (classes in dim 1, known)")
     hit = one_hot(target, ls[ax], dtype=log_probs.dtype)         # classes last
@@ -550,7 +545,7 @@ def nll_loss(log_probs, target, reduction="mean"):
 
 def _same_shape(name, x, t):
     xs, ts = _shape(x), _shape(t)
-    if not _dims_match(xs, ts):
+    if not dims_match(xs, ts):
         raise located(f"{name}: target {fmt_shape(ts)} must have the shape of input "
                        f"{fmt_shape(xs)}")
 

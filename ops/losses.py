@@ -23,12 +23,8 @@ import numpy as np
 from .core import Sample, ShapeError, Spec, bind, fmt_shape, register
 from .elementwise import abs as abs_, exp, log, lt, stop_gradient, where
 from .reduce import max as max_, sum as sum_
-from .rules import result_dtype
+from .rules import dims_match, result_dtype
 from .shape import expand_dims, last_axis_sum
-
-
-def _rows_match(a, b):
-    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
 
 
 def _known(a, b):
@@ -37,7 +33,7 @@ def _known(a, b):
 
 
 def _sce_infer(logits, labels, **_):
-    if not logits.shape or not _rows_match(logits.shape, labels.shape):
+    if not logits.shape or not dims_match(logits.shape, labels.shape):
         raise ShapeError(f"softmax_cross_entropy: logits {fmt_shape(logits)} and labels "
                          f"{fmt_shape(labels)} must have the same shape, classes last")
     return Spec(_known(logits.shape, labels.shape)[:-1], result_dtype(logits, labels))
@@ -45,7 +41,7 @@ def _sce_infer(logits, labels, **_):
 
 def _sce_grad_infer(logits, labels, g, **_):
     spec = _sce_infer(logits, labels)
-    if not _rows_match(g.shape, spec.shape):
+    if not dims_match(g.shape, spec.shape):
         raise ShapeError(f"softmax_cross_entropy_grad: gradient {fmt_shape(g)} must have the "
                          f"shape of the loss {fmt_shape(spec.shape)} for logits "
                          f"{fmt_shape(logits)}")

@@ -130,6 +130,11 @@ def reduced_shape(shape, axes, keepdims) -> tuple:
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
+def dims_match(a, b) -> bool:
+    """Two shapes of one rank whose dims agree wherever both are known (None = unknown)."""
+    return len(a) == len(b) and all(x is None or y is None or x == y for x, y in zip(a, b))
+
+
 def numel(shape):
     """Product of dims, or None when any is unknown."""
     n = 1

@@ -197,3 +197,14 @@ def test_sum_and_max_over_a_short_inner_axis_equal_numpys(shape, axis, keepdims)
         got, want = op(x, axis=axis, keepdims=keepdims), ref(x, axis=axis, keepdims=keepdims)
         assert got.shape == want.shape and got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (0, 4, 3), (2, 0, 3)])
+def test_bias_gradients_of_an_empty_batch_are_zeros_as_torch(shape):
+    # sum_to_like's gemv paths met a reshape of 0 rows: a NumPy ValueError reached the user
+    lin = eager.nn.Linear(3, 5)
+    lin(eager.zeros(*shape)).sum().backward()
+    np.testing.assert_array_equal(lin.bias.grad.numpy(), np.zeros(5, np.float32))
+    conv = eager.nn.Conv2d(2, 4, 3)
+    conv(eager.zeros(0, 2, 5, 5)).sum().backward()
+    np.testing.assert_array_equal(conv.bias.grad.numpy(), np.zeros(4, np.float32))
