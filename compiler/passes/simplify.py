@@ -63,6 +63,20 @@ def mul_zero(n, users):
     return None
 
 
+# NOTE: the inputs whose being all zeros makes the op's result all zeros (a product, a zero
+# slice's gradient): the zero initial state of a recurrent cell, and its gradient
+_ZERO_FROM = {"matmul": (0, 1), "slice_grad": (0,)}
+
+
+def zero_product(n, users):
+    """matmul(0, w), matmul(x, 0), slice_grad(0, x) -> zeros (as x * 0: inf * 0 ignored)."""
+    if n.op.name not in _ZERO_FROM or None in n.spec.shape:
+        return None
+    if any(_const_eq(n.inputs[k], 0) for k in _ZERO_FROM[n.op.name]):
+        return _new_const(np.zeros(n.spec.shape, n.spec.dtype), n)
+    return None
+
+
 def double_neg(n, users):
     src = n.inputs[0][0]
     if n.op.name == "neg" and src.tag == "op" and src.op.name == "neg":
@@ -90,6 +104,29 @@ def transpose_transpose(n, users):
     inner, outer = src.attrs["axes"], n.attrs["axes"]
     axes = tuple(inner[a] for a in outer)
     return _new_op(ops.REGISTRY["transpose"], [src.inputs[0]], {"axes": axes}, n)
+
+
+def elementwise_of_transposes(n, users):
+    """f(transpose(a, p), transpose(b, p)) -> transpose(f(a, b), p) for an elementwise f over
+    operands of one shape, each transpose read only here: the loop reads its inputs in memory
+    order (a sum over time steps of per-step weight gradients W_t^T: 130 -> 6 us for eight
+    (256, 64) arrays), and the result stays a view."""
+    if n.op.name not in ops.ELEMENTWISE or len(n.inputs) < 2:
+        return None
+    srcs = [src for src, _ in n.inputs]
+    if len({id(s) for s in srcs}) < len(srcs) or not all(
+            s.tag == "op" and s.op.name == "transpose" and s.pure() and
+            len(users.get(id(s), ())) == 1 for s in srcs):
+        return None
+    axes = tuple(srcs[0].attrs["axes"])
+    inner = [s.inputs[0] for s in srcs]
+    shape = tuple(_spec_of(inner[0]).shape)
+    if None in shape or any(tuple(s.attrs["axes"]) != axes or tuple(_spec_of(r).shape) != shape
+                            for s, r in zip(srcs, inner)):
+        return None
+    spec = ops.Spec(shape, n.spec.dtype)
+    m = INode("op", n.op, inner, dict(n.attrs), [spec], origin=n.origin)
+    return _new_op(srcs[0].op, [(m, 0)], {"axes": axes}, n)
 
 
 def reshape_reshape(n, users):
@@ -224,9 +261,9 @@ def _sliced_spec(sg, spec):
     return ops.REGISTRY["slice"].infer(spec, index=sg.attrs["index"])
 
 
-RULES = [add_zero, sub_zero, mul_one, div_one, pow_one, mul_zero, double_neg, identity_like,
-         transpose_transpose, reshape_reshape, static_count, slice_grads_to_concat,
-         add_of_sums_to_like, row_sum_to_like]
+RULES = [add_zero, sub_zero, mul_one, div_one, pow_one, mul_zero, zero_product, double_neg,
+         identity_like, transpose_transpose, elementwise_of_transposes, reshape_reshape,
+         static_count, slice_grads_to_concat, add_of_sums_to_like, row_sum_to_like]
 
 
 def _new_const(value, n):

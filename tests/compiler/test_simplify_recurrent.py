@@ -1,0 +1,149 @@
+"""Rewrites shaped by a recurrent cell traced from eager code (an LSTM step per row): each is
+checked against the unoptimised graph, with the cases where it must not fire."""
+import numpy as np
+
+from dualgrad import compiler, eager, graph, ops
+from dualgrad.eager import nn
+from dualgrad.eager.nn import functional as F
+
+RTOL, ATOL = 2e-5, 2e-5
+
+
+def _run(g, fetches, feeds, optimize):
+    with graph.Session(g, optimize=optimize) as s:
+        out = s.run(fetches, feeds)
+        return out, s.last_report
+
+
+def _same(g, fetches, feeds):
+    """The optimised results equal the unoptimised ones; the optimiser's report."""
+    want, _ = _run(g, fetches, feeds, False)
+    got, report = _run(g, fetches, feeds, True)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=RTOL, atol=ATOL)
+    return got, report
+
+
+def _rewrites(report):
+    return report["simplify"].details["rewrites"]
+
+
+def _rand(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def test_a_sum_of_transposes_is_the_transpose_of_the_sum():
+    g = graph.Graph()
+    with g.as_default():
+        xs = [graph.placeholder(graph.float32, (6, 4)) for _ in range(4)]
+        total = graph.transpose(xs[0], (1, 0))
+        for x in xs[1:]:
+            total = total + graph.transpose(x * 2.0, (1, 0))
+        prod = graph.transpose(xs[2], (1, 0)) * graph.transpose(xs[3], (1, 0))
+    feeds = {x: _rand(6, 4, seed=k) for k, x in enumerate(xs)}
+    got, report = _same(g, [total, prod], feeds)
+    assert _rewrites(report).get("elementwise_of_transposes") == 4
+    assert got[0].shape == (4, 6)
+    np.testing.assert_allclose(got[1], (feeds[xs[2]] * feeds[xs[3]]).T, rtol=1e-6)
+
+
+def test_transposes_that_differ_or_are_read_elsewhere_stay():
+    g = graph.Graph()
+    with g.as_default():
+        a = graph.placeholder(graph.float32, (2, 2, 2))
+        b = graph.placeholder(graph.float32, (2, 2, 2))
+        c = graph.placeholder(graph.float32, (1, 2, 2))
+        other_axes = graph.transpose(a, (2, 1, 0)) + graph.transpose(b, (1, 2, 0))
+        shared = graph.transpose(b, (1, 0, 2))
+        read_twice = shared + graph.transpose(a, (1, 0, 2))
+        also = shared * 3.0
+        broadcast = graph.transpose(a, (2, 1, 0)) - graph.transpose(c, (2, 1, 0))
+        plain = graph.transpose(a, (2, 1, 0)) + b
+    feeds = {a: _rand(2, 2, 2, seed=1), b: _rand(2, 2, 2, seed=2), c: _rand(1, 2, 2, seed=3)}
+    _, report = _same(g, [other_axes, read_twice, also, broadcast, plain], feeds)
+    assert "elementwise_of_transposes" not in _rewrites(report)
+
+
+def test_products_with_a_zero_constant_are_zeros():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (5, 4))
+        w = graph.placeholder(graph.float32, (4, 3))
+        h0 = graph.constant(np.zeros((5, 4), np.float32))
+        z = graph.matmul(h0, w) + graph.matmul(x, w)           # a cell's zero initial state
+        dw = graph.gradients(graph.reduce_sum(graph.tanh(z)), [w])[0]
+        kept = graph.matmul(graph.constant(np.eye(5, 4, dtype=np.float32)), w)   # not zero
+    feeds = {x: _rand(5, 4, seed=4), w: _rand(4, 3, seed=5)}
+    got, report = _same(g, [z, dw, kept], feeds)
+    assert _rewrites(report).get("zero_product") == 2       # 0 @ w and 0^T @ dz
+    np.testing.assert_allclose(got[0], feeds[x] @ feeds[w], rtol=1e-5)
+    assert sum(n.name == "matmul" for n in report.program.nodes) == 3
+
+
+def test_a_zero_gradient_of_a_slice_is_zeros():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (3, 8))
+        zero = graph.constant(np.zeros((3, 4), np.float32))
+        y = ops.slice_grad(zero, x, index=(slice(None), slice(0, 4))) + x
+        some = ops.slice_grad(zero + 1.0, x, index=(slice(None), slice(4, 8)))
+    feeds = {x: _rand(3, 8, seed=6)}
+    got, report = _same(g, [y, some], feeds)
+    assert _rewrites(report).get("zero_product") == 1
+    np.testing.assert_array_equal(got[0], feeds[x])
+
+
+def test_equal_gradient_chains_merge_before_simplify_so_bias_sums_merge():
+    # b1 + b2 added to every step's pre-activation (an LSTM's bias_ih + bias_hh): the two
+    # biases' gradients are equal chains of per-step sums; merged first, they sum once
+    g = graph.Graph()
+    with g.as_default():
+        xs = [graph.placeholder(graph.float32, (4, 3)) for _ in range(3)]
+        b1 = graph.placeholder(graph.float32, (3,))
+        b2 = graph.placeholder(graph.float32, (3,))
+        loss = sum(graph.reduce_sum(graph.tanh(x + (b1 + b2))) for x in xs)
+        grads = graph.gradients(loss, [b1, b2])
+    feeds = {**{x: _rand(4, 3, seed=7 + k) for k, x in enumerate(xs)},
+             b1: _rand(3, seed=11), b2: _rand(3, seed=12)}
+    got, report = _same(g, grads, feeds)
+    assert _rewrites(report).get("add_of_sums_to_like") == 2
+    assert sum(n.name == "sum_to_like" for n in report.program.nodes) == 1
+    np.testing.assert_array_equal(got[0], got[1])
+
+
+def test_optimize_runs_a_subset_of_passes_in_the_listed_order():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (3,))
+        y = graph.exp(x) + graph.exp(x) + 0.0
+    _, report = compiler.optimize(g, [y], {x: ops.Spec((3,), np.dtype("float32"))},
+                                  passes=["simplify", "cse"])
+    assert [p.name for p in report.passes] == ["cse", "simplify", "cse"]
+
+
+def _lstm_loss(cell, head, x, y):
+    h, c = cell(x[:, 0])
+    for t in range(1, x.shape[1]):
+        h, c = cell(x[:, t], (h, c))
+    return F.cross_entropy(head(h), y)
+
+
+def test_a_compiled_lstm_loop_matches_eager_with_fewer_products():
+    eager.manual_seed(0)
+    cell, head = nn.LSTMCell(3, 8), nn.Linear(8, 4)
+    x = eager.from_numpy(_rand(5, 6, 3, seed=13))
+    y = eager.from_numpy(np.array([0, 1, 2, 3, 1], np.int64))
+    params = list(cell.parameters()) + list(head.parameters())
+    _lstm_loss(cell, head, x, y).backward()
+    want = [p.grad.numpy().copy() for p in params]
+    for p in params:
+        p.grad = None
+    fn = compiler.compile(lambda x, y: _lstm_loss(cell, head, x, y))
+    fn(x, y).backward()
+    for p, w in zip(params, want):
+        np.testing.assert_allclose(p.grad.numpy(), w, rtol=1e-4, atol=1e-6)
+    names = [n.name for n in fn.report.program.nodes]
+    # 6 steps: x_t @ W_ih^T (6) and h @ W_hh^T (5, the zero state's is gone), the head's 1;
+    # backward: dh (5), dW_ih (6), dW_hh (5), the head's 2
+    assert names.count("matmul") == 30
+    assert names.count("sum_to_like") <= 2
