@@ -23,8 +23,8 @@ from dualgrad.ops.core import TRACING, current_trace, explain_failure, spec_of, 
 from dualgrad.ops.rules import norm_axis, torch_result_dtype
 
 from . import devices as _device
-from .inplace import CLOCK, InPlaceMixin
-from .methods import TensorMethods
+from .inplace import CLOCK, InPlaceMixin, MoreInPlace
+from .methods import RETAINS_GRAD as _RETAINS_GRAD, TensorMethods, retains_grad
 from .functions import FunctionMethods
 
 class _GradMode(threading.local):
@@ -257,7 +257,7 @@ def _one_node(t, gradient, create_graph, retain_graph, owned):
     a loss of parameters): the rule runs and the leaves accumulate, without the walk. False
     (nothing done) for any other tape."""
     node = t._node
-    if type(node) is not tuple or create_graph or _POST_ACCUMULATE_HOOKS:
+    if type(node) is not tuple or create_graph or _POST_ACCUMULATE_HOOKS or _RETAINS_GRAD:
         return False
     op, inputs = node[0], node[1]
     if op.vjp is None or len(node) > 3 and node[3] != CLOCK[0]:
@@ -286,7 +286,7 @@ def _one_node(t, gradient, create_graph, retain_graph, owned):
 def _needs_grad(v):
     """v can carry a gradient: it requires grad and its producer (if any) has a rule.
 
-    NOTE: the output of a rule-less op (stop_gradient, sign, …) keeps requires_grad, as in
+    NOTE: the output of a rule-less op (stop_gradient, argsort, …) keeps requires_grad, as in
     torch, but no gradient is built for it: x - stop_gradient(m) computes no -g for m.
     """
     if not isinstance(v, Tensor) or not v.requires_grad:
@@ -295,7 +295,7 @@ def _needs_grad(v):
     return node is None or type(node) is _Freed or node[0].vjp is not None
 
 
-class Tensor(InPlaceMixin, TensorMethods, FunctionMethods):
+class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
     """An n-dimensional array with autograd, in PyTorch's style."""
     __slots__ = ("_array", "requires_grad", "grad", "_node", "_modified", "__weakref__")
     _engine = EagerEngine
@@ -465,7 +465,10 @@ class Tensor(InPlaceMixin, TensorMethods, FunctionMethods):
             if t._node is None:
                 if id(t) not in done:
                     _accumulate_grad(t, g, create_graph, owned)
-            elif not retain_graph:
+                continue
+            if _RETAINS_GRAD and retains_grad(t):
+                _accumulate_grad(t, g, create_graph, owned)
+            if not retain_graph:
                 t._node = _freed(t._node[0].name)
 
     def register_post_accumulate_grad_hook(self, hook):
