@@ -249,6 +249,37 @@ def _accumulate_grad(t, g, create_graph, owned):
             hook(t)
 
 
+def _one_node(t, gradient, create_graph, retain_graph, owned):
+    """backward() from `t` when its tape is one op on leaves (a compile()d function's entry,
+    a loss of parameters): the rule runs and the leaves accumulate, without the walk. False
+    (nothing done) for any other tape."""
+    node = t._node
+    if type(node) is not tuple or create_graph or _POST_ACCUMULATE_HOOKS:
+        return False
+    op, inputs = node[0], node[1]
+    if op.vjp is None or len(node) > 3 and node[3] != CLOCK[0]:
+        return False
+    needs = []
+    for inp in inputs:
+        if isinstance(inp, Tensor) and inp.requires_grad:
+            if inp._node is not None:
+                return False
+            needs.append(True)
+        else:
+            needs.append(False)
+    in_grads = op.vjp(gradient, *inputs, out=t, needs=tuple(needs), **node[2])
+    acc = {}
+    for inp, need, g in zip(inputs, needs, in_grads):
+        if need and g is not None:   # NOTE: a leaf used twice gets the sum, then accumulates
+            prev = acc.get(id(inp))
+            acc[id(inp)] = (inp, g if prev is None else prev[1] + g)
+    for leaf, g in acc.values():
+        _accumulate_grad(leaf, g, False, owned)
+    if not retain_graph:
+        t._node = _freed(op.name)
+    return True
+
+
 def _needs_grad(v):
     """v can carry a gradient: it requires grad and its producer (if any) has a rule.
 
@@ -414,6 +445,8 @@ class Tensor(InPlaceMixin, TensorMethods, FunctionMethods):
         elif not isinstance(gradient, Tensor):
             gradient = Tensor(np.asarray(gradient, dtype=self._array.dtype))
         owned, done = {id(gradient._array)}, set()
+        if _one_node(self, gradient, create_graph, retain_graph, owned):
+            return
         on_leaf = None
         if _POST_ACCUMULATE_HOOKS:   # NOTE: leaves with hooks get .grad as soon as it is final
             def on_leaf(t, g):
