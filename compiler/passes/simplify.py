@@ -65,12 +65,13 @@ def mul_zero(n, users):
 
 # NOTE: the inputs whose being all zeros makes the op's result all zeros (a product, a zero
 # slice's gradient): the zero initial state of a recurrent cell, and its gradient
-_ZERO_FROM = {"matmul": (0, 1), "slice_grad": (0,), "sigmoid_grad": (1,), "tanh_grad": (1,)}
+_ZERO_FROM = {"matmul": (0, 1), "slice_grad": (0,), "sigmoid_grad": (1,), "tanh_grad": (1,),
+              "transpose": (0,)}
 
 
 def zero_product(n, users):
-    """matmul(0, w), matmul(x, 0), slice_grad(0, x), sigmoid_grad(y, 0), tanh_grad(y, 0) ->
-    zeros (as x * 0: inf * 0 ignored)."""
+    """matmul(0, w), matmul(x, 0), slice_grad(0, x), sigmoid_grad(y, 0), tanh_grad(y, 0),
+    transpose(0) -> zeros (as x * 0: inf * 0 ignored)."""
     if n.op.name not in _ZERO_FROM or None in n.spec.shape:
         return None
     if any(_const_eq(n.inputs[k], 0) for k in _ZERO_FROM[n.op.name]):
@@ -110,8 +111,9 @@ def transpose_transpose(n, users):
 def elementwise_of_transposes(n, users):
     """f(transpose(a, p), transpose(b, p)) -> transpose(f(a, b), p) for an elementwise f over
     operands of one shape, each transpose read only here: the loop reads its inputs in memory
-    order (a sum over time steps of per-step weight gradients W_t^T: 130 -> 6 us for eight
-    (256, 64) arrays), and the result stays a view."""
+    order (a sum of eight (256, 64) transposed arrays: 130 -> 6 us), and the result stays a
+    view. Not for transposed matrix products (a traced LSTM's per-step weight gradients
+    (h_t^T g_t)^T): layout computes those as g_t^T h_t, so their sum is C-ordered."""
     if n.op.name not in ops.ELEMENTWISE or len(n.inputs) < 2:
         return None
     srcs = [src for src, _ in n.inputs]
@@ -121,6 +123,8 @@ def elementwise_of_transposes(n, users):
         return None
     axes = tuple(srcs[0].attrs["axes"])
     inner = [s.inputs[0] for s in srcs]
+    if any(_product_read_once(r, users) for r in inner):
+        return None     # NOTE: the layout pass computes each transposed, in C order
     shape = tuple(_spec_of(inner[0]).shape)
     if None in shape or any(tuple(s.attrs["axes"]) != axes or tuple(_spec_of(r).shape) != shape
                             for s, r in zip(srcs, inner)):
@@ -128,6 +132,14 @@ def elementwise_of_transposes(n, users):
     spec = ops.Spec(shape, n.spec.dtype)
     m = INode("op", n.op, inner, dict(n.attrs), [spec], origin=n.origin)
     return _new_op(srcs[0].op, [(m, 0)], {"axes": axes}, n)
+
+
+def _product_read_once(ref, users):
+    """ref is a matmul of matrices read only by its transpose: what layout computes as
+    b^T @ a^T, in C order (so the sum it is part of is left alone)."""
+    m = ref[0]
+    return m.tag == "op" and m.op.name == "matmul" and len(users.get(id(m), ())) == 1 and \
+        len(m.spec.shape) == 2 and all(len(_spec_of(r).shape) == 2 for r in m.inputs)
 
 
 def reshape_reshape(n, users):

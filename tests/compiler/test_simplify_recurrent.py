@@ -47,6 +47,20 @@ def test_a_sum_of_transposes_is_the_transpose_of_the_sum():
     np.testing.assert_allclose(got[1], (feeds[xs[2]] * feeds[xs[3]]).T, rtol=1e-6)
 
 
+def test_a_sum_of_transposed_products_is_left_to_layout():
+    g = graph.Graph()
+    with g.as_default():
+        hs = [graph.placeholder(graph.float32, (5, 4)) for _ in range(3)]
+        gs = [graph.placeholder(graph.float32, (5, 6)) for _ in range(3)]
+        total = sum(graph.transpose(graph.matmul(graph.transpose(h, (1, 0)), d), (1, 0))
+                    for h, d in zip(hs, gs))
+    feeds = {p: _rand(*p.shape, seed=21 + k) for k, p in enumerate(hs + gs)}
+    got, report = _same(g, [total], feeds)
+    assert "elementwise_of_transposes" not in _rewrites(report)
+    assert report["layout"].details["transposed_products"] == 3
+    assert got[0].flags.c_contiguous and got[0].shape == (6, 4)
+
+
 def test_transposes_that_differ_or_are_read_elsewhere_stay():
     g = graph.Graph()
     with g.as_default():
