@@ -241,7 +241,10 @@ class _HookHandle:
 
 def _accumulate_grad(t, g, create_graph, owned):
     """Add a leaf's gradient from one backward() into its .grad, then run its hooks."""
-    g = g if create_graph else Tensor(_owned(g._array, owned))
+    if not create_graph:
+        arr = _owned(g._array, owned)
+        if arr is not g._array or g.requires_grad:   # NOTE: else g is a plain tensor to keep
+            g = Tensor(arr)
     t.grad = g if t.grad is None else t.grad + g
     entry = _POST_ACCUMULATE_HOOKS.get(id(t))
     if entry is not None and entry[0]() is t:

@@ -195,11 +195,10 @@ def _sgd_momentum(p, g, buf, lr, momentum, damp, wd, nesterov):
 def sgd_momentum_(p, g, buf, lr, momentum, dampening, weight_decay, nesterov):
     """sgd_update's step after the first, with momentum, written into p and buf; False (nothing
     written) unless p, g and buf are C-contiguous float arrays of one dtype and shape."""
-    dt = p.dtype
+    dt, pf, bf = p.dtype, p.flags, buf.flags
     if not (dt.kind == "f" and g.dtype == dt and buf.dtype == dt and g.shape == p.shape and
-            buf.shape == p.shape and p.flags.c_contiguous and g.flags.c_contiguous and
-            buf.flags.c_contiguous and p.flags.writeable and buf.flags.writeable) or \
-            np.shares_memory(p, buf):
+            buf.shape == p.shape and pf.c_contiguous and pf.writeable and bf.c_contiguous and
+            bf.writeable and g.flags.c_contiguous) or np.shares_memory(p, buf):
         return False
     f = dt.type
     _sgd_momentum(p, g, buf, f(lr), f(momentum), f(1.0 - dampening), f(weight_decay),

@@ -24,8 +24,14 @@ from .optimizer import Optimizer, required
 
 
 def _native():
-    from dualgrad.ops import native
-    return native
+    """ops.native, imported on first use (it imports numba) and kept."""
+    global _NATIVE
+    if _NATIVE is None:
+        from dualgrad.ops import native as _NATIVE
+    return _NATIVE
+
+
+_NATIVE = None
 
 
 def _check(name, value, low=0.0):
