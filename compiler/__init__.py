@@ -8,7 +8,7 @@
 ...     y = graph.tanh(x * 2.0 + 1.0) * 1.0
 >>> plan, report = compiler.optimize(g, [y], {x: ops.Spec((3, 4), np.dtype(np.float32))})
 >>> [p.name for p in report.passes]
-['prune', 'constant_fold', 'simplify', 'cse', 'fuse', 'buffers']
+['prune', 'constant_fold', 'cse', 'simplify', 'cse', 'layout', 'fuse', 'buffers']
 """
 if __name__ != "dualgrad.compiler":  # NOTE: a second copy would mean a second op registry
     raise ImportError(f"dualgrad's engines import under one root: write `from dualgrad import compiler`, "

@@ -17,8 +17,8 @@ def optimize(graph, fetches, feed_specs=None, passes=None):
     """Optimise the subgraph `fetches` need, for feeds of the given specs (default: every
     placeholder it needs, with its declared spec; unknown dims stay unknown).
 
-    passes: names to run (default: all, in the listed order: prune, fold, simplify, cse,
-    layout, fuse, buffers). A shape rule that fails with the actual feed shapes gives the
+    passes: names to run (default: all, in the listed order: prune, constant_fold, cse,
+    simplify, cse again, layout, fuse, buffers; a subset keeps that order). A shape rule that fails with the actual feed shapes gives the
     unoptimised plan, so the error is raised at run time naming the node, as without
     the optimiser.
     """
@@ -26,7 +26,7 @@ def optimize(graph, fetches, feed_specs=None, passes=None):
     pin_if_asked()
     if feed_specs is None:      # as Grappler: optimise for the placeholders' declared specs
         feed_specs = declared_specs(fetches)
-    chosen = PASSES if passes is None else [BY_NAME[p] for p in _check(passes)]
+    chosen = PASSES if passes is None else [p for p in PASSES if p.NAME in _check(passes)]
     t0 = time.perf_counter()
     try:
         prog = from_graph(fetches, feed_specs)
@@ -60,5 +60,4 @@ def _check(names):
     unknown = [n for n in names if n not in BY_NAME]
     if unknown:
         raise ValueError(f"unknown pass(es) {unknown}; the passes are {list(BY_NAME)}")
-    order = [p.NAME for p in PASSES]
-    return sorted(names, key=order.index)
+    return set(names)

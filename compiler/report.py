@@ -24,7 +24,8 @@ class PassRecord:
         if self.name == "cse":
             return f"merged {d['merged']} duplicate nodes"
         if self.name == "layout":
-            return f"copied {d['copied']} shared transposes"
+            return (f"copied {d['copied']} shared transposes, computed "
+                    f"{d.get('transposed_products', 0)} products transposed")
         if self.name == "fuse":
             s = f"{d['groups']} fused groups of sizes {d['sizes']}"
             if d["unfused"]:

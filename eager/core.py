@@ -241,7 +241,10 @@ class _HookHandle:
 
 def _accumulate_grad(t, g, create_graph, owned):
     """Add a leaf's gradient from one backward() into its .grad, then run its hooks."""
-    g = g if create_graph else Tensor(_owned(g._array, owned))
+    if not create_graph:
+        arr = _owned(g._array, owned)
+        if arr is not g._array or g.requires_grad:   # NOTE: else g is a plain tensor to keep
+            g = Tensor(arr)
     t.grad = g if t.grad is None else t.grad + g
     entry = _POST_ACCUMULATE_HOOKS.get(id(t))
     if entry is not None and entry[0]() is t:
@@ -257,6 +260,37 @@ def _free(t):
 
 def _keep(t):
     """backward(retain_graph=True) is done with t's entry: it stays for the next one."""
+
+
+def _one_node(t, gradient, create_graph, retain_graph, owned):
+    """backward() from `t` when its tape is one op on leaves (a compile()d function's entry,
+    a loss of parameters): the rule runs and the leaves accumulate, without the walk. False
+    (nothing done) for any other tape."""
+    node = t._node
+    if type(node) is not tuple or create_graph or _POST_ACCUMULATE_HOOKS:
+        return False
+    op, inputs = node[0], node[1]
+    if op.vjp is None or len(node) > 3 and node[3] != CLOCK[0]:
+        return False
+    needs = []
+    for inp in inputs:
+        if isinstance(inp, Tensor) and inp.requires_grad:
+            if inp._node is not None:
+                return False
+            needs.append(True)
+        else:
+            needs.append(False)
+    in_grads = op.vjp(gradient, *inputs, out=t, needs=tuple(needs), **node[2])
+    acc = {}
+    for inp, need, g in zip(inputs, needs, in_grads):
+        if need and g is not None:   # NOTE: a leaf used twice gets the sum, then accumulates
+            prev = acc.get(id(inp))
+            acc[id(inp)] = (inp, g if prev is None else prev[1] + g)
+    for leaf, g in acc.values():
+        _accumulate_grad(leaf, g, False, owned)
+    if not retain_graph:
+        t._node = _freed(op.name)
+    return True
 
 
 def _needs_grad(v):
@@ -424,6 +458,8 @@ class Tensor(InPlaceMixin, TensorMethods, FunctionMethods):
         elif not isinstance(gradient, Tensor):
             gradient = Tensor(np.asarray(gradient, dtype=self._array.dtype))
         owned, done = {id(gradient._array)}, set()
+        if _one_node(self, gradient, create_graph, retain_graph, owned):
+            return
         on_leaf = None
         if _POST_ACCUMULATE_HOOKS:   # NOTE: leaves with hooks get .grad as soon as it is final
             def on_leaf(t, g):

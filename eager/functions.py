@@ -322,6 +322,32 @@ def floor_divide(input, other):  # noqa: A002
         _t(np.floor_divide(_arr(input), _arr(other)))
 
 
+def add(input, other, *, alpha=1):  # noqa: A002
+    """input + alpha * other (torch.add)."""
+    return input + (other if alpha == 1 else other * alpha)
+
+
+def sub(input, other, *, alpha=1):  # noqa: A002
+    """input - alpha * other (torch.sub)."""
+    return input - (other if alpha == 1 else other * alpha)
+
+
+def rsub(input, other, *, alpha=1):  # noqa: A002
+    """other - alpha * input (torch.rsub)."""
+    return other - (input if alpha == 1 else input * alpha)
+
+
+def mul(input, other):  # noqa: A002
+    return input * other
+
+
+def neg(input):  # noqa: A002
+    return -input
+
+
+multiply, subtract, negative = mul, sub, neg
+
+
 def true_divide(input, other):  # noqa: A002
     return input / other
 
@@ -633,6 +659,7 @@ def normal(mean, std=1.0, size=None, *, generator=None):
 
 
 __all__ = TORCH_NAMES = [
+    "add", "sub", "rsub", "mul", "neg", "multiply", "subtract", "negative",
     "mm", "bmm", "dot", "outer", "ger", "addmm", "baddbmm", "addcmul", "addcdiv", "einsum",
     "diagonal", "diag", "kron", "cdist", "var", "std", "std_mean", "var_mean", "prod",
     "cumprod", "amax", "amin", "count_nonzero", "logcumsumexp", "floor", "ceil", "round",
@@ -657,6 +684,7 @@ def _method(fn):
 _METHODS = ["mm", "bmm", "dot", "outer", "addmm", "baddbmm", "addcmul", "addcdiv", "diagonal",
             "diag", "kron", "prod", "cumprod", "count_nonzero", "logcumsumexp", "floor", "ceil",
             "round", "trunc", "fix", "frac", "fmod", "remainder", "floor_divide", "true_divide",
+            "add", "sub", "mul", "neg", "multiply", "subtract", "negative",
             "div", "divide", "log1p", "expm1", "log2", "log10", "reciprocal", "isnan", "isinf",
             "isfinite", "nan_to_num", "clamp_min", "clamp_max", "lerp", "logical_and",
             "logical_or", "logical_not", "logical_xor", "narrow", "unbind", "roll",

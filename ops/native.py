@@ -195,6 +195,37 @@ def sigmoid(x):
     return e
 
 
+# -- SGD with momentum in place (eager optim.SGD) -----------------------------------------------
+# NOTE: the rule of ops/updates.sgd_update as NumPy calls allocates and runs 4-6 passes per
+# parameter (~4 µs each on the MLP's); one pass here, writing the buffer and the parameter in
+# place as torch's SGD does. Each scalar comes in the arrays' dtype, so every product and sum
+# rounds as NumPy's float32 (weak Python scalar) arithmetic does: results are bit-identical.
+@njit(cache=True, nogil=True)
+def _sgd_momentum(p, g, buf, lr, momentum, damp, wd, nesterov):
+    p, g, buf = p.ravel(), g.ravel(), buf.ravel()   # NOTE: views: all three are C-contiguous
+    for i in range(p.size):
+        gi = g[i]
+        if wd != 0:
+            gi = gi + wd * p[i]
+        b = momentum * buf[i] + (damp * gi if damp != 1 else gi)
+        buf[i] = b
+        p[i] = p[i] - lr * (gi + momentum * b if nesterov else b)
+
+
+def sgd_momentum_(p, g, buf, lr, momentum, dampening, weight_decay, nesterov):
+    """sgd_update's step after the first, with momentum, written into p and buf; False (nothing
+    written) unless p, g and buf are C-contiguous float arrays of one dtype and shape."""
+    dt, pf, bf = p.dtype, p.flags, buf.flags
+    if not (dt.kind == "f" and g.dtype == dt and buf.dtype == dt and g.shape == p.shape and
+            buf.shape == p.shape and pf.c_contiguous and pf.writeable and bf.c_contiguous and
+            bf.writeable and g.flags.c_contiguous) or np.shares_memory(p, buf):
+        return False
+    f = dt.type
+    _sgd_momentum(p, g, buf, f(lr), f(momentum), f(1.0 - dampening), f(weight_decay),
+                  bool(nesterov))
+    return True
+
+
 # -- softmax cross-entropy by rows (ops/losses.py) ---------------------------------------------
 # NOTE: NumPy reduces a short last axis row by row: for the (128, 10) logits of a classifier
 # the kernel's max, sums and masked product took ~35 µs in ten calls; one pass per row here.

@@ -4,5 +4,7 @@ Each pass is a module with `NAME` and `run(prog) -> dict` (what it did, for the 
 """
 from . import buffers, constant_fold, cse, fuse, layout, prune, simplify
 
-PASSES = [prune, constant_fold, simplify, cse, layout, fuse, buffers]
+# NOTE: cse before simplify as well: rules that need a value read once (add_of_sums_to_like)
+# see duplicates merged (an LSTM's bias_ih and bias_hh gradients are two equal chains)
+PASSES = [prune, constant_fold, cse, simplify, cse, layout, fuse, buffers]
 BY_NAME = {p.NAME: p for p in PASSES}

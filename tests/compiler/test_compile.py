@@ -526,8 +526,8 @@ def test_graph_report_and_dot_are_reachable():
     assert {"placeholder", "matmul", "relu"} <= kinds
     names = {n.name for n in cm.graph.get_operations() if n.type == "placeholder"}
     assert {"x", "fc1.weight", "fc2.bias"} <= names
-    assert [p.name for p in cm.report.passes] == ["prune", "constant_fold", "simplify", "cse", "layout",
-                                                  "fuse", "buffers"]
+    assert [p.name for p in cm.report.passes] == ["prune", "constant_fold", "cse", "simplify",
+                                                  "cse", "layout", "fuse", "buffers"]
     dot = cm.dot()
     assert dot.startswith("digraph") and '"fc1.weight"' in dot
     assert cm.signatures == ["(float32[6, 12]) grad on, train"] and "1 trace" in repr(cm)

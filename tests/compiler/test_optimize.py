@@ -134,18 +134,20 @@ def test_simplify_rewrites():
     np.testing.assert_array_equal(got[3], np.zeros((3, 4), np.float32))
 
 
-def test_gradients_of_slices_tiling_an_axis_become_one_concat():
+def test_gradients_of_disjoint_slices_of_an_axis_become_one_concat():
     g = graph.Graph()
     with g.as_default():
         x = graph.placeholder(graph.float32, (3, 8))
         parts = [x[:, 0:3], x[:, 3:5], x[:, 5:8]]
         loss = graph.reduce_sum(graph.sigmoid(parts[0]) * parts[2] + graph.tanh(parts[1])[:, :1])
-        partial = graph.reduce_sum(graph.exp(x[:, 0:2]) + x[:, 3:5])   # does not tile
-        grads = graph.gradients(loss, [x]) + graph.gradients(partial, [x])
+        partial = graph.reduce_sum(graph.exp(x[:, 0:2]) + x[:, 3:5])   # zeros in the gaps
+        overlap = graph.reduce_sum(graph.exp(x[:, 0:4]) + x[:, 2:6])   # overlapping: kept
+        grads = graph.gradients(loss, [x]) + graph.gradients(partial, [x]) + \
+            graph.gradients(overlap, [x])
     xv = np.random.default_rng(1).standard_normal((3, 8)).astype(np.float32)
     want = _run(g, grads, {x: xv}, False)[0]
     got, report = _run(g, grads, {x: xv}, True)
-    assert report["simplify"].details["rewrites"].get("slice_grads_to_concat") == 1
+    assert report["simplify"].details["rewrites"].get("slice_grads_to_concat") == 2
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
 
@@ -508,3 +510,47 @@ def test_a_long_chain_of_adds_optimises():
     got, report = _run(g, [y], {x: np.ones(4, np.float32), b: np.ones(4, np.float32)}, True)
     assert report.note == ""
     np.testing.assert_allclose(got[0], np.full(4, 1501, np.float32))
+
+
+def test_a_product_read_only_transposed_is_computed_transposed_in_c_order():
+    """transpose(a @ b) -> b^T @ a^T: a Linear weight's gradient (x^T g)^T comes out C-ordered;
+    a product also read untransposed, fetched, or of stacks is left alone."""
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (7, 4))
+        gy = graph.placeholder(graph.float32, (7, 3))
+        dw = graph.transpose(graph.matmul(graph.transpose(x, (1, 0)), gy), (1, 0))   # (3, 4)
+        p = graph.matmul(x * 2.0, graph.transpose(x * 3.0, (1, 0)))                # (7, 7)
+        shared = graph.transpose(p, (1, 0)) + p                                   # p read twice
+        s = graph.placeholder(graph.float32, (2, 7, 4))
+        stack = graph.transpose(graph.matmul(s, graph.transpose(x, (1, 0))), (0, 2, 1))
+    rng = np.random.default_rng(3)
+    feeds = {x: rng.standard_normal((7, 4)).astype(np.float32),
+             gy: rng.standard_normal((7, 3)).astype(np.float32),
+             s: rng.standard_normal((2, 7, 4)).astype(np.float32)}
+    want = _run(g, [dw, shared, stack], feeds, False)[0]
+    got, report = _run(g, [dw, shared, stack], feeds, True)
+    assert report["layout"].details["transposed_products"] == 1
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[0], (feeds[x].T @ feeds[gy]).T, rtol=1e-5)
+    assert got[0].flags.c_contiguous
+    # fetched as well: the product is not computed twice
+    _, report = _run(g, [dw, dw.op.inputs[0]], feeds, True)
+    assert report["layout"].details["transposed_products"] == 0
+
+
+def test_compiled_linear_weight_gradients_are_c_ordered_without_a_copy():
+    from dualgrad import eager
+    from dualgrad.eager import nn
+    lin = nn.Linear(5, 3)
+    loss = compiler.compile(lambda x: (lin(x) ** 2).sum())
+    x = eager.tensor(np.random.default_rng(0).standard_normal((8, 5)).astype(np.float32))
+    out = loss(x)
+    assert "1 products transposed" in str(loss.report)
+    out.backward()
+    w = lin.weight.detach().numpy()
+    b = lin.bias.detach().numpy()
+    xv = x.numpy()
+    np.testing.assert_allclose(lin.weight.grad.numpy(), (2 * (xv @ w.T + b)).T @ xv,
+                               rtol=1e-5, atol=1e-5)

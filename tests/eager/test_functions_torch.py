@@ -62,6 +62,10 @@ DIFFERENTIABLE = [
     ("scatter_add", [(3, 5), (2, 5)], dict(dim=0)),
     ("scatter", [(3, 5), (1, 5)], dict(dim=0)),
     ("nan_to_num", [(3, 4)], {}),
+    ("add", [(3, 4), (4,)], {}), ("add", [(3, 4), (3, 4)], dict(alpha=-0.5)),
+    ("sub", [(3, 4), (3, 1)], dict(alpha=2.0)), ("subtract", [(3, 4), (3, 4)], {}),
+    ("rsub", [(3, 4), (3, 4)], dict(alpha=3.0)), ("mul", [(2, 3), (2, 3)], {}),
+    ("multiply", [(2, 3), (3,)], {}), ("neg", [(3, 4)], {}), ("negative", [(3, 4)], {}),
 ]
 INDEX = {"take": np.array([0, 5, 11, 3]), "scatter_add": np.array([[0, 1, 2, 0, 0],
                                                                    [2, 0, 0, 1, 0]]),
@@ -100,10 +104,18 @@ def test_tensor_methods_of_the_same_names():
     tx = torch.tensor([[1.5, -2.0], [0.0, 3.0]])
     for name, args in (("mm", (x,)), ("prod", (1,)), ("roll", (1, 0)), ("floor", ()),
                        ("isfinite", ()), ("count_nonzero", ()), ("nonzero", ()),
-                       ("narrow", (1, 0, 1)), ("diff", ()), ("fmod", (1.25,))):
+                       ("narrow", (1, 0, 1)), ("diff", ()), ("fmod", (1.25,)),
+                       ("add", (x,)), ("add", (2.0,)), ("sub", (x,)), ("mul", (x,)),
+                       ("multiply", (0.5,)), ("subtract", (1,)), ("neg", ()),
+                       ("negative", ())):
         targs = tuple(tx if a is x else a for a in args)
         _close(getattr(x, name)(*args), getattr(tx, name)(*targs))
     assert [u.tolist() for u in x.unbind(1)] == [u.tolist() for u in tx.unbind(1)]
+    _close(x.add(x, alpha=2), tx.add(tx, alpha=2))
+    _close(x.sub(x, alpha=0.5), tx.sub(tx, alpha=0.5))
+    i, ti = eager.tensor([1, 2, 3]), torch.tensor([1, 2, 3])
+    assert eager.add(i, i, alpha=2).tolist() == torch.add(ti, ti, alpha=2).tolist()
+    assert eager.add(i, i).dtype == np.int64
 
 
 def test_predicates_and_value_dependent_functions_match_torch():

@@ -174,3 +174,47 @@ def test_training_a_linear_model_converges():
         opt.step()
     assert loss.item() < 1e-3
     np.testing.assert_allclose(model.weight.detach().numpy(), [[1.0, -2.0, 0.5]], atol=0.02)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kw", [dict(lr=0.05, momentum=0.9),
+                                dict(lr=0.1, momentum=0.5, dampening=0.3),
+                                dict(lr=0.05, momentum=0.8, weight_decay=0.05, nesterov=True),
+                                dict(lr=0.03, momentum=0.9, maximize=True)], ids=str)
+def test_sgd_momentum_in_place_equals_the_numpy_rule_bit_for_bit(kw, dtype):
+    """SGD with momentum runs one in-place loop per parameter after its first step: each step
+    must give exactly the float results of ops/updates.sgd_update, and write the momentum
+    buffer tensor in place, as torch does."""
+    from dualgrad.ops.updates import sgd_update
+    rng = np.random.default_rng(0)
+    p0 = rng.standard_normal((37, 11)).astype(dtype)
+    grads = [rng.standard_normal(p0.shape).astype(dtype) for _ in range(4)]
+    p = nn.Parameter(p0.copy())
+    opt = optim.SGD([p], **kw)
+    ref_p, ref_buf = p0.copy(), None
+    sign = -1 if kw.get("maximize") else 1
+    for t, g in enumerate(grads):
+        p.grad = eager.tensor(g)
+        opt.step()
+        ref_p, ref_buf = sgd_update(ref_p, sign * g, ref_buf, kw["lr"], kw["momentum"],
+                                    kw.get("weight_decay", 0.0), kw.get("nesterov", False),
+                                    t == 0, kw.get("dampening", 0.0))
+        if t == 0:
+            ref_buf = ref_buf.copy()
+            buf = opt.state[p]["momentum_buffer"]
+        assert opt.state[p]["momentum_buffer"] is buf       # the same tensor, updated in place
+        np.testing.assert_array_equal(p.detach().numpy(), ref_p)
+        np.testing.assert_array_equal(buf.numpy(), ref_buf)
+        assert p.dtype == dtype and buf.dtype == dtype
+
+
+def test_sgd_momentum_on_a_non_contiguous_parameter_takes_the_numpy_rule():
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    p = nn.Parameter(base.copy())
+    p.data = eager.from_numpy(base.copy()[:, ::2])     # a strided view as the parameter
+    opt = optim.SGD([p], lr=0.1, momentum=0.9)
+    for _ in range(3):
+        p.grad = eager.ones(4, 3)
+        opt.step()
+    expected = base[:, ::2] - 0.1 * (1 + 1.9 + 2.71)
+    np.testing.assert_allclose(p.detach().numpy(), expected, rtol=1e-6)
