@@ -255,7 +255,8 @@ def _accumulate_grad(t, g, create_graph, owned):
 def _free(t):
     """backward() is done with t's tape entry: its saved values go, and a second backward
     through it raises (torch frees its buffers the same way, node by node)."""
-    t._node = _freed(t._node[0].name)
+    name = t._node[0].name
+    t._node = _FREED.get(name) or _freed(name)
 
 
 def _keep(t):

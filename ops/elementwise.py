@@ -103,7 +103,17 @@ SIGMOID = register("sigmoid", _unary_infer, _sigmoid_kernel,
 # -- the gradients of sigmoid and tanh from their output y (TF's SigmoidGrad, TanhGrad): one
 # kernel call where dy * y * (1 - y) op by op is three, in every engine's backward pass
 def _sigmoid_grad_kernel(y, dy):
+    if _alike(y, dy):   # NOTE: the same products in one buffer: 2 of 3 allocations saved
+        t = 1.0 - y
+        np.multiply(y, t, out=t)
+        return np.multiply(dy, t, out=t)
     return dy * (y * (1.0 - y))
+
+
+def _alike(y, dy):
+    """Two float arrays of one shape and dtype: the result's buffer can hold each step."""
+    return (type(y) is np.ndarray and type(dy) is np.ndarray and y.dtype is dy.dtype
+            and y.shape == dy.shape and y.ndim and y.dtype.kind == "f")
 
 
 def _sigmoid_grad_vjp(g, y, dy, needs=(True, True), **kw):
@@ -112,6 +122,10 @@ def _sigmoid_grad_vjp(g, y, dy, needs=(True, True), **kw):
 
 
 def _tanh_grad_kernel(y, dy):
+    if _alike(y, dy):
+        t = y * y
+        np.subtract(1.0, t, out=t)
+        return np.multiply(dy, t, out=t)
     return dy * (1.0 - y * y)
 
 

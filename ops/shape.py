@@ -416,7 +416,10 @@ SLICE = register("slice", _slice_infer, _slice_kernel,
 
 
 def _slice_grad_kernel(g, x, index):
-    z = np.zeros(np.shape(x), dtype=np.asarray(g).dtype)
+    if type(g) is np.ndarray and type(x) is np.ndarray:   # NOTE: eager's case, 0.3 us less
+        z = np.zeros(x.shape, g.dtype)
+    else:
+        z = np.zeros(np.shape(x), dtype=np.asarray(g).dtype)
     z[index] = g
     return z
 
