@@ -80,7 +80,7 @@ def backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=None
         v, node, needs = pop()
         entry = acc.get(id(v))
         op, inputs, attrs = node[0], node[1], node[2]   # eager entries carry a 4th field
-        if entry is not None and op.vjp is not None and any(needs):
+        if entry is not None and op.vjp is not None and True in needs:
             if vjp_context is None:
                 in_grads = op.vjp(entry[1], *inputs, out=v, needs=needs, **attrs)
             else:

@@ -21,7 +21,7 @@ _EW = "elementwise"
 
 def unbroadcast(g, x):
     """Reduce a gradient back to x's shape (None for a Python scalar or a raw array input)."""
-    if not is_value(x):
+    if getattr(x, "_engine", None) is None:   # NOTE: is_value(x), inlined (~140 calls a step)
         return None
     xs, gs = x.shape, g.shape
     if xs == gs and None not in xs:
