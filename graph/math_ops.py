@@ -476,8 +476,55 @@ def broadcast_to(input, shape):  # noqa: A002
 
 
 @named
-def one_hot(indices, depth, dtype="float32"):
-    return ops.one_hot(indices, depth, dtype=as_dtype(dtype))
+def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None):
+    """tf.one_hot: `on_value` (default 1) where an index hits, `off_value` (default 0)
+    elsewhere; an index outside [0, depth) (e.g. -1 for padding) gives a row of off_value;
+    the new axis goes at `axis` (default last); the dtype is `dtype`, else on/off_value's,
+    else float32."""
+    if isinstance(depth, Tensor) or not isinstance(depth, (int, np.integer)):
+        raise TypeError(f"one_hot: depth must be a Python int (dualgrad needs the depth when "
+                        f"the graph is built), got {type(depth).__name__}")
+    if any(isinstance(v, Tensor) for v in (on_value, off_value)):
+        raise TypeError("one_hot: on_value and off_value must be numbers, not tensors, in "
+                        "dualgrad")
+    given = [v for v in (on_value, off_value) if v is not None]
+    kinds = {_tf_dtype(v) for v in given}
+    if len(kinds) > 1:
+        raise TypeError(f"one_hot: on_value and off_value must have the same dtype, got "
+                        f"{' and '.join(sorted(k.name for k in kinds))}")
+    dt = np.dtype(as_dtype(dtype) if dtype is not None else
+                  (next(iter(kinds)) if kinds else np.float32))
+    typed = {np.asarray(v).dtype for v in given if isinstance(v, (np.ndarray, np.generic))}
+    if typed - {dt}:   # NOTE: Python numbers take dtype, as TF's convert_to_tensor does
+        raise TypeError(f"one_hot: dtype {dt.name} does not match on_value/off_value's "
+                        f"{typed.pop().name}")
+    on = 1 if on_value is None else on_value
+    off = 0 if off_value is None else off_value
+    if on == 1 and off == 0:
+        out = ops.one_hot(indices, depth, dtype=dt, strict=False)
+    else:
+        hot = ops.one_hot(indices, depth, dtype=np.bool_, strict=False)
+        out = ops.where(hot, np.asarray(on, dt), np.asarray(off, dt))
+    rank = len(out.shape) - 1
+    if axis is None or axis == -1 or axis == rank:
+        return out
+    if not 0 <= axis < rank:
+        raise ValueError(f"one_hot: axis must be -1 or in [0, {rank}] for indices of rank "
+                         f"{rank}, got {axis}")
+    perm = list(range(rank))
+    perm.insert(axis, rank)
+    return ops.transpose(out, axes=tuple(perm))
+
+
+def _tf_dtype(v):
+    """A value's dtype as TF converts it: a Python float is float32, an int int32."""
+    if isinstance(v, bool):
+        return np.dtype(np.bool_)
+    if isinstance(v, int):
+        return np.dtype(np.int32)
+    if isinstance(v, float) and not isinstance(v, np.floating):
+        return np.dtype(np.float32)
+    return np.asarray(v).dtype
 
 
 @named

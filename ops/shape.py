@@ -88,7 +88,8 @@ def _transpose_infer(x, axes, **_):
 def _transpose_kernel(x, axes, copy=False):
     """copy=True: a C-contiguous copy instead of a view (the optimiser asks for one when
     several matmuls read the same transposed matrix: BLAS runs 1.5-2x faster on it)."""
-    return np.ascontiguousarray(np.transpose(x, axes)) if copy else np.transpose(x, axes)
+    t = x.transpose(axes) if type(x) is np.ndarray else np.transpose(x, axes)   # NOTE: the
+    return np.ascontiguousarray(t) if copy else t      # method: 0.4 us less than np.transpose
 
 
 def _transpose_vjp(g, x, axes, **kw):
@@ -415,7 +416,10 @@ SLICE = register("slice", _slice_infer, _slice_kernel,
 
 
 def _slice_grad_kernel(g, x, index):
-    z = np.zeros(np.shape(x), dtype=np.asarray(g).dtype)
+    if type(g) is np.ndarray and type(x) is np.ndarray:   # NOTE: eager's case, 0.3 us less
+        z = np.zeros(x.shape, g.dtype)
+    else:
+        z = np.zeros(np.shape(x), dtype=np.asarray(g).dtype)
     z[index] = g
     return z
 
