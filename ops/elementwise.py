@@ -65,6 +65,10 @@ EXP = register("exp", _unary_infer, np.exp,
 LOG = register("log", _unary_infer, np.log, lambda g, x, **kw: (g / x,),
                scalar="log({0})", category=_EW, floating=True, onnx="Log", samples=_POS_SAMPLES,
                ref=lambda np, x: np.log(x))
+LOG1P = register("log1p", _unary_infer, np.log1p, lambda g, x, **kw: (g / (x + 1.0),),
+                 scalar="log1p({0})", category=_EW, floating=True, samples=_POS_SAMPLES + (
+                     _S((5,), domain=(-0.9, 1e-6)),),
+                 ref=lambda np, x: np.log1p(x))   # NOTE: exact where log(1 + x) rounds to 0
 SQRT = register("sqrt", _unary_infer, np.sqrt,
                 lambda g, x, out, **kw: (g * 0.5 / out,),
                 scalar="sqrt({0})", category=_EW, floating=True, onnx="Sqrt", samples=_POS_SAMPLES,
@@ -398,12 +402,49 @@ def _rounding(name, fn, onnx):
 FLOOR, CEIL, ROUND = (_rounding("floor", np.floor, "Floor"), _rounding("ceil", np.ceil, "Ceil"),
                       _rounding("round", np.round, "Round"))   # NOTE: half to even, as torch
 
+
+
+# -- floor division and its remainder (TF's FloorDiv, FloorMod; Python's // and %) -------------
+def _int_divisor(name, x, y):
+    if np.asarray(x).dtype.kind in "iu" and np.asarray(y).dtype.kind in "iu" and \
+            np.any(np.asarray(y) == 0):
+        raise ZeroDivisionError(f"{name}: integer division by zero")
+
+
+def _floordiv_kernel(x, y):
+    _int_divisor("floordiv", x, y)
+    if np.result_type(x, y).kind in "fc":   # NOTE: floor(x / y) as TF; np's // gives 1 // 0.1 = 9
+        return np.floor(np.divide(x, y))
+    return np.floor_divide(x, y)
+
+
+def _floormod_kernel(x, y):
+    _int_divisor("floormod", x, y)
+    return np.mod(x, y)   # NOTE: the divisor's sign, as TF's FloorMod (C's fmod, then + y)
+
+
+def _floormod_vjp(g, x, y, needs=(True, True), **kw):
+    return (unbroadcast(g, x) if needs[0] else None,
+            unbroadcast(-(g * floordiv(x, y)), y) if needs[1] and is_value(y) else None)
+
+
+_DIV_SAMPLES = tuple(Sample(s.args, domain=(-3.0, -0.3) if k % 2 else (0.3, 3.0), match=s.match)
+                     for k, s in enumerate(_BINARY_SAMPLES))
+FLOORDIV = register("floordiv", _binary_infer("floordiv"), _floordiv_kernel,
+                    lambda g, x, y, **kw: (unbroadcast(g * 0.0, x), unbroadcast(g * 0.0, y)),
+                    category="other", samples=_DIV_SAMPLES,
+                    ref=lambda np, x, y: np.floor(x / y))
+FLOORMOD = register("floormod", _binary_infer("floormod"), _floormod_kernel, _floormod_vjp,
+                    category="other", samples=_DIV_SAMPLES,
+                    ref=lambda np, x, y: x - np.floor(x / y) * y)
+
 # public functions: ops.add(x, y), ops.exp(x), …
 for _op in list(REGISTRY.values()):
     globals()[_op.name] = primitive(_op)
 
 neg, exp, log, sqrt, tanh, sigmoid, relu, abs, sign, erf = (  # noqa: A001 - op names
     NEG.fn, EXP.fn, LOG.fn, SQRT.fn, TANH.fn, SIGMOID.fn, RELU.fn, ABS.fn, SIGN.fn, ERF.fn)
+log1p, floordiv, floormod = LOG1P.fn, FLOORDIV.fn, FLOORMOD.fn
 sin, cos, softplus = SIN.fn, COS.fn, SOFTPLUS.fn
 sigmoid_grad, tanh_grad = SIGMOID_GRAD.fn, TANH_GRAD.fn
 add, sub, mul, div, pow, maximum, minimum, where = (  # noqa: A001
