@@ -63,7 +63,8 @@ def composite(samples=(), ref=None):
 
 
 def _shape(x):
-    return tuple(x.shape) if hasattr(x, "shape") else ()
+    """x's shape; a list or a number (TF takes them as constants) is read as NumPy reads it."""
+    return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
 
 
 

@@ -5,7 +5,8 @@ columns. Each value in a group is, by its shape under NumPy broadcasting against
 (S), `row` (S[:-1] + (1,), e.g. a keepdims reduction), `col` (a trailing (C,) vector such as
 a bias or LayerNorm's gamma) or `scalar`. Nodes are visited in topological order and a node
 joins the group of one of its inputs when the group stays on one domain and no cycle
-appears (an input reached from the group through a node outside it). Groups of at least
+appears (an input reached from the group through a node outside it); then groups on one
+domain that read the same full-size array merge when no cycle appears. Groups of at least
 MIN_GROUP ops become one `fused` node whose kernel is `compiler.fused_kernel.compile_fused`.
 A group numba cannot compile stays unfused, with the reason in the report.
 """
@@ -153,7 +154,34 @@ def form_groups(prog):
                 g.members.append(n)
                 groups.append(g)
             group_of[id(n)] = g
+    _merge_siblings([g for g in groups if g.members], group_of, position)
     return [g for g in groups if g.members]
+
+
+def _merge_siblings(groups, group_of, position):
+    """Groups on one domain that read the same full-size value from outside become one loop
+    when no cycle appears (an LSTM step's output-gate gradient reads dh as the other gates'
+    do, but neither feeds the other): one call, and the shared value read once."""
+    readers = {}
+    for g in groups:
+        for m in g.members:
+            for src, i in m.inputs:
+                if group_of.get(id(src)) is not g and tuple(src.specs[i].shape) == g.S:
+                    gs = readers.setdefault((id(src), i), [])
+                    if g not in gs:
+                        gs.append(g)
+    for gs in readers.values():
+        live = []
+        for g in gs:
+            g = group_of[id(g.members[0])] if g.members else None
+            if g is not None and g not in live:
+                live.append(g)
+        for other in live[1:]:
+            first = live[0]
+            if other.S == first.S and _try_add(first, other.members, position):
+                for m in other.members:
+                    group_of[id(m)] = first
+                other.members = []
 
 
 def _join(n, group_of, position):

@@ -65,11 +65,13 @@ def mul_zero(n, users):
 
 # NOTE: the inputs whose being all zeros makes the op's result all zeros (a product, a zero
 # slice's gradient): the zero initial state of a recurrent cell, and its gradient
-_ZERO_FROM = {"matmul": (0, 1), "slice_grad": (0,)}
+_ZERO_FROM = {"matmul": (0, 1), "slice_grad": (0,), "sigmoid_grad": (1,), "tanh_grad": (1,),
+              "transpose": (0,)}
 
 
 def zero_product(n, users):
-    """matmul(0, w), matmul(x, 0), slice_grad(0, x) -> zeros (as x * 0: inf * 0 ignored)."""
+    """matmul(0, w), matmul(x, 0), slice_grad(0, x), sigmoid_grad(y, 0), tanh_grad(y, 0),
+    transpose(0) -> zeros (as x * 0: inf * 0 ignored)."""
     if n.op.name not in _ZERO_FROM or None in n.spec.shape:
         return None
     if any(_const_eq(n.inputs[k], 0) for k in _ZERO_FROM[n.op.name]):
@@ -109,8 +111,9 @@ def transpose_transpose(n, users):
 def elementwise_of_transposes(n, users):
     """f(transpose(a, p), transpose(b, p)) -> transpose(f(a, b), p) for an elementwise f over
     operands of one shape, each transpose read only here: the loop reads its inputs in memory
-    order (a sum over time steps of per-step weight gradients W_t^T: 130 -> 6 us for eight
-    (256, 64) arrays), and the result stays a view."""
+    order (a sum of eight (256, 64) transposed arrays: 130 -> 6 us), and the result stays a
+    view. Not for transposed matrix products (a traced LSTM's per-step weight gradients
+    (h_t^T g_t)^T): layout computes those as g_t^T h_t, so their sum is C-ordered."""
     if n.op.name not in ops.ELEMENTWISE or len(n.inputs) < 2:
         return None
     srcs = [src for src, _ in n.inputs]
@@ -120,6 +123,8 @@ def elementwise_of_transposes(n, users):
         return None
     axes = tuple(srcs[0].attrs["axes"])
     inner = [s.inputs[0] for s in srcs]
+    if any(_product_read_once(r, users) for r in inner):
+        return None     # NOTE: the layout pass computes each transposed, in C order
     shape = tuple(_spec_of(inner[0]).shape)
     if None in shape or any(tuple(s.attrs["axes"]) != axes or tuple(_spec_of(r).shape) != shape
                             for s, r in zip(srcs, inner)):
@@ -127,6 +132,14 @@ def elementwise_of_transposes(n, users):
     spec = ops.Spec(shape, n.spec.dtype)
     m = INode("op", n.op, inner, dict(n.attrs), [spec], origin=n.origin)
     return _new_op(srcs[0].op, [(m, 0)], {"axes": axes}, n)
+
+
+def _product_read_once(ref, users):
+    """ref is a matmul of matrices read only by its transpose: what layout computes as
+    b^T @ a^T, in C order (so the sum it is part of is left alone)."""
+    m = ref[0]
+    return m.tag == "op" and m.op.name == "matmul" and len(users.get(id(m), ())) == 1 and \
+        len(m.spec.shape) == 2 and all(len(_spec_of(r).shape) == 2 for r in m.inputs)
 
 
 def reshape_reshape(n, users):
@@ -151,9 +164,10 @@ def static_count(n, users):
 
 
 def slice_grads_to_concat(n, users):
-    """A sum of slice_grads whose slices (or single indices) tile one axis of the same shape
-    -> one concat of their gradients (the LSTM's four gates: 4 zero-filled (B, 4H) arrays and
-    3 adds per step become one (B, 4H) concat; attention's q, k, v = qkv[0], qkv[1], qkv[2])."""
+    """A sum of slice_grads whose slices (or single indices) along one axis of the same shape
+    do not overlap -> one concat of their gradients, zeros where none is (the LSTM's four
+    gates: 4 zero-filled (B, 4H) arrays and 3 adds per step become one (B, 4H) concat;
+    attention's q, k, v = qkv[0], qkv[1], qkv[2]; an eager cell's sigmoid over i, f, o)."""
     if n.op.name != "add" or None in n.spec.shape:
         return None
     leaves = _add_leaves(n, users)
@@ -165,11 +179,108 @@ def slice_grads_to_concat(n, users):
     axis = spans[0][0]
     spans = sorted(((lo, hi, drop, s.inputs[0]) for (_, lo, hi, drop), (s, _) in
                     zip(spans, leaves)), key=lambda sp: sp[0])
-    if [sp[0] for sp in spans] != [0] + [sp[1] for sp in spans[:-1]] or \
-            spans[-1][1] != n.spec.shape[axis]:
+    if any(a[1] > b[0] for a, b in zip(spans, spans[1:])):
         return None
-    parts = [_unsqueezed(g, axis, n) if drop else g for _, _, drop, g in spans]
+    parts, at = [], 0
+    for lo, hi, drop, g in spans + [(n.spec.shape[axis],) * 2 + (False, None)]:
+        if lo > at:
+            parts.append(_zeros_along(n, axis, lo - at))
+        if g is not None:
+            parts.append(_unsqueezed(g, axis, n) if drop else g)
+        at = hi
     return _new_op(ops.REGISTRY["concat"], parts, {"axis": axis}, n)
+
+
+def _zeros_along(n, axis, size):
+    shape = tuple(n.spec.shape[:axis]) + (size,) + tuple(n.spec.shape[axis + 1:])
+    return _new_const(np.zeros(shape, n.spec.dtype), n)
+
+
+def elementwise_of_sparse_concat(n, users):
+    """f(concat(p_1, .., 0, .., p_k), y) -> concat(f(p_1, y_1), .., f(0, y_j), .., f(p_k, y_k))
+    for an elementwise f over the concat's shape, the concat read only here and one of its
+    parts a zero constant; y_i are y's slices along the axis (y itself where it broadcasts
+    along it). The zero part's result then folds where f keeps zeros, and a slice_grad added
+    over its span fills it (an eager LSTM cell: sigmoid's gradient over i, f, o; tanh's
+    over g): no full-size zero-filled arrays."""
+    if n.op.name not in ops.ELEMENTWISE or None in n.spec.shape:
+        return None
+    hits = [k for k, (c, i) in enumerate(n.inputs)
+            if c.tag == "op" and c.op.name == "concat" and len(users.get(id(c), ())) == 1
+            and tuple(_spec_of((c, i)).shape) == tuple(n.spec.shape)
+            and all(_spec_of(p).dtype == c.spec.dtype for p in c.inputs)
+            and any(_const_eq(p, 0) for p in c.inputs)]
+    if len(hits) != 1:
+        return None
+    k, cat, shape = hits[0], n.inputs[hits[0]][0], tuple(n.spec.shape)
+    axis, at, pieces = cat.attrs["axis"] % len(shape), 0, []
+    for part in cat.inputs:
+        size = _spec_of(part).shape[axis]
+        ins = [part if j == k else _slice_along(ref, axis - len(shape), at, at + size, n)
+               for j, ref in enumerate(n.inputs)]
+        spec = ops.Spec(shape[:axis] + (size,) + shape[axis + 1:], n.spec.dtype)
+        pieces.append((INode("op", n.op, ins, dict(n.attrs), [spec], origin=n.origin), 0))
+        at += size
+    return _new_op(cat.op, pieces, {"axis": axis}, n)
+
+
+def _slice_along(ref, axis, lo, hi, n):
+    """ref's [lo, hi) along `axis` (counted from the end), or ref where it broadcasts there."""
+    spec = _spec_of(ref)
+    if -axis > len(spec.shape) or spec.shape[axis] == 1:
+        return ref
+    a = len(spec.shape) + axis
+    index = (slice(None),) * a + (slice(lo, hi),)
+    shape = tuple(spec.shape[:a]) + (hi - lo,) + tuple(spec.shape[a + 1:])
+    return (INode("op", ops.REGISTRY["slice"], [ref], {"index": index},
+                  [ops.Spec(shape, spec.dtype)], origin=n.origin), 0)
+
+
+def slice_grad_into_concat(n, users):
+    """concat(p_1, .., p_k) + slice_grad(g, the span of p_j) -> concat(p_1, .., p_j + g, ..,
+    p_k), the concat and the slice_grad read only here; a span inside a zero-constant part
+    splits that part around g. No zero-filled full-size array, no full-size add (an eager
+    LSTM cell's tanh-gate gradient into its sigmoid gates')."""
+    if n.op.name != "add" or None in n.spec.shape:
+        return None
+    for k in (0, 1):
+        (cat, i), sg = n.inputs[k], n.inputs[1 - k][0]
+        if cat.tag != "op" or cat.op.name != "concat" or sg.tag != "op" or \
+                sg.op.name != "slice_grad" or not _same_spec((cat, i), n.spec) or \
+                len(users.get(id(cat), ())) != 1 or len(users.get(id(sg), ())) != 1:
+            continue
+        span = _span(sg, n.spec)
+        if span is None or span[0] != cat.attrs["axis"] % len(n.spec.shape):
+            continue
+        axis, lo, hi, drop = span
+        g = _unsqueezed(sg.inputs[0], axis, n) if drop else sg.inputs[0]
+        parts = _parts_with(cat, axis, lo, hi, g, n)
+        if parts is not None:
+            return _new_op(cat.op, parts, {"axis": axis}, n)
+    return None
+
+
+def _parts_with(cat, axis, lo, hi, g, n):
+    """The concat's parts with g added over [lo, hi) along axis: to the part spanning exactly
+    that, or in place of that stretch of a zero-constant part; None if neither is there."""
+    at, parts = 0, list(cat.inputs)
+    for j, part in enumerate(parts):
+        spec = _spec_of(part)
+        end = at + spec.shape[axis]
+        if spec.dtype != n.spec.dtype or not (at <= lo and hi <= end):
+            at = end
+            continue
+        if (at, end) == (lo, hi):
+            total = INode("op", ops.REGISTRY["add"], [part, g], {}, [spec], origin=n.origin)
+            parts[j] = (total, 0)
+            return parts
+        if not _const_eq(part, 0):
+            return None
+        around = [_zeros_along(n, axis, lo - at)] if lo > at else []
+        around.append(g)
+        around += [_zeros_along(n, axis, end - hi)] if end > hi else []
+        return parts[:j] + around + parts[j + 1:]
+    return None
 
 
 def _unsqueezed(g, axis, n):
@@ -263,7 +374,8 @@ def _sliced_spec(sg, spec):
 
 RULES = [add_zero, sub_zero, mul_one, div_one, pow_one, mul_zero, zero_product, double_neg,
          identity_like, transpose_transpose, elementwise_of_transposes, reshape_reshape,
-         static_count, slice_grads_to_concat, add_of_sums_to_like, row_sum_to_like]
+         static_count, slice_grads_to_concat, slice_grad_into_concat,
+         elementwise_of_sparse_concat, add_of_sums_to_like, row_sum_to_like]
 
 
 def _new_const(value, n):

@@ -47,6 +47,20 @@ def test_a_sum_of_transposes_is_the_transpose_of_the_sum():
     np.testing.assert_allclose(got[1], (feeds[xs[2]] * feeds[xs[3]]).T, rtol=1e-6)
 
 
+def test_a_sum_of_transposed_products_is_left_to_layout():
+    g = graph.Graph()
+    with g.as_default():
+        hs = [graph.placeholder(graph.float32, (5, 4)) for _ in range(3)]
+        gs = [graph.placeholder(graph.float32, (5, 6)) for _ in range(3)]
+        total = sum(graph.transpose(graph.matmul(graph.transpose(h, (1, 0)), d), (1, 0))
+                    for h, d in zip(hs, gs))
+    feeds = {p: _rand(*p.shape, seed=21 + k) for k, p in enumerate(hs + gs)}
+    got, report = _same(g, [total], feeds)
+    assert "elementwise_of_transposes" not in _rewrites(report)
+    assert report["layout"].details["transposed_products"] == 3
+    assert got[0].flags.c_contiguous and got[0].shape == (6, 4)
+
+
 def test_transposes_that_differ_or_are_read_elsewhere_stay():
     g = graph.Graph()
     with g.as_default():
@@ -119,6 +133,72 @@ def test_optimize_runs_a_subset_of_passes_in_the_listed_order():
     _, report = compiler.optimize(g, [y], {x: ops.Spec((3,), np.dtype("float32"))},
                                   passes=["simplify", "cse"])
     assert [p.name for p in report.passes] == ["cse", "simplify", "cse"]
+
+
+def _gates(z, c, hidden):
+    """An eager LSTM cell's gates over z (B, 4H): one sigmoid, tanh of g's slice."""
+    s = graph.sigmoid(z)
+    i, f, o = (s[:, k * hidden:(k + 1) * hidden] for k in (0, 1, 3))
+    g = graph.tanh(z[:, 2 * hidden:3 * hidden])
+    c = f * c + i * g
+    return o * graph.tanh(c), c
+
+
+def test_gate_gradients_become_one_concat_without_zero_filled_arrays():
+    g = graph.Graph()
+    with g.as_default():
+        z = graph.placeholder(graph.float32, (3, 16))
+        c0 = graph.placeholder(graph.float32, (3, 4))
+        h, c = _gates(z, c0, 4)
+        dz = graph.gradients(graph.reduce_sum(h * 1.5 + c), [z])[0]
+        h0, _ = _gates(z, graph.constant(np.zeros((3, 4), np.float32)), 4)   # f's is zero
+        dz0 = graph.gradients(graph.reduce_sum(h0), [z])[0]
+    feeds = {z: _rand(3, 16, seed=14), c0: _rand(3, 4, seed=15)}
+    _, report = _same(g, [dz, dz0], feeds)
+    rules = _rewrites(report)
+    assert rules.get("slice_grads_to_concat") == 2
+    assert rules.get("elementwise_of_sparse_concat") == 2
+    assert rules.get("slice_grad_into_concat") >= 2
+    assert not any(n.name == "slice_grad" for n in report.program.nodes)
+
+
+def test_concat_rewrites_that_do_not_apply_stay():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (3, 8))
+        a = graph.placeholder(graph.float32, (3, 2))
+        zeros = graph.constant(np.zeros((3, 4), np.float32))
+        sparse = graph.concat([a, zeros, a], axis=1)      # exp(0) is 1: no zero part after
+        straddle = graph.exp(sparse) + ops.slice_grad(graph.exp(a), x,
+                                                      index=(slice(None), slice(1, 3)))
+        plain = graph.sigmoid(graph.concat([a, a * 2.0, a, a], axis=1))    # no zero part
+        on_part = graph.concat([a * 3.0, a, a, a], axis=1) + \
+            ops.slice_grad(a, x, index=(slice(None), slice(2, 4)))
+        shared = graph.concat([a * 4.0, zeros, a], axis=1)
+        twice = graph.tanh(shared) * 2.0 + shared          # the concat is read twice
+    feeds = {x: _rand(3, 8, seed=16), a: _rand(3, 2, seed=17)}
+    _, report = _same(g, [straddle, plain, on_part, twice], feeds)
+    rules = _rewrites(report)
+    # exp(sparse) is pushed through; the slice_grad straddling two of its parts is not
+    # merged; on_part's slice_grad over part 1 is
+    assert rules.get("slice_grad_into_concat") == 1
+    assert rules.get("elementwise_of_sparse_concat") == 1
+    assert sum(n.name == "slice_grad" for n in report.program.nodes) == 1
+
+
+def test_sibling_loops_reading_one_array_fuse_into_one():
+    g = graph.Graph()
+    with g.as_default():
+        a = graph.placeholder(graph.float32, (4, 6))
+        w = graph.placeholder(graph.float32, (6, 6))
+        one = graph.exp(a) * 2.0
+        other = graph.tanh(a) + 1.0                     # reads a too, not one: merged
+        after = graph.sigmoid(a) - graph.matmul(one, w)  # depends on one: a cycle if merged
+        wide = graph.placeholder(graph.float32, (6,))
+        elsewhere = graph.exp(wide) * 3.0               # another domain
+    feeds = {a: _rand(4, 6, seed=18), w: _rand(6, 6, seed=19), wide: _rand(6, seed=20)}
+    _, report = _same(g, [one, other, after, elsewhere], feeds)
+    assert report["fuse"].details["sizes"] == [4, 2, 2]
 
 
 def _lstm_loss(cell, head, x, y):
