@@ -46,7 +46,7 @@ from .plan import Plan, Step, build_plan, node_kernel
 from .array_ops import *  # noqa: F403 - shape, size, rank, fill, zeros, ones, range, unstack
 from .array_ops import __all__ as _array_all
 from .select_ops import (argsort, boolean_mask, einsum, gather_nd, sequence_mask, slice,  # noqa: A004
-                         sort, strided_slice, tensordot)
+                         sort, strided_slice, tensordot, unique)
 from .checks import *  # noqa: F403 - Assert, assert_equal, check_numerics, …
 from .checks import __all__ as _checks_all
 from .scatter_ops import *  # noqa: F403 - scatter_update, scatter_add, …
@@ -57,6 +57,7 @@ from .variable_scope import (AUTO_REUSE, VariableScope, get_variable, get_variab
                              variable_scope)
 from . import nn, layers, losses, metrics, train, contrib
 from . import math, random, initializers, linalg  # noqa: A004 - tf.math, tf.random, …
+from .linalg import band_part as matrix_band_part, matrix_transpose
 from . import onnx  # noqa: F401 - graph.onnx.export / load; the onnx package loads lazily
 from .serialize import load, restore, save
 from .inspect import describe, to_dot
@@ -82,6 +83,7 @@ __all__ = [
     "node_kernel", "nn", "layers", "losses", "metrics", "onnx", "train", "load", "restore", "save", "summary",
     "describe", "to_dot",
     "argsort", "boolean_mask", "einsum", "gather_nd", "sequence_mask", "slice", "sort", "strided_slice",
-    "tensordot", "contrib", "math", "random", "initializers", "linalg", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
+    "tensordot", "unique", "contrib", "math", "random", "initializers", "linalg", "matrix_band_part",
+    "matrix_transpose", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
     *_math_all, *_init_all, *_array_all, *_checks_all, *_scatter_all,
 ]

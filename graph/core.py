@@ -755,6 +755,10 @@ def _const_kernel(node):
 
 
 def _placeholder_kernel(node):
+    if "default" in node.attrs:   # placeholder_with_default: the value when not fed
+        default = node.attrs["default"]
+        return (lambda: default), False
+
     def unfed():
         from .errors import InvalidArgumentError, describe
         raise InvalidArgumentError(f"You must feed a value for placeholder {describe(node)}",

@@ -37,7 +37,8 @@ __all__ = [
     "cumsum", "reverse", "tile", "norm", "log1p", "reciprocal", "floor", "ceil",
     "round", "floordiv", "floor_div", "floormod", "mod", "squared_difference", "add_n",
     "reduce_prod", "reduce_all", "reduce_any", "count_nonzero", "is_nan", "is_inf",
-    "is_finite", "newaxis", "l2_normalize",
+    "is_finite", "newaxis", "l2_normalize", "to_float", "to_double", "to_int32", "to_int64",
+    "div", "realdiv", "floor_mod", "reduce_euclidean_norm",
 ]
 
 newaxis = None
@@ -224,6 +225,41 @@ def reciprocal(x):
     return ops.div(1.0, x)
 
 
+def to_float(x, name="ToFloat"):
+    return cast(x, np.float32, name=name)
+
+
+def to_double(x, name="ToDouble"):
+    return cast(x, np.float64, name=name)
+
+
+def to_int32(x, name="ToInt32"):
+    return cast(x, np.int32, name=name)
+
+
+def to_int64(x, name="ToInt64"):
+    return cast(x, np.int64, name=name)
+
+
+@named
+def div(x, y):
+    """tf.div: Python 2's division: floor division for integers, true division for floats."""
+    x = convert_to_tensor(x) if not isinstance(y, Tensor) else x
+    kinds = {np.dtype(t.dtype).kind for t in (x, y) if isinstance(t, Tensor)}
+    return ops.floordiv(x, y) if kinds <= set("iu") else ops.div(x, y)
+
+
+@named
+def realdiv(x, y):
+    """x / y for floating tensors (tf.realdiv)."""
+    if any(isinstance(t, Tensor) and t.dtype.kind != "f" for t in (x, y)):
+        raise TypeError("realdiv: expects floating tensors; use floordiv or truediv")
+    return ops.div(x, y)
+
+
+floor_mod = floormod
+
+
 @named
 def squared_difference(x, y):
     """(x - y) ** 2, broadcasting as TF."""
@@ -345,6 +381,12 @@ def count_nonzero(input_tensor=None, axis=None, keepdims=False, dtype="int64", i
     n = ops.sum(ops.cast(ops.ne(x, np.zeros((), x.dtype)), np.int64), axis=axis,
                 keepdims=bool(keepdims))
     return n if as_dtype(dtype) == np.int64 else ops.cast(n, as_dtype(dtype))
+
+
+@named
+@old_names(**_AXIS)
+def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False):
+    return ops.norm(input_tensor, ord=2, axis=axis, keepdims=bool(keepdims))
 
 
 @named

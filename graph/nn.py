@@ -32,7 +32,8 @@ from .math_ops import l2_normalize, named, old_names, reduce_sum
 from .variables import Variable
 
 __all__ = ["relu", "gelu", "softmax", "log_softmax", "sigmoid", "tanh", "silu", "swish",
-           "softplus", "top_k", "in_top_k", "leaky_relu", "elu", "relu6", "selu", "softsign", "l2_normalize",
+           "softplus", "top_k", "in_top_k", "xw_plus_b", "relu_layer", "zero_fraction",
+           "weighted_cross_entropy_with_logits", "leaky_relu", "elu", "relu6", "selu", "softsign", "l2_normalize",
            "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
            "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
            "conv2d", "max_pool2d", "max_pool", "avg_pool2d", "avg_pool", "moments",
@@ -121,6 +122,19 @@ def sigmoid_cross_entropy_with_logits(labels=None, logits=None):
     """Per-element sigmoid cross-entropy (labels and logits of one shape), as TF."""
     _need_both("sigmoid_cross_entropy_with_logits", labels, logits)
     return ops.binary_cross_entropy_with_logits(logits, labels, reduction="none")
+
+
+@named
+def weighted_cross_entropy_with_logits(labels=None, logits=None, pos_weight=None, targets=None):
+    """Sigmoid cross-entropy with the positive term weighted by pos_weight, in TF's stable
+    form (1 - z) x + (1 + (q - 1) z) (log(1 + exp(-|x|)) + max(-x, 0))."""
+    labels = targets if labels is None else labels
+    _need_both("weighted_cross_entropy_with_logits", labels, logits)
+    if pos_weight is None:
+        raise ValueError("weighted_cross_entropy_with_logits: pos_weight is required")
+    lw = (pos_weight - 1.0) * labels + 1.0
+    return (1.0 - labels) * logits + lw * (ops.softplus(-ops.abs(logits)) +
+                                           ops.relu(-logits))
 
 
 def _need_both(what, labels, logits):
@@ -403,6 +417,24 @@ def bias_add(value, bias, data_format=None):
 @named
 def l2_loss(t):
     return reduce_sum(t * t) * 0.5
+
+
+@named
+def xw_plus_b(x, weights, biases):
+    """matmul(x, weights) + biases."""
+    return ops.matmul(x, weights) + biases
+
+
+@named
+def relu_layer(x, weights, biases):
+    return ops.relu(ops.matmul(x, weights) + biases)
+
+
+@named
+def zero_fraction(value):
+    """The fraction of the elements of `value` that are 0, as a float32 scalar."""
+    v = convert_to_tensor(value)
+    return ops.mean(ops.cast(ops.eq(v, np.zeros((), v.dtype)), np.float32))
 
 
 # -- dense ---------------------------------------------------------------------------------------
