@@ -252,6 +252,17 @@ def _accumulate_grad(t, g, create_graph, owned):
             hook(t)
 
 
+def _free(t):
+    """backward() is done with t's tape entry: its saved values go, and a second backward
+    through it raises (torch frees its buffers the same way, node by node)."""
+    name = t._node[0].name
+    t._node = _FREED.get(name) or _freed(name)
+
+
+def _keep(t):
+    """backward(retain_graph=True) is done with t's entry: it stays for the next one."""
+
+
 def _one_node(t, gradient, create_graph, retain_graph, owned):
     """backward() from `t` when its tape is one op on leaves (a compile()d function's entry,
     a loss of parameters): the rule runs and the leaves accumulate, without the walk. False
@@ -457,16 +468,14 @@ class Tensor(InPlaceMixin, TensorMethods, FunctionMethods):
                 _accumulate_grad(t, g, create_graph, owned)
         prev = _GRAD.enabled
         _GRAD.enabled = create_graph
-        try:
-            grads = backprop([self], [gradient], _node_of, _needs_grad, on_leaf=on_leaf)
+        try:   # NOTE: each entry is done with (freed, unless retained) as soon as its rule ran
+            grads = backprop([self], [gradient], _node_of, _needs_grad, on_leaf=on_leaf,
+                             on_done=_keep if retain_graph else _free)
         finally:
             _GRAD.enabled = prev
-        for t, g in grads.values():
-            if t._node is None:
-                if id(t) not in done:
-                    _accumulate_grad(t, g, create_graph, owned)
-            elif not retain_graph:
-                t._node = _freed(t._node[0].name)
+        for t, g in grads.values():   # NOTE: the leaves: inner values' gradients were dropped
+            if t._node is None and id(t) not in done:
+                _accumulate_grad(t, g, create_graph, owned)
 
     def register_post_accumulate_grad_hook(self, hook):
         """Call hook(self) each time backward() has accumulated this leaf's .grad, as torch.

@@ -45,11 +45,14 @@ from .config import (ConfigProto, GPUOptions, GraphOptions, OptimizerOptions, Ru
 from .plan import Plan, Step, build_plan, node_kernel
 from .array_ops import *  # noqa: F403 - shape, size, rank, fill, zeros, ones, range, unstack
 from .array_ops import __all__ as _array_all
+from .select_ops import (argsort, boolean_mask, gather_nd, sequence_mask, slice, sort,  # noqa: A004
+                         strided_slice, tensordot)
 from .init_ops import *  # noqa: F403 - zeros_initializer, glorot_uniform_initializer, …
 from .init_ops import __all__ as _init_all
 from .variable_scope import (AUTO_REUSE, VariableScope, get_variable, get_variable_scope,
                              variable_scope)
 from . import nn, layers, losses, metrics, train, contrib
+from . import math, random, initializers  # noqa: A004 - tf.math, tf.random, tf.initializers
 from . import onnx  # noqa: F401 - graph.onnx.export / load; the onnx package loads lazily
 from .serialize import load, restore, save
 from .inspect import describe, to_dot
@@ -74,6 +77,7 @@ __all__ = [
     "GraphOptions", "OptimizerOptions", "RunMetadata", "RunOptions", "Plan", "Step", "build_plan",
     "node_kernel", "nn", "layers", "losses", "metrics", "onnx", "train", "load", "restore", "save", "summary",
     "describe", "to_dot",
-    "contrib", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
+    "argsort", "boolean_mask", "gather_nd", "sequence_mask", "slice", "sort", "strided_slice",
+    "tensordot", "contrib", "math", "random", "initializers", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
     *_math_all, *_init_all, *_array_all,
 ]

@@ -247,6 +247,18 @@ class Tensor:
     def __rtruediv__(self, o):
         return ops.div(o, self)
 
+    def __floordiv__(self, o):   # TF's FloorDiv and FloorMod, as Python's // and %
+        return ops.floordiv(self, o)
+
+    def __rfloordiv__(self, o):
+        return ops.floordiv(o, self)
+
+    def __mod__(self, o):
+        return ops.floormod(self, o)
+
+    def __rmod__(self, o):
+        return ops.floormod(o, self)
+
     def __pow__(self, o):
         return ops.pow(self, o)
 
@@ -543,6 +555,8 @@ class GraphKeys:
     METRIC_VARIABLES = "metric_variables"
     UPDATE_OPS = "update_ops"   # layers.batch_normalization's moving-average assigns
     SUMMARIES = "summaries"     # summary.scalar / summary.histogram ops, for merge_all
+    LOSSES = "losses"           # every graph.losses loss, for losses.get_total_loss
+    REGULARIZATION_LOSSES = "regularization_losses"
 
 
 def add_to_collection(name, value):

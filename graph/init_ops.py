@@ -21,7 +21,8 @@ from .math_ops import random_normal, random_uniform, truncated_normal
 __all__ = ["zeros_initializer", "ones_initializer", "constant_initializer",
            "random_normal_initializer", "truncated_normal_initializer",
            "random_uniform_initializer", "glorot_uniform_initializer",
-           "glorot_normal_initializer", "variance_scaling_initializer", "compute_fans"]
+           "glorot_normal_initializer", "variance_scaling_initializer", "compute_fans",
+           "he_normal", "he_uniform", "lecun_normal", "lecun_uniform"]
 
 
 def compute_fans(shape):
@@ -146,3 +147,20 @@ class glorot_uniform_initializer(variance_scaling_initializer):  # noqa: N801
 class glorot_normal_initializer(variance_scaling_initializer):  # noqa: N801
     def __init__(self, seed=None, dtype="float32"):
         super().__init__(1.0, "fan_avg", "truncated_normal", seed, dtype)
+
+
+def he_normal(seed=None):
+    """Truncated normal with variance 2 / fan_in (tf.compat.v1.initializers.he_normal)."""
+    return variance_scaling_initializer(2.0, "fan_in", "truncated_normal", seed)
+
+
+def he_uniform(seed=None):
+    return variance_scaling_initializer(2.0, "fan_in", "uniform", seed)
+
+
+def lecun_normal(seed=None):
+    return variance_scaling_initializer(1.0, "fan_in", "truncated_normal", seed)
+
+
+def lecun_uniform(seed=None):
+    return variance_scaling_initializer(1.0, "fan_in", "uniform", seed)

@@ -34,8 +34,13 @@ __all__ = [
     "transpose", "concat", "stack", "split", "expand_dims", "squeeze", "cast", "one_hot",
     "gather", "pad", "zeros_like", "ones_like", "random_normal",
     "random_uniform", "truncated_normal", "global_norm", "clip_by_global_norm", "clip_by_norm", "set_random_seed", "get_seed", "stop_gradient", "clip_by_value", "broadcast_to", "named", "sin", "cos",
-    "cumsum", "reverse", "tile", "norm", "linalg",
+    "cumsum", "reverse", "tile", "norm", "linalg", "log1p", "reciprocal", "floor", "ceil",
+    "round", "floordiv", "floor_div", "floormod", "mod", "squared_difference", "add_n",
+    "reduce_prod", "reduce_all", "reduce_any", "count_nonzero", "is_nan", "is_inf",
+    "is_finite", "newaxis", "l2_normalize",
 ]
+
+newaxis = None
 
 
 def named(fn):
@@ -116,14 +121,30 @@ def tile(input, multiples):  # noqa: A002 - TF's argument name
 
 
 @named
+@old_names(keep_dims="keepdims")
 def norm(tensor, ord="euclidean", axis=None, keepdims=False):  # noqa: A002
-    """tf.norm for vectors: ord 'euclidean' (2) or 1."""
-    return ops.norm(tensor, ord=2 if ord in ("euclidean", 2) else ord, axis=axis,
-                    keepdims=keepdims)
+    """tf.norm: over a vector axis (or all elements) ord 'euclidean'/2, 1 or np.inf; over a
+    pair of axes (a matrix) 'euclidean'/'fro', 1 (max column sum) or np.inf (max row sum)."""
+    pair = isinstance(axis, (list, tuple)) and len(axis) == 2
+    if pair and ord in (1, np.inf):
+        rows, cols = (int(a) for a in axis)
+        inner, outer = (rows, cols) if ord == 1 else (cols, rows)
+        out = ops.max(ops.sum(ops.abs(tensor), axis=inner, keepdims=True), axis=outer,
+                      keepdims=True)
+        return out if keepdims else ops.squeeze(out, axis=tuple(sorted((rows, cols))))
+    if ord in ("euclidean", "fro", 2) and (ord != "fro" or pair) and (ord != 2 or not pair):
+        return ops.norm(tensor, ord=2, axis=axis, keepdims=bool(keepdims))
+    if ord == 1 and not pair:
+        return ops.norm(tensor, ord=1, axis=axis, keepdims=bool(keepdims))
+    if ord == np.inf and not pair:
+        return ops.max(ops.abs(tensor), axis=axis, keepdims=bool(keepdims))
+    raise ValueError(f"norm: ord {ord!r} is not supported for axis {axis!r} (vectors: "
+                     f"'euclidean', 1, 2, np.inf; matrices: 'euclidean', 'fro', 1, np.inf)")
 
 
 class linalg:  # noqa: N801 - a namespace, as tf.linalg
-    """`band_part(x, num_lower, num_upper)` with -1 for 'keep all', as in TF."""
+    """`band_part(x, num_lower, num_upper)` with -1 for 'keep all', as in TF; `norm`,
+    `matmul`, `l2_normalize` (from graph.nn) and `transpose` (of the last two dims)."""
 
     @staticmethod
     def band_part(input, num_lower, num_upper):  # noqa: A002
@@ -134,16 +155,36 @@ class linalg:  # noqa: N801 - a namespace, as tf.linalg
             out = ops.tril(out, num_upper)
         return out
 
+    norm = staticmethod(norm)
+
+    @staticmethod
+    def transpose(a, name=None, conjugate=False):
+        return named(ops.matrix_transpose)(a, name=name)
+
 
 square, rsqrt = named(ops.square), named(ops.rsqrt)
 
 
-@named
-def where(condition, x=None, y=None):
+def where(condition, x=None, y=None, name=None):
+    """tf.compat.v1.where: elements of x where condition, else of y; a 1-d condition with
+    higher-rank x picks whole rows (TF1's rule, not broadcasting). Without x and y: the
+    (N, rank) int64 coordinates of the True elements."""
+    if x is None and y is None:
+        from .select_ops import where_indices
+        return where_indices(condition, name=name)
     if x is None or y is None:
-        raise NotImplementedError("where(condition) without x and y returns indices, a "
-                                  "data-dependent shape: not supported; pass x and y")
-    return ops.where(condition, x, y)
+        raise ValueError("where: x and y must both be given, or neither")
+    return _where(condition, x, y, name=name)
+
+
+@named
+def _where(condition, x, y):
+    c = convert_to_tensor(condition)
+    nd = max(np.ndim(x) if not isinstance(x, Tensor) else x.ndim or 0,
+                      np.ndim(y) if not isinstance(y, Tensor) else y.ndim or 0)
+    if c.ndim == 1 and nd > 1:
+        c = ops.reshape(c, (-1,) + (1,) * (nd - 1))
+    return ops.where(c, x, y)
 
 
 logical_not, logical_and, logical_or = (
@@ -185,6 +226,58 @@ def clip_by_norm(t, clip_norm, axes=None):
 @named
 def clip_by_value(t, clip_value_min, clip_value_max):
     return ops.clamp(t, clip_value_min, clip_value_max)
+
+
+log1p, floor, ceil, round = (  # noqa: A001 - TF's names
+    named(f) for f in (ops.log1p, ops.floor, ops.ceil, ops.round))   # NOTE: round: half to even
+floordiv = floor_div = named(ops.floordiv)
+floormod = mod = named(ops.floormod)
+
+
+@named
+def reciprocal(x):
+    """1 / x (tf.math.reciprocal) for floating tensors."""
+    x = convert_to_tensor(x)
+    if x.dtype.kind != "f":
+        raise TypeError(f"reciprocal: expects a floating tensor, got {x.dtype} ('{x.name}'); "
+                        f"cast it first")
+    return ops.div(1.0, x)
+
+
+@named
+def squared_difference(x, y):
+    """(x - y) ** 2, broadcasting as TF."""
+    return ops.square(ops.sub(x, y))
+
+
+def add_n(inputs, name=None):
+    """The elementwise sum of a list of tensors of one shape and dtype (tf.add_n)."""
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise ValueError("add_n: inputs must be a list of at least one tensor with the same "
+                         "dtype and shape")
+    ts = [convert_to_tensor(t) for t in inputs]
+    for t in ts[1:]:
+        if t.dtype != ts[0].dtype:
+            raise TypeError(f"add_n: inputs must have one dtype, got {ts[0].dtype} "
+                            f"('{ts[0].name}') and {t.dtype} ('{t.name}')")
+        if t.ndim is not None and ts[0].ndim is not None and (t.ndim != ts[0].ndim or any(
+                a is not None and b is not None and a != b
+                for a, b in zip(t.shape, ts[0].shape))):
+            raise ShapeError(f"add_n: inputs must have one shape, got "
+                             f"{ops.fmt_shape(ts[0].spec)} ('{ts[0].name}') and "
+                             f"{ops.fmt_shape(t.spec)} ('{t.name}')")
+    if len(ts) == 1:   # NOTE: TF returns the tensor itself, or its identity when named
+        from .control_flow import identity
+        return ts[0] if name is None else identity(ts[0], name=name)
+    return _named_call(_sum_list, (ts,), {}, name or "AddN")
+
+
+def _sum_list(ts):
+    with tracing(GraphEngine):
+        total = ts[0]
+        for t in ts[1:]:
+            total = total + t
+        return total
 
 
 # -- matmul and reductions ---------------------------------------------------------------------
@@ -232,6 +325,78 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=False):
                                       "time")
         axis = axis[0]
     return ops.logsumexp(x, axis=int(axis), keepdims=keepdims)
+
+
+@named
+@old_names(**_AXIS)
+def reduce_prod(input_tensor, axis=None, keepdims=False):
+    return ops.prod(input_tensor, axis=axis, keepdims=bool(keepdims))
+
+
+def _need_bool(what, x):
+    x = convert_to_tensor(x)
+    if x.dtype != np.bool_:
+        raise TypeError(f"{what}: expects a bool tensor, got {x.dtype} ('{x.name}')")
+    return x
+
+
+@named
+@old_names(**_AXIS)
+def reduce_any(input_tensor, axis=None, keepdims=False):
+    """True where any element over `axis` is; False over an empty axis, as TF."""
+    x = _need_bool("reduce_any", input_tensor)
+    return ops.gt(ops.sum(ops.cast(x, np.int32), axis=axis, keepdims=bool(keepdims)), 0)
+
+
+@named
+@old_names(**_AXIS)
+def reduce_all(input_tensor, axis=None, keepdims=False):
+    """True where every element over `axis` is; True over an empty axis, as TF."""
+    x = _need_bool("reduce_all", input_tensor)
+    return ops.eq(ops.sum(ops.cast(ops.logical_not(x), np.int32), axis=axis,
+                          keepdims=bool(keepdims)), 0)
+
+
+@named
+@old_names(**_AXIS)
+def count_nonzero(input_tensor=None, axis=None, keepdims=False, dtype="int64", input=None):  # noqa: A002
+    """The number of nonzero elements over `axis` (tf.math.count_nonzero), as `dtype`."""
+    x = convert_to_tensor(input_tensor if input is None else input)
+    n = ops.sum(ops.cast(ops.ne(x, np.zeros((), x.dtype)), np.int64), axis=axis,
+                keepdims=bool(keepdims))
+    return n if as_dtype(dtype) == np.int64 else ops.cast(n, as_dtype(dtype))
+
+
+@named
+@old_names(dim="axis")
+def l2_normalize(x, axis=None, epsilon=1e-12):
+    """x / sqrt(max(sum(x ** 2, axis), epsilon)), as tf.math.l2_normalize (= tf.nn's):
+    axis=None normalises over all elements."""
+    square_sum = ops.sum(ops.square(x), axis=axis, keepdims=True)
+    return x * ops.rsqrt(ops.maximum(square_sum, float(epsilon)))
+
+
+def _need_float(what, x):
+    x = convert_to_tensor(x)
+    if x.dtype.kind != "f":
+        raise TypeError(f"{what}: expects a floating tensor, got {x.dtype} ('{x.name}')")
+    return x
+
+
+@named
+def is_nan(x):
+    return ops.ne(*(_need_float("is_nan", x),) * 2)
+
+
+@named
+def is_inf(x):
+    return ops.eq(ops.abs(_need_float("is_inf", x)), np.inf)
+
+
+@named
+def is_finite(x):
+    x = _need_float("is_finite", x)
+    return ops.logical_not(ops.logical_or(ops.ne(x, x), ops.eq(ops.abs(x), np.inf)))
 
 
 @named
@@ -482,3 +647,6 @@ def random_uniform(shape, minval=0, maxval=None, dtype="float32", seed=None, nam
     if dt.kind in "iu":
         raise NotImplementedError("random_uniform: integer dtypes are not supported")
     return _random("uniform", shape, minval, maxval, dtype, seed, name or "random_uniform")
+
+
+linalg.matmul, linalg.l2_normalize = staticmethod(matmul), staticmethod(l2_normalize)

@@ -22,16 +22,17 @@ from dualgrad import ops
 from dualgrad.ops.core import fmt_shape, located
 from dualgrad.ops.rules import norm_axis
 
-from .core import Tensor, _graph_of
+from .core import Tensor, _graph_of, convert_to_tensor
 from .dtypes import as_dtype
 from . import rnn_cell
 from .init_ops import glorot_uniform_initializer
+from .select_ops import in_top_k, top_k
 from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
-from .math_ops import named, old_names, reduce_sum
+from .math_ops import l2_normalize, named, old_names, reduce_sum
 from .variables import Variable
 
 __all__ = ["relu", "gelu", "softmax", "log_softmax", "sigmoid", "tanh", "silu", "swish",
-           "softplus",
+           "softplus", "top_k", "in_top_k", "leaky_relu", "elu", "relu6", "selu", "softsign", "l2_normalize",
            "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
            "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
            "conv2d", "max_pool2d", "max_pool", "avg_pool2d", "avg_pool", "moments",
@@ -43,6 +44,22 @@ __all__ = ["relu", "gelu", "softmax", "log_softmax", "sigmoid", "tanh", "silu", 
 relu, sigmoid, tanh = named(ops.relu), named(ops.sigmoid), named(ops.tanh)
 silu = swish = named(ops.silu)
 softplus = named(ops.softplus)
+
+
+def _features(x):
+    x = convert_to_tensor(x)
+    return ops.cast(x, np.float32) if x.dtype.kind in "iu" else x   # NOTE: as TF's leaky_relu
+
+
+@named
+def leaky_relu(features, alpha=0.2):
+    """features where > 0, else alpha * features (TF's default alpha is 0.2, torch's 0.01);
+    the gradient at 0 is alpha, as TF's LeakyReluGrad."""
+    return ops.leaky_relu(_features(features), float(alpha))
+
+
+# NOTE: elu'(0) is 1 and relu6' is 0 at 0 and 6, as TF's EluGrad and Relu6Grad
+elu, relu6, selu, softsign = (named(f) for f in (ops.elu, ops.relu6, ops.selu, ops.softsign))
 
 
 @named

@@ -13,15 +13,15 @@ if __name__ != "dualgrad.ops":  # NOTE: a second copy would mean a second op reg
 from .core import (ELEMENTWISE, FLOATING, REDUCTION, REGISTRY, KernelError, Op, Sample,
                    ShapeError, Spec, bind, fmt_shape, infer_spec, is_value, register, spec_of,
                    user_frame, where_str)
-from .elementwise import (abs, add, cast, ceil, cos, div, eq, erf, exp, floor, ge, gt, le, log,
-                          lt, round,
+from .elementwise import (abs, add, cast, ceil, cos, div, eq, erf, exp, floor, floordiv,
+                          floormod, ge, gt, le, log, log1p, lt, round,
                           maximum, minimum, mul, ne, neg, pow, relu, sigmoid, sign, sin,
                           small_int_power, softplus, sqrt, stop_gradient, sub, tanh,
                           unbroadcast, where)
 from .shape import (broadcast_like, broadcast_to, concat, concat_part, expand_dims, matrix_transpose,
                     expand_index, ones_like, pad, reshape, reshape_like, slice_, slice_grad,
                     reverse, squeeze, sum_to_like, take, take_grad, transpose, zeros_like)
-from .reduce import argmax, count, cumsum, max, sum
+from .reduce import argmax, count, cumsum, max, prod, sum
 from .nn import fold, generator, manual_seed, matmul, one_hot, rand_like, unfold
 from .index import argsort, gather, gather_grad, getitem
 from .losses import softmax_cross_entropy, softmax_cross_entropy_grad

@@ -50,7 +50,7 @@ def _walk(outputs, node_of, needs_grad, leaves=False, first_input_first=False):
 
 
 def backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=None,
-             on_leaf=None):
+             on_leaf=None, on_done=None):
     """Propagate `grads` (one per output) back through producers.
 
     Returns {id(value): (value, gradient)} for every value reached that needs a gradient.
@@ -61,6 +61,11 @@ def backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=None
     `on_leaf(value, gradient)` is called for each leaf (a value without producer) as soon as
     its gradient is complete, i.e. after the last rule that feeds it, while the walk goes on
     (DDP starts averaging a layer's gradients while earlier layers still differentiate).
+    `on_done(value)` is called for each value with a producer as soon as its rule has run;
+    that value's gradient is then dropped from the result and the walk lets go of its entry,
+    so arrays no longer needed are freed as the walk goes on and later rules reuse warm
+    memory, as torch's engine does (eager frees its tape entries there; graph.gradients
+    wants inner values' gradients and passes none).
     """
     if stop:
         def node_of(u, _inner=node_of):
@@ -70,10 +75,12 @@ def backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=None
         _accumulate(acc, v, g)
     order = _walk(outputs, node_of, needs_grad, first_input_first=on_leaf is not None)
     uses = None if on_leaf is None else _leaf_uses(order)
-    for v, node, needs in reversed(order):
+    pop = order.pop   # NOTE: popped, not iterated: a finished entry is not kept alive here
+    while order:
+        v, node, needs = pop()
         entry = acc.get(id(v))
         op, inputs, attrs = node[0], node[1], node[2]   # eager entries carry a 4th field
-        if entry is not None and op.vjp is not None and any(needs):
+        if entry is not None and op.vjp is not None and True in needs:
             if vjp_context is None:
                 in_grads = op.vjp(entry[1], *inputs, out=v, needs=needs, **attrs)
             else:
@@ -83,6 +90,9 @@ def backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=None
                 if need and g is not None:   # NOTE: _accumulate inlined (a frame per edge)
                     prev = acc.get(id(inp))
                     acc[id(inp)] = (inp, g if prev is None else prev[1] + g)
+        if on_done is not None and entry is not None:
+            del acc[id(v)]
+            on_done(v)
         if uses:
             _release(uses, inputs, needs, acc, on_leaf)
     return acc

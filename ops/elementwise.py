@@ -21,7 +21,7 @@ _EW = "elementwise"
 
 def unbroadcast(g, x):
     """Reduce a gradient back to x's shape (None for a Python scalar or a raw array input)."""
-    if not is_value(x):
+    if getattr(x, "_engine", None) is None:   # NOTE: is_value(x), inlined (~140 calls a step)
         return None
     xs, gs = x.shape, g.shape
     if xs == gs and None not in xs:
@@ -65,6 +65,10 @@ EXP = register("exp", _unary_infer, np.exp,
 LOG = register("log", _unary_infer, np.log, lambda g, x, **kw: (g / x,),
                scalar="log({0})", category=_EW, floating=True, onnx="Log", samples=_POS_SAMPLES,
                ref=lambda np, x: np.log(x))
+LOG1P = register("log1p", _unary_infer, np.log1p, lambda g, x, **kw: (g / (x + 1.0),),
+                 scalar="log1p({0})", category=_EW, floating=True, samples=_POS_SAMPLES + (
+                     _S((5,), domain=(-0.9, 1e-6)),),
+                 ref=lambda np, x: np.log1p(x))   # NOTE: exact where log(1 + x) rounds to 0
 SQRT = register("sqrt", _unary_infer, np.sqrt,
                 lambda g, x, out, **kw: (g * 0.5 / out,),
                 scalar="sqrt({0})", category=_EW, floating=True, onnx="Sqrt", samples=_POS_SAMPLES,
@@ -80,7 +84,16 @@ def _sigmoid_kernel(x):
     # NOTE: exp(min(x, 0)) / (1 + exp(-|x|)): neither exp overflows, and for x < 0 the
     # quotient is e / (1 + e), which keeps its relative precision (sigmoid(-20) = 2.06e-9,
     # sigmoid(-100) a float32 subnormal), as torch; no branch and no where: 2/3 of the time
+    if type(x) is np.ndarray and x.size >= _NATIVE_SIGMOID and x.dtype.kind == "f" \
+            and x.dtype.itemsize >= 4:
+        from . import native
+        return native.sigmoid(x)
     return np.exp(np.minimum(x, 0)) / (np.exp(-np.abs(x)) + 1)
+
+
+_NATIVE_SIGMOID = 1024   # NOTE: the same quotients with one exp, not two, and one pass for the
+# select and divide: 17 -> 9 us at the LSTM's (32, 256) gates; below this size NumPy's path
+# costs a few us and numba need not be imported
 
 
 SIGMOID = register("sigmoid", _unary_infer, _sigmoid_kernel,
@@ -94,7 +107,17 @@ SIGMOID = register("sigmoid", _unary_infer, _sigmoid_kernel,
 # -- the gradients of sigmoid and tanh from their output y (TF's SigmoidGrad, TanhGrad): one
 # kernel call where dy * y * (1 - y) op by op is three, in every engine's backward pass
 def _sigmoid_grad_kernel(y, dy):
+    if _alike(y, dy):   # NOTE: the same products in one buffer: 2 of 3 allocations saved
+        t = 1.0 - y
+        np.multiply(y, t, out=t)
+        return np.multiply(dy, t, out=t)
     return dy * (y * (1.0 - y))
+
+
+def _alike(y, dy):
+    """Two float arrays of one shape and dtype: the result's buffer can hold each step."""
+    return (type(y) is np.ndarray and type(dy) is np.ndarray and y.dtype is dy.dtype
+            and y.shape == dy.shape and y.ndim and y.dtype.kind == "f")
 
 
 def _sigmoid_grad_vjp(g, y, dy, needs=(True, True), **kw):
@@ -103,6 +126,10 @@ def _sigmoid_grad_vjp(g, y, dy, needs=(True, True), **kw):
 
 
 def _tanh_grad_kernel(y, dy):
+    if _alike(y, dy):
+        t = y * y
+        np.subtract(1.0, t, out=t)
+        return np.multiply(dy, t, out=t)
     return dy * (1.0 - y * y)
 
 
@@ -375,12 +402,49 @@ def _rounding(name, fn, onnx):
 FLOOR, CEIL, ROUND = (_rounding("floor", np.floor, "Floor"), _rounding("ceil", np.ceil, "Ceil"),
                       _rounding("round", np.round, "Round"))   # NOTE: half to even, as torch
 
+
+
+# -- floor division and its remainder (TF's FloorDiv, FloorMod; Python's // and %) -------------
+def _int_divisor(name, x, y):
+    if np.asarray(x).dtype.kind in "iu" and np.asarray(y).dtype.kind in "iu" and \
+            np.any(np.asarray(y) == 0):
+        raise ZeroDivisionError(f"{name}: integer division by zero")
+
+
+def _floordiv_kernel(x, y):
+    _int_divisor("floordiv", x, y)
+    if np.result_type(x, y).kind in "fc":   # NOTE: floor(x / y) as TF; np's // gives 1 // 0.1 = 9
+        return np.floor(np.divide(x, y))
+    return np.floor_divide(x, y)
+
+
+def _floormod_kernel(x, y):
+    _int_divisor("floormod", x, y)
+    return np.mod(x, y)   # NOTE: the divisor's sign, as TF's FloorMod (C's fmod, then + y)
+
+
+def _floormod_vjp(g, x, y, needs=(True, True), **kw):
+    return (unbroadcast(g, x) if needs[0] else None,
+            unbroadcast(-(g * floordiv(x, y)), y) if needs[1] and is_value(y) else None)
+
+
+_DIV_SAMPLES = tuple(Sample(s.args, domain=(-3.0, -0.3) if k % 2 else (0.3, 3.0), match=s.match)
+                     for k, s in enumerate(_BINARY_SAMPLES))
+FLOORDIV = register("floordiv", _binary_infer("floordiv"), _floordiv_kernel,
+                    lambda g, x, y, **kw: (unbroadcast(g * 0.0, x), unbroadcast(g * 0.0, y)),
+                    category="other", samples=_DIV_SAMPLES,
+                    ref=lambda np, x, y: np.floor(x / y))
+FLOORMOD = register("floormod", _binary_infer("floormod"), _floormod_kernel, _floormod_vjp,
+                    category="other", samples=_DIV_SAMPLES,
+                    ref=lambda np, x, y: x - np.floor(x / y) * y)
+
 # public functions: ops.add(x, y), ops.exp(x), …
 for _op in list(REGISTRY.values()):
     globals()[_op.name] = primitive(_op)
 
 neg, exp, log, sqrt, tanh, sigmoid, relu, abs, sign, erf = (  # noqa: A001 - op names
     NEG.fn, EXP.fn, LOG.fn, SQRT.fn, TANH.fn, SIGMOID.fn, RELU.fn, ABS.fn, SIGN.fn, ERF.fn)
+log1p, floordiv, floormod = LOG1P.fn, FLOORDIV.fn, FLOORMOD.fn
 sin, cos, softplus = SIN.fn, COS.fn, SOFTPLUS.fn
 sigmoid_grad, tanh_grad = SIGMOID_GRAD.fn, TANH_GRAD.fn
 add, sub, mul, div, pow, maximum, minimum, where = (  # noqa: A001

@@ -1,5 +1,5 @@
 """Loops that NumPy runs slowly, compiled with numba: im2col (`unfold`) and its adjoint
-(`fold`), and `where` on large arrays (see `where` below).
+(`fold`), and `where`, `sigmoid` and softmax cross-entropy on large arrays (see below).
 
 On the CNN's small images NumPy's version (pad, a sliding-window view, a 6-d transposing copy;
 for fold, one strided `+=` per kernel offset) spends 60-280 µs per call in overhead and
@@ -173,6 +173,26 @@ def where(c, x, y):
     else:
         _where_sa(c.reshape(-1), arr.dtype.type(x), y.reshape(-1), flat)
     return out
+
+
+# -- sigmoid (ops/elementwise.py): NumPy's formula exp(min(x, 0)) / (exp(-|x|) + 1) takes two
+# exps and five more passes; here e = exp(-|x|) once (NumPy's SIMD exp) and one loop selects the
+# numerator and divides, in x's dtype: the same float operations, so the same values
+@njit(cache=True, nogil=True, error_model="numpy")
+def _sigmoid_finish(x, e, one):
+    for i in range(x.size):
+        v = e[i]
+        e[i] = (one if x[i] >= 0 else v) / (one + v)
+
+
+def sigmoid(x):
+    """sigmoid of a float32/float64 array (any layout), as the `sigmoid` kernel computes it."""
+    x = np.ascontiguousarray(x)
+    e = np.abs(x)
+    np.negative(e, out=e)
+    np.exp(e, out=e)
+    _sigmoid_finish(x.reshape(-1), e.reshape(-1), x.dtype.type(1))
+    return e
 
 
 # -- SGD with momentum in place (eager optim.SGD) -----------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .core import Sample, ShapeError, Spec, bind, primitive, register
-from .elementwise import cast, eq
+from .elementwise import cast, eq, where
 from .rules import norm_axes, numel, reduced_shape, same
 from .shape import broadcast_like, expand_dims, last_axis_sum, reverse
 
@@ -110,6 +110,33 @@ MAX = register("max", _reduce_infer("max"), _max_kernel, _max_vjp, reduce="max",
                                                                     keepdims=keepdims))
 
 
+def _prod_kernel(x, axis=None, keepdims=False):
+    x = np.asarray(x)
+    return np.multiply.reduce(x, axis=axis, keepdims=keepdims,
+                              dtype=x.dtype if x.dtype.kind in "iuf" else None)
+
+
+def _prod_vjp(g, x, axis=None, keepdims=False, **kw):
+    """The product of the other elements, exact where x has zeros: with no zero in the
+    reduced group it is prod / x; with one, it is the product of the nonzero ones at the zero
+    and 0 elsewhere; with two or more, 0 everywhere. Written in ops, so it differentiates."""
+    zero = eq(x, 0)
+    nz = where(zero, 1.0, x)
+    p_nz = broadcast_like(prod(nz, axis=axis, keepdims=True), x)
+    zeros = broadcast_like(sum(cast(zero, x.dtype), axis=axis, keepdims=True), x)
+    others = where(zero, where(eq(zeros, 1.0), p_nz, 0.0), where(eq(zeros, 0.0), p_nz / nz, 0.0))
+    return (broadcast_like(_keep(g, x, axis, keepdims), x) * others,)
+
+
+PROD = register("prod", _reduce_infer("prod"), _prod_kernel, _prod_vjp, category="reduction",
+                samples=_RED_SAMPLES[:-1] + (
+                    Sample((np.array([[0.5, 0.0, 2.0], [0.0, 3.0, 0.0]]),), {"axis": 1}),
+                    Sample((np.array([[1.5, 0.0], [0.0, -2.0], [0.0, 0.0]]),), {"axis": 0}),
+                    _RED_SAMPLES[-1]),
+                ref=lambda np, x, axis=None, keepdims=False: np.prod(x, axis=axis,
+                                                                     keepdims=keepdims))
+
+
 def _argmax_infer(x, axis=-1, keepdims=False, **_):
     return _reduce_infer("argmax", np.int64)(x, axis=axis, keepdims=keepdims)
 
@@ -182,6 +209,10 @@ def sum(x, axis=None, keepdims=False):  # noqa: A001 - the op's name
     return bind(SUM, x, axis=_axis(axis), keepdims=bool(keepdims))
 
 
+def prod(x, axis=None, keepdims=False):
+    return bind(PROD, x, axis=_axis(axis), keepdims=bool(keepdims))
+
+
 def max(x, axis=None, keepdims=False, initial=None):  # noqa: A001
     """The max over `axis`; `initial` (NumPy's) is also compared, and is the result over an
     empty axis, which otherwise raises."""
@@ -196,5 +227,5 @@ def static_count(shape, axis):
     return numel([shape[a] for a in axes])
 
 
-SUM.fn, MAX.fn = sum, max
+SUM.fn, MAX.fn, PROD.fn = sum, max, prod
 sum_, max_ = sum, max

@@ -88,10 +88,13 @@ def _transpose_infer(x, axes, **_):
 def _transpose_kernel(x, axes, copy=False):
     """copy=True: a C-contiguous copy instead of a view (the optimiser asks for one when
     several matmuls read the same transposed matrix: BLAS runs 1.5-2x faster on it)."""
-    return np.ascontiguousarray(np.transpose(x, axes)) if copy else np.transpose(x, axes)
+    t = x.transpose(axes) if type(x) is np.ndarray else np.transpose(x, axes)   # NOTE: the
+    return np.ascontiguousarray(t) if copy else t      # method: 0.4 us less than np.transpose
 
 
 def _transpose_vjp(g, x, axes, **kw):
+    if axes == (1, 0):                 # NOTE: a matrix's transpose (a Linear's weight) is its own
+        return (transpose(g, axes=axes),)                                         # inverse
     inverse = [0] * len(axes)          # the inverse permutation (np.argsort costs 3 us more)
     for i, a in enumerate(axes):
         inverse[a % len(axes)] = i
@@ -415,7 +418,10 @@ SLICE = register("slice", _slice_infer, _slice_kernel,
 
 
 def _slice_grad_kernel(g, x, index):
-    z = np.zeros(np.shape(x), dtype=np.asarray(g).dtype)
+    if type(g) is np.ndarray and type(x) is np.ndarray:   # NOTE: eager's case, 0.3 us less
+        z = np.zeros(x.shape, g.dtype)
+    else:
+        z = np.zeros(np.shape(x), dtype=np.asarray(g).dtype)
     z[index] = g
     return z
 

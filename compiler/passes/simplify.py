@@ -208,6 +208,7 @@ def elementwise_of_sparse_concat(n, users):
     hits = [k for k, (c, i) in enumerate(n.inputs)
             if c.tag == "op" and c.op.name == "concat" and len(users.get(id(c), ())) == 1
             and tuple(_spec_of((c, i)).shape) == tuple(n.spec.shape)
+            and all(_spec_of(p).dtype == c.spec.dtype for p in c.inputs)
             and any(_const_eq(p, 0) for p in c.inputs)]
     if len(hits) != 1:
         return None

@@ -11,6 +11,7 @@
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections import OrderedDict
 
@@ -546,6 +547,13 @@ class _Cell(Module):
         return f"{self.input_size}, {self.hidden_size}"
 
 
+@functools.lru_cache(maxsize=64)
+def _gates(lead, n):
+    """The indices of the four gates' columns (i, f, g, o) in the last axis after `lead` axes:
+    made once per shape, not four tuples per cell call."""
+    return tuple((slice(None),) * lead + (slice(k * n, (k + 1) * n),) for k in range(4))
+
+
 class LSTMCell(_Cell):
     """(h, c) = cell(x, (h, c)); gates in torch's order i, f, g, o."""
 
@@ -559,10 +567,9 @@ class LSTMCell(_Cell):
             z = z + (self.bias_ih + self.bias_hh)   # NOTE: the biases' gradient summed once
         # NOTE: one sigmoid over all four gates (one contiguous kernel call each way, not
         # three on strided slices), g's columns of it unused; slices of it are i, f, o
-        s, n, a = F.sigmoid(z), self.hidden_size, len(z.shape) - 1
-        i, f, o = (ops.slice_(s, index=(slice(None),) * a + (slice(k * n, (k + 1) * n),))
-                   for k in (0, 1, 3))
-        g = F.tanh(ops.slice_(z, index=(slice(None),) * a + (slice(2 * n, 3 * n),)))
+        s, (gi, gf, gg, go) = F.sigmoid(z), _gates(len(z.shape) - 1, self.hidden_size)
+        i, f, o = ops.slice_(s, index=gi), ops.slice_(s, index=gf), ops.slice_(s, index=go)
+        g = F.tanh(ops.slice_(z, index=gg))
         c = f * c + i * g
         return o * F.tanh(c), c
 
@@ -600,4 +607,4 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss,  # n
 from .transformer import TransformerEncoder, TransformerEncoderLayer  # noqa: E402
 from . import init, utils  # noqa: E402
 
-__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "math", "np", "OrderedDict", "ops", "ShapeError", "user_frame", "where_str", "Tensor")]
+__all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "functools", "math", "np", "OrderedDict", "ops", "ShapeError", "user_frame", "where_str", "Tensor")]

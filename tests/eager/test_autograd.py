@@ -68,6 +68,32 @@ def test_second_backward_without_retain_graph_is_a_clear_error():
     assert "retain_graph=True" in str(info.value)
 
 
+def _backward_peak(retain_graph):
+    """The peak of NumPy memory during the backward of a 40-op chain on 1 MB arrays, in MB,
+    with no Python reference to any intermediate."""
+    import tracemalloc
+    x = eager.tensor(np.ones(1 << 18, np.float32), requires_grad=True)
+    y = x
+    for _ in range(40):
+        y = y * 1.01
+    loss = y.sum()
+    del y
+    tracemalloc.start()
+    try:
+        loss.backward(retain_graph=retain_graph)
+        return tracemalloc.get_traced_memory()[1] / 2 ** 20
+    finally:
+        tracemalloc.stop()
+
+
+def test_backward_lets_go_of_each_inner_gradient_and_entry_as_it_goes():
+    # as torch's engine: an inner value's gradient goes once its rule has run, and without
+    # retain_graph so do the entry's saved values; before, 40 gradients (and 40 outputs) of
+    # 1 MB each were alive at the end of the walk
+    assert _backward_peak(retain_graph=False) < 8
+    assert _backward_peak(retain_graph=True) < 8     # gradients go, the retained graph stays
+
+
 # -- grad mode, detach ------------------------------------------------------------------------
 def test_no_grad_records_nothing():
     x = _t([1.0, 2.0])

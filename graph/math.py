@@ -1,0 +1,52 @@
+"""`graph.math`: the `tf.math` namespace of tf.compat.v1, names of functions that graph/
+defines elsewhere (one definition each: these are the same objects).
+
+>>> import numpy as np
+>>> from dualgrad import graph as tf
+>>> tf.math.reduce_sum is tf.reduce_sum, tf.math.log1p is tf.log1p
+(True, True)
+"""
+from dualgrad import ops
+
+from .math_ops import (abs, add, add_n, argmax, argmin, ceil, cos, count_nonzero,  # noqa: A004
+                       cumsum, divide, equal, erf, exp, floor, floordiv, floormod, greater,
+                       greater_equal, is_finite, is_inf, is_nan, l2_normalize, less,
+                       less_equal, log, log1p, logical_and, logical_not, logical_or, maximum,
+                       minimum, mod, multiply, named, negative, not_equal, old_names, pow,
+                       reciprocal, reduce_all, reduce_any, reduce_logsumexp, reduce_max,
+                       reduce_mean, reduce_min, reduce_prod, reduce_sum, round, rsqrt,
+                       sigmoid, sign, sin, sqrt, square, squared_difference, subtract, tanh,
+                       truediv)
+from .nn import log_softmax, softmax, softplus, softsign
+from .select_ops import in_top_k, top_k
+
+__all__ = [
+    "abs", "add", "add_n", "argmax", "argmin", "ceil", "cos", "count_nonzero", "cumsum",
+    "divide", "equal", "erf", "exp", "floor", "floordiv", "floormod", "greater",
+    "greater_equal", "is_finite", "is_inf", "is_nan", "l2_normalize", "less", "less_equal",
+    "log", "log1p", "log_sigmoid", "log_softmax", "logical_and", "logical_not", "logical_or",
+    "maximum", "minimum", "mod", "multiply", "negative", "not_equal", "pow", "reciprocal",
+    "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean", "reduce_min",
+    "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance", "round", "rsqrt", "sigmoid",
+    "sign", "sin", "softmax", "softplus", "softsign", "sqrt", "square", "squared_difference",
+    "subtract", "tanh", "truediv", "top_k", "in_top_k",
+]
+
+
+@named
+def log_sigmoid(x):
+    """log(sigmoid(x)) = -softplus(-x), exact for large |x|."""
+    return ops.logsigmoid(x)
+
+
+@named
+@old_names(keep_dims="keepdims")
+def reduce_variance(input_tensor, axis=None, keepdims=False):
+    """The biased variance over `axis` (divides by N), as tf.math.reduce_variance."""
+    return ops.var(input_tensor, axis=axis, keepdims=bool(keepdims))
+
+
+@named
+@old_names(keep_dims="keepdims")
+def reduce_std(input_tensor, axis=None, keepdims=False):
+    return ops.sqrt(ops.var(input_tensor, axis=axis, keepdims=bool(keepdims)))

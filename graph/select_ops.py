@@ -1,0 +1,331 @@
+"""Ordering, selecting and slicing with TF1's names: `sort`, `argsort`, `nn.top_k`,
+`nn.in_top_k`, `sequence_mask`, `slice`, `strided_slice`, `boolean_mask`, `where(condition)`
+(indices), `gather_nd`, `tensordot`, `einsum`.
+
+Values that select (top_k's values, boolean_mask, gather_nd, slices) differentiate through
+the op library's gather / take / slice rules. Two graph-only ops compute what depends on
+the values: `where_indices` (TF's `Where`: the coordinates of the True elements, a shape
+known only at run time) and `ravel_index` (gather_nd's flat index, checking every index
+against the params' dims as TF does).
+
+>>> import numpy as np
+>>> from dualgrad import graph as tf
+>>> x = tf.constant([[1.0, 3.0, 2.0]])
+>>> v, i = tf.nn.top_k(x, k=2)
+>>> with tf.Session() as s:
+...     s.run([v, i, tf.sequence_mask([1, 3], 4)])[1:]
+[array([[1, 2]], dtype=int32), array([[ True, False, False, False],
+       [ True,  True,  True, False]])]
+"""
+from __future__ import annotations
+
+import builtins
+from collections import namedtuple
+
+import numpy as np
+
+from dualgrad import ops
+from dualgrad.ops.core import Spec, fmt_shape, located
+from dualgrad.ops.rules import norm_axis
+
+from .array_ops import _node, range as range_, shape as shape_
+from .core import Tensor, constant, convert_to_tensor, graph_op
+from .dtypes import as_dtype
+from .math_ops import named, reshape
+
+__all__ = ["sort", "argsort", "top_k", "in_top_k", "sequence_mask", "slice",
+           "strided_slice", "boolean_mask", "where_indices", "gather_nd", "tensordot"]
+
+TopKV2 = namedtuple("TopKV2", "values indices")
+
+
+# -- ordering ----------------------------------------------------------------------------------
+def _direction(direction, what):
+    if direction not in ("ASCENDING", "DESCENDING"):
+        raise ValueError(f"{what}: direction must be 'ASCENDING' or 'DESCENDING', got "
+                         f"{direction!r}")
+    return direction == "DESCENDING"
+
+
+@named
+def argsort(values, axis=-1, direction="ASCENDING", stable=False):
+    """int32 indices that sort `values` along `axis` (equal values keep their order)."""
+    desc = _direction(direction, "argsort")
+    return ops.cast(ops.argsort(convert_to_tensor(values), axis=axis, descending=desc),
+                    np.int32)
+
+
+@named
+def sort(values, axis=-1, direction="ASCENDING"):
+    """`values` sorted along `axis`; the gradient flows back to the sorted positions."""
+    x = convert_to_tensor(values)
+    idx = ops.argsort(x, axis=axis, descending=_direction(direction, "sort"))
+    return ops.gather(x, idx, axis=axis)
+
+
+def top_k(input, k=1, sorted=True, name=None):  # noqa: A002 - TF's names
+    """(values, indices) of the k largest entries along the last axis, largest first; equal
+    values are ordered by index, lower first (TF's rule). indices are int32."""
+    return _top_k(input, k, name=name)
+
+
+@named
+def _top_k(x, k):
+    x = convert_to_tensor(x)
+    if isinstance(k, Tensor):
+        raise NotImplementedError("top_k: k must be a Python int (a tensor k gives a shape "
+                                  "known only at run time)")
+    if x.ndim in (None, 0):
+        raise located(f"top_k: input must have a known rank of at least 1, got "
+                      f"{fmt_shape(x.spec)}")
+    n = x.shape[-1]
+    if n is None:
+        raise located(f"top_k: the last dim of {fmt_shape(x.spec)} must be known")
+    if not 0 <= int(k) <= n:
+        raise located(f"top_k: input {fmt_shape(x.spec)} must have at least k={k} columns")
+    idx = ops.slice_(ops.argsort(x, axis=-1, descending=True),
+                     index=(Ellipsis, builtins.slice(0, int(k))))
+    return TopKV2(ops.gather(x, idx, axis=-1), ops.cast(idx, np.int32))
+
+
+@named
+def in_top_k(predictions, targets, k):
+    """Whether targets[i] is among the k largest of predictions[i] (batch, classes). As TF:
+    classes tied with the target at the boundary count as in the top k, and a row with a
+    non-finite prediction, or a target out of range, gives False."""
+    p = convert_to_tensor(predictions)
+    t = convert_to_tensor(targets)
+    if p.ndim != 2 or t.ndim != 1:
+        raise located(f"in_top_k: predictions must be 2-d and targets 1-d, got "
+                      f"{fmt_shape(p.spec)} and {fmt_shape(t.spec)}")
+    if t.dtype.kind not in "iu":
+        raise TypeError(f"in_top_k: targets must be int32 or int64, got {t.dtype}")
+    t = ops.cast(t, np.int64)
+    n = p.shape[1] if p.shape[1] is not None else ops.cast(shape_(p)[1], np.int64)
+    valid = ops.logical_and(ops.ge(t, 0), ops.lt(t, n))
+    at = ops.gather(p, ops.expand_dims(ops.where(valid, t, 0), axis=1), axis=1)
+    k = int(k)
+    # NOTE: one count per row: each class above the target counts 1, each non-finite one
+    # k + 1, so the count is below k exactly when TF says True
+    bad = ops.logical_or(ops.ne(p, p), ops.eq(ops.abs(p), np.inf))
+    score = ops.cast(ops.gt(p, at), np.int64) + ops.cast(bad, np.int64) * (k + 1)
+    return ops.lt(ops.where(valid, ops.sum(score, axis=1), k), k)
+
+
+# -- masks -------------------------------------------------------------------------------------
+@named
+def sequence_mask(lengths, maxlen=None, dtype="bool"):
+    """mask[..., j] = j < lengths[...], of shape lengths.shape + (maxlen,); maxlen defaults
+    to max(lengths) (0 for none)."""
+    n = convert_to_tensor(lengths)
+    if n.dtype.kind not in "iuf":
+        raise TypeError(f"sequence_mask: lengths must be numbers, got {n.dtype}")
+    n = ops.cast(n, np.int64)
+    if maxlen is None:
+        maxlen = ops.max(n, initial=0)
+    if isinstance(maxlen, Tensor):
+        if maxlen.ndim not in (0, None):
+            raise located(f"sequence_mask: maxlen must be a scalar, got {fmt_shape(maxlen.spec)}")
+        row = ops.cast(range_(ops.reshape(maxlen, ())), np.int64)
+    else:
+        row = np.arange(int(maxlen), dtype=np.int64)
+    mask = ops.lt(row, ops.expand_dims(n, axis=-1))
+    dt = as_dtype(dtype)
+    return mask if dt == np.bool_ else ops.cast(mask, dt)
+
+
+# -- slices ------------------------------------------------------------------------------------
+def _ints(v, what, arg):
+    if isinstance(v, Tensor):
+        raise NotImplementedError(f"{what}: {arg} must be known when the graph is built (a "
+                                  f"list of ints), not a tensor")
+    return [int(a) for a in np.ravel(v)]
+
+
+@named
+def slice(input_, begin, size):  # noqa: A001 - TF's name
+    """input_[begin[i] : begin[i] + size[i]] along each dim; size -1 takes the rest."""
+    x = convert_to_tensor(input_)
+    b, sz = _ints(begin, "slice", "begin"), _ints(size, "slice", "size")
+    if x.ndim is None or len(b) != x.ndim or len(sz) != x.ndim:
+        raise located(f"slice: begin {b} and size {sz} must have one entry per dim of "
+                      f"{fmt_shape(x.spec)}")
+    index = []
+    for d, (lo, n, dim) in enumerate(zip(b, sz, x.shape)):
+        if lo < 0 or n < -1:
+            raise located(f"slice: begin {b} and size {sz} must be >= 0 (size -1: the rest)")
+        if n != -1 and dim is None:
+            raise NotImplementedError(f"slice: size {n} of the unknown dim {d} of "
+                                      f"{fmt_shape(x.spec)} cannot be checked against it; "
+                                      f"pass -1 there")
+        if dim is not None and lo + max(n, 0) > dim:
+            raise located(f"slice: begin {b} + size {sz} exceeds {fmt_shape(x.spec)} in "
+                          f"dim {d}")
+        index.append(builtins.slice(lo, None if n == -1 else lo + n))
+    return ops.slice_(x, index=tuple(index))
+
+
+def _bit(mask, i):
+    return bool(int(mask) >> i & 1)
+
+
+@named
+def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, ellipsis_mask=0,
+                  new_axis_mask=0, shrink_axis_mask=0, var=None):
+    """TF's strided_slice with Python ints for begin, end and strides: entry i is
+    begin[i]:end[i]:strides[i] (clamped as Python slices are), with the masks' bit i
+    meaning: begin / end ignored, '...', a new axis, or an index that removes the dim."""
+    x = convert_to_tensor(input_)
+    b, e = _ints(begin, "strided_slice", "begin"), _ints(end, "strided_slice", "end")
+    st = [1] * len(b) if strides is None else _ints(strides, "strided_slice", "strides")
+    if not len(b) == len(e) == len(st):
+        raise ValueError(f"strided_slice: begin {b}, end {e} and strides {st} must have "
+                         f"one length")
+    index = []
+    for i, (lo, hi, s) in enumerate(zip(b, e, st)):
+        if s == 0:
+            raise ValueError("strided_slice: strides must be nonzero")
+        if _bit(ellipsis_mask, i):
+            index.append(Ellipsis)
+        elif _bit(new_axis_mask, i):
+            index.append(None)
+        elif _bit(shrink_axis_mask, i):
+            index.append(lo)
+        else:
+            index.append(builtins.slice(None if _bit(begin_mask, i) else lo,
+                                        None if _bit(end_mask, i) else hi, s))
+    return ops.slice_(x, index=tuple(index))
+
+
+# -- selections whose size depends on the values ---------------------------------------------------
+def _where_indices_kernel(node):
+    return (lambda c: np.argwhere(c).astype(np.int64)), False
+
+
+WHERE_INDICES = graph_op("where_indices", _where_indices_kernel)
+
+
+def where_indices(condition, name=None):
+    """The coordinates (N, rank) int64 of condition's True (nonzero) elements, in row-major
+    order: tf.where(condition) without x and y."""
+    c = convert_to_tensor(condition)
+    if c.ndim is None:
+        raise located("where: the condition's rank must be known")
+    return _node(WHERE_INDICES, [c], {}, Spec((None, c.ndim), np.dtype(np.int64)),
+                 name or "Where")
+
+
+@named
+def boolean_mask(tensor, mask, axis=None):
+    """The elements (or slices) of `tensor` where the bool `mask` is True: mask covers the
+    dims axis .. axis + mask.ndim - 1, which become one dim of the kept entries."""
+    x, m = convert_to_tensor(tensor), convert_to_tensor(mask)
+    if m.dtype != np.bool_:
+        raise TypeError(f"boolean_mask: mask must be bool, got {m.dtype}")
+    if m.ndim in (None, 0) or x.ndim is None:
+        raise located(f"boolean_mask: the mask's rank must be known and not 0, got "
+                      f"{fmt_shape(m.spec)}")
+    a = 0 if axis is None else norm_axis("boolean_mask", axis, x.ndim, x.spec, frontend=True)
+    k = m.ndim
+    if a + k > x.ndim or any(None not in (d, n) and d != n
+                             for d, n in zip(m.shape, x.shape[a:a + k])):
+        raise located(f"boolean_mask: mask {fmt_shape(m.spec)} must match the dims {a}.."
+                      f"{a + k - 1} of tensor {fmt_shape(x.spec)}")
+    if k > 1:
+        dims = [d if d is not None else shape_(x)[i] for i, d in enumerate(x.shape)]
+        x = reshape(x, dims[:a] + [-1] + dims[a + k:])
+        m = ops.reshape(m, (-1,))
+    idx = ops.reshape(where_indices(m), (-1,))
+    return ops.take(x, idx, axis=a)
+
+
+def _ravel_index_kernel(node):
+    def run(indices, params_shape):
+        idx = np.asarray(indices).astype(np.int64)
+        dims = tuple(int(d) for d in params_shape)
+        bad = (idx < 0) | (idx >= np.array(dims, np.int64))
+        if bad.any():
+            at = np.argwhere(bad.any(axis=-1))[0]
+            raise IndexError(f"gather_nd: index {idx[tuple(at)].tolist()} (at {at.tolist()}) "
+                             f"is out of bounds for the params' dims {list(dims)}")
+        if not dims:
+            return np.zeros(idx.shape[:-1], np.int64)
+        return np.ravel_multi_index(np.moveaxis(idx, -1, 0), dims).astype(np.int64)
+    return run, False
+
+
+RAVEL_INDEX = graph_op("ravel_index", _ravel_index_kernel)
+
+
+@named
+def gather_nd(params, indices, batch_dims=0):
+    """params[indices[..., 0], indices[..., 1], …]: shape indices.shape[:-1] +
+    params.shape[M:] with M = indices.shape[-1]; an index out of range raises, as TF on the
+    CPU."""
+    if batch_dims:
+        raise NotImplementedError("gather_nd: batch_dims other than 0 is not supported")
+    p = convert_to_tensor(params)
+    i = indices if isinstance(indices, Tensor) else constant(np.asarray(indices, np.int64))
+    if i.dtype.kind not in "iu" or i.ndim in (None, 0) or i.shape[-1] is None:
+        raise located(f"gather_nd: indices must be integers with a known last dim, got "
+                      f"{i.dtype} {fmt_shape(i.spec)}")
+    m = i.shape[-1]
+    if p.ndim is None or m > p.ndim:
+        raise located(f"gather_nd: indices {fmt_shape(i.spec)} index {m} dims of params "
+                      f"{fmt_shape(p.spec)}, which must have at least as many")
+    dims = constant(np.array(p.shape[:m], np.int64)) if None not in p.shape[:m] else \
+        ops.cast(ops.slice_(shape_(p), index=(builtins.slice(0, m),)), np.int64)
+    flat_idx = _node(RAVEL_INDEX, [i, dims], {}, Spec(i.shape[:-1], np.dtype(np.int64)),
+                     "ravel_index")
+    rest = p.shape[m:]
+    if None in rest:
+        dims = [d if d is not None else shape_(p)[m + k] for k, d in enumerate(rest)]
+        flat = reshape(p, [-1] + dims)
+    else:
+        flat = ops.reshape(p, (-1,) + tuple(rest))
+    return ops.take(flat, flat_idx, axis=0)
+
+
+# -- products ------------------------------------------------------------------------------------
+def _tensordot_axes(axes, a, b):
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        if n < 0 or n > a.ndim or n > b.ndim:
+            raise ValueError(f"tensordot: axes={n} must be in [0, min(ranks)] for "
+                             f"{fmt_shape(a.spec)} and {fmt_shape(b.spec)}")
+        return list(builtins.range(a.ndim - n, a.ndim)), list(builtins.range(n))
+    if isinstance(axes, Tensor):
+        raise NotImplementedError("tensordot: axes must be Python ints or lists")
+    aa, bb = axes
+    aa = [aa] if np.ndim(aa) == 0 else list(aa)
+    bb = [bb] if np.ndim(bb) == 0 else list(bb)
+    if len(aa) != len(bb):
+        raise ValueError(f"tensordot: axes {aa} and {bb} must have one length")
+    return ([norm_axis("tensordot", int(x), a.ndim, a.spec, frontend=True) for x in aa],
+            [norm_axis("tensordot", int(x), b.ndim, b.spec, frontend=True) for x in bb])
+
+
+@named
+def tensordot(a, b, axes):
+    """The sum over a's axes[0] and b's axes[1] (an int n: a's last n, b's first n) of
+    a * b; the result has a's free dims, then b's. A transpose, a matmul and reshapes."""
+    a, b = convert_to_tensor(a), convert_to_tensor(b)
+    if a.ndim is None or b.ndim is None:
+        raise located("tensordot: the ranks of both inputs must be known")
+    ca, cb = _tensordot_axes(axes, a, b)
+    for x, y in zip(ca, cb):
+        if None not in (a.shape[x], b.shape[y]) and a.shape[x] != b.shape[y]:
+            raise located(f"tensordot: dim {x} of {fmt_shape(a.spec)} and dim {y} of "
+                          f"{fmt_shape(b.spec)} differ ({a.shape[x]} != {b.shape[y]})")
+    csize = [a.shape[x] if a.shape[x] is not None else b.shape[y] for x, y in zip(ca, cb)]
+    if None in csize:
+        raise located(f"tensordot: the contracted dims of {fmt_shape(a.spec)} and "
+                      f"{fmt_shape(b.spec)} must be known")
+    fa = [d for d in builtins.range(a.ndim) if d not in ca]
+    fb = [d for d in builtins.range(b.ndim) if d not in cb]
+    k = int(np.prod(csize, dtype=np.int64))
+    a2 = ops.reshape(ops.transpose(a, axes=tuple(fa + ca)), (-1, k))
+    b2 = ops.reshape(ops.transpose(b, axes=tuple(cb + fb)), (k, -1))
+    out_dims = [a.shape[d] if a.shape[d] is not None else shape_(a)[d] for d in fa] + \
+        [b.shape[d] if b.shape[d] is not None else shape_(b)[d] for d in fb]
+    return reshape(ops.matmul(a2, b2), out_dims)
