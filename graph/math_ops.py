@@ -34,7 +34,7 @@ __all__ = [
     "transpose", "concat", "stack", "split", "expand_dims", "squeeze", "cast", "one_hot",
     "gather", "pad", "zeros_like", "ones_like", "random_normal",
     "random_uniform", "truncated_normal", "global_norm", "clip_by_global_norm", "clip_by_norm", "set_random_seed", "get_seed", "stop_gradient", "clip_by_value", "broadcast_to", "named", "sin", "cos",
-    "cumsum", "reverse", "tile", "norm", "linalg", "log1p", "reciprocal", "floor", "ceil",
+    "cumsum", "reverse", "tile", "norm", "log1p", "reciprocal", "floor", "ceil",
     "round", "floordiv", "floor_div", "floormod", "mod", "squared_difference", "add_n",
     "reduce_prod", "reduce_all", "reduce_any", "count_nonzero", "is_nan", "is_inf",
     "is_finite", "newaxis", "l2_normalize",
@@ -140,26 +140,6 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=False):  # noqa: A002
         return ops.max(ops.abs(tensor), axis=axis, keepdims=bool(keepdims))
     raise ValueError(f"norm: ord {ord!r} is not supported for axis {axis!r} (vectors: "
                      f"'euclidean', 1, 2, np.inf; matrices: 'euclidean', 'fro', 1, np.inf)")
-
-
-class linalg:  # noqa: N801 - a namespace, as tf.linalg
-    """`band_part(x, num_lower, num_upper)` with -1 for 'keep all', as in TF; `norm`,
-    `matmul`, `l2_normalize` (from graph.nn) and `transpose` (of the last two dims)."""
-
-    @staticmethod
-    def band_part(input, num_lower, num_upper):  # noqa: A002
-        out = input
-        if num_lower >= 0:
-            out = ops.triu(out, -num_lower)
-        if num_upper >= 0:
-            out = ops.tril(out, num_upper)
-        return out
-
-    norm = staticmethod(norm)
-
-    @staticmethod
-    def transpose(a, name=None, conjugate=False):
-        return named(ops.matrix_transpose)(a, name=name)
 
 
 square, rsqrt = named(ops.square), named(ops.rsqrt)
@@ -647,6 +627,3 @@ def random_uniform(shape, minval=0, maxval=None, dtype="float32", seed=None, nam
     if dt.kind in "iu":
         raise NotImplementedError("random_uniform: integer dtypes are not supported")
     return _random("uniform", shape, minval, maxval, dtype, seed, name or "random_uniform")
-
-
-linalg.matmul, linalg.l2_normalize = staticmethod(matmul), staticmethod(l2_normalize)

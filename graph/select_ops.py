@@ -34,7 +34,7 @@ from .dtypes import as_dtype
 from .math_ops import named, reshape
 
 __all__ = ["sort", "argsort", "top_k", "in_top_k", "sequence_mask", "slice",
-           "strided_slice", "boolean_mask", "where_indices", "gather_nd", "tensordot"]
+           "strided_slice", "boolean_mask", "where_indices", "gather_nd", "tensordot", "einsum"]
 
 TopKV2 = namedtuple("TopKV2", "values indices")
 
@@ -329,3 +329,16 @@ def tensordot(a, b, axes):
     out_dims = [a.shape[d] if a.shape[d] is not None else shape_(a)[d] for d in fa] + \
         [b.shape[d] if b.shape[d] is not None else shape_(b)[d] for d in fb]
     return reshape(ops.matmul(a2, b2), out_dims)
+
+
+def einsum(equation, *inputs, name=None, **kwargs):
+    """tf.einsum(equation, *inputs): np.einsum's notation ('...' too); a letter repeated
+    within one operand (a diagonal) raises NotImplementedError."""
+    if kwargs:
+        raise TypeError(f"einsum: unexpected arguments {sorted(kwargs)}")
+    if len(inputs) == 1 and isinstance(inputs[0], (list, tuple)):
+        inputs = tuple(inputs[0])
+    return _einsum(*[convert_to_tensor(x) for x in inputs], equation=equation, name=name)
+
+
+_einsum = named(ops.einsum)
