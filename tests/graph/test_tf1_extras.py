@@ -90,3 +90,56 @@ def test_weighted_cross_entropy_with_logits():
     np.testing.assert_allclose(got, want, rtol=1e-6)
     check_grad(lambda x: tf.nn.weighted_cross_entropy_with_logits(
         labels=np.array([0.2, 1.0]), logits=x, pos_weight=3.0), [0.7, -1.2])
+
+
+@pytest.mark.parametrize("padding,stride,out_hw,k", [
+    ("SAME", 2, (8, 8), 3), ("SAME", 2, (7, 9), 3), ("VALID", 2, (9, 9), 3),
+    ("VALID", 2, (10, 9), 3), ("SAME", 1, (4, 5), 2), ("VALID", 3, (11, 13), 4),
+    ("SAME", 3, (10, 12), 2)])
+@pytest.mark.parametrize("data_format", ["NHWC", "NCHW"])
+def test_conv2d_transpose_is_the_gradient_of_conv2d(padding, stride, out_hw, k, data_format):
+    rng = np.random.default_rng(3)
+    nhwc = data_format == "NHWC"
+    out_shape = [2, *out_hw, 3] if nhwc else [2, 3, *out_hw]
+    w = rng.standard_normal((k, k, 3, 4))
+    x_out = tf.placeholder(tf.float64, out_shape)
+    strides = [1, stride, stride, 1] if nhwc else [1, 1, stride, stride]
+    fwd = tf.nn.conv2d(x_out, w, strides=strides, padding=padding, data_format=data_format)
+    y = tf.placeholder(tf.float64, fwd.shape)
+    back = tf.nn.conv2d_transpose(y, w, out_shape, strides, padding, data_format=data_format)
+    want = tf.gradients(fwd, [x_out], grad_ys=y)[0]
+    yv = rng.standard_normal(fwd.shape)
+    got, ref = run_both([back, want], {y: yv, x_out: np.zeros(out_shape)})
+    assert got.shape == tuple(out_shape)
+    np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-12)
+    if k == 3 and padding == "SAME" and nhwc:
+        small = tf.nn.conv2d(x_out, w[:2, :2], strides=strides, padding=padding).shape
+        check_grad(lambda t: tf.nn.conv2d_transpose(t, w[:2, :2], out_shape, strides, padding),
+                   rng.standard_normal(small), rtol=1e-6)
+
+
+def test_conv2d_transpose_refuses_an_output_shape_that_does_not_fit():
+    y = tf.placeholder(tf.float32, (None, 4, 4, 3))
+    w = np.ones((3, 3, 2, 3), np.float32)
+    with pytest.raises(ValueError, match="gives height 5, not value's 4"):
+        tf.nn.conv2d_transpose(y, w, [1, 10, 8, 2], [1, 2, 2, 1], "SAME")
+    with pytest.raises(ValueError, match="do not fit"):
+        tf.nn.conv2d_transpose(y, np.ones((3, 3, 2, 5), np.float32), [1, 8, 8, 2], 2)
+
+
+@pytest.mark.parametrize("padding,stride", [("SAME", 1), ("VALID", 2), ("SAME", 2)])
+def test_conv1d_matches_a_direct_sum(padding, stride):
+    rng = np.random.default_rng(4)
+    xv, fv = rng.standard_normal((2, 9, 3)), rng.standard_normal((3, 3, 5))
+    x = tf.placeholder(tf.float64, (None, 9, 3))
+    got, got_ncw = run_both([tf.nn.conv1d(x, fv, stride, padding),
+                             tf.nn.conv1d(tf.transpose(x, [0, 2, 1]), fv, [1, 1, stride],
+                                          padding, data_format="NCW")], {x: xv})
+    n = xv.shape[1]
+    out = -(-n // stride) if padding == "SAME" else (n - 3) // stride + 1
+    total = max((out - 1) * stride + 3 - n, 0) if padding == "SAME" else 0
+    xp = np.pad(xv, ((0, 0), (total // 2, total - total // 2), (0, 0)))
+    want = np.stack([np.einsum("bkc,kco->bo", xp[:, i * stride:i * stride + 3], fv)
+                     for i in range(out)], axis=1)
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+    np.testing.assert_allclose(got_ncw, want.transpose(0, 2, 1), rtol=1e-10)
