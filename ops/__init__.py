@@ -40,6 +40,7 @@ from .activations import (celu, cosine_similarity, elu, glu, group_norm, hardsig
                           hardswish, hardtanh, huber_loss, kl_div, l1_loss, leaky_relu,
                           logsigmoid, mish, normalize, pairwise_distance, prelu, relu6, selu,
                           smooth_l1_loss, softsign, tanhshrink)
+from .linalg import einsum
 from .collective import all_reduce, all_reduce_many
 from . import autodiff
 
