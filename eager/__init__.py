@@ -148,14 +148,6 @@ def argmax(t, dim=None, keepdim=False):
     return _lift(t).argmax(dim, keepdim)
 
 
-def maximum(a, b):
-    return ops.maximum(a, b)
-
-
-def minimum(a, b):
-    return ops.minimum(a, b)
-
-
 def clamp(t, min=None, max=None):  # noqa: A002
     return t.clamp(min, max)
 
@@ -304,15 +296,18 @@ def promote_types(a, b):
     return torch_result_dtype([np.zeros(1, a), np.zeros(1, b)])
 
 
-exp, log, sqrt, tanh, sigmoid, relu, erf = (ops.exp, ops.log, ops.sqrt, ops.tanh, ops.sigmoid,
-                                            ops.relu, ops.erf)
-sign, sin, cos = ops.sign, ops.sin, ops.cos
+exp, log, sqrt, tanh, sigmoid, relu = (ops.exp, ops.log, ops.sqrt, ops.tanh, ops.sigmoid,
+                                       ops.relu)
+sin, cos = ops.sin, ops.cos
 add, sub, mul, div = ops.add, ops.sub, ops.mul, ops.div
 eq, ne, lt, le, gt, ge = ops.eq, ops.ne, ops.lt, ops.le, ops.gt, ops.ge
 detach = Tensor.detach
 clip = clamp
 from .functions import *  # noqa: E402,F401,F403 - torch.* math by torch's names
 from .functions import TORCH_NAMES as _TORCH_NAMES  # noqa: E402
+from .pointwise import *  # noqa: E402,F401,F403 - sign, erfinv, atan2, hypot, fmax, …
+from .reductions import *  # noqa: E402,F401,F403 - median, quantile, trace, cummax, …
+from .shaping import *  # noqa: E402,F401,F403 - select, hstack, movedim, index_add, …
 
 from . import nn, optim, utils  # noqa: E402  (they use the names above)
 from .serialization import load, save  # noqa: E402

@@ -23,8 +23,8 @@ from dualgrad.ops.core import TRACING, current_trace, explain_failure, spec_of, 
 from dualgrad.ops.rules import norm_axis, torch_result_dtype
 
 from . import devices as _device
-from .inplace import CLOCK, InPlaceMixin
-from .methods import TensorMethods
+from .inplace import CLOCK, InPlaceMixin, MoreInPlace
+from .methods import RETAINS_GRAD as _RETAINS_GRAD, TensorMethods, retains_grad
 from .functions import FunctionMethods
 
 class _GradMode(threading.local):
@@ -268,7 +268,7 @@ def _one_node(t, gradient, create_graph, retain_graph, owned):
     a loss of parameters): the rule runs and the leaves accumulate, without the walk. False
     (nothing done) for any other tape."""
     node = t._node
-    if type(node) is not tuple or create_graph or _POST_ACCUMULATE_HOOKS:
+    if type(node) is not tuple or create_graph or _POST_ACCUMULATE_HOOKS or _RETAINS_GRAD:
         return False
     op, inputs = node[0], node[1]
     if op.vjp is None or len(node) > 3 and node[3] != CLOCK[0]:
@@ -297,7 +297,7 @@ def _one_node(t, gradient, create_graph, retain_graph, owned):
 def _needs_grad(v):
     """v can carry a gradient: it requires grad and its producer (if any) has a rule.
 
-    NOTE: the output of a rule-less op (stop_gradient, sign, …) keeps requires_grad, as in
+    NOTE: the output of a rule-less op (stop_gradient, argsort, …) keeps requires_grad, as in
     torch, but no gradient is built for it: x - stop_gradient(m) computes no -g for m.
     """
     if not isinstance(v, Tensor) or not v.requires_grad:
@@ -306,7 +306,7 @@ def _needs_grad(v):
     return node is None or type(node) is _Freed or node[0].vjp is not None
 
 
-class Tensor(InPlaceMixin, TensorMethods, FunctionMethods):
+class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
     """An n-dimensional array with autograd, in PyTorch's style."""
     __slots__ = ("_array", "requires_grad", "grad", "_node", "_modified", "__weakref__")
     _engine = EagerEngine
@@ -468,14 +468,23 @@ class Tensor(InPlaceMixin, TensorMethods, FunctionMethods):
                 _accumulate_grad(t, g, create_graph, owned)
         prev = _GRAD.enabled
         _GRAD.enabled = create_graph
-        try:   # NOTE: each entry is done with (freed, unless retained) as soon as its rule ran
+        # NOTE: each entry is done with (freed, unless retained) as soon as its rule ran;
+        # with retain_grad() tensors, inner gradients are kept and entries freed after
+        on_done = None if _RETAINS_GRAD else _keep if retain_graph else _free
+        try:
             grads = backprop([self], [gradient], _node_of, _needs_grad, on_leaf=on_leaf,
-                             on_done=_keep if retain_graph else _free)
+                             on_done=on_done)
         finally:
             _GRAD.enabled = prev
-        for t, g in grads.values():   # NOTE: the leaves: inner values' gradients were dropped
-            if t._node is None and id(t) not in done:
-                _accumulate_grad(t, g, create_graph, owned)
+        for t, g in grads.values():   # NOTE: the leaves, and the inner values kept above
+            if t._node is None:
+                if id(t) not in done:
+                    _accumulate_grad(t, g, create_graph, owned)
+            elif on_done is None:
+                if retains_grad(t):
+                    _accumulate_grad(t, g, create_graph, owned)
+                if not retain_graph:
+                    _free(t)
 
     def register_post_accumulate_grad_hook(self, hook):
         """Call hook(self) each time backward() has accumulated this leaf's .grad, as torch.

@@ -532,6 +532,9 @@ def argwhere(input):  # noqa: A002
 
 def _scatter_prep(name, x, dim, index, src):
     idx = _arr(index).astype(np.int64)
+    if idx.ndim != x.ndim:
+        raise RuntimeError(f"{name}: Index tensor must have the same number of dimensions as "
+                           f"self tensor (index {idx.shape}, self {tuple(x.shape)})")
     d = norm_axis(name, dim, x.ndim)
     if np.ndim(src) == 0:
         src = np.full(idx.shape, src, _arr(x).dtype)

@@ -313,3 +313,105 @@ class InPlaceMixin:
     def detach_(self):
         self._node, self.requires_grad = None, False
         return self
+
+
+def _shaped_inplace(t, name, view):
+    """t takes the shape of view(t) in place (unsqueeze_, t_, …): the same storage, seen
+    anew; the tape entry of a tensor that requires grad becomes the view op applied to t's
+    old self. Values do not change, but the version ticks, as torch's does."""
+    tape = _needs_tape(t, ())
+    if tape and t._node is None:
+        raise RuntimeError(f"{name}: {LEAF_ERROR} Wrap the update in `with torch.no_grad():` "
+                           f"(at {_where()})")
+    prev = _core._new(_core.Tensor)       # NOTE: t's old self, sharing its storage
+    prev._array, prev.grad = t._array, None
+    prev.requires_grad, prev._node = t.requires_grad, t._node
+    new = view(prev)
+    CLOCK[0] += 1         # NOTE: t alone: its values, and its bases', are unchanged
+    t._modified = CLOCK[0]
+    t._array = new._array
+    if tape and new.requires_grad:
+        t._node = new._node[:3] + (CLOCK[0],)
+    return t
+
+
+class MoreInPlace:
+    """torch's remaining in-place methods: index writes, triangles, shape changes."""
+    __slots__ = ()
+
+    def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
+        from .functions import scatter
+        return apply_inplace(self, "scatter_", lambda t, s: scatter(
+            t, dim, index, s, value=value, reduce=reduce), _scalar_or_tensor(src))
+
+    def scatter_add_(self, dim, index, src):
+        from .functions import scatter_add
+        return apply_inplace(self, "scatter_add_", lambda t, s: scatter_add(t, dim, index, s),
+                             src)
+
+    def index_add_(self, dim, index, source, *, alpha=1):
+        from .shaping import index_add
+        return apply_inplace(self, "index_add_", lambda t, s: index_add(
+            t, dim, index, s, alpha=alpha), source)
+
+    def index_fill_(self, dim, index, value):
+        from .shaping import index_fill
+        return apply_inplace(self, "index_fill_", lambda t, v: index_fill(t, dim, index, v),
+                             value)
+
+    def index_copy_(self, dim, index, source):
+        from .shaping import index_copy
+        return apply_inplace(self, "index_copy_", lambda t, s: index_copy(t, dim, index, s),
+                             source)
+
+    def masked_scatter_(self, mask, source):
+        from .shaping import masked_scatter
+        return apply_inplace(self, "masked_scatter_", lambda t, s: masked_scatter(t, mask, s),
+                             source)
+
+    def put_(self, index, source, accumulate=False):
+        from .shaping import put
+        return apply_inplace(self, "put_", lambda t, s: put(t, index, s, accumulate), source)
+
+    def tril_(self, diagonal=0):
+        return apply_inplace(self, "tril_", lambda t: ops.tril(t, diagonal))
+
+    def triu_(self, diagonal=0):
+        return apply_inplace(self, "triu_", lambda t: ops.triu(t, diagonal))
+
+    def square_(self):
+        return apply_inplace(self, "square_", lambda t: t * t)
+
+    def fill_diagonal_(self, fill_value, wrap=False):
+        """fill_value on the main diagonal (all dims equal past 2-D; wrap: tall matrices
+        restart it every ncols + 1 rows, as NumPy's fill_diagonal)."""
+        shape = self._array.shape
+        if len(shape) < 2 or len(shape) > 2 and len(set(shape)) != 1:
+            raise RuntimeError(f"fill_diagonal_: dimensions must larger than 1 and all be of "
+                               f"equal length, got shape {list(shape)}")
+        mask = np.zeros(shape, np.bool_)
+        np.fill_diagonal(mask, True, wrap=wrap)
+        return apply_inplace(self, "fill_diagonal_", lambda t, v: ops.where(mask, v, t),
+                             _scalar_or_tensor(fill_value))
+
+    def exponential_(self, lambd=1.0, *, generator=None):
+        vals = rng_of(generator).exponential(1.0 / lambd, self._array.shape)
+        return apply_inplace(self, "exponential_",
+                             lambda t: _fill(t, vals.astype(self._array.dtype)))
+
+    def unsqueeze_(self, dim):
+        return _shaped_inplace(self, "unsqueeze_", lambda t: t.unsqueeze(dim))
+
+    def squeeze_(self, dim=None):
+        return _shaped_inplace(self, "squeeze_", lambda t: t.squeeze(dim))
+
+    def t_(self):
+        return _shaped_inplace(self, "t_", lambda t: t.t())
+
+    def transpose_(self, dim0, dim1):
+        return _shaped_inplace(self, "transpose_", lambda t: t.transpose(dim0, dim1))
+
+    def swapaxes_(self, axis0, axis1):
+        return self.transpose_(axis0, axis1)
+
+    swapdims_ = swapaxes_

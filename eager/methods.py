@@ -8,6 +8,7 @@ over a dim, the new_* constructors (Tensor inherits this mixin).
 """
 from __future__ import annotations
 
+import weakref
 from collections import namedtuple
 
 import numpy as np
@@ -16,6 +17,14 @@ from dualgrad import ops
 
 SortResult = namedtuple("SortResult", "values indices")
 TopkResult = namedtuple("TopkResult", "values indices")
+
+
+RETAINS_GRAD = {}   # id(non-leaf) -> weakref to it: backward() fills its .grad (retain_grad)
+
+
+def retains_grad(t):
+    ref = RETAINS_GRAD.get(id(t))
+    return ref is not None and ref() is t
 
 
 def _tensor(arr):
@@ -99,7 +108,34 @@ class TensorMethods:
     reshape_as = view_as
 
     def contiguous(self, memory_format=None):
-        return self
+        """self when its elements lie in row-major order, else a row-major copy."""
+        if self._array.flags.c_contiguous:
+            return self
+        return ops.transpose(self, axes=tuple(range(self._array.ndim)), copy=True)
+
+    def is_contiguous(self, memory_format=None):
+        return bool(self._array.flags.c_contiguous)
+
+    def stride(self, dim=None):
+        """Steps in elements between neighbours along each dim, of this tensor's storage
+        (docs/pytorch-compat.md says where dualgrad's layouts differ from torch's)."""
+        steps = tuple(s // self._array.itemsize for s in self._array.strides)
+        return steps if dim is None else steps[dim]
+
+    def ndimension(self):
+        return self._array.ndim
+
+    def retain_grad(self):
+        """Make backward() fill this non-leaf tensor's .grad too (a leaf's is filled anyway)."""
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._node is not None and not retains_grad(self):
+            key = id(self)
+            RETAINS_GRAD[key] = weakref.ref(self, lambda _, k=key: RETAINS_GRAD.pop(k, None))
+
+    @property
+    def retains_grad(self):
+        return retains_grad(self)
 
     def nelement(self):
         return self.numel()

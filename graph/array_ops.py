@@ -25,12 +25,13 @@ from dualgrad import ops
 from dualgrad.ops.core import Spec, fmt_shape, located
 from dualgrad.ops.rules import norm_axis
 
-from .core import Tensor, _graph_of, _lift, constant, convert_to_tensor, graph_op
+from .core import (PLACEHOLDER, Tensor, _graph_of, _lift, _norm_shape, constant,
+                   convert_to_tensor, get_default_graph, graph_op)
 from .dtypes import as_dtype
 from .math_ops import named
 
 __all__ = ["shape", "size", "rank", "fill", "zeros", "ones", "range", "unstack",
-           "dynamic_reshape"]
+           "dynamic_reshape", "placeholder_with_default", "eye", "linspace", "lin_space"]
 
 
 def _node(op, inputs, attrs, spec, name):
@@ -203,3 +204,50 @@ def unstack(value, num=None, axis=0, name="unstack"):
     pre = (slice(None),) * a
     return [ops.slice_(value, index=pre + (i,)) for i in builtins.range(n)]
 
+
+
+# -- placeholders with a default, and constant helpers ---------------------------------------------
+def placeholder_with_default(input, shape, name=None):  # noqa: A002 - TF's names
+    """A placeholder that gives `input` when it is not fed (tf.placeholder_with_default);
+    `shape` may have None dims, and input's shape must fit it. The default must be a value
+    (a number, a list, an array or a constant), not a computed tensor."""
+    if isinstance(input, Tensor):
+        if input.node.type != "const":
+            raise NotImplementedError(f"placeholder_with_default: the default '{input.name}' "
+                                      f"must be a value or a constant, not a computed tensor")
+        value = input.node.attrs["value"]
+    else:
+        value = constant(input).node.attrs["value"]   # NOTE: TF's dtypes for Python values
+    dims = _norm_shape(shape)
+    if dims is not None and (len(dims) != value.ndim or any(
+            d is not None and d != v for d, v in zip(dims, value.shape))):
+        raise ValueError(f"placeholder_with_default: the default's shape {value.shape} does "
+                         f"not fit shape {fmt_shape(dims)}")
+    g = get_default_graph()
+    attrs = {"dtype": value.dtype.name, "shape": dims, "default": value}
+    return g.create_node(PLACEHOLDER, (), attrs, [Spec(dims, value.dtype)],
+                         name or "PlaceholderWithDefault").outputs[0]
+
+
+def eye(num_rows, num_columns=None, batch_shape=None, dtype="float32", name=None):
+    """The identity matrix (num_rows, num_columns), repeated over batch_shape (tf.eye)."""
+    m = np.eye(int(num_rows), None if num_columns is None else int(num_columns),
+               dtype=as_dtype(dtype))
+    if batch_shape is not None:
+        m = np.broadcast_to(m, tuple(int(b) for b in batch_shape) + m.shape).copy()
+    return constant(m, name=name or "eye")
+
+
+def linspace(start, stop, num, name=None, axis=0):
+    """num evenly spaced values from start to stop, both included (tf.linspace)."""
+    if any(isinstance(a, Tensor) for a in (start, stop, num)):
+        raise NotImplementedError("linspace: start, stop and num must be numbers")
+    if axis != 0:
+        raise NotImplementedError("linspace: only axis=0")
+    dt = np.asarray(start).dtype
+    if not isinstance(start, (np.ndarray, np.generic)) or dt.kind != "f":
+        dt = np.dtype(np.float32)   # NOTE: TF's dtype for Python numbers
+    return constant(np.linspace(start, stop, int(num)).astype(dt), name=name or "LinSpace")
+
+
+lin_space = linspace

@@ -29,7 +29,8 @@ from dualgrad.ops.core import ShapeError, Spec, fmt_shape
 from .core import (Graph, Node, Tensor, _at_user_line, _graph_of, _lift, get_default_graph,
                    graph_op, placeholder)
 
-__all__ = ["cond", "while_loop", "group", "no_op", "identity", "print_", "Body", "Function"]
+__all__ = ["cond", "while_loop", "map_fn", "group", "no_op", "identity", "print_", "Body",
+           "Function"]
 
 
 # -- group / no_op / identity / print ---------------------------------------------------------
@@ -337,6 +338,42 @@ def while_loop_stacked(cond, body, loop_vars, n_stacked, shape_invariants=None, 
     return _while(cond, body, list(loop_vars), shape_invariants, None, name, n_stacked)
 
 
+def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True,
+           swap_memory=False, infer_shape=True, name=None):
+    """fn applied to each slice elems[i] along the first dim, the results stacked (tf.map_fn):
+    `elems` a tensor or a list/tuple of tensors (fn then gets the same structure), fn's
+    result a tensor or a list/tuple of them. A while_loop, so the first dim may be unknown;
+    gradients flow through it. `dtype`, `parallel_iterations` and `swap_memory` are accepted
+    and not needed (the output structure is read from fn's result)."""
+    if not back_prop:
+        raise NotImplementedError("map_fn: back_prop=False is not supported; wrap the result "
+                                  "in stop_gradient")
+    many = isinstance(elems, (list, tuple))
+    xs = [_lift(_graph_of(list(elems) if many else [elems]), x, []) for x in
+          (elems if many else [elems])]
+    if not xs or any(x.ndim in (None, 0) for x in xs):
+        raise ValueError("map_fn: elems must be tensors of rank 1 or more")
+    n = xs[0].shape[0]
+    if n is None:
+        from .array_ops import shape
+        n = ops.reshape(ops.slice_(shape(xs[0]), index=(slice(0, 1),)), ())
+    results = []
+
+    def body(i):
+        parts = [ops.take(x, i, axis=0) for x in xs]
+        res = fn(type(elems)(parts) if many else parts[0])
+        results.append(res)
+        return [i + 1] + (list(res) if isinstance(res, (list, tuple)) else [res])
+
+    outs = _while(lambda i: ops.lt(i, n), body, [np.zeros((), np.int32)], None, None,
+                  name or "map", n_stacked=None)[1:]
+    if xs[0].shape[0] is not None:   # NOTE: the loop's stacked dim is unknown; here it is not
+        outs = [ops.reshape(o, (xs[0].shape[0],) + tuple(o.shape[1:]))
+                if None not in o.shape[1:] else o for o in outs]
+    res = results[0]
+    return type(res)(outs) if isinstance(res, (list, tuple)) else outs[0]
+
+
 def _while(cond, body, lv, shape_invariants, maximum_iterations, name, n_stacked=0):
     outer = _graph_of(lv) if any(isinstance(v, Tensor) for v in lv) else get_default_graph()
     lv = [_lift(outer, v, []) for v in lv]
@@ -345,6 +382,8 @@ def _while(cond, body, lv, shape_invariants, maximum_iterations, name, n_stacked
     with outer.name_scope(name or "while") as scope:
         cb, c_out, _ = _trace_loop(outer, scope + "cond", cond, lv, inv)
         bb, b_out, _ = _trace_loop(outer, scope + "body", body, lv, inv)
+    if n_stacked is None:   # NOTE: every body result after the loop variables is stacked
+        n_stacked = len(b_out) - len(lv)
     _check_loop(outer, c_out, b_out, lv, inv, n_stacked)
     c_fn = Function(cb, cb.var_inputs + [p for _, p in cb.captures], c_out)
     b_fn = Function(bb, bb.var_inputs + [p for _, p in bb.captures], b_out)

@@ -198,9 +198,7 @@ class Tensor:
     def __bool__(self):
         hint = ""
         if self.node.type in ("eq", "ne"):
-            hint = (" (== and != on graph tensors are elementwise ops, as in eager; to test "
-                    "whether two tensors are the same object use `is`, e.g. "
-                    "any(t is x for t in tensors))")
+            hint = " (graph.equal / graph.not_equal compare elementwise)"
         raise TypeError(
             f"Using a symbolic graph.Tensor ('{self.name}') as a Python bool is not allowed: "
             f"its value exists only inside Session.run. For a data-dependent branch use "
@@ -282,11 +280,14 @@ class Tensor:
     def __abs__(self):
         return ops.abs(self)
 
-    def __eq__(self, o):  # NOTE: elementwise, like eager (TF2); tensors still hash by identity
-        return ops.eq(self, o)
+    # NOTE: TF1's graph mode compares tensors as objects (`x == y` is `x is y`, a Python bool),
+    # so `v in tf.trainable_variables()` and tensors as dict keys work; graph.equal and
+    # graph.not_equal are the elementwise ops
+    def __eq__(self, o):
+        return self is o
 
     def __ne__(self, o):
-        return ops.ne(self, o)
+        return self is not o
 
     def __lt__(self, o):
         return ops.lt(self, o)
@@ -755,6 +756,10 @@ def _const_kernel(node):
 
 
 def _placeholder_kernel(node):
+    if "default" in node.attrs:   # placeholder_with_default: the value when not fed
+        default = node.attrs["default"]
+        return (lambda: default), False
+
     def unfed():
         from .errors import InvalidArgumentError, describe
         raise InvalidArgumentError(f"You must feed a value for placeholder {describe(node)}",

@@ -17,7 +17,8 @@ from .math_ops import (abs, add, add_n, argmax, argmin, ceil, cos, count_nonzero
                        reduce_mean, reduce_min, reduce_prod, reduce_sum, round, rsqrt,
                        sigmoid, sign, sin, sqrt, square, squared_difference, subtract, tanh,
                        truediv)
-from .nn import log_softmax, softmax, softplus, softsign
+from .math_ops import reduce_euclidean_norm, realdiv
+from .nn import log_softmax, softmax, softplus, softsign, zero_fraction
 from .select_ops import in_top_k, top_k
 
 __all__ = [
@@ -29,7 +30,8 @@ __all__ = [
     "reduce_all", "reduce_any", "reduce_logsumexp", "reduce_max", "reduce_mean", "reduce_min",
     "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance", "round", "rsqrt", "sigmoid",
     "sign", "sin", "softmax", "softplus", "softsign", "sqrt", "square", "squared_difference",
-    "subtract", "tanh", "truediv", "top_k", "in_top_k",
+    "subtract", "tanh", "truediv", "top_k", "in_top_k", "reduce_euclidean_norm", "realdiv",
+    "zero_fraction",
 ]
 
 

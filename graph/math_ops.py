@@ -34,10 +34,11 @@ __all__ = [
     "transpose", "concat", "stack", "split", "expand_dims", "squeeze", "cast", "one_hot",
     "gather", "pad", "zeros_like", "ones_like", "random_normal",
     "random_uniform", "truncated_normal", "global_norm", "clip_by_global_norm", "clip_by_norm", "set_random_seed", "get_seed", "stop_gradient", "clip_by_value", "broadcast_to", "named", "sin", "cos",
-    "cumsum", "reverse", "tile", "norm", "linalg", "log1p", "reciprocal", "floor", "ceil",
+    "cumsum", "reverse", "tile", "norm", "log1p", "reciprocal", "floor", "ceil",
     "round", "floordiv", "floor_div", "floormod", "mod", "squared_difference", "add_n",
     "reduce_prod", "reduce_all", "reduce_any", "count_nonzero", "is_nan", "is_inf",
-    "is_finite", "newaxis", "l2_normalize",
+    "is_finite", "newaxis", "l2_normalize", "to_float", "to_double", "to_int32", "to_int64",
+    "div", "realdiv", "floor_mod", "reduce_euclidean_norm",
 ]
 
 newaxis = None
@@ -142,26 +143,6 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=False):  # noqa: A002
                      f"'euclidean', 1, 2, np.inf; matrices: 'euclidean', 'fro', 1, np.inf)")
 
 
-class linalg:  # noqa: N801 - a namespace, as tf.linalg
-    """`band_part(x, num_lower, num_upper)` with -1 for 'keep all', as in TF; `norm`,
-    `matmul`, `l2_normalize` (from graph.nn) and `transpose` (of the last two dims)."""
-
-    @staticmethod
-    def band_part(input, num_lower, num_upper):  # noqa: A002
-        out = input
-        if num_lower >= 0:
-            out = ops.triu(out, -num_lower)
-        if num_upper >= 0:
-            out = ops.tril(out, num_upper)
-        return out
-
-    norm = staticmethod(norm)
-
-    @staticmethod
-    def transpose(a, name=None, conjugate=False):
-        return named(ops.matrix_transpose)(a, name=name)
-
-
 square, rsqrt = named(ops.square), named(ops.rsqrt)
 
 
@@ -242,6 +223,41 @@ def reciprocal(x):
         raise TypeError(f"reciprocal: expects a floating tensor, got {x.dtype} ('{x.name}'); "
                         f"cast it first")
     return ops.div(1.0, x)
+
+
+def to_float(x, name="ToFloat"):
+    return cast(x, np.float32, name=name)
+
+
+def to_double(x, name="ToDouble"):
+    return cast(x, np.float64, name=name)
+
+
+def to_int32(x, name="ToInt32"):
+    return cast(x, np.int32, name=name)
+
+
+def to_int64(x, name="ToInt64"):
+    return cast(x, np.int64, name=name)
+
+
+@named
+def div(x, y):
+    """tf.div: Python 2's division: floor division for integers, true division for floats."""
+    x = convert_to_tensor(x) if not isinstance(y, Tensor) else x
+    kinds = {np.dtype(t.dtype).kind for t in (x, y) if isinstance(t, Tensor)}
+    return ops.floordiv(x, y) if kinds <= set("iu") else ops.div(x, y)
+
+
+@named
+def realdiv(x, y):
+    """x / y for floating tensors (tf.realdiv)."""
+    if any(isinstance(t, Tensor) and t.dtype.kind != "f" for t in (x, y)):
+        raise TypeError("realdiv: expects floating tensors; use floordiv or truediv")
+    return ops.div(x, y)
+
+
+floor_mod = floormod
 
 
 @named
@@ -365,6 +381,12 @@ def count_nonzero(input_tensor=None, axis=None, keepdims=False, dtype="int64", i
     n = ops.sum(ops.cast(ops.ne(x, np.zeros((), x.dtype)), np.int64), axis=axis,
                 keepdims=bool(keepdims))
     return n if as_dtype(dtype) == np.int64 else ops.cast(n, as_dtype(dtype))
+
+
+@named
+@old_names(**_AXIS)
+def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False):
+    return ops.norm(input_tensor, ord=2, axis=axis, keepdims=bool(keepdims))
 
 
 @named
@@ -647,6 +669,3 @@ def random_uniform(shape, minval=0, maxval=None, dtype="float32", seed=None, nam
     if dt.kind in "iu":
         raise NotImplementedError("random_uniform: integer dtypes are not supported")
     return _random("uniform", shape, minval, maxval, dtype, seed, name or "random_uniform")
-
-
-linalg.matmul, linalg.l2_normalize = staticmethod(matmul), staticmethod(l2_normalize)

@@ -32,10 +32,11 @@ from .math_ops import l2_normalize, named, old_names, reduce_sum
 from .variables import Variable
 
 __all__ = ["relu", "gelu", "softmax", "log_softmax", "sigmoid", "tanh", "silu", "swish",
-           "softplus", "top_k", "in_top_k", "leaky_relu", "elu", "relu6", "selu", "softsign", "l2_normalize",
+           "softplus", "top_k", "in_top_k", "xw_plus_b", "relu_layer", "zero_fraction",
+           "weighted_cross_entropy_with_logits", "leaky_relu", "elu", "relu6", "selu", "softsign", "l2_normalize",
            "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
            "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
-           "conv2d", "max_pool2d", "max_pool", "avg_pool2d", "avg_pool", "moments",
+           "conv2d", "conv2d_transpose", "conv1d", "max_pool2d", "max_pool", "avg_pool2d", "avg_pool", "moments",
            "batch_normalization",
            "embedding_lookup", "dropout", "layer_norm", "bias_add", "l2_loss", "dense",
            "rnn_cell", "static_rnn", "dynamic_rnn", "bidirectional_dynamic_rnn",
@@ -121,6 +122,19 @@ def sigmoid_cross_entropy_with_logits(labels=None, logits=None):
     """Per-element sigmoid cross-entropy (labels and logits of one shape), as TF."""
     _need_both("sigmoid_cross_entropy_with_logits", labels, logits)
     return ops.binary_cross_entropy_with_logits(logits, labels, reduction="none")
+
+
+@named
+def weighted_cross_entropy_with_logits(labels=None, logits=None, pos_weight=None, targets=None):
+    """Sigmoid cross-entropy with the positive term weighted by pos_weight, in TF's stable
+    form (1 - z) x + (1 + (q - 1) z) (log(1 + exp(-|x|)) + max(-x, 0))."""
+    labels = targets if labels is None else labels
+    _need_both("weighted_cross_entropy_with_logits", labels, logits)
+    if pos_weight is None:
+        raise ValueError("weighted_cross_entropy_with_logits: pos_weight is required")
+    lw = (pos_weight - 1.0) * labels + 1.0
+    return (1.0 - labels) * logits + lw * (ops.softplus(-ops.abs(logits)) +
+                                           ops.relu(-logits))
 
 
 def _need_both(what, labels, logits):
@@ -242,6 +256,81 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True
     w = ops.transpose(f, axes=_HWIO_TO_OIHW)
     return _windowed(input, df, k, s, pads, 0.0,
                      lambda x, st, p: ops.conv2d(x, w, stride=st, padding=p))
+
+
+@named
+def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None,  # noqa: A002
+                     padding="SAME", data_format="NHWC", input=None, filters=None,
+                     dilations=None):
+    """The adjoint of conv2d in its input, as tf.nn.conv2d_transpose: value (N, H, W, C_in)
+    (or NCHW), filter (kh, kw, C_out, C_in), output_shape the 4 dims of the result (as a
+    list of ints), padding 'SAME' or 'VALID' as conv2d pads an input of output_shape."""
+    x = input if value is None else value
+    f = filters if filter is None else filter
+    df = _layout(data_format, "conv2d_transpose")
+    if x is None or f is None or output_shape is None:
+        raise ValueError("conv2d_transpose: pass value, filter and output_shape")
+    if dilations is not None and any(int(d) != 1 for d in np.ravel(dilations)):
+        raise NotImplementedError("conv2d_transpose: dilations other than 1")
+    if isinstance(output_shape, Tensor):
+        raise NotImplementedError("conv2d_transpose: output_shape must be a list of ints")
+    out = [int(d) for d in output_shape]
+    fs = tuple(f.shape) if hasattr(f, "shape") else np.shape(f)
+    hw, c_in = _spatial(x, df, "conv2d_transpose"), x.shape[3 if df == "NHWC" else 1]
+    c_out = out[3] if df == "NHWC" else out[1]
+    if len(out) != 4 or len(fs) != 4 or None in hw or fs[2] != c_out or \
+            (c_in is not None and fs[3] != c_in):
+        raise located(f"conv2d_transpose: value {fmt_shape(x.shape)} ({df}), filter "
+                      f"{fmt_shape(fs)} (height, width, out_channels, in_channels) and "
+                      f"output_shape {out} do not fit (known height and width needed)")
+    s = _hw(1 if strides is None else strides, "strides", df, "conv2d_transpose")
+    out_hw = (out[1], out[2]) if df == "NHWC" else (out[2], out[3])
+    pads = _pads(padding, out_hw, fs[:2], s, out, "conv2d_transpose")
+    for i, axis in enumerate(("height", "width")):
+        if _conv_out(out_hw[i], fs[i], s[i], pads[i]) != hw[i]:
+            raise located(f"conv2d_transpose: a conv2d over output_shape {out} gives {axis} "
+                          f"{_conv_out(out_hw[i], fs[i], s[i], pads[i])}, not value's {hw[i]}")
+    xc = ops.transpose(x, axes=_TO_NCHW) if df == "NHWC" else x
+    full = ops.conv_transpose2d(xc, ops.transpose(f, axes=(3, 2, 0, 1)), stride=s)
+    index = [slice(None), slice(None)]
+    for i in range(2):   # NOTE: crop TF's (top, left) padding; rows no window reaches are 0
+        size = (hw[i] - 1) * s[i] + fs[i]
+        extra = pads[i][0] + out_hw[i] - size
+        if extra > 0:
+            widths = [(0, 0)] * 4
+            widths[2 + i] = (0, extra)
+            full = ops.pad(full, tuple(widths))
+        index.append(slice(pads[i][0], pads[i][0] + out_hw[i]))
+    y = ops.slice_(full, index=tuple(index))
+    return ops.transpose(y, axes=_TO_NHWC) if df == "NHWC" else y
+
+
+def _conv_out(size, k, s, pad):
+    return (size + pad[0] + pad[1] - k) // s + 1
+
+
+@named
+def conv1d(value=None, filters=None, stride=None, padding=None, use_cudnn_on_gpu=None,
+           data_format="NWC", input=None, dilations=None):  # noqa: A002
+    """1-d convolution as tf.nn.conv1d: value (N, W, C_in) (or NCW), filters (k, C_in,
+    C_out); conv2d over a height of 1."""
+    x = input if value is None else value
+    ncw = str(data_format or "NWC").upper() == "NCW"
+    if str(data_format or "NWC").upper() not in ("NWC", "NCW"):
+        raise ValueError(f"conv1d: data_format must be 'NWC' or 'NCW', got {data_format!r}")
+    if x is None or filters is None or stride is None or padding is None:
+        raise ValueError("conv1d: pass value, filters, stride and padding")
+    sv = [int(v) for v in np.ravel(stride)]
+    if len(sv) not in (1, 3):
+        raise ValueError(f"conv1d: stride must be an int or a list of 1 or 3, got {stride!r}")
+    st = sv[0] if len(sv) == 1 else sv[2 if ncw else 1]
+    if dilations is not None and any(int(d) != 1 for d in np.ravel(dilations)):
+        raise NotImplementedError("conv1d: dilations other than 1")
+    x4 = ops.expand_dims(x, axis=2 if ncw else 1)
+    f4 = ops.expand_dims(filters, axis=0)
+    y = conv2d(x4, f4, strides=[1, 1, st, 1] if not ncw else [1, 1, 1, st], padding=padding,
+               data_format="NCHW" if ncw else "NHWC")
+    return ops.squeeze(y, axis=2 if ncw else 1)
 
 
 def _pool_args(value, ksize, strides, padding, df, what):
@@ -403,6 +492,24 @@ def bias_add(value, bias, data_format=None):
 @named
 def l2_loss(t):
     return reduce_sum(t * t) * 0.5
+
+
+@named
+def xw_plus_b(x, weights, biases):
+    """matmul(x, weights) + biases."""
+    return ops.matmul(x, weights) + biases
+
+
+@named
+def relu_layer(x, weights, biases):
+    return ops.relu(ops.matmul(x, weights) + biases)
+
+
+@named
+def zero_fraction(value):
+    """The fraction of the elements of `value` that are 0, as a float32 scalar."""
+    v = convert_to_tensor(value)
+    return ops.mean(ops.cast(ops.eq(v, np.zeros((), v.dtype)), np.float32))
 
 
 # -- dense ---------------------------------------------------------------------------------------

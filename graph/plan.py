@@ -143,7 +143,7 @@ def build_plan(fetches, feeds=()) -> Plan:
         feed_slots.append((t, slots[id(t)]))
     steps = []
     for n in nodes:
-        if n.type == "placeholder":
+        if n.type == "placeholder" and "default" not in n.attrs:
             raise InvalidArgumentError(f"You must feed a value for placeholder {describe(n)}: "
                                        f"dtype {n.outputs[0].dtype}, shape "
                                        f"{_shape_str(n.outputs[0])}", node=n)

@@ -34,7 +34,8 @@ from .dtypes import as_dtype
 from .math_ops import named, reshape
 
 __all__ = ["sort", "argsort", "top_k", "in_top_k", "sequence_mask", "slice",
-           "strided_slice", "boolean_mask", "where_indices", "gather_nd", "tensordot"]
+           "strided_slice", "boolean_mask", "where_indices", "gather_nd", "tensordot", "einsum",
+           "unique"]
 
 TopKV2 = namedtuple("TopKV2", "values indices")
 
@@ -239,6 +240,38 @@ def boolean_mask(tensor, mask, axis=None):
     return ops.take(x, idx, axis=a)
 
 
+def _unique_kernel(node):
+    out_idx = np.dtype(node.attrs["out_idx"])
+
+    def run(x):
+        x = np.asarray(x)
+        _, first, inverse = np.unique(x, return_index=True, return_inverse=True)
+        order = np.argsort(first)              # NOTE: TF keeps the order of first occurrence
+        rank = np.empty_like(order)
+        rank[order] = np.arange(order.size)
+        return x[np.sort(first)], rank[inverse.reshape(-1)].astype(out_idx)
+    return run, False
+
+
+UNIQUE = graph_op("unique", _unique_kernel)
+Unique = namedtuple("Unique", "y idx")
+
+
+def unique(x, out_idx="int32", name=None):
+    """(y, idx): the distinct values of the 1-d `x` in the order they first occur, and for
+    each element of x the position of its value in y (tf.unique). No gradient."""
+    t = convert_to_tensor(x)
+    if t.ndim != 1:
+        raise located(f"unique: x must be 1-d, got {fmt_shape(t.spec)}")
+    dt = as_dtype(out_idx)
+    if dt not in (np.int32, np.int64):
+        raise TypeError(f"unique: out_idx must be int32 or int64, got {dt}")
+    g = t.graph
+    node = g.create_node(UNIQUE, (t,), {"out_idx": dt.name},
+                         [Spec((None,), t.dtype), Spec(t.shape, dt)], name or "Unique")
+    return Unique(*node.outputs)
+
+
 def _ravel_index_kernel(node):
     def run(indices, params_shape):
         idx = np.asarray(indices).astype(np.int64)
@@ -329,3 +362,16 @@ def tensordot(a, b, axes):
     out_dims = [a.shape[d] if a.shape[d] is not None else shape_(a)[d] for d in fa] + \
         [b.shape[d] if b.shape[d] is not None else shape_(b)[d] for d in fb]
     return reshape(ops.matmul(a2, b2), out_dims)
+
+
+def einsum(equation, *inputs, name=None, **kwargs):
+    """tf.einsum(equation, *inputs): np.einsum's notation ('...' too); a letter repeated
+    within one operand (a diagonal) raises NotImplementedError."""
+    if kwargs:
+        raise TypeError(f"einsum: unexpected arguments {sorted(kwargs)}")
+    if len(inputs) == 1 and isinstance(inputs[0], (list, tuple)):
+        inputs = tuple(inputs[0])
+    return _einsum(*[convert_to_tensor(x) for x in inputs], equation=equation, name=name)
+
+
+_einsum = named(ops.einsum)

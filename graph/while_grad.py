@@ -57,7 +57,8 @@ def _while_grad_kernel(node):
             res = g_fn(state, *history[k], *bc, *g_vars, *[g[k] for g in g_stacked])
             g_vars = res[:nf]
             g_caps = [_ADD(x, y) for x, y in zip(g_caps, res[nf:])]
-        return tuple(g_vars) + tuple(g_caps)
+        outs = tuple(g_vars) + tuple(g_caps)
+        return outs[0] if len(outs) == 1 else outs   # NOTE: a plan takes one output bare
     return run, True
 
 

@@ -13,8 +13,8 @@ if __name__ != "dualgrad.ops":  # NOTE: a second copy would mean a second op reg
 from .core import (ELEMENTWISE, FLOATING, REDUCTION, REGISTRY, KernelError, Op, Sample,
                    ShapeError, Spec, bind, fmt_shape, infer_spec, is_value, register, spec_of,
                    user_frame, where_str)
-from .elementwise import (abs, add, cast, ceil, cos, div, eq, erf, exp, floor, floordiv,
-                          floormod, ge, gt, le, log, log1p, lt, round,
+from .elementwise import (abs, add, atan2, cast, ceil, cos, div, eq, erf, erfinv, exp, floor,
+                          floordiv, floormod, ge, gt, le, log, log1p, lt, round,
                           maximum, minimum, mul, ne, neg, pow, relu, sigmoid, sign, sin,
                           small_int_power, softplus, sqrt, stop_gradient, sub, tanh,
                           unbroadcast, where)
@@ -39,6 +39,7 @@ from .activations import (celu, cosine_similarity, elu, glu, group_norm, hardsig
                           hardswish, hardtanh, huber_loss, kl_div, l1_loss, leaky_relu,
                           logsigmoid, mish, normalize, pairwise_distance, prelu, relu6, selu,
                           smooth_l1_loss, softsign, tanhshrink)
+from .linalg import einsum
 from .collective import all_reduce, all_reduce_many
 from . import autodiff
 

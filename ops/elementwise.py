@@ -183,8 +183,9 @@ def _sign_infer(x, **_):
     return x
 
 
-# NOTE: NaN fails both comparisons and is returned as is; 0 and -0.0 give 0, as np.sign does
-SIGN = register("sign", _sign_infer, np.sign, None,
+# NOTE: NaN fails both comparisons and is returned as is; 0 and -0.0 give 0, as np.sign does.
+# The gradient is zero (torch's and TF's): a leaf gets a zero .grad, not None
+SIGN = register("sign", _sign_infer, np.sign, lambda g, x, **kw: (g * 0.0,),
                 scalar="where({0} != {0}, {0}, where({0} > 0, 1, where({0} < 0, -1, 0)))",
                 category=_EW, onnx="Sign", samples=_UNARY_SAMPLES, ref=lambda np, x: np.sign(x))
 
@@ -208,6 +209,39 @@ ERF = register("erf", _unary_infer, _erf_kernel,
                lambda g, x, **kw: (g * _TWO_OVER_SQRT_PI * exp(-(x * x)),),
                scalar="erf({0})", category=_EW, floating=True, onnx="Erf", samples=_UNARY_SAMPLES,
                ref=None)  # NOTE: numpy has no erf; the jax oracle uses jax.scipy.special.erf
+
+
+def _erfinv_kernel(x):
+    """Giles' single-precision approximation, then two Newton steps on erf in float64:
+    within an ulp of float32 and 1e-12 of float64 (numpy has no erfinv). +-1 give +-inf,
+    |x| > 1 NaN, as torch."""
+    y = np.asarray(x, np.float64)
+    with np.errstate(all="ignore"):
+        w = -np.log((1.0 - y) * (1.0 + y))
+        lo, hi = w - 2.5, np.sqrt(w) - 3.0
+        p = np.where(w < 5.0, _horner(_ERFINV_LO, lo), _horner(_ERFINV_HI, hi)) * y
+        for _ in range(2):
+            p = p - (np.asarray(_erf_scalar(p), np.float64) - y) / (_TWO_OVER_SQRT_PI * np.exp(-p * p))
+        p = np.where(np.abs(y) == 1.0, np.copysign(np.inf, y), p)
+    return p.astype(np.asarray(x).dtype)
+
+
+def _horner(coefs, w):
+    p = np.full_like(w, coefs[0])
+    for c in coefs[1:]:
+        p = c + p * w
+    return p
+
+
+_ERFINV_LO = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+              -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_HI = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+              -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+ERFINV = register("erfinv", _unary_infer, _erfinv_kernel,
+                  lambda g, x, out, **kw: (g * (0.5 * math.sqrt(math.pi)) * exp(out * out),),
+                  category="other", floating=True,
+                  samples=tuple(Sample(s.args, domain=(-0.9, 0.9)) for s in _UNARY_SAMPLES),
+                  ref=None)  # NOTE: numpy has no erfinv; the jax oracle has none at this seam
 
 
 def _cast_infer(x, dtype, **_):
@@ -343,6 +377,33 @@ MINIMUM = register("minimum", _binary_infer("minimum"), np.minimum, _minimum_vjp
                    scalar="minimum({0}, {1})", category=_EW, onnx="Min", samples=_BINARY_SAMPLES,
                    ref=lambda np, x, y: np.minimum(x, y))
 
+
+
+def _atan2_infer(y, x, **_):
+    spec = _binary_infer("atan2")(y, x)
+    return spec if spec.dtype.kind == "f" else Spec(spec.shape, np.dtype(np.float32))
+
+
+def _atan2_kernel(y, x):
+    # NOTE: as torch: integers give float32; an integer or Python-number operand takes the
+    # float dtype of the other
+    floats = [a.dtype for a in (y, x) if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+    dt = np.result_type(*floats) if floats else np.dtype(np.float32)
+    return np.arctan2(np.asarray(y, dt), np.asarray(x, dt))
+
+
+def _atan2_vjp(g, y, x, needs=(True, True), **kw):
+    d = y * y + x * x
+    zero = eq(d, 0.0)
+    r = where(zero, 0.0, g / where(zero, 1.0, d))    # NOTE: 0 at (0, 0), as torch
+    return (unbroadcast(r * x, y) if needs[0] else None,
+            unbroadcast(-(r * y), x) if needs[1] and is_value(x) else None)
+
+
+ATAN2 = register("atan2", _atan2_infer, _atan2_kernel, _atan2_vjp, category="other",
+                 samples=tuple(Sample(s.args, domain=(0.3, 2.0), match=s.match)
+                               for s in _BINARY_SAMPLES), ref=lambda np, y, x: np.arctan2(y, x))
+
 _CMP_SAMPLES = tuple(Sample(s.args, grad=False, match=s.match) for s in _BINARY_SAMPLES)
 # NOTE: ONNX has no NotEqual: the exporter writes ne as Not(Equal)
 for _name, _kernel, _sym, _onnx in (
@@ -445,7 +506,7 @@ for _op in list(REGISTRY.values()):
 neg, exp, log, sqrt, tanh, sigmoid, relu, abs, sign, erf = (  # noqa: A001 - op names
     NEG.fn, EXP.fn, LOG.fn, SQRT.fn, TANH.fn, SIGMOID.fn, RELU.fn, ABS.fn, SIGN.fn, ERF.fn)
 log1p, floordiv, floormod = LOG1P.fn, FLOORDIV.fn, FLOORMOD.fn
-sin, cos, softplus = SIN.fn, COS.fn, SOFTPLUS.fn
+sin, cos, softplus, erfinv, atan2 = SIN.fn, COS.fn, SOFTPLUS.fn, ERFINV.fn, ATAN2.fn
 sigmoid_grad, tanh_grad = SIGMOID_GRAD.fn, TANH_GRAD.fn
 add, sub, mul, div, pow, maximum, minimum, where = (  # noqa: A001
     ADD.fn, SUB.fn, MUL.fn, DIV.fn, POW.fn, MAXIMUM.fn, MINIMUM.fn, WHERE.fn)

@@ -101,12 +101,29 @@ def test_bool_of_symbolic_tensor_points_to_cond():
     with pytest.raises(TypeError, match=r"graph\.cond"):
         if x > 0:
             pass
-    with pytest.raises(TypeError, match="elementwise ops, as in eager.*use `is`"):
-        assert x in [graph.constant(1.0), x]
+    with pytest.raises(TypeError, match=r"graph\.equal"):
+        if graph.equal(x, 1.0):
+            pass
     with pytest.raises(TypeError, match="not iterable"):
         list(graph.placeholder(graph.float32, (3,)))
     with pytest.raises(TypeError, match="Session.run"):
         np.asarray(x)
+
+
+def test_tensors_compare_as_objects_as_in_tf1_graph_mode():
+    """TF1's graph mode: `==` is identity (a Python bool) and tensors hash by identity, so
+    membership tests and dict keys work; graph.equal is the elementwise comparison."""
+    x = graph.placeholder(graph.float32, (2,))
+    c = graph.constant([1.0, 2.0])
+    v = graph.Variable([0.0, 1.0], name="v")
+    w = graph.Variable([0.0, 1.0], name="w")
+    assert (x == x) is True and (x == c) is False and (x != c) is True
+    assert x in [c, x] and c not in [x]
+    assert v in graph.trainable_variables() and [t for t in graph.trainable_variables()
+                                                  if t != v] == [w]
+    assert {x: 1, c: 2}[c] == 2 and len({v, w, v}) == 2
+    assert run(graph.equal(x, c), {x: [1.0, 0.0]}).tolist() == [True, False]
+    assert run(graph.not_equal(x, c), {x: [1.0, 0.0]}).tolist() == [False, True]
 
 
 # -- constants and placeholders ------------------------------------------------------------------

@@ -1,0 +1,204 @@
+"""torch's pointwise math beyond eager/functions.py: sign, erf and erfinv, the trigonometric
+and hyperbolic functions, atan2, exp2, logit, xlogy, hypot, fmax/fmin, isclose, float_power,
+heaviside, and the Tensor methods of the same names.
+
+Each is a composition of the op library's ops, so its gradient comes from theirs (atan2 and
+erfinv are primitives of their own: nothing composes to them).
+
+>>> from dualgrad import eager
+>>> x = eager.tensor([0.0, 0.5])
+>>> eager.atan2(x, eager.ones(2)).tolist() == eager.atan(x).tolist()
+True
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dualgrad import ops
+from dualgrad.ops.rules import torch_result_dtype
+
+from .functions import FunctionMethods, _arr, _method, _no_grad_tensor, _t, isinf, isnan
+
+_LN2 = math.log(2.0)
+
+
+def _floating(x):
+    """x as a float tensor (float32 for integers and bools, as torch's float ops)."""
+    x = _t(x)
+    return x if x.dtype.kind in "fc" else ops.cast(x, np.float32)
+
+
+def sign(input):  # noqa: A002 - torch's argument names
+    """-1, 0 or 1 (0 for NaN, as torch; ops.sign keeps NumPy's NaN)."""
+    x = _t(input)
+    if x.dtype == np.bool_:
+        return x.clone()
+    return ops.where(isnan(x), 0, ops.sign(x)) if x.dtype.kind == "f" else ops.sign(x)
+
+
+def sgn(input):  # noqa: A002
+    """sign for real tensors (dualgrad has no complex autograd: complex input raises)."""
+    if _t(input).dtype.kind == "c":
+        raise NotImplementedError("sgn: complex tensors are not supported by dualgrad")
+    return sign(input)
+
+
+def erf(input):  # noqa: A002
+    return ops.erf(input)
+
+
+def erfinv(input):  # noqa: A002
+    return ops.erfinv(input)
+
+
+def absolute(input):  # noqa: A002
+    return ops.abs(input)
+
+
+def tan(input):  # noqa: A002
+    return ops.sin(input) / ops.cos(input)
+
+
+def cosh(input):  # noqa: A002
+    """exp(x - ln 2) + exp(-x - ln 2): no cancellation, and finite as far as cosh is."""
+    x = _floating(input)
+    return ops.exp(x - _LN2) + ops.exp(-x - _LN2)
+
+
+def sinh(input):  # noqa: A002
+    """tanh(x / 2) * (cosh(x) + 1): exact near 0, where (e^x - e^-x) / 2 cancels."""
+    x = _floating(input)
+    return ops.tanh(x * 0.5) * (cosh(x) + 1.0)
+
+
+def atan2(input, other):  # noqa: A002
+    return ops.atan2(input, other)
+
+
+def atan(input):  # noqa: A002
+    return ops.atan2(_floating(input), 1.0)
+
+
+def _cos_side(x):
+    """sqrt(1 - x^2) as sqrt(1 - x) * sqrt(1 + x): its digits kept near |x| = 1, and an
+    infinite slope there (torch's gradient of asin at 1), not 0 * inf."""
+    return ops.sqrt(1.0 - x) * ops.sqrt(1.0 + x)
+
+
+def asin(input):  # noqa: A002
+    x = _floating(input)
+    return ops.atan2(x, _cos_side(x))
+
+
+def acos(input):  # noqa: A002
+    x = _floating(input)
+    return ops.atan2(_cos_side(x), x)
+
+
+arctan2, arctan, arcsin, arccos = atan2, atan, asin, acos
+
+
+def exp2(input):  # noqa: A002
+    return 2.0 ** _floating(input)
+
+
+def logit(input, eps=None):  # noqa: A002
+    """log(x / (1 - x)), x first clamped to [eps, 1 - eps] when eps is given."""
+    x = _floating(input)
+    if eps is not None:
+        return ops.log(ops.clamp(x, eps, 1.0 - eps)) - ops.log(1.0 - ops.clamp(x, eps, 1.0 - eps))
+    # NOTE: outside [0, 1] the value is NaN, and so is torch's gradient: the factor keeps both
+    one = x.dtype.type
+    outside = ops.where(ops.logical_or(ops.lt(x, 0), ops.gt(x, 1)), one(np.nan), one(1))
+    return (ops.log(x) - ops.log(1.0 - x)) * outside
+
+
+def xlogy(input, other):  # noqa: A002
+    """x * log(y), 0 where x is 0 (unless y is NaN). As torch's, the gradient for x is
+    log(y), but 0 where x == 0 and y <= 0."""
+    x, y = _t(input), _t(other)
+    masked = ops.logical_and(ops.eq(x, 0), ops.le(y, 0))
+    return x * ops.where(masked, 0.0, ops.log(y))
+
+
+def hypot(input, other):  # noqa: A002
+    """sqrt(x^2 + y^2), scaled by max(|x|, |y|) so that it overflows only where it should."""
+    x, y = _t(input), _t(other)
+    if x.dtype.kind != "f" or y.dtype.kind != "f":
+        raise RuntimeError(f"hypot: expected floating point tensors, got {x.dtype} and "
+                           f"{y.dtype}")
+    m = ops.stop_gradient(ops.maximum(ops.abs(x), ops.abs(y)))
+    inf = ops.logical_or(isinf(x), isinf(y))
+    m = ops.where(ops.logical_or(ops.eq(m, 0), isinf(m)), 1.0, m)
+    # NOTE: an infinite side makes it inf even with a NaN on the other (C's hypot)
+    return ops.where(inf, np.inf, m * ops.sqrt(ops.square(x / m) + ops.square(y / m)))
+
+
+def _extremum(x, y, first, name):
+    """maximum / minimum with torch's gradient and NaN propagation."""
+    from .factories import default_float
+    x = _t(x)
+    dt = torch_result_dtype([_arr(v) if isinstance(v, FunctionMethods) else v for v in (x, y)],
+                            default_float())
+    if dt.kind not in "fc":
+        return getattr(ops, name)(x, y)
+    x = x if x.dtype == dt else ops.cast(x, dt)
+    y = ops.cast(y, dt) if isinstance(y, FunctionMethods) and y.dtype != dt else y
+    # NOTE: torch's rule: a NaN gives both sides the whole gradient (x + y), a tie half
+    rest = ops.where(ops.eq(x, y), x * 0.5 + y * 0.5, x + y)
+    return ops.where(first(x, y), x, ops.where(first(y, x), y, rest))
+
+
+def maximum(input, other):  # noqa: A002
+    return _extremum(input, other, ops.gt, "maximum")
+
+
+def minimum(input, other):  # noqa: A002
+    return _extremum(input, other, ops.lt, "minimum")
+
+
+def fmax(input, other):  # noqa: A002
+    """The larger of the two, ignoring a NaN on one side; ties give input the gradient."""
+    x, y = _t(input), _t(other)
+    return ops.where(ops.logical_or(ops.ge(x, y), isnan(y)), x, y)
+
+
+def fmin(input, other):  # noqa: A002
+    x, y = _t(input), _t(other)
+    return ops.where(ops.logical_or(ops.le(x, y), isnan(y)), x, y)
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
+    """|input - other| <= atol + rtol * |other| elementwise (a bool tensor, no gradient)."""
+    a, b = _arr(input), _arr(other)
+    if isinstance(other, FunctionMethods) and a.dtype != b.dtype:
+        raise RuntimeError(f"isclose: {a.dtype} did not match {b.dtype}")
+    return _no_grad_tensor(np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def float_power(input, exponent):  # noqa: A002
+    """input ** exponent computed in float64 (torch's double precision power)."""
+    x = ops.cast(_t(input), np.float64)
+    e = ops.cast(exponent, np.float64) if isinstance(exponent, FunctionMethods) else \
+        float(exponent)
+    return x ** e
+
+
+def heaviside(input, values):  # noqa: A002
+    """0 where input < 0, values where input == 0, 1 where input > 0 (no gradient, as torch)."""
+    x, v = _arr(input), _arr(values)
+    if x.dtype != v.dtype:
+        raise RuntimeError(f"heaviside is not yet implemented for tensors with different "
+                           f"dtypes ({x.dtype} and {v.dtype})")
+    return _no_grad_tensor(np.where(x == 0, v, (x > 0).astype(x.dtype)).astype(x.dtype))
+
+
+__all__ = TORCH_NAMES = [
+    "sign", "sgn", "erf", "erfinv", "absolute", "tan", "cosh", "sinh", "atan2", "atan", "asin",
+    "acos", "arctan2", "arctan", "arcsin", "arccos", "exp2", "logit", "xlogy", "hypot",
+    "maximum", "minimum", "fmax", "fmin", "isclose", "float_power", "heaviside"]
+
+for _name in TORCH_NAMES:
+    setattr(FunctionMethods, _name, _method(globals()[_name]))

@@ -1,0 +1,330 @@
+"""torch's order statistics and the reductions eager/functions.py lacks: median, nanmedian,
+kthvalue, mode, cummax, cummin, quantile, nanquantile, nansum, nanmean, trace, dist, histc,
+and the products mv and cross; the Tensor methods of the same names.
+
+Which element is selected (the sort order, a NaN, the tie torch picks) is computed with NumPy
+on the values; the result is then gathered with the op library's `gather`, so gradients flow
+to the selected elements as torch's do. Those that return (values, indices) return the
+namedtuple torch does (`torch.return_types.median`, …), kept in `eager.return_types`.
+
+>>> from dualgrad import eager
+>>> x = eager.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]])
+>>> x.median(dim=1).values.tolist(), eager.quantile(x, 0.5).item()
+([2.0, 4.0], 2.5)
+"""
+from __future__ import annotations
+
+import types
+from collections import namedtuple
+
+import numpy as np
+
+from dualgrad import ops
+from dualgrad.ops.rules import norm_axis
+
+from .functions import FunctionMethods, _arr, _method, _no_grad_tensor, _t, diagonal, isnan
+
+return_types = types.SimpleNamespace(**{
+    n: namedtuple(n, "values indices") for n in ("median", "nanmedian", "kthvalue", "mode",
+                                                "cummax", "cummin")})
+
+
+# -- selecting one element along a dim ---------------------------------------------------------
+def _along(name, x, dim):
+    """x with a 0-d input seen as 1-D (torch reduces 0-d tensors over dim 0 or -1), the dim."""
+    if x.ndim == 0:
+        norm_axis(name, dim, 1)
+        return x.reshape(1), 0, True
+    d = norm_axis(name, dim, x.ndim)
+    if x.shape[d] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
+    return x, d, False
+
+
+def _selected(name, x, dim, keepdim, pick):
+    """(values, indices): pick(rows) gives each row's index (rows: the values with dim last)."""
+    x = _t(x)
+    xs, d, scalar = _along(name, x, dim)
+    rows = np.moveaxis(_arr(xs), d, -1)
+    idx = np.moveaxis(np.asarray(pick(rows), np.int64)[..., None], -1, d)
+    values = ops.gather(xs, idx, axis=d)
+    if scalar or not keepdim:
+        values, idx = ops.squeeze(values, axis=d), np.squeeze(idx, axis=d)
+    if scalar:
+        values, idx = values.reshape(()), idx.reshape(())
+    return getattr(return_types, name)(values, _no_grad_tensor(idx))
+
+
+def _kth_smallest(k, skip_nan=False):
+    """Each row's index of its k-th smallest value (0-based; ties: the first in order; NaN
+    sorts last). skip_nan: k counts the non-NaN values only (k a function of that count)."""
+    def pick(rows):
+        order = np.argsort(rows, axis=-1, kind="stable")
+        kk = k(np.sum(~np.isnan(rows), axis=-1)) if skip_nan else np.full(rows.shape[:-1], k)
+        kk = np.clip(kk, 0, rows.shape[-1] - 1)
+        return np.take_along_axis(order, kk[..., None], axis=-1)[..., 0]
+    return pick
+
+
+def _first_nan_or(pick):
+    """A row holding NaN selects its first NaN (torch's median and kthvalue propagate it)."""
+    def chosen(rows):
+        nan = np.isnan(rows) if rows.dtype.kind == "f" else np.zeros(rows.shape, bool)
+        return np.where(nan.any(-1), np.argmax(nan, axis=-1), pick(rows))
+    return chosen
+
+
+def median(input, dim=None, keepdim=False):  # noqa: A002 - torch's argument names
+    """The lower median: a 0-d tensor over all elements (its gradient shared by the elements
+    equal to it, as torch), or (values, indices) along dim. NaN propagates."""
+    if dim is None:
+        return _overall(input, nan_aware=False)
+    n = _t(input).shape[dim] if _t(input).ndim else 1
+    return _selected("median", input, dim, keepdim,
+                     _first_nan_or(_kth_smallest((n - 1) // 2)))
+
+
+def nanmedian(input, dim=None, keepdim=False):  # noqa: A002
+    """median ignoring NaN (NaN only where a row is all NaN)."""
+    if dim is None:
+        return _overall(input, nan_aware=True)
+    return _selected("nanmedian", input, dim, keepdim,
+                     _kth_smallest(lambda m: (m - 1) // 2, skip_nan=True))
+
+
+def _overall(input, nan_aware):
+    x = _t(input)
+    flat = x.reshape(-1)
+    arr = _arr(flat)
+    if arr.size == 0:
+        return ops.cast(ops.sum(flat) * np.nan, x.dtype) if x.dtype.kind == "f" else \
+            _no_grad_tensor(np.array(np.nan, np.float32))
+    nan = np.isnan(arr) if arr.dtype.kind == "f" else np.zeros(arr.shape, bool)
+    if nan.any() and not (nan_aware and not nan.all()):
+        return ops.take(flat, np.argmax(nan), axis=0)    # torch: the first NaN, all its own
+    valid = np.sort(arr[~nan])
+    ties = np.flatnonzero(arr == valid[(valid.size - 1) // 2])
+    # NOTE: max over the equal elements: exactly the median, its gradient shared among them
+    return ops.max(ops.take(flat, ties, axis=0), axis=0)
+
+
+def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
+    """(values, indices) of the k-th smallest element along dim (k counts from 1)."""
+    x = _t(input)
+    n = x.shape[dim] if x.ndim else 1
+    if not 1 <= k <= n:
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
+    return _selected("kthvalue", x, dim, keepdim, _kth_smallest(k - 1))   # NaN sorts last
+
+
+def _mode_pick(rows):
+    """Each row's most frequent value (the smallest of equally frequent ones), at its last
+    position, as torch's CPU kernel reports it."""
+    out = np.empty(rows.shape[:-1], np.int64)
+    for i in np.ndindex(*rows.shape[:-1]):
+        row = rows[i]
+        vals, counts = np.unique(row, return_counts=True)
+        best = vals[np.argmax(counts)]
+        hits = np.flatnonzero((row == best) | (np.isnan(row) & np.isnan(best)))
+        out[i] = hits[-1]
+    return out
+
+
+def mode(input, dim=-1, keepdim=False):  # noqa: A002
+    return _selected("mode", input, dim, keepdim, _mode_pick)
+
+
+def _running(name, input, dim, better):
+    """cummax / cummin: the running best and where it was last reached (NaN wins, as torch)."""
+    x = _t(input)
+    xs, d, scalar = (x.reshape(1), 0, True) if x.ndim == 0 else \
+        (x, norm_axis(name, dim, x.ndim), False)
+    rows = np.moveaxis(_arr(xs), d, 0)
+    idx = np.zeros(rows.shape, np.int64)
+    best = rows[0] if len(rows) else None
+    for i in range(1, len(rows)):
+        r = rows[i]
+        take = np.isnan(r) | (~np.isnan(best) & better(r, best)) if r.dtype.kind == "f" \
+            else better(r, best)
+        best = np.where(take, r, best)
+        idx[i] = np.where(take, i, idx[i - 1])
+    idx = np.moveaxis(idx, 0, d)
+    values = ops.gather(xs, idx, axis=d)
+    if scalar:
+        values, idx = values.reshape(()), idx.reshape(())
+    return getattr(return_types, name)(values, _no_grad_tensor(idx))
+
+
+def cummax(input, dim):  # noqa: A002
+    return _running("cummax", input, dim, np.greater_equal)
+
+
+def cummin(input, dim):  # noqa: A002
+    return _running("cummin", input, dim, np.less_equal)
+
+
+# -- quantiles -------------------------------------------------------------------------------
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(name, input, q, dim, keepdim, interpolation, skip_nan):
+    x = _t(input)
+    if x.dtype.kind != "f":
+        raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
+    if interpolation not in _INTERPOLATIONS:
+        raise ValueError(f"{name}() interpolation must be one of {', '.join(_INTERPOLATIONS)}. "
+                         f"Got {interpolation!r}")
+    qs = _arr(q).astype(np.float64)
+    if isinstance(q, FunctionMethods) and _arr(q).dtype != x.dtype:
+        raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
+    if qs.ndim > 1:
+        raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
+    if np.any((qs < 0) | (qs > 1)):
+        raise RuntimeError(f"{name}() q values must be in the range [0, 1], got "
+                           f"{qs.tolist()}")
+    if x.numel() == 0:
+        raise IndexError(f"{name}() input tensor must be non-empty")
+    xs = x.reshape(-1) if dim is None else (x.reshape(1) if x.ndim == 0 else x)
+    d = 0 if dim is None else norm_axis(name, dim, xs.ndim)
+    xs = ops.transpose(xs, axes=tuple(k for k in range(xs.ndim) if k != d) + (d,))
+    rows = _arr(xs)
+    order = np.argsort(rows, axis=-1, kind="stable")
+    srt = ops.gather(xs, order, axis=-1)
+    nan = np.isnan(rows)
+    n = rows.shape[-1]
+    m = n - nan.sum(-1) if skip_nan else np.full(rows.shape[:-1], n)
+    # NOTE: as torch, quantile ranks a row with a NaN at its last (NaN) value, nanquantile an
+    # all-NaN row at its first
+    nan_row = np.zeros(m.shape, bool) if skip_nan else nan.any(-1)
+    out = [_interpolate(srt, np.where(nan_row, n - 1, q1 * np.maximum(m - 1, 0)),
+                        interpolation) for q1 in qs.reshape(-1)]
+    res = ops.stack(*out, axis=0) if qs.ndim else out[0]
+    if keepdim:
+        lead = 1 if qs.ndim else 0
+        shape = tuple(res.shape[:lead]) + tuple(1 if dim is None or k == d else s
+                                                for k, s in enumerate(x.shape))
+        res = res.reshape(shape)
+    return res
+
+
+def _interpolate(srt, rank, how):
+    lo = np.floor(rank).astype(np.int64)
+    hi = np.ceil(rank).astype(np.int64)
+    if how == "nearest":
+        lo = hi = np.round(rank).astype(np.int64)    # NOTE: half to even, as torch's round
+    elif how == "lower":
+        hi = lo
+    elif how == "higher":
+        lo = hi
+    a = ops.squeeze(ops.gather(srt, lo[..., None], axis=-1), axis=-1)
+    if (lo == hi).all():
+        return a
+    b = ops.squeeze(ops.gather(srt, hi[..., None], axis=-1), axis=-1)
+    w = 0.5 if how == "midpoint" else (rank - lo).astype(_arr(srt).dtype)
+    return a + (b - a) * w
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # noqa: A002
+    """The q-th quantiles along dim (all elements by default); NaN propagates."""
+    return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # noqa: A002
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
+
+
+# -- NaN-ignoring sums, and the rest -------------------------------------------------------
+def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    x = _t(input) if dtype is None else ops.cast(_t(input), np.dtype(dtype))
+    if x.dtype.kind == "f":
+        x = ops.where(isnan(x), 0, x)
+    return ops.sum(x, axis=dim, keepdims=keepdim)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    x = _t(input) if dtype is None else ops.cast(_t(input), np.dtype(dtype))
+    if x.dtype.kind != "f":
+        raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got "
+                           f"{x.dtype}")
+    keep = ops.logical_not(isnan(x))
+    return nansum(x, dim, keepdim) / ops.sum(ops.cast(keep, x.dtype), axis=dim,
+                                             keepdims=keepdim)
+
+
+def trace(input):  # noqa: A002
+    x = _t(input)
+    if x.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {x.ndim}")
+    return ops.sum(diagonal(x), axis=0)
+
+
+def dist(input, other, p=2):  # noqa: A002
+    """The p-norm of input - other over all elements."""
+    diff = (_t(input) - other).reshape(-1)
+    if p == 2 or p == 1:
+        return ops.norm(diff, ord=int(p), axis=0)
+    if p == float("inf"):
+        return ops.max(ops.abs(diff), axis=0)
+    if p == float("-inf"):
+        return ops.min(ops.abs(diff), axis=0)
+    if p == 0:   # NOTE: no gradient (torch's backward of p=0 fails)
+        return ops.sum(ops.cast(ops.ne(diff, 0), diff.dtype), axis=0)
+    return ops.sum(ops.abs(diff) ** p, axis=0) ** (1.0 / p)
+
+
+def histc(input, bins=100, min=0, max=0):  # noqa: A002
+    """Counts in `bins` equal bins over [min, max] (the data's range when min == max);
+    values outside are ignored. No gradient, as torch."""
+    arr = _arr(input)
+    if arr.dtype.kind != "f":
+        raise NotImplementedError(f"histc: \"histogram_cpu\" not implemented for "
+                                  f"'{arr.dtype}'")
+    lo, hi = float(min), float(max)
+    if lo == hi and arr.size:
+        lo, hi = float(np.nanmin(arr)), float(np.nanmax(arr))
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    if lo > hi:
+        raise RuntimeError(f"histc: max must be larger than min (got min={lo}, max={hi})")
+    counts, _ = np.histogram(arr[~np.isnan(arr)], bins=bins, range=(lo, hi))
+    return _no_grad_tensor(counts.astype(arr.dtype))
+
+
+def mv(input, vec):  # noqa: A002
+    a, v = _t(input), _t(vec)
+    if a.ndim != 2 or v.ndim != 1:
+        raise RuntimeError(f"mv: expected a 2-D matrix and a 1-D vector, got {a.ndim}-D and "
+                           f"{v.ndim}-D")
+    if a.shape[1] != v.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({a.shape[0]}), mat "
+                           f"({a.shape[0]}x{a.shape[1]}), vec ({v.shape[0]})")
+    return ops.matmul(a, v)
+
+
+def cross(input, other, dim=None):  # noqa: A002
+    """The cross product of 3-vectors along dim (the first dim of size 3 by default)."""
+    a, b = _t(input), _t(other)
+    if a.ndim != b.ndim:
+        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions, "
+                           f"got {tuple(a.shape)} and {tuple(b.shape)}")
+    shape = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+    a, b = ops.broadcast_to(a, shape=shape), ops.broadcast_to(b, shape=shape)
+    if dim is None:
+        dim = next((k for k, s in enumerate(shape) if s == 3), None)
+        if dim is None:
+            raise RuntimeError(f"cross: no dimension of size 3 in input of shape {shape}")
+    d = norm_axis("cross", dim, len(shape))
+    if shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                           f"{shape[d]} and {shape[d]}")
+    a1, a2, a3 = (ops.take(a, np.array([k]), axis=d) for k in range(3))
+    b1, b2, b3 = (ops.take(b, np.array([k]), axis=d) for k in range(3))
+    return ops.concat(a2 * b3 - a3 * b2, a3 * b1 - a1 * b3, a1 * b2 - a2 * b1, axis=d)
+
+
+__all__ = TORCH_NAMES = [
+    "median", "nanmedian", "kthvalue", "mode", "cummax", "cummin", "quantile", "nanquantile",
+    "nansum", "nanmean", "trace", "dist", "histc", "mv", "cross", "return_types"]
+
+for _name in TORCH_NAMES[:-1]:
+    setattr(FunctionMethods, _name, _method(globals()[_name]))

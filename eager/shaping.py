@@ -1,0 +1,347 @@
+"""torch's layout and indexing functions beyond eager/functions.py: select, the *stack and
+*split families, atleast_*d, movedim, swapaxes, take_along_dim, rot90, sum_to_size, and the
+out-of-place index writes (index_add, index_fill, index_copy, masked_scatter, put) that the
+in-place methods of eager/inplace.py apply; the Tensor methods of the same names.
+
+All are compositions of the op library's layout and gather/scatter ops: gradients reach both
+the tensor written into and the values written.
+
+>>> from dualgrad import eager
+>>> x = eager.zeros(3, 2)
+>>> x.index_add(0, eager.tensor([0, 2, 0]), eager.ones(3, 2)).tolist()
+[[2.0, 2.0], [0.0, 0.0], [1.0, 1.0]]
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from dualgrad import ops
+from dualgrad.ops.rules import norm_axis
+
+from .functions import FunctionMethods, _arr, _method, _t
+
+
+def _seq(tensors):
+    return [_t(t) for t in tensors]
+
+
+def select(input, dim, index):  # noqa: A002 - torch's argument names
+    x = _t(input)
+    d = norm_axis("select", dim, x.ndim)
+    n = x.shape[d]
+    if not -n <= index < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(x.shape)} at dimension {dim}")
+    return ops.getitem(x, (slice(None),) * d + (int(index) % n,))
+
+
+def _atleast(nd, tensors):
+    def grow(t):
+        t = _t(t)
+        if t.ndim >= nd:
+            return t
+        if t.ndim == 2:                       # only for nd 3: (m, n) -> (m, n, 1)
+            return t.reshape(tuple(t.shape) + (1,))
+        return t.reshape((1,) * nd if t.ndim == 0 else (1, -1, 1)[:nd])
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(grow(t) for t in tensors[0])
+    out = tuple(grow(t) for t in tensors)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_1d(*tensors):
+    return _atleast(1, tensors)
+
+
+def atleast_2d(*tensors):
+    return _atleast(2, tensors)
+
+
+def atleast_3d(*tensors):
+    return _atleast(3, tensors)
+
+
+def concatenate(tensors, axis=0):
+    return ops.concat(*_seq(tensors), axis=axis)
+
+
+def hstack(tensors):
+    ts = [atleast_1d(t) for t in tensors]
+    return ops.concat(*ts, axis=0 if all(t.ndim == 1 for t in ts) else 1)
+
+
+def vstack(tensors):
+    return ops.concat(*[atleast_2d(t) for t in tensors], axis=0)
+
+
+row_stack = vstack
+
+
+def dstack(tensors):
+    return ops.concat(*[atleast_3d(t) for t in tensors], axis=2)
+
+
+def column_stack(tensors):
+    ts = [_t(t) for t in tensors]
+    return ops.concat(*[t.reshape(-1, 1) if t.ndim <= 1 else t for t in ts], axis=1)
+
+
+def tensor_split(input, indices_or_sections, dim=0):  # noqa: A002
+    """Sections as equal as possible (the first size % n one longer), or splits at indices."""
+    x = _t(input)
+    d = norm_axis("tensor_split", dim, x.ndim)
+    n = x.shape[d]
+    spec = _arr(indices_or_sections)
+    if spec.ndim == 0:
+        k = int(spec)
+        if k <= 0:
+            raise RuntimeError(f"tensor_split(): number of sections must be larger than 0, "
+                               f"got {k}")
+        sizes = [n // k + 1] * (n % k) + [n // k] * (k - n % k)
+        cuts = np.cumsum([0] + sizes)
+    else:
+        cuts = np.concatenate([[0], np.clip(spec, 0, n), [n]])
+    lead = (slice(None),) * d
+    return tuple(ops.slice_(x, index=lead + (slice(int(a), int(max(a, b))),))
+                 for a, b in zip(cuts[:-1], cuts[1:]))
+
+
+def _split_along(name, x, spec, dim, need):
+    x = _t(x)
+    if x.ndim < need:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {need} dimension, "
+                           f"but got a tensor with {x.ndim} dimensions!")
+    if np.ndim(spec) == 0 and x.shape[dim] % int(spec):
+        raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the "
+                           f"size of the dimension {x.shape[dim]} is not divisible by the "
+                           f"split_size {int(spec)}!")
+    return tensor_split(x, spec, dim)
+
+
+def hsplit(input, indices_or_sections):  # noqa: A002
+    x = _t(input)
+    return _split_along("hsplit", x, indices_or_sections, 1 if x.ndim > 1 else 0, 1)
+
+
+def vsplit(input, indices_or_sections):  # noqa: A002
+    return _split_along("vsplit", input, indices_or_sections, 0, 2)
+
+
+def dsplit(input, indices_or_sections):  # noqa: A002
+    return _split_along("dsplit", input, indices_or_sections, 2, 3)
+
+
+def movedim(input, source, destination):  # noqa: A002
+    x = _t(input)
+    src = [source] if np.ndim(source) == 0 else list(source)
+    dst = [destination] if np.ndim(destination) == 0 else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) "
+                           f"should contain the same number of dims as destination ({dst} "
+                           f"dims)")
+    src = [norm_axis("movedim", s, x.ndim) for s in src]
+    dst = [norm_axis("movedim", s, x.ndim) for s in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in source {src} or destination {dst}")
+    rest = iter(k for k in range(x.ndim) if k not in src)
+    where = dict(zip(dst, src))
+    return x.permute(*[where[k] if k in where else next(rest) for k in range(x.ndim)])
+
+
+moveaxis = movedim
+
+
+def swapaxes(input, axis0, axis1):  # noqa: A002
+    return _t(input).transpose(axis0, axis1)
+
+
+def swapdims(input, dim0, dim1):  # noqa: A002
+    return _t(input).transpose(dim0, dim1)
+
+
+def t(input):  # noqa: A002
+    return _t(input).t()
+
+
+def masked_fill(input, mask, value):  # noqa: A002
+    return _t(input).masked_fill(mask, value)
+
+
+def take_along_dim(input, indices, dim=None):  # noqa: A002
+    """input's values at indices along dim (input and indices broadcast on the other dims);
+    without dim, indices into the flattened input."""
+    x, idx = _t(input), _arr(indices)
+    if idx.dtype.kind not in "iu":
+        raise RuntimeError(f"take_along_dim(): dtype of indices should be Long but got "
+                           f"{idx.dtype}")
+    if dim is None:
+        x, idx, d = x.reshape(-1), idx.reshape(-1), 0
+    else:
+        d = norm_axis("take_along_dim", dim, x.ndim)
+        if idx.ndim != x.ndim:
+            raise RuntimeError(f"torch.take_along_dim(): input and indices should have the "
+                               f"same number of dimensions, but got {x.ndim} dimensions for "
+                               f"input, and {idx.ndim} dimensions for indices")
+        both = np.broadcast_shapes(*[tuple(s[:d]) + (1,) + tuple(s[d + 1:])
+                                     for s in (x.shape, idx.shape)])
+        x = ops.broadcast_to(x, shape=both[:d] + (x.shape[d],) + both[d + 1:])
+        idx = np.broadcast_to(idx, both[:d] + (idx.shape[d],) + both[d + 1:])
+    # NOTE: as torch: negative indices count from the end along dim, not into the flat input
+    _in_range("take_along_dim", idx, x.shape[d], d, negative=dim is not None)
+    return ops.gather(x, idx % max(x.shape[d], 1), axis=d)
+
+
+def _in_range(name, idx, n, dim, negative):
+    lo = -n if negative else 0
+    if idx.size and (idx.min() < lo or idx.max() >= n):
+        bad = idx.min() if idx.min() < lo else idx.max()
+        raise IndexError(f"{name}(): index {int(bad)} is out of bounds for dimension {dim} "
+                         f"with size {n}")
+
+
+def rot90(input, k=1, dims=(0, 1)):  # noqa: A002
+    x = _t(input)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if x.ndim < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {x.ndim}")
+    d0, d1 = (norm_axis("rot90", d, x.ndim) for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    k %= 4
+    if k == 1:
+        return x.flip(d1).transpose(d0, d1)
+    if k == 2:
+        return x.flip((d0, d1))
+    if k == 3:
+        return x.flip(d0).transpose(d0, d1)
+    return x.clone()
+
+
+def sum_to_size(input, *size):  # noqa: A002
+    """input summed over its broadcast dims so its shape is `size` (torch.Tensor.sum_to_size)."""
+    x = _t(input)
+    size = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+    lead = x.ndim - len(size)
+    if lead < 0 or any(s != 1 and s != n for s, n in zip(size, x.shape[lead:])):
+        raise RuntimeError(f"size {list(size)} is not expandable to size {list(x.shape)}")
+    axes = tuple(range(lead)) + tuple(lead + k for k, (s, n) in
+                                      enumerate(zip(size, x.shape[lead:])) if s == 1 and n != 1)
+    return ops.sum(x, axis=axes, keepdims=True).reshape(size) if axes else x
+
+
+# -- out-of-place index writes -------------------------------------------------------------
+def _index_vector(name, index, x, d, negative):
+    idx = _arr(index)
+    if idx.dtype.kind not in "iu" or idx.ndim > 1:
+        raise IndexError(f"{name}(): Index is supposed to be a vector of integers, got "
+                         f"{idx.dtype} of shape {idx.shape}")
+    idx = idx.reshape(-1).astype(np.int64)
+    n = x.shape[d] if x.ndim else 1
+    _in_range(name, idx, n, d, negative)
+    return idx % n if n else idx
+
+
+def _source_like(name, x, d, idx, source):
+    src = _t(source)
+    want = tuple(x.shape[:d]) + (len(idx),) + tuple(x.shape[d + 1:]) if x.ndim else (len(idx),)
+    if tuple(src.shape) != want and not (x.ndim == 0 and src.numel() == len(idx)):
+        raise RuntimeError(f"{name}(): source of shape {tuple(src.shape)} does not match "
+                           f"self's shape {tuple(x.shape)} with index of length {len(idx)} "
+                           f"along dim {d} (expected {want})")
+    return src.reshape(want)
+
+
+def _dim_mask(x, d, idx):
+    mask = np.zeros(x.shape[d] if x.ndim else 1, bool)
+    mask[idx] = True
+    return mask.reshape((-1,) + (1,) * (x.ndim - d - 1)) if x.ndim else mask.reshape(())
+
+
+def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
+    """input with alpha * source's slices added at index along dim (repeats accumulate)."""
+    x = _t(input)
+    d = norm_axis("index_add", dim, max(x.ndim, 1))
+    idx = _index_vector("index_add", index, x, d, negative=False)
+    src = _source_like("index_add", x, d, idx, source)
+    src = src if alpha == 1 else src * alpha
+    base = x.reshape(1) if x.ndim == 0 else x
+    return x + ops.take_grad(src, idx, base, axis=d).reshape(tuple(x.shape))
+
+
+def index_fill(input, dim, index, value):  # noqa: A002
+    x = _t(input)
+    d = norm_axis("index_fill", dim, max(x.ndim, 1))
+    idx = _index_vector("index_fill", index, x, d, negative=True)
+    if isinstance(value, FunctionMethods) and value.ndim:
+        raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
+                           f"tensor with {value.ndim} dimension(s).")
+    v = value if isinstance(value, FunctionMethods) and value.requires_grad else \
+        np.asarray(_arr(value), x.dtype)
+    return ops.where(_dim_mask(x, d, idx), v, x)
+
+
+def _unique(name, idx):
+    if len(np.unique(idx)) != len(idx):
+        raise NotImplementedError(f"{name}: duplicate indices (torch leaves which value wins "
+                                  f"unspecified) are not supported by dualgrad")
+
+
+def index_copy(input, dim, index, source):  # noqa: A002
+    x = _t(input)
+    d = norm_axis("index_copy", dim, max(x.ndim, 1))
+    idx = _index_vector("index_copy", index, x, d, negative=False)
+    _unique("index_copy", idx)
+    src = _source_like("index_copy", x, d, idx, source)
+    base = x.reshape(1) if x.ndim == 0 else x
+    placed = ops.take_grad(ops.cast(src, x.dtype), idx, base, axis=d).reshape(tuple(x.shape))
+    return ops.where(_dim_mask(x, d, idx), placed, x)
+
+
+def masked_scatter(input, mask, source):  # noqa: A002
+    """input with source's first elements (in order) written where mask is True."""
+    x, src = _t(input), _t(source)
+    m = np.broadcast_to(_arr(mask), tuple(x.shape))
+    if m.dtype != np.bool_:
+        raise RuntimeError(f"masked_scatter_: expected BoolTensor for mask, got {m.dtype}")
+    pos = np.flatnonzero(m)
+    if len(pos) > src.numel():
+        raise RuntimeError(f"masked_scatter: expected source to have at least {len(pos)} "
+                           f"elements (the mask's count), got {src.numel()}")
+    vals = ops.take(ops.cast(src.reshape(-1), x.dtype), np.arange(len(pos)), axis=0)
+    placed = ops.take_grad(vals, pos, x.reshape(-1), axis=0)
+    return ops.where(m, placed.reshape(tuple(x.shape)), x)
+
+
+def put(input, index, source, accumulate=False):  # noqa: A002
+    """input (seen flat) with source written (or added, accumulate=True) at index."""
+    x, src = _t(input), _t(source)
+    idx = _arr(index).reshape(-1).astype(np.int64)
+    if idx.size != src.numel():
+        raise RuntimeError(f"put_(): Expected source and index to have the same number of "
+                           f"elements, but got source.numel() = {src.numel()}, index.numel() "
+                           f"= {idx.size}")
+    _in_range("put", idx, x.numel(), 0, negative=True)
+    idx = idx % max(x.numel(), 1)
+    placed = ops.take_grad(ops.cast(src.reshape(-1), x.dtype), idx, x.reshape(-1), axis=0)
+    placed = placed.reshape(tuple(x.shape))
+    if accumulate:
+        return x + placed
+    _unique("put", idx)
+    mask = np.zeros(x.numel(), bool)
+    mask[idx] = True
+    return ops.where(mask.reshape(tuple(x.shape)), placed, x)
+
+
+__all__ = TORCH_NAMES = [
+    "select", "atleast_1d", "atleast_2d", "atleast_3d", "concatenate", "hstack", "vstack",
+    "row_stack", "dstack", "column_stack", "tensor_split", "hsplit", "vsplit", "dsplit",
+    "movedim", "moveaxis", "swapaxes", "swapdims", "t", "masked_fill", "take_along_dim",
+    "rot90", "index_add", "index_fill", "index_copy", "masked_scatter", "put"]
+
+_METHODS = ["select", "tensor_split", "hsplit", "vsplit", "dsplit", "movedim", "moveaxis",
+            "swapaxes", "swapdims", "take_along_dim", "rot90", "sum_to_size", "index_add",
+            "index_fill", "index_copy", "masked_scatter", "put"]
+for _name in _METHODS:
+    setattr(FunctionMethods, _name, _method(globals()[_name]))

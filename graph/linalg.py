@@ -1,0 +1,36 @@
+"""`graph.linalg`: the `tf.linalg` namespace of tf.compat.v1 (the functions are defined in
+math_ops.py and select_ops.py; `band_part` here).
+
+>>> import numpy as np
+>>> from dualgrad import graph as tf
+>>> with tf.Session() as s:
+...     s.run(tf.linalg.band_part(tf.ones((3, 3)), 0, -1)).tolist()
+[[1.0, 1.0, 1.0], [0.0, 1.0, 1.0], [0.0, 0.0, 1.0]]
+"""
+from dualgrad import ops
+
+from .math_ops import l2_normalize, matmul, named, norm
+from .select_ops import einsum, tensordot
+
+__all__ = ["band_part", "einsum", "l2_normalize", "matmul", "matrix_transpose", "norm",
+           "tensordot", "transpose"]
+
+
+@named
+def band_part(input, num_lower, num_upper):  # noqa: A002 - TF's name
+    """Keep num_lower diagonals below the main one and num_upper above (-1: all of them)."""
+    out = input
+    if num_lower >= 0:
+        out = ops.triu(out, -num_lower)
+    if num_upper >= 0:
+        out = ops.tril(out, num_upper)
+    return out
+
+
+@named
+def matrix_transpose(a, conjugate=False):
+    """Swap the last two dims (tf.linalg.matrix_transpose; real tensors only)."""
+    return ops.matrix_transpose(a)
+
+
+transpose = matrix_transpose

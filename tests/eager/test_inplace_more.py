@@ -1,0 +1,205 @@
+"""torch's remaining in-place methods (scatter_, index_add_, tril_, unsqueeze_, …), the
+layout queries (is_contiguous, stride, contiguous) and retain_grad, against torch: values,
+gradients through the in-place op, the version check, the leaf rule."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dualgrad import eager
+
+torch = pytest.importorskip("torch")
+
+
+def _idx(L, *v):
+    return L.tensor(np.array(v[0] if len(v) == 1 else v))
+
+
+# (id, call(lib, tensor, other)): an in-place method and its operand of shape (3, 4)
+INPLACE = [
+    ("scatter_", lambda L, t, o: t.scatter_(0, _idx(L, [[2, 0, 1, 1]]), o[:1])),
+    ("scatter_-value", lambda L, t, o: t.scatter_(1, _idx(L, [[3], [0], [1]]), 2.5)),
+    ("scatter_add_", lambda L, t, o: t.scatter_add_(0, _idx(L, [[0, 1, 2, 0], [0, 0, 0, 0]]),
+                                                   o[:2])),
+    ("index_add_", lambda L, t, o: t.index_add_(1, _idx(L, 3, 0, 3), o[:, :3], alpha=-2)),
+    ("index_fill_", lambda L, t, o: t.index_fill_(0, _idx(L, 0, 2), -1.0)),
+    ("index_copy_", lambda L, t, o: t.index_copy_(1, _idx(L, 2, 0), o[:, :2])),
+    ("masked_scatter_", lambda L, t, o: t.masked_scatter_(
+        L.tensor(np.array([[True, False, True, False]])), o)),
+    ("put_", lambda L, t, o: t.put_(_idx(L, 0, 11, -2), o[0, :3])),
+    ("put_-acc", lambda L, t, o: t.put_(_idx(L, 5, 5), o[1, :2], accumulate=True)),
+    ("tril_", lambda L, t, o: t.tril_()),
+    ("triu_", lambda L, t, o: t.triu_(-1)),
+    ("square_", lambda L, t, o: t.square_()),
+    ("fill_diagonal_", lambda L, t, o: t.fill_diagonal_(7.0)),
+    ("unsqueeze_", lambda L, t, o: t.unsqueeze_(1)),
+    ("squeeze_", lambda L, t, o: t.unsqueeze_(0).squeeze_(0)),
+    ("t_", lambda L, t, o: t.t_()),
+    ("transpose_", lambda L, t, o: t.transpose_(0, -1)),
+]
+
+
+def _pair(seed):
+    a = np.random.default_rng(seed).standard_normal((3, 4)).astype(np.float32)
+    return a
+
+
+@pytest.mark.parametrize("case", INPLACE, ids=[c[0] for c in INPLACE])
+def test_inplace_values_and_gradients_match_torch(case):
+    _, call = case
+    a, o = _pair(0), _pair(1)
+    outs = []
+    for L in (eager, torch):
+        leaf = L.tensor(a, requires_grad=True)
+        other = L.tensor(o, requires_grad=True)
+        t = leaf * 1.0                     # a non-leaf: in place is allowed, and recorded
+        back = call(L, t, other)
+        assert back is t
+        w = L.tensor(np.arange(t.numel(), dtype=np.float32).reshape(tuple(t.shape)))
+        (t * w).sum().backward()
+        outs.append((t.detach().numpy(), leaf.grad.numpy(),
+                     None if other.grad is None else other.grad.numpy()))
+    (v, g, go), (tv, tg, tgo) = outs
+    assert v.shape == tv.shape
+    np.testing.assert_allclose(v, tv, rtol=1e-6)
+    np.testing.assert_allclose(g, tg, rtol=1e-6)
+    if tgo is None:
+        assert go is None or not go.any()
+    else:
+        np.testing.assert_allclose(go, tgo, rtol=1e-6)
+
+
+@pytest.mark.parametrize("case", INPLACE, ids=[c[0] for c in INPLACE])
+def test_inplace_on_a_leaf_that_requires_grad_raises(case):
+    _, call = case
+    for L in (eager, torch):
+        leaf = L.tensor(_pair(0), requires_grad=True)
+        with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+            call(L, leaf, L.tensor(_pair(1)))
+        with L.no_grad():                   # as parameters are updated
+            call(L, leaf, L.tensor(_pair(1)))
+
+
+@pytest.mark.parametrize("name", ["index_add_", "tril_", "unsqueeze_", "t_", "scatter_"])
+def test_inplace_after_use_fails_the_version_check(name):
+    call = dict(INPLACE)[name]
+    for L in (eager, torch):
+        leaf = L.tensor(_pair(0), requires_grad=True)
+        t = leaf * 1.0
+        used = t * t                        # mul saved t
+        call(L, t, L.tensor(_pair(1)))
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            used.sum().backward()
+
+
+def test_shape_inplace_keeps_the_storage():
+    for L in (eager, torch):
+        x = L.zeros(2, 3)
+        x.unsqueeze_(0)
+        y = x.view(6)
+        x.fill_(2.0)
+        assert y.tolist() == [2.0] * 6 and tuple(x.shape) == (1, 2, 3)
+        z = L.zeros(2, 3)
+        z.t_()
+        z[0, 1] = 5.0
+        assert tuple(z.shape) == (3, 2) and z.t()[1, 0].item() == 5.0
+
+
+def test_exponential_and_fill_diagonal_wrap():
+    eager.manual_seed(0)
+    x = eager.zeros(10000).exponential_(lambd=2.0)
+    assert x.min().item() >= 0 and abs(x.mean().item() - 0.5) < 0.03
+    for L in (eager, torch):
+        t = L.zeros(7, 3)
+        t.fill_diagonal_(1.0, wrap=True)
+        assert t.sum().item() == 6.0 and t[4, 0].item() == 1.0
+    with pytest.raises(RuntimeError, match="all be of equal length"):
+        eager.zeros(2, 3, 4).fill_diagonal_(1.0)
+
+
+def test_scatter_reduce_add_and_index_errors():
+    for L in (eager, torch):
+        t = L.ones(3, 4)
+        t.scatter_(0, _idx(L, [[0, 0, 2, 2]]), L.full((1, 4), 2.0), reduce="add")
+        assert t.tolist() == [[3.0, 3.0, 1.0, 1.0], [1.0] * 4, [1.0, 1.0, 3.0, 3.0]]
+        with pytest.raises(RuntimeError, match="same number of dimensions"):
+            t.scatter_(0, _idx(L, [0, 1]), 1.0)
+
+
+def test_duplicate_indices_raise_where_torch_is_unspecified():
+    with pytest.raises(NotImplementedError, match="duplicate indices"):
+        eager.zeros(3).index_copy_(0, eager.tensor([1, 1]), eager.ones(2))
+    with pytest.raises(NotImplementedError, match="duplicate indices"):
+        eager.zeros(3).put_(eager.tensor([1, 1]), eager.ones(2))
+    with pytest.raises(NotImplementedError, match="multiply"):
+        eager.zeros(3).scatter_(0, eager.tensor([1]), eager.ones(1), reduce="multiply")
+
+
+# -- layout ------------------------------------------------------------------------------------
+LAYOUTS = [
+    ("fresh", lambda L, x: x), ("t", lambda L, x: x.t()),
+    ("permute", lambda L, x: x.reshape(2, 3, 4).permute(2, 0, 1)),
+    ("expand", lambda L, x: x[:1].expand(5, 6)), ("slice", lambda L, x: x[:, 1:3]),
+    ("rows", lambda L, x: x[1:3]), ("unsqueeze", lambda L, x: x.unsqueeze(1)),
+    ("0-d", lambda L, x: x[0, 0]), ("transpose", lambda L, x: x.transpose(0, 1)),
+]
+
+
+@pytest.mark.parametrize("case", LAYOUTS, ids=[c[0] for c in LAYOUTS])
+def test_stride_and_is_contiguous_match_torch(case):
+    _, view = case
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    x, tx = view(eager, eager.tensor(a)), view(torch, torch.tensor(a))
+    assert x.stride() == tx.stride()
+    assert x.is_contiguous() == tx.is_contiguous()
+    if x.ndim:
+        assert x.stride(-1) == tx.stride(-1)
+    c = x.contiguous()
+    assert c.is_contiguous() and c.tolist() == tx.contiguous().tolist()
+    assert x.ndimension() == tx.ndimension()
+
+
+def test_contiguous_copies_with_a_gradient():
+    w = eager.tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3), requires_grad=True)
+    c = w.t().contiguous()
+    assert c.is_contiguous() and c.stride() == (2, 1)
+    (c * eager.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])).sum().backward()
+    assert w.grad.tolist() == [[1.0, 3.0, 5.0], [2.0, 4.0, 6.0]]
+    x = eager.ones(3)
+    assert x.contiguous() is x
+
+
+# -- retain_grad -------------------------------------------------------------------------------
+def test_retain_grad_fills_a_non_leaf_grad_as_torch():
+    a = np.array([[1.0, -2.0], [0.5, 3.0]], np.float32)
+    got = []
+    for L in (eager, torch):
+        x = L.tensor(a, requires_grad=True)
+        h = x * x
+        h.retain_grad()
+        y = (h.sin() * 3.0)
+        y.retain_grad()
+        loss = y.sum()
+        loss.retain_grad()
+        assert h.retains_grad and not x.retains_grad and not (x * 2).retains_grad
+        loss.backward(retain_graph=True)
+        first = h.grad.numpy().copy()
+        loss.backward()                    # non-leaf grads accumulate too
+        got.append((first, h.grad.numpy(), y.grad.numpy(), loss.grad.numpy(), x.grad.numpy()))
+    for ours, theirs in zip(*got):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-6)
+
+
+def test_retain_grad_edge_cases():
+    x = eager.ones(2, requires_grad=True)
+    x.retain_grad()                        # a leaf: no-op, as torch
+    assert not x.retains_grad
+    with pytest.raises(RuntimeError, match="requires_grad=False"):
+        eager.ones(2).retain_grad()
+    y = x * 2                               # one-node tape: the fast path must not skip it
+    y.retain_grad()
+    y.sum().backward()
+    assert y.grad.tolist() == [1.0, 1.0] and x.grad.tolist() == [2.0, 2.0]
+    z = x * 3                               # not retained: None, as torch
+    z.sum().backward()
+    assert z.grad is None
