@@ -333,6 +333,29 @@ def bitwise_right_shift(input, other):  # noqa: A002
     return _bitwise("rshift", np.right_shift, input, other)
 
 
+def _is_bool(x):
+    return _arr(x).dtype == np.bool_ if isinstance(x, FunctionMethods) else isinstance(x, bool)
+
+
+def _operator(logical, bitwise):
+    """x & y, x | y, x ^ y: the logical op on bools (traceable), bitwise on integers."""
+    def op(self, other):
+        return logical(self, other) if _is_bool(self) and _is_bool(other) else \
+            bitwise(self, other)
+    return op
+
+
+def _invert(self):
+    return ops.logical_not(self) if _is_bool(self) else bitwise_not(self)
+
+
+FunctionMethods.__and__ = _operator(ops.logical_and, bitwise_and)
+FunctionMethods.__or__ = _operator(ops.logical_or, bitwise_or)
+FunctionMethods.__xor__ = _operator(ops.ne, bitwise_xor)
+FunctionMethods.__rand__, FunctionMethods.__ror__, FunctionMethods.__rxor__ = (
+    FunctionMethods.__and__, FunctionMethods.__or__, FunctionMethods.__xor__)
+FunctionMethods.__invert__ = _invert
+
 __all__ = TORCH_NAMES = [
     "sign", "sgn", "erf", "erfinv", "absolute", "tan", "cosh", "sinh", "atan2", "atan", "asin",
     "acos", "arctan2", "arctan", "arcsin", "arccos", "exp2", "logit", "xlogy", "hypot",

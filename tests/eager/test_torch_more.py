@@ -362,6 +362,10 @@ EDGES = [
     ("bitwise-bool", lambda L, x, y: (L.bitwise_and(x, y), L.bitwise_not(x)),
      [I([True, False]), I([True, True])]),
     ("bitwise-float", lambda L, x: L.bitwise_not(x), [np.ones(2, F32)]),
+    ("bitwise-operators", lambda L, x, y: (x & y, x | y, x ^ y, ~x, x & 6, 3 | y, 1 ^ x),
+     [I([5, 3, -8]), I([1, 2, 1])]),
+    ("logical-operators", lambda L, x, y: (x & y, x | y, x ^ y, ~x, x & True, False | y),
+     [I([True, False, True]), I([True, True, False])]),
     ("block_diag-3d", lambda L, x: L.block_diag(x), [np.ones((1, 2, 2), F32)]),
 ]
 
