@@ -13,7 +13,8 @@ if __name__ != "dualgrad.ops":  # NOTE: a second copy would mean a second op reg
 from .core import (ELEMENTWISE, FLOATING, REDUCTION, REGISTRY, KernelError, Op, Sample,
                    ShapeError, Spec, bind, fmt_shape, infer_spec, is_value, register, spec_of,
                    user_frame, where_str)
-from .elementwise import (abs, add, atan2, cast, ceil, cos, div, eq, erf, erfinv, exp, floor,
+from .elementwise import (abs, add, atan2, cast, ceil, cos, div, eq, erf, erfinv, exp, expm1,
+                          floor,
                           floordiv, floormod, ge, gt, le, log, log1p, lt, round,
                           maximum, minimum, mul, ne, neg, pow, relu, sigmoid, sign, sin,
                           small_int_power, softplus, sqrt, stop_gradient, sub, tanh,

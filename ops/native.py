@@ -214,12 +214,14 @@ def _sgd_momentum(p, g, buf, lr, momentum, damp, wd, nesterov):
 
 def sgd_momentum_(p, g, buf, lr, momentum, dampening, weight_decay, nesterov):
     """sgd_update's step after the first, with momentum, written into p and buf; False (nothing
-    written) unless p, g and buf are C-contiguous float arrays of one dtype and shape."""
+    written) unless p and buf are C-contiguous float arrays of g's dtype and shape."""
     dt, pf, bf = p.dtype, p.flags, buf.flags
     if not (dt.kind == "f" and g.dtype == dt and buf.dtype == dt and g.shape == p.shape and
             buf.shape == p.shape and pf.c_contiguous and pf.writeable and bf.c_contiguous and
-            bf.writeable and g.flags.c_contiguous) or np.shares_memory(p, buf):
+            bf.writeable) or np.shares_memory(p, buf):
         return False
+    if not g.flags.c_contiguous:   # NOTE: a summed transposed product (an LSTM's weights)
+        g = np.ascontiguousarray(g)
     f = dt.type
     _sgd_momentum(p, g, buf, f(lr), f(momentum), f(1.0 - dampening), f(weight_decay),
                   bool(nesterov))
