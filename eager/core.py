@@ -23,6 +23,8 @@ from dualgrad.ops.core import TRACING, current_trace, explain_failure, spec_of, 
 from dualgrad.ops.rules import norm_axis, torch_result_dtype
 
 from . import devices as _device
+from .hooks import (HOOK as _HOOK, LEAF_HOOKS as _LEAF_HOOKS, RemovableHandle as _HookHandle,
+                    leaf_hooked)
 from .inplace import CLOCK, InPlaceMixin, MoreInPlace
 from .methods import RETAINS_GRAD as _RETAINS_GRAD, TensorMethods, retains_grad
 from .functions import FunctionMethods
@@ -227,20 +229,11 @@ def _owned(arr, taken):
 _POST_ACCUMULATE_HOOKS = {}   # id(leaf) -> (weakref to it, [hook(leaf)])
 
 
-class _HookHandle:
-    """What register_post_accumulate_grad_hook returns: .remove() unregisters the hook."""
-    __slots__ = ("hooks", "hook")
-
-    def __init__(self, hooks, hook):
-        self.hooks, self.hook = hooks, hook
-
-    def remove(self):
-        if self.hook in self.hooks:
-            self.hooks.remove(self.hook)
-
 
 def _accumulate_grad(t, g, create_graph, owned):
     """Add a leaf's gradient from one backward() into its .grad, then run its hooks."""
+    if _LEAF_HOOKS:   # NOTE: register_hook's hooks see (and may replace) g first
+        g = leaf_hooked(t, g)
     if not create_graph:
         arr = _owned(g._array, owned)
         if arr is not g._array or g.requires_grad:   # NOTE: else g is a plain tensor to keep
@@ -261,6 +254,15 @@ def _free(t):
 
 def _keep(t):
     """backward(retain_graph=True) is done with t's entry: it stays for the next one."""
+
+
+def _after_hooks(t, g, grads):
+    """A retained gradient is the one t's register_hook hooks passed on, as torch's."""
+    node = t._node
+    if type(node) is tuple and node[0] is _HOOK:
+        passed = grads.get(id(node[1][0]))
+        return g if passed is None else passed[1]
+    return g
 
 
 def _one_node(t, gradient, create_graph, retain_graph, owned):
@@ -352,6 +354,8 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
     @property
     def grad_fn(self):
         node = self._node
+        if type(node) is tuple and node[0] is _HOOK:   # register_hook's entry: what it wraps
+            return node[1][0].grad_fn
         return None if node is None else node.name if type(node) is _Freed else node[0].name
 
     @property
@@ -482,7 +486,7 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
                     _accumulate_grad(t, g, create_graph, owned)
             elif on_done is None:
                 if retains_grad(t):
-                    _accumulate_grad(t, g, create_graph, owned)
+                    _accumulate_grad(t, _after_hooks(t, g, grads), create_graph, owned)
                 if not retain_graph:
                     _free(t)
 
@@ -718,7 +722,14 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
         return ops.reshape(self, shape)
 
-    view = reshape
+    def view(self, *shape):
+        """reshape. NOTE: dualgrad's arrays do not always have torch's strides (a product may
+        come out transposed), so a view that torch must refuse is not refused here: where the
+        strides do not allow one, it is a copy (docs/pytorch-compat.md)."""
+        if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int, np.integer)):
+            raise NotImplementedError("Tensor.view(dtype) (reinterpreting the bytes) is not "
+                                      "supported by dualgrad; use .to(dtype) to convert values")
+        return self.reshape(*shape)
 
     def flatten(self, start_dim=0, end_dim=-1):
         nd = self._array.ndim

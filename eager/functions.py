@@ -369,11 +369,11 @@ divide = div
 
 
 def log1p(input):  # noqa: A002
-    return ops.log(input + 1.0)
+    return ops.log1p(input)
 
 
 def expm1(input):  # noqa: A002
-    return ops.exp(input) - 1.0
+    return ops.expm1(input)
 
 
 def log2(input):  # noqa: A002

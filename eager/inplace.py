@@ -373,6 +373,11 @@ class MoreInPlace:
         from .shaping import put
         return apply_inplace(self, "put_", lambda t, s: put(t, index, s, accumulate), source)
 
+    def index_put_(self, indices, values, accumulate=False):
+        from .shaping import index_put
+        return apply_inplace(self, "index_put_", lambda t, v: index_put(t, indices, v,
+                                                                        accumulate), values)
+
     def tril_(self, diagonal=0):
         return apply_inplace(self, "tril_", lambda t: ops.tril(t, diagonal))
 
@@ -415,3 +420,25 @@ class MoreInPlace:
         return self.transpose_(axis0, axis1)
 
     swapdims_ = swapaxes_
+
+
+def _inplace_of(name):
+    """name_: t <- t.name(*args, **kwargs), recorded and version-checked as the others."""
+    def method(self, *args, **kwargs):
+        return apply_inplace(self, name + "_", lambda t, *a: getattr(t, name)(*a, **kwargs),
+                             *args)
+    method.__name__ = method.__qualname__ = name + "_"
+    method.__doc__ = f"In-place {name} (torch.Tensor.{name}_)."
+    return method
+
+
+# NOTE: pointwise methods whose result has self's shape: their in-place forms
+POINTWISE_INPLACE = (
+    "sin cos tan sinh cosh asin acos atan arcsin arccos arctan asinh acosh atanh arcsinh "
+    "arccosh arctanh atan2 arctan2 erf erfinv sign sgn exp2 expm1 log1p log2 log10 logit "
+    "xlogy hypot copysign deg2rad rad2deg sinc absolute negative reciprocal rsqrt floor ceil "
+    "round trunc fix frac fmod remainder floor_divide true_divide divide multiply subtract "
+    "nan_to_num cumsum cumprod").split()
+for _name in POINTWISE_INPLACE:
+    if not hasattr(MoreInPlace, _name + "_"):
+        setattr(MoreInPlace, _name + "_", _inplace_of(_name))

@@ -133,6 +133,12 @@ class TensorMethods:
             key = id(self)
             RETAINS_GRAD[key] = weakref.ref(self, lambda _, k=key: RETAINS_GRAD.pop(k, None))
 
+    def register_hook(self, hook):
+        """hook(grad) runs when this tensor's gradient is computed; a tensor it returns
+        replaces the gradient (eager/hooks.py). Returns a handle with .remove()."""
+        from .hooks import register_hook
+        return register_hook(self, hook)
+
     @property
     def retains_grad(self):
         return retains_grad(self)
@@ -157,6 +163,55 @@ class TensorMethods:
 
     def amin(self, dim=None, keepdim=False):
         return ops.min(self, axis=dim, keepdims=keepdim)
+
+    # -- what kind of tensor ------------------------------------------------------------------
+    @property
+    def mT(self):  # noqa: N802 - torch's name
+        """The last two dims swapped (batched matrix transpose)."""
+        if self._array.ndim < 2:
+            raise RuntimeError(f"tensor.mT is only supported on matrices or batches of "
+                               f"matrices. Got {self._array.ndim}-D tensor.")
+        return self.transpose(-2, -1)
+
+    mH = mT   # NOTE: real tensors: the conjugate transpose is the transpose
+
+    @property
+    def H(self):  # noqa: N802
+        if self._array.ndim > 2:
+            raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                               f"{self._array.ndim}-D tensor.")
+        return self.t()
+
+    def is_signed(self):
+        return self._array.dtype.kind in "ifc"
+
+    def is_complex(self):
+        return self._array.dtype.kind == "c"
+
+    def element_size(self):
+        return self._array.itemsize
+
+    @property
+    def itemsize(self):
+        return self._array.itemsize
+
+    @property
+    def nbytes(self):
+        return self._array.nbytes
+
+    def is_same_size(self, other):
+        return self._array.shape == other.shape
+
+    def is_nonzero(self):
+        if self._array.size != 1:
+            what = "no values" if self._array.size == 0 else "more than one value"
+            raise RuntimeError(f"Boolean value of Tensor with {what} is ambiguous")
+        return bool(self._array.reshape(()))
+
+    def get_device(self):
+        return -1          # NOTE: torch's answer for a CPU tensor
+
+    is_cpu = True
 
     # -- reductions of truth ----------------------------------------------------------------
     def all(self, dim=None, keepdim=False):

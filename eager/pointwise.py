@@ -195,10 +195,116 @@ def heaviside(input, values):  # noqa: A002
     return _no_grad_tensor(np.where(x == 0, v, (x > 0).astype(x.dtype)).astype(x.dtype))
 
 
+
+def asinh(input):  # noqa: A002
+    """s * log1p(a + a^2 / (1 + sqrt(1 + a^2))) with a = s * x = |x| (s the sign bit's +-1,
+    so the slope at 0 is 1): exact near 0; log(2a) past 1e18, where a^2 would overflow."""
+    x = _floating(input)
+    s = np.where(np.signbit(_arr(x)), -1.0, 1.0).astype(x.dtype)
+    a = x * s
+    big = ops.gt(a, 1e18)
+    small = ops.where(big, 0.0, a)
+    near = ops.log1p(small + small * small / (1.0 + ops.sqrt(1.0 + small * small)))
+    far = ops.log(ops.where(big, a, 1.0)) + _LN2
+    return ops.where(big, far, near) * s
+
+
+def acosh(input):  # noqa: A002
+    """log1p((x - 1) + sqrt((x - 1)(x + 1))): keeps its digits near 1 (NaN below 1)."""
+    x = _floating(input)
+    big = ops.gt(x, 1e18)
+    xs = ops.where(big, 2.0, x)
+    near = ops.log1p((xs - 1.0) + ops.sqrt(xs - 1.0) * ops.sqrt(xs + 1.0))
+    return ops.where(big, ops.log(ops.where(big, x, 1.0)) + _LN2, near)
+
+
+def atanh(input):  # noqa: A002
+    """0.5 * (log1p(x) - log1p(-x))."""
+    x = _floating(input)
+    return 0.5 * (ops.log1p(x) - ops.log1p(-x))
+
+
+arcsinh, arccosh, arctanh = asinh, acosh, atanh
+
+
+def zero_link(t):
+    """Zeros shaped like t that pass t a zero gradient (torch gives one where an operand does
+    not affect the result: copysign's sign, addmv's input at beta=0), not None."""
+    t = _t(t)
+    if not t.requires_grad:
+        return 0.0
+    return ops.where(ops.logical_or(isnan(t), isinf(t)), 0.0, t) * 0.0
+
+
+def copysign(input, other):  # noqa: A002
+    """|input| with the sign bit of other (-0.0 and NaN's included); other gets a zero
+    gradient, input's is +-1 (0 where input is 0), as torch's."""
+    x = _floating(input)
+    o = _arr(other)
+    shape = np.broadcast_shapes(tuple(x.shape), np.shape(o))
+    mag = ops.abs(x + zero_link(other)) if isinstance(other, FunctionMethods) else ops.abs(x)
+    mag = mag if tuple(mag.shape) == shape else ops.broadcast_to(mag, shape=shape)
+    return ops.where(np.broadcast_to(np.signbit(o), shape), -mag, mag)
+
+
+def signbit(input):  # noqa: A002
+    return _no_grad_tensor(np.signbit(_arr(input)))
+
+
+def deg2rad(input):  # noqa: A002
+    return _floating(input) * (math.pi / 180.0)
+
+
+def rad2deg(input):  # noqa: A002
+    return _floating(input) * (180.0 / math.pi)
+
+
+def sinc(input):  # noqa: A002
+    """sin(pi x) / (pi x), 1 at 0 (gradient 0 there, as torch)."""
+    x = _floating(input)
+    zero = ops.eq(x, 0)
+    px = ops.where(zero, 1.0, x) * math.pi
+    return ops.where(zero, 1.0, ops.sin(px) / px)
+
+
+def logaddexp(input, other):  # noqa: A002
+    """log(exp(x) + exp(y)) = max(x, y) + log1p(exp(-|x - y|)), with maximum's torch
+    gradient, so a tie gives each side half."""
+    x, y = _t(input), _t(other)
+    d = ops.abs(x - y)
+    d = ops.where(isnan(d), 0.0, d)        # NOTE: equal infinities: log(2) past them, not NaN
+    return maximum(x, y) + ops.log1p(ops.exp(-d))
+
+
+def logaddexp2(input, other):  # noqa: A002
+    return logaddexp(_t(input) * _LN2, _t(other) * _LN2) * (1.0 / _LN2)
+
+
+def positive(input):  # noqa: A002
+    x = _t(input)
+    if x.dtype == np.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return x
+
+
+def isposinf(input):  # noqa: A002
+    return _no_grad_tensor(np.isposinf(_arr(input)))
+
+
+def isneginf(input):  # noqa: A002
+    return _no_grad_tensor(np.isneginf(_arr(input)))
+
+
+def isreal(input):  # noqa: A002
+    return _no_grad_tensor(np.isreal(_arr(input)))
+
+
 __all__ = TORCH_NAMES = [
     "sign", "sgn", "erf", "erfinv", "absolute", "tan", "cosh", "sinh", "atan2", "atan", "asin",
     "acos", "arctan2", "arctan", "arcsin", "arccos", "exp2", "logit", "xlogy", "hypot",
-    "maximum", "minimum", "fmax", "fmin", "isclose", "float_power", "heaviside"]
+    "maximum", "minimum", "fmax", "fmin", "isclose", "float_power", "heaviside", "asinh",
+    "acosh", "atanh", "arcsinh", "arccosh", "arctanh", "copysign", "signbit", "deg2rad",
+    "rad2deg", "sinc", "logaddexp", "logaddexp2", "positive", "isposinf", "isneginf", "isreal"]
 
 for _name in TORCH_NAMES:
     setattr(FunctionMethods, _name, _method(globals()[_name]))

@@ -26,7 +26,8 @@ from .functions import FunctionMethods, _arr, _method, _no_grad_tensor, _t, diag
 
 return_types = types.SimpleNamespace(**{
     n: namedtuple(n, "values indices") for n in ("median", "nanmedian", "kthvalue", "mode",
-                                                "cummax", "cummin")})
+                                                "cummax", "cummin")},
+    aminmax=namedtuple("aminmax", "min max"))
 
 
 # -- selecting one element along a dim ---------------------------------------------------------
@@ -322,9 +323,62 @@ def cross(input, other, dim=None):  # noqa: A002
     return ops.concat(a2 * b3 - a3 * b2, a3 * b1 - a1 * b3, a1 * b2 - a2 * b1, axis=d)
 
 
+
+def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
+    """(min, max) over dim (all elements by default); ties share the gradient, as torch."""
+    x = _t(input)
+    if x.numel() == 0:
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                           "operation has no identity.")
+    return return_types.aminmax(ops.min(x, axis=dim, keepdims=keepdim),
+                                ops.max(x, axis=dim, keepdims=keepdim))
+
+
+def inner(input, other):  # noqa: A002
+    """Sum over the last dims of both: shape input.shape[:-1] + other.shape[:-1]."""
+    a, b = _t(input), _t(other)
+    if a.ndim == 0 or b.ndim == 0:
+        return a * b
+    if a.shape[-1] != b.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {list(a.shape)} and {list(b.shape)}")
+    k = a.shape[-1]
+    prod = ops.matmul(a.reshape(-1, k), ops.matrix_transpose(b.reshape(-1, k)))
+    return prod.reshape(tuple(a.shape[:-1]) + tuple(b.shape[:-1]))
+
+
+def vdot(input, other):  # noqa: A002
+    a, b = _t(input), _t(other)
+    if a.ndim != 1 or b.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
+    return ops.matmul(a, b)
+
+
+def _beta_alpha(input, prod, beta, alpha):
+    """beta * input + alpha * prod; beta 0 ignores input's values (NaN included), as torch."""
+    prod = prod if alpha == 1 else prod * alpha
+    if beta == 0:
+        from .pointwise import zero_link
+        return prod + zero_link(input)
+    return (input if beta == 1 else input * beta) + prod
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
+    return _beta_alpha(input, mv(mat, vec), beta, alpha)
+
+
+def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
+    a, b = _t(vec1), _t(vec2)
+    if a.ndim != 1 or b.ndim != 1:
+        raise RuntimeError(f"addr: expected 1-D vectors, got {a.ndim}-D and {b.ndim}-D")
+    return _beta_alpha(input, ops.expand_dims(a, axis=1) * ops.expand_dims(b, axis=0), beta,
+                       alpha)
+
+
 __all__ = TORCH_NAMES = [
     "median", "nanmedian", "kthvalue", "mode", "cummax", "cummin", "quantile", "nanquantile",
-    "nansum", "nanmean", "trace", "dist", "histc", "mv", "cross", "return_types"]
+    "nansum", "nanmean", "trace", "dist", "histc", "mv", "cross", "aminmax", "inner", "vdot",
+    "addmv", "addr", "return_types"]
 
 for _name in TORCH_NAMES[:-1]:
     setattr(FunctionMethods, _name, _method(globals()[_name]))

@@ -334,14 +334,88 @@ def put(input, index, source, accumulate=False):  # noqa: A002
     return ops.where(mask.reshape(tuple(x.shape)), placed, x)
 
 
+
+def unflatten(input, dim, sizes):  # noqa: A002
+    x = _t(input)
+    d = norm_axis("unflatten", dim, x.ndim)
+    known = int(np.prod([s for s in sizes if s != -1]))
+    if (-1 not in sizes and known != x.shape[d]) or (known and x.shape[d] % known):
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
+                           f"size of dim {dim} ({x.shape[d]}) in the input tensor")
+    return x.reshape(tuple(x.shape[:d]) + tuple(sizes) + tuple(x.shape[d + 1:]))
+
+
+def ravel(input):  # noqa: A002
+    return _t(input).reshape(-1)
+
+
+def fliplr(input):  # noqa: A002
+    x = _t(input)
+    if x.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return x.flip(1)
+
+
+def flipud(input):  # noqa: A002
+    x = _t(input)
+    if x.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return x.flip(0)
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002
+    """Each last-dim vector on the diagonal (offset) of a matrix over dims dim1, dim2."""
+    x = _t(input)
+    nd = x.ndim + 1
+    d1, d2 = norm_axis("diag_embed", dim1, nd), norm_axis("diag_embed", dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    n = x.shape[-1] + abs(offset)
+    i = np.arange(x.shape[-1])
+    r, c = (i, i + offset) if offset >= 0 else (i - offset, i)
+    onto = np.zeros((x.shape[-1], n * n), x.dtype if x.dtype.kind == "f" else np.float32)
+    onto[i, r * n + c] = 1
+    mats = ops.reshape(ops.matmul(x, onto.astype(x.dtype)), tuple(x.shape[:-1]) + (n, n))
+    rest = [k for k in range(nd) if k not in (d1, d2)]
+    order = [0] * nd
+    for k, src in zip(rest + [d1, d2], range(nd)):
+        order[k] = src
+    return mats.permute(*order)
+
+
+def split_with_sizes(input, split_sizes, dim=0):  # noqa: A002
+    x = _t(input)
+    d = norm_axis("split_with_sizes", dim, x.ndim)
+    if sum(split_sizes) != x.shape[d]:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to "
+                           f"{x.shape[d]} (input tensor's size at dimension {dim}), but got "
+                           f"split_sizes={list(split_sizes)}")
+    return x.split(list(split_sizes), d)
+
+
+def msort(input):  # noqa: A002
+    return _t(input).sort(dim=0).values
+
+
+def index_put(input, indices, values, accumulate=False):  # noqa: A002
+    """input with values written (or added, accumulate=True) at input[indices]."""
+    x, v = _t(input), _t(values)
+    pos = np.arange(x.numel()).reshape(tuple(x.shape))[tuple(_arr(i) for i in indices)]
+    if tuple(v.shape) != pos.shape:
+        v = ops.broadcast_to(v, shape=pos.shape)
+    return put(x, pos.reshape(-1), v, accumulate)
+
+
 __all__ = TORCH_NAMES = [
     "select", "atleast_1d", "atleast_2d", "atleast_3d", "concatenate", "hstack", "vstack",
     "row_stack", "dstack", "column_stack", "tensor_split", "hsplit", "vsplit", "dsplit",
     "movedim", "moveaxis", "swapaxes", "swapdims", "t", "masked_fill", "take_along_dim",
-    "rot90", "index_add", "index_fill", "index_copy", "masked_scatter", "put"]
+    "rot90", "index_add", "index_fill", "index_copy", "masked_scatter", "put", "unflatten",
+    "ravel", "fliplr", "flipud", "diag_embed", "split_with_sizes", "msort", "index_put"]
 
 _METHODS = ["select", "tensor_split", "hsplit", "vsplit", "dsplit", "movedim", "moveaxis",
             "swapaxes", "swapdims", "take_along_dim", "rot90", "sum_to_size", "index_add",
-            "index_fill", "index_copy", "masked_scatter", "put"]
+            "index_fill", "index_copy", "masked_scatter", "put", "unflatten", "ravel",
+            "fliplr", "flipud", "diag_embed", "split_with_sizes", "msort", "index_put"]
 for _name in _METHODS:
     setattr(FunctionMethods, _name, _method(globals()[_name]))

@@ -13,7 +13,8 @@ if __name__ != "dualgrad.ops":  # NOTE: a second copy would mean a second op reg
 from .core import (ELEMENTWISE, FLOATING, REDUCTION, REGISTRY, KernelError, Op, Sample,
                    ShapeError, Spec, bind, fmt_shape, infer_spec, is_value, register, spec_of,
                    user_frame, where_str)
-from .elementwise import (abs, add, atan2, cast, ceil, cos, div, eq, erf, erfinv, exp, floor,
+from .elementwise import (abs, add, atan2, cast, ceil, cos, div, eq, erf, erfinv, exp, expm1,
+                          floor,
                           floordiv, floormod, ge, gt, le, log, log1p, lt, round,
                           maximum, minimum, mul, ne, neg, pow, relu, sigmoid, sign, sin,
                           small_int_power, softplus, sqrt, stop_gradient, sub, tanh,
@@ -25,6 +26,7 @@ from .reduce import argmax, count, cumsum, max, prod, sum
 from .nn import fold, generator, manual_seed, matmul, one_hot, rand_like, unfold
 from .index import argsort, gather, gather_grad, getitem
 from .losses import softmax_cross_entropy, softmax_cross_entropy_grad
+from .pool import max_pool, max_pool_grad
 from .composite import (COMPOSITES, argmin, clamp, logical_and, logical_not, logical_or, rsqrt,
                         square, batch_norm, binary_cross_entropy,
                         binary_cross_entropy_with_logits, cross_entropy, dropout,

@@ -196,6 +196,11 @@ COS = register("cos", _unary_infer, np.cos, lambda g, x, **kw: (-(g * sin(x)),),
                scalar="cos({0})", category=_EW, floating=True, onnx="Cos", samples=_UNARY_SAMPLES,
                ref=lambda np, x: np.cos(x))
 
+EXPM1 = register("expm1", _unary_infer, np.expm1, lambda g, x, out, **kw: (g * (out + 1.0),),
+                 category="other", floating=True, samples=_UNARY_SAMPLES + (
+                     _S((5,), domain=(-1e-6, 1e-6)),),
+                 ref=lambda np, x: np.expm1(x))   # NOTE: exact where exp(x) - 1 cancels
+
 _erf_scalar = np.frompyfunc(math.erf, 1, 1)
 
 
@@ -505,7 +510,7 @@ for _op in list(REGISTRY.values()):
 
 neg, exp, log, sqrt, tanh, sigmoid, relu, abs, sign, erf = (  # noqa: A001 - op names
     NEG.fn, EXP.fn, LOG.fn, SQRT.fn, TANH.fn, SIGMOID.fn, RELU.fn, ABS.fn, SIGN.fn, ERF.fn)
-log1p, floordiv, floormod = LOG1P.fn, FLOORDIV.fn, FLOORMOD.fn
+log1p, expm1, floordiv, floormod = LOG1P.fn, EXPM1.fn, FLOORDIV.fn, FLOORMOD.fn
 sin, cos, softplus, erfinv, atan2 = SIN.fn, COS.fn, SOFTPLUS.fn, ERFINV.fn, ATAN2.fn
 sigmoid_grad, tanh_grad = SIGMOID_GRAD.fn, TANH_GRAD.fn
 add, sub, mul, div, pow, maximum, minimum, where = (  # noqa: A001

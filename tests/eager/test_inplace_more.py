@@ -36,6 +36,23 @@ INPLACE = [
     ("squeeze_", lambda L, t, o: t.unsqueeze_(0).squeeze_(0)),
     ("t_", lambda L, t, o: t.t_()),
     ("transpose_", lambda L, t, o: t.transpose_(0, -1)),
+    ("index_put_", lambda L, t, o: t.index_put_((_idx(L, 2, 0), _idx(L, 1, 3)), o[0, :2])),
+    *[(f"{n}_", lambda L, t, o, n=n: getattr(t, n + "_")())
+      for n in ("sin", "cos", "tan", "sinh", "cosh", "atan", "arctan", "erf", "sign", "sgn",
+                "exp2", "expm1", "absolute", "negative", "floor", "ceil", "round", "trunc",
+                "fix", "frac", "rad2deg", "deg2rad", "sinc", "nan_to_num")],
+    *[(f"{n}_", lambda L, t, o, n=n: getattr(t.clamp_(-0.9, 0.9), n + "_")())
+      for n in ("asin", "acos", "arcsin", "arccos", "erfinv", "logit")],
+    *[(f"{n}_", lambda L, t, o, n=n: getattr(t.abs_().add_(0.5), n + "_")())
+      for n in ("log1p", "log2", "log10", "reciprocal", "rsqrt")],
+    *[(f"{n}_", lambda L, t, o, n=n: getattr(t, n + "_")(o))
+      for n in ("atan2", "arctan2", "hypot", "copysign", "fmod", "remainder", "multiply",
+                "subtract", "true_divide", "divide")],
+    ("xlogy_", lambda L, t, o: t.xlogy_(o.abs())),
+    ("subtract_-alpha", lambda L, t, o: t.subtract_(o, alpha=3)),
+    ("round_-decimals", lambda L, t, o: t.round_(decimals=1)),
+    ("cumsum_", lambda L, t, o: t.cumsum_(1)),
+    ("cumprod_", lambda L, t, o: t.cumprod_(dim=0)),
 ]
 
 
@@ -57,16 +74,30 @@ def test_inplace_values_and_gradients_match_torch(case):
         assert back is t
         w = L.tensor(np.arange(t.numel(), dtype=np.float32).reshape(tuple(t.shape)))
         (t * w).sum().backward()
-        outs.append((t.detach().numpy(), leaf.grad.numpy(),
-                     None if other.grad is None else other.grad.numpy()))
+        outs.append((t.detach().numpy(), _np(leaf.grad),
+                     None if other.grad is None else _np(other.grad)))
     (v, g, go), (tv, tg, tgo) = outs
     assert v.shape == tv.shape
-    np.testing.assert_allclose(v, tv, rtol=1e-6)
-    np.testing.assert_allclose(g, tg, rtol=1e-6)
+    np.testing.assert_allclose(v, tv, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(g, tg, rtol=1e-5, atol=1e-6)
     if tgo is None:
         assert go is None or not go.any()
     else:
-        np.testing.assert_allclose(go, tgo, rtol=1e-6)
+        np.testing.assert_allclose(go, tgo, rtol=1e-5, atol=1e-6)
+
+
+def _np(t):
+    return t.numpy(force=True) if isinstance(t, torch.Tensor) else t.numpy()
+
+
+@pytest.mark.parametrize("name", ["asinh", "arcsinh", "acosh", "arccosh", "atanh", "arctanh"])
+def test_inplace_without_a_torch_gradient_match_its_values(name):
+    a = np.array([[1.5, 2.0, 3.5], [1.01, 7.0, 1.2]], np.float32)
+    a = a if "cosh" in name else a / 8
+    x, tx = eager.tensor(a), torch.tensor(a)
+    assert getattr(x, name + "_")() is x
+    getattr(tx, name + "_")()
+    np.testing.assert_allclose(x.numpy(), tx.numpy(), rtol=1e-6)
 
 
 @pytest.mark.parametrize("case", INPLACE, ids=[c[0] for c in INPLACE])
@@ -203,3 +234,46 @@ def test_retain_grad_edge_cases():
     z = x * 3                               # not retained: None, as torch
     z.sum().backward()
     assert z.grad is None
+
+
+# -- register_hook -----------------------------------------------------------------------------
+def _hooked_run(L):
+    seen = []
+    x = L.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    hx = x.register_hook(lambda g: seen.append(("x", g.tolist())) or g * 2)
+    y = x * x
+    y.retain_grad()
+    hy = y.register_hook(lambda g: seen.append(("y", g.tolist())) or g + 1)
+    y.register_hook(lambda g: seen.append(("y2", g.tolist())))      # returns None: keeps g
+    z = (y * 3).sum() + y.sin().sum()
+    z.backward()
+    first = (list(seen), x.grad.tolist(), y.grad.tolist())
+    hx.remove()
+    hy.remove()
+    seen.clear()
+    x.grad = None
+    (x * x).sum().backward()
+    return first, (list(seen), x.grad.tolist())
+
+
+def test_register_hook_sees_and_replaces_gradients_as_torch():
+    ours, theirs = _hooked_run(eager), _hooked_run(torch)
+    (s1, xg1, yg1), (s2, xg2) = ours
+    (t1, txg1, tyg1), (t2, txg2) = theirs
+    assert [n for n, _ in s1] == [n for n, _ in t1]
+    for (_, a), (_, b) in zip(s1, t1):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    np.testing.assert_allclose(xg1, txg1, rtol=1e-6)
+    np.testing.assert_allclose(yg1, tyg1, rtol=1e-6)
+    assert s2 == t2 == [] and xg2 == txg2
+
+
+def test_register_hook_rules():
+    with pytest.raises(RuntimeError, match="doesn't require gradient"):
+        eager.ones(2).register_hook(lambda g: g)
+    x = eager.ones(2, requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: g[:1])
+    assert y.grad_fn == "mul"
+    with pytest.raises(RuntimeError, match="hook returned a gradient of shape"):
+        y.sum().backward()
