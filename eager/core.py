@@ -715,7 +715,14 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
         return ops.reshape(self, shape)
 
-    view = reshape
+    def view(self, *shape):
+        """reshape. NOTE: dualgrad's arrays do not always have torch's strides (a product may
+        come out transposed), so a view that torch must refuse is not refused here: where the
+        strides do not allow one, it is a copy (docs/pytorch-compat.md)."""
+        if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int, np.integer)):
+            raise NotImplementedError("Tensor.view(dtype) (reinterpreting the bytes) is not "
+                                      "supported by dualgrad; use .to(dtype) to convert values")
+        return self.reshape(*shape)
 
     def flatten(self, start_dim=0, end_dim=-1):
         nd = self._array.ndim

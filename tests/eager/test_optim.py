@@ -218,3 +218,19 @@ def test_sgd_momentum_on_a_non_contiguous_parameter_takes_the_numpy_rule():
         opt.step()
     expected = base[:, ::2] - 0.1 * (1 + 1.9 + 2.71)
     np.testing.assert_allclose(p.detach().numpy(), expected, rtol=1e-6)
+
+
+def test_sgd_momentum_with_a_transposed_gradient_equals_the_numpy_rule():
+    from dualgrad.ops.updates import sgd_update
+    rng = np.random.default_rng(1)
+    p0 = rng.standard_normal((5, 7)).astype(np.float32)
+    p = nn.Parameter(p0.copy())
+    opt = optim.SGD([p], lr=0.1, momentum=0.9)
+    ref_p, ref_buf = p0.copy(), None
+    for t in range(3):
+        g = np.ascontiguousarray(rng.standard_normal((7, 5)).astype(np.float32)).T  # F-ordered
+        p.grad = eager.from_numpy(g)
+        opt.step()
+        ref_p, ref_buf = sgd_update(ref_p, g, ref_buf, 0.1, 0.9, 0.0, False, t == 0)
+        ref_buf = np.array(ref_buf, copy=True)
+        np.testing.assert_array_equal(p.detach().numpy(), ref_p)

@@ -146,3 +146,15 @@ def test_issue_example_float32_to_an_int64_power_stays_float32():
     assert x.grad.dtype == np.float32
     assert (eager.arange(4) / 2).dtype == np.float32
     assert eager.result_type(eager.ones(1), eager.arange(2)) == np.float32
+
+
+
+def test_view_shares_memory_where_it_can():
+    x = eager.arange(6.0).reshape(2, 3)
+    v = x.view(3, 2)
+    v[0, 0] = -1.0                      # a view: the write shows through
+    assert x[0, 0].item() == -1.0
+    assert x.view(-1).shape == (6,) and x.view((1, 6)).shape == (1, 6)
+    assert x.t().view(6).tolist() == [-1.0, 3.0, 1.0, 4.0, 2.0, 5.0]   # a copy (torch raises)
+    with pytest.raises(NotImplementedError, match="view\\(dtype\\)"):
+        x.view(eager.int32)
