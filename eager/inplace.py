@@ -383,6 +383,26 @@ class MoreInPlace:
         return apply_inplace(self, "scatter_reduce_", lambda t, s: scatter_reduce(
             t, dim, index, s, reduce, include_self=include_self), src)
 
+    def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
+        from .functions import addmm
+        return apply_inplace(self, "addmm_", lambda t, a, b: addmm(t, a, b, beta=beta,
+                                                                   alpha=alpha), mat1, mat2)
+
+    def baddbmm_(self, batch1, batch2, *, beta=1, alpha=1):
+        from .functions import baddbmm
+        return apply_inplace(self, "baddbmm_", lambda t, a, b: baddbmm(
+            t, a, b, beta=beta, alpha=alpha), batch1, batch2)
+
+    def addmv_(self, mat, vec, *, beta=1, alpha=1):
+        from .reductions import addmv
+        return apply_inplace(self, "addmv_", lambda t, a, b: addmv(t, a, b, beta=beta,
+                                                                   alpha=alpha), mat, vec)
+
+    def addr_(self, vec1, vec2, *, beta=1, alpha=1):
+        from .reductions import addr
+        return apply_inplace(self, "addr_", lambda t, a, b: addr(t, a, b, beta=beta,
+                                                                 alpha=alpha), vec1, vec2)
+
     def tril_(self, diagonal=0):
         return apply_inplace(self, "tril_", lambda t: ops.tril(t, diagonal))
 

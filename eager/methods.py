@@ -208,6 +208,24 @@ class TensorMethods:
             raise RuntimeError(f"Boolean value of Tensor with {what} is ambiguous")
         return bool(self._array.reshape(()))
 
+    def byte(self):
+        return ops.cast(self, "uint8")
+
+    def char(self):
+        return ops.cast(self, "int8")
+
+    def short(self):
+        return ops.cast(self, "int16")
+
+    def ger(self, vec2):
+        from .functions import outer
+        return outer(self, vec2)
+
+    def is_inference(self):
+        return False
+
+    is_sparse = is_quantized = is_meta = is_nested = False   # NOTE: dense CPU tensors only
+
     def get_device(self):
         return -1          # NOTE: torch's answer for a CPU tensor
 

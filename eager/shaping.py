@@ -530,6 +530,65 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return out[0] if len(out) == 1 else tuple(out)
 
 
+def unfold(input, dimension, size, step):  # noqa: A002 - Tensor.unfold's names
+    """Every slice of `size` along dimension, `step` apart, as a new last dim (a copy here,
+    torch's is a view)."""
+    x = _t(input)
+    xs, d = (x.reshape(1), 0) if x.ndim == 0 else (x, norm_axis("unfold", dimension, x.ndim))
+    n = xs.shape[d]
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is "
+                           f"{size}")
+    starts = np.arange(0, n - size + 1, step)
+    win = ops.take(xs, starts[:, None] + np.arange(size), axis=d)
+    out = win.permute(*[k for k in range(win.ndim) if k != d + 1], d + 1)
+    return out.reshape(size) if x.ndim == 0 else out
+
+
+def _scatter_at(name, x, src, positions):
+    """x with src written at the flat positions (an array shaped like the part replaced)."""
+    src = _t(src)
+    if tuple(src.shape) != positions.shape:
+        raise RuntimeError(f"{name}(): expected src to have a size equal to the slice of self. "
+                           f"src size = {list(src.shape)}, slice size = "
+                           f"{list(positions.shape)}")
+    return put(x, positions.reshape(-1), src.reshape(-1))
+
+
+def _positions(x):
+    return np.arange(x.numel()).reshape(tuple(x.shape))
+
+
+def select_scatter(input, src, dim, index):  # noqa: A002
+    x = _t(input)
+    d = norm_axis("select_scatter", dim, x.ndim)
+    n = x.shape[d]
+    if not -n <= index < n:
+        raise IndexError(f"select_scatter(): index {index} out of range for tensor of size "
+                         f"{list(x.shape)} at dimension {dim}")
+    return _scatter_at("select_scatter", x, src, np.take(_positions(x), index, axis=d))
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):  # noqa: A002
+    x = _t(input)
+    d = norm_axis("slice_scatter", dim, x.ndim)
+    part = _positions(x)[(slice(None),) * d + (slice(start, end, step),)]
+    return _scatter_at("slice_scatter", x, src, part)
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):  # noqa: A002
+    x = _t(input)
+    d1, d2 = (norm_axis("diagonal_scatter", k, x.ndim) for k in (dim1, dim2))
+    return _scatter_at("diagonal_scatter", x, src, np.diagonal(_positions(x), offset, d1, d2))
+
+
+def diagflat(input, offset=0):  # noqa: A002
+    from .functions import diag
+    return diag(_t(input).reshape(-1), offset)
+
+
 __all__ = TORCH_NAMES = [
     "select", "atleast_1d", "atleast_2d", "atleast_3d", "concatenate", "hstack", "vstack",
     "row_stack", "dstack", "column_stack", "tensor_split", "hsplit", "vsplit", "dsplit",
@@ -537,12 +596,13 @@ __all__ = TORCH_NAMES = [
     "rot90", "index_add", "index_fill", "index_copy", "masked_scatter", "put", "unflatten",
     "ravel", "fliplr", "flipud", "diag_embed", "split_with_sizes", "msort", "index_put",
     "scatter_reduce", "tril_indices", "triu_indices", "block_diag", "cartesian_prod",
-    "unique_consecutive"]
+    "unique_consecutive", "select_scatter", "slice_scatter", "diagonal_scatter", "diagflat"]
 
 _METHODS = ["select", "tensor_split", "hsplit", "vsplit", "dsplit", "movedim", "moveaxis",
             "swapaxes", "swapdims", "take_along_dim", "rot90", "sum_to_size", "index_add",
             "index_fill", "index_copy", "masked_scatter", "put", "unflatten", "ravel",
             "fliplr", "flipud", "diag_embed", "split_with_sizes", "msort", "index_put",
-            "scatter_reduce", "unique_consecutive"]
+            "scatter_reduce", "unique_consecutive", "unfold", "select_scatter", "slice_scatter",
+            "diagonal_scatter", "diagflat"]
 for _name in _METHODS:
     setattr(FunctionMethods, _name, _method(globals()[_name]))

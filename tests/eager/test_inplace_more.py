@@ -40,6 +40,8 @@ INPLACE = [
                                                          o[:, :2], "amin")),
     ("scatter_reduce_-mean", lambda L, t, o: t.scatter_reduce_(
         0, _idx(L, [[0, 0, 2, 2]]), o[:1], "mean", include_self=False)),
+    ("addmm_", lambda L, t, o: t.addmm_(o[:, :2], o[:2, :], beta=0.5, alpha=2)),
+    ("addr_", lambda L, t, o: t.addr_(o[:, 0], o[0], alpha=-1)),
     ("index_put_", lambda L, t, o: t.index_put_((_idx(L, 2, 0), _idx(L, 1, 3)), o[0, :2])),
     *[(f"{n}_", lambda L, t, o, n=n: getattr(t, n + "_")())
       for n in ("sin", "cos", "tan", "sinh", "cosh", "atan", "arctan", "erf", "sign", "sgn",
@@ -138,6 +140,20 @@ def test_shape_inplace_keeps_the_storage():
         z.t_()
         z[0, 1] = 5.0
         assert tuple(z.shape) == (3, 2) and z.t()[1, 0].item() == 5.0
+
+
+def test_addmv_and_baddbmm_in_place():
+    a, m, v = _pair(0)[0], _pair(1), _pair(2)[0]
+    outs = []
+    for L in (eager, torch):
+        t = L.tensor(a[:3].copy())
+        t.addmv_(L.tensor(m), L.tensor(v), beta=2, alpha=0.5)
+        b = L.tensor(np.ones((2, 3, 3), np.float32))
+        b.baddbmm_(L.tensor(np.ones((2, 3, 4), np.float32)), L.tensor(np.ones((2, 4, 3),
+                                                                               np.float32)))
+        outs.append((t.numpy().copy(), b.numpy().copy()))
+    for ours, theirs in zip(*outs):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5)
 
 
 def test_exponential_and_fill_diagonal_wrap():

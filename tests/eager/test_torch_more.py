@@ -157,6 +157,14 @@ CASES = [
     ("cov", [(3, 5)], None, lambda L, x: L.cov(x)),
     ("cov-1d", [(5,)], None, lambda L, x: L.cov(x, correction=0)),
     ("corrcoef", [(3, 5)], None, lambda L, x: L.corrcoef(x)),
+    ("unfold", [(2, 7)], None, lambda L, x: x.unfold(1, 3, 2)),
+    ("unfold-overlap", [(5, 2)], None, lambda L, x: x.unfold(-2, 4, 1)),
+    ("select_scatter", [(3, 4), (4,)], None, lambda L, x, s: L.select_scatter(x, s, 0, -1)),
+    ("slice_scatter", [(3, 6), (3, 2)], None, lambda L, x, s: L.slice_scatter(
+        x, s, dim=1, start=1, step=3)),
+    ("diagonal_scatter", [(3, 4), (3,)], None, lambda L, x, s: L.diagonal_scatter(x, s, 1)),
+    ("diagflat", [(2, 2)], None, lambda L, x: x.diagflat(1)),
+    ("ger", [(3,), (2,)], None, lambda L, x, y: x.ger(y)),
     ("mT", [(2, 3, 4)], None, lambda L, x: x.mT),
     ("H", [(3, 4)], None, lambda L, x: x.H),
 ]
@@ -367,6 +375,12 @@ EDGES = [
     ("logical-operators", lambda L, x, y: (x & y, x | y, x ^ y, ~x, x & True, False | y),
      [I([True, False, True]), I([True, True, False])]),
     ("block_diag-3d", lambda L, x: L.block_diag(x), [np.ones((1, 2, 2), F32)]),
+    ("unfold-too-big", lambda L, x: x.unfold(0, 4, 1), [np.ones(3, F32)]),
+    ("unfold-step", lambda L, x: x.unfold(0, 2, 0), [np.ones(3, F32)]),
+    ("unfold-0d", lambda L, x: x.unfold(0, 1, 1), [I(2.0, F32)]),
+    ("select_scatter-shape", lambda L, x, s: L.select_scatter(x, s, 0, 0),
+     [np.ones((2, 3), F32), np.ones(2, F32)]),
+    ("casts", lambda L, x: (x.byte(), x.char(), x.short()), [I([1, 2, 3], F32)]),
 ]
 
 
