@@ -77,17 +77,27 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
     shape, dt = k + (c, int(filters)), inputs.dtype
     g = _graph_of([inputs])
     with g.as_default(), g.name_scope(name or "conv2d"):
-        lim = math.sqrt(6.0 / ((c + filters) * k[0] * k[1]))
-        init = kernel_initializer if kernel_initializer is not None else \
-            (lambda s, d: random_uniform(s, -lim, lim, dtype=d))
-        kernel = Variable(_init(init, shape, dt), name="kernel", trainable=trainable)
+        kernel = _kernel(shape, dt, kernel_initializer, trainable)
         y = _conv2d(inputs, kernel, strides=_pair(strides), padding=padding,
                     data_format=df, dilations=_pair(dilation_rate))
-        if use_bias:
-            bias = Variable(_init(bias_initializer, (int(filters),), dt), name="bias",
-                            trainable=trainable)
-            y = bias_add(y, bias, data_format=df)
-        return activation(y) if activation is not None else y
+        return _finish(y, filters, df, use_bias, bias_initializer, activation, trainable)
+
+
+def _kernel(shape, dt, kernel_initializer, trainable):
+    """The `kernel` Variable; by default Glorot uniform over TF's fans (the receptive field
+    times the last two dims)."""
+    lim = math.sqrt(6.0 / ((shape[2] + shape[3]) * shape[0] * shape[1]))
+    init = kernel_initializer if kernel_initializer is not None else \
+        (lambda s, d: random_uniform(s, -lim, lim, dtype=d))
+    return Variable(_init(init, shape, dt), name="kernel", trainable=trainable)
+
+
+def _finish(y, filters, df, use_bias, bias_initializer, activation, trainable):
+    if use_bias:
+        bias = Variable(_init(bias_initializer, (int(filters),), y.dtype), name="bias",
+                        trainable=trainable)
+        y = bias_add(y, bias, data_format=df)
+    return activation(y) if activation is not None else y
 
 
 def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
@@ -111,18 +121,11 @@ def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="vali
     shape, dt = k + (int(filters), c), inputs.dtype
     g = _graph_of([inputs])
     with g.as_default(), g.name_scope(name or "conv2d_transpose"):
-        lim = math.sqrt(6.0 / ((c + filters) * k[0] * k[1]))
-        init = kernel_initializer if kernel_initializer is not None else \
-            (lambda sh, d: random_uniform(sh, -lim, lim, dtype=d))
-        kernel = Variable(_init(init, shape, dt), name="kernel", trainable=trainable)
+        kernel = _kernel(shape, dt, kernel_initializer, trainable)
         out = [0, *out_hw, int(filters)] if nhwc else [0, int(filters), *out_hw]
         y = _conv2d_transpose(inputs, kernel, out, [1, *s, 1] if nhwc else [1, 1, *s],
                               "SAME" if same else "VALID", data_format=df)
-        if use_bias:
-            bias = Variable(_init(bias_initializer, (int(filters),), dt), name="bias",
-                            trainable=trainable)
-            y = bias_add(y, bias, data_format=df)
-        return activation(y) if activation is not None else y
+        return _finish(y, filters, df, use_bias, bias_initializer, activation, trainable)
 
 
 def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
