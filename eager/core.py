@@ -576,14 +576,7 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
     def __ge__(self, o):
         return _binary(_CMP["ge"], self, o)
 
-    def __invert__(self):   # NOTE: bool only; torch's bitwise ~ on integers is not supported
-        return ops.logical_not(self)
-
-    def __and__(self, o):
-        return ops.logical_and(self, o)
-
-    def __or__(self, o):
-        return ops.logical_or(self, o)
+    # NOTE: & | ^ ~ (logical on bools, bitwise on integers) come from eager/pointwise.py
 
     def __getitem__(self, index):
         return ops.getitem(self, index)

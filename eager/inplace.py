@@ -378,6 +378,11 @@ class MoreInPlace:
         return apply_inplace(self, "index_put_", lambda t, v: index_put(t, indices, v,
                                                                         accumulate), values)
 
+    def scatter_reduce_(self, dim, index, src, reduce, *, include_self=True):
+        from .shaping import scatter_reduce
+        return apply_inplace(self, "scatter_reduce_", lambda t, s: scatter_reduce(
+            t, dim, index, s, reduce, include_self=include_self), src)
+
     def tril_(self, diagonal=0):
         return apply_inplace(self, "tril_", lambda t: ops.tril(t, diagonal))
 
@@ -438,7 +443,8 @@ POINTWISE_INPLACE = (
     "arccosh arctanh atan2 arctan2 erf erfinv sign sgn exp2 expm1 log1p log2 log10 logit "
     "xlogy hypot copysign deg2rad rad2deg sinc absolute negative reciprocal rsqrt floor ceil "
     "round trunc fix frac fmod remainder floor_divide true_divide divide multiply subtract "
-    "nan_to_num cumsum cumprod").split()
+    "nan_to_num cumsum cumprod bitwise_and bitwise_or bitwise_xor bitwise_not "
+    "bitwise_left_shift bitwise_right_shift").split()
 for _name in POINTWISE_INPLACE:
     if not hasattr(MoreInPlace, _name + "_"):
         setattr(MoreInPlace, _name + "_", _inplace_of(_name))

@@ -299,12 +299,71 @@ def isreal(input):  # noqa: A002
     return _no_grad_tensor(np.isreal(_arr(input)))
 
 
+
+def _bitwise(name, fn, *xs):
+    arrs = [_arr(x) for x in xs]
+    for a in arrs:
+        if a.dtype.kind not in "biu":
+            raise RuntimeError(f"\"{name}_cpu\" not implemented for '{a.dtype}': bitwise ops "
+                               f"take integer or bool tensors")
+    return _no_grad_tensor(fn(*arrs))
+
+
+def bitwise_and(input, other):  # noqa: A002
+    return _bitwise("bitwise_and", np.bitwise_and, input, other)
+
+
+def bitwise_or(input, other):  # noqa: A002
+    return _bitwise("bitwise_or", np.bitwise_or, input, other)
+
+
+def bitwise_xor(input, other):  # noqa: A002
+    return _bitwise("bitwise_xor", np.bitwise_xor, input, other)
+
+
+def bitwise_not(input):  # noqa: A002
+    return _bitwise("bitwise_not", np.invert, input)
+
+
+def bitwise_left_shift(input, other):  # noqa: A002
+    return _bitwise("lshift", np.left_shift, input, other)
+
+
+def bitwise_right_shift(input, other):  # noqa: A002
+    return _bitwise("rshift", np.right_shift, input, other)
+
+
+def _is_bool(x):
+    return _arr(x).dtype == np.bool_ if isinstance(x, FunctionMethods) else isinstance(x, bool)
+
+
+def _operator(logical, bitwise):
+    """x & y, x | y, x ^ y: the logical op on bools (traceable), bitwise on integers."""
+    def op(self, other):
+        return logical(self, other) if _is_bool(self) and _is_bool(other) else \
+            bitwise(self, other)
+    return op
+
+
+def _invert(self):
+    return ops.logical_not(self) if _is_bool(self) else bitwise_not(self)
+
+
+FunctionMethods.__and__ = _operator(ops.logical_and, bitwise_and)
+FunctionMethods.__or__ = _operator(ops.logical_or, bitwise_or)
+FunctionMethods.__xor__ = _operator(ops.ne, bitwise_xor)
+FunctionMethods.__rand__, FunctionMethods.__ror__, FunctionMethods.__rxor__ = (
+    FunctionMethods.__and__, FunctionMethods.__or__, FunctionMethods.__xor__)
+FunctionMethods.__invert__ = _invert
+
 __all__ = TORCH_NAMES = [
     "sign", "sgn", "erf", "erfinv", "absolute", "tan", "cosh", "sinh", "atan2", "atan", "asin",
     "acos", "arctan2", "arctan", "arcsin", "arccos", "exp2", "logit", "xlogy", "hypot",
     "maximum", "minimum", "fmax", "fmin", "isclose", "float_power", "heaviside", "asinh",
     "acosh", "atanh", "arcsinh", "arccosh", "arctanh", "copysign", "signbit", "deg2rad",
-    "rad2deg", "sinc", "logaddexp", "logaddexp2", "positive", "isposinf", "isneginf", "isreal"]
+    "rad2deg", "sinc", "logaddexp", "logaddexp2", "positive", "isposinf", "isneginf", "isreal",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+    "bitwise_right_shift"]
 
 for _name in TORCH_NAMES:
     setattr(FunctionMethods, _name, _method(globals()[_name]))

@@ -375,10 +375,38 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
                        alpha)
 
 
+
+def cov(input, *, correction=1, fweights=None, aweights=None):  # noqa: A002
+    """The covariance matrix of the variables in input's rows (observations in columns)."""
+    if fweights is not None or aweights is not None:
+        raise NotImplementedError("cov(fweights=, aweights=) is not supported by dualgrad")
+    x = _t(input)
+    if x.ndim > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
+                           f"input with {x.ndim} dimensions")
+    x = x.reshape(1, -1) if x.ndim < 2 else x
+    if x.dtype.kind != "f":
+        x = ops.cast(x, np.float32)
+    n = x.shape[1]
+    centred = x - ops.mean(x, axis=1, keepdims=True)
+    c = ops.matmul(centred, ops.matrix_transpose(centred)) / float(max(n - correction, 0))
+    return c.reshape(()) if _t(input).ndim < 2 else c
+
+
+def corrcoef(input):  # noqa: A002
+    """Pearson correlation coefficients of input's rows, clipped to [-1, 1] as torch's."""
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    d = ops.sqrt(diagonal(c))
+    r = c / ops.expand_dims(d, axis=1) / ops.expand_dims(d, axis=0)
+    return ops.clamp(r, -1.0, 1.0)
+
+
 __all__ = TORCH_NAMES = [
     "median", "nanmedian", "kthvalue", "mode", "cummax", "cummin", "quantile", "nanquantile",
     "nansum", "nanmean", "trace", "dist", "histc", "mv", "cross", "aminmax", "inner", "vdot",
-    "addmv", "addr", "return_types"]
+    "addmv", "addr", "cov", "corrcoef", "return_types"]
 
 for _name in TORCH_NAMES[:-1]:
     setattr(FunctionMethods, _name, _method(globals()[_name]))

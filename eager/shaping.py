@@ -406,16 +406,143 @@ def index_put(input, indices, values, accumulate=False):  # noqa: A002
     return put(x, pos.reshape(-1), v, accumulate)
 
 
+
+_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noqa: A002
+    """input with src's values reduced into it at index along dim: "sum", "mean", "amax",
+    "amin" (torch's gradients: amax/amin share among the elements equal to the result)."""
+    from .functions import _scatter_prep, floor_divide
+    reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)   # NOTE: torch's aliases
+    if reduce not in _REDUCES:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    if reduce == "prod":
+        raise NotImplementedError("scatter_reduce(reduce='prod') is not supported by dualgrad")
+    x = _t(input)
+    idx, d, src = _scatter_prep("scatter_reduce", x, dim, index, src)
+    src = ops.cast(_t(src), x.dtype)
+    hits = _arr(ops.gather_grad(np.ones(idx.shape, np.int64), idx, np.zeros(x.shape, np.int64),
+                                axis=d))
+    keep = np.ones(x.shape, bool) if include_self else hits == 0   # NOTE: self's own value
+    if reduce in ("sum", "mean"):
+        out = ops.where(keep, x, 0) + ops.gather_grad(src, idx, x, axis=d)
+        if reduce == "sum":
+            return out
+        count = (hits + keep).astype(x.dtype)
+        return out / np.maximum(count, 1) if x.dtype.kind == "f" else \
+            floor_divide(out, np.maximum(count, 1))
+    return _scatter_extreme(x, d, idx, src, keep, hits, reduce)
+
+
+def _scatter_extreme(x, d, idx, src, keep, hits, reduce):
+    """amax / amin: the value with NumPy, the gradient shared among the equal elements."""
+    ufunc = np.maximum if reduce == "amax" else np.minimum
+    res = np.where(keep, _arr(x), -np.inf if reduce == "amax" else np.inf).astype(x.dtype) \
+        if x.dtype.kind == "f" else np.where(keep, _arr(x), _arr(x))
+    grid = np.indices(idx.shape, sparse=True)
+    ufunc.at(res, tuple(idx if k == d else grid[k] for k in range(x.ndim)), _arr(src))
+    if x.dtype.kind != "f":
+        return _t(res)
+    at_src = np.take_along_axis(res, idx, axis=d)
+    m_self = keep & (_arr(x) == res)
+    m_src = _arr(src) == at_src
+    count = m_self + _arr(ops.gather_grad(m_src.astype(np.int64), idx,
+                                          np.zeros(x.shape, np.int64), axis=d))
+    share = (1.0 / np.maximum(count, 1)).astype(x.dtype)
+    fx = ops.where(np.isfinite(_arr(x)), x, 0)      # NOTE: x - x is NaN at inf: no slope there
+    fs = ops.where(np.isfinite(_arr(src)), src, 0)
+    moved = ops.where(m_self, (fx - ops.stop_gradient(fx)) * share, 0) + ops.gather_grad(
+        ops.where(m_src, fs - ops.stop_gradient(fs), 0), idx, x, axis=d) * share
+    return moved + res
+
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """The (2, N) row and column indices of the lower triangle, row by row (torch's)."""
+    from . import devices
+    devices.check(device)
+    r, c = np.tril_indices(row, offset, col)
+    return _t(np.stack([r, c]).astype(np.dtype(dtype) if dtype else np.int64))
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    from . import devices
+    devices.check(device)
+    r, c = np.triu_indices(row, offset, col)
+    return _t(np.stack([r, c]).astype(np.dtype(dtype) if dtype else np.int64))
+
+
+def block_diag(*tensors):
+    """The tensors (0-, 1- or 2-D) on the diagonal of one matrix, zeros elsewhere."""
+    mats = []
+    for t in tensors:
+        t = _t(t)
+        if t.ndim > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer "
+                               f"dimensions. Input {len(mats)} has {t.ndim} dimensions")
+        mats.append(t.reshape(1, -1) if t.ndim < 2 else t)
+    if not mats:
+        return _t(np.zeros((0, 0), np.float32))
+    cols = sum(m.shape[1] for m in mats)
+    rows, left = [], 0
+    for m in mats:
+        right = cols - left - m.shape[1]
+        rows.append(ops.pad(m, ((0, 0), (left, right))) if left or right else m)
+        left += m.shape[1]
+    return ops.concat(*rows, axis=0)
+
+
+def cartesian_prod(*tensors):
+    """Every combination of the 1-D tensors' elements, one per row (a 1-D input as is)."""
+    from .functions import meshgrid
+    if len(tensors) == 1:
+        return _t(tensors[0])
+    grids = meshgrid(*tensors, indexing="ij")
+    return ops.stack(*[g.reshape(-1) for g in grids], axis=1)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    """Each run of equal consecutive values kept once (no gradient: the shape depends on the
+    values)."""
+    from .functions import _no_grad_tensor
+    a = _arr(input)
+    if dim is None:
+        flat = a.reshape(-1)
+        start = np.concatenate([[True], flat[1:] != flat[:-1]]) if flat.size else \
+            np.zeros(0, bool)
+        vals = flat[start]
+        inv = (np.cumsum(start) - 1).reshape(a.shape)
+    else:
+        d = norm_axis("unique_consecutive", dim, a.ndim)
+        rows = np.moveaxis(a, d, 0).reshape(a.shape[d], -1)
+        start = np.concatenate([[True], np.any(rows[1:] != rows[:-1], axis=1)]) \
+            if len(rows) else np.zeros(0, bool)
+        vals = np.take(a, np.flatnonzero(start), axis=d)
+        inv = np.cumsum(start) - 1
+    out = [_no_grad_tensor(vals)]
+    if return_inverse:
+        out.append(_no_grad_tensor(inv.astype(np.int64)))
+    if return_counts:
+        out.append(_no_grad_tensor(np.diff(np.append(np.flatnonzero(start), len(start)))
+                                   .astype(np.int64)))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
 __all__ = TORCH_NAMES = [
     "select", "atleast_1d", "atleast_2d", "atleast_3d", "concatenate", "hstack", "vstack",
     "row_stack", "dstack", "column_stack", "tensor_split", "hsplit", "vsplit", "dsplit",
     "movedim", "moveaxis", "swapaxes", "swapdims", "t", "masked_fill", "take_along_dim",
     "rot90", "index_add", "index_fill", "index_copy", "masked_scatter", "put", "unflatten",
-    "ravel", "fliplr", "flipud", "diag_embed", "split_with_sizes", "msort", "index_put"]
+    "ravel", "fliplr", "flipud", "diag_embed", "split_with_sizes", "msort", "index_put",
+    "scatter_reduce", "tril_indices", "triu_indices", "block_diag", "cartesian_prod",
+    "unique_consecutive"]
 
 _METHODS = ["select", "tensor_split", "hsplit", "vsplit", "dsplit", "movedim", "moveaxis",
             "swapaxes", "swapdims", "take_along_dim", "rot90", "sum_to_size", "index_add",
             "index_fill", "index_copy", "masked_scatter", "put", "unflatten", "ravel",
-            "fliplr", "flipud", "diag_embed", "split_with_sizes", "msort", "index_put"]
+            "fliplr", "flipud", "diag_embed", "split_with_sizes", "msort", "index_put",
+            "scatter_reduce", "unique_consecutive"]
 for _name in _METHODS:
     setattr(FunctionMethods, _name, _method(globals()[_name]))

@@ -46,7 +46,8 @@ from .plan import Plan, Step, build_plan, node_kernel
 from .array_ops import *  # noqa: F403 - shape, size, rank, fill, zeros, ones, range, unstack
 from .array_ops import __all__ as _array_all
 from .select_ops import (argsort, boolean_mask, einsum, gather_nd, sequence_mask, slice,  # noqa: A004
-                         sort, strided_slice, tensordot, unique)
+                         segment_mean, segment_sum, sort, strided_slice, tensordot, unique,
+                         unsorted_segment_sum)
 from .checks import *  # noqa: F403 - Assert, assert_equal, check_numerics, …
 from .checks import __all__ as _checks_all
 from .scatter_ops import *  # noqa: F403 - scatter_update, scatter_add, …
@@ -83,7 +84,7 @@ __all__ = [
     "node_kernel", "nn", "layers", "losses", "metrics", "onnx", "train", "load", "restore", "save", "summary",
     "describe", "to_dot",
     "argsort", "boolean_mask", "einsum", "gather_nd", "sequence_mask", "slice", "sort", "strided_slice",
-    "tensordot", "unique", "contrib", "math", "random", "initializers", "linalg", "matrix_band_part",
+    "tensordot", "unique", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "math", "random", "initializers", "linalg", "matrix_band_part",
     "matrix_transpose", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
     *_math_all, *_init_all, *_array_all, *_checks_all, *_scatter_all,
 ]

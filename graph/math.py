@@ -19,7 +19,7 @@ from .math_ops import (abs, add, add_n, argmax, argmin, ceil, cos, count_nonzero
                        truediv)
 from .math_ops import reduce_euclidean_norm, realdiv
 from .nn import log_softmax, softmax, softplus, softsign, zero_fraction
-from .select_ops import in_top_k, top_k
+from .select_ops import in_top_k, segment_mean, segment_sum, top_k, unsorted_segment_sum
 
 __all__ = [
     "abs", "add", "add_n", "argmax", "argmin", "ceil", "cos", "count_nonzero", "cumsum",
@@ -31,7 +31,7 @@ __all__ = [
     "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance", "round", "rsqrt", "sigmoid",
     "sign", "sin", "softmax", "softplus", "softsign", "sqrt", "square", "squared_difference",
     "subtract", "tanh", "truediv", "top_k", "in_top_k", "reduce_euclidean_norm", "realdiv",
-    "zero_fraction",
+    "zero_fraction", "segment_sum", "segment_mean", "unsorted_segment_sum",
 ]
 
 

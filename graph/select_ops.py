@@ -33,7 +33,7 @@ from .core import Tensor, constant, convert_to_tensor, graph_op
 from .dtypes import as_dtype
 from .math_ops import named, reshape
 
-__all__ = ["sort", "argsort", "top_k", "in_top_k", "sequence_mask", "slice",
+__all__ = ["unsorted_segment_sum", "segment_sum", "segment_mean", "sort", "argsort", "top_k", "in_top_k", "sequence_mask", "slice",
            "strided_slice", "boolean_mask", "where_indices", "gather_nd", "tensordot", "einsum",
            "unique"]
 
@@ -375,3 +375,76 @@ def einsum(equation, *inputs, name=None, **kwargs):
 
 
 _einsum = named(ops.einsum)
+
+
+# -- segment reductions ----------------------------------------------------------------------------
+def _segment_ids_kernel(node):
+    a = node.attrs
+
+    def run(ids, num_segments):
+        ids, n = np.asarray(ids).astype(np.int64), int(num_segments)
+        bad = ids[ids >= n]
+        if bad.size:
+            raise IndexError(f"{a['what']}: segment id {int(bad[0])} is out of range [0, {n})")
+        if a["sorted"] and (ids < 0).any():
+            raise IndexError(f"{a['what']}: segment ids must be >= 0, got {int(ids.min())}")
+        if a["sorted"] and (np.diff(ids) < 0).any():
+            raise IndexError(f"{a['what']}: segment ids are not increasing")
+        return np.where(ids < 0, n, ids)   # NOTE: a negative id is dropped, as TF: a spare row
+    return run, False
+
+
+SEGMENT_IDS = graph_op("segment_ids", _segment_ids_kernel)
+
+
+def _segment_sum(what, data, segment_ids, num_segments, sorted_ids):
+    x, ids = convert_to_tensor(data), convert_to_tensor(segment_ids)
+    if ids.dtype.kind not in "iu" or ids.ndim != 1 or x.ndim in (None, 0):
+        raise located(f"{what}: segment_ids must be a 1-d integer tensor and data at least "
+                      f"1-d, got {ids.dtype} {fmt_shape(ids.spec)} and {fmt_shape(x.spec)}")
+    if None not in (ids.shape[0], x.shape[0]) and ids.shape[0] != x.shape[0]:
+        raise located(f"{what}: segment_ids {fmt_shape(ids.spec)} must have one entry per "
+                      f"row of data {fmt_shape(x.spec)}")
+    if num_segments is None:
+        n = ops.max(ops.cast(ids, np.int64), initial=-1) + 1
+    else:
+        n = num_segments if isinstance(num_segments, Tensor) else \
+            constant(np.int64(num_segments))
+    n = ops.reshape(ops.cast(n, np.int64), ())
+    safe = _node(SEGMENT_IDS, [ids, n], {"what": what, "sorted": sorted_ids},
+                 Spec(ids.shape, np.dtype(np.int64)), "segment_ids")
+    rest = [d if d is not None else shape_(x)[k + 1] for k, d in enumerate(x.shape[1:])]
+    static_n = None if isinstance(num_segments, Tensor) or num_segments is None else \
+        int(num_segments)
+    from .array_ops import zeros
+    like = zeros([n + 1] + rest, x.dtype)   # NOTE: one spare row for the dropped ids
+    out = ops.take_grad(x, safe, like, axis=0)
+    out = ops.slice_(out, index=(builtins.slice(0, -1),))
+    if static_n is not None and None not in x.shape[1:]:
+        out = ops.reshape(out, (static_n,) + tuple(x.shape[1:]))
+    return out
+
+
+@named
+def unsorted_segment_sum(data, segment_ids, num_segments):
+    """out[i] = the sum of the rows data[j] with segment_ids[j] == i, for i < num_segments;
+    rows with a negative id are dropped, an id >= num_segments raises, as TF."""
+    return _segment_sum("unsorted_segment_sum", data, segment_ids, num_segments, False)
+
+
+@named
+def segment_sum(data, segment_ids):
+    """unsorted_segment_sum over max(segment_ids) + 1 segments; the ids must be sorted and
+    non-negative, as TF's CPU kernel requires."""
+    return _segment_sum("segment_sum", data, segment_ids, None, True)
+
+
+@named
+def segment_mean(data, segment_ids):
+    """The mean of each segment's rows (0 for an empty segment)."""
+    x = convert_to_tensor(data)
+    total = _segment_sum("segment_mean", x, segment_ids, None, True)
+    ones = ops.ones_like(ops.slice_(x, index=(builtins.slice(None),) + (0,) * (x.ndim - 1)))
+    count = _segment_sum("segment_mean", ones, segment_ids, None, True)
+    count = ops.reshape(count, (-1,) + (1,) * (x.ndim - 1))
+    return total / ops.maximum(count, 1.0)

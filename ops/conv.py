@@ -1,7 +1,7 @@
 """Convolution, pooling and resampling as compositions over the window primitives.
 
-`unfold` (im2col) carries the sliding-window arithmetic for every op here and `fold` (its
-adjoint) is conv_transpose2d; the 1-d forms are the 2-d ones over a height of one. Sizes
+`unfold` (im2col) carries the sliding-window arithmetic for every op here but max_pool2d (the
+`max_pool` primitive of pool.py, one loop each way) and `fold` (its adjoint) is conv_transpose2d; the 1-d forms are the 2-d ones over a height of one. Sizes
 follow torch: out = (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1, with
 ceil instead of floor under ceil_mode (a window must still start inside the input).
 """
@@ -14,7 +14,8 @@ import numpy as np
 from .core import Sample, fmt_shape, located
 from .composite import _shape, composite, mean
 from .nn import fold, matmul, pair, unfold, window_outs
-from .reduce import argmax, max as max_, sum as sum_
+from .pool import max_pool, window_argmax, window_stack
+from .reduce import max as max_, sum as sum_
 from .shape import (concat, expand_dims, pad, reshape, slice_, squeeze, take, transpose,
                     zeros_like)
 
@@ -190,14 +191,10 @@ def _windows(x, kernel, stride, padding, dilation, extra, value):
 
 def _pool_ref(np, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
               reduce="max"):
-    k, s, p, d, (ho, wo), (eh, ew) = _pool_geometry("pool", x.shape[2:], kernel_size, stride,
-                                                    padding, dilation, ceil_mode)
+    k, s, p, d, _, extra = _pool_geometry("pool", x.shape[2:], kernel_size, stride, padding,
+                                          dilation, ceil_mode)
     fill = -np.inf if reduce == "max" else 0.0
-    x = np.pad(x, ((0, 0), (0, 0), (p[0], p[0] + eh), (p[1], p[1] + ew)), constant_values=fill)
-    wins = [x[:, :, i * d[0]:i * d[0] + s[0] * (ho - 1) + 1:s[0],
-              j * d[1]:j * d[1] + s[1] * (wo - 1) + 1:s[1]]
-            for i in range(k[0]) for j in range(k[1])]
-    return getattr(np, reduce)(np.stack(wins, axis=0), axis=0)
+    return getattr(np, reduce)(window_stack(np, x, k, s, p, d, extra, fill), axis=0)
 
 
 @composite(samples=(Sample(((2, 3, 4, 4),), {"kernel_size": 2}),
@@ -213,15 +210,10 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
     xs = _need("max_pool2d", x, 4, "(N, C, H, W)")
     k, s, p, d, (ho, wo), extra = _pool_geometry("max_pool2d", xs[2:], kernel_size, stride,
                                                  padding, dilation, ceil_mode)
-    cols = _windows(x, k, s, p, d, extra, -np.inf)
-    out = reshape(max_(cols, axis=1), (-1, xs[1], ho, wo))
+    out = max_pool(x, k, s, p, d, extra)
     if not return_indices:
         return out
-    w = xs[3]
-    offsets = np.array([i * d[0] * w + j * d[1] for i in range(k[0]) for j in range(k[1])])
-    starts = ((np.arange(ho) * s[0] - p[0])[:, None] * w + np.arange(wo) * s[1] - p[1])
-    idx = take(offsets, argmax(cols, axis=1), axis=0) + starts.reshape(-1)
-    return out, reshape(idx, (-1, xs[1], ho, wo))
+    return out, reshape(window_argmax(x, k, s, p, d, extra), (-1, xs[1], ho, wo))
 
 
 def _avg_divisor(hw, k, s, p, outs, count_include_pad, divisor_override):

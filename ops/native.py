@@ -308,3 +308,82 @@ def _row_ready(x, t):
     return (type(x) is np.ndarray and type(t) is np.ndarray and x.dtype == t.dtype and
             x.dtype.kind == "f" and x.dtype.itemsize >= 4 and x.ndim >= 1 and x.size and
             x.shape == t.shape and x.flags.c_contiguous and t.flags.c_contiguous)
+
+
+# -- max pooling (ops/pool.py): each window's first maximum (a later nan wins, as torch), and
+# the gradient added at it. Windows read a cached index map, padding never picked: a padded slot
+# reads the window's nearest earlier inside slot again (or its first one), which changes
+# neither the maximum nor which slot holds it, so the loop has no bounds checks.
+@functools.lru_cache(maxsize=64)
+def _pool_map(h_, w_, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo):
+    """(Ho*Wo, kh*kw) flat indices into one channel's H*W; a window with no inside slot: -1."""
+    hs = np.arange(ho)[:, None, None, None] * sh - ph + np.arange(kh)[None, None, :, None] * dh
+    ws = np.arange(wo)[None, :, None, None] * sw - pw + np.arange(kw)[None, None, None, :] * dw
+    inside = ((hs >= 0) & (hs < h_) & (ws >= 0) & (ws < w_)).reshape(ho * wo, kh * kw)
+    flat = (hs * w_ + ws).reshape(ho * wo, kh * kw)
+    idx = np.full(flat.shape, -1, np.int64)
+    for r in range(flat.shape[0]):
+        slots = np.flatnonzero(inside[r])
+        if slots.size:
+            prev = np.maximum.accumulate(np.where(inside[r], np.arange(flat.shape[1]), -1))
+            idx[r] = flat[r, np.where(prev < 0, slots[0], prev)]
+    idx.flags.writeable = False
+    return idx
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _window_max(xf, c, idx, r):
+    p = idx[r, 0]
+    best, at = xf[c, p], p
+    for k in range(1, idx.shape[1]):
+        q = idx[r, k]
+        v = xf[c, q]
+        take = (v > best) | (v != v)
+        best = v if take else best
+        at = q if take else at
+    return best, at
+
+
+@njit(cache=True, nogil=True)
+def _max_pool(xf, idx, out):
+    for c in range(xf.shape[0]):
+        for r in range(idx.shape[0]):
+            if idx[r, 0] < 0:
+                out[c, r] = -np.inf
+            else:
+                out[c, r] = _window_max(xf, c, idx, r)[0]
+
+
+@njit(cache=True, nogil=True)
+def _max_pool_grad(xf, idx, g, dx):
+    for c in range(xf.shape[0]):
+        for r in range(idx.shape[0]):
+            if idx[r, 0] >= 0:
+                dx[c, _window_max(xf, c, idx, r)[1]] += g[c, r]
+
+
+def _pool_input(x, geometry):
+    """(x as a C-contiguous (N*C, H*W) float array, the index map): float16 and integers
+    compute in float64."""
+    n, c, h, w = x.shape
+    if x.dtype.kind != "f" or x.itemsize < 4:
+        x = x.astype(np.float64)
+    return np.ascontiguousarray(x).reshape(n * c, h * w), _pool_map(h, w, *geometry)
+
+
+def max_pool(x, geometry):
+    """(N, C, H, W) -> (N, C, Ho, Wo) window maxima; geometry is (kh, kw, sh, sw, ph, pw, dh,
+    dw, Ho, Wo)."""
+    xf, idx = _pool_input(x, geometry)
+    n, c = x.shape[:2]
+    out = np.empty((n * c, idx.shape[0]), xf.dtype)
+    _max_pool(xf, idx, out)
+    return out.reshape(n, c, *geometry[-2:]).astype(x.dtype, copy=False)
+
+
+def max_pool_grad(x, g, geometry):
+    """Zeros shaped like x with each g added at its window's first maximum."""
+    xf, idx = _pool_input(x, geometry)
+    dx = np.zeros(xf.shape, np.promote_types(g.dtype, np.float32))
+    _max_pool_grad(xf, idx, np.ascontiguousarray(g).reshape(xf.shape[0], -1), dx)
+    return dx.reshape(x.shape).astype(g.dtype, copy=False)

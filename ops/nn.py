@@ -1,7 +1,7 @@
 """Neural-network primitives: matmul, unfold/fold (im2col and its adjoint), one_hot, rand_like.
 
-conv2d and max_pool2d are compositions over unfold (see composite.py): one primitive
-carries the sliding-window arithmetic, and its adjoint `fold` is its gradient.
+conv2d is a composition over unfold (see conv.py): one primitive carries the sliding-window
+arithmetic, and its adjoint `fold` is its gradient (max pooling has loops of its own: pool.py).
 """
 from __future__ import annotations
 

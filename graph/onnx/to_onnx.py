@@ -331,6 +331,16 @@ def _pool(w, n):
     return w.emit("Reshape", [y, w.ints([0, -1])])
 
 
+def _max_pool(w, n, ins):
+    """The `max_pool` primitive: one MaxPool, ceil_mode's extra rows and columns as end pads
+    (ONNX's MaxPool, like the kernel, never picks a padded cell)."""
+    a = n.attrs
+    (ph, pw), (eh, ew) = pair(a["padding"]), pair(a.get("extra", 0))
+    return w.emit("MaxPool", ins, kernel_shape=list(pair(a["kernel"])),
+                  strides=list(pair(a["stride"])), pads=[ph, pw, ph + eh, pw + ew],
+                  dilations=list(pair(a["dilation"])))
+
+
 def _unfold(w, n, ins):
     if w.consumers.get(id(n.outputs[0]), 0) == 0:
         return None      # NOTE: every consumer became a Conv/MaxPool, reading x directly
@@ -376,6 +386,7 @@ RULES = {"matmul": _matmul, **{k: _compare for k in ("eq", "ne", "lt", "le", "gt
          "squeeze": _squeeze, "concat": _concat, "slice": _slice, "take": _take, "pad": _pad,
          "argsort": _argsort, "gather": _gather,
          "zeros_like": _fill(0), "ones_like": _fill(1), "one_hot": _one_hot, "unfold": _unfold,
+         "max_pool": _max_pool,
          "softmax_cross_entropy": _softmax_cross_entropy}
 
 

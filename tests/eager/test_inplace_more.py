@@ -36,6 +36,10 @@ INPLACE = [
     ("squeeze_", lambda L, t, o: t.unsqueeze_(0).squeeze_(0)),
     ("t_", lambda L, t, o: t.t_()),
     ("transpose_", lambda L, t, o: t.transpose_(0, -1)),
+    ("scatter_reduce_", lambda L, t, o: t.scatter_reduce_(1, _idx(L, [[0, 0], [3, 1], [2, 2]]),
+                                                         o[:, :2], "amin")),
+    ("scatter_reduce_-mean", lambda L, t, o: t.scatter_reduce_(
+        0, _idx(L, [[0, 0, 2, 2]]), o[:1], "mean", include_self=False)),
     ("index_put_", lambda L, t, o: t.index_put_((_idx(L, 2, 0), _idx(L, 1, 3)), o[0, :2])),
     *[(f"{n}_", lambda L, t, o, n=n: getattr(t, n + "_")())
       for n in ("sin", "cos", "tan", "sinh", "cosh", "atan", "arctan", "erf", "sign", "sgn",

@@ -143,3 +143,30 @@ def test_conv1d_matches_a_direct_sum(padding, stride):
                      for i in range(out)], axis=1)
     np.testing.assert_allclose(got, want, rtol=1e-10)
     np.testing.assert_allclose(got_ncw, want.transpose(0, 2, 1), rtol=1e-10)
+
+
+def test_segment_sums_and_means():
+    x = tf.placeholder(tf.float32, (None, 2))
+    ids = tf.placeholder(tf.int32, (None,))
+    xv = np.arange(10, dtype=np.float32).reshape(5, 2)
+    u = tf.unsorted_segment_sum(x, ids, 4)
+    assert u.shape == (4, 2) and tf.math.segment_sum is tf.segment_sum
+    got = run_both(u, {x: xv, ids: [3, -1, 0, 3, 1]})    # the row with id -1 is dropped
+    want = np.zeros((4, 2), np.float32)
+    for row, i in zip(xv, [3, -1, 0, 3, 1]):
+        if i >= 0:
+            want[i] += row
+    np.testing.assert_array_equal(got, want)
+    s, m = run_both([tf.segment_sum(x, ids), tf.segment_mean(x, ids)],
+                    {x: xv, ids: [0, 0, 2, 2, 2]})
+    np.testing.assert_array_equal(s, [xv[:2].sum(0), [0, 0], xv[2:].sum(0)])
+    np.testing.assert_allclose(m, [xv[:2].mean(0), [0, 0], xv[2:].mean(0)])
+    with tf.Session() as sess:
+        with pytest.raises(tf.errors.OpError, match=r"segment id 4 is out of range \[0, 4\)"):
+            sess.run(u, {x: xv, ids: [3, 4, 0, 3, 1]})
+        with pytest.raises(tf.errors.OpError, match="segment ids are not increasing"):
+            sess.run(tf.segment_sum(x, ids), {x: xv, ids: [1, 0, 2, 2, 2]})
+    check_grad(lambda t: tf.unsorted_segment_sum(t, np.array([1, 0, 1]), 3),
+               np.random.default_rng(2).standard_normal((3, 2)))
+    check_grad(lambda t: tf.segment_mean(t, np.array([0, 0, 2])),
+               np.random.default_rng(3).standard_normal((3, 2)))
