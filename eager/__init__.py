@@ -169,7 +169,7 @@ def unsqueeze(t, dim):
 
 
 def squeeze(t, dim=None):
-    return ops.squeeze(t, axis=dim)
+    return t.squeeze(dim)
 
 
 def flatten(t, start_dim=0, end_dim=-1):
@@ -311,6 +311,9 @@ from .shaping import *  # noqa: E402,F401,F403 - select, hstack, movedim, index_
 
 from . import nn, optim, utils  # noqa: E402  (they use the names above)
 from .serialization import load, save  # noqa: E402
+from .aliases import accept_numpy_names as _accept_numpy_names  # noqa: E402
+
+_accept_numpy_names(globals(), Tensor)   # x.sum(axis=1), torch.cat(ts, axis=0), keepdims=
 
 __all__ = [n for n in dir() if not n.startswith("_")]
 _ = (ShapeError, KernelError)

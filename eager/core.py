@@ -753,7 +753,21 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         return ops.expand_dims(self, axis=dim)
 
     def squeeze(self, dim=None):
-        return ops.squeeze(self, axis=dim)
+        """Drop dims of size 1: all of them, or those of `dim` (an int or a tuple) that have
+        size 1; a named dim of another size is left as it is, as in torch."""
+        if dim is None:
+            return ops.squeeze(self, axis=None)
+        shape = tuple(self.shape)
+        dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
+        nd = max(len(shape), 1)
+        for d in dims:
+            if not -nd <= d < nd:
+                raise IndexError(f"Dimension out of range (expected to be in range of "
+                                 f"[{-nd}, {nd - 1}], but got {d})")
+        keep = tuple(sorted({d % nd for d in dims if shape and shape[d % nd] == 1}))
+        if not keep:
+            return ops.reshape(self, shape)
+        return ops.squeeze(self, axis=keep if len(keep) > 1 else keep[0])
 
     def expand(self, *sizes):
         sizes = sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else sizes

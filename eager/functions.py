@@ -680,6 +680,7 @@ def _method(fn):
         return fn(self, *args, **kwargs)
     method.__name__ = method.__qualname__ = fn.__name__
     method.__doc__ = fn.__doc__
+    method.__wrapped__ = fn   # NOTE: its signature is fn's (aliases.py reads it)
     return method
 
 

@@ -24,11 +24,12 @@ from dualgrad.ops.updates import running_average
 
 from .core import GraphKeys, Tensor, _graph_of
 from .math_ops import random_uniform
-from .nn import _init, avg_pool2d, dropout as nn_dropout, bias_add, conv2d as _conv2d, dense, max_pool2d
+from .nn import (_init, avg_pool2d, dropout as nn_dropout, bias_add, conv2d as _conv2d,
+                 conv2d_transpose as _conv2d_transpose, dense, max_pool2d)
 from .variables import Variable, assign
 
-__all__ = ["dense", "dropout", "flatten", "conv2d", "max_pooling2d", "average_pooling2d",
-           "batch_normalization"]
+__all__ = ["dense", "dropout", "flatten", "conv2d", "conv2d_transpose", "max_pooling2d",
+           "average_pooling2d", "batch_normalization"]
 
 
 def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None):
@@ -76,17 +77,55 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
     shape, dt = k + (c, int(filters)), inputs.dtype
     g = _graph_of([inputs])
     with g.as_default(), g.name_scope(name or "conv2d"):
-        lim = math.sqrt(6.0 / ((c + filters) * k[0] * k[1]))
-        init = kernel_initializer if kernel_initializer is not None else \
-            (lambda s, d: random_uniform(s, -lim, lim, dtype=d))
-        kernel = Variable(_init(init, shape, dt), name="kernel", trainable=trainable)
+        kernel = _kernel(shape, dt, kernel_initializer, trainable)
         y = _conv2d(inputs, kernel, strides=_pair(strides), padding=padding,
                     data_format=df, dilations=_pair(dilation_rate))
-        if use_bias:
-            bias = Variable(_init(bias_initializer, (int(filters),), dt), name="bias",
-                            trainable=trainable)
-            y = bias_add(y, bias, data_format=df)
-        return activation(y) if activation is not None else y
+        return _finish(y, filters, df, use_bias, bias_initializer, activation, trainable)
+
+
+def _kernel(shape, dt, kernel_initializer, trainable):
+    """The `kernel` Variable; by default Glorot uniform over TF's fans (the receptive field
+    times the last two dims)."""
+    lim = math.sqrt(6.0 / ((shape[2] + shape[3]) * shape[0] * shape[1]))
+    init = kernel_initializer if kernel_initializer is not None else \
+        (lambda s, d: random_uniform(s, -lim, lim, dtype=d))
+    return Variable(_init(init, shape, dt), name="kernel", trainable=trainable)
+
+
+def _finish(y, filters, df, use_bias, bias_initializer, activation, trainable):
+    if use_bias:
+        bias = Variable(_init(bias_initializer, (int(filters),), y.dtype), name="bias",
+                        trainable=trainable)
+        y = bias_add(y, bias, data_format=df)
+    return activation(y) if activation is not None else y
+
+
+def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
+                     data_format="channels_last", activation=None, use_bias=True,
+                     kernel_initializer=None, bias_initializer=None, trainable=True, name=None):
+    """tf.layers.conv2d_transpose: Variables `name/kernel` (kh, kw, filters, in_channels)
+    and `name/bias`; the output is in * stride ('same') or in * stride + max(k - stride, 0)
+    ('valid') along height and width, as TF."""
+    df = _channels(data_format, "conv2d_transpose")
+    nhwc = df == "NHWC"
+    if len(inputs.shape) != 4:
+        raise located(f"conv2d_transpose: expects a 4-d input, got {fmt_shape(inputs.shape)}")
+    c = inputs.shape[-1] if nhwc else inputs.shape[1]
+    hw = inputs.shape[1:3] if nhwc else inputs.shape[2:4]
+    if c is None or None in hw:
+        raise located(f"conv2d_transpose: the channel, height and width dims of "
+                      f"{fmt_shape(inputs.shape)} must be known")
+    k, s = _pair(kernel_size), _pair(strides)
+    same = str(padding).lower() == "same"
+    out_hw = [n * st if same else n * st + max(kk - st, 0) for n, kk, st in zip(hw, k, s)]
+    shape, dt = k + (int(filters), c), inputs.dtype
+    g = _graph_of([inputs])
+    with g.as_default(), g.name_scope(name or "conv2d_transpose"):
+        kernel = _kernel(shape, dt, kernel_initializer, trainable)
+        out = [0, *out_hw, int(filters)] if nhwc else [0, int(filters), *out_hw]
+        y = _conv2d_transpose(inputs, kernel, out, [1, *s, 1] if nhwc else [1, 1, *s],
+                              "SAME" if same else "VALID", data_format=df)
+        return _finish(y, filters, df, use_bias, bias_initializer, activation, trainable)
 
 
 def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",

@@ -273,8 +273,10 @@ def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None,  
     if dilations is not None and any(int(d) != 1 for d in np.ravel(dilations)):
         raise NotImplementedError("conv2d_transpose: dilations other than 1")
     if isinstance(output_shape, Tensor):
-        raise NotImplementedError("conv2d_transpose: output_shape must be a list of ints")
-    out = [int(d) for d in output_shape]
+        raise NotImplementedError("conv2d_transpose: output_shape must be a list (its batch "
+                                  "entry may be a tensor, e.g. tf.shape(x)[0]), not a tensor")
+    # NOTE: the batch entry is not needed (value's batch is the result's): it may be a tensor
+    out = [None] + [int(d) for d in list(output_shape)[1:]]
     fs = tuple(f.shape) if hasattr(f, "shape") else np.shape(f)
     hw, c_in = _spatial(x, df, "conv2d_transpose"), x.shape[3 if df == "NHWC" else 1]
     c_out = out[3] if df == "NHWC" else out[1]

@@ -140,7 +140,47 @@ def _widen(S, D):
     return tuple(out)
 
 
-def form_groups(prog):
+def form_groups(prog, siblings=True):
+    """The fusion groups; each is acyclic, and so is the program with every group contracted
+    to one node (a sibling merge can close a cycle through another group: A feeds B's input
+    and B feeds A's, with neither group cyclic by itself)."""
+    groups = _form_groups(prog, siblings)
+    if _contracted_acyclic(prog, groups):
+        return groups
+    if siblings:
+        return form_groups(prog, siblings=False)
+    return []   # NOTE: not seen; unfused is always correct
+
+
+def _contracted_acyclic(prog, groups):
+    """Kahn's sort over the program with each group one node: True when it orders them all."""
+    rep = {id(m): ("g", k) for k, g in enumerate(groups) for m in g.members}
+    deps, users = {}, {}
+    for n in prog.nodes:
+        a = rep.get(id(n), id(n))
+        deps.setdefault(a, set())
+        for src in [s for s, _ in n.inputs] + list(n.controls):
+            b = rep.get(id(src), id(src))
+            if b != a and b not in deps[a]:
+                deps[a].add(b)
+                users.setdefault(b, []).append(a)
+    for d in list(deps.values()):
+        for b in d:
+            deps.setdefault(b, set())
+    waiting = {a: len(d) for a, d in deps.items()}
+    ready = [a for a, k in waiting.items() if k == 0]
+    done = 0
+    while ready:
+        b = ready.pop()
+        done += 1
+        for a in users.get(b, ()):
+            waiting[a] -= 1
+            if waiting[a] == 0:
+                ready.append(a)
+    return done == len(waiting)
+
+
+def _form_groups(prog, siblings):
     group_of, groups = {}, []
     position = {id(n): k for k, n in enumerate(prog.nodes)}
     for n in prog.nodes:
@@ -154,7 +194,8 @@ def form_groups(prog):
                 g.members.append(n)
                 groups.append(g)
             group_of[id(n)] = g
-    _merge_siblings([g for g in groups if g.members], group_of, position)
+    if siblings:
+        _merge_siblings([g for g in groups if g.members], group_of, position)
     return [g for g in groups if g.members]
 
 

@@ -554,3 +554,25 @@ def test_compiled_linear_weight_gradients_are_c_ordered_without_a_copy():
     xv = x.numpy()
     np.testing.assert_allclose(lin.weight.grad.numpy(), (2 * (xv @ w.T + b)).T @ xv,
                                rtol=1e-5, atol=1e-5)
+
+
+def test_fusion_never_closes_a_cycle_between_groups():
+    """Two loops on (N, 4) that read the same input merge into one (siblings), but one of them
+    reads a gather of an (N,)-loop's value and the (N,)-loop reads the other's row sum: merged,
+    the two fused nodes would each wait for the other. The optimiser must give the same answer
+    as the plain graph."""
+    g = graph.Graph()
+    with g.as_default():
+        p = graph.placeholder(graph.float32, (None, 4))
+        t = ops.cast(graph.placeholder(graph.int32, (None,)), np.int64)
+        ok = ops.logical_and(ops.ge(t, 0), ops.lt(t, 4))
+        picked = ops.gather(p, ops.expand_dims(t, axis=1), axis=1)
+        above = ops.sum(ops.cast(ops.gt(p, picked), np.int64), axis=1)
+        nans = ops.sum(ops.cast(ops.ne(p, p), np.int64), axis=1)
+        out = ops.logical_and(ops.logical_and(ok, ops.eq(nans, 0)), ops.lt(above, 1))
+    feeds = {p: np.array([[1, 5, 2, 0], [3, np.nan, 1, 1], [0, 1, 2, 3]], np.float32),
+             g.get_tensor_by_name("Placeholder_1:0"): np.array([1, 0, 3], np.int32)}
+    want = _run(g, out, feeds, False)[0]
+    got = _run(g, out, feeds, True)[0]
+    assert want.tolist() == [True, False, True]
+    np.testing.assert_array_equal(got, want)

@@ -170,3 +170,24 @@ def test_segment_sums_and_means():
                np.random.default_rng(2).standard_normal((3, 2)))
     check_grad(lambda t: tf.segment_mean(t, np.array([0, 0, 2])),
                np.random.default_rng(3).standard_normal((3, 2)))
+
+
+@pytest.mark.parametrize("padding", ["same", "valid"])
+@pytest.mark.parametrize("strides", [1, 2, 3])
+def test_layers_conv2d_transpose(padding, strides):
+    x = tf.placeholder(tf.float32, (None, 4, 5, 3))
+    y = tf.layers.conv2d_transpose(x, 2, 3, strides=strides, padding=padding, name="up",
+                                   bias_initializer=tf.constant_initializer(0.5))
+    grow = 0 if padding == "same" else max(3 - strides, 0)
+    assert y.shape == (None, 4 * strides + grow, 5 * strides + grow, 2)
+    kernel, bias = tf.trainable_variables()
+    assert kernel.name == "up/kernel:0" and kernel.shape == (3, 3, 2, 3)
+    ref = tf.nn.conv2d_transpose(x, kernel, [tf.shape(x)[0], *y.shape[1:]],
+                                 [1, strides, strides, 1], padding.upper()) + bias
+    g = tf.gradients(tf.reduce_sum(y * y), [kernel])[0]
+    xv = np.random.default_rng(5).standard_normal((2, 4, 5, 3)).astype(np.float32)
+    with tf.Session() as s:
+        s.run(tf.global_variables_initializer())
+        got, want, gk = s.run([y, ref, g], {x: xv})
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert gk.shape == (3, 3, 2, 3) and np.abs(gk).sum() > 0
