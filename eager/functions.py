@@ -72,11 +72,14 @@ ger = outer
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
-    return _scaled(input, beta) + _scaled(mm(mat1, mat2), alpha)
+    """beta * input + alpha * (mat1 @ mat2); beta=0 ignores input's values (NaN too), as torch."""
+    from .reductions import _beta_alpha   # NOTE: reductions imports this module
+    return _beta_alpha(input, mm(mat1, mat2), beta, alpha)
 
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
-    return _scaled(input, beta) + _scaled(bmm(batch1, batch2), alpha)
+    from .reductions import _beta_alpha
+    return _beta_alpha(input, bmm(batch1, batch2), beta, alpha)
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002

@@ -186,3 +186,19 @@ def test_random_functions_have_torchs_shapes_and_laws():
 def test_scatter_with_duplicate_indices_raises():
     with pytest.raises(NotImplementedError, match="duplicate indices"):
         eager.scatter(eager.zeros(3), 0, eager.tensor([1, 1]), eager.ones(2))
+
+
+@pytest.mark.parametrize("name,shapes", [("addmm", [(3, 5), (3, 4), (4, 5)]),
+                                         ("baddbmm", [(2, 3, 5), (2, 3, 4), (2, 4, 5)])])
+def test_beta_zero_ignores_the_input_even_nan(name, shapes):
+    pairs = _pairs(shapes, seed=3)
+    a = np.full(shapes[0], np.nan, np.float32)
+    ours_in, theirs_in = eager.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    out = getattr(eager, name)(ours_in, pairs[1][0], pairs[2][0], beta=0, alpha=0.5)
+    ref = getattr(torch, name)(theirs_in, pairs[1][1], pairs[2][1], beta=0, alpha=0.5)
+    _close(out, ref)
+    assert not np.isnan(out.detach().numpy()).any()
+    out.sum().backward()
+    ref.sum().backward()
+    _close(ours_in.grad, theirs_in.grad)
+    _close(pairs[1][0].grad, pairs[1][1].grad)
