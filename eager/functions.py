@@ -12,11 +12,11 @@ bincount, searchsorted, multinomial) compute with NumPy and carry no gradient, l
 from __future__ import annotations
 
 import builtins
-import string
 
 import numpy as np
 
 from dualgrad import ops
+from dualgrad.ops.linalg import parse_einsum
 from dualgrad.ops.rules import norm_axis
 
 
@@ -100,30 +100,11 @@ def einsum(equation, *operands):
     mul, sum and the layout ops; '...' is supported."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
-    eq = equation.replace(" ", "")
-    lhs, arrow, rhs = eq.partition("->")
-    terms = lhs.split(",")
-    if len(terms) != len(operands):
-        raise ValueError(f"einsum: {len(terms)} operand specs in {equation!r} for "
-                         f"{len(operands)} operands")
-    free = [c for c in string.ascii_letters if c not in eq]
-    ell = max((_t(o).ndim - len(t.replace("...", "")) for t, o in zip(terms, operands)
-               if "..." in t), default=0)
-    fill = "".join(free[:ell])
-    terms = [t.replace("...", fill[len(fill) - (_t(o).ndim - len(t.replace("...", ""))):]
-                       if "..." in t else "") for t, o in zip(terms, operands)]
-    if not arrow:
-        counts = {c: "".join(terms).count(c) for c in "".join(terms)}
-        rhs = fill + "".join(sorted(c for c, n in counts.items() if n == 1 and c not in fill))
-    rhs = rhs.replace("...", fill)
+    terms, rhs = parse_einsum(equation, [_t(o).ndim for o in operands], diagonals=True)
     letters = list(dict.fromkeys(rhs + "".join(terms)))
     prod = None
     for term, x in zip(terms, operands):
-        x = _t(x)
-        if len(term) != x.ndim:
-            raise ValueError(f"einsum: operand spec {term!r} has {len(term)} letters for a "
-                             f"{x.ndim}-D operand of shape {tuple(x.shape)}")
-        x, term = _diagonals(x, term)
+        x, term = _diagonals(_t(x), term)
         order = [term.index(c) for c in letters if c in term]
         x = x.permute(*order) if order != list(range(len(order))) else x
         shape = [x.shape[[c for c in letters if c in term].index(c)] if c in term else 1

@@ -17,8 +17,10 @@ from .reduce import sum as sum_
 from .shape import expand_dims, transpose
 
 
-def _parse(equation, ndims):
-    """(operand letter strings, output letters), '...' replaced by letters of its own."""
+def parse_einsum(equation, ndims, diagonals=False):
+    """(operand letter strings, output letters), '...' replaced by letters of its own; a
+    letter repeated within one operand (a diagonal) raises unless `diagonals` (eager's
+    einsum takes them)."""
     eq = equation.replace(" ", "")
     lhs, arrow, rhs = eq.partition("->")
     terms = lhs.split(",")
@@ -36,7 +38,7 @@ def _parse(equation, ndims):
         if len(t) != nd or not t.isalpha():
             raise ValueError(f"einsum: operand spec {t!r} does not fit a {nd}-d operand "
                              f"in {equation!r}")
-        if len(set(t)) != len(t):
+        if len(set(t)) != len(t) and not diagonals:
             raise NotImplementedError(f"einsum: a letter repeated within one operand ({t!r}, "
                                       f"a diagonal) is not supported")
         out.append(t)
@@ -68,7 +70,7 @@ def einsum(*operands, equation):
     laid out over every letter (size 1 where it has none), the product is summed over the
     letters not in the output. Repeated letters within one operand are not supported."""
     specs = [spec_of(x) for x in operands]
-    terms, rhs = _parse(equation, [s.ndim for s in specs])
+    terms, rhs = parse_einsum(equation, [s.ndim for s in specs])
     letters = list(rhs) + sorted({c for t in terms for c in t} - set(rhs))
     sizes = {}
     for t, s in zip(terms, specs):

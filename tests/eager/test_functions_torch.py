@@ -202,3 +202,12 @@ def test_beta_zero_ignores_the_input_even_nan(name, shapes):
     ref.sum().backward()
     _close(ours_in.grad, theirs_in.grad)
     _close(pairs[1][0].grad, pairs[1][1].grad)
+
+
+def test_einsum_output_letter_no_operand_has_raises_as_torch():
+    x = eager.ones(2, 3)
+    with pytest.raises(ValueError, match="names a letter no operand has"):
+        eager.einsum("ij,jk->il", x, eager.ones(3, 4))
+    with pytest.raises(RuntimeError):
+        torch.einsum("ij,jk->il", torch.ones(2, 3), torch.ones(3, 4))
+    assert eager.einsum("ii->i", eager.eye(3)).tolist() == [1.0, 1.0, 1.0]
