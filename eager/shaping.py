@@ -25,14 +25,20 @@ def _seq(tensors):
     return [_t(t) for t in tensors]
 
 
-def select(input, dim, index):  # noqa: A002 - torch's argument names
-    x = _t(input)
-    d = norm_axis("select", dim, x.ndim)
+def _dim_index(name, x, dim, index):
+    """(dim, index) normalised, with torch's IndexError for an index outside the dim."""
+    d = norm_axis(name, dim, x.ndim)
     n = x.shape[d]
     if not -n <= index < n:
-        raise IndexError(f"select(): index {index} out of range for tensor of size "
+        raise IndexError(f"{name}(): index {index} out of range for tensor of size "
                          f"{list(x.shape)} at dimension {dim}")
-    return ops.getitem(x, (slice(None),) * d + (int(index) % n,))
+    return d, int(index) % n
+
+
+def select(input, dim, index):  # noqa: A002 - torch's argument names
+    x = _t(input)
+    d, i = _dim_index("select", x, dim, index)
+    return ops.getitem(x, (slice(None),) * d + (i,))
 
 
 def _atleast(nd, tensors):
@@ -563,12 +569,8 @@ def _positions(x):
 
 def select_scatter(input, src, dim, index):  # noqa: A002
     x = _t(input)
-    d = norm_axis("select_scatter", dim, x.ndim)
-    n = x.shape[d]
-    if not -n <= index < n:
-        raise IndexError(f"select_scatter(): index {index} out of range for tensor of size "
-                         f"{list(x.shape)} at dimension {dim}")
-    return _scatter_at("select_scatter", x, src, np.take(_positions(x), index, axis=d))
+    d, i = _dim_index("select_scatter", x, dim, index)
+    return _scatter_at("select_scatter", x, src, np.take(_positions(x), i, axis=d))
 
 
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):  # noqa: A002
