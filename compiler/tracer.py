@@ -248,6 +248,8 @@ class Trace:
             return bind_args(op, args, attrs)   # constants only: frozen, like its inputs
         if op is _RAND:
             return self._random(args[0], attrs)
+        if op.decompose is not None:   # NOTE: its ops come back here; the optimiser fuses them
+            return op.decompose(*args, **attrs)
         out = GraphEngine.apply(op, [self.lift(a) for a in args], attrs)
         grad = out.dtype.kind in "fc" and any(
             isinstance(a, Tensor) and a.requires_grad for a in args)
