@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.graph.plan import Plan, Step, build_plan, needed_nodes, node_kernel, plan_frees
+from dualgrad.graph.plan import Plan, Step, build_plan, fetch_nodes, needed_nodes, node_kernel, plan_frees
 from dualgrad.graph.core import Tensor as GTensor
 
 _MAY_ALIAS = {"cast", "sum_to_like", "stop_gradient"}   # kernels that can return their input
@@ -92,8 +92,7 @@ class ReinferError(Exception):
 def from_graph(fetches, feed_specs) -> Program:
     """Build the Program for `fetches` (graph Tensors / Nodes) with fed placeholders' specs."""
     fed = {id(t): (t, s) for t, s in feed_specs.items()}
-    fetch_nodes = [f.node if isinstance(f, GTensor) else f for f in fetches]
-    gnodes = needed_nodes(fetch_nodes, frozenset(fed))
+    gnodes = needed_nodes(fetch_nodes(fetches, fed), frozenset(fed))
     value = {}          # id(graph Tensor) -> (INode, index)
     by_node = {}        # id(graph Node) -> INode
     feeds = []

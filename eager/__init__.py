@@ -128,12 +128,12 @@ def matmul(a, b):
     return ops.matmul(a, b)
 
 
-def sum(t, dim=None, keepdim=False):  # noqa: A001 - torch's name
-    return ops.sum(t, axis=dim, keepdims=keepdim)
+def sum(t, dim=None, keepdim=False, *, dtype=None):  # noqa: A001 - torch's name
+    return _lift(t).sum(dim, keepdim, dtype=dtype)
 
 
-def mean(t, dim=None, keepdim=False):
-    return ops.mean(t, axis=dim, keepdims=keepdim)
+def mean(t, dim=None, keepdim=False, *, dtype=None):
+    return _lift(t).mean(dim, keepdim, dtype=dtype)
 
 
 def max(t, dim=None, keepdim=False):  # noqa: A001
@@ -208,8 +208,8 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):  # noqa
     return ops.norm(x, ord=2 if p == "fro" else p, axis=dim, keepdims=keepdim)
 
 
-def cumsum(t, dim):
-    return ops.cumsum(t, axis=dim)
+def cumsum(t, dim, *, dtype=None):
+    return _lift(t).cumsum(dim, dtype=dtype)
 
 
 def flip(t, dims):
@@ -301,6 +301,7 @@ exp, log, sqrt, tanh, sigmoid, relu = (ops.exp, ops.log, ops.sqrt, ops.tanh, ops
 sin, cos = ops.sin, ops.cos
 add, sub, mul, div = ops.add, ops.sub, ops.mul, ops.div
 eq, ne, lt, le, gt, ge = ops.eq, ops.ne, ops.lt, ops.le, ops.gt, ops.ge
+greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 detach = Tensor.detach
 clip = clamp
 from .functions import *  # noqa: E402,F401,F403 - torch.* math by torch's names
@@ -308,8 +309,9 @@ from .functions import TORCH_NAMES as _TORCH_NAMES  # noqa: E402
 from .pointwise import *  # noqa: E402,F401,F403 - sign, erfinv, atan2, hypot, fmax, …
 from .reductions import *  # noqa: E402,F401,F403 - median, quantile, trace, cummax, …
 from .shaping import *  # noqa: E402,F401,F403 - select, hstack, movedim, index_add, …
+from .info import *  # noqa: E402,F401,F403 - finfo, iinfo, Size, pi, inf, is_floating_point, …
 
-from . import nn, optim, utils  # noqa: E402  (they use the names above)
+from . import autograd, nn, optim, utils  # noqa: E402  (they use the names above)
 from .serialization import load, save  # noqa: E402
 from .aliases import accept_numpy_names as _accept_numpy_names  # noqa: E402
 

@@ -25,9 +25,9 @@ from dualgrad.ops.rules import norm_axis, torch_result_dtype
 from . import devices as _device
 from .hooks import (HOOK as _HOOK, LEAF_HOOKS as _LEAF_HOOKS, RemovableHandle as _HookHandle,
                     leaf_hooked)
-from .inplace import CLOCK, InPlaceMixin, MoreInPlace
+from .inplace import CLOCK, InPlaceMixin, MoreInPlace, getitem as _getitem
 from .methods import RETAINS_GRAD as _RETAINS_GRAD, TensorMethods, retains_grad
-from .functions import FunctionMethods
+from .functions import FunctionMethods, accumulating
 
 class _GradMode(threading.local):
     enabled = True   # NOTE: per thread, as PyTorch's grad mode; the hot path reads one attribute
@@ -579,17 +579,19 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
     # NOTE: & | ^ ~ (logical on bools, bitwise on integers) come from eager/pointwise.py
 
     def __getitem__(self, index):
-        return ops.getitem(self, index)
+        return _getitem(self, index)
 
     def __iter__(self):
         return (self[i] for i in range(len(self)))
 
     # -- methods, as torch names them ---------------------------------------------------------
-    def sum(self, dim=None, keepdim=False):
-        return ops.sum(self, axis=dim, keepdims=keepdim)
+    def sum(self, dim=None, keepdim=False, *, dtype=None):
+        return ops.sum(self if dtype is None else accumulating(self, dtype), axis=dim,
+                       keepdims=keepdim)
 
-    def mean(self, dim=None, keepdim=False):
-        return ops.mean(self, axis=dim, keepdims=keepdim)
+    def mean(self, dim=None, keepdim=False, *, dtype=None):
+        return ops.mean(self if dtype is None else ops.cast(self, np.dtype(dtype)), axis=dim,
+                        keepdims=keepdim)
 
     def var(self, dim=None, keepdim=False, unbiased=True):
         v = ops.var(self, axis=dim, keepdims=keepdim)
@@ -604,12 +606,16 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
     def max(self, dim=None, keepdim=False):
         if dim is None:
             return ops.max(self)
+        if isinstance(dim, Tensor):   # NOTE: torch.max(input, other) is maximum
+            return self.maximum(dim)
         return ValuesIndices(ops.max(self, axis=dim, keepdims=keepdim),
                              ops.argmax(self, axis=dim, keepdims=keepdim))
 
     def min(self, dim=None, keepdim=False):
         if dim is None:
             return ops.min(self)
+        if isinstance(dim, Tensor):   # NOTE: torch.min(input, other) is minimum
+            return self.minimum(dim)
         return ValuesIndices(ops.min(self, axis=dim, keepdims=keepdim),
                              ops.argmin(self, axis=dim, keepdims=keepdim))
 
@@ -632,8 +638,8 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
     def norm(self, p=2, dim=None, keepdim=False):
         return ops.norm(self, ord=p, axis=dim, keepdims=keepdim)
 
-    def cumsum(self, dim):
-        return ops.cumsum(self, axis=dim)
+    def cumsum(self, dim, *, dtype=None):
+        return ops.cumsum(accumulating(self, dtype), axis=dim)
 
     def flip(self, dims):
         out = self

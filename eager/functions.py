@@ -215,12 +215,22 @@ def _slices(x, dim):
     return [ops.slice_(x, index=lead + (slice(i, i + 1),)) for i in range(n)]
 
 
+def accumulating(x, dtype=None):
+    """x in the dtype torch's sum, prod, cumsum and cumprod compute in: `dtype` when given,
+    else int64 for every integer and bool tensor (torch.tensor([1], dtype=torch.int32)
+    .cumsum(0) is int64)."""
+    x = _t(x)
+    if dtype is not None:
+        return ops.cast(x, np.dtype(dtype))
+    if x.dtype.kind in "biu" and x.dtype != np.int64:
+        return ops.cast(x, np.dtype(np.int64))
+    return x
+
+
 def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     """The product along dim (every element by default), as a chain of multiplies so the
     gradient is exact with zeros present."""
-    x = _t(input)
-    if dtype is not None:
-        x = ops.cast(x, np.dtype(dtype))
+    x = accumulating(input, dtype)
     if dim is None:
         x, dim = x.reshape(-1), 0
     d = norm_axis("prod", dim, x.ndim)
@@ -232,7 +242,7 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
 
 
 def cumprod(input, dim, *, dtype=None):  # noqa: A002
-    x = _t(input) if dtype is None else ops.cast(_t(input), np.dtype(dtype))
+    x = accumulating(input, dtype)
     d = norm_axis("cumprod", dim, x.ndim)
     parts, outs = _slices(x, d), []
     for p in parts:
@@ -688,3 +698,9 @@ class FunctionMethods:
 
 for _name in _METHODS:
     setattr(FunctionMethods, _name, _method(globals()[_name]))
+
+# NOTE: torch's // and % are floor_divide (rounding down) and remainder (the divisor's sign)
+FunctionMethods.__floordiv__ = _method(floor_divide)
+FunctionMethods.__rfloordiv__ = lambda self, other: floor_divide(other, self)
+FunctionMethods.__mod__ = _method(remainder)
+FunctionMethods.__rmod__ = lambda self, other: remainder(other, self)

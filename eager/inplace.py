@@ -26,6 +26,7 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops.core import user_frame, where_str
+from dualgrad.ops.index import staged
 
 from . import core as _core
 from .generator import rng_of
@@ -159,6 +160,21 @@ def _put(prev, index, value):
     return ops.where(mask.reshape(shape), ops.reshape_like(placed, prev), prev)
 
 
+def getitem(t, index):
+    """t[index]: the op library's getitem, and, in eager only, the indexing that needs the
+    index's values (boolean masks, several index arrays: torch's advanced indexing, which is
+    NumPy's), as a take of the positions it selects, so gradients flow as torch's."""
+    if _core.TRACING[0] or staged(index):
+        return ops.getitem(t, index)
+    try:
+        pos = np.arange(t._array.size).reshape(t._array.shape)[_numpy_index(index)]
+    except IndexError as e:
+        raise IndexError(f"{e} (indexing a tensor of shape {tuple(t._array.shape)}, at "
+                         f"{_where()})") from None
+    flat = ops.take(ops.reshape(t, (-1,)), pos.reshape(-1), axis=0)
+    return ops.reshape(flat, pos.shape)
+
+
 def setitem(t, index, value):
     """t[index] = value: NumPy's indexing (ints, slices, masks, index arrays) on the array."""
     if not _needs_tape(t, (value,)):
@@ -202,6 +218,27 @@ class InPlaceMixin:
 
     def __ipow__(self, o):
         return apply_inplace(self, "pow_", lambda t, o: t ** o, o)
+
+    def __ifloordiv__(self, o):
+        return apply_inplace(self, "floor_divide_", lambda t, o: t // o, o)
+
+    def __imod__(self, o):
+        return apply_inplace(self, "remainder_", lambda t, o: t % o, o)
+
+    def __iand__(self, o):
+        return apply_inplace(self, "bitwise_and_", lambda t, o: t & o, o)
+
+    def __ior__(self, o):
+        return apply_inplace(self, "bitwise_or_", lambda t, o: t | o, o)
+
+    def __ixor__(self, o):
+        return apply_inplace(self, "bitwise_xor_", lambda t, o: t ^ o, o)
+
+    def __ilshift__(self, o):
+        return apply_inplace(self, "bitwise_left_shift_", lambda t, o: t << o, o)
+
+    def __irshift__(self, o):
+        return apply_inplace(self, "bitwise_right_shift_", lambda t, o: t >> o, o)
 
     def __setitem__(self, index, value):
         setitem(self, index, value)
@@ -468,3 +505,21 @@ POINTWISE_INPLACE = (
 for _name in POINTWISE_INPLACE:
     if not hasattr(MoreInPlace, _name + "_"):
         setattr(MoreInPlace, _name + "_", _inplace_of(_name))
+
+
+def _compare_inplace(name):
+    """name_: t <- t.name(other), the boolean result written in t's own dtype (torch's
+    x.lt_(y) leaves x float, holding 0.0 and 1.0)."""
+    def method(self, *args):
+        return apply_inplace(self, name + "_",
+                             lambda t, *a: ops.cast(getattr(t, name)(*a), t._array.dtype),
+                             *args)
+    method.__name__ = method.__qualname__ = name + "_"
+    method.__doc__ = f"In-place {name}: the result in self's dtype (torch.Tensor.{name}_)."
+    return method
+
+
+# NOTE: comparisons and logical ops: a bool result, written back in self's dtype
+for _name in ("eq ne lt le gt ge greater greater_equal less less_equal not_equal "
+              "logical_and logical_or logical_xor logical_not").split():
+    setattr(MoreInPlace, _name + "_", _compare_inplace(_name))

@@ -355,6 +355,10 @@ FunctionMethods.__xor__ = _operator(ops.ne, bitwise_xor)
 FunctionMethods.__rand__, FunctionMethods.__ror__, FunctionMethods.__rxor__ = (
     FunctionMethods.__and__, FunctionMethods.__or__, FunctionMethods.__xor__)
 FunctionMethods.__invert__ = _invert
+FunctionMethods.__lshift__ = lambda self, other: bitwise_left_shift(self, other)
+FunctionMethods.__rshift__ = lambda self, other: bitwise_right_shift(self, other)
+FunctionMethods.__rlshift__ = lambda self, other: bitwise_left_shift(other, self)
+FunctionMethods.__rrshift__ = lambda self, other: bitwise_right_shift(other, self)
 
 __all__ = TORCH_NAMES = [
     "sign", "sgn", "erf", "erfinv", "absolute", "tan", "cosh", "sinh", "atan2", "atan", "asin",

@@ -28,6 +28,7 @@ from . import errors
 from .core import (Graph, GraphKeys, Node, Tensor, TensorShape, add_to_collection,
                    control_dependencies, constant, convert_to_tensor, get_collection,
                    get_default_graph, name_scope, placeholder, reset_default_graph)
+from .shapes import Dimension, dimension_value
 from .dtypes import (as_dtype, bool_, float16, float32, float64, int8, int16, int32, int64,
                      uint8)
 from .variables import (Variable, assign, assign_add, assign_sub, global_variables,
@@ -72,7 +73,7 @@ Print = print_
 __all__ = [
     "ShapeError", "set_random_seed", "errors", "Graph", "GraphKeys", "add_to_collection",
     "get_collection", "Node", "Operation", "Tensor",
-    "TensorShape", "control_dependencies", "constant", "convert_to_tensor",
+    "TensorShape", "Dimension", "dimension_value", "control_dependencies", "constant", "convert_to_tensor",
     "get_default_graph", "name_scope", "placeholder", "reset_default_graph", "as_dtype",
     "bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
     "Variable", "assign", "assign_add", "assign_sub", "global_variables",

@@ -174,11 +174,24 @@ def _trace(outer, label, fn, args=()):
 
 
 # -- cond ----------------------------------------------------------------------------------------
+def _maybe_scalar(t):
+    """A scalar, or of unknown rank (TF1's `placeholder(tf.bool)`: checked at run time)."""
+    return t.spec.shape is None or t.spec.shape == ()
+
+
+def _scalar_pred(pred, node, what):
+    if np.ndim(pred) != 0:
+        from .errors import InvalidArgumentError
+        raise InvalidArgumentError(f"{what} '{node.name}': the predicate must be a scalar, "
+                                   f"but it has shape {list(np.shape(pred))}", node=node)
+    return bool(pred)
+
+
 def _cond_kernel(node):
     fns, n = node.attrs["branches"], len(node.outputs)
 
     def run(state, pred, *caps):
-        out = fns[0 if pred else 1](state, *caps)
+        out = fns[0 if _scalar_pred(pred, node, "cond") else 1](state, *caps)
         return out[0] if n == 1 else tuple(out)
     return run, True
 
@@ -231,7 +244,7 @@ def cond(pred, true_fn, false_fn, name=None):
         return true_fn() if pred else false_fn()
     outer = _graph_of([pred])
     pred = _lift(outer, pred, [])
-    if pred.dtype != np.bool_ or len(pred.shape) not in (0,):
+    if pred.dtype != np.bool_ or not _maybe_scalar(pred):
         raise _at_user_line(ShapeError(f"cond: pred must be a scalar bool tensor, got "
                                        f"{fmt_shape(pred.spec)} {pred.dtype}"), outer, "cond")
     with outer.name_scope(name or "cond") as scope:
@@ -273,7 +286,8 @@ def _while_kernel(node):
     def run(state, *args):
         vs, cc, bc = list(args[:n]), args[n:n + nc], args[n + nc:]
         it, ys = 0, []
-        while (max_it is None or it < max_it) and c_fn(state, *vs, *cc)[0]:
+        while (max_it is None or it < max_it) and _scalar_pred(c_fn(state, *vs, *cc)[0], node,
+                                                               "while_loop"):
             out = b_fn(state, *vs, *bc)
             vs = list(out[:n])
             ys.append(out[n:])
@@ -410,7 +424,7 @@ def _trace_loop(outer, label, fn, lv, inv):
 def _check_loop(outer, c_out, b_out, lv, inv, n_stacked=0):
     def fail(msg):
         raise _at_user_line(ShapeError(msg), outer, "while")
-    if len(c_out) != 1 or c_out[0].dtype != np.bool_ or c_out[0].shape not in ((), ):
+    if len(c_out) != 1 or c_out[0].dtype != np.bool_ or not _maybe_scalar(c_out[0]):
         fail(f"while_loop: cond must return one scalar bool tensor, got "
              f"{[(fmt_shape(t.spec), str(t.dtype)) for t in c_out]}")
     if len(b_out) != len(lv) + n_stacked:

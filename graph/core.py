@@ -29,6 +29,7 @@ from dualgrad.ops.rules import DtypeMismatch, strict_dtypes
 from dualgrad.ops.composite import current_composite
 
 from .dtypes import as_dtype
+from .shapes import TensorShape, _UNKNOWN_RANK, _UnknownRankShape
 
 __all__ = ["Graph", "Node", "Tensor", "TensorShape", "GraphEngine", "get_default_graph",
            "reset_default_graph", "name_scope", "control_dependencies", "placeholder",
@@ -61,69 +62,6 @@ def op_by_name(name):
     if name in GRAPH_OPS:
         return GRAPH_OPS[name].op
     return ops.REGISTRY.get(name)
-
-
-# -- shapes ------------------------------------------------------------------------------------
-class TensorShape(tuple):
-    """A static shape: a tuple whose dims may be None; `as_list()` as in TF."""
-
-    def as_list(self):
-        return list(self)
-
-    @property
-    def ndims(self):
-        return len(self)
-
-    rank = ndims
-
-    def is_fully_defined(self):
-        return None not in self
-
-    def __str__(self):   # TF prints unknown dims as '?'
-        return fmt_shape(tuple(self))
-
-    __repr__ = tuple.__repr__
-
-
-class _UnknownRankShape(TensorShape):
-    """The shape of a tensor whose rank is unknown (TF's `TensorShape(None)`): `ndims` is
-    None; asking for its length, dims or list raises, as in TF."""
-
-    def _refuse(self, *_):
-        raise ValueError("the shape of this tensor has unknown rank (a placeholder declared "
-                         "without a shape?): its dims are not known until run time; use "
-                         "graph.shape(x) for them")
-
-    __len__ = __iter__ = __getitem__ = as_list = _refuse
-
-    @property
-    def ndims(self):
-        return None
-
-    rank = ndims
-
-    def is_fully_defined(self):
-        return False
-
-    def __eq__(self, other):   # NOTE: never known to equal anything, itself included
-        return False
-
-    def __ne__(self, other):
-        return True
-
-    def __contains__(self, item):   # `None in shape`: some dim is unknown
-        return item is None
-
-    __hash__ = tuple.__hash__
-
-    def __str__(self):
-        return "<unknown>"
-
-    def __repr__(self):
-        return "TensorShape(None)"
-
-
-_UNKNOWN_RANK = _UnknownRankShape()
 
 
 # -- nodes and tensors -------------------------------------------------------------------------
@@ -177,6 +115,23 @@ class Tensor:
 
     def get_shape(self):
         return self.shape
+
+    def set_shape(self, shape):
+        """TF1's `set_shape`: merge `shape` into the static shape (ValueError when they are
+        incompatible). A placeholder takes the merged shape, and feeds are checked against
+        it; any other tensor's shape comes from its op's rule, so a refinement of it raises
+        (NotImplementedError) instead of trusting a claim nothing checks."""
+        merged = self.shape.merge_with(shape)
+        new = None if merged.ndims is None else tuple(merged)
+        if new == self.spec.shape:
+            return
+        if self.node.type != "placeholder":
+            raise NotImplementedError(
+                f"set_shape{fmt_shape(new)} on '{self.name}' (op {self.node.type}, shape "
+                f"{fmt_shape(self.spec)}): dualgrad refines only placeholders' shapes; "
+                f"reshape the tensor to a known shape instead")
+        self.spec = Spec(new, self.spec.dtype)
+        self.node.attrs["shape"] = new
 
     @property
     def dtype(self):

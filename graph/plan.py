@@ -128,14 +128,19 @@ def needed_nodes(fetch_nodes, fed_ids=frozenset()):
     return sorted(seen.values(), key=lambda n: n.id)
 
 
+def fetch_nodes(fetches, fed=frozenset()):
+    """The nodes whose runs give `fetches`; a fed tensor needs none (its value is the feed)."""
+    return [f.node if isinstance(f, Tensor) else f for f in fetches
+            if not (isinstance(f, Tensor) and id(f) in fed)]
+
+
 def build_plan(fetches, feeds=()) -> Plan:
     """The unoptimised plan: every needed node as built, with its own kernel.
 
     fetches: Tensors and Nodes (one graph); feeds: the placeholder Tensors that will be fed.
     """
     fed = {id(t): t for t in feeds}
-    fetch_nodes = [f.node if isinstance(f, Tensor) else f for f in fetches]
-    nodes = needed_nodes(fetch_nodes, frozenset(fed))
+    nodes = needed_nodes(fetch_nodes(fetches, fed), frozenset(fed))
     slots: dict[int, int] = {}
     feed_slots = []
     for t in fed.values():

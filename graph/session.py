@@ -205,13 +205,13 @@ class Session:
                 for key, value in feed_dict.items()}
 
     def _feedable(self, key):
-        """A feed key as the placeholder it names (only placeholders can be fed)."""
+        """A feed key as the tensor it names: a placeholder, or, as in TF1, any other tensor
+        (a Variable, an intermediate result), whose value then replaces what it computes."""
         t = self._element(key, "feed")
-        if isinstance(t, Node) or t.node.type != "placeholder":
-            node = t if isinstance(t, Node) else t.node
+        if isinstance(t, Node):
             raise InvalidArgumentError(
-                f"cannot feed {t.name!r}: only placeholders can be fed, and node "
-                f"{describe(node)} is not one", node=node)
+                f"cannot feed {t.name!r}: it names an operation, not a tensor (feed "
+                f"'{t.name}:0')", node=t)
         return t
 
 
@@ -220,24 +220,30 @@ def _check_feed(t, value):
     want = t.dtype
     if arr.dtype != want and not np.can_cast(arr.dtype, want, "same_kind"):
         raise InvalidArgumentError(
-            f"cannot feed a {arr.dtype} value to placeholder {describe(t.node)}: it expects "
+            f"cannot feed a {arr.dtype} value to {_fed(t)}: it expects "
             f"{want}", node=t.node)
     shape = t.spec.shape
     if shape is not None and (arr.ndim != len(shape) or any(  # None: any rank (TF1's no shape)
             d is not None and d != a for d, a in zip(shape, arr.shape))):
         raise InvalidArgumentError(
-            f"cannot feed a value of shape {fmt_shape(arr.shape)} to placeholder "
-            f"{describe(t.node)}: it expects shape {fmt_shape(shape)}", node=t.node)
+            f"cannot feed a value of shape {fmt_shape(arr.shape)} to {_fed(t)}: it expects "
+            f"shape {fmt_shape(shape)}", node=t.node)
     if arr.dtype == want:
         return arr
     with np.errstate(over="ignore", invalid="ignore"):
         out = arr.astype(want)
     if not _representable(arr, out, want):
         raise InvalidArgumentError(
-            f"cannot feed this {arr.dtype} value to placeholder {describe(t.node)}: some "
+            f"cannot feed this {arr.dtype} value to {_fed(t)}: some "
             f"elements are not representable in {want} (e.g. {_first_bad(arr, out, want)})",
             node=t.node)
     return out
+
+
+def _fed(t):
+    if t.node.type == "placeholder":
+        return f"placeholder {describe(t.node)}"
+    return f"tensor '{t.name}' of {describe(t.node)}"
 
 
 def _representable(arr, out, want):

@@ -29,11 +29,10 @@ def getitem(x, index):
     if any(_is_mask(p) for p in parts):
         raise IndexError("boolean-mask indexing makes a data-dependent shape and is not "
                          "supported; use where(mask, x, 0) instead")
-    arrays = [k for k, p in enumerate(parts) if isinstance(p, (list, np.ndarray)) or is_value(p)]
+    arrays = _arrays(parts)
     if not arrays:
         return slice_(x, index=tuple(int(p) if isinstance(p, np.integer) else p for p in parts))
-    if len(arrays) > 1 or any(p is not Ellipsis and p != slice(None)
-                              for k, p in enumerate(parts) if k != arrays[0]):
+    if not _one_take(parts, arrays):
         raise IndexError("only one integer-array index, with ':' elsewhere, is supported "
                          "(e.g. x[idx] or x[:, idx]); see gather for more")
     axis = arrays[0]
@@ -41,6 +40,26 @@ def getitem(x, index):
         axis = len(x.shape) - (len(parts) - axis)
     idx = parts[arrays[0]]
     return take(x, idx if is_value(idx) else np.asarray(idx, dtype=np.int64), axis=axis)
+
+
+def staged(index):
+    """Whether getitem can stage `index` without its values: no boolean mask and at most one
+    index array, with ':' elsewhere. Eager computes the rest (torch's advanced indexing) from
+    the index's values."""
+    parts = index if isinstance(index, tuple) else (index,)
+    if any(_is_mask(p) for p in parts):
+        return False
+    arrays = _arrays(parts)
+    return not arrays or _one_take(parts, arrays)
+
+
+def _arrays(parts):
+    return [k for k, p in enumerate(parts) if isinstance(p, (list, np.ndarray)) or is_value(p)]
+
+
+def _one_take(parts, arrays):
+    return len(arrays) == 1 and all(p is Ellipsis or p == slice(None)
+                                    for k, p in enumerate(parts) if k != arrays[0])
 
 
 def _is_mask(p):

@@ -21,6 +21,7 @@ from dualgrad.ops.core import ShapeError, user_frame, where_str
 from .. import devices as _device
 from ..core import Tensor, _to_args
 from . import functional
+from . import module_hooks
 from . import functional as F
 
 
@@ -122,10 +123,32 @@ class Module:
 
     def __call__(self, *args, **kwargs):
         try:
+            if "_hooked" in self.__dict__:
+                return module_hooks.call(self, args, kwargs)
             return self.forward(*args, **kwargs)
         except ShapeError as e:
             _name_layer(self, e)
             raise
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """hook(module, args) (or (module, args, kwargs)) before each forward; what it returns
+        (if not None) replaces the inputs."""
+        return module_hooks.add(self, module_hooks.PRE, hook, with_kwargs, prepend)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
+                              always_call=False):
+        """hook(module, args, output) (or (module, args, kwargs, output)) after each forward;
+        what it returns (if not None) replaces the output."""
+        return module_hooks.add(self, module_hooks.POST, hook, with_kwargs, prepend)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) when the input's gradient is computed; what it
+        returns (if not None) replaces grad_input. One tensor input and output only."""
+        return module_hooks.add(self, module_hooks.BACKWARD, hook, False, prepend)
+
+    def register_backward_hook(self, hook):
+        raise NotImplementedError("Module.register_backward_hook (deprecated in torch) is not "
+                                  "supported by dualgrad; use register_full_backward_hook")
 
     # -- traversal ----------------------------------------------------------------------------
     def named_modules(self, prefix=""):

@@ -228,10 +228,17 @@ def test_indexing_with_scalar_tensors_and_numpy_ints():
     np.testing.assert_array_equal(x[eager.tensor(1)].numpy(), _X[1])
 
 
-def test_boolean_mask_indexing_is_refused_with_advice():
+def test_boolean_mask_and_several_index_arrays_index_as_numpy():
     x = eager.tensor(_X)
+    np.testing.assert_array_equal(x[x > 1.0].numpy(), _X[_X > 1.0])
+    rows, cols = np.array([0, 1, 1]), np.array([2, 0, 1])
+    np.testing.assert_array_equal(x[eager.tensor(rows), eager.tensor(cols)].numpy(),
+                                  _X[rows, cols])
+
+
+def test_boolean_mask_indexing_is_refused_with_advice_where_it_is_staged():
     with pytest.raises(IndexError, match="where"):
-        x[x > 1.0]
+        ops.getitem(np.asarray(_X), _X > 1.0)
 
 
 # -- shape errors -----------------------------------------------------------------------------

@@ -206,8 +206,9 @@ def test_feed_checks_name_the_placeholder():
         with pytest.raises(InvalidArgumentError, match=r"must feed a value for placeholder "
                                                        r"'labels'.*test_graph_basics.py:\d+"):
             s.run(y, {x: np.ones((4, 3))})
-        with pytest.raises(InvalidArgumentError, match="only placeholders can be fed"):
-            s.run(y, {x: np.ones((4, 3)), k: [1], y: 3.0})
+        assert s.run(y, {y: 3.0}) == 3.0   # as TF1: any tensor can be fed, placeholders unfed
+        with pytest.raises(InvalidArgumentError, match="names an operation, not a tensor"):
+            s.run(y, {y.op: 3.0})
         assert s.run(y, {x: np.ones((2, 3), np.float64), k: np.array([1, 2], np.int32)}) == 9.0
 
 

@@ -74,8 +74,9 @@ def test_callable_arguments_and_options():
         sess.run(g.init)
         with pytest.raises(TypeError, match="feed_list"):
             sess.make_callable(y, feed_list=x)
-        with pytest.raises(InvalidArgumentError, match="only placeholders can be fed"):
-            sess.make_callable(y, feed_list=[y])
+        with pytest.raises(InvalidArgumentError, match="names an operation, not a tensor"):
+            sess.make_callable(y, feed_list=[y.op])
+        assert sess.make_callable(y, feed_list=[y])(np.zeros((1, 2), np.float32)).shape == (1, 2)
         plain = sess.make_callable(y, [x])
         with pytest.raises(TypeError, match="accept_options=True"):
             plain(np.ones((1, 3), np.float32), options=tf.RunOptions())

@@ -1,0 +1,81 @@
+"""What torch says about dtypes and shapes: `finfo`, `iinfo`, `Size`, the constants `pi e
+inf nan newaxis`, and the predicates `is_floating_point is_complex is_nonzero is_same_size`
+as functions.
+
+>>> from dualgrad import eager as torch
+>>> torch.finfo(torch.float32).eps, torch.iinfo(torch.int8).max, torch.Size([2, 3]).numel()
+(1.1920928955078125e-07, 127, 6)
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .factories import get_default_dtype
+
+pi, e, inf, nan, newaxis = math.pi, math.e, math.inf, math.nan, None
+
+
+class finfo:  # noqa: N801 - torch's name
+    """Machine limits of a floating dtype (the default dtype when none is given), as Python
+    floats: bits, eps, max, min, tiny (= smallest_normal), resolution."""
+
+    def __init__(self, type=None):  # noqa: A002 - torch's argument name
+        dt = np.dtype(get_default_dtype() if type is None else type)
+        if dt.kind != "f":
+            raise TypeError(f"torch.finfo() requires a floating point input type, got {dt}")
+        fi = np.finfo(dt)
+        self.dtype, self.bits = dt.name, int(fi.bits)
+        self.eps, self.max, self.min = float(fi.eps), float(fi.max), float(fi.min)
+        self.tiny = self.smallest_normal = float(fi.smallest_normal)
+        self.resolution = float(fi.resolution)
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.tiny:g}, tiny={self.tiny:g}, "
+                f"dtype={self.dtype})")
+
+
+class iinfo:  # noqa: N801
+    """Limits of an integer dtype, as Python ints: bits, min, max."""
+
+    def __init__(self, type):  # noqa: A002
+        dt = np.dtype(type)
+        if dt.kind not in "iub":
+            raise TypeError(f"torch.iinfo() requires an integer input type, got {dt}")
+        ii = np.iinfo(np.uint8 if dt.kind == "b" else dt)
+        self.dtype, self.bits, self.min, self.max = dt.name, int(ii.bits), int(ii.min), int(ii.max)
+
+    def __repr__(self):
+        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+
+
+class Size(tuple):
+    """A shape: a tuple of ints (x.shape compares equal to it)."""
+
+    def numel(self):
+        return math.prod(self)
+
+    def __repr__(self):
+        return f"torch.Size({list(self)})"
+
+
+def is_floating_point(input):  # noqa: A002
+    return input.is_floating_point()
+
+
+def is_complex(input):  # noqa: A002
+    return input.is_complex()
+
+
+def is_nonzero(input):  # noqa: A002
+    return input.is_nonzero()
+
+
+def is_same_size(input, other):  # noqa: A002
+    return input.is_same_size(other)
+
+
+__all__ = ["pi", "e", "inf", "nan", "newaxis", "finfo", "iinfo", "Size", "is_floating_point",
+           "is_complex", "is_nonzero", "is_same_size"]

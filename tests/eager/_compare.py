@@ -1,0 +1,31 @@
+"""What the test_programs_*.py files share: run one program on both libraries, compare."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def as_numpy(v):
+    if hasattr(v, "detach"):
+        v = v.detach()
+    return v.numpy() if hasattr(v, "numpy") else np.asarray(v)
+
+
+def assert_same_results(ours, ref, rtol=1e-5, atol=1e-6):
+    """Every value of two {name: result} dicts agrees: values, shapes and dtypes."""
+    assert ours.keys() == ref.keys()
+    for k in ref:
+        a, b = as_numpy(ours[k]), as_numpy(ref[k])
+        assert a.shape == b.shape, f"{k}: shape {a.shape} != torch's {b.shape}"
+        assert str(a.dtype) == str(b.dtype), f"{k}: dtype {a.dtype} != torch's {b.dtype}"
+        np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), rtol=rtol,
+                                   atol=atol, err_msg=k)
+
+
+def state(model):
+    """A model's state_dict as NumPy arrays (copies)."""
+    return {k: as_numpy(v).copy() for k, v in model.state_dict().items()}
+
+
+def load(torch, model, arrays):
+    """Load NumPy arrays into a model of either library."""
+    model.load_state_dict({k: torch.tensor(v) for k, v in arrays.items()})
