@@ -627,7 +627,8 @@ from .layers import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,  #
                      RNNCell, Unflatten, Upsample, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d)
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss,  # noqa: E402
                    KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss)
-from .transformer import TransformerEncoder, TransformerEncoderLayer  # noqa: E402
+from .transformer import (Transformer, TransformerDecoder,  # noqa: E402
+                          TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 from . import init, utils  # noqa: E402
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "functools", "math", "np", "OrderedDict", "ops", "ShapeError", "user_frame", "where_str", "Tensor")]
