@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 
 import numpy as np
 
@@ -57,6 +57,9 @@ def _name_layer(module, err):
 
 def _uniform(shape, bound, dtype=np.float32):
     return Parameter(ops.generator().uniform(-bound, bound, shape).astype(dtype))
+
+
+IncompatibleKeys = namedtuple("IncompatibleKeys", "missing_keys unexpected_keys")
 
 
 class Module:
@@ -185,12 +188,6 @@ class Module:
                 if b is not None:
                     yield (f"{mprefix}.{name}" if mprefix else name), b
 
-    def _persistent_buffers(self):
-        """named_buffers() without those registered with persistent=False."""
-        skip = {f"{p}.{n}" if p else n for p, m in self.named_modules()
-                for n in m.__dict__.get("_non_persistent", ())}
-        return [(n, b) for n, b in self.named_buffers() if n not in skip]
-
     def buffers(self, recurse=True):
         named = self.named_buffers() if recurse else self.named_buffers(recurse=False)
         return (b for _, b in named)
@@ -202,16 +199,32 @@ class Module:
         return self
 
     # -- state --------------------------------------------------------------------------------
-    def state_dict(self):
-        """name -> detached tensor, for parameters and buffers (as torch)."""
-        out = OrderedDict((n, p.detach()) for n, p in self.named_parameters())
-        out.update((n, b.detach()) for n, b in self._persistent_buffers())
+    def state_dict(self, *, destination=None, prefix="", keep_vars=False):
+        """name -> detached tensor (the tensors themselves with keep_vars), in torch's order:
+        each module's parameters, then its persistent buffers, then its children's; a shared
+        (tied) parameter is listed under every name it has, as torch."""
+        out = OrderedDict() if destination is None else destination
+        self._state_into(out, prefix, keep_vars)
         return out
 
-    def load_state_dict(self, state_dict, strict=True):
-        """Copy values in place; missing, unexpected or mis-shaped entries are a clear error."""
-        own = OrderedDict(self.named_parameters())
-        own.update(self._persistent_buffers())
+    def _state_into(self, out, prefix, keep_vars):
+        skip = self.__dict__.get("_non_persistent", ())
+        for name, v in list(self._parameters.items()) + [
+                (n, b) for n, b in self._buffers.items() if n not in skip]:
+            if v is not None:
+                out[prefix + name] = v if keep_vars else v.detach()
+        for name, m in self._modules.items():
+            if m is not None:
+                m._state_into(out, f"{prefix}{name}.", keep_vars)
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copy values in place; missing, unexpected or mis-shaped entries are a clear error
+        (with strict=False the missing and unexpected keys are returned, as torch's
+        `_IncompatibleKeys(missing_keys, unexpected_keys)`)."""
+        if assign:
+            raise NotImplementedError("load_state_dict(assign=True) is not supported by "
+                                      "dualgrad; the values are copied into the parameters")
+        own = self.state_dict(keep_vars=True)
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         if strict and (missing or unexpected):
@@ -228,7 +241,7 @@ class Module:
                                + "; ".join(bad))
         for k, v in values.items():
             own[k]._array[...] = v
-        return missing, unexpected
+        return IncompatibleKeys(missing, unexpected)
 
     def train(self, mode=True):
         for m in self.modules():
