@@ -501,7 +501,9 @@ class GELU(Module):
 
 
 class Softmax(Module):
-    def __init__(self, dim=-1):
+    """dim=None is torch's legacy implicit dim: 0 for 0-, 1- and 3-d inputs, else 1."""
+
+    def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
 
@@ -509,13 +511,14 @@ class Softmax(Module):
         return F.softmax(x, self.dim)
 
 
-class LogSoftmax(Module):
-    def __init__(self, dim=-1):
-        super().__init__()
-        self.dim = dim
-
+class LogSoftmax(Softmax):
     def forward(self, x):
         return F.log_softmax(x, self.dim)
+
+
+class Softmin(Softmax):
+    def forward(self, x):
+        return F.softmin(x, self.dim)
 
 
 class Sequential(Module):
@@ -638,8 +641,9 @@ from .layers import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,  #
                      Dropout1d, Dropout2d, GroupNorm, InstanceNorm1d, InstanceNorm2d,
                      MaxPool1d, MaxPool2d, PairwiseDistance, PixelShuffle, PixelUnshuffle,
                      RNNCell, Unflatten, Upsample, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d)
-from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss,  # noqa: E402
-                   KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss)
+from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss,  # noqa: E402
+                   CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss,
+                   NLLLoss, SmoothL1Loss, TripletMarginLoss)
 from .transformer import (Transformer, TransformerDecoder,  # noqa: E402
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 from . import init, utils  # noqa: E402
