@@ -29,8 +29,15 @@ float, double, half, long, int, short = (  # noqa: A001 - torch's aliases
     float32, float64, float16, int64, int32, int16)
 dtype = np.dtype
 
-from .devices import (accelerator, backends, cuda, device, get_default_device,  # noqa: E402
+from .devices import (accelerator, backends, cpu, cuda, device, get_default_device,  # noqa: E402
                      set_default_device)
+from . import amp  # noqa: E402
+from .amp import autocast  # noqa: E402
+
+
+def is_autocast_enabled(device_type=None):
+    """False: dualgrad never autocasts (see eager/amp.py)."""
+    return False
 from .generator import Generator, default_generator  # noqa: E402
 from .factories import (arange, as_tensor, empty, empty_like, eye, from_numpy,  # noqa: E402
                         full, full_like, get_default_dtype, linspace, logspace, ones,
