@@ -252,8 +252,13 @@ class Module:
         return self.train(False)
 
     def zero_grad(self, set_to_none=True):
+        """Drop every parameter's .grad, or (set_to_none=False) fill the existing ones with
+        zeros, as torch."""
         for p in self.parameters():
-            p.grad = None
+            if set_to_none or p.grad is None:
+                p.grad = None
+            else:
+                p.grad._array[...] = 0
 
     def requires_grad_(self, requires_grad=True):
         for p in self.parameters():
@@ -521,7 +526,49 @@ class Softmin(Softmax):
         return F.softmin(x, self.dim)
 
 
-class Sequential(Module):
+class _ListOps:
+    """What Sequential and ModuleList share with torch's: append, extend, insert, pop,
+    item assignment and deletion (the keys stay "0", "1", … in order)."""
+
+    def append(self, module):
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index, module):
+        items = list(self._modules.values())
+        items.insert(index if index >= 0 else index + len(items), module)
+        self._renumber(items)
+
+    def pop(self, index=-1):
+        items = list(self._modules.values())
+        out = items.pop(index)
+        self._renumber(items)
+        return out
+
+    def __setitem__(self, index, module):
+        key = list(self._modules)[index]
+        self._modules[key] = module
+
+    def __delitem__(self, index):
+        items = list(self._modules.values())
+        del items[index]
+        self._renumber(items)
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
+
+    def _renumber(self, items):
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self.add_module(str(i), m)
+
+
+class Sequential(_ListOps, Module):
     def __init__(self, *modules):
         super().__init__()
         if len(modules) == 1 and isinstance(modules[0], OrderedDict):
@@ -541,31 +588,26 @@ class Sequential(Module):
             return Sequential(OrderedDict(list(self._modules.items())[i]))
         return list(self._modules.values())[i]
 
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
+    __len__, __iter__ = (lambda self: len(self._modules),
+                         lambda self: iter(self._modules.values()))
 
 
-class ModuleList(Module):
+class ModuleList(_ListOps, Module):
     def __init__(self, modules=()):
         super().__init__()
         for m in modules:
             self.append(m)
 
-    def append(self, m):
-        self.add_module(str(len(self._modules)), m)
-        return self
-
     def __getitem__(self, i):
+        if isinstance(i, slice):   # NOTE: torch gives a ModuleList
+            return ModuleList(list(self._modules.values())[i])
         return list(self._modules.values())[i]
 
-    def __len__(self):
-        return len(self._modules)
+    def __add__(self, other):
+        return ModuleList(list(self) + list(other))
 
-    def __iter__(self):
-        return iter(self._modules.values())
+    __len__, __iter__ = (lambda self: len(self._modules),
+                         lambda self: iter(self._modules.values()))
 
 
 # -- recurrent cells --------------------------------------------------------------------------
