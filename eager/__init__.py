@@ -127,8 +127,14 @@ def split(tensor, split_size_or_sections, dim=0):
     return tuple(ops.split(tensor, split_size_or_sections, axis=dim))
 
 
-def where(condition, x, y):
-    return ops.where(_lift(condition), x, y)
+def where(condition, input=None, other=None):  # noqa: A002 - torch's names
+    """input where condition holds, else other; where(condition) alone is
+    nonzero(condition, as_tuple=True), as torch."""
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where() expects condition, input and other (or condition alone)")
+    return ops.where(_lift(condition), input, other)
 
 
 def matmul(a, b):
