@@ -29,8 +29,15 @@ float, double, half, long, int, short = (  # noqa: A001 - torch's aliases
     float32, float64, float16, int64, int32, int16)
 dtype = np.dtype
 
-from .devices import (accelerator, backends, cuda, device, get_default_device,  # noqa: E402
+from .devices import (accelerator, backends, cpu, cuda, device, get_default_device,  # noqa: E402
                      set_default_device)
+from . import amp  # noqa: E402
+from .amp import autocast  # noqa: E402
+
+
+def is_autocast_enabled(device_type=None):
+    """False: dualgrad never autocasts (see eager/amp.py)."""
+    return False
 from .generator import Generator, default_generator  # noqa: E402
 from .factories import (arange, as_tensor, empty, empty_like, eye, from_numpy,  # noqa: E402
                         full, full_like, get_default_dtype, linspace, logspace, ones,
@@ -120,8 +127,14 @@ def split(tensor, split_size_or_sections, dim=0):
     return tuple(ops.split(tensor, split_size_or_sections, axis=dim))
 
 
-def where(condition, x, y):
-    return ops.where(_lift(condition), x, y)
+def where(condition, input=None, other=None):  # noqa: A002 - torch's names
+    """input where condition holds, else other; where(condition) alone is
+    nonzero(condition, as_tuple=True), as torch."""
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where() expects condition, input and other (or condition alone)")
+    return ops.where(_lift(condition), input, other)
 
 
 def matmul(a, b):
@@ -311,7 +324,7 @@ from .reductions import *  # noqa: E402,F401,F403 - median, quantile, trace, cum
 from .shaping import *  # noqa: E402,F401,F403 - select, hstack, movedim, index_add, …
 from .info import *  # noqa: E402,F401,F403 - finfo, iinfo, Size, pi, inf, is_floating_point, …
 
-from . import autograd, nn, optim, utils  # noqa: E402  (they use the names above)
+from . import autograd, distributions, linalg, nn, optim, utils  # noqa: E402  (they use the names above)
 from .serialization import load, save  # noqa: E402
 from .aliases import accept_numpy_names as _accept_numpy_names  # noqa: E402
 

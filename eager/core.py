@@ -809,9 +809,13 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         raise AssertionError(_device.NO_CUDA)
 
     def type(self, dtype=None):
+        """The type's name ('torch.FloatTensor'), or this tensor cast to a dtype, to a legacy
+        type (torch.LongTensor) or to a legacy type's name."""
         if dtype is None:
             return _TYPE_NAMES.get(self._array.dtype.name, self._array.dtype.name)
-        return ops.cast(self, dtype)
+        if isinstance(dtype, str) and dtype in _TYPE_DTYPES:
+            dtype = _TYPE_DTYPES[dtype]
+        return ops.cast(self, getattr(dtype, "dtype", dtype))
 
     def type_as(self, other):
         return self.to(other.dtype)
@@ -839,6 +843,7 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
 _TYPE_NAMES = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor",
                "float16": "torch.HalfTensor", "int64": "torch.LongTensor",
                "int32": "torch.IntTensor", "bool": "torch.BoolTensor"}
+_TYPE_DTYPES = {v: k for k, v in _TYPE_NAMES.items()}
 
 
 def _to_args(args, kwargs):

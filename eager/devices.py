@@ -13,7 +13,10 @@ dualgrad computes on the CPU only. `device("cpu")` is the one place tensors live
 """
 from __future__ import annotations
 
+import functools
 import types
+
+from . import amp as _amp
 
 _TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
           "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
@@ -104,6 +107,16 @@ cuda.manual_seed = cuda.manual_seed_all = cuda.empty_cache = _nothing
 for _name in ("synchronize", "current_device", "get_device_name", "get_device_properties",
               "set_device", "memory_allocated", "max_memory_allocated", "device"):
     setattr(cuda, _name, _no_cuda)
+
+cuda.amp = types.ModuleType("dualgrad.eager.cuda.amp", "torch.cuda.amp: disabled, as without a GPU")
+cuda.amp.GradScaler = functools.partial(_amp.GradScaler, "cuda")
+cuda.amp.autocast = lambda enabled=True, dtype=None, cache_enabled=True: _amp.autocast(
+    "cuda", dtype, enabled, cache_enabled)
+cpu = types.ModuleType("dualgrad.eager.cpu", "torch.cpu")
+cpu.amp = types.ModuleType("dualgrad.eager.cpu.amp", "torch.cpu.amp")
+cpu.amp.autocast = lambda enabled=True, dtype=None, cache_enabled=True: _amp.autocast(
+    "cpu", dtype, enabled, cache_enabled)
+cpu.is_available = lambda: True
 
 mps = types.ModuleType("dualgrad.eager.backends.mps", "torch.backends.mps: not built")
 mps.is_available = mps.is_built = _false

@@ -520,6 +520,12 @@ def nonzero(input, *, as_tuple=False):  # noqa: A002
     return _no_grad_tensor(np.stack(idx, axis=1).astype(np.int64))
 
 
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Whether each of elements is among test_elements (tensors or scalars); no gradient."""
+    return _no_grad_tensor(np.isin(_arr(elements), _arr(test_elements),
+                                   assume_unique=assume_unique, invert=invert))
+
+
 def argwhere(input):  # noqa: A002
     return nonzero(input)
 
@@ -665,7 +671,7 @@ __all__ = TORCH_NAMES = [
     "nan_to_num", "clamp_min", "clamp_max", "lerp", "logical_and", "logical_or",
     "logical_not", "logical_xor", "narrow", "unbind", "roll", "repeat_interleave", "tile",
     "broadcast_to", "broadcast_tensors", "take", "masked_select", "nonzero", "argwhere",
-    "scatter", "scatter_add", "diff", "meshgrid", "bincount", "searchsorted", "bucketize",
+    "isin", "scatter", "scatter_add", "diff", "meshgrid", "bincount", "searchsorted", "bucketize",
     "multinomial", "bernoulli", "normal"]
 
 

@@ -61,6 +61,28 @@ class Size(tuple):
         return f"torch.Size({list(self)})"
 
 
+def _legacy(name, dtype):
+    """torch.FloatTensor and its kin: FloatTensor([1, 2]) holds the data in that dtype,
+    FloatTensor(2, 3) is a tensor of that shape (zeros here: torch leaves it uninitialised)."""
+    def make(*args):
+        from .factories import tensor, zeros
+        if len(args) == 1 and not isinstance(args[0], int):
+            return tensor(args[0], dtype=dtype)
+        return zeros(*args, dtype=dtype)
+    make.__name__ = make.__qualname__ = name
+    make.dtype = np.dtype(dtype)
+    return make
+
+
+FloatTensor, DoubleTensor, HalfTensor = (_legacy("FloatTensor", "float32"),
+                                         _legacy("DoubleTensor", "float64"),
+                                         _legacy("HalfTensor", "float16"))
+LongTensor, IntTensor, ShortTensor = (_legacy("LongTensor", "int64"), _legacy("IntTensor", "int32"),
+                                      _legacy("ShortTensor", "int16"))
+ByteTensor, CharTensor, BoolTensor = (_legacy("ByteTensor", "uint8"), _legacy("CharTensor", "int8"),
+                                      _legacy("BoolTensor", "bool"))
+
+
 def is_floating_point(input):  # noqa: A002
     return input.is_floating_point()
 
@@ -77,5 +99,7 @@ def is_same_size(input, other):  # noqa: A002
     return input.is_same_size(other)
 
 
-__all__ = ["pi", "e", "inf", "nan", "newaxis", "finfo", "iinfo", "Size", "is_floating_point",
+__all__ = ["pi", "e", "inf", "nan", "newaxis", "finfo", "iinfo", "Size", "FloatTensor",
+           "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "ByteTensor",
+           "CharTensor", "BoolTensor", "is_floating_point",
            "is_complex", "is_nonzero", "is_same_size"]

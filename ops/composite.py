@@ -166,17 +166,31 @@ def argmin(x, axis=-1, keepdims=False):
            ref=lambda np, x, ord=2, axis=None, keepdims=False: np.sum(
                np.abs(x) ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord))
 def norm(x, ord=2, axis=None, keepdims=False):  # noqa: A002 - numpy's name
-    """The vector p-norm over `axis` (all elements by default); ord 1 or 2."""
-    from .elementwise import abs as abs_
-    if ord == 2:
-        # NOTE: sqrt's gradient at 0 is inf (and inf * 0 nan); torch's subgradient there is 0
-        from .elementwise import gt
-        s = sum_(x * x, axis=axis, keepdims=keepdims)
-        pos = gt(s, 0.0)
-        return where(pos, sqrt(where(pos, s, 1.0)), 0.0)
+    """The vector p-norm over `axis` (all elements by default): ord 2 (or "fro"), 1, any
+    other positive p (sum |x|^p)^(1/p), inf (max |x|), -inf (min |x|), 0 (the count of
+    nonzeros, without gradient), as torch's vector norms."""
+    from .elementwise import abs as abs_, gt
     if ord == 1:
         return sum_(abs_(x), axis=axis, keepdims=keepdims)
-    raise ValueError(f"norm: ord must be 1 or 2, got {ord!r}")
+    if ord in (math.inf, -math.inf):
+        return (max_ if ord > 0 else min)(abs_(x), axis=axis, keepdims=keepdims)
+    if ord == 0:
+        return sum_(cast(ne(x, 0.0), spec_of(x).dtype), axis=axis, keepdims=keepdims)
+    if ord == "fro" or isinstance(ord, (int, float)) and ord > 0:
+        # NOTE: the root's gradient at 0 is inf (and inf * 0 nan); torch's there is 0
+        p = 2 if ord == "fro" else ord
+        if p == 2:
+            s = sum_(x * x, axis=axis, keepdims=keepdims)
+        else:   # NOTE: |x|^p's gradient at 0 is nan for p < 1; torch's is 0
+            ax = abs_(x)
+            nz = gt(ax, 0.0)
+            s = sum_(where(nz, where(nz, ax, 1.0) ** float(p), 0.0), axis=axis,
+                     keepdims=keepdims)
+        pos = gt(s, 0.0)
+        s = where(pos, s, 1.0)
+        return where(pos, sqrt(s) if p == 2 else s ** (1.0 / p), 0.0)
+    raise ValueError(f"norm: ord must be a positive number, inf, -inf, 0 or 'fro', got "
+                     f"{ord!r}")
 
 
 # -- small elementwise compositions: one definition for eager's and graph's names ------------

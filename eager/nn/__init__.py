@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import math
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 
 import numpy as np
 
@@ -56,6 +56,9 @@ def _name_layer(module, err):
 
 def _uniform(shape, bound, dtype=np.float32):
     return Parameter(ops.generator().uniform(-bound, bound, shape).astype(dtype))
+
+
+IncompatibleKeys = namedtuple("IncompatibleKeys", "missing_keys unexpected_keys")
 
 
 class Module:
@@ -184,12 +187,6 @@ class Module:
                 if b is not None:
                     yield (f"{mprefix}.{name}" if mprefix else name), b
 
-    def _persistent_buffers(self):
-        """named_buffers() without those registered with persistent=False."""
-        skip = {f"{p}.{n}" if p else n for p, m in self.named_modules()
-                for n in m.__dict__.get("_non_persistent", ())}
-        return [(n, b) for n, b in self.named_buffers() if n not in skip]
-
     def buffers(self, recurse=True):
         named = self.named_buffers() if recurse else self.named_buffers(recurse=False)
         return (b for _, b in named)
@@ -201,16 +198,32 @@ class Module:
         return self
 
     # -- state --------------------------------------------------------------------------------
-    def state_dict(self):
-        """name -> detached tensor, for parameters and buffers (as torch)."""
-        out = OrderedDict((n, p.detach()) for n, p in self.named_parameters())
-        out.update((n, b.detach()) for n, b in self._persistent_buffers())
+    def state_dict(self, *, destination=None, prefix="", keep_vars=False):
+        """name -> detached tensor (the tensors themselves with keep_vars), in torch's order:
+        each module's parameters, then its persistent buffers, then its children's; a shared
+        (tied) parameter is listed under every name it has, as torch."""
+        out = OrderedDict() if destination is None else destination
+        self._state_into(out, prefix, keep_vars)
         return out
 
-    def load_state_dict(self, state_dict, strict=True):
-        """Copy values in place; missing, unexpected or mis-shaped entries are a clear error."""
-        own = OrderedDict(self.named_parameters())
-        own.update(self._persistent_buffers())
+    def _state_into(self, out, prefix, keep_vars):
+        skip = self.__dict__.get("_non_persistent", ())
+        for name, v in list(self._parameters.items()) + [
+                (n, b) for n, b in self._buffers.items() if n not in skip]:
+            if v is not None:
+                out[prefix + name] = v if keep_vars else v.detach()
+        for name, m in self._modules.items():
+            if m is not None:
+                m._state_into(out, f"{prefix}{name}.", keep_vars)
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copy values in place; missing, unexpected or mis-shaped entries are a clear error
+        (with strict=False the missing and unexpected keys are returned, as torch's
+        `_IncompatibleKeys(missing_keys, unexpected_keys)`)."""
+        if assign:
+            raise NotImplementedError("load_state_dict(assign=True) is not supported by "
+                                      "dualgrad; the values are copied into the parameters")
+        own = self.state_dict(keep_vars=True)
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         if strict and (missing or unexpected):
@@ -227,7 +240,7 @@ class Module:
                                + "; ".join(bad))
         for k, v in values.items():
             own[k]._array[...] = v
-        return missing, unexpected
+        return IncompatibleKeys(missing, unexpected)
 
     def train(self, mode=True):
         for m in self.modules():
@@ -238,8 +251,13 @@ class Module:
         return self.train(False)
 
     def zero_grad(self, set_to_none=True):
+        """Drop every parameter's .grad, or (set_to_none=False) fill the existing ones with
+        zeros, as torch."""
         for p in self.parameters():
-            p.grad = None
+            if set_to_none or p.grad is None:
+                p.grad = None
+            else:
+                p.grad._array[...] = 0
 
     def requires_grad_(self, requires_grad=True):
         for p in self.parameters():
@@ -487,7 +505,9 @@ class GELU(Module):
 
 
 class Softmax(Module):
-    def __init__(self, dim=-1):
+    """dim=None is torch's legacy implicit dim: 0 for 0-, 1- and 3-d inputs, else 1."""
+
+    def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
 
@@ -495,16 +515,59 @@ class Softmax(Module):
         return F.softmax(x, self.dim)
 
 
-class LogSoftmax(Module):
-    def __init__(self, dim=-1):
-        super().__init__()
-        self.dim = dim
-
+class LogSoftmax(Softmax):
     def forward(self, x):
         return F.log_softmax(x, self.dim)
 
 
-class Sequential(Module):
+class Softmin(Softmax):
+    def forward(self, x):
+        return F.softmin(x, self.dim)
+
+
+class _ListOps:
+    """What Sequential and ModuleList share with torch's: append, extend, insert, pop,
+    item assignment and deletion (the keys stay "0", "1", … in order)."""
+
+    def append(self, module):
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index, module):
+        items = list(self._modules.values())
+        items.insert(index if index >= 0 else index + len(items), module)
+        self._renumber(items)
+
+    def pop(self, index=-1):
+        items = list(self._modules.values())
+        out = items.pop(index)
+        self._renumber(items)
+        return out
+
+    def __setitem__(self, index, module):
+        key = list(self._modules)[index]
+        self._modules[key] = module
+
+    def __delitem__(self, index):
+        items = list(self._modules.values())
+        del items[index]
+        self._renumber(items)
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
+
+    def _renumber(self, items):
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self.add_module(str(i), m)
+
+
+class Sequential(_ListOps, Module):
     def __init__(self, *modules):
         super().__init__()
         if len(modules) == 1 and isinstance(modules[0], OrderedDict):
@@ -524,31 +587,26 @@ class Sequential(Module):
             return Sequential(OrderedDict(list(self._modules.items())[i]))
         return list(self._modules.values())[i]
 
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
+    __len__, __iter__ = (lambda self: len(self._modules),
+                         lambda self: iter(self._modules.values()))
 
 
-class ModuleList(Module):
+class ModuleList(_ListOps, Module):
     def __init__(self, modules=()):
         super().__init__()
         for m in modules:
             self.append(m)
 
-    def append(self, m):
-        self.add_module(str(len(self._modules)), m)
-        return self
-
     def __getitem__(self, i):
+        if isinstance(i, slice):   # NOTE: torch gives a ModuleList
+            return ModuleList(list(self._modules.values())[i])
         return list(self._modules.values())[i]
 
-    def __len__(self):
-        return len(self._modules)
+    def __add__(self, other):
+        return ModuleList(list(self) + list(other))
 
-    def __iter__(self):
-        return iter(self._modules.values())
+    __len__, __iter__ = (lambda self: len(self._modules),
+                         lambda self: iter(self._modules.values()))
 
 
 # -- recurrent cells --------------------------------------------------------------------------
@@ -612,9 +670,11 @@ from .layers import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,  #
                      Dropout1d, Dropout2d, GroupNorm, InstanceNorm1d, InstanceNorm2d,
                      MaxPool1d, MaxPool2d, PairwiseDistance, PixelShuffle, PixelUnshuffle,
                      RNNCell, Unflatten, Upsample, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d)
-from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss,  # noqa: E402
-                   KLDivLoss, L1Loss, MSELoss, NLLLoss, SmoothL1Loss)
-from .transformer import TransformerEncoder, TransformerEncoderLayer  # noqa: E402
+from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss,  # noqa: E402
+                   CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss,
+                   NLLLoss, SmoothL1Loss, TripletMarginLoss)
+from .transformer import (Transformer, TransformerDecoder,  # noqa: E402
+                          TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 from . import init, utils  # noqa: E402
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "functools", "math", "np", "OrderedDict", "ops", "ShapeError", "user_frame", "where_str", "Tensor")]

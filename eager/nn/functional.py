@@ -9,7 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from dualgrad import ops
+from dualgrad.ops.core import TRACING
 from dualgrad.ops.updates import running_average
+from ..core import Tensor
 
 
 def _inplace(x, inplace, name, fn, *args):
@@ -133,6 +135,10 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
     input, dim = _softmax_dim("log_softmax", input, dim, dtype)
     return ops.log_softmax(input, axis=dim)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+    return softmax(-input, dim, _stacklevel, dtype)
 
 
 # -- layers -----------------------------------------------------------------------------------
@@ -406,13 +412,55 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean",  # n
     return ops.kl_div(input, target, reduction=reduction, log_target=log_target)
 
 
+def _may_ignore(target, ignore_index):
+    """Whether some target may be ignore_index (torch's default -100 included); an eager
+    tensor's values tell, anything else (a trace) may."""
+    arr = target._array if type(target) is Tensor else target \
+        if isinstance(target, np.ndarray) else None
+    if arr is None or TRACING[0]:
+        return True
+    return bool((arr == ignore_index).any())
+
+
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,  # noqa: A002
              reduce=None, reduction="mean"):
     """Negative log-likelihood: log-probabilities (N, C) and class indices (N,)."""
-    if weight is None and ignore_index == -100 and input.ndim == 2:
+    if weight is None and input.ndim == 2 and not _may_ignore(target, ignore_index):
         return ops.nll_loss(input, target, reduction=reduction)
     # NOTE: cross_entropy of log-probabilities is the NLL: log_softmax leaves them unchanged
     return cross_entropy(input, target, weight, size_average, ignore_index, reduce, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """max(0, -target * (input1 - input2) + margin), target +1 or -1."""
+    _no_legacy("margin_ranking_loss", size_average, reduce)
+    return _reduce(ops.relu(-target * (input1 - input2) + margin), reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """max(0, d(anchor, positive) - d(anchor, negative) + margin) with the p-norm distance
+    (swap: the smaller of d(anchor, negative) and d(positive, negative))."""
+    _no_legacy("triplet_margin_loss", size_average, reduce)
+    d_pos = ops.pairwise_distance(anchor, positive, p, eps, False)
+    d_neg = ops.pairwise_distance(anchor, negative, p, eps, False)
+    if swap:
+        d_neg = ops.minimum(d_neg, ops.pairwise_distance(positive, negative, p, eps, False))
+    return _reduce(ops.relu(margin + d_pos - d_neg), reduction)
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where it is -1 (the
+    cosine along the last dim, each squared norm plus 1e-12, as torch)."""
+    _no_legacy("cosine_embedding_loss", size_average, reduce)
+    dot = ops.sum(input1 * input2, axis=-1)
+    norms = (ops.sum(input1 * input1, axis=-1) + 1e-12) * (ops.sum(input2 * input2, axis=-1) + 1e-12)
+    cos = dot / ops.sqrt(norms)
+    loss = ops.where(target == 1, 1.0 - cos, 0.0) + ops.where(target == -1,
+                                                               ops.relu(cos - margin), 0.0)
+    return _reduce(loss, reduction)
 
 
 def _reduce(loss, reduction):

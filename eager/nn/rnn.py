@@ -13,6 +13,7 @@ loads as it is.
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -21,6 +22,7 @@ from dualgrad import ops
 from . import Module, _uniform
 from . import functional as F
 from ..core import Tensor
+from .utils.rnn import PackedSequence, packed_data, padded
 
 
 def _lstm_step(x, state, w_ih, w_hh, b_ih, b_hh):
@@ -87,6 +89,8 @@ class RNNBase(Module):
         return Tensor(np.zeros((n, x.shape[1], self.hidden_size), x.dtype))
 
     def forward(self, input, hx=None):  # noqa: A002 - torch's argument name
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         x, unbatched = input, input.ndim == 2
         if input.ndim not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
@@ -106,6 +110,21 @@ class RNNBase(Module):
             out = out.transpose(0, 1)
         return out, (tuple(finals) if self._lstm else finals[0])
 
+    def _forward_packed(self, packed, hx):
+        """Each sequence runs for its own length: the output is packed as the input, and
+        h_n (c_n) hold each sequence's state after its last step, in the batch's order."""
+        data, sizes, order, back = packed
+        x, sizes = padded(data, sizes), [int(n) for n in sizes.tolist()]
+        if hx is not None and order is not None:
+            hx = tuple(ops.take(h, order._array, axis=1) for h in hx) if self._lstm else \
+                ops.take(hx, order._array, axis=1)
+        out, finals = self._layers(x, self._initial(x, hx, False), sizes)
+        finals = [ops.stack(*f, axis=0) for f in finals]
+        if back is not None:
+            finals = [ops.take(f, back._array, axis=1) for f in finals]
+        out = PackedSequence(packed_data(out, sizes), packed.batch_sizes, order, back)
+        return out, (tuple(finals) if self._lstm else finals[0])
+
     def _initial(self, x, hx, unbatched):
         n = self.num_layers * (2 if self.bidirectional else 1)
         if hx is None:
@@ -120,14 +139,16 @@ class RNNBase(Module):
                                        f"got {tuple(p.shape)}")
         return [[p[k] for p in parts] for k in range(n)]
 
-    def _layers(self, x, states):
+    def _layers(self, x, states, sizes=None):
         dirs = 2 if self.bidirectional else 1
         finals = [[], []] if self._lstm else [[]]
         for layer in range(self.num_layers):
             outs = []
             for d in range(dirs):
-                seq, last = self._run(x, states[layer * dirs + d], self._weights(layer, d),
-                                      reverse=d == 1)
+                run = self._run if sizes is None else functools.partial(self._run_packed,
+                                                                         sizes=sizes)
+                seq, last = run(x, states[layer * dirs + d], self._weights(layer, d),
+                                reverse=d == 1)
                 outs.append(seq)
                 for f, v in zip(finals, last if self._lstm else (last,)):
                     f.append(v)
@@ -144,6 +165,23 @@ class RNNBase(Module):
             state = self._step(x[t], state, *weights)
             outs[t] = state[0] if self._lstm else state
         return ops.stack(*outs, axis=0), state
+
+    def _run_packed(self, x, state, weights, reverse, sizes):
+        """_run where, at step t, only the first sizes[t] sequences (longest first) step; the
+        others keep their state (the reverse direction starts each at its own last step) and
+        their output rows are zeros."""
+        parts, batch = list(state), x.shape[1]
+        steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
+        outs = [None] * x.shape[0]
+        for t in steps:
+            n = sizes[t]
+            cur = [p[:n] for p in parts] if n < batch else parts
+            new = self._step(x[t, :n], tuple(cur) if self._lstm else cur[0], *weights)
+            new = list(new) if self._lstm else [new]
+            parts = [ops.concat(a, p[n:], axis=0) if n < batch else a
+                     for a, p in zip(new, parts)]
+            outs[t] = ops.pad(new[0], ((0, batch - n), (0, 0))) if n < batch else new[0]
+        return ops.stack(*outs, axis=0), (tuple(parts) if self._lstm else parts[0])
 
     def extra_repr(self):
         s = f"{self.input_size}, {self.hidden_size}"

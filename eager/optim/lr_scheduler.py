@@ -20,7 +20,8 @@ from collections import Counter
 
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
            "LambdaLR", "MultiplicativeLR", "LinearLR", "ConstantLR", "OneCycleLR",
-           "ReduceLROnPlateau", "CosineAnnealingWarmRestarts"]
+           "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "PolynomialLR", "SequentialLR",
+           "ChainedScheduler"]
 
 
 class LRScheduler:
@@ -49,17 +50,27 @@ class LRScheduler:
 
     def step(self, epoch=None):
         self._step_count += 1
+        if epoch is not None:
+            warnings.warn("The epoch parameter in `scheduler.step()` is deprecated (as in "
+                          "PyTorch)", UserWarning, stacklevel=2)
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch=None):
+        """The next epoch's rates, or epoch's own (closed form where there is one)."""
         if epoch is None:
             self.last_epoch += 1
             values = self.get_lr()
         else:
-            warnings.warn("The epoch parameter in `scheduler.step()` is deprecated (as in "
-                          "PyTorch)", UserWarning, stacklevel=2)
             self.last_epoch = epoch
             values = self._closed_form() if hasattr(self, "_closed_form") else self.get_lr()
         for group, lr in zip(self.optimizer.param_groups, values):
             group["lr"] = lr
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+
+    def _initial_step(self):
+        self._step_count, self._is_initial = 0, True
+        self.step()
+        self._is_initial = False
 
     def state_dict(self):
         return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
@@ -199,6 +210,10 @@ class LinearLR(LRScheduler):
             return self._lrs()
         return [lr * (1.0 + (f - s) / (n * s + (e - 1) * (f - s))) for lr in self._lrs()]
 
+    def _closed_form(self):
+        s, f, n = self.start_factor, self.end_factor, self.total_iters
+        return [b * (s + (f - s) * min(n, self.last_epoch) / n) for b in self.base_lrs]
+
 
 class ConstantLR(LRScheduler):
     """lr * factor for the first total_iters epochs, then the base lr."""
@@ -247,6 +262,104 @@ class CosineAnnealingWarmRestarts(LRScheduler):
             return
         raise NotImplementedError("CosineAnnealingWarmRestarts.step(epoch) with an explicit "
                                   "epoch is not supported by dualgrad; call step() each epoch")
+
+
+class PolynomialLR(LRScheduler):
+    """base lr * (1 - epoch / total_iters) ** power, then constant (torch's recursive form)."""
+
+    def __init__(self, optimizer, total_iters=5, power=1.0, last_epoch=-1):
+        self.total_iters, self.power = total_iters, power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        e, n = self.last_epoch, self.total_iters
+        if self._is_initial or e > n:
+            return self._lrs()
+        factor = ((1.0 - e / n) / (1.0 - (e - 1) / n)) ** self.power
+        return [lr * factor for lr in self._lrs()]
+
+    def _closed_form(self):
+        e, n = self.last_epoch, self.total_iters
+        return [b * (1.0 - min(n, e) / n) ** self.power for b in self.base_lrs]
+
+
+class SequentialLR(LRScheduler):
+    """schedulers[i] runs from milestones[i - 1] on (a warm-up, then a decay); each starts
+    from its own first epoch at its milestone, as torch's."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch=-1):
+        schedulers, milestones = list(schedulers), list(milestones)
+        if not schedulers:
+            raise ValueError("SequentialLR expects at least one scheduler, but got no "
+                             "scheduler.")
+        for i, sched in enumerate(schedulers):
+            if type(sched).__name__ == "ReduceLROnPlateau":
+                raise ValueError(f"SequentialLR does not support `ReduceLROnPlateau` scheduler "
+                                 f"(index {i}): it needs the metric in step()")
+            if getattr(sched, "optimizer", None) is not optimizer:
+                raise ValueError(f"SequentialLR expects all schedulers to belong to the same "
+                                 f"optimizer, but the one at index {i} does not")
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(f"Sequential Schedulers expects number of schedulers provided to "
+                             f"be one more than the number of milestone points, but got number "
+                             f"of schedulers {len(schedulers)} and the number of milestones to "
+                             f"be equal to {len(milestones)}")
+        self._schedulers, self._milestones = schedulers, milestones
+        self.optimizer, self.last_epoch = optimizer, last_epoch + 1
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        for sched in schedulers:   # NOTE: undo the step each constructor took
+            _undo(sched)
+        first = schedulers[bisect_right(milestones, 0)]
+        first._initial_step()
+        self._last_lr = first.get_last_lr()
+
+    def step(self):
+        self.last_epoch += 1
+        idx = bisect_right(self._milestones, self.last_epoch)
+        sched = self._schedulers[idx]
+        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+            sched._update_lr(0)
+        else:
+            sched.step()
+        self._last_lr = sched.get_last_lr()
+
+    def state_dict(self):
+        out = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "_schedulers")}
+        out["_schedulers"] = [s.state_dict() for s in self._schedulers]
+        return out
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        for sched, sd in zip(self._schedulers, state_dict.pop("_schedulers")):
+            sched.load_state_dict(sd)
+        self.__dict__.update(state_dict)
+
+
+def _undo(sched):
+    for inner in getattr(sched, "_schedulers", ()):
+        _undo(inner)
+    if not hasattr(sched, "_schedulers"):
+        sched.last_epoch -= 1
+
+
+class ChainedScheduler(LRScheduler):
+    """Every scheduler steps at each step(), in order (their factors compose)."""
+
+    def __init__(self, schedulers, optimizer=None):
+        self._schedulers = list(schedulers)
+        if not self._schedulers:
+            raise ValueError("ChainedScheduler expects at least one scheduler to be chained, "
+                             "but got no scheduler.")
+        self.optimizer = optimizer if optimizer is not None else self._schedulers[0].optimizer
+        self._last_lr = self._lrs()
+
+    def step(self):
+        for sched in self._schedulers:
+            sched.step()
+        self._last_lr = self._lrs()
+
+    state_dict, load_state_dict = SequentialLR.state_dict, SequentialLR.load_state_dict
 
 
 from .schedulers_cyclic import OneCycleLR, ReduceLROnPlateau  # noqa: E402

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dualgrad import ops
 from ...core import Tensor
 from . import rnn
 
@@ -54,7 +55,20 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
 
 
 def parameters_to_vector(parameters):
-    return Tensor(np.concatenate([p._array.reshape(-1) for p in parameters]))
+    """All parameters flattened into one vector (differentiable, as torch's)."""
+    return ops.concat(*[p.reshape(-1) for p in parameters], axis=0)
 
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "rnn"]
+def vector_to_parameters(vec, parameters):
+    """Each parameter's values from its slice of vec, in order (their .data, as torch)."""
+    if not isinstance(vec, Tensor):
+        raise TypeError(f"expected torch.Tensor, but got: {type(vec).__name__}")
+    start = 0
+    for p in parameters:
+        n = p.numel()
+        p.data = vec[start:start + n].detach().reshape(tuple(p.shape)).clone()
+        start += n
+
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector",
+           "vector_to_parameters", "rnn"]

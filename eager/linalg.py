@@ -1,0 +1,77 @@
+"""torch.linalg: the norms (`norm`, `vector_norm`, `matrix_norm`, differentiable as torch's).
+The decompositions and solvers are not implemented: using one raises NotImplementedError
+naming it.
+
+>>> from dualgrad import eager as torch
+>>> x = torch.tensor([[3.0, -4.0], [1.0, 0.0]])
+>>> torch.linalg.norm(x).item() == torch.linalg.vector_norm(x).item(), \\
+...     torch.linalg.vector_norm(x, ord=1, dim=1).tolist(), torch.linalg.matrix_norm(x, ord=1).item()
+(True, [7.0, 1.0], 4.0)
+"""
+from __future__ import annotations
+
+import math
+
+from dualgrad import ops
+
+_MISSING = ("inv inv_ex pinv det slogdet solve solve_ex lstsq cholesky cholesky_ex qr svd "
+            "svdvals eig eigvals eigh eigvalsh lu lu_factor lu_solve matrix_rank matrix_power "
+            "matrix_exp cond multi_dot householder_product tensorinv tensorsolve cross "
+            "vecdot diagonal solve_triangular ldl_factor").split()
+
+
+def _cast(x, dtype):
+    return x if dtype is None else ops.cast(x, dtype)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # noqa: A002
+    """The vector ord-norm over dim (every element by default): any positive ord, inf, -inf
+    or 0."""
+    if out is not None:
+        raise NotImplementedError("linalg.vector_norm(out=) is not supported by dualgrad")
+    axis = tuple(dim) if isinstance(dim, (list, tuple)) else dim
+    return ops.norm(_cast(x, dtype), ord=ord, axis=axis, keepdims=keepdim)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):  # noqa: N803
+    """The matrix norm over the two dims: 'fro', 1, -1 (max / min column sum of |A|), inf,
+    -inf (max / min row sum); 'nuc', 2 and -2 need singular values and raise."""
+    if out is not None:
+        raise NotImplementedError("linalg.matrix_norm(out=) is not supported by dualgrad")
+    A = _cast(A, dtype)
+    if ord == "fro":
+        return ops.norm(A, ord=2, axis=tuple(dim), keepdims=keepdim)
+    if ord in ("nuc", 2, -2):
+        raise NotImplementedError(f"linalg.matrix_norm(ord={ord!r}) needs singular values, "
+                                  f"which dualgrad does not compute")
+    if ord not in (1, -1, math.inf, -math.inf):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    rows, cols = (d % A.ndim for d in dim)
+    summed, over = (cols, rows) if abs(ord) == math.inf else (rows, cols)
+    sums = ops.sum(ops.abs(A), axis=summed, keepdims=True)
+    out = (ops.max if ord > 0 else ops.min)(sums, axis=over, keepdims=True)
+    return out if keepdim else ops.squeeze(out, axis=(rows, cols))
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):  # noqa: N803, A002
+    """torch.linalg.norm: a vector norm (dim an int, or a 1-D input, or no ord and no dim:
+    the 2-norm of every element) or a matrix norm (dim a pair, or a 2-D input with ord)."""
+    if dim is None and ord is not None and A.ndim not in (1, 2):
+        raise RuntimeError("linalg.norm: If dim is not specified but ord is, the input must "
+                           "be 1D or 2D. Got " f"{A.ndim}D.")
+    matrix = isinstance(dim, (list, tuple)) and len(dim) == 2 or \
+        dim is None and ord is not None and A.ndim == 2
+    if matrix:
+        return matrix_norm(A, "fro" if ord is None else ord, (-2, -1) if dim is None else dim,
+                           keepdim, dtype=dtype, out=out)
+    return vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype=dtype, out=out)
+
+
+def __getattr__(name):
+    if name in _MISSING:
+        raise NotImplementedError(f"torch.linalg.{name} is not supported by dualgrad (only "
+                                  f"the norms are); see docs/pytorch-compat.md")
+    raise AttributeError(f"module 'torch.linalg' has no attribute '{name}'")
+
+
+__all__ = ["norm", "vector_norm", "matrix_norm"]
