@@ -25,7 +25,7 @@ from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Parameter
 from dualgrad.eager.core import Tensor
 from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
-from dualgrad.ops.core import bind_args, current_trace, user_frame, where_str
+from dualgrad.ops.core import ELEMENTWISE, bind_args, current_trace, user_frame, where_str
 
 __all__ = ["Trace", "Tracer", "TraceEngine", "GraphBreak", "active_trace", "flatten_out",
            "rebuild_out"]
@@ -237,6 +237,8 @@ class Trace:
         self.randoms = []         # [(placeholder, shape, attrs)]: rand_like, drawn per call
         self.breaks = []
         self.averaged = []        # [(buckets of (name, parameter), find_unused)]: see below
+        self.decomposing = 0      # inside an op's `decompose`: its ops are recorded once each
+        self.shared = {}          # (op, ids of args, attrs) -> (args, result), see _decompose
 
     def wrap(self, g, requires_grad):
         t = _new(Tracer)
@@ -248,12 +250,40 @@ class Trace:
             return bind_args(op, args, attrs)   # constants only: frozen, like its inputs
         if op is _RAND:
             return self._random(args[0], attrs)
+        if op.decompose is not None or self.decomposing:
+            return self._decompose(op, args, attrs)
         out = GraphEngine.apply(op, [self.lift(a) for a in args], attrs)
         grad = out.dtype.kind in "fc" and any(
             isinstance(a, Tensor) and a.requires_grad for a in args)
         if grad and not is_grad_enabled():   # no_grad() inside fn: no gradient flows through here
             out, grad = GraphEngine.apply(_STOP, [out], {}), False
         return self.wrap(out, grad)
+
+    def _decompose(self, op, args, attrs):
+        """An op with a composite form (`Op.decompose`) is recorded as that composite, whose
+        elementwise ops the optimiser fuses. Ops inside composites are recorded once per
+        inputs and attrs: two composites that share a sub-expression (lstm_cell_c's and
+        lstm_cell_h's sigmoid over the same gates) share its node, so graph.gradients builds
+        its gradient once, as for the composite written out by hand. Only elementwise ops:
+        the graph is then the one the hand-written composite traced to."""
+        if op.decompose is not None:
+            self.decomposing += 1
+            try:
+                return op.decompose(*args, **attrs)
+            finally:
+                self.decomposing -= 1
+        depth, self.decomposing = self.decomposing, 0
+        try:
+            if op.stateful or op.name not in ELEMENTWISE:   # NOTE: a weight's transpose stays
+                return self.apply(op, args, attrs)        # one per use, as written out
+            key = (op.name, tuple(map(id, args)), repr(sorted(attrs.items())),
+                   is_grad_enabled())
+            hit = self.shared.get(key)
+            if hit is None:   # NOTE: args are kept with the result, so their ids stay theirs
+                hit = self.shared[key] = (args, self.apply(op, args, attrs))
+            return hit[1]
+        finally:
+            self.decomposing = depth
 
     def _random(self, x, attrs):
         """rand_like becomes a fed input, drawn at each call in trace order: the forward and a

@@ -23,10 +23,11 @@ from .shape import (broadcast_like, broadcast_to, concat, concat_part, expand_di
                     expand_index, ones_like, pad, reshape, reshape_like, slice_, slice_grad,
                     reverse, squeeze, sum_to_like, take, take_grad, transpose, zeros_like)
 from .reduce import argmax, count, cumsum, max, prod, sum
-from .nn import fold, generator, manual_seed, matmul, one_hot, rand_like, unfold
+from .nn import fold, generator, manual_seed, matmul, matmul_nt, one_hot, rand_like, unfold
 from .index import argsort, gather, gather_grad, getitem
 from .losses import softmax_cross_entropy, softmax_cross_entropy_grad
 from .pool import max_pool, max_pool_grad
+from .lstm import lstm_cell_c, lstm_cell_c_grad, lstm_cell_h, lstm_cell_h_grad
 from .composite import (COMPOSITES, argmin, clamp, logical_and, logical_not, logical_or, rsqrt,
                         square, batch_norm, binary_cross_entropy,
                         binary_cross_entropy_with_logits, cross_entropy, dropout,

@@ -16,7 +16,7 @@ from .core import (Sample, ShapeError, fmt_shape, located, spec_of, user_frame, 
                    where_str)
 from .elementwise import cast, eq, erf, exp, log, ne, sqrt, stop_gradient, tanh, where
 from .losses import softmax_cross_entropy
-from .nn import matmul, one_hot, rand_like, unfold
+from .nn import matmul, matmul_nt, one_hot, rand_like, unfold
 from .reduce import count, max as max_, static_count, sum as sum_
 from .rules import broadcast, dims_match, norm_axes, norm_axis
 from .shape import (concat, expand_dims, pad, reshape, reverse, slice_, squeeze, take,
@@ -331,7 +331,7 @@ def linear(x, weight, bias=None):
         raise located(f"linear: input {fmt_shape(xs)} has {xs[-1]} features but weight "
                          f"{fmt_shape(ws)} expects {ws[1]} (weight is (out_features, "
                          f"in_features))")
-    y = matmul(x, transpose(weight, axes=(1, 0)))
+    y = matmul_nt(x, weight)   # NOTE: one op call each way, not matmul and transpose
     return y if bias is None else y + bias
 
 

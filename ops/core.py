@@ -90,7 +90,7 @@ class Sample:
 class Op:
     """One primitive. docs/architecture.md ('One op, one entry') says what each field means."""
     __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "reduce", "category", "samples", "ref",
-                 "stateful", "view", "onnx", "nondiff", "fn")
+                 "stateful", "view", "onnx", "nondiff", "fn", "decompose")
 
     def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, reduce=None, category=None,
                  samples=(), ref=None, stateful=False, view=False, onnx=None):
@@ -102,6 +102,7 @@ class Op:
         self.stateful, self.view = stateful, view
         self.nondiff = vjp is None
         self.fn = None  # the public function, e.g. ops.add
+        self.decompose = None   # the same as a composite of other ops: what compile() traces
 
     def scalar_form(self, attrs) -> str:
         """This call's scalar expression over {0}, {1}, … (ops/scalar.py's vocabulary); a form

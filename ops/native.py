@@ -387,3 +387,92 @@ def max_pool_grad(x, g, geometry):
     dx = np.zeros(xf.shape, np.promote_types(g.dtype, np.float32))
     _max_pool_grad(xf, idx, np.ascontiguousarray(g).reshape(xf.shape[0], -1), dx)
     return dx.reshape(x.shape).astype(g.dtype, copy=False)
+
+
+# -- the LSTM cell's pointwise part (ops/lstm.py): e = exp(-|z|) of the sigmoid gates comes from
+# NumPy's SIMD exp and tanh from NumPy's tanh (numba's libm calls are 3-5x slower); each loop
+# finishes the sigmoids as the `sigmoid` kernel does and combines them in the order the
+# composite (f * c + i * g, o * tanh(c), the mul/sigmoid_grad/tanh_grad rules) rounds in
+@njit(cache=True, nogil=True, error_model="numpy", inline="always")
+def _sig(x, e, one):
+    return (one if x >= 0 else e) / (one + e)
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _lstm_c(z, e, t, c, out, one):
+    n, h = out.shape
+    for r in range(n):
+        for j in range(h):
+            i, f = _sig(z[r, j], e[r, j], one), _sig(z[r, h + j], e[r, h + j], one)
+            out[r, j] = f * c[r, j] + i * t[r, j]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _lstm_h(z, e, out, one):
+    """out holds tanh(c) on entry, h on return."""
+    n, h = out.shape
+    for r in range(n):
+        for j in range(h):
+            out[r, j] = _sig(z[r, 3 * h + j], e[r, j], one) * out[r, j]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _lstm_c_grad(z, e, t, c, u, out, one):
+    n, h = c.shape
+    for r in range(n):
+        for j in range(h):
+            i, f = _sig(z[r, j], e[r, j], one), _sig(z[r, h + j], e[r, h + j], one)
+            g, tj = u[r, j], t[r, j]
+            out[r, j] = (g * tj) * (i * (one - i))
+            out[r, h + j] = (g * c[r, j]) * (f * (one - f))
+            out[r, 2 * h + j] = (g * i) * (one - tj * tj)
+            out[r, 3 * h + j] = 0
+            out[r, 4 * h + j] = g * f
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _lstm_h_grad(z, e, t, u, out, one):
+    n, h = t.shape
+    for r in range(n):
+        for k in range(3 * h):
+            out[r, k] = 0
+        for j in range(h):
+            o, g, tj = _sig(z[r, 3 * h + j], e[r, j], one), u[r, j], t[r, j]
+            out[r, 3 * h + j] = (g * tj) * (o * (one - o))
+            out[r, 4 * h + j] = (g * o) * (one - tj * tj)
+
+
+def _neg_abs_exp(x):
+    e = np.abs(x)
+    np.negative(e, out=e)
+    return np.exp(e, out=e)
+
+
+def lstm_c(z, c):
+    """(N, 4H) gates, (N, H) state, float32/float64 of one dtype: f * c + i * tanh(g)."""
+    h = c.shape[1]
+    out = np.empty(c.shape, c.dtype)
+    _lstm_c(z, _neg_abs_exp(z[:, :2 * h]), np.tanh(z[:, 2 * h:3 * h]), c, out, c.dtype.type(1))
+    return out
+
+
+def lstm_h(z, c):
+    h = c.shape[1]
+    out = np.tanh(c)
+    _lstm_h(z, _neg_abs_exp(z[:, 3 * h:]), out, c.dtype.type(1))
+    return out
+
+
+def lstm_c_grad(z, c, u):
+    h = c.shape[1]
+    out = np.empty((c.shape[0], 5 * h), c.dtype)
+    _lstm_c_grad(z, _neg_abs_exp(z[:, :2 * h]), np.tanh(z[:, 2 * h:3 * h]), c, u, out,
+                 c.dtype.type(1))
+    return out
+
+
+def lstm_h_grad(z, c, u):
+    h = c.shape[1]
+    out = np.empty((c.shape[0], 5 * h), c.dtype)
+    _lstm_h_grad(z, _neg_abs_exp(z[:, 3 * h:]), np.tanh(c), u, out, c.dtype.type(1))
+    return out

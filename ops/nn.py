@@ -95,6 +95,52 @@ MATMUL = register(
     ref=lambda np, x, y: np.matmul(x, y))
 
 
+# -- matmul_nt: x @ w.T, the linear layer's product ---------------------------------------------
+# NOTE: as matmul(x, transpose(w)) an eager linear layer cost 2 op calls and 2 tape entries
+# forward and 5 calls backward (the product's rule on the transposed view, then the
+# transpose's); here 1 and 1, and 2-3 backward: w's gradient comes as g^T x in its own layout.
+# The kernel is the same np.matmul on the same strided view, so the same values; compile()
+# traces the matmul(x, transpose(w)) form (`decompose`), which the layout pass knows.
+def _matmul_nt_infer(x, w, **_):
+    if x.ndim == 0 or w.ndim != 2:
+        raise ShapeError(f"matmul_nt: expects x (..., k) and a 2-d w (n, k), got "
+                         f"{fmt_shape(x)} and {fmt_shape(w)}")
+    if x.shape[-1] is not None and w.shape[1] is not None and x.shape[-1] != w.shape[1]:
+        raise ShapeError(f"matmul_nt: cannot multiply {fmt_shape(x)} by the transpose of "
+                         f"{fmt_shape(w)}: inner dimensions {x.shape[-1]} != {w.shape[1]}")
+    return Spec(x.shape[:-1] + (w.shape[0],), result_dtype(x, w))
+
+
+def _matmul_nt_kernel(x, w):
+    if np.ndim(w) != 2 or np.ndim(x) == 0:
+        raise ValueError("not (..., k) by (n, k)")   # NOTE: the shape rule says why
+    return _matmul_kernel(x, np.asarray(w).T)
+
+
+def _matmul_nt_vjp(g, x, w, needs=(True, True), **kw):
+    gx = matmul(g, w) if needs[0] else None
+    gw = None
+    if needs[1]:
+        n, k = w.shape
+        if len(x.shape) != 2:
+            if n is None or k is None:
+                raise ShapeError(f"matmul_nt: the gradient for w needs its shape, got "
+                                 f"{fmt_shape(w.shape)}")
+            x, g = reshape(x, (-1, k)), reshape(g, (-1, n))
+        gw = matmul(transpose(g, axes=(1, 0)), x)
+    return gx, gw
+
+
+MATMUL_NT = register(
+    "matmul_nt", _matmul_nt_infer, _matmul_nt_kernel, _matmul_nt_vjp, category="matmul",
+    samples=(Sample(((3, 4), (5, 4))), Sample(((2, 3, 4), (5, 4))), Sample(((4,), (3, 4))),
+             Sample(((3, 4), (5, 3)), match=r"matmul_nt: cannot multiply \(3, 4\) by the "
+                                            r"transpose of \(5, 3\): inner dimensions 4 != 3"),
+             Sample(((3, 4), (4,)), match="a 2-d w")),
+    ref=lambda np, x, w: np.matmul(x, np.swapaxes(w, 0, 1)))
+MATMUL_NT.decompose = lambda x, w: matmul(x, transpose(w, axes=(1, 0)))
+
+
 # -- unfold / fold (im2col) -------------------------------------------------------------------
 def pair(v):
     """An int or a (height, width) pair as a pair of ints (torch's `_pair`)."""
@@ -282,4 +328,4 @@ def rand_like(x, dtype="float32"):
 
 
 RAND_LIKE.fn = rand_like
-matmul = primitive(MATMUL)
+matmul, matmul_nt = primitive(MATMUL), primitive(MATMUL_NT)

@@ -11,7 +11,6 @@
 """
 from __future__ import annotations
 
-import functools
 import math
 from collections import OrderedDict, namedtuple
 
@@ -622,17 +621,10 @@ class _Cell(Module):
         self.bias_hh = _uniform((gates * hidden_size,), b) if bias else None
 
     def _zeros(self, x):
-        return Tensor(np.zeros((x.shape[0], self.hidden_size), x.dtype))
+        return Tensor(np.zeros(tuple(x.shape[:-1]) + (self.hidden_size,), x.dtype))
 
     def extra_repr(self):
         return f"{self.input_size}, {self.hidden_size}"
-
-
-@functools.lru_cache(maxsize=64)
-def _gates(lead, n):
-    """The indices of the four gates' columns (i, f, g, o) in the last axis after `lead` axes:
-    made once per shape, not four tuples per cell call."""
-    return tuple((slice(None),) * lead + (slice(k * n, (k + 1) * n),) for k in range(4))
 
 
 class LSTMCell(_Cell):
@@ -646,13 +638,8 @@ class LSTMCell(_Cell):
         z = F.linear(x, self.weight_ih) + F.linear(h, self.weight_hh)
         if self.bias_ih is not None:
             z = z + (self.bias_ih + self.bias_hh)   # NOTE: the biases' gradient summed once
-        # NOTE: one sigmoid over all four gates (one contiguous kernel call each way, not
-        # three on strided slices), g's columns of it unused; slices of it are i, f, o
-        s, (gi, gf, gg, go) = F.sigmoid(z), _gates(len(z.shape) - 1, self.hidden_size)
-        i, f, o = ops.slice_(s, index=gi), ops.slice_(s, index=gf), ops.slice_(s, index=go)
-        g = F.tanh(ops.slice_(z, index=gg))
-        c = f * c + i * g
-        return o * F.tanh(c), c
+        c = ops.lstm_cell_c(z, c)    # NOTE: one kernel each way for the pointwise part
+        return ops.lstm_cell_h(z, c), c
 
 
 class GRUCell(_Cell):

@@ -28,9 +28,8 @@ from .utils.rnn import PackedSequence, packed_data, padded
 def _lstm_step(x, state, w_ih, w_hh, b_ih, b_hh):
     h, c = state
     z = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
-    i, f, g, o = ops.split(z, w_hh.shape[1], axis=-1)
-    c = F.sigmoid(f) * c + F.sigmoid(i) * F.tanh(g)
-    return F.sigmoid(o) * F.tanh(c), c
+    c = ops.lstm_cell_c(z, c)
+    return ops.lstm_cell_h(z, c), c
 
 
 def _gru_step(x, h, w_ih, w_hh, b_ih, b_hh):
