@@ -43,6 +43,7 @@ from .activations import (celu, cosine_similarity, elu, glu, group_norm, hardsig
                           logsigmoid, mish, normalize, pairwise_distance, prelu, relu6, selu,
                           smooth_l1_loss, softsign, tanhshrink)
 from .linalg import einsum
+from .special import digamma, erfc, lgamma, trigamma
 from .collective import all_reduce, all_reduce_many
 from . import autodiff
 
