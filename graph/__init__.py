@@ -58,7 +58,7 @@ from .init_ops import __all__ as _init_all
 from .variable_scope import (AUTO_REUSE, VariableScope, get_variable, get_variable_scope,
                              variable_scope)
 from . import nn, layers, losses, metrics, train, contrib
-from . import math, random, initializers, linalg  # noqa: A004 - tf.math, tf.random, …
+from . import image, math, random, initializers, linalg  # noqa: A004 - tf.math, tf.random, …
 from .linalg import band_part as matrix_band_part, matrix_transpose
 from . import onnx  # noqa: F401 - graph.onnx.export / load; the onnx package loads lazily
 from .serialize import load, restore, save
@@ -85,7 +85,7 @@ __all__ = [
     "node_kernel", "nn", "layers", "losses", "metrics", "onnx", "train", "load", "restore", "save", "summary",
     "describe", "to_dot",
     "argsort", "boolean_mask", "einsum", "gather_nd", "sequence_mask", "slice", "sort", "strided_slice",
-    "tensordot", "unique", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "math", "random", "initializers", "linalg", "matrix_band_part",
+    "tensordot", "unique", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "image", "math", "random", "initializers", "linalg", "matrix_band_part",
     "matrix_transpose", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
     *_math_all, *_init_all, *_array_all, *_checks_all, *_scatter_all,
 ]
