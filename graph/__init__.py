@@ -35,7 +35,7 @@ from .variables import (Variable, assign, assign_add, assign_sub, global_variabl
                         global_variables_initializer, local_variables,
                         local_variables_initializer, trainable_variables,
                         variables_initializer)
-from .control_flow import cond, group, identity, map_fn, no_op, print_, while_loop
+from .control_flow import case, cond, group, identity, map_fn, no_op, print_, while_loop
 from . import while_grad as _while_grad  # noqa: F401 - registers the while_grad graph op
 from .gradients import gradients
 from .math_ops import *  # noqa: F403 - TF's op functions: graph.matmul, graph.reduce_sum, …
@@ -79,7 +79,7 @@ __all__ = [
     "Variable", "assign", "assign_add", "assign_sub", "global_variables",
     "global_variables_initializer", "trainable_variables", "variables_initializer", "cond",
     "local_variables", "local_variables_initializer",
-    "group", "identity", "map_fn", "no_op", "print", "Print", "while_loop", "gradients",
+    "case", "group", "identity", "map_fn", "no_op", "print", "Print", "while_loop", "gradients",
     "InteractiveSession", "Session", "get_default_session", "ConfigProto", "GPUOptions",
     "GraphOptions", "OptimizerOptions", "RunMetadata", "RunOptions", "Plan", "Step", "build_plan",
     "node_kernel", "nn", "layers", "losses", "metrics", "onnx", "train", "load", "restore", "save", "summary",
