@@ -27,6 +27,7 @@ from .hooks import (HOOK as _HOOK, LEAF_HOOKS as _LEAF_HOOKS, RemovableHandle as
                     leaf_hooked)
 from .inplace import CLOCK, InPlaceMixin, MoreInPlace, getitem as _getitem
 from .methods import RETAINS_GRAD as _RETAINS_GRAD, TensorMethods, retains_grad
+from . import functions as _functions
 from .functions import FunctionMethods, accumulating
 
 class _GradMode(threading.local):
@@ -600,15 +601,13 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         return ops.mean(self if dtype is None else ops.cast(self, np.dtype(dtype)), axis=dim,
                         keepdims=keepdim)
 
-    def var(self, dim=None, keepdim=False, unbiased=True):
-        v = ops.var(self, axis=dim, keepdims=keepdim)
-        if not unbiased:
-            return v
-        n = ops.reduce.static_count(self.shape, dim)
-        return v * (n / max(n - 1, 1))
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        """torch's argument order (dim, unbiased, keepdim); one element with Bessel's
+        correction is NaN, as torch."""
+        return _functions.var(self, dim, unbiased, keepdim, correction=correction)
 
-    def std(self, dim=None, keepdim=False, unbiased=True):
-        return ops.sqrt(self.var(dim, keepdim, unbiased))
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return _functions.std(self, dim, unbiased, keepdim, correction=correction)
 
     def max(self, dim=None, keepdim=False):
         if dim is None:
