@@ -35,7 +35,7 @@ __all__ = ["relu", "gelu", "softmax", "log_softmax", "sigmoid", "tanh", "silu", 
            "weighted_cross_entropy_with_logits", "leaky_relu", "elu", "relu6", "selu", "softsign", "l2_normalize",
            "softmax_cross_entropy_with_logits", "softmax_cross_entropy_with_logits_v2",
            "sparse_softmax_cross_entropy_with_logits", "sigmoid_cross_entropy_with_logits",
-           "conv2d", "conv2d_transpose", "conv1d", "max_pool2d", "max_pool", "avg_pool2d", "avg_pool", "moments",
+           "conv2d", "depthwise_conv2d", "separable_conv2d", "conv2d_transpose", "conv1d", "max_pool2d", "max_pool", "avg_pool2d", "avg_pool", "moments",
            "batch_normalization",
            "embedding_lookup", "dropout", "layer_norm", "bias_add", "l2_loss", "dense",
            "rnn_cell", "static_rnn", "dynamic_rnn", "bidirectional_dynamic_rnn",
@@ -255,6 +255,47 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True
     w = ops.transpose(f, axes=_HWIO_TO_OIHW)
     return _windowed(input, df, k, s, pads, 0.0,
                      lambda x, st, p: ops.conv2d(x, w, stride=st, padding=p))
+
+
+@named
+def depthwise_conv2d(input, filter=None, strides=None, padding=None, rate=None,  # noqa: A002
+                     data_format=None, dilations=None, filters=None):
+    """tf.nn.depthwise_conv2d: each input channel k convolved with its own
+    `channel_multiplier` filters; filter (kh, kw, in_channels, channel_multiplier), output
+    channel k * channel_multiplier + m. Layout, strides and padding as conv2d; `rate` /
+    `dilations` other than 1 raise NotImplementedError."""
+    f = filters if filter is None else filter
+    df = _layout(data_format or "NHWC", "depthwise_conv2d")
+    for what, v in (("rate", rate), ("dilations", dilations)):
+        if v is not None and any(int(d) != 1 for d in np.ravel(v)):
+            raise NotImplementedError(f"depthwise_conv2d: {what} {v} is not supported (only 1)")
+    if f is None or padding is None:
+        raise ValueError("depthwise_conv2d: pass filter and padding ('SAME' or 'VALID')")
+    f = convert_to_tensor(f, dtype=input.dtype) if not isinstance(f, Tensor) else f
+    hw = _spatial(input, df, "depthwise_conv2d")
+    c = input.shape[3] if df == "NHWC" else input.shape[1]
+    fs = tuple(f.shape)
+    if len(fs) != 4 or None in fs or (c is not None and c != fs[2]):
+        raise located(f"depthwise_conv2d: input {fmt_shape(input.shape)} ({df}) needs a "
+                      f"filter (height, width, {c}, channel_multiplier) of known shape, got "
+                      f"{fmt_shape(fs)}")
+    k, groups = (fs[0], fs[1]), fs[2]
+    s = _hw(1 if strides is None else strides, "strides", df, "depthwise_conv2d")
+    pads = _pads(padding, hw, k, s, input.shape, "depthwise_conv2d")
+    w = ops.transpose(ops.reshape(f, (fs[0], fs[1], 1, fs[2] * fs[3])), axes=_HWIO_TO_OIHW)
+    return _windowed(input, df, k, s, pads, 0.0,
+                     lambda x, st, p: ops.conv2d(x, w, stride=st, padding=p, groups=groups))
+
+
+@named
+def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding,  # noqa: A002
+                     rate=None, data_format=None, dilations=None):
+    """tf.nn.separable_conv2d: depthwise_conv2d, then a 1x1 conv2d with
+    `pointwise_filter` (1, 1, in_channels * channel_multiplier, out_channels)."""
+    y = depthwise_conv2d(input, depthwise_filter, strides, padding, rate=rate,
+                         data_format=data_format, dilations=dilations)
+    return conv2d(y, pointwise_filter, strides=1, padding="VALID",
+                  data_format=data_format or "NHWC")
 
 
 @named
