@@ -324,7 +324,7 @@ from .reductions import *  # noqa: E402,F401,F403 - median, quantile, trace, cum
 from .shaping import *  # noqa: E402,F401,F403 - select, hstack, movedim, index_add, …
 from .info import *  # noqa: E402,F401,F403 - finfo, iinfo, Size, pi, inf, is_floating_point, …
 
-from . import autograd, distributions, linalg, nn, optim, utils  # noqa: E402  (they use the names above)
+from . import autograd, distributions, linalg, nn, optim, special, utils  # noqa: E402  (they use the names above)
 from .serialization import load, save  # noqa: E402
 from .aliases import accept_numpy_names as _accept_numpy_names  # noqa: E402
 

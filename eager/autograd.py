@@ -26,7 +26,7 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops.autodiff import backprop
-from .core import _GRAD, Tensor, _free, _keep, _needs_grad, _node_of, recorded
+from .core import _GRAD, Tensor, _free, _keep, _needs_grad, _node_of, recorded, seed_gradient
 
 __all__ = ["grad", "backward", "Function", "Variable"]
 
@@ -43,16 +43,7 @@ def _seeds(outputs, grad_outputs, create_graph):
                            f"{len(outputs)} outputs")
     seeds = []
     for out, g in zip(outputs, given):
-        if not isinstance(out, Tensor) or not out.requires_grad:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have "
-                               "a grad_fn")
-        if g is None:
-            if out._array.size != 1:
-                raise RuntimeError(f"grad can be implicitly created only for scalar outputs; "
-                                   f"this output has shape {tuple(out.shape)}")
-            g = Tensor(np.ones_like(out._array))
-        elif not isinstance(g, Tensor):
-            g = Tensor(np.asarray(g, dtype=out._array.dtype))
+        g = seed_gradient(out, g)
         if tuple(g.shape) != tuple(out.shape):
             raise RuntimeError(f"Mismatch in shape: grad_output has a shape of "
                                f"{tuple(g.shape)} and output has a shape of {tuple(out.shape)}")

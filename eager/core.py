@@ -27,6 +27,7 @@ from .hooks import (HOOK as _HOOK, LEAF_HOOKS as _LEAF_HOOKS, RemovableHandle as
                     leaf_hooked)
 from .inplace import CLOCK, InPlaceMixin, MoreInPlace, getitem as _getitem
 from .methods import RETAINS_GRAD as _RETAINS_GRAD, TensorMethods, retains_grad
+from . import functions as _functions
 from .functions import FunctionMethods, accumulating
 
 class _GradMode(threading.local):
@@ -296,6 +297,22 @@ def _one_node(t, gradient, create_graph, retain_graph, owned):
     return True
 
 
+def seed_gradient(out, gradient):
+    """The gradient a backward from `out` starts with: `gradient` as a tensor, or ones for
+    a one-element output; an output that requires no grad raises, as torch."""
+    if not isinstance(out, Tensor) or not out.requires_grad:
+        raise RuntimeError("element 0 of tensors does not require grad and does not have "
+                           "a grad_fn")
+    if gradient is None:
+        if out._array.size != 1:
+            raise RuntimeError(f"grad can be implicitly created only for scalar outputs; "
+                               f"this output has shape {out._array.shape}")
+        return Tensor(np.ones_like(out._array))
+    if not isinstance(gradient, Tensor):
+        return Tensor(np.asarray(gradient, dtype=out._array.dtype))
+    return gradient
+
+
 def _needs_grad(v):
     """v can carry a gradient: it requires grad and its producer (if any) has a rule.
 
@@ -452,16 +469,7 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         kept when create_graph is (retain_graph defaults to it, as in torch)."""
         if retain_graph is None:
             retain_graph = create_graph
-        if not self.requires_grad:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have "
-                               "a grad_fn")
-        if gradient is None:
-            if self._array.size != 1:
-                raise RuntimeError(f"grad can be implicitly created only for scalar outputs; "
-                                   f"this output has shape {self._array.shape}")
-            gradient = Tensor(np.ones_like(self._array))
-        elif not isinstance(gradient, Tensor):
-            gradient = Tensor(np.asarray(gradient, dtype=self._array.dtype))
+        gradient = seed_gradient(self, gradient)
         owned, done = {id(gradient._array)}, set()
         if _one_node(self, gradient, create_graph, retain_graph, owned):
             return
@@ -593,15 +601,13 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         return ops.mean(self if dtype is None else ops.cast(self, np.dtype(dtype)), axis=dim,
                         keepdims=keepdim)
 
-    def var(self, dim=None, keepdim=False, unbiased=True):
-        v = ops.var(self, axis=dim, keepdims=keepdim)
-        if not unbiased:
-            return v
-        n = ops.reduce.static_count(self.shape, dim)
-        return v * (n / max(n - 1, 1))
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        """torch's argument order (dim, unbiased, keepdim); one element with Bessel's
+        correction is NaN, as torch."""
+        return _functions.var(self, dim, unbiased, keepdim, correction=correction)
 
-    def std(self, dim=None, keepdim=False, unbiased=True):
-        return ops.sqrt(self.var(dim, keepdim, unbiased))
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return _functions.std(self, dim, unbiased, keepdim, correction=correction)
 
     def max(self, dim=None, keepdim=False):
         if dim is None:

@@ -499,6 +499,7 @@ POINTWISE_INPLACE = (
     "sin cos tan sinh cosh asin acos atan arcsin arccos arctan asinh acosh atanh arcsinh "
     "arccosh arctanh atan2 arctan2 erf erfinv sign sgn exp2 expm1 log1p log2 log10 logit "
     "xlogy hypot copysign deg2rad rad2deg sinc absolute negative reciprocal rsqrt floor ceil "
+    "erfc lgamma digamma "
     "round trunc fix frac fmod remainder floor_divide true_divide divide multiply subtract "
     "nan_to_num cumsum cumprod bitwise_and bitwise_or bitwise_xor bitwise_not "
     "bitwise_left_shift bitwise_right_shift").split()

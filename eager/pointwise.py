@@ -53,6 +53,29 @@ def erfinv(input):  # noqa: A002
     return ops.erfinv(input)
 
 
+def erfc(input):  # noqa: A002
+    return ops.erfc(input)
+
+
+def lgamma(input):  # noqa: A002
+    return ops.lgamma(input)
+
+
+def digamma(input):  # noqa: A002
+    return ops.digamma(input)
+
+
+def polygamma(n, input):  # noqa: A002
+    """The n-th derivative of digamma: n = 0 (digamma) and n = 1 (trigamma) here."""
+    if n == 0:
+        return ops.digamma(input)
+    if n == 1:
+        return ops.trigamma(ops.cast(input, np.float32) if _arr(input).dtype.kind in "biu"
+                            else input)
+    raise NotImplementedError(f"polygamma of order {n} is not supported by dualgrad (orders 0 "
+                              f"and 1 are)")
+
+
 def absolute(input):  # noqa: A002
     return ops.abs(input)
 
@@ -361,7 +384,7 @@ FunctionMethods.__rlshift__ = lambda self, other: bitwise_left_shift(other, self
 FunctionMethods.__rrshift__ = lambda self, other: bitwise_right_shift(other, self)
 
 __all__ = TORCH_NAMES = [
-    "sign", "sgn", "erf", "erfinv", "absolute", "tan", "cosh", "sinh", "atan2", "atan", "asin",
+    "sign", "sgn", "erf", "erfinv", "erfc", "lgamma", "digamma", "absolute", "tan", "cosh", "sinh", "atan2", "atan", "asin",
     "acos", "arctan2", "arctan", "arcsin", "arccos", "exp2", "logit", "xlogy", "hypot",
     "maximum", "minimum", "fmax", "fmin", "isclose", "float_power", "heaviside", "asinh",
     "acosh", "atanh", "arcsinh", "arccosh", "arctanh", "copysign", "signbit", "deg2rad",
@@ -371,3 +394,5 @@ __all__ = TORCH_NAMES = [
 
 for _name in TORCH_NAMES:
     setattr(FunctionMethods, _name, _method(globals()[_name]))
+FunctionMethods.polygamma = lambda self, n: polygamma(n, self)   # NOTE: x.polygamma(n)
+TORCH_NAMES = __all__ = TORCH_NAMES + ["polygamma"]

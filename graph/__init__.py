@@ -35,7 +35,7 @@ from .variables import (Variable, assign, assign_add, assign_sub, global_variabl
                         global_variables_initializer, local_variables,
                         local_variables_initializer, trainable_variables,
                         variables_initializer)
-from .control_flow import cond, group, identity, map_fn, no_op, print_, while_loop
+from .control_flow import case, cond, group, identity, map_fn, no_op, print_, while_loop
 from . import while_grad as _while_grad  # noqa: F401 - registers the while_grad graph op
 from .gradients import gradients
 from .math_ops import *  # noqa: F403 - TF's op functions: graph.matmul, graph.reduce_sum, …
@@ -58,7 +58,7 @@ from .init_ops import __all__ as _init_all
 from .variable_scope import (AUTO_REUSE, VariableScope, get_variable, get_variable_scope,
                              variable_scope)
 from . import nn, layers, losses, metrics, train, contrib
-from . import math, random, initializers, linalg  # noqa: A004 - tf.math, tf.random, …
+from . import image, math, random, initializers, linalg  # noqa: A004 - tf.math, tf.random, …
 from .linalg import band_part as matrix_band_part, matrix_transpose
 from . import onnx  # noqa: F401 - graph.onnx.export / load; the onnx package loads lazily
 from .serialize import load, restore, save
@@ -79,13 +79,13 @@ __all__ = [
     "Variable", "assign", "assign_add", "assign_sub", "global_variables",
     "global_variables_initializer", "trainable_variables", "variables_initializer", "cond",
     "local_variables", "local_variables_initializer",
-    "group", "identity", "map_fn", "no_op", "print", "Print", "while_loop", "gradients",
+    "case", "group", "identity", "map_fn", "no_op", "print", "Print", "while_loop", "gradients",
     "InteractiveSession", "Session", "get_default_session", "ConfigProto", "GPUOptions",
     "GraphOptions", "OptimizerOptions", "RunMetadata", "RunOptions", "Plan", "Step", "build_plan",
     "node_kernel", "nn", "layers", "losses", "metrics", "onnx", "train", "load", "restore", "save", "summary",
     "describe", "to_dot",
     "argsort", "boolean_mask", "einsum", "gather_nd", "sequence_mask", "slice", "sort", "strided_slice",
-    "tensordot", "unique", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "math", "random", "initializers", "linalg", "matrix_band_part",
+    "tensordot", "unique", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "image", "math", "random", "initializers", "linalg", "matrix_band_part",
     "matrix_transpose", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
     *_math_all, *_init_all, *_array_all, *_checks_all, *_scatter_all,
 ]

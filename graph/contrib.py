@@ -1,14 +1,83 @@
 """`graph.contrib.rnn`: where TF1 code written before `tf.nn.rnn_cell` finds the RNN cells
-and `static_rnn` (the same objects as in `graph.nn`)."""
+and `static_rnn` (the same objects as in `graph.nn`); `graph.contrib.layers`: the weight
+regularizers (`l2_regularizer(scale)` is `scale * l2_loss(w)`, i.e. scale * sum(w**2) / 2;
+`l1_regularizer`, `l1_l2_regularizer`, `apply_regularization`) and `xavier_initializer`."""
 from __future__ import annotations
 
 from types import SimpleNamespace
 
+import numbers
+
+from dualgrad import ops
+
 from . import rnn_cell as _cells
+from .core import GraphKeys, get_collection, get_default_graph
+from .math_ops import reduce_sum
+from .nn import l2_loss
+from .init_ops import glorot_normal_initializer, glorot_uniform_initializer
 from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
 
-__all__ = ["rnn"]
+__all__ = ["rnn", "layers"]
+
+
+def _scale(what, scale):
+    if isinstance(scale, numbers.Integral) and not isinstance(scale, bool):
+        raise ValueError(f"{what}: scale cannot be an integer: {scale}")
+    if isinstance(scale, numbers.Real) and scale < 0.0:
+        raise ValueError(f"{what}: setting a scale less than 0 on a regularizer: {scale}")
+    return None if isinstance(scale, numbers.Real) and scale == 0.0 else scale
+
+
+def l1_regularizer(scale, scope=None):
+    """`w -> scale * reduce_sum(abs(w))` (None when scale is 0), as TF1's contrib."""
+    scale = _scale("l1_regularizer", scale)
+    return lambda w: None if scale is None else scale * reduce_sum(ops.abs(w))
+
+
+def l2_regularizer(scale, scope=None):
+    """`w -> scale * l2_loss(w)` = scale * sum(w**2) / 2 (None when scale is 0)."""
+    scale = _scale("l2_regularizer", scale)
+    return lambda w: None if scale is None else scale * l2_loss(w)
+
+
+def l1_l2_regularizer(scale_l1=1.0, scale_l2=1.0, scope=None):
+    l1, l2 = l1_regularizer(scale_l1), l2_regularizer(scale_l2)
+
+    def both(w):
+        parts = [p for p in (l1(w), l2(w)) if p is not None]
+        return None if not parts else parts[0] if len(parts) == 1 else parts[0] + parts[1]
+    return both
+
+
+def apply_regularization(regularizer, weights_list=None):
+    """The sum of `regularizer(w)` over `weights_list` (default: the collection
+    GraphKeys.WEIGHTS, else the trainable variables), added to REGULARIZATION_LOSSES."""
+    if weights_list is None:
+        weights_list = get_collection(GraphKeys.WEIGHTS) or \
+            get_collection(GraphKeys.TRAINABLE_VARIABLES)
+    if not weights_list:
+        raise ValueError("No weights to regularize.")
+    parts = [p for p in (regularizer(w) for w in weights_list) if p is not None]
+    if not parts:
+        return 0.0
+    total = parts[0]
+    for p in parts[1:]:
+        total = total + p
+    get_default_graph().add_to_collection(GraphKeys.REGULARIZATION_LOSSES, total)
+    return total
+
+
+def xavier_initializer(uniform=True, seed=None, dtype=None):
+    """Glorot uniform (or, uniform=False, truncated normal) over TF's fans."""
+    cls = glorot_uniform_initializer if uniform else glorot_normal_initializer
+    return cls(seed=seed)
 
 rnn = SimpleNamespace(**{k: getattr(_cells, k) for k in _cells.__all__},
                       static_rnn=static_rnn, dynamic_rnn=dynamic_rnn,
                       bidirectional_dynamic_rnn=bidirectional_dynamic_rnn)
+
+layers = SimpleNamespace(l1_regularizer=l1_regularizer, l2_regularizer=l2_regularizer,
+                         l1_l2_regularizer=l1_l2_regularizer,
+                         apply_regularization=apply_regularization,
+                         xavier_initializer=xavier_initializer,
+                         xavier_initializer_conv2d=xavier_initializer)

@@ -29,7 +29,7 @@ from dualgrad.ops.core import ShapeError, Spec, fmt_shape
 from .core import (Graph, Node, Tensor, _at_user_line, _graph_of, _lift, get_default_graph,
                    graph_op, placeholder)
 
-__all__ = ["cond", "while_loop", "map_fn", "group", "no_op", "identity", "print_", "Body",
+__all__ = ["cond", "case", "while_loop", "map_fn", "group", "no_op", "identity", "print_", "Body",
            "Function"]
 
 
@@ -264,6 +264,59 @@ def cond(pred, true_fn, false_fn, name=None):
     node = outer.create_node(COND, (pred, *outer_caps), {"branches": fns}, specs, scope[:-1],
                              exact_name=True)
     return rebuild(list(node.outputs))
+
+
+def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"):
+    """TF1's `case`: the result of the fn of the first pred that is true, else `default()`.
+
+    pred_fn_pairs: a list of (scalar bool tensor, callable) pairs, or a dict of them (in
+    its order). Without `default`, no pred being true raises InvalidArgumentError at run
+    time ("None of conditions evaluated as True"); `exclusive=True` raises when more than
+    one is true. Built as nested `cond`s, every fn is built now.
+
+    >>> from dualgrad import graph as tf
+    >>> x = tf.placeholder(tf.int32, [])
+    >>> y = tf.case([(x < 0, lambda: tf.constant(-1)), (x > 0, lambda: tf.constant(1))],
+    ...             default=lambda: tf.constant(0))
+    >>> with tf.Session() as s:
+    ...     [int(s.run(y, {x: v})) for v in (-5, 0, 7)]
+    [-1, 0, 1]
+    """
+    pairs = list(pred_fn_pairs.items()) if isinstance(pred_fn_pairs, dict) else \
+        list(pred_fn_pairs)
+    if not pairs or any(not isinstance(p, (tuple, list)) or len(p) != 2 or not callable(p[1])
+                        for p in pairs):
+        raise TypeError("case: pred_fn_pairs must be a non-empty list (or dict) of "
+                        "(bool tensor, callable) pairs")
+    if default is not None and not callable(default):
+        raise TypeError("case: default must be callable")
+    g = _graph_of([p for p, _ in pairs])
+    with g.as_default(), g.name_scope(name or "case"):
+        preds = [_lift(g, p, []) for p, _ in pairs]
+        checks = _case_checks(preds, default is None, exclusive)
+        with g.control_dependencies(checks):
+            first = identity(preds[0])
+    fns = [f for _, f in pairs]
+    rest = default if default is not None else fns[-1]
+    for p, f in reversed(list(zip([first] + preds[1:], fns))):
+        rest = (lambda p, f, r: lambda: cond(p, f, r))(p, f, rest)
+    return rest()
+
+
+def _case_checks(preds, need_one, exclusive):
+    from .checks import Assert
+    from .math_ops import cast, less_equal, reduce_any, reduce_sum, stack
+    names = ", ".join(p.name for p in preds)
+    flags = stack(preds)
+    checks = []
+    if need_one:
+        checks.append(Assert(reduce_any(flags), ["Input error: None of conditions evaluated "
+                                                 "as True:", flags], name="none_true"))
+    if exclusive:
+        checks.append(Assert(less_equal(reduce_sum(cast(flags, "int32")), 1),
+                             [f"Input error: exclusive=True: more than 1 conditions ({names}) "
+                              f"evaluated as True:", flags], name="exclusive"))
+    return checks
 
 
 def _union_captures(*bodies):

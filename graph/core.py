@@ -512,6 +512,7 @@ class GraphKeys:
     SUMMARIES = "summaries"     # summary.scalar / summary.histogram ops, for merge_all
     LOSSES = "losses"           # every graph.losses loss, for losses.get_total_loss
     REGULARIZATION_LOSSES = "regularization_losses"
+    WEIGHTS = "weights"
 
 
 def add_to_collection(name, value):

@@ -11,8 +11,6 @@ filters), as in TF; `data_format='channels_first'` takes NCHW.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from dualgrad import ops
@@ -23,10 +21,11 @@ from .control_flow import cond
 from dualgrad.ops.updates import running_average
 
 from .core import GraphKeys, Tensor, _graph_of
-from .math_ops import random_uniform
-from .nn import (_init, avg_pool2d, dropout as nn_dropout, bias_add, conv2d as _conv2d,
-                 conv2d_transpose as _conv2d_transpose, dense, max_pool2d)
-from .variables import Variable, assign
+from .init_ops import glorot_uniform_initializer, ones_initializer, zeros_initializer
+from .nn import (_no_constraints, avg_pool2d, dropout as nn_dropout, bias_add,
+                 conv2d as _conv2d, conv2d_transpose as _conv2d_transpose, dense, max_pool2d)
+from .variables import assign
+from .variable_scope import layer_scope, layer_variable, regularize_output
 
 __all__ = ["dense", "dropout", "flatten", "conv2d", "conv2d_transpose", "max_pooling2d",
            "average_pooling2d", "batch_normalization"]
@@ -64,46 +63,52 @@ def _pair(v):
 
 def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
            data_format="channels_last", dilation_rate=(1, 1), activation=None, use_bias=True,
-           kernel_initializer=None, bias_initializer=None, trainable=True, name=None):
-    """tf.layers.conv2d: Variables `name/kernel` (kh, kw, in_channels, filters) and
-    `name/bias`; NHWC input unless data_format='channels_first'."""
+           kernel_initializer=None, bias_initializer=None, kernel_regularizer=None,
+           bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+           bias_constraint=None, trainable=True, name=None, reuse=None):
+    """tf.layers.conv2d: variables `name/kernel` (kh, kw, in_channels, filters) and
+    `name/bias` in the variable scope `name` (default `conv2d`, `conv2d_1`, …; shared with
+    `reuse`, as `dense`); NHWC input unless data_format='channels_first'."""
     df = _channels(data_format, "conv2d")
     c = inputs.shape[-1] if df == "NHWC" else inputs.shape[1]
     if len(inputs.shape) != 4 or c is None:
         raise located(f"conv2d: expects a 4-d input with a known channel dim "
                          f"({'channels_last' if df == 'NHWC' else 'channels_first'}), got "
                          f"{fmt_shape(inputs.shape)}")
-    k = _pair(kernel_size)
-    shape, dt = k + (c, int(filters)), inputs.dtype
+    _no_constraints("conv2d", kernel_constraint, bias_constraint)
+    shape = _pair(kernel_size) + (c, int(filters))
     g = _graph_of([inputs])
-    with g.as_default(), g.name_scope(name or "conv2d"):
-        kernel = _kernel(shape, dt, kernel_initializer, trainable)
+    with g.as_default(), layer_scope("conv2d", name, reuse, inputs):
+        kernel = _kernel(shape, inputs.dtype, kernel_initializer, kernel_regularizer, trainable)
         y = _conv2d(inputs, kernel, strides=_pair(strides), padding=padding,
                     data_format=df, dilations=_pair(dilation_rate))
-        return _finish(y, filters, df, use_bias, bias_initializer, activation, trainable)
+        y = _finish(y, filters, df, use_bias, bias_initializer, bias_regularizer, activation,
+                    trainable)
+        return regularize_output(y, activity_regularizer)
 
 
-def _kernel(shape, dt, kernel_initializer, trainable):
-    """The `kernel` Variable; by default Glorot uniform over TF's fans (the receptive field
+def _kernel(shape, dt, kernel_initializer, regularizer, trainable):
+    """The `kernel` variable; by default Glorot uniform over TF's fans (the receptive field
     times the last two dims)."""
-    lim = math.sqrt(6.0 / ((shape[2] + shape[3]) * shape[0] * shape[1]))
-    init = kernel_initializer if kernel_initializer is not None else \
-        (lambda s, d: random_uniform(s, -lim, lim, dtype=d))
-    return Variable(_init(init, shape, dt), name="kernel", trainable=trainable)
+    return layer_variable("kernel", shape, dt, kernel_initializer,
+                          glorot_uniform_initializer(), regularizer, trainable)
 
 
-def _finish(y, filters, df, use_bias, bias_initializer, activation, trainable):
+def _finish(y, filters, df, use_bias, bias_initializer, regularizer, activation, trainable):
     if use_bias:
-        bias = Variable(_init(bias_initializer, (int(filters),), y.dtype), name="bias",
-                        trainable=trainable)
+        bias = layer_variable("bias", (int(filters),), y.dtype, bias_initializer,
+                              zeros_initializer(), regularizer, trainable)
         y = bias_add(y, bias, data_format=df)
     return activation(y) if activation is not None else y
 
 
 def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="valid",
                      data_format="channels_last", activation=None, use_bias=True,
-                     kernel_initializer=None, bias_initializer=None, trainable=True, name=None):
-    """tf.layers.conv2d_transpose: Variables `name/kernel` (kh, kw, filters, in_channels)
+                     kernel_initializer=None, bias_initializer=None, kernel_regularizer=None,
+                     bias_regularizer=None, activity_regularizer=None,
+                     kernel_constraint=None, bias_constraint=None, trainable=True, name=None,
+                     reuse=None):
+    """tf.layers.conv2d_transpose: variables `name/kernel` (kh, kw, filters, in_channels)
     and `name/bias`; the output is in * stride ('same') or in * stride + max(k - stride, 0)
     ('valid') along height and width, as TF."""
     df = _channels(data_format, "conv2d_transpose")
@@ -115,17 +120,20 @@ def conv2d_transpose(inputs, filters, kernel_size, strides=(1, 1), padding="vali
     if c is None or None in hw:
         raise located(f"conv2d_transpose: the channel, height and width dims of "
                       f"{fmt_shape(inputs.shape)} must be known")
+    _no_constraints("conv2d_transpose", kernel_constraint, bias_constraint)
     k, s = _pair(kernel_size), _pair(strides)
     same = str(padding).lower() == "same"
     out_hw = [n * st if same else n * st + max(kk - st, 0) for n, kk, st in zip(hw, k, s)]
-    shape, dt = k + (int(filters), c), inputs.dtype
     g = _graph_of([inputs])
-    with g.as_default(), g.name_scope(name or "conv2d_transpose"):
-        kernel = _kernel(shape, dt, kernel_initializer, trainable)
+    with g.as_default(), layer_scope("conv2d_transpose", name, reuse, inputs):
+        kernel = _kernel(k + (int(filters), c), inputs.dtype, kernel_initializer,
+                         kernel_regularizer, trainable)
         out = [0, *out_hw, int(filters)] if nhwc else [0, int(filters), *out_hw]
         y = _conv2d_transpose(inputs, kernel, out, [1, *s, 1] if nhwc else [1, 1, *s],
                               "SAME" if same else "VALID", data_format=df)
-        return _finish(y, filters, df, use_bias, bias_initializer, activation, trainable)
+        y = _finish(y, filters, df, use_bias, bias_initializer, bias_regularizer, activation,
+                    trainable)
+        return regularize_output(y, activity_regularizer)
 
 
 def max_pooling2d(inputs, pool_size, strides, padding="valid", data_format="channels_last",
@@ -141,10 +149,18 @@ def average_pooling2d(inputs, pool_size, strides, padding="valid",
 
 
 def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
-                        training=False, name=None):
+                        beta_initializer=None, gamma_initializer=None,
+                        moving_mean_initializer=None, moving_variance_initializer=None,
+                        beta_regularizer=None, gamma_regularizer=None, beta_constraint=None,
+                        gamma_constraint=None, training=False, trainable=True, name=None,
+                        reuse=None, renorm=False, renorm_clipping=None, renorm_momentum=0.99,
+                        fused=None, virtual_batch_size=None, adjustment=None):
     """Batch norm over every dim but `axis` (the channels: -1, TF's default, for NHWC; 1
-    for NCHW), as tf.layers.batch_normalization, with Variables `name/gamma`, `name/beta` and the
-    non-trainable `name/moving_mean`, `name/moving_variance`.
+    for NCHW), as tf.layers.batch_normalization, with variables `name/gamma`, `name/beta`
+    and the non-trainable `name/moving_mean`, `name/moving_variance` (get_variable in the
+    variable scope `name`, default `batch_normalization`, `batch_normalization_1`, …; shared
+    with `reuse`). `fused` changes nothing (the same arithmetic); renorm,
+    virtual_batch_size, adjustment and constraints raise NotImplementedError.
 
     `training` (a Python bool or a scalar bool tensor) picks batch statistics or the moving
     ones. When it can be true, the moving-average assigns (moving = momentum * moving +
@@ -157,6 +173,11 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
     >>> len(graph.get_collection(graph.GraphKeys.UPDATE_OPS))
     2
     """
+    for what, v in (("renorm", renorm or None), ("renorm_clipping", renorm_clipping),
+                    ("virtual_batch_size", virtual_batch_size), ("adjustment", adjustment),
+                    ("beta_constraint", beta_constraint), ("gamma_constraint", gamma_constraint)):
+        if v is not None:
+            raise NotImplementedError(f"batch_normalization: {what}= is not supported")
     nd = len(inputs.shape)
     ax = norm_axis("batch_normalization", axis, nd, inputs.shape, frontend=True)
     c = inputs.shape[ax]
@@ -166,11 +187,15 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
     axes = tuple(i for i in range(nd) if i != ax)
     on_axis = tuple(c if i == ax else 1 for i in range(nd))
     g, dt = _graph_of([inputs]), np.dtype(inputs.dtype)
-    with g.as_default(), g.name_scope(name or "batch_normalization"):
-        gamma = Variable(np.ones(c, dt), name="gamma") if scale else None
-        beta = Variable(np.zeros(c, dt), name="beta") if center else None
-        moving = (Variable(np.zeros(c, dt), name="moving_mean", trainable=False),
-                  Variable(np.ones(c, dt), name="moving_variance", trainable=False))
+    with g.as_default(), layer_scope("batch_normalization", name, reuse, inputs):
+        gamma = layer_variable("gamma", (c,), dt, gamma_initializer, ones_initializer(),
+                               gamma_regularizer, trainable) if scale else None
+        beta = layer_variable("beta", (c,), dt, beta_initializer, zeros_initializer(),
+                              beta_regularizer, trainable) if center else None
+        moving = (layer_variable("moving_mean", (c,), dt, moving_mean_initializer,
+                                 zeros_initializer(), trainable=False),
+                  layer_variable("moving_variance", (c,), dt, moving_variance_initializer,
+                                 ones_initializer(), trainable=False))
 
         def normalize(mean, var):
             put = [None if t is None else ops.reshape(t, on_axis) for t in (gamma, beta)]

@@ -9,7 +9,7 @@ defines elsewhere (one definition each: these are the same objects).
 from dualgrad import ops
 
 from .math_ops import (abs, add, add_n, argmax, argmin, ceil, cos, count_nonzero,  # noqa: A004
-                       cumsum, divide, equal, erf, exp, floor, floordiv, floormod, greater,
+                       cumprod, cumsum, divide, equal, erf, exp, floor, floordiv, floormod, greater,
                        greater_equal, is_finite, is_inf, is_nan, l2_normalize, less,
                        less_equal, log, log1p, logical_and, logical_not, logical_or, maximum,
                        minimum, mod, multiply, named, negative, not_equal, old_names, pow,
@@ -22,7 +22,7 @@ from .nn import log_softmax, softmax, softplus, softsign, zero_fraction
 from .select_ops import in_top_k, segment_mean, segment_sum, top_k, unsorted_segment_sum
 
 __all__ = [
-    "abs", "add", "add_n", "argmax", "argmin", "ceil", "cos", "count_nonzero", "cumsum",
+    "abs", "add", "add_n", "argmax", "argmin", "ceil", "cos", "count_nonzero", "cumprod", "cumsum",
     "divide", "equal", "erf", "exp", "floor", "floordiv", "floormod", "greater",
     "greater_equal", "is_finite", "is_inf", "is_nan", "l2_normalize", "less", "less_equal",
     "log", "log1p", "log_sigmoid", "log_softmax", "logical_and", "logical_not", "logical_or",

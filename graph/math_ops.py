@@ -19,7 +19,7 @@ import weakref
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.core import ShapeError, tracing
+from dualgrad.ops.core import ShapeError, located, tracing
 from dualgrad.ops.rules import norm_axis
 
 from .core import GraphEngine, Tensor, _graph_of, constant, convert_to_tensor, get_default_graph, graph_op
@@ -34,7 +34,7 @@ __all__ = [
     "transpose", "concat", "stack", "split", "expand_dims", "squeeze", "cast", "one_hot",
     "gather", "pad", "zeros_like", "ones_like", "random_normal",
     "random_uniform", "truncated_normal", "global_norm", "clip_by_global_norm", "clip_by_norm", "set_random_seed", "get_seed", "stop_gradient", "clip_by_value", "broadcast_to", "named", "sin", "cos",
-    "cumsum", "reverse", "tile", "norm", "log1p", "reciprocal", "floor", "ceil",
+    "cumsum", "cumprod", "reverse", "tile", "norm", "log1p", "reciprocal", "floor", "ceil",
     "round", "floordiv", "floor_div", "floormod", "mod", "squared_difference", "add_n",
     "reduce_prod", "reduce_all", "reduce_any", "count_nonzero", "is_nan", "is_inf",
     "is_finite", "newaxis", "l2_normalize", "to_float", "to_double", "to_int32", "to_int64",
@@ -103,9 +103,33 @@ sin, cos = named(ops.sin), named(ops.cos)
 
 
 @named
-def cumsum(x, axis=0):
-    """Running sum along `axis` (tf.math.cumsum without exclusive/reverse)."""
-    return ops.cumsum(x, axis)
+def cumsum(x, axis=0, exclusive=False, reverse=False):
+    """tf.math.cumsum: the running sum along `axis`; `exclusive` leaves out each element's
+    own value (the first is 0), `reverse` runs from the end:
+    cumsum([a, b, c], exclusive=True, reverse=True) is [b + c, c, 0]."""
+    return _scan(ops.cumsum, 0, x, axis, exclusive, reverse, "cumsum")
+
+
+@named
+def cumprod(x, axis=0, exclusive=False, reverse=False):
+    """tf.math.cumprod: the running product along `axis`, with `exclusive` (the first is 1)
+    and `reverse` as cumsum's. Its gradient is TF's (divides by x: inf/nan at zeros)."""
+    return _scan(ops.cumprod, 1, x, axis, exclusive, reverse, "cumprod")
+
+
+def _scan(op, unit, x, axis, exclusive, reverse, what):
+    x = convert_to_tensor(x)
+    if x.ndim is None:
+        raise located(f"{what}: the input's rank must be known")
+    if not isinstance(axis, (int, np.integer)):
+        raise NotImplementedError(f"{what}: axis must be a Python int, got {axis!r}")
+    ax = norm_axis(what, int(axis), x.ndim, x.shape)
+    y = op(ops.reverse(x, ax) if reverse else x, ax)
+    if exclusive:   # shift one step along the axis, the unit in front
+        pads = [(1, 0) if i == ax else (0, 0) for i in range(x.ndim)]
+        keep = tuple(slice(None, -1) if i == ax else slice(None) for i in range(x.ndim))
+        y = ops.getitem(ops.pad(y, pads, value=unit), keep)
+    return ops.reverse(y, ax) if reverse else y
 
 
 @named

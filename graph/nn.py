@@ -23,13 +23,12 @@ from dualgrad.ops.core import fmt_shape, located
 from dualgrad.ops.rules import norm_axis
 
 from .core import Tensor, _graph_of, convert_to_tensor
-from .dtypes import as_dtype
 from . import rnn_cell
-from .init_ops import glorot_uniform_initializer
+from .init_ops import glorot_uniform_initializer, zeros_initializer
 from .select_ops import in_top_k, top_k
 from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
 from .math_ops import l2_normalize, named, old_names, reduce_sum
-from .variables import Variable
+from .variable_scope import layer_scope, layer_variable, regularize_output
 
 __all__ = ["relu", "gelu", "softmax", "log_softmax", "sigmoid", "tanh", "silu", "swish",
            "softplus", "top_k", "in_top_k", "xw_plus_b", "relu_layer", "zero_fraction",
@@ -515,37 +514,33 @@ def zero_fraction(value):
 
 
 # -- dense ---------------------------------------------------------------------------------------
-def dense(inputs, units, activation=None, use_bias=True, name=None, kernel_initializer=None,
-          bias_initializer=None, trainable=True):
-    """`activation(inputs @ kernel + bias)` with Variables `name/kernel` (in, units) and
-    `name/bias` (units,). Initialisers: None (Glorot uniform / zeros), an array, or a
-    callable `init(shape, dtype)` returning a tensor or array."""
+def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None,
+          bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
+          activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+          trainable=True, name=None, reuse=None):
+    """tf.layers.dense: `activation(inputs @ kernel + bias)` over the last dim, with
+    variables `name/kernel` (in, units) and `name/bias` (units,) made by `get_variable` in
+    the variable scope `name` (default `dense`, `dense_1`, …), so `reuse=True` or an
+    enclosing reusing scope shares them. Initialisers: None (Glorot uniform / zeros), an
+    initializer or callable `init(shape, dtype)`, or an array; regularizers add to
+    `GraphKeys.REGULARIZATION_LOSSES`."""
+    _no_constraints("dense", kernel_constraint, bias_constraint)
     d_in = inputs.shape[-1]
     if d_in is None:
         raise located(f"dense: the last dimension of the input {fmt_shape(inputs.shape)} "
                          f"must be known to create the kernel")
-    g = _graph_of([inputs])
-    dt = inputs.dtype
-    with g.as_default(), g.name_scope(name or "dense"):
-        k_init = glorot_uniform_initializer() if kernel_initializer is None else \
-            kernel_initializer
-        kernel = Variable(_init(k_init, (d_in, units), dt), name="kernel", trainable=trainable)
+    g, dt = _graph_of([inputs]), inputs.dtype
+    with g.as_default(), layer_scope("dense", name, reuse, inputs):
+        kernel = layer_variable("kernel", (d_in, units), dt, kernel_initializer,
+                                glorot_uniform_initializer(), kernel_regularizer, trainable)
         y = ops.matmul(inputs, kernel)
         if use_bias:
-            bias = Variable(_init(bias_initializer, (units,), dt), name="bias",
-                            trainable=trainable)
-            y = y + bias
-        return activation(y) if activation is not None else y
+            y = y + layer_variable("bias", (units,), dt, bias_initializer, zeros_initializer(),
+                                   bias_regularizer, trainable)
+        y = activation(y) if activation is not None else y
+        return regularize_output(y, activity_regularizer)
 
 
-def _init(init, shape, dtype):
-    if init is None:
-        return np.zeros(shape, as_dtype(dtype))
-    if callable(init):
-        return lambda: init(shape, dtype)
-    arr = np.asarray(init, dtype=as_dtype(dtype))
-    if arr.shape != tuple(shape):
-        raise located(f"dense: initial value of shape {fmt_shape(arr.shape)} does not fit "
-                         f"the variable's shape {fmt_shape(shape)}")
-    return arr
-
+def _no_constraints(what, *constraints):
+    if any(c is not None for c in constraints):
+        raise NotImplementedError(f"{what}: kernel/bias constraints are not supported")

@@ -31,12 +31,15 @@ from .control_flow import group
 from .core import Tensor, get_default_graph
 from .gradients import gradients
 from .saver import Saver, checkpoint_exists, get_checkpoint_state, latest_checkpoint
+from .lr_decay import (cosine_decay, inverse_time_decay, natural_exp_decay, piecewise_constant,
+                       polynomial_decay)
 from .variables import Variable, assign, assign_add
 
 __all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
            "RMSPropOptimizer", "AdagradOptimizer", "AdadeltaOptimizer", "exponential_decay",
            "get_or_create_global_step", "get_global_step", "Saver", "latest_checkpoint",
-           "get_checkpoint_state", "checkpoint_exists"]
+           "get_checkpoint_state", "checkpoint_exists", "piecewise_constant", "polynomial_decay",
+           "natural_exp_decay", "inverse_time_decay", "cosine_decay"]
 
 
 class Optimizer:

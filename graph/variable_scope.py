@@ -22,13 +22,13 @@ import weakref
 
 import numpy as np
 
-from .core import Tensor, get_default_graph, _graph_of
+from .core import GraphKeys, Tensor, get_default_graph, _graph_of
 from .dtypes import as_dtype
 from .init_ops import glorot_uniform_initializer, zeros_initializer
 from .variables import Variable
 
 __all__ = ["AUTO_REUSE", "VariableScope", "variable_scope", "get_variable",
-           "get_variable_scope"]
+           "get_variable_scope", "layer_scope", "layer_variable", "regularize_output"]
 
 
 class _AutoReuse:
@@ -40,12 +40,14 @@ AUTO_REUSE = _AutoReuse()
 
 
 class VariableScope:
-    """What `variable_scope` yields: its `name`, `reuse`, default `initializer` and `dtype`,
-    and `original_name_scope` (the name scope opened with it)."""
+    """What `variable_scope` yields: its `name`, `reuse`, default `initializer`,
+    `regularizer` and `dtype`, and `original_name_scope` (the name scope opened with it)."""
 
-    def __init__(self, name="", reuse=None, initializer=None, dtype=None, name_scope=""):
+    def __init__(self, name="", reuse=None, initializer=None, dtype=None, name_scope="",
+                 regularizer=None):
         self.name, self.reuse, self.initializer = name, reuse, initializer
         self.dtype, self.original_name_scope = dtype, name_scope
+        self.regularizer = regularizer
 
     def reuse_variables(self):
         """From now on `get_variable` in this scope returns existing variables."""
@@ -53,6 +55,9 @@ class VariableScope:
 
     def set_initializer(self, initializer):
         self.initializer = initializer
+
+    def set_regularizer(self, regularizer):
+        self.regularizer = regularizer
 
     def __repr__(self):
         return f"<VariableScope {self.name!r} reuse={self.reuse}>"
@@ -62,7 +67,33 @@ class _Store:
     def __init__(self):
         self.vars: dict[str, Variable] = {}
         self.stack = [VariableScope()]
-        self.default_names: dict[str, int] = {}
+        self.opened: dict[str, int] = {}   # TF1's variable_scopes_count: entries by full name
+
+    def unique(self, parent, default_name):
+        """TF1's unique default name: `dense`, then `dense_1`, … among the scopes opened in
+        `parent` since it was last entered by name (leaving it forgets its subscopes, so a
+        tower re-entered with reuse=True finds its `dense` again)."""
+        base = f"{parent.name}/{default_name}" if parent.name else default_name
+        if not self.opened.get(base):
+            return default_name
+        k = 1
+        while self.opened.get(f"{base}_{k}"):
+            k += 1
+        return f"{default_name}_{k}"
+
+    @contextlib.contextmanager
+    def entered(self, full, by_object):
+        self.opened[full] = self.opened.get(full, 0) + 1
+        saved = dict(self.opened) if by_object else None
+        try:
+            yield
+        finally:
+            if by_object:
+                self.opened = saved
+            else:
+                for k in self.opened:
+                    if k.startswith(full + "/"):
+                        self.opened[k] = 0
 
 
 _STORES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -85,21 +116,26 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
                    reuse=None, dtype=None, use_resource=None, constraint=None,
                    auxiliary_name_scope=True):
     """`with variable_scope("name", reuse=...)` as tf.compat.v1.variable_scope."""
-    for arg, what in ((regularizer, "regularizer"), (partitioner, "partitioner"),
-                      (custom_getter, "custom_getter"), (constraint, "constraint")):
+    for arg, what in ((partitioner, "partitioner"), (custom_getter, "custom_getter"),
+                      (constraint, "constraint")):
         if arg is not None:
             raise NotImplementedError(f"variable_scope: {what}= is not supported")
     tensors = [v for v in (values or ()) if isinstance(v, Tensor)]
     g = _graph_of(tensors) if tensors else get_default_graph()
     st = _store(g)
     parent = st.stack[-1]
-    if isinstance(name_or_scope, VariableScope):
+    by_object = isinstance(name_or_scope, VariableScope)
+    if by_object:
         full, ns = name_or_scope.name, name_or_scope.original_name_scope
         base = name_or_scope
     elif name_or_scope is None:
         if default_name is None:
             raise ValueError("variable_scope: pass a name or a default_name")
-        full, ns, base = _default_name(st, parent, default_name), None, parent
+        if reuse is True:
+            raise ValueError("reuse=True cannot be used without a name_or_scope")
+        leaf = st.unique(parent, default_name)
+        full = f"{parent.name}/{leaf}" if parent.name else leaf
+        ns, base = default_name, parent
     else:
         full = f"{parent.name}/{name_or_scope}" if parent.name else str(name_or_scope)
         ns, base = None, parent
@@ -107,21 +143,17 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
     scope = VariableScope(full, reuse if reuse is True or reuse is AUTO_REUSE else
                           (base.reuse if base.reuse is not None else parent.reuse),
                           initializer if initializer is not None else base.initializer,
-                          dtype if dtype is not None else base.dtype)
-    with g.as_default(), _name_scope(g, ns, full, auxiliary_name_scope) as opened:
+                          dtype if dtype is not None else base.dtype,
+                          regularizer=regularizer if regularizer is not None else
+                          base.regularizer)
+    with g.as_default(), _name_scope(g, ns, full, auxiliary_name_scope) as opened, \
+            st.entered(full, by_object):
         scope.original_name_scope = opened
         st.stack.append(scope)
         try:
             yield scope
         finally:
             st.stack.pop()
-
-
-def _default_name(st, parent, default_name):
-    base = f"{parent.name}/{default_name}" if parent.name else default_name
-    n = st.default_names.get(base, 0)
-    st.default_names[base] = n + 1
-    return base if n == 0 else f"{base}_{n}"
 
 
 @contextlib.contextmanager
@@ -139,8 +171,10 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
                  validate_shape=True, use_resource=None, custom_getter=None, constraint=None,
                  synchronization=None, aggregation=None):
     """The variable `scope/name`: created (with `initializer`, the scope's, or Glorot
-    uniform for floats and zeros otherwise), or the existing one when the scope reuses."""
-    for arg, what in ((regularizer, "regularizer"), (partitioner, "partitioner"),
+    uniform for floats and zeros otherwise), or the existing one when the scope reuses.
+    A new variable's `regularizer(v)` (or the scope's) goes to the collection
+    `GraphKeys.REGULARIZATION_LOSSES`, as in TF1."""
+    for arg, what in ((partitioner, "partitioner"),
                       (custom_getter, "custom_getter"), (constraint, "constraint")):
         if arg is not None:
             raise NotImplementedError(f"get_variable: {what}= is not supported")
@@ -159,7 +193,17 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     v = _create(g, scope, full, shape, dtype, initializer,
                 True if trainable is None else trainable, collections)
     st.vars[full] = v
+    _regularize(g, v, regularizer if regularizer is not None else scope.regularizer)
     return v
+
+
+def _regularize(g, v, regularizer):
+    if regularizer is None:
+        return
+    with g.name_scope(v.op.name + "/Regularizer/"):
+        loss = regularizer(v)
+    if loss is not None:
+        g.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
 
 
 def _check_shared(v, full, shape, dtype):
@@ -194,3 +238,35 @@ def _create(g, scope, full, shape, dtype, initializer, trainable, collections=No
         return Variable(value, trainable=trainable, name=leaf,
                         dtype=None if dtype is None else as_dtype(dtype), collections=collections)
 
+
+
+# -- what tf.layers build with ---------------------------------------------------------------------
+def layer_scope(what, name, reuse, inputs):
+    """The variable scope a `tf.layers` call creates its variables in, as TF1: `name`, or
+    a unique `what` (`dense`, `dense_1`, … ; a tower re-entered finds its `dense` again);
+    `reuse=True` (or an enclosing reusing scope) shares the variables of the same name."""
+    return variable_scope(name, default_name=what, reuse=reuse or None, values=[inputs])
+
+
+def layer_variable(name, shape, dtype, initializer, default, regularizer=None,
+                   trainable=True):
+    """`get_variable` for a layer's weight: `initializer` None (then `default`), an
+    initializer or a callable `init(shape, dtype)`, or an array of exactly `shape`."""
+    shape = tuple(int(d) for d in shape)
+    init = default if initializer is None else initializer
+    if not callable(init):
+        value = np.asarray(init, dtype=as_dtype(dtype))
+        if value.shape != shape:
+            raise ValueError(f"{get_variable_scope().name}/{name}: initial value of shape "
+                             f"{value.shape} does not fit the variable's shape {shape}")
+        init = (lambda v: lambda shape, dtype=None, **_: v)(value)
+    return get_variable(name, shape, dtype, init, regularizer, trainable)
+
+
+def regularize_output(y, regularizer):
+    """A layer's `activity_regularizer(output)`, into REGULARIZATION_LOSSES as in TF1."""
+    if regularizer is not None:
+        loss = regularizer(y)
+        if loss is not None:
+            y.graph.add_to_collection(GraphKeys.REGULARIZATION_LOSSES, loss)
+    return y

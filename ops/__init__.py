@@ -22,7 +22,7 @@ from .elementwise import (abs, add, atan2, cast, ceil, cos, div, eq, erf, erfinv
 from .shape import (broadcast_like, broadcast_to, concat, concat_part, expand_dims, matrix_transpose,
                     expand_index, ones_like, pad, reshape, reshape_like, slice_, slice_grad,
                     reverse, squeeze, sum_to_like, take, take_grad, transpose, zeros_like)
-from .reduce import argmax, count, cumsum, max, prod, sum
+from .reduce import argmax, count, cumprod, cumsum, max, prod, sum
 from .nn import fold, generator, manual_seed, matmul, matmul_nt, one_hot, rand_like, unfold
 from .index import argsort, gather, gather_grad, getitem
 from .losses import softmax_cross_entropy, softmax_cross_entropy_grad
@@ -43,6 +43,7 @@ from .activations import (celu, cosine_similarity, elu, glu, group_norm, hardsig
                           logsigmoid, mish, normalize, pairwise_distance, prelu, relu6, selu,
                           smooth_l1_loss, softsign, tanhshrink)
 from .linalg import einsum
+from .special import digamma, erfc, lgamma, trigamma
 from .collective import all_reduce, all_reduce_many
 from . import autodiff
 

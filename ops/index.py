@@ -79,7 +79,13 @@ def _argsort_kernel(x, axis=-1, descending=False):
     if x.ndim == 0:
         return np.zeros((), np.int64)
     if descending:     # NOTE: negating keeps equal values in their original order (stable)
-        x = -(x.astype(np.int64) if x.dtype.kind in "bu" else x)
+        neg = -(x.astype(np.int64) if x.dtype.kind in "bu" else x)
+        if x.dtype.kind == "f" and np.isnan(x).any():
+            # NOTE: NaN counts as the largest value (first when descending), as torch's sort
+            return np.moveaxis(np.lexsort((np.moveaxis(neg, axis, -1),
+                                           ~np.isnan(np.moveaxis(x, axis, -1))), axis=-1), -1,
+                               axis)
+        x = neg
     return np.argsort(x, axis=axis, kind="stable")
 
 

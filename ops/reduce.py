@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .core import Sample, ShapeError, Spec, bind, primitive, register
-from .elementwise import cast, eq, where
+from .elementwise import cast, div, eq, mul, where
 from .rules import norm_axes, numel, reduced_shape, same
 from .shape import broadcast_like, expand_dims, last_axis_sum, reverse
 
@@ -196,6 +196,28 @@ def cumsum(x, axis):
 
 
 CUMSUM.fn = cumsum
+
+
+def _cumprod_kernel(x, axis):
+    return np.cumprod(x, axis=axis, dtype=np.asarray(x).dtype)
+
+
+def _cumprod_vjp(g, x, out=None, axis=0, **kw):
+    # NOTE: TF's rule (reverse running sum of g * out, over x): inf/nan where x is 0, as TF
+    return (div(reverse(cumsum(reverse(mul(g, out), axis), axis), axis), x),)
+
+
+CUMPROD = register("cumprod", _cumsum_infer, _cumprod_kernel, _cumprod_vjp, category="other",
+                   samples=(Sample(((3, 4),), {"axis": 1}), Sample(((5,),), {"axis": 0}),
+                            Sample(((2, 3, 4),), {"axis": -3})),
+                   ref=lambda np, x, axis: np.cumprod(x, axis=axis))
+
+
+def cumprod(x, axis):
+    return bind(CUMPROD, x, axis=int(axis))
+
+
+CUMPROD.fn = cumprod
 sum_, max_, argmax, count = (primitive(o) for o in (SUM, MAX, ARGMAX, COUNT))
 
 

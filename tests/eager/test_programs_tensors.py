@@ -97,7 +97,22 @@ def dtype_program(torch):
     return r
 
 
-@pytest.mark.parametrize("program", [indexing_program, dtype_program])
+def edge_program(torch):
+    x = torch.tensor([[3.0, float("nan"), float("inf"), 1.0, float("nan")],
+                      [1.0, 2.0, float("nan"), 0.0, 5.0]])
+    m = torch.tensor([[1.0, 2.0], [3.0, 5.0]])
+    return {"sort_desc_nan": torch.sort(x, descending=True).indices,
+            "sort_desc_nan_dim0": torch.sort(x, dim=0, descending=True).indices,
+            "argsort_desc_nan": x.argsort(dim=1, descending=True),
+            "topk_nan": torch.topk(x, 2).values,
+            "std_of_one": torch.tensor([1.0]).std(),
+            "var_of_one_dim": torch.ones(1, 3).var(0),
+            "var_positional_unbiased": m.var(0, False),
+            "std_positional_keepdim": m.std(1, True, True),
+            "var_correction": m.var(dim=1, correction=0)}
+
+
+@pytest.mark.parametrize("program", [indexing_program, dtype_program, edge_program])
 def test_program_equals_torch(program):
     assert_same_results(program(dualgrad.eager), program(real_torch))
 
