@@ -112,9 +112,11 @@ def _matmul_nt_infer(x, w, **_):
 
 
 def _matmul_nt_kernel(x, w):
-    if np.ndim(w) != 2 or np.ndim(x) == 0:
+    if type(w) is not np.ndarray or type(x) is not np.ndarray:
+        x, w = np.asarray(x), np.asarray(w)
+    if w.ndim != 2 or x.ndim == 0:
         raise ValueError("not (..., k) by (n, k)")   # NOTE: the shape rule says why
-    return _matmul_kernel(x, np.asarray(w).T)
+    return _matmul_kernel(x, w.T)
 
 
 def _matmul_nt_vjp(g, x, w, needs=(True, True), **kw):
