@@ -450,10 +450,18 @@ def cross_entropy(logits, target, reduction="mean", weight=None, ignore_index=No
     elif ts != ls:
         raise located(f"cross_entropy: probability target {fmt_shape(ts)} must have the "
                          f"shape of logits {fmt_shape(ls)}")
-    if weight is None and not label_smoothing and t_dtype.kind in "iu" and (
-            ignore_index is None or not _may_ignore(target, ignore_index)):
-        target = one_hot(target, ls[-1], dtype=logits.dtype)
-        return _reduce_loss(softmax_cross_entropy(logits, target), reduction)
+    if weight is None and not label_smoothing and t_dtype.kind in "iu":
+        if ignore_index is None or not _may_ignore(target, ignore_index):
+            target = one_hot(target, ls[-1], dtype=logits.dtype)
+            return _reduce_loss(softmax_cross_entropy(logits, target), reduction)
+        # NOTE: some target may be ignore_index (or, traced, may be: its values are not known):
+        # the primitive on the other rows, 0 for those (as torch), 'mean' over the counted ones
+        keep = ne(target, ignore_index)
+        hot = one_hot(where(keep, target, 0), ls[-1], dtype=logits.dtype)
+        loss = where(keep, softmax_cross_entropy(logits, hot), 0.0)
+        if reduction == "mean":
+            return sum_(loss) / sum_(cast(keep, logits.dtype))
+        return _reduce_loss(loss, reduction)
     return _weighted_ce(logits, target, t_dtype, reduction, weight, ignore_index,
                         label_smoothing)
 

@@ -140,6 +140,29 @@ class Adam(Optimizer):
         state["exp_avg"]._array, state["exp_avg_sq"]._array = m2, v2
         self._write(p, new_p)
 
+    # NOTE: after the first step, one in-place loop over all the group's parameters and the
+    # flat moments (ops/native.adam_many_), bit for bit the rule above, instead of laying the
+    # parameters and gradients end to end, 14 NumPy passes and copying back (the transformer's
+    # 19 parameters: ~75 -> ~25 µs a step)
+    def _in_place(self, kept, group, maximize):
+        vec, steps = kept.vectors, kept.scalars.get("step")
+        lr, eps, wd, (b1, b2) = group["lr"], group["eps"], group["weight_decay"], group["betas"]
+        if steps is None or len(kept.scalars) != 1 or vec.keys() != _MOMENTS or \
+                not all([type(x) in (float, int) for x in (lr, eps, wd, b1, b2)]):
+            return False
+        native = _native()
+        views = kept.in_place.views(native)
+        if views is None or any([a.dtype != views[0][0][0].dtype for a in vec.values()]):
+            return False
+        t = float(steps[0]) + 1.0
+        native.adam_many_(*views, vec["exp_avg"], vec["exp_avg_sq"], kept.offset_chunks(native),
+                          t, lr, b1, b2, eps, wd, self._rule is adamw_update, maximize)
+        steps[:] = t
+        return True
+
+
+_MOMENTS = {"exp_avg", "exp_avg_sq"}
+
 
 class AdamW(Adam):
     """Adam with torch's decoupled weight decay (default 1e-2): p *= 1 - lr * wd, then Adam."""

@@ -61,6 +61,14 @@ class FlatState:
         self.per_param = [(p, p._array.shape, owner[p]) for p in params]
         self.checks = [c for i, (p, off) in enumerate(zip(params, offsets))
                        for c in self._scatter(i, p, off)]
+        self.offsets, self.in_place, self._chunked = offsets[:-1], FlatParams(params), None
+
+    def offset_chunks(self, native):
+        """The parameters' offsets in the flat state, int64 arrays cut as ops/native's `chunks`
+        (made on first use)."""
+        if self._chunked is None:
+            self._chunked = [np.array(c, np.int64) for c in native.chunks(self.offsets)]
+        return self._chunked
 
     def _scatter(self, i, p, off):
         """Parameter i's state tensors made views of the flat arrays: [(dict, key, tensor,
@@ -117,3 +125,42 @@ class FlatState:
         for k, a in self.scalars.items():
             a[...] = flat[k]._array
         return True
+
+
+# -- in place, many parameters per call (ops/native's `_many` loops) ----------------------------
+class FlatParams:
+    """A list of parameters as 1-d views, for a rule that updates them in place (SGD's and
+    Adam's loops in ops/native.py), cut in `native.chunks`: the views are made once and
+    checked by identity each step. `views` gives None whenever the loop cannot take them,
+    and the caller runs the NumPy rule."""
+
+    def __init__(self, params):
+        self.params = params
+        self.arrays = [None] * len(params)
+        self.chunks = None
+
+    def views(self, native):
+        """(chunks of flat parameters, chunks of flat gradients), or None: a parameter that
+        is not a writable C-contiguous float array of the first one's dtype, a gradient of
+        another dtype or shape than its parameter's."""
+        arrays = self.arrays
+        dt = self.params[0]._array.dtype
+        if dt.kind != "f":
+            return None
+        gs = []
+        for i, p in enumerate(self.params):
+            a = p._array
+            if a is not arrays[i]:   # NOTE: first step, or the user replaced p.data
+                f = a.flags
+                if a.dtype != dt or not (f.c_contiguous and f.writeable):
+                    return None
+                arrays[i], self.chunks = a, None
+            g = p.grad._array
+            if g.dtype != dt or g.shape != a.shape:
+                return None
+            if not g.flags.c_contiguous:   # NOTE: a summed transposed product (LSTM weights)
+                g = np.ascontiguousarray(g)
+            gs.append(g.reshape(-1))
+        if self.chunks is None:
+            self.chunks = native.chunks([a.reshape(-1) for a in arrays])
+        return self.chunks, native.chunks(gs)

@@ -124,6 +124,8 @@ class Optimizer:
         kept = cache.get(key)
         maximize = group.get("maximize")
         if kept is not None and kept.valid(self.state):
+            if self._in_place(kept, group, maximize):
+                return True
             flat_p, flat_g = kept.gather(maximize)
             state = kept.for_rule()
             self._update(Tensor(flat_p), flat_g, state, group)
@@ -147,6 +149,11 @@ class Optimizer:
             cache.clear()
         cache[key] = FlatState(self.state, live, state, {id(flat_p), id(flat_g)})
         return True
+
+    def _in_place(self, kept, group, maximize):
+        """The step on `kept` (a valid FlatState) by a native in-place loop over the
+        parameters and the flat state; False (nothing done) where there is none."""
+        return False
 
     @staticmethod
     def _write(p, new):

@@ -6,6 +6,9 @@ import pytest
 
 from dualgrad import eager
 from dualgrad.eager import optim
+from dualgrad.ops import native as _native
+
+ADAM_MANY = _native.adam_many_
 
 CASES = [("SGD", dict(lr=0.1)), ("SGD", dict(lr=0.1, momentum=0.9, nesterov=True)),
          ("SGD", dict(lr=0.1, momentum=0.9, weight_decay=0.01, maximize=True)),
@@ -158,3 +161,60 @@ def test_flat_update_follows_a_parameter_given_new_values_of_another_shape():
         opt.state[params[1]] = {}
     _step_both(pairs, 3)
     _assert_same(pairs)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name,kw", [("Adam", dict(lr=0.01)),
+                                     ("Adam", dict(lr=0.02, weight_decay=0.1, maximize=True)),
+                                     ("AdamW", dict(lr=0.01, weight_decay=0.05, eps=1e-6))])
+def test_adam_in_place_loop_equals_the_numpy_rule_bit_for_bit(name, kw, dtype, monkeypatch):
+    """After the first step Adam and AdamW run one in-place numba loop over the group
+    (ops/native.adam_many_), 8 parameters per call: 11 parameters take calls of 8, 2 and 1.
+    Parameters, moments and step counts must equal the per-parameter NumPy rule's, bit for
+    bit, and the parameters' arrays stay the same objects (torch updates in place)."""
+    from dualgrad.ops import native
+    calls = []
+    monkeypatch.setattr(native, "adam_many_", lambda *a, **k: (calls.append(len(a[0])),
+                                                                ADAM_MANY(*a, **k))[1])
+    rng = np.random.default_rng(3)
+    shapes = [(3, 4), (4,), (2, 2, 3), (1,), (5, 1), (7,), (2, 3), (3,), (4, 4), (2,), (6,)]
+    start = [rng.standard_normal(s).astype(dtype) for s in shapes]
+    runs = []
+    for flat in (True, False):
+        params = [eager.tensor(a.copy(), requires_grad=True) for a in start]
+        arrays = [p.detach().numpy() for p in params]
+        opt = getattr(optim, name)(params, **kw)
+        opt._elementwise = flat
+        for k in range(4):
+            g = np.random.default_rng(50 + k)
+            for p in params:
+                p.grad = eager.tensor(g.standard_normal(p.shape).astype(dtype))
+            opt.step()
+        assert all(p.detach().numpy() is a for p, a in zip(params, arrays))
+        runs.append((params, opt))
+    assert calls == [3, 3, 3]                 # steps 2-4, chunks of 8, 2 and 1 parameters
+    (a, fa), (b, fb) = runs
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x.detach().numpy(), y.detach().numpy())
+        for key in ("exp_avg", "exp_avg_sq", "step"):
+            np.testing.assert_array_equal(fa.state[x][key].numpy(), fb.state[y][key].numpy())
+
+
+def test_adam_in_place_loop_leaves_a_strided_parameter_to_the_numpy_rule():
+    base = np.arange(24, dtype=np.float32).reshape(4, 6) / 10
+    runs = []
+    for flat in (True, False):
+        params = [eager.tensor(base.copy(), requires_grad=True),
+                  eager.tensor(np.ones(3, np.float32), requires_grad=True)]
+        opt = optim.Adam(params, lr=0.1)
+        opt._elementwise = flat
+        for k in range(3):
+            if k == 1:
+                params[0].data = eager.from_numpy(base.copy()[:, ::2])   # strided from now on
+                opt.state[params[0]] = {}
+            for p in params:
+                p.grad = eager.ones(*p.shape) * (k + 1)
+            opt.step()
+        runs.append(params)
+    for x, y in zip(*runs):
+        np.testing.assert_array_equal(x.detach().numpy(), y.detach().numpy())
