@@ -99,13 +99,14 @@ class _Entry:
         vals = self.step(*arrays)
         outs = [np.asarray(v) for v in vals[:self.n_out]]
         if self.rg_outs:
-            inputs = tuple([tensors[i] if k == "arg" else self.live_tensors[i]
-                            for k, i in self.grad_in])
-            call = _Call(self, arrays, None if self.stored is None else
-                         [None if s is None else vals[s] for s in self.stored])
+            live = self.live_tensors
+            inputs = tuple([tensors[i] if k == "arg" else live[i] for k, i in self.grad_in])
+            stored = self.stored
+            call = _Call(self, arrays, None if stored is None else
+                         [None if s is None else vals[s] for s in stored])
             for i in self.rg_outs:
                 outs[i] = recorded(outs[i], self.op, inputs, {"call": call, "index": i})
-        outs = [o if isinstance(o, Tensor) else Tensor(o) for o in outs]
+        outs = [o if type(o) is not np.ndarray else Tensor(o) for o in outs]
         return rebuild_out(self.out_tree, outs)
 
     def gradients(self, index, arrays, g):
@@ -169,7 +170,7 @@ class _Call:
                     for d, need in zip(grads, needs)]
         # NOTE: the stored gradients are for an incoming 1; the rule is linear in g
         ga = g._array
-        one = not self.handed and ga.shape == () and ga == 1
+        one = not self.handed and ga.shape == () and ga.dtype.kind == "f" and float(ga) == 1.0
         self.handed = True   # a second backward (retain_graph) must not share the arrays
         if one:
             return [None if s is None or not need else Tensor(s)

@@ -347,12 +347,12 @@ class _Callable:
 
     def _feeds(self, values):
         """({placeholder: array}, the plan to run them with)."""
-        shapes = tuple([getattr(v, "shape", None) for v in values])
-        dtypes = tuple([getattr(v, "dtype", None) for v in values])
         last = self._last
-        if last is not None and shapes == last[0] and dtypes == last[1] and all(
-                [type(v) is np.ndarray for v in values]):
+        if last is not None and all([type(v) is np.ndarray for v in values]) and \
+                [v.shape for v in values] == last[0] and [v.dtype for v in values] == last[1]:
             return dict(zip(self.feed_list, values)), last[2]   # NOTE: checked before
+        shapes = [getattr(v, "shape", None) for v in values]
+        dtypes = [getattr(v, "dtype", None) for v in values]
         feeds = {t: _check_feed(t, v) for t, v in zip(self.feed_list, values)}
         plan = self.session._plan(self.flat, feeds)
         exact = all([type(v) is np.ndarray and v.dtype == t.dtype

@@ -210,7 +210,10 @@ MANY = 8
 
 
 @njit(cache=True, nogil=True)
-def _sgd_momentum(p, g, buf, lr, momentum, damp, wd, nesterov):
+def _sgd_momentum(p, g, buf, s, nesterov):
+    # s: lr, momentum, 1 - dampening, weight decay, in p's dtype (one array: each scalar
+    # argument costs numba's dispatch a type check)
+    lr, momentum, damp, wd = s[0], s[1], s[2], s[3]
     p, g, buf = p.ravel(), g.ravel(), buf.ravel()   # NOTE: views: all three are C-contiguous
     for i in range(p.size):
         gi = g[i]
@@ -249,17 +252,31 @@ def _adam_many(ps, gs, m, v, offsets, lr, b1, c1, b2, c2, bc1, bc2, eps, wd, dec
 def sgd_momentum_(p, g, buf, lr, momentum, dampening, weight_decay, nesterov):
     """sgd_update's step after the first, with momentum, written into p and buf; False (nothing
     written) unless p and buf are C-contiguous float arrays of g's dtype and shape."""
-    dt, pf, bf = p.dtype, p.flags, buf.flags
+    dt = p.dtype
     if not (dt.kind == "f" and g.dtype == dt and buf.dtype == dt and g.shape == p.shape and
-            buf.shape == p.shape and pf.c_contiguous and pf.writeable and bf.c_contiguous and
-            bf.writeable) or np.shares_memory(p, buf):
+            buf.shape == p.shape):
+        return False
+    pf, bf = p.flags, buf.flags
+    if not (pf.c_contiguous and pf.writeable and bf.c_contiguous and bf.writeable):
+        return False
+    # NOTE: two arrays that each own their memory cannot overlap; else NumPy's exact check
+    if not (pf.owndata and bf.owndata and p is not buf) and np.shares_memory(p, buf):
         return False
     if not g.flags.c_contiguous:   # NOTE: a summed transposed product (an LSTM's weights)
         g = np.ascontiguousarray(g)
-    f = dt.type
-    _sgd_momentum(p, g, buf, f(lr), f(momentum), f(1.0 - dampening), f(weight_decay),
-                  bool(nesterov))
+    key = (dt, lr, momentum, dampening, weight_decay)
+    s = _SGD_SCALARS.get(key)
+    if s is None:
+        if len(_SGD_SCALARS) > 64:
+            _SGD_SCALARS.clear()
+        s = np.array([lr, momentum, 1.0 - dampening, weight_decay], dt)
+        s.flags.writeable = False
+        _SGD_SCALARS[key] = s
+    _sgd_momentum(p, g, buf, s, bool(nesterov))
     return True
+
+
+_SGD_SCALARS = {}   # (dtype, lr, momentum, dampening, weight_decay) -> sgd's scalars as an array
 
 
 def chunk_sizes(n):
