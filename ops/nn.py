@@ -9,6 +9,7 @@ import numpy as np
 
 from .core import Sample, ShapeError, Spec, bind, fmt_shape, primitive, register
 from .elementwise import unbroadcast
+from .gemm import matmul2d
 from .rules import broadcast, result_dtype, shapes_str
 from .shape import expand_dims, matrix_transpose, reshape, reshape_like, transpose
 
@@ -73,13 +74,16 @@ def _batched_weight_grad(x, y, g):
 
 
 def _matmul_kernel(x, y):
-    """np.matmul; a C-contiguous stack (..., m, k) times a matrix (k, n) as ONE 2-D product.
+    """np.matmul; a C-contiguous stack (..., m, k) times a matrix (k, n) as ONE 2-D product,
+    and 2-D products through ops/gemm.py (BLAS's threads kept asleep where they do not pay).
 
     NOTE: NumPy runs the stack as one small gemm per matrix, and with a transposed weight view
     (eager's and the traced `x @ W.T`) slower still: (64, 8, 32) @ (32, 96)^T 57 -> 40 µs."""
-    if type(x) is np.ndarray and type(y) is np.ndarray and x.ndim > 2 and y.ndim == 2 and \
-            x.flags.c_contiguous:
-        return np.matmul(x.reshape(-1, x.shape[-1]), y).reshape(x.shape[:-1] + y.shape[1:])
+    if type(x) is np.ndarray and type(y) is np.ndarray and y.ndim == 2:
+        if x.ndim == 2:
+            return matmul2d(x, y)
+        if x.ndim > 2 and x.flags.c_contiguous:
+            return matmul2d(x.reshape(-1, x.shape[-1]), y).reshape(x.shape[:-1] + y.shape[1:])
     return np.matmul(x, y)
 
 

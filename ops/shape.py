@@ -11,6 +11,7 @@ import numpy as np
 
 from .core import (Sample, ShapeError, Spec, bind, fmt_shape, is_value, primitive, register,
                    spec_of)
+from .gemm import matvec, vecmat
 from .rules import broadcast, norm_axes, norm_axis, numel, result_dtype, same, shapes_str
 
 _SHAPE = "shape"
@@ -185,8 +186,8 @@ def _outer_axes_sum(x, axes):
     if j and b > 1024:
         return None
     flat = x.reshape(a, -1)
-    r = (_ones(a, x.dtype) @ flat) if k else flat[0]
-    return r.reshape(-1, b) @ _ones(b, x.dtype) if j else r
+    r = vecmat(_ones(a, x.dtype), flat) if k else flat[0]
+    return matvec(r.reshape(-1, b), _ones(b, x.dtype)) if j else r
 
 
 def last_axis_sum(x):
@@ -201,7 +202,7 @@ def last_axis_sum(x):
             or not x.flags.c_contiguous or x.size == 0 or x.shape[-1] > 1024):
         return None
     c = x.shape[-1]
-    return (x.reshape(-1, c) @ _ones(c, x.dtype)).reshape(x.shape[:-1] + (1,))
+    return matvec(x.reshape(-1, c), _ones(c, x.dtype)).reshape(x.shape[:-1] + (1,))
 
 
 _ONES: dict = {}

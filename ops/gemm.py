@@ -1,0 +1,124 @@
+"""Matrix products that keep BLAS's thread pool asleep where its threads do not pay.
+
+OpenBLAS multiplies on several threads once m*k*n passes 262,144, and its threads then spin,
+waiting for the next product. On a machine whose other core is busy (another process, a user's
+data loader) a product that waits for a thread the scheduler has not run yet takes 4-24 ms
+instead of 20-70 µs: the transformer's eager step, in a process with OpenBLAS's default
+threads (2 here) and a busy process on the other core, went from 2.6 to 8.8 ms median, 14.7 ms
+mean, and the spinning threads slowed the step's other ops even on an idle machine (2.55 ->
+3.6 ms). Below SERIAL_MAX a 2-D product is therefore cut into row blocks of at most
+SERIAL_MIN multiply-adds, which OpenBLAS runs on the calling thread: the same dot products in
+the same order (only rows are split), so the same values. Nothing global is changed: the user's
+thread settings stay as they are, and above SERIAL_MAX (a product of ~0.35 ms on one core here)
+BLAS threads as it likes.
+
+The blocks are used only where the BLAS is known to have more than one thread: OpenBLAS found
+among the libraries this process has already loaded (its `get_num_threads`, asked at each large
+enough product, so `threadpoolctl` limits and `dualgrad bench`'s one BLAS thread are seen). With
+another BLAS, or none found, products are NumPy's own.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+
+import numpy as np
+
+SERIAL_MIN = 65536 * 4   # m*k*n up to which OpenBLAS stays on the calling thread by itself
+SERIAL_MAX = 1 << 24     # m*k*n above which the product is left to BLAS's threads
+_NAMES = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
+          "openblas_get_num_threads64_", "openblas_get_num_threads")
+_LOCK = threading.Lock()
+_UNSET = object()
+_get_threads = _UNSET
+
+
+def _loaded_openblas():
+    """OpenBLAS's get_num_threads from a library this process has already loaded, or None.
+    RTLD_NOLOAD: a handle to a library already in memory, never a new one loaded."""
+    if not hasattr(os, "RTLD_NOLOAD"):
+        return None
+    paths = []
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                fields = line.split(maxsplit=5)
+                if len(fields) == 6 and "openblas" in os.path.basename(fields[5]).lower():
+                    paths.append(fields[5].strip())
+    except OSError:
+        return None
+    for path in dict.fromkeys(p for p in paths if os.path.isabs(p)):
+        try:
+            lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+        except OSError:
+            continue
+        for name in _NAMES:
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                fn.restype, fn.argtypes = ctypes.c_int, []
+                return fn
+    return None
+
+
+def blas_threads():
+    """The threads NumPy's BLAS may use now, or None when it cannot be told (not OpenBLAS)."""
+    global _get_threads
+    if _get_threads is _UNSET:
+        with _LOCK:
+            if _get_threads is _UNSET:
+                _get_threads = _loaded_openblas()
+    return None if _get_threads is None else int(_get_threads())
+
+
+def matmul2d(a, b):
+    """np.matmul(a, b) of two matrices, in row blocks that BLAS runs on this thread when the
+    product is too small for its threads to pay (see the module docstring)."""
+    m, k = a.shape
+    n = b.shape[1]
+    mnk = m * k * n
+    if not SERIAL_MIN < mnk <= SERIAL_MAX or k * n > SERIAL_MIN or a.dtype != b.dtype or \
+            a.dtype.char not in "fdFD" or k != b.shape[0]:
+        return np.matmul(a, b)
+    if not _threaded():
+        return np.matmul(a, b)
+    rows = max(1, SERIAL_MIN // (k * n))
+    out = np.empty((m, n), a.dtype)
+    for i in range(0, m, rows):
+        np.matmul(a[i:i + rows], b, out=out[i:i + rows])
+    return out
+
+
+GEMV_SERIAL = 2304 * 4   # m*n up to which OpenBLAS's gemv stays on the calling thread
+
+
+def matvec(m, v):
+    """m @ v (a matrix by a vector), in row blocks BLAS runs on this thread when it is small
+    (each output element is the same dot product of a whole row)."""
+    return _vector_product(m, v, True)
+
+
+def vecmat(v, m):
+    """v @ m (a vector by a matrix), in column blocks BLAS runs on this thread when it is small
+    (each output element is the same dot product of a whole column)."""
+    return _vector_product(m, v, False)
+
+
+def _vector_product(m, v, by_rows):
+    r, c = m.shape
+    inner = c if by_rows else r
+    if r * c <= GEMV_SERIAL or r * c > SERIAL_MAX or inner > GEMV_SERIAL or not _threaded():
+        return m @ v if by_rows else v @ m
+    step = GEMV_SERIAL // inner
+    out = np.empty(r if by_rows else c, np.result_type(m, v))
+    for i in range(0, out.size, step):
+        if by_rows:
+            np.matmul(m[i:i + step], v, out=out[i:i + step])
+        else:
+            np.matmul(v, m[:, i:i + step], out=out[i:i + step])
+    return out
+
+
+def _threaded():
+    threads = blas_threads()
+    return threads is not None and threads > 1
