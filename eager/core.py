@@ -80,6 +80,12 @@ class EagerEngine:
     level = 0   # ops.bind: a graph (1) or tracing (2) argument's engine wins over this one
 
     @staticmethod
+    def records():
+        """Whether op calls record on the tape now (grad mode; in backward, create_graph): a
+        gradient rule may then run a one-kernel form that records nothing (ops/norm.py)."""
+        return _GRAD.enabled
+
+    @staticmethod
     def apply(op, args, attrs):
         # NOTE: one pass over args both unwraps the arrays and notes whether any input
         # requires grad; a list comprehension plus an any() over a generator cost 0.35 us more.

@@ -28,6 +28,7 @@ from .index import argsort, gather, gather_grad, getitem
 from .losses import softmax_cross_entropy, softmax_cross_entropy_grad
 from .pool import max_pool, max_pool_grad
 from .lstm import lstm_cell_c, lstm_cell_c_grad, lstm_cell_h, lstm_cell_h_grad
+from .norm import layer_norm_last, layer_norm_last_grad
 from .composite import (COMPOSITES, argmin, clamp, logical_and, logical_not, logical_or, rsqrt,
                         square, batch_norm, binary_cross_entropy,
                         binary_cross_entropy_with_logits, cross_entropy, dropout,

@@ -260,6 +260,8 @@ def _update_running(buf, batch, momentum):
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002
     n = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
+    if n == 1 and weight is not None and bias is not None:   # NOTE: nn.LayerNorm's case
+        return ops.layer_norm_last(input, weight, bias, eps=eps)   # one kernel each way
     return ops.layer_norm(input, weight, bias, eps=eps, normalized_ndim=n)
 
 
