@@ -53,11 +53,13 @@ def _ln_grad_infer(x, w, g, eps=1e-5):
 
 # -- kernels ----------------------------------------------------------------------------------
 def _rows(*arrays):
-    """The arrays as C-contiguous float32/float64 (one dtype), x's and g's as (rows, D)."""
+    """(the result's dtype, the arrays as C-contiguous float32/float64 of one dtype, x's and
+    g's as (rows, D)): float16 computes in float32 and is cast back, as the composite's ops."""
     dt = np.result_type(*arrays)
+    dt = dt if dt.kind == "f" else np.dtype(np.float32)
     work = dt if dt in (np.float32, np.float64) else np.dtype(np.float32)
     out = [np.ascontiguousarray(a, dtype=work) for a in arrays]
-    return work, [a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a for a in out]
+    return dt, [a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a for a in out]
 
 
 def _ln_kernel(x, w, b, eps=1e-5):
@@ -65,12 +67,12 @@ def _ln_kernel(x, w, b, eps=1e-5):
     x, w, b = np.asarray(x), np.asarray(w), np.asarray(b)
     if not x.ndim or w.shape != x.shape[-1:] or b.shape != x.shape[-1:]:
         raise ValueError("shapes")   # NOTE: the shape rule says why
-    work, (x2, w2, b2) = _rows(x, w, b)
+    dt, (x2, w2, b2) = _rows(x, w, b)
     x2 = x2.reshape(-1, x.shape[-1])
     y = np.empty_like(x2)
     if x2.size:
         native.layer_norm_rows(x2, w2, b2, float(eps), y)
-    return y.reshape(x.shape)
+    return y.reshape(x.shape).astype(dt, copy=False)
 
 
 def _ln_grad_kernel(x, w, g, eps=1e-5):
@@ -78,15 +80,15 @@ def _ln_grad_kernel(x, w, g, eps=1e-5):
     x, w, g = np.asarray(x), np.asarray(w), np.asarray(g)
     if not x.ndim or w.shape != x.shape[-1:] or g.shape != x.shape:
         raise ValueError("shapes")
-    work, (x2, w2, g2) = _rows(x, w, g)
+    dt, (x2, w2, g2) = _rows(x, w, g)
     d = x.shape[-1]
     x2, g2 = x2.reshape(-1, d), g2.reshape(-1, d)
-    out = np.empty((x2.shape[0] + 2, d), work)
+    out = np.empty((x2.shape[0] + 2, d), x2.dtype)
     acc = np.zeros((2, d), np.float64)
     if x2.size:
         native.layer_norm_grad_rows(x2, w2, g2, float(eps), out, acc)
     out[-2:] = acc
-    return out
+    return out.astype(dt, copy=False)
 
 
 # -- gradient rules ---------------------------------------------------------------------------

@@ -86,3 +86,15 @@ def test_compile_traces_the_composite():
     x2 = eager.tensor(x.detach().numpy(), requires_grad=True)
     ln(x2).sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), x2.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_float16_stays_float16_as_torch():
+    x, w, b = (a.astype(np.float16) for a in _pair((3, 8), np.float32))
+    xs, ws, bs = (eager.tensor(a, requires_grad=True) for a in (x, w, b))
+    y = F.layer_norm(xs, (8,), ws, bs)
+    y.sum().backward()
+    assert y.dtype == np.float16 and xs.grad.dtype == np.float16 and ws.grad.dtype == np.float16
+    want = torch.nn.functional.layer_norm(torch.tensor(x, dtype=torch.float32), (8,),
+                                          torch.tensor(w, dtype=torch.float32),
+                                          torch.tensor(b, dtype=torch.float32))
+    np.testing.assert_allclose(y.detach().numpy().astype(np.float32), want.numpy(), atol=2e-2)
