@@ -251,10 +251,10 @@ def _adam_many(ps, gs, m, v, offsets, lr, b1, c1, b2, c2, bc1, bc2, eps, wd, dec
 
 def sgd_momentum_(p, g, buf, lr, momentum, dampening, weight_decay, nesterov):
     """sgd_update's step after the first, with momentum, written into p and buf; False (nothing
-    written) unless p and buf are C-contiguous float arrays of g's dtype and shape."""
+    written) unless p and buf are C-contiguous float32/float64 arrays of g's dtype and shape."""
     dt = p.dtype
-    if not (dt.kind == "f" and g.dtype == dt and buf.dtype == dt and g.shape == p.shape and
-            buf.shape == p.shape):
+    if not (dt.char in "fd" and g.dtype == dt and buf.dtype == dt and g.shape == p.shape and
+            buf.shape == p.shape):   # NOTE: float16 too takes the NumPy rule (numba has none)
         return False
     pf, bf = p.flags, buf.flags
     if not (pf.c_contiguous and pf.writeable and bf.c_contiguous and bf.writeable):

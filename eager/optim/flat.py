@@ -141,11 +141,11 @@ class FlatParams:
 
     def views(self, native):
         """(chunks of flat parameters, chunks of flat gradients), or None: a parameter that
-        is not a writable C-contiguous float array of the first one's dtype, a gradient of
-        another dtype or shape than its parameter's."""
+        is not a writable C-contiguous float32/float64 array of the first one's dtype, a
+        gradient of another dtype or shape than its parameter's."""
         arrays = self.arrays
         dt = self.params[0]._array.dtype
-        if dt.kind != "f":
+        if dt.char not in "fd":   # NOTE: numba has no float16 arithmetic: the NumPy rule
             return None
         gs = []
         for i, p in enumerate(self.params):

@@ -218,3 +218,24 @@ def test_adam_in_place_loop_leaves_a_strided_parameter_to_the_numpy_rule():
         runs.append(params)
     for x, y in zip(*runs):
         np.testing.assert_array_equal(x.detach().numpy(), y.detach().numpy())
+
+
+@pytest.mark.parametrize("name,kw", [("Adam", dict(lr=0.1)), ("AdamW", dict(lr=0.1)),
+                                     ("SGD", dict(lr=0.1, momentum=0.9))])
+def test_float16_parameters_take_the_numpy_rule(name, kw):
+    """numba has no float16 arithmetic: the in-place loops leave such parameters to the NumPy
+    rule (they raised on the second step before), which keeps them float16, as torch's."""
+    runs = []
+    for flat in (True, False):
+        params = [eager.tensor(np.ones((3, 4), np.float16), requires_grad=True),
+                  eager.tensor(np.ones(4, np.float16), requires_grad=True)]
+        opt = getattr(optim, name)(params, **kw)
+        opt._elementwise = flat and opt._elementwise
+        for k in range(3):
+            for p in params:
+                p.grad = eager.tensor(np.full(p.shape, 0.5 + k, np.float16))
+            opt.step()
+        assert all(p.dtype == np.float16 and np.all(p.detach().numpy() < 1) for p in params)
+        runs.append(params)
+    for x, y in zip(*runs):
+        np.testing.assert_array_equal(x.detach().numpy(), y.detach().numpy())
