@@ -292,19 +292,13 @@ def _one_node(t, gradient, create_graph, retain_graph, owned):
         else:
             needs.append(False)
     in_grads = op.vjp(gradient, *inputs, out=t, needs=tuple(needs), **node[2])
-    leaves = [inp for inp, need in zip(inputs, needs) if need]
-    if len({id(x) for x in leaves}) == len(leaves):   # NOTE: each leaf once: no sums
-        for inp, need, g in zip(inputs, needs, in_grads):
-            if need and g is not None:
-                _accumulate_grad(inp, g, False, owned)
-    else:
-        acc = {}
-        for inp, need, g in zip(inputs, needs, in_grads):
-            if need and g is not None:   # NOTE: a leaf used twice gets the sum, then accumulates
-                prev = acc.get(id(inp))
-                acc[id(inp)] = (inp, g if prev is None else prev[1] + g)
-        for leaf, g in acc.values():
-            _accumulate_grad(leaf, g, False, owned)
+    acc = {}
+    for inp, need, g in zip(inputs, needs, in_grads):
+        if need and g is not None:   # NOTE: a leaf used twice gets the sum, then accumulates
+            prev = acc.get(id(inp))
+            acc[id(inp)] = (inp, g if prev is None else prev[1] + g)
+    for leaf, g in acc.values():
+        _accumulate_grad(leaf, g, False, owned)
     if not retain_graph:
         t._node = _freed(op.name)
     return True

@@ -7,10 +7,11 @@ instead of 20-70 µs: the transformer's eager step, in a process with OpenBLAS's
 threads (2 here) and a busy process on the other core, went from 2.6 to 8.8 ms median, 14.7 ms
 mean, and the spinning threads slowed the step's other ops even on an idle machine (2.55 ->
 3.6 ms). Below SERIAL_MAX a 2-D product is therefore cut into row blocks of at most
-SERIAL_MIN multiply-adds, which OpenBLAS runs on the calling thread: the same dot products in
-the same order (only rows are split), so the same values. Nothing global is changed: the user's
-thread settings stay as they are, and above SERIAL_MAX (a product of ~0.35 ms on one core here)
-BLAS threads as it likes.
+SERIAL_MIN multiply-adds, which OpenBLAS runs on the calling thread. OpenBLAS picks its kernel
+by shape, so a block's sums may round differently: the values equal the whole product's up to
+the last bits (2e-6 relative in float32, tests/ops/test_gemm.py). Nothing global is changed:
+the user's thread settings stay as they are, and above SERIAL_MAX (a product of ~0.35 ms on
+one core here) BLAS threads as it likes.
 
 The blocks are used only where the BLAS is known to have more than one thread: OpenBLAS found
 among the libraries this process has already loaded (its `get_num_threads`, asked at each large
@@ -78,9 +79,7 @@ def matmul2d(a, b):
     n = b.shape[1]
     mnk = m * k * n
     if not SERIAL_MIN < mnk <= SERIAL_MAX or k * n > SERIAL_MIN or a.dtype != b.dtype or \
-            a.dtype.char not in "fdFD" or k != b.shape[0]:
-        return np.matmul(a, b)
-    if not _threaded():
+            a.dtype.char not in "fdFD" or k != b.shape[0] or not _threaded():
         return np.matmul(a, b)
     rows = max(1, SERIAL_MIN // (k * n))
     out = np.empty((m, n), a.dtype)

@@ -129,8 +129,8 @@ class FlatState:
 
 # -- in place, many parameters per call (ops/native's `_many` loops) ----------------------------
 class FlatParams:
-    """A list of parameters as 1-d views, for a rule that updates them in place (SGD's and
-    Adam's loops in ops/native.py), cut in `native.chunks`: the views are made once and
+    """A list of parameters as 1-d views, for a rule that updates them in place (Adam's loop
+    in ops/native.py), cut in `native.chunks`: the views are made once and
     checked by identity each step. `views` gives None whenever the loop cannot take them,
     and the caller runs the NumPy rule."""
 
