@@ -170,11 +170,11 @@ class _Logger:
 
 
 def _graph_of(trainer):
-    """The graph a trainer runs: graph mode's Graph, or the compiled loss function's trace."""
+    """The graph a trainer runs: graph mode's Graph, or the compiled training step's trace."""
     g = getattr(trainer, "graph", None)
     if g is not None:
         return g
-    fn = getattr(trainer, "loss_fn", None)
+    fn = getattr(trainer, "train_step", None)
     return getattr(fn, "graph", None) if getattr(fn, "traces", 0) else None
 
 

@@ -37,7 +37,7 @@ from dualgrad import ops
 from dualgrad.ops import distributed as _mpi
 from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Module
-from dualgrad.eager.core import Tensor, recorded
+from dualgrad.eager.core import Tensor, _owned, recorded
 from dualgrad.ops.core import FRAMEWORK_DIRS, tracing, where_str
 
 from .signatures import Inline, describe, leaf_names, modules_reached, signature_key, \
@@ -58,7 +58,7 @@ _RAND = ops.REGISTRY["rand_like"]
 class _Entry:
     """A traced signature: its graph, session, and how to feed it and read its results."""
 
-    def __init__(self, tr, arg_phs, arg_rg, out_tree, fetches, rg_outs, grad_mode):
+    def __init__(self, tr, arg_phs, arg_rg, out_tree, fetches, rg_outs, grad_mode, effects):
         self.graph, self.arg_phs = tr.graph, arg_phs
         self.live, self.randoms = tr.live, tr.randoms
         self.live_rg = tuple([t.requires_grad for t, _ in tr.live])
@@ -86,8 +86,24 @@ class _Entry:
                 if d is not None:
                     self.fetches.append(d)
         self.op = ops.Op(f"compiled:{tr.name}", None, None, _tape_vjp)
+        # a traced training step: what each call does after the plan (Trace.effects)
+        at = {}
+
+        def fetch(g):
+            if g is None or type(g) is str:   # NOTE: None: no gradient; "keep": the .grad as is
+                return g
+            if id(g) not in at:
+                at[id(g)] = len(self.fetches)
+                self.fetches.append(g)
+            return at[id(g)]
+        self.effects = [(kind, target, [(p, fetch(d)) for p, d in key], None)
+                        if kind == "step" else (kind, target, key, fetch(g))
+                        for kind, target, key, g in effects]
+        self.guards = tr.guards
         # NOTE: fetches and feeds resolved once (TF1's make_callable): a call passes arrays
-        self.feed_list = list(arg_phs) + [p for _, p in tr.live] + [p for p, _, _ in tr.randoms]
+        self.sources = [source for source, _ in tr.sourced]
+        self.feed_list = list(arg_phs) + [p for _, p in tr.live] + \
+            [p for p, _, _ in tr.randoms] + [g for _, g in tr.sourced]
         self.live_tensors = [t for t, _ in tr.live]
         self.step = self.session.make_callable(self.fetches, self.feed_list)
 
@@ -96,8 +112,12 @@ class _Entry:
         arrays += [t._array for t in self.live_tensors]
         for _, like, attrs in self.randoms:
             arrays.append(_RAND.kernel(like, **attrs))
+        for source in self.sources:
+            arrays.append(source()._array)
         vals = self.step(*arrays)
         outs = [np.asarray(v) for v in vals[:self.n_out]]
+        if self.effects:
+            self._effects(vals, arrays)
         if self.rg_outs:
             live = self.live_tensors
             inputs = tuple([tensors[i] if k == "arg" else live[i] for k, i in self.grad_in])
@@ -108,6 +128,29 @@ class _Entry:
                 outs[i] = recorded(outs[i], self.op, inputs, {"call": call, "index": i})
         outs = [o if type(o) is not np.ndarray else Tensor(o) for o in outs]
         return rebuild_out(self.out_tree, outs)
+
+    def _effects(self, vals, arrays):
+        """What the traced step changes, done with this call's values (Trace.effects)."""
+        taken = {id(a) for a in arrays}   # NOTE: a .grad keeps an array of its own
+        for kind, target, key, i in self.effects:
+            if kind == "write":   # NOTE: key "source": target() is the tensor at this call
+                np.copyto((target() if key else target)._array, vals[i], casting="same_kind")
+            elif kind == "step":
+                for p, k in key:
+                    if k is None:
+                        p.grad = None
+                    elif k != "keep":
+                        p.grad = Tensor(_owned(vals[k], taken))
+                target.step()
+            else:
+                target.grad = None if i is None else Tensor(_owned(vals[i], taken))
+
+    def holds(self):
+        """The trace's guards hold: each .grad it read is None, or not, as it was then."""
+        for leaf, none in self.guards:
+            if (leaf.grad is None) is not none:
+                return False
+        return True
 
     def gradients(self, index, arrays, g):
         """d(output index)/d(inputs) for the incoming gradient g, from the graph."""
@@ -267,7 +310,8 @@ class Compiled:
     def _hit(self, key):
         entry = self._entries.get(key)
         if entry is None or entry.live_rg != tuple([t.requires_grad
-                                                    for t in entry.live_tensors]):
+                                                    for t in entry.live_tensors]) or \
+                entry.guards and not entry.holds():
             return None
         try:
             self._entries.move_to_end(key)
@@ -302,7 +346,7 @@ class Compiled:
                           stacklevel=3)
         rng = ops.generator()
         rng_state = rng.bit_generator.state
-        tr = Trace(self.__qualname__, self._params())
+        tr = Trace(self.__qualname__, self._params(), effects=True)
         t0 = time.perf_counter()
         failed = None
         try:
@@ -313,6 +357,7 @@ class Compiled:
             # NOTE: out of the except block, so that an error of the eager run (the user's
             # ShapeError) is not shown below an internal _Failed ("During handling of ...")
             tr.undo_changes()
+            tr.restore()
             rng.bit_generator.state = rng_state   # the eager run draws what eager would
             self._eager.add(key)
             try:
@@ -342,9 +387,12 @@ class Compiled:
     def _record(self, tr, args, kwargs, tensors):
         """Run fn with tracers; the entry, or _Failed with why it could not be traced."""
         names = leaf_names(self.fn, args, kwargs)
+        for _, p in tr.params:
+            tr.note_grad(p, "snap")   # NOTE: fn may set a .grad (p.grad = None) directly
         with tr.graph.as_default(), tracing(tr):
             phs = [graph.placeholder(t.dtype, t.shape, name=n) for t, n in zip(tensors, names)]
             arg_rg = [t.requires_grad and t.dtype.kind in "fc" for t in tensors]
+            tr.args = [(t, p) for t, p, rg in zip(tensors, phs, arg_rg) if rg]
             tracers = iter([tr.wrap(p, rg) for p, rg in zip(phs, arg_rg)])
             try:
                 t_args = tree_map(args, lambda t: next(tracers))
@@ -353,15 +401,20 @@ class Compiled:
                 err = tr.breaks[0] if tr.breaks else tr.changed_in_place()
                 leaves = []
                 tree = flatten_out(result, tr, leaves)
+                effects = tr.effects()
             except GraphBreak as e:
                 raise _Failed(e) from None
             except Exception as e:  # noqa: BLE001 - eager runs it, and says what is wrong
                 raise _Failed(tr.breaks[0] if tr.breaks else e) from None
             if err is not None:
                 raise _Failed(err)
+        tr.restore()
         fetches = [g for g, _ in leaves]
-        rg_outs = [i for i, (g, rg) in enumerate(leaves) if rg and g.dtype.kind in "fc"]
-        return _Entry(tr, phs, arg_rg, tree, fetches, rg_outs, is_grad_enabled())
+        # NOTE: after a backward() inside fn, the results hand no gradients back (a second
+        # backward through them would be through a freed graph in torch)
+        rg_outs = [] if tr.did_backward else \
+            [i for i, (g, rg) in enumerate(leaves) if rg and g.dtype.kind in "fc"]
+        return _Entry(tr, phs, arg_rg, tree, fetches, rg_outs, is_grad_enabled(), effects)
 
     def _params(self):
         """(name, parameter) of the modules fn reaches: placeholders get their names."""

@@ -25,7 +25,8 @@ from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Parameter
 from dualgrad.eager.core import Tensor
 from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
-from dualgrad.ops.core import ELEMENTWISE, bind_args, current_trace, user_frame, where_str
+from dualgrad.ops.core import ELEMENTWISE, bind_args, current_trace, tracing, user_frame, \
+    where_str
 
 __all__ = ["Trace", "Tracer", "TraceEngine", "GraphBreak", "active_trace", "flatten_out",
            "rebuild_out"]
@@ -56,11 +57,47 @@ _BREAKS = {
     "print": ("a tensor's values printed (print, repr, str)",
               "print t.shape or t.dtype (known while tracing), or print the returned result"),
     "inplace": ("a tensor changed in place", "build a new tensor (e.g. eager.where(mask, v, t))"),
-    "backward": ("backward() called inside the compiled function",
+    "backward": ("this backward() inside the compiled function",
                  "return the loss and call .backward() on the result"),
+    "step": ("this learning-rate scheduler step (or optimizer step with a closure) inside "
+             "the compiled function", "call it outside, after the compiled function returns"),
+    "after_step": ("a parameter read after the optimizer's step() inside the compiled "
+                   "function", "end the function with the step: compute what you need from "
+                   "the parameters before it, or after the call"),
     "requires_grad": ("requires_grad_() on a traced tensor",
                       "pass the tensor in with requires_grad=True"),
 }
+
+
+def _hooked(leaf, averaged):
+    """leaf has gradient hooks a traced backward would skip: any register_hook hook, or a
+    post-accumulate hook other than DistributedDataParallel's for a bucket averaged here."""
+    from dualgrad.eager import core as eager_core
+    from dualgrad.eager.nn.parallel import DistributedDataParallel
+    entry = eager_core._LEAF_HOOKS.get(id(leaf))
+    if entry is not None and entry[0]() is leaf and entry[1]:
+        return True
+    entry = eager_core._POST_ACCUMULATE_HOOKS.get(id(leaf))
+    if entry is None or entry[0]() is not leaf:
+        return False
+    ddp = {id(p) for buckets, _ in averaged for bucket in buckets for _, p in bucket}
+    return any([getattr(h, "__func__", None) is not DistributedDataParallel._grad_ready or
+                id(leaf) not in ddp for h in entry[1]])
+
+
+def _overlap(u, t):
+    """Two eager tensors whose arrays share memory."""
+    a, b = u._array, t._array
+    return np.may_share_memory(a, b) and np.shares_memory(a, b)
+
+
+def _graph_break_at(kind, what):
+    """A graph break of `kind`'s hint with its own `what`, at the user's line."""
+    err = GraphBreak(what, _BREAKS[kind][1], user_frame())
+    tr = current_trace()
+    if isinstance(tr, Trace):
+        tr.breaks.append(err)
+    raise err
 
 
 def _graph_break(tracer, kind):
@@ -175,8 +212,10 @@ class Tracer(Tensor):
 
     fill_ = zero_
 
-    def backward(self, *args, **kwargs):
-        _graph_break(self, "backward")
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        if create_graph or inputs is not None:
+            _graph_break(self, "backward")
+        self._trace.backward(self, gradient)
 
     def requires_grad_(self, requires_grad=True):
         _graph_break(self, "requires_grad")
@@ -226,8 +265,10 @@ class Trace:
     """
     level = 2   # ops.bind: outranks eager and graph arguments
 
-    def __init__(self, name, params):
+    def __init__(self, name, params, effects=False):
         self.name = name
+        self.params = params
+        self.steps = effects      # side effects are recorded (compile) or a graph break (export)
         self.param_names = {id(p): n for n, p in reversed(params)}   # first name wins
         self.graph = graph.Graph()
         self.graph.promote_dtypes = True   # NOTE: eager code's dtypes, not TF1's
@@ -239,6 +280,16 @@ class Trace:
         self.averaged = []        # [(buckets of (name, parameter), find_unused)]: see below
         self.decomposing = 0      # inside an op's `decompose`: its ops are recorded once each
         self.shared = {}          # (op, ids of args, attrs) -> (args, result), see _decompose
+        # a whole training step (see "Side effects" below): what a call must redo
+        self.frozen = set()       # ids of eager tensors captured as constants
+        self.args = []            # [(eager argument, placeholder)] that require grad
+        self.assigned = {}        # id(eager tensor) -> (tensor, new value, source): written back
+        self.sourced = []         # [(source, placeholder)]: fed source()'s array at every call
+        self.grads = {}           # id(leaf) -> (leaf, its .grad before the trace)
+        self.steps_taken = []     # [(optimizer, [(parameter, its .grad then)])]: see defer_step
+        self.stepped = set()      # ids of parameters an optimizer step has changed
+        self.guards = []          # [(leaf, whether its .grad was None)]
+        self.did_backward = False
 
     def wrap(self, g, requires_grad):
         t = _new(Tracer)
@@ -307,6 +358,8 @@ class Trace:
 
     def capture(self, t):
         """An eager tensor the function reached without receiving it as an argument."""
+        if self.stepped and id(t) in self.stepped:
+            self.break_here("after_step")
         g = self.captured.get(id(t))
         if g is not None:
             return g
@@ -316,6 +369,9 @@ class Trace:
             self.live.append((t, g))
         else:
             g = graph.constant(t._array, name=name)   # a copy, frozen at trace time
+            self.frozen.add(id(t))
+        if self.assigned and any([_overlap(u, t) for u, _, _ in self.assigned.values()]):
+            self.aliased()
         self.snapshots.append((t, np.array(t._array, copy=True), user_frame()))
         self.captured[id(t)] = g
         return g
@@ -327,6 +383,160 @@ class Trace:
             for _, p in bucket:
                 self.capture(p)     # NOTE: a placeholder even if unused here: it may get one
         self.averaged.append((buckets, find_unused))
+
+    # -- side effects: a whole training step -------------------------------------------------
+    # NOTE: `opt.zero_grad(); loss.backward(); opt.step()` inside fn is traced as the graph's
+    # own training step: backward() becomes graph.gradients, and what eager would change (a
+    # leaf's .grad, parameters and optimizer state written in place, new state entries) is
+    # recorded here as the graph value it gets. When fn returns, `effects()` lists them, to
+    # be done by every call with the plan's results, and puts the Python objects back as
+    # they were. What the trace decided by (is a .grad None, which state entries exist, is
+    # an option zero) is guarded: a call where it differs traces again. A .grad or a state
+    # entry is a new tensor from step to step: it is read through its `source` (a function
+    # giving the tensor) at every call, not as the object the trace saw.
+    def read(self, t, source=None):
+        """A tracer of eager tensor t's value, read at every call: t itself, or source()."""
+        if type(t) is Tracer:
+            return t
+        if self.stepped and id(t) in self.stepped:
+            self.break_here("after_step")
+        if id(t) in self.frozen:
+            _graph_break_at("inplace", "an eager tensor read as a constant and then changed "
+                            "in place by the function (a buffer updated under no_grad?), which")
+        g = self.captured.get(id(t))
+        if g is None:
+            g = graph.placeholder(t.dtype, t.shape, name=self.param_names.get(id(t), "state"))
+            if source is None:
+                self.live.append((t, g))
+            else:
+                self.sourced.append((source, g))
+            self.snapshots.append((t, np.array(t._array, copy=True), user_frame()))
+            self.captured[id(t)] = g
+        return self.wrap(g, False)
+
+    def assign(self, t, value, source=None):
+        """t (an eager tensor; source() at a call) is written in place with `value` (a
+        tracer of its shape, or an array: a fill)."""
+        g = self.lift(value) if isinstance(value, Tensor) else \
+            graph.constant(np.array(value, dtype=t.dtype))
+        if tuple(g.spec.shape) != t.shape:
+            raise RuntimeError(f"in-place write: output with shape {list(t.shape)} doesn't "
+                               f"match the broadcast shape {list(g.spec.shape)} (at "
+                               f"{where_str(user_frame())})")
+        if g.dtype != t.dtype:
+            g = GraphEngine.apply(ops.REGISTRY["cast"], [g], {"dtype": np.dtype(t.dtype)})
+        self.read(t, source)   # NOTE: t is fed and written back: live from here on
+        for u, _, _ in self.snapshots:
+            if u is not t and _overlap(u, t):
+                self.aliased()
+        self.captured[id(t)] = g
+        self.assigned[id(t)] = (t, g, source)
+
+    def zero_grad(self, leaf):
+        """leaf.grad filled with zeros in place (zero_grad(set_to_none=False))."""
+        if type(leaf.grad) is Tracer:   # NOTE: a .grad this trace made: a new value
+            leaf.grad = ops.zeros_like(leaf.grad)
+        else:
+            self.assign(leaf.grad, np.zeros(leaf.grad.shape, leaf.grad.dtype),
+                        lambda: leaf.grad)
+
+    def break_here(self, kind):
+        """A graph break of `kind` (see _BREAKS) at the user's line."""
+        _graph_break_at(kind, _BREAKS[kind][0] + ", which")
+
+    @staticmethod
+    def aliased():
+        _graph_break_at("inplace", "an eager tensor written in place while another that "
+                        "shares its memory (a view, .data, its base) is read, which")
+
+    def note_grad(self, leaf, how):
+        """Remember leaf.grad as it was before the trace. how: "snap" (only that), "read" (the
+        trace depends on whether it is None: guarded, unless the trace set it) or "write"."""
+        if id(leaf) not in self.grads:
+            self.grads[id(leaf)] = [leaf, leaf.grad, False]
+        seen = self.grads[id(leaf)]
+        if how == "write":
+            seen[2] = True
+        elif how == "read" and not seen[2]:
+            seen[2] = True   # NOTE: guarded once; what the trace sets later is its own
+            self.guards.append((leaf, seen[1] is None))
+
+    def defer_step(self, opt):
+        """opt.step() inside fn: it runs eagerly, after the plan, at every call (eager's own
+        update, in place, with its state), on the .grad values the trace has now. fn must
+        not read opt's parameters after it (the plan reads them before the step)."""
+        now = []
+        for group in opt.param_groups:
+            for p in group["params"]:
+                self.note_grad(p, "read")
+                g = p.grad
+                now.append((p, None if g is None else g._g if type(g) is Tracer else "keep"))
+                self.stepped.add(id(p))
+        self.steps_taken.append((opt, now))
+
+    def backward(self, y, gradient=None):
+        """`y.backward(gradient)` inside fn: the leaves' gradients, accumulated into .grad."""
+        if not self.steps:
+            _graph_break(y, "backward")
+        if not y.requires_grad:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have "
+                               "a grad_fn")
+        if gradient is None and int(np.prod(y.shape)) != 1:
+            raise RuntimeError(f"grad can be implicitly created only for scalar outputs; this "
+                               f"output has shape {y.shape}")
+        if any(t._node is not None for t, _ in self.args):
+            _graph_break(y, "backward")   # NOTE: eager's walk goes on past such an argument
+        leaves = self.args + [(t, g) for t, g in self.live
+                              if t.requires_grad and t._node is None]
+        if any([_hooked(t, self.averaged) for t, _ in leaves]):
+            _graph_break(y, "backward")   # NOTE: hooks see each gradient: eager's walk
+        gy = None if gradient is None else [self.lift(gradient)]
+        xs = [g for _, g in leaves]
+        with tracing(GraphEngine):   # NOTE: graph nodes, built as graph code builds them
+            dxs = list(graph.gradients([y._g], xs, grad_ys=gy))
+            if self.averaged:   # NOTE: DistributedDataParallel's buckets, averaged in the graph
+                from .compiled import _average
+                at = {id(t): k for k, (t, _) in enumerate(leaves)}
+                for buckets, find_unused in self.averaged:
+                    for bucket in buckets:
+                        _average(dxs, [(n, at[id(p)]) for n, p in bucket], find_unused, xs)
+        for (t, _), d in zip(leaves, dxs):
+            if d is not None:
+                self.note_grad(t, "read")
+                d = self.wrap(d, False)
+                cur = t.grad
+                t.grad = d if cur is None else self.read(cur, lambda t=t: t.grad) + d
+        self.did_backward = True
+
+    def effects(self):
+        """[(kind, target, key, graph tensor)]: what every call does after the plan ran, in
+        this order, and the Python objects put back as they were before the trace. "write":
+        copy into the tensor's array (key "source": into target()'s); "step": set each
+        parameter's .grad as it was at the step (key), then run target.step(); "grad": set
+        leaf.grad to its last value (None: to None)."""
+        out = [("write", t, None, g) if source is None else ("write", source, "source", g)
+               for t, g, source in self.assigned.values()]
+        at_step = {}
+        for opt, now in self.steps_taken:
+            out.append(("step", opt, now, None))
+            at_step.update({id(p): g for p, g in now})
+        for leaf, before, _ in self.grads.values():
+            now = leaf.grad
+            if now is not None and type(now) is not Tracer:
+                if now is not before:
+                    raise GraphBreak("a .grad set to a tensor made outside the function, which",
+                                     "set it outside the compiled function", None)
+                continue
+            g = None if now is None else now._g
+            last = at_step.get(id(leaf), "unset")
+            if g is not last and not (g is None and last == "unset" and before is None):
+                out.append(("grad", leaf, None, g))
+        return out
+
+    def restore(self):
+        """Put the .grad attributes and optimizer states the function set back as they were."""
+        for leaf, before, _ in self.grads.values():
+            leaf.grad = before
 
     def changed_in_place(self):
         """A GraphBreak if fn changed a captured tensor in place (a replay would not)."""

@@ -253,6 +253,22 @@ def _accumulate_grad(t, g, create_graph, owned):
             hook(t)
 
 
+def zero_grads(params, set_to_none):
+    """Module.zero_grad and Optimizer.zero_grad: drop each .grad, or fill it with zeros in
+    place; inside compile() the change is recorded, to be made at every call."""
+    tr = current_trace() if TRACING[0] else None
+    note = tr.note_grad if getattr(tr, "steps", False) else None
+    for p in params:
+        if note is not None:
+            note(p, "write" if set_to_none else "read")
+        if set_to_none or p.grad is None:
+            p.grad = None
+        elif note is not None:
+            tr.zero_grad(p)
+        else:
+            p.grad._array[...] = 0
+
+
 def _free(t):
     """backward() is done with t's tape entry: its saved values go, and a second backward
     through it raises (torch frees its buffers the same way, node by node)."""

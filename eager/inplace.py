@@ -25,7 +25,7 @@ import sys
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.core import user_frame, where_str
+from dualgrad.ops.core import TRACING, current_trace, user_frame, where_str
 from dualgrad.ops.index import staged
 
 from . import core as _core
@@ -67,6 +67,12 @@ def _where():
 def _write(t, new, name):
     """Copy `new` into t's array, with PyTorch's shape and dtype rules for in-place results."""
     arr = new._array if _is_tensor(new) else np.asarray(new)
+    _check_result(t, arr, name)
+    t._array[...] = arr
+
+
+def _check_result(t, arr, name):
+    """PyTorch's rules for an in-place result `arr` (an array, or a traced value) of t."""
     if arr.shape != t._array.shape:
         raise RuntimeError(f"{name}: output with shape {list(t._array.shape)} doesn't match the "
                            f"broadcast shape {list(arr.shape)} (at {_where()})")
@@ -76,7 +82,6 @@ def _write(t, new, name):
     if not t._array.flags.writeable:
         raise RuntimeError(f"{name}: unsupported operation: the tensor is a read-only view "
                            f"(e.g. made by expand); clone() it first (at {_where()})")
-    t._array[...] = arr
 
 
 def _stamp(t):
@@ -91,6 +96,13 @@ def _stamp(t):
 
 def apply_inplace(t, name, compute, *others):
     """t <- compute(t, *others) in place, following the three rules of this module."""
+    if TRACING[0] and not _needs_tape(t, others) and getattr(t, "_trace", None) is None:
+        tr = current_trace()
+        if getattr(tr, "steps", False):   # NOTE: in compile(): recorded, written at every call
+            new = compute(tr.read(t), *others)
+            _check_result(t, new, name)
+            tr.assign(t, new)
+            return t
     if not _needs_tape(t, others):
         new = compute(t, *others)
         _write(t, new, name)

@@ -40,22 +40,23 @@ def initial_weights(seed=0) -> dict:
 
 
 class Trainer:
-    """model + optimiser; `step` is the whole PyTorch training step."""
+    """model + optimiser; `train_step` is the whole PyTorch training step (compiled: traced
+    whole, forward, backward and the optimizer's update, as torch.compile of a step)."""
 
     def __init__(self, model, lr=LR, momentum=MOMENTUM, compiled=False):
         self.model = model
         self.opt = optim.SGD(model.parameters(), lr=lr, momentum=momentum)
-        self.loss_fn = compile_fn(self._loss) if compiled else self._loss
+        self.train_step = compile_fn(self._train_step) if compiled else self._train_step
 
-    def _loss(self, x, y):
-        return F.cross_entropy(self.model(x), y)
-
-    def step(self, x, y):
-        loss = self.loss_fn(eager.from_numpy(x), eager.from_numpy(y))
+    def _train_step(self, x, y):
         self.opt.zero_grad()
+        loss = F.cross_entropy(self.model(x), y)
         loss.backward()
         self.opt.step()
-        return loss.item()
+        return loss
+
+    def step(self, x, y):
+        return self.train_step(eager.from_numpy(x), eager.from_numpy(y)).item()
 
     def predict(self, x):
         with eager.no_grad():

@@ -62,20 +62,20 @@ class Trainer:
         self.model = model
         self.opt = optim.SGD(model.parameters(), lr=lr, momentum=momentum)
         self.compiled = compiled
-        self.loss_fn = compile_fn(self._loss) if compiled else self._loss
+        self.train_step = compile_fn(self._train_step) if compiled else self._train_step
 
-    def _loss(self, x, lengths, y):
-        return F.cross_entropy(self.model(x, lengths), y)
+    def _train_step(self, x, lengths, y):
+        self.opt.zero_grad()
+        loss = F.cross_entropy(self.model(x, lengths), y)
+        loss.backward()
+        self.opt.step()
+        return loss
 
     def step(self, x, lengths, mask, y):
         # NOTE: the mask is the graph version's; eager only needs the lengths. Compiled, they
         # go as a tuple: a Python value that is part of the trace's signature.
         lengths = tuple(int(v) for v in lengths) if self.compiled else np.asarray(lengths)
-        loss = self.loss_fn(eager.from_numpy(x), lengths, eager.from_numpy(y))
-        self.opt.zero_grad()
-        loss.backward()
-        self.opt.step()
-        return loss.item()
+        return self.train_step(eager.from_numpy(x), lengths, eager.from_numpy(y)).item()
 
     def predict(self, x, lengths, mask):
         with eager.no_grad():

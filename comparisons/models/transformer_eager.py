@@ -80,17 +80,18 @@ class Trainer:
     def __init__(self, model, lr=LR, compiled=False):
         self.model = model
         self.opt = optim.Adam(model.parameters(), lr=lr)
-        self.loss_fn = compile_fn(self._loss) if compiled else self._loss
+        self.train_step = compile_fn(self._train_step) if compiled else self._train_step
 
-    def _loss(self, x, mask, y):
-        return F.cross_entropy(self.model(x, mask), y)
-
-    def step(self, x, mask, y):
-        loss = self.loss_fn(eager.from_numpy(x), eager.from_numpy(mask), eager.from_numpy(y))
+    def _train_step(self, x, mask, y):
         self.opt.zero_grad()
+        loss = F.cross_entropy(self.model(x, mask), y)
         loss.backward()
         self.opt.step()
-        return loss.item()
+        return loss
+
+    def step(self, x, mask, y):
+        return self.train_step(eager.from_numpy(x), eager.from_numpy(mask),
+                               eager.from_numpy(y)).item()
 
     def predict(self, x, mask):
         with eager.no_grad():

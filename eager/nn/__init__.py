@@ -19,7 +19,7 @@ import numpy as np
 from dualgrad import ops
 from dualgrad.ops.core import ShapeError, user_frame, where_str
 from .. import devices as _device
-from ..core import Tensor, _to_args
+from ..core import Tensor, _to_args, zero_grads
 from . import functional
 from . import module_hooks
 from . import functional as F
@@ -253,11 +253,7 @@ class Module:
     def zero_grad(self, set_to_none=True):
         """Drop every parameter's .grad, or (set_to_none=False) fill the existing ones with
         zeros, as torch."""
-        for p in self.parameters():
-            if set_to_none or p.grad is None:
-                p.grad = None
-            else:
-                p.grad._array[...] = 0
+        zero_grads(self.parameters(), set_to_none)
 
     def requires_grad_(self, requires_grad=True):
         for p in self.parameters():

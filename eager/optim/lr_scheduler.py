@@ -18,6 +18,8 @@ import warnings
 from bisect import bisect_right
 from collections import Counter
 
+from .optimizer import refuse_in_trace
+
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
            "LambdaLR", "MultiplicativeLR", "LinearLR", "ConstantLR", "OneCycleLR",
            "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "PolynomialLR", "SequentialLR",
@@ -49,6 +51,7 @@ class LRScheduler:
         return list(self._last_lr)
 
     def step(self, epoch=None):
+        refuse_in_trace()
         self._step_count += 1
         if epoch is not None:
             warnings.warn("The epoch parameter in `scheduler.step()` is deprecated (as in "
@@ -249,6 +252,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 for b in self.base_lrs]
 
     def step(self, epoch=None):
+        refuse_in_trace()
         if epoch is None:
             self.T_cur += 1
             if self.T_cur >= self.T_i:
@@ -315,6 +319,7 @@ class SequentialLR(LRScheduler):
         self._last_lr = first.get_last_lr()
 
     def step(self):
+        refuse_in_trace()
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         sched = self._schedulers[idx]
@@ -355,6 +360,7 @@ class ChainedScheduler(LRScheduler):
         self._last_lr = self._lrs()
 
     def step(self):
+        refuse_in_trace()
         for sched in self._schedulers:
             sched.step()
         self._last_lr = self._lrs()

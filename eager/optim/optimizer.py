@@ -16,7 +16,9 @@ from collections import defaultdict
 
 import numpy as np
 
-from ..core import Tensor
+from dualgrad.ops.core import TRACING, current_trace
+
+from ..core import Tensor, zero_grads
 from .flat import FlatState, gather
 
 
@@ -78,15 +80,16 @@ class Optimizer:
         self.param_groups.append(group)
 
     def zero_grad(self, set_to_none=True):
-        for group in self.param_groups:
-            for p in group["params"]:
-                if set_to_none or p.grad is None:
-                    p.grad = None
-                else:
-                    p.grad._array[...] = 0
+        zero_grads([p for group in self.param_groups for p in group["params"]], set_to_none)
 
     def step(self, closure=None):
         """One update of every parameter with a gradient; `closure` re-evaluates the loss."""
+        tr = traced_step()
+        if tr is not None:   # NOTE: inside compile(): this step runs after the plan, each call
+            if closure is not None:
+                tr.break_here("step")
+            tr.defer_step(self)
+            return None
         loss = None
         if closure is not None:
             from .. import enable_grad
@@ -199,6 +202,20 @@ class Optimizer:
             lines.append(f"Parameter Group {i}")
             lines += [f"    {k}: {v}" for k, v in sorted(g.items()) if k != "params"]
         return "\n".join(lines) + "\n)"
+
+
+def traced_step():
+    """The compile() trace running in this thread when it records side effects, else None."""
+    tr = current_trace() if TRACING[0] else None
+    return tr if getattr(tr, "steps", False) else None
+
+
+def refuse_in_trace():
+    """A learning-rate scheduler's step inside compile() would change the rates once, while
+    tracing, and never at a later call: a graph break (the call runs eagerly)."""
+    tr = traced_step()
+    if tr is not None:
+        tr.break_here("step")
 
 
 def _copy(v):

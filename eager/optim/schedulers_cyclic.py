@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 from .lr_scheduler import LRScheduler
+from .optimizer import refuse_in_trace
 
 
 def _format(name, optimizer, value):
@@ -142,6 +143,7 @@ class ReduceLROnPlateau(LRScheduler):
         return self.cooldown_counter > 0
 
     def step(self, metrics, epoch=None):
+        refuse_in_trace()
         current = float(metrics)
         self.last_epoch = self.last_epoch + 1 if epoch is None else epoch
         if self.is_better(current, self.best):

@@ -2,7 +2,7 @@
 
 
 def test_ddp_compiled_ddp_and_fsdp_match_one_process_on_the_whole_batch(suite_output):
-    for kind in ("ddp", "compiled", "compiled_loss", "fsdp"):
+    for kind in ("ddp", "compiled", "compiled_loss", "compiled_step", "fsdp"):
         for opt in ("sgd", "adam"):
             for rank in (0, 1):
                 assert f"rank {rank}: {kind} {opt} matches one process for 4 steps" \

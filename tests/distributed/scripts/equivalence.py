@@ -1,8 +1,9 @@
 """2 ranks on half batches == 1 process on the whole batch, step after step.
 
 Run under mpiexec -n 2 with the wrappers to check: ddp, fsdp, compiled (compile(DDP(model)):
-non-scalar output, gradients at backward) and compiled_loss (a compiled loss function:
-forward and averaged gradients in one replay). Every rank also trains an unwrapped copy on
+non-scalar output, gradients at backward), compiled_loss (a compiled loss function:
+forward and averaged gradients in one replay) and compiled_step (the whole training step
+compiled: zero_grad, backward and the optimizer's step inside). Every rank also trains an unwrapped copy on
 the whole batch and compares parameters after every step; the compiled kinds are also
 compared with eager DDP, step by step, parameters and bytes communicated.
 """
@@ -38,8 +39,8 @@ def wrap(kind, model):
         return DDP(model, bucket_cap_mb=0.001)        # several buckets
     if kind == "compiled":
         return compiler.compile(DDP(model, bucket_cap_mb=0.001))
-    if kind == "compiled_loss":
-        return DDP(model)
+    if kind in ("compiled_loss", "compiled_step"):
+        return DDP(model, bucket_cap_mb=0.001)
     from dualgrad.eager.distributed.fsdp import FullyShardedDataParallel as FSDP
     from dualgrad.eager.distributed.fsdp import ModuleWrapPolicy
     return FSDP(model, auto_wrap_policy=ModuleWrapPolicy({nn.Sequential}))   # 2 units
@@ -61,17 +62,28 @@ class Run:
         self.wrapped = wrap(kind, model) if kind != "ref" else model
         self.opt = make_optimizer(opt_name, self.wrapped.parameters())
         self.loss_fn = compiler.compile(self.loss) if kind == "compiled_loss" else self.loss
+        self.train = compiler.compile(self.whole_step) if kind == "compiled_step" else None
         self.sent = []
+
+    def whole_step(self, x, y):
+        self.opt.zero_grad()
+        loss = self.loss(x, y)
+        loss.backward()
+        self.opt.step()
+        return loss
 
     def loss(self, x, y):
         return F.mse_loss(self.wrapped(x), y)
 
     def step(self, x, y):
         sent = dist_traffic()
-        loss = self.loss_fn(x, y)
-        self.opt.zero_grad()
-        loss.backward()
-        self.opt.step()
+        if self.train is not None:
+            self.train(x, y)
+        else:
+            loss = self.loss_fn(x, y)
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
         self.sent.append(dist_traffic() - sent)
 
     def state(self):
@@ -108,7 +120,8 @@ def check(kind, opt_name, rank, world):
             eager_ddp.step(x[mine], y[mine])
             same(run.state(), eager_ddp.state(), f"{kind} {opt_name} step {step} vs eager DDP")
     if compiled:   # the replayed graph averages, once: the bytes of eager DDP's buckets
-        fn = run.wrapped if kind == "compiled" else run.loss_fn
+        fn = {"compiled": run.wrapped, "compiled_loss": run.loss_fn,
+              "compiled_step": run.train}[kind]
         assert fn.traces == 1, fn.signatures
         assert "all_reduce" in [n.type for n in fn.graph.get_operations()]
         assert run.sent == eager_ddp.sent, (run.sent, eager_ddp.sent)

@@ -16,7 +16,7 @@ HERE = Path(__file__).parent
 CHECKPOINTS = Path(sys.argv[1])
 
 for argv in (["collectives.py"],
-             ["equivalence.py", "ddp", "compiled", "compiled_loss", "fsdp"],
+             ["equivalence.py", "ddp", "compiled", "compiled_loss", "compiled_step", "fsdp"],
              ["ddp_usage.py", str(CHECKPOINTS / "ddp.safetensors")],
              ["fsdp_usage.py", str(CHECKPOINTS / "fsdp.safetensors")],
              ["graph_equivalence.py"]):
