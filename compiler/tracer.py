@@ -432,6 +432,18 @@ class Trace:
         self.captured[id(t)] = g
         self.assigned[id(t)] = (t, g, source)
 
+    def grad_value(self, leaf):
+        """leaf.grad (not None) as a tracer: a .grad from outside fn is read at every call."""
+        self.note_grad(leaf, "read")
+        return self.read(leaf.grad, lambda: leaf.grad)
+
+    def set_grad_value(self, leaf, value):
+        """leaf.grad changed in place to `value` (gradient clipping)."""
+        if type(leaf.grad) is Tracer:   # NOTE: a .grad this trace made: a new value
+            leaf.grad = value
+        else:
+            self.assign(leaf.grad, value, lambda: leaf.grad)
+
     def zero_grad(self, leaf):
         """leaf.grad filled with zeros in place (zero_grad(set_to_none=False))."""
         if type(leaf.grad) is Tracer:   # NOTE: a .grad this trace made: a new value

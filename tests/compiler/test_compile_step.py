@@ -261,3 +261,44 @@ def test_reading_a_parameter_after_the_step_is_a_graph_break_with_eager_results(
             got = cf(model, opt, x, y)
         want = step(ref_model, ref, x, y)
         _same(got[1].detach().numpy(), want[1].detach().numpy(), "after the step")
+
+
+@pytest.mark.parametrize("clip", ["norm2", "norm_inf", "value"])
+def test_gradient_clipping_inside_a_compiled_step(clip):
+    def clip_grads(params):
+        if clip == "norm2":
+            return nn.utils.clip_grad_norm_(params, max_norm=0.5)
+        if clip == "norm_inf":
+            return nn.utils.clip_grad_norm_(params, max_norm=0.05, norm_type="inf")
+        nn.utils.clip_grad_value_(params, 0.02)
+        return None
+
+    def train(compiled, external):
+        model = _model()
+        opt = optim.Adam(model.parameters(), lr=1e-2)
+
+        def step(x, y):
+            if not external:
+                opt.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+            norm = clip_grads(list(model.parameters()))
+            opt.step()
+            return norm
+        fn = compiler.compile(step) if compiled else step
+        norms = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for x, y in _batches(4):
+                if external:    # the gradients come from an eager backward outside fn
+                    opt.zero_grad()
+                    F.cross_entropy(model(x), y).backward()
+                norms.append(fn(x, y))
+        return model, norms
+    for external in (False, True):
+        (m1, n1), (m2, n2) = train(False, external), train(True, external)
+        if clip != "value":
+            _same([float(n) for n in n2], [float(n) for n in n1], "norms")
+        for p, q in zip(m1.parameters(), m2.parameters()):
+            _same(q.detach().numpy(), p.detach().numpy(), "parameter")
+            _same(q.grad.numpy(), p.grad.numpy(), "clipped grad")

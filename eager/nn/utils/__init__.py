@@ -13,18 +13,52 @@ import numpy as np
 
 from dualgrad import ops
 from ...core import Tensor
+from ...optim.optimizer import traced_step
 from . import rnn
 
 
-def _grads(parameters):
+def _with_grads(parameters):
     parameters = [parameters] if isinstance(parameters, Tensor) else list(parameters)
-    return [p.grad for p in parameters if p.grad is not None]
+    return [p for p in parameters if p.grad is not None]
+
+
+def _grads(parameters):
+    return [p.grad for p in _with_grads(parameters)]
+
+
+def _clip_norm_traced(tr, params, max_norm, norm_type, error_if_nonfinite):
+    """clip_grad_norm_ inside compile(): eager's formula (the norm in float64, cast to the
+    gradients' dtype, the coefficient from it), as graph ops; each .grad written per call."""
+    if not params:
+        return Tensor(np.array(0.0, np.float32))
+    if error_if_nonfinite:
+        tr.break_here("item")   # NOTE: the check reads the norm's value
+    grads = [tr.grad_value(p) for p in params]
+    norm_type = float(norm_type)
+    if norm_type == float("inf"):
+        norms = [g.abs().max() for g in grads]
+        total = norms[0]
+        for n in norms[1:]:
+            total = ops.maximum(total, n)
+    else:
+        norms = [(ops.cast(g, "float64").abs() ** norm_type).sum() ** (1.0 / norm_type)
+                 for g in grads]
+        total = sum([n ** norm_type for n in norms]) ** (1.0 / norm_type)
+    total = ops.cast(total, grads[0].dtype)
+    coef = ops.minimum(float(max_norm) / (ops.cast(total, "float64") + 1e-6), 1.0)
+    for p, g in zip(params, grads):
+        tr.set_grad_value(p, g * ops.cast(coef, g.dtype))
+    return total
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
                     foreach=None):
     """Scale all gradients together so that their joint norm is at most max_norm; returns the
     norm before clipping (as torch: clip_coef = max_norm / (total_norm + 1e-6), capped at 1)."""
+    tr = traced_step()
+    if tr is not None:
+        return _clip_norm_traced(tr, _with_grads(parameters), max_norm, norm_type,
+                                 error_if_nonfinite)
     grads = _grads(parameters)
     if not grads:
         return Tensor(np.array(0.0, np.float32))
@@ -50,6 +84,11 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
 def clip_grad_value_(parameters, clip_value, foreach=None):
     """Clamp every gradient element into [-clip_value, clip_value], in place."""
+    tr = traced_step()
+    if tr is not None:
+        for p in _with_grads(parameters):
+            tr.set_grad_value(p, tr.grad_value(p).clamp(-clip_value, clip_value))
+        return
     for g in _grads(parameters):
         np.clip(g._array, -clip_value, clip_value, out=g._array)
 
