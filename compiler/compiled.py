@@ -37,7 +37,7 @@ from dualgrad import ops
 from dualgrad.ops import distributed as _mpi
 from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Module
-from dualgrad.eager.core import Tensor, _owned, recorded
+from dualgrad.eager.core import Tensor, owned_array, recorded
 from dualgrad.ops.core import FRAMEWORK_DIRS, tracing, where_str
 
 from .signatures import Inline, describe, leaf_names, modules_reached, signature_key, \
@@ -140,10 +140,10 @@ class _Entry:
                     if k is None:
                         p.grad = None
                     elif k != "keep":
-                        p.grad = Tensor(_owned(vals[k], taken))
+                        p.grad = Tensor(owned_array(vals[k], taken))
                 target.step()
             else:
-                target.grad = None if i is None else Tensor(_owned(vals[i], taken))
+                target.grad = None if i is None else Tensor(owned_array(vals[i], taken))
 
     def holds(self):
         """The trace's guards hold: each .grad it read is None, or not, as it was then."""

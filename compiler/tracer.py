@@ -240,8 +240,11 @@ class Tracer(Tensor):
 # tracer's engine); eager's own go through `_binary`, the eager kernel fast path.
 for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
               "__truediv__", "__rtruediv__", "__pow__", "__rpow__", "__matmul__", "__rmatmul__",
-              "__neg__", "__abs__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
+              "__neg__", "__abs__", "__lt__", "__le__", "__gt__", "__ge__"):
     setattr(Tracer, _name, GraphTensor.__dict__[_name])
+# NOTE: not the graph tensor's == and != (TF1's: identity, a Python bool); eager's, elementwise
+Tracer.__eq__ = lambda self, o: ops.eq(self, o)
+Tracer.__ne__ = lambda self, o: ops.ne(self, o)
 
 
 def active_trace():

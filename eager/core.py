@@ -220,7 +220,7 @@ def _check_unmodified(t, node):
                 f"place (y = y + 1 instead of y += 1), or clone() the tensor first.")
 
 
-def _owned(arr, taken):
+def owned_array(arr, taken):
     """arr itself if a leaf's .grad may keep it, else a copy.
 
     A gradient can be a read-only broadcast view (from sum), a view of another array, the
@@ -243,7 +243,7 @@ def _accumulate_grad(t, g, create_graph, owned):
     if _LEAF_HOOKS:   # NOTE: register_hook's hooks see (and may replace) g first
         g = leaf_hooked(t, g)
     if not create_graph:
-        arr = _owned(g._array, owned)
+        arr = owned_array(g._array, owned)
         if arr is not g._array or g.requires_grad:   # NOTE: else g is a plain tensor to keep
             g = Tensor(arr)
     t.grad = g if t.grad is None else t.grad + g

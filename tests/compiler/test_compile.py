@@ -583,3 +583,19 @@ def test_parameter_data_inside_a_compiled_function_is_read_at_every_call():
         lin.weight.data.add_(1.0)
     np.testing.assert_allclose(f(x).numpy(), first + 3.0, rtol=1e-6)
     assert not f(x).requires_grad
+
+
+def test_equality_of_traced_tensors_is_elementwise_as_in_eager():
+    # TF1's graph tensors compare by identity; a traced eager tensor must compare as eager's
+    def f(a, b):
+        same = a == b
+        return same.float().mean(), eager.where(a != b, a, b * 0), (a.argmax(1) == b.argmax(1))
+    a = eager.tensor(np.array([[1.0, 2.0], [3.0, 3.0], [0.0, 5.0]], np.float32))
+    b = eager.tensor(np.array([[1.0, 0.0], [3.0, 3.0], [1.0, 5.0]], np.float32))
+    cf = compiler.compile(f)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = cf(a, b)
+    for g, w in zip(got, f(a, b)):
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
+    assert cf.traces == 1
