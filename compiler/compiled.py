@@ -42,7 +42,7 @@ from dualgrad.ops.core import FRAMEWORK_DIRS, tracing, where_str
 
 from .signatures import Inline, describe, leaf_names, modules_reached, signature_key, \
     tree_map
-from .tracer import GraphBreak, Trace, Tracer, active_trace, flatten_out, rebuild_out
+from .tracer import KEEP, GraphBreak, Trace, Tracer, active_trace, flatten_out, rebuild_out
 
 __all__ = ["compile", "Compiled", "Tracer", "GraphBreak", "MAX_TRACES", "CACHE_SIZE_LIMIT"]
 
@@ -90,7 +90,7 @@ class _Entry:
         at = {}
 
         def fetch(g):
-            if g is None or type(g) is str:   # NOTE: None: no gradient; "keep": the .grad as is
+            if g is None or g is KEEP:   # NOTE: None: no gradient; KEEP: the .grad as it is
                 return g
             if id(g) not in at:
                 at[id(g)] = len(self.fetches)
@@ -139,7 +139,7 @@ class _Entry:
                 for p, k in key:
                     if k is None:
                         p.grad = None
-                    elif k != "keep":
+                    elif k is not KEEP:
                         p.grad = Tensor(owned_array(vals[k], taken))
                 target.step()
             else:

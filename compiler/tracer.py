@@ -31,6 +31,7 @@ from dualgrad.ops.core import ELEMENTWISE, bind_args, current_trace, tracing, us
 __all__ = ["Trace", "Tracer", "TraceEngine", "GraphBreak", "active_trace", "flatten_out",
            "rebuild_out"]
 
+KEEP = "keep"   # an optimizer step's .grad that is the tensor the call finds (Trace.effects)
 _STOP = ops.REGISTRY["stop_gradient"]
 _RAND = ops.REGISTRY["rand_like"]
 _new = object.__new__
@@ -288,8 +289,8 @@ class Trace:
         self.args = []            # [(eager argument, placeholder)] that require grad
         self.assigned = {}        # id(eager tensor) -> (tensor, new value, source): written back
         self.sourced = []         # [(source, placeholder)]: fed source()'s array at every call
-        self.grads = {}           # id(leaf) -> (leaf, its .grad before the trace)
-        self.steps_taken = []     # [(optimizer, [(parameter, its .grad then)])]: see defer_step
+        self.grads = {}           # id(leaf) -> [leaf, its .grad before the trace, read or set]
+        self.done = []            # the writes and optimizer steps, in program order: effects()
         self.stepped = set()      # ids of parameters an optimizer step has changed
         self.guards = []          # [(leaf, whether its .grad was None)]
         self.did_backward = False
@@ -388,15 +389,15 @@ class Trace:
         self.averaged.append((buckets, find_unused))
 
     # -- side effects: a whole training step -------------------------------------------------
-    # NOTE: `opt.zero_grad(); loss.backward(); opt.step()` inside fn is traced as the graph's
-    # own training step: backward() becomes graph.gradients, and what eager would change (a
-    # leaf's .grad, parameters and optimizer state written in place, new state entries) is
-    # recorded here as the graph value it gets. When fn returns, `effects()` lists them, to
-    # be done by every call with the plan's results, and puts the Python objects back as
-    # they were. What the trace decided by (is a .grad None, which state entries exist, is
-    # an option zero) is guarded: a call where it differs traces again. A .grad or a state
-    # entry is a new tensor from step to step: it is read through its `source` (a function
-    # giving the tensor) at every call, not as the object the trace saw.
+    # NOTE: `opt.zero_grad(); loss.backward(); opt.step()` inside fn is traced as a training
+    # step: backward() becomes graph.gradients in the same plan, and what eager would change
+    # is recorded: a leaf's .grad (its graph value, or None), a tensor written in place (its
+    # new graph value), an optimizer step (run eagerly after the plan, on the .grad values it
+    # saw). When fn returns, `effects()` lists them, to be done in that order by every call
+    # with the plan's results, and `restore()` puts the .grad attributes back as they were.
+    # What the trace decided by (whether a .grad it read was None) is guarded: a call where
+    # it differs traces again. A .grad is a new tensor from step to step: it is read through
+    # its `source` (a function giving the tensor) at every call, not as the object traced.
     def read(self, t, source=None):
         """A tracer of eager tensor t's value, read at every call: t itself, or source()."""
         if type(t) is Tracer:
@@ -434,6 +435,8 @@ class Trace:
                 self.aliased()
         self.captured[id(t)] = g
         self.assigned[id(t)] = (t, g, source)
+        self.done.append(("write", t, None, g) if source is None else
+                         ("write", source, "source", g))
 
     def grad_value(self, leaf):
         """leaf.grad (not None) as a tracer: a .grad from outside fn is read at every call."""
@@ -485,9 +488,9 @@ class Trace:
             for p in group["params"]:
                 self.note_grad(p, "read")
                 g = p.grad
-                now.append((p, None if g is None else g._g if type(g) is Tracer else "keep"))
+                now.append((p, None if g is None else g._g if type(g) is Tracer else KEEP))
                 self.stepped.add(id(p))
-        self.steps_taken.append((opt, now))
+        self.done.append(("step", opt, now, None))
 
     def backward(self, y, gradient=None):
         """`y.backward(gradient)` inside fn: the leaves' gradients, accumulated into .grad."""
@@ -525,16 +528,15 @@ class Trace:
 
     def effects(self):
         """[(kind, target, key, graph tensor)]: what every call does after the plan ran, in
-        this order, and the Python objects put back as they were before the trace. "write":
-        copy into the tensor's array (key "source": into target()'s); "step": set each
-        parameter's .grad as it was at the step (key), then run target.step(); "grad": set
-        leaf.grad to its last value (None: to None)."""
-        out = [("write", t, None, g) if source is None else ("write", source, "source", g)
-               for t, g, source in self.assigned.values()]
+        this order. "write": copy into the tensor's array (key "source": into target()'s);
+        "step": set each parameter's .grad as it was at the step (key; KEEP: as the call
+        finds it), then run target.step(); "grad": set leaf.grad to its last value (None: to
+        None)."""
+        out = list(self.done)
         at_step = {}
-        for opt, now in self.steps_taken:
-            out.append(("step", opt, now, None))
-            at_step.update({id(p): g for p, g in now})
+        for kind, _, now, _ in self.done:
+            if kind == "step":
+                at_step.update({id(p): g for p, g in now})
         for leaf, before, _ in self.grads.values():
             now = leaf.grad
             if now is not None and type(now) is not Tracer:
@@ -543,13 +545,13 @@ class Trace:
                                      "set it outside the compiled function", None)
                 continue
             g = None if now is None else now._g
-            last = at_step.get(id(leaf), "unset")
-            if g is not last and not (g is None and last == "unset" and before is None):
+            last = at_step.get(id(leaf), KEEP)
+            if g is not last and not (g is None and last is KEEP and before is None):
                 out.append(("grad", leaf, None, g))
         return out
 
     def restore(self):
-        """Put the .grad attributes and optimizer states the function set back as they were."""
+        """Put the .grad attributes the function set back as they were."""
         for leaf, before, _ in self.grads.values():
             leaf.grad = before
 

@@ -302,3 +302,22 @@ def test_gradient_clipping_inside_a_compiled_step(clip):
         for p, q in zip(m1.parameters(), m2.parameters()):
             _same(q.detach().numpy(), p.detach().numpy(), "parameter")
             _same(q.grad.numpy(), p.grad.numpy(), "clipped grad")
+
+
+def test_what_a_step_does_is_done_in_program_order():
+    # the gradients come from outside; the function steps, then zeroes them in place: the
+    # step must see them before they are zeroed, as eager's does
+    model, ref_model = _model(), _model()
+    opt, ref = optim.SGD(model.parameters(), lr=0.1), optim.SGD(ref_model.parameters(), lr=0.1)
+
+    def update(opt):
+        opt.step()
+        opt.zero_grad(set_to_none=False)
+    cf = compiler.compile(update)
+    for x, y in _batches(3):
+        for m, o, run in ((model, opt, cf), (ref_model, ref, update)):
+            F.cross_entropy(m(x), y).backward()
+            run(o)
+    for p, q in zip(model.parameters(), ref_model.parameters()):
+        _same(p.detach().numpy(), q.detach().numpy(), "parameter")
+        np.testing.assert_array_equal(p.grad.numpy(), np.zeros(p.shape, np.float32))
