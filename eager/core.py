@@ -253,17 +253,23 @@ def _accumulate_grad(t, g, create_graph, owned):
             hook(t)
 
 
+def traced_step():
+    """The compile() trace running in this thread when it records a training step's side
+    effects (compiler/tracer.py), else None."""
+    tr = current_trace() if TRACING[0] else None
+    return tr if getattr(tr, "steps", False) else None
+
+
 def zero_grads(params, set_to_none):
     """Module.zero_grad and Optimizer.zero_grad: drop each .grad, or fill it with zeros in
     place; inside compile() the change is recorded, to be made at every call."""
-    tr = current_trace() if TRACING[0] else None
-    note = tr.note_grad if getattr(tr, "steps", False) else None
+    tr = traced_step()
     for p in params:
-        if note is not None:
-            note(p, "write" if set_to_none else "read")
+        if tr is not None:
+            tr.note_grad(p, "write" if set_to_none else "read")
         if set_to_none or p.grad is None:
             p.grad = None
-        elif note is not None:
+        elif tr is not None:
             tr.zero_grad(p)
         else:
             p.grad._array[...] = 0

@@ -25,7 +25,7 @@ import sys
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.core import TRACING, current_trace, user_frame, where_str
+from dualgrad.ops.core import TRACING, user_frame, where_str
 from dualgrad.ops.index import staged
 
 from . import core as _core
@@ -97,8 +97,8 @@ def _stamp(t):
 def apply_inplace(t, name, compute, *others):
     """t <- compute(t, *others) in place, following the three rules of this module."""
     if TRACING[0] and not _needs_tape(t, others) and getattr(t, "_trace", None) is None:
-        tr = current_trace()
-        if getattr(tr, "steps", False):   # NOTE: in compile(): recorded, written at every call
+        tr = _core.traced_step()
+        if tr is not None:   # NOTE: in compile(): recorded, written at every call
             new = compute(tr.read(t), *others)
             _check_result(t, new, name)
             tr.assign(t, new)

@@ -16,9 +16,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from dualgrad.ops.core import TRACING, current_trace
-
-from ..core import Tensor, zero_grads
+from ..core import Tensor, traced_step, zero_grads
 from .flat import FlatState, gather
 
 
@@ -202,12 +200,6 @@ class Optimizer:
             lines.append(f"Parameter Group {i}")
             lines += [f"    {k}: {v}" for k, v in sorted(g.items()) if k != "params"]
         return "\n".join(lines) + "\n)"
-
-
-def traced_step():
-    """The compile() trace running in this thread when it records side effects, else None."""
-    tr = current_trace() if TRACING[0] else None
-    return tr if getattr(tr, "steps", False) else None
 
 
 def refuse_in_trace():

@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from dualgrad import ops
-from ...core import Tensor
-from ...optim.optimizer import traced_step
+from ...core import Tensor, traced_step
 from . import rnn
 
 
