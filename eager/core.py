@@ -623,7 +623,7 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
 
     # -- methods, as torch names them ---------------------------------------------------------
     def sum(self, dim=None, keepdim=False, *, dtype=None):
-        return ops.sum(self if dtype is None else accumulating(self, dtype), axis=dim,
+        return ops.sum(accumulating(self, dtype), axis=dim,
                        keepdims=keepdim)
 
     def mean(self, dim=None, keepdim=False, *, dtype=None):

@@ -75,7 +75,11 @@ def _fill_kernel(dims, value):
     return np.full(tuple(int(d) for d in np.asarray(dims).reshape(-1)), value)
 
 
-FILL = graph_op("fill", _simple(lambda dims, value: _fill_kernel(dims, value)))
+def _fill_vjp(g, dims, value, **_):
+    return None, ops.sum(g)    # NOTE: every element is the value: TF's FillGrad
+
+
+FILL = graph_op("fill", _simple(lambda dims, value: _fill_kernel(dims, value)), _fill_vjp)
 
 
 def _dims_tensor(dims, what):
@@ -161,10 +165,14 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001 -
     if limit is None:
         start, limit = 0, start
     args = (start, limit, delta)
-    if dtype is None:
-        kinds = [np.dtype(a.dtype) if isinstance(a, Tensor) else np.asarray(a).dtype
-                 for a in args]
-        dtype = np.float32 if any(k.kind == "f" for k in kinds) else np.int32
+    order = [np.dtype(d) for d in (np.int32, np.int64, np.float16, np.float32, np.float64)]
+    kinds = [np.dtype(a.dtype) if isinstance(a, Tensor) else
+             np.dtype(np.float32 if isinstance(a, float) else np.int32) for a in args]
+    if any(k not in order for k in kinds):
+        raise located(f"range: TF1 defines range for {', '.join(d.name for d in order)}, got "
+                      f"{', '.join(k.name for k in kinds)}: cast the bounds first", TypeError)
+    if dtype is None:   # NOTE: TF's: the widest of the arguments' dtypes in this order
+        dtype = max(kinds, key=order.index)
     dt = as_dtype(dtype)
     if not any(isinstance(a, Tensor) for a in args):
         return constant(np.arange(start, limit, delta).astype(dt), name=name)

@@ -28,7 +28,7 @@ from dualgrad.ops.core import ShapeError, Spec, fmt_shape, user_frame, where_str
 from dualgrad.ops.rules import DtypeMismatch, strict_dtypes
 from dualgrad.ops.composite import current_composite
 
-from .dtypes import as_dtype
+from .dtypes import as_dtype, tf1_refused, tf1_types_message
 from .shapes import TensorShape, _UNKNOWN_RANK, _UnknownRankShape
 
 __all__ = ["Graph", "Node", "Tensor", "TensorShape", "GraphEngine", "get_default_graph",
@@ -191,16 +191,16 @@ class Tensor:
         return ops.sub(o, self)
 
     def __mul__(self, o):
-        return ops.mul(self, o)
+        return _mul_operator(self, o)
 
     def __rmul__(self, o):
-        return ops.mul(o, self)
+        return _mul_operator(o, self)
 
     def __truediv__(self, o):
-        return ops.div(self, o)
+        return truediv(self, o)
 
     def __rtruediv__(self, o):
-        return ops.div(o, self)
+        return truediv(o, self)
 
     def __floordiv__(self, o):   # TF's FloorDiv and FloorMod, as Python's // and %
         return ops.floordiv(self, o)
@@ -596,14 +596,53 @@ def _lift(g, a, args) -> Tensor:
 
 
 def _build(g, op, inputs, attrs, name=None):
+    strict = not _root(g).promote_dtypes
+    if strict:
+        _check_tf1_types(g, op.name, inputs, op.name in ops.core.FLOATING)
     try:
-        with strict_dtypes(not _root(g).promote_dtypes):
+        with strict_dtypes(strict):
             spec = ops.infer_spec(op, [t.spec for t in inputs], attrs)
     except ShapeError as e:
         raise _at_user_line(e, g, op.name, inputs) from None
     except DtypeMismatch as e:
         raise _dtype_error(e, g, op.name, inputs) from None
     return g.create_node(op, inputs, attrs, [spec], name).outputs[0]
+
+
+def _mul_operator(x, y):
+    """x * y; of two bool tensors, their logical and, as TF's `*` (tf.multiply refuses bools)."""
+    if all(isinstance(t, Tensor) and t.dtype.kind == "b" for t in (x, y)):
+        return ops.logical_and(x, y)
+    return ops.mul(x, y)
+
+
+def truediv(x, y):
+    """x / y as TF1's truediv: integer tensors are divided as float32 when 8 or 16 bits wide,
+    as float64 when 32 or 64 (NumPy would give float64 for every width)."""
+    ints = [t for t in (x, y) if isinstance(t, Tensor) and t.dtype.kind in "iu"]
+    if ints and ints[0].dtype.itemsize <= 2:
+        x, y = (ops.cast(t, np.float32) if isinstance(t, Tensor) else t for t in (x, y))
+    return ops.div(x, y)
+
+
+def _check_tf1_types(g, name, inputs, floating=False):
+    """TF1's build-time TypeError for a dtype the op is not defined for (graph/dtypes.py)."""
+    bad = tf1_refused(name, [t.dtype for t in inputs], floating)
+    if bad is not None:
+        loc = user_frame()
+        err = TypeError(f"{tf1_types_message(name, *bad)} "
+                        f"(at {where_str(loc)}, building node '{g._scope}{name}')"
+                        f"{_declared(inputs, loc)}")
+        err.location = loc
+        raise err
+
+
+def check_tf1_types(name, *tensors):
+    """For graph functions TF1 defines for some dtypes only (`nn.softmax`, `nn.dropout`):
+    TF1's TypeError at the user's line when an input's dtype is not one of them."""
+    ts = [t for t in tensors if isinstance(t, Tensor)]
+    if ts and not _root(ts[0].graph).promote_dtypes:
+        _check_tf1_types(ts[0].graph, name, ts)
 
 
 def _root(g):

@@ -34,3 +34,43 @@ def as_dtype(dtype) -> np.dtype:
         raise TypeError(f"dtype {dt} is not supported; supported: "
                         f"{', '.join(sorted(d.name for d in _SUPPORTED))}")
     return dt
+
+
+# -- TF1's input types per op ------------------------------------------------------------------
+# NOTE: TF1 ops take only the dtypes their op definition lists (tf.exp of an int32 tensor is a
+# TypeError at build time); eager follows PyTorch (int -> float32). The table is what real
+# tf.compat.v1 accepts on the CPU, measured by tests/graph/test_tf_oracle.py: keyed by the
+# registry op a graph node is built with (checked in graph/core.py `_build`) or by a graph
+# function's name (checked by `check_tf1_types`). Unlisted ops take every dtype; ops in
+# ops.core.FLOATING (exp, log, sin, …) take floating dtypes only.
+FLOATS = frozenset({float16, float32, float64})
+SIGNED = FLOATS | {int8, int16, int32, int64}
+NUMBERS = SIGNED | {uint8}
+TF1_TYPES = {
+    **dict.fromkeys(("add", "sub", "mul", "div", "floordiv", "floormod", "maximum", "minimum",
+                     "gt", "ge", "lt", "le", "relu", "sum", "prod", "max", "cumsum",
+                     "cumprod", "max_pool", "reduce_mean", "round", "sort", "top_k",
+                     "segment_sum", "resize", "scatter", "assign_add", "square"), NUMBERS),
+    **dict.fromkeys(("abs", "neg", "sign", "pow"), SIGNED),
+    **dict.fromkeys(("floor", "ceil", "softmax", "log_softmax", "dropout", "avg_pool", "elu",
+                     "selu", "softsign", "depthwise_conv2d"), FLOATS),
+    **dict.fromkeys(("matmul", "matmul_nt", "einsum", "squared_difference"),
+                    FLOATS | {int32, int64}),
+    **dict.fromkeys(("conv2d", "conv2d_transpose"), FLOATS | {int32}),
+    "in_top_k": frozenset({float32}),
+}
+
+
+def tf1_refused(name, dtypes, floating=False):
+    """(the first of `dtypes` TF1's op `name` is not defined for, the dtypes it is), or None.
+    `floating`: the op is one of ops.core.FLOATING (exp, log, …): floating dtypes only."""
+    allowed = FLOATS if floating else TF1_TYPES.get(name)
+    bad = None if allowed is None else \
+        next((np.dtype(d) for d in dtypes if np.dtype(d) not in allowed), None)
+    return None if bad is None else (bad, allowed)
+
+
+def tf1_types_message(name, dtype, allowed) -> str:
+    want = "float32" if float32 in allowed else sorted(allowed, key=str)[0]
+    return (f"{name}: TF1 defines this op for {', '.join(sorted(d.name for d in allowed))}, "
+            f"not {dtype}: cast the input first, e.g. graph.cast(x, graph.{want})")

@@ -24,7 +24,7 @@ import numpy as np
 from dualgrad import ops
 from dualgrad.ops.core import fmt_shape, located
 
-from .core import Tensor, convert_to_tensor
+from .core import Tensor, check_tf1_types, convert_to_tensor
 
 __all__ = ["resize_bilinear", "resize_nearest_neighbor", "resize_images", "resize",
            "ResizeMethod"]
@@ -74,6 +74,7 @@ resize = resize_images
 
 
 def _prepare(images, size, align_corners, half_pixel_centers, what):
+    check_tf1_types("resize", images)
     if align_corners and half_pixel_centers:
         raise ValueError(f"{what}: If half_pixel_centers is True, align_corners must be False.")
     if isinstance(size, Tensor):

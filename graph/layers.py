@@ -20,7 +20,7 @@ from dualgrad.ops.rules import norm_axis
 from .control_flow import cond
 from dualgrad.ops.updates import running_average
 
-from .core import GraphKeys, Tensor, _graph_of
+from .core import GraphKeys, Tensor, _graph_of, convert_to_tensor
 from .init_ops import glorot_uniform_initializer, ones_initializer, zeros_initializer
 from .nn import (_no_constraints, avg_pool2d, dropout as nn_dropout, bias_add,
                  conv2d as _conv2d, conv2d_transpose as _conv2d_transpose, dense, max_pool2d)
@@ -33,7 +33,9 @@ __all__ = ["dense", "dropout", "flatten", "conv2d", "conv2d_transpose", "max_poo
 
 def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None):
     """tf.layers.dropout: drop with probability `rate` only when `training` (a Python bool
-    or a scalar bool tensor) is true."""
+    or a scalar bool tensor) is true. An array comes back as a tensor, as in TF."""
+    inputs = convert_to_tensor(inputs)
+
     def drop():
         return nn_dropout(inputs, rate=rate, noise_shape=noise_shape, seed=seed)
     if isinstance(training, Tensor):
@@ -42,6 +44,7 @@ def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=
 
 
 def flatten(inputs, name=None):
+    inputs = convert_to_tensor(inputs)
     rest = inputs.shape[1:]
     if None in rest:
         raise located(f"flatten: all dims but the first must be known, got "

@@ -24,7 +24,8 @@ import numpy as np
 from dualgrad import ops
 from dualgrad.ops.core import fmt_shape, located
 
-from .core import GraphKeys, Tensor, _graph_of, add_to_collection, convert_to_tensor, get_collection
+from .core import (GraphKeys, Tensor, _graph_of, add_to_collection, check_tf1_types,
+                   convert_to_tensor, get_collection)
 from .math_ops import add_n
 
 __all__ = ["Reduction", "compute_weighted_loss", "absolute_difference", "mean_squared_error",
@@ -256,6 +257,7 @@ def sparse_softmax_cross_entropy(labels, logits, weights=1.0, scope=None,
     the labels is squeezed, as TF1)."""
     def body():
         y, x = convert_to_tensor(labels), convert_to_tensor(logits)
+        check_tf1_types("softmax", x)
         if y.ndim is not None and x.ndim is not None and y.ndim == x.ndim and y.shape[-1] == 1:
             y = ops.squeeze(y, axis=-1)
         per = ops.cross_entropy(x, y, reduction="none")

@@ -22,7 +22,7 @@ from dualgrad import ops
 from dualgrad.ops.core import ShapeError, located, tracing
 from dualgrad.ops.rules import norm_axis
 
-from .core import GraphEngine, Tensor, _graph_of, constant, convert_to_tensor, get_default_graph, graph_op
+from .core import GraphEngine, Tensor, _graph_of, check_tf1_types, constant, truediv as _truediv, convert_to_tensor, get_default_graph, graph_op
 from .dtypes import as_dtype
 
 __all__ = [
@@ -90,8 +90,9 @@ _AXIS = {"reduction_indices": "axis", "keep_dims": "keepdims"}
 
 
 # -- elementwise ---------------------------------------------------------------------------------
-add, subtract, multiply, divide = (named(f) for f in (ops.add, ops.sub, ops.mul, ops.div))
-truediv, pow, maximum, minimum = named(ops.div), named(ops.pow), named(ops.maximum), \
+add, subtract, multiply = (named(f) for f in (ops.add, ops.sub, ops.mul))
+divide = truediv = named(_truediv)
+pow, maximum, minimum = named(ops.pow), named(ops.maximum), \
     named(ops.minimum)  # noqa: A001
 negative, abs, exp, log, sqrt, tanh, sigmoid, sign, erf = (  # noqa: A001
     named(f) for f in (ops.neg, ops.abs, ops.exp, ops.log, ops.sqrt, ops.tanh, ops.sigmoid,
@@ -167,7 +168,13 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=False):  # noqa: A002
                      f"'euclidean', 1, 2, np.inf; matrices: 'euclidean', 'fro', 1, np.inf)")
 
 
-square, rsqrt = named(ops.square), named(ops.rsqrt)
+rsqrt = named(ops.rsqrt)
+
+
+@named
+def square(x):
+    check_tf1_types("square", x)   # NOTE: ops.square is x * x, and `*` of bools is an and
+    return ops.square(x)
 
 
 def where(condition, x=None, y=None, name=None):
@@ -270,7 +277,7 @@ def div(x, y):
     """tf.div: Python 2's division: floor division for integers, true division for floats."""
     x = convert_to_tensor(x) if not isinstance(y, Tensor) else x
     kinds = {np.dtype(t.dtype).kind for t in (x, y) if isinstance(t, Tensor)}
-    return ops.floordiv(x, y) if kinds <= set("iu") else ops.div(x, y)
+    return ops.floordiv(x, y) if kinds <= set("iu") else _truediv(x, y)
 
 
 @named
@@ -287,6 +294,7 @@ floor_mod = floormod
 @named
 def squared_difference(x, y):
     """(x - y) ** 2, broadcasting as TF."""
+    check_tf1_types("squared_difference", x, y)
     return ops.square(ops.sub(x, y))
 
 
@@ -337,7 +345,21 @@ def reduce_sum(input_tensor, axis=None, keepdims=False):
 @named
 @old_names(**_AXIS)
 def reduce_mean(input_tensor, axis=None, keepdims=False):
-    return ops.mean(input_tensor, axis=axis, keepdims=keepdims)
+    """The mean over `axis`; of integers, TF's: the sum divided by the count, truncated
+    toward zero, in the input's dtype (reduce_mean([1, 2]) is 1, of [-1, -2] -1)."""
+    x = convert_to_tensor(input_tensor)
+    check_tf1_types("reduce_mean", x)
+    if x.dtype.kind not in "iu":
+        return ops.mean(x, axis=axis, keepdims=keepdims)
+    return trunc_div(ops.sum(x, axis=axis, keepdims=keepdims),
+                     ops.cast(ops.count(x, axis=axis), x.dtype))
+
+
+def trunc_div(x, n):
+    """x / n for integer tensors, truncated toward zero, as TF's integer means (C's `/`)."""
+    if x.dtype.kind == "u":
+        return ops.floordiv(x, n)
+    return ops.sign(x) * ops.floordiv(ops.abs(x), n)
 
 
 @named

@@ -14,6 +14,7 @@ library computes in NCHW / OIHW: the transposes are added here (`_windowed`), in
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -22,7 +23,7 @@ from dualgrad import ops
 from dualgrad.ops.core import fmt_shape, located
 from dualgrad.ops.rules import norm_axis
 
-from .core import Tensor, _graph_of, convert_to_tensor
+from .core import Tensor, _graph_of, check_tf1_types, convert_to_tensor
 from . import rnn_cell
 from .init_ops import glorot_uniform_initializer, zeros_initializer
 from .select_ops import in_top_k, top_k
@@ -59,7 +60,20 @@ def leaky_relu(features, alpha=0.2):
 
 
 # NOTE: elu'(0) is 1 and relu6' is 0 at 0 and 6, as TF's EluGrad and Relu6Grad
-elu, relu6, selu, softsign = (named(f) for f in (ops.elu, ops.relu6, ops.selu, ops.softsign))
+relu6 = named(ops.relu6)
+
+
+def _floating_only(fn, what):
+    """`fn(features, ...)` that TF1 defines for floating features only."""
+    @functools.wraps(fn)
+    def typed(features, *args, **kw):
+        check_tf1_types(what, features)
+        return fn(features, *args, **kw)
+    return named(typed)
+
+
+elu, selu, softsign = (_floating_only(f, n) for f, n in ((ops.elu, "elu"), (ops.selu, "selu"),
+                                                        (ops.softsign, "softsign")))
 
 
 @named
@@ -70,6 +84,7 @@ def gelu(features, approximate=False):
 @named
 @old_names(dim="axis")
 def softmax(logits, axis=None):
+    check_tf1_types("softmax", logits)
     axis = -1 if axis is None else axis
     return ops.softmax(logits, axis=axis)
 
@@ -77,6 +92,7 @@ def softmax(logits, axis=None):
 @named
 @old_names(dim="axis")
 def log_softmax(logits, axis=None):
+    check_tf1_types("log_softmax", logits)
     axis = -1 if axis is None else axis
     return ops.log_softmax(logits, axis=axis)
 
@@ -109,6 +125,7 @@ def _probability_xent(name, labels, logits, axis, into_labels):
 def sparse_softmax_cross_entropy_with_logits(labels=None, logits=None):
     """Per-example loss from integer class `labels` of shape logits.shape[:-1]."""
     _need_both("sparse_softmax_cross_entropy_with_logits", labels, logits)
+    check_tf1_types("softmax", logits)
     return _cross_entropy(logits, labels)
 
 
@@ -234,6 +251,7 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True
     data_format='NCHW') and a filter (kh, kw, in_channels, out_channels) in either layout.
     padding 'SAME' pads as TF does (the odd extra row/column at the bottom/right)."""
     f = filters if filter is None else filter
+    check_tf1_types("conv2d", input, f)
     df = _layout(data_format, "conv2d")
     if f is None or padding is None:
         raise ValueError("conv2d: pass filter (HWIO) and padding ('SAME' or 'VALID')")
@@ -265,6 +283,7 @@ def depthwise_conv2d(input, filter=None, strides=None, padding=None, rate=None, 
     channel k * channel_multiplier + m. Layout, strides and padding as conv2d; `rate` /
     `dilations` other than 1 raise NotImplementedError."""
     f = filters if filter is None else filter
+    check_tf1_types("depthwise_conv2d", input, f)
     df = _layout(data_format or "NHWC", "depthwise_conv2d")
     for what, v in (("rate", rate), ("dilations", dilations)):
         if v is not None and any(int(d) != 1 for d in np.ravel(v)):
@@ -307,6 +326,7 @@ def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None,  
     list of ints), padding 'SAME' or 'VALID' as conv2d pads an input of output_shape."""
     x = input if value is None else value
     f = filters if filter is None else filter
+    check_tf1_types("conv2d_transpose", value, f)
     df = _layout(data_format, "conv2d_transpose")
     if x is None or f is None or output_shape is None:
         raise ValueError("conv2d_transpose: pass value, filter and output_shape")
@@ -393,7 +413,9 @@ def max_pool(value, ksize, strides=None, padding="VALID", data_format="NHWC",
     value = input if value is None else value
     df = _layout(data_format, "max_pool")
     k, s, pads = _pool_args(value, ksize, strides, padding, df, "max_pool")
-    return _windowed(value, df, k, s, pads, -np.inf,
+    dt = np.dtype(value.dtype)
+    low = -np.inf if dt.kind == "f" else np.iinfo(dt).min   # NOTE: padding never wins
+    return _windowed(value, df, k, s, pads, low,
                      lambda x, st, p: ops.max_pool2d(x, k[0], stride=st, padding=p))
 
 
@@ -403,6 +425,7 @@ def avg_pool(value, ksize, strides=None, padding="VALID", data_format="NHWC",
     """Mean over ksize windows, as tf.nn.avg_pool (NHWC by default); with padding 'SAME' a
     window at the border averages only its cells inside the input, as TF does."""
     value = input if value is None else value
+    check_tf1_types("avg_pool", value)
     df = _layout(data_format, "avg_pool")
     k, s, pads = _pool_args(value, ksize, strides, padding, df, "avg_pool")
 
@@ -468,6 +491,7 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, rate=None):
     keep_prob / rate is a float or a scalar tensor (a placeholder fed 1.0 at evaluation is
     the TF1 idiom). `noise_shape` (1 where the mask is shared) broadcasts one draw.
     """
+    check_tf1_types("dropout", x)
     if (rate is None) == (keep_prob is None):
         raise ValueError("dropout: pass exactly one of keep_prob (the second argument, as "
                          "in TF1) and rate=")

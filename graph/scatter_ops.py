@@ -20,7 +20,7 @@ import numpy as np
 
 from dualgrad.ops.core import fmt_shape, located
 
-from .core import Tensor, _graph_of, _lift, constant, graph_op
+from .core import Tensor, _graph_of, _lift, check_tf1_types, constant, graph_op
 from .errors import FailedPreconditionError, InvalidArgumentError, describe
 from .variables import Variable
 
@@ -84,6 +84,8 @@ def _scatter(how, ref, indices, updates, name):
                                       for a, b in zip(u.shape, want)):
             raise located(f"{how}: updates {fmt_shape(u.spec)} must have the shape "
                           f"indices.shape + ref.shape[1:] = {fmt_shape(want)}")
+    if how != "scatter_update":
+        check_tf1_types("scatter", u)
     g = _graph_of([ref, i, u])
     node = g.create_node(SCATTER, tuple(_lift(g, t, [ref]) for t in (i, u)),
                          {"var": ref.node.name, "how": how}, [ref.spec], name or how)

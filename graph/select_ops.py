@@ -29,9 +29,9 @@ from dualgrad.ops.core import Spec, fmt_shape, located
 from dualgrad.ops.rules import norm_axis
 
 from .array_ops import _node, range as range_, shape as shape_
-from .core import Tensor, constant, convert_to_tensor, graph_op
+from .core import Tensor, check_tf1_types, constant, convert_to_tensor, graph_op
 from .dtypes import as_dtype
-from .math_ops import named, reshape
+from .math_ops import named, reshape, trunc_div
 
 __all__ = ["unsorted_segment_sum", "segment_sum", "segment_mean", "sort", "argsort", "top_k", "in_top_k", "sequence_mask", "slice",
            "strided_slice", "boolean_mask", "where_indices", "gather_nd", "tensordot", "einsum",
@@ -52,6 +52,7 @@ def _direction(direction, what):
 def argsort(values, axis=-1, direction="ASCENDING", stable=False):
     """int32 indices that sort `values` along `axis` (equal values keep their order)."""
     desc = _direction(direction, "argsort")
+    check_tf1_types("sort", values)
     return ops.cast(ops.argsort(convert_to_tensor(values), axis=axis, descending=desc),
                     np.int32)
 
@@ -60,6 +61,7 @@ def argsort(values, axis=-1, direction="ASCENDING", stable=False):
 def sort(values, axis=-1, direction="ASCENDING"):
     """`values` sorted along `axis`; the gradient flows back to the sorted positions."""
     x = convert_to_tensor(values)
+    check_tf1_types("sort", x)
     idx = ops.argsort(x, axis=axis, descending=_direction(direction, "sort"))
     return ops.gather(x, idx, axis=axis)
 
@@ -67,6 +69,7 @@ def sort(values, axis=-1, direction="ASCENDING"):
 def top_k(input, k=1, sorted=True, name=None):  # noqa: A002 - TF's names
     """(values, indices) of the k largest entries along the last axis, largest first; equal
     values are ordered by index, lower first (TF's rule). indices are int32."""
+    check_tf1_types("top_k", input)
     return _top_k(input, k, name=name)
 
 
@@ -96,6 +99,7 @@ def in_top_k(predictions, targets, k):
     non-finite prediction, or a target out of range, gives False."""
     p = convert_to_tensor(predictions)
     t = convert_to_tensor(targets)
+    check_tf1_types("in_top_k", p)
     if p.ndim != 2 or t.ndim != 1:
         raise located(f"in_top_k: predictions must be 2-d and targets 1-d, got "
                       f"{fmt_shape(p.spec)} and {fmt_shape(t.spec)}")
@@ -371,7 +375,9 @@ def einsum(equation, *inputs, name=None, **kwargs):
         raise TypeError(f"einsum: unexpected arguments {sorted(kwargs)}")
     if len(inputs) == 1 and isinstance(inputs[0], (list, tuple)):
         inputs = tuple(inputs[0])
-    return _einsum(*[convert_to_tensor(x) for x in inputs], equation=equation, name=name)
+    inputs = [convert_to_tensor(x) for x in inputs]
+    check_tf1_types("einsum", *inputs)
+    return _einsum(*inputs, equation=equation, name=name)
 
 
 _einsum = named(ops.einsum)
@@ -399,6 +405,7 @@ SEGMENT_IDS = graph_op("segment_ids", _segment_ids_kernel)
 
 def _segment_sum(what, data, segment_ids, num_segments, sorted_ids):
     x, ids = convert_to_tensor(data), convert_to_tensor(segment_ids)
+    check_tf1_types("segment_sum", x)
     if ids.dtype.kind not in "iu" or ids.ndim != 1 or x.ndim in (None, 0):
         raise located(f"{what}: segment_ids must be a 1-d integer tensor and data at least "
                       f"1-d, got {ids.dtype} {fmt_shape(ids.spec)} and {fmt_shape(x.spec)}")
@@ -447,4 +454,5 @@ def segment_mean(data, segment_ids):
     ones = ops.ones_like(ops.slice_(x, index=(builtins.slice(None),) + (0,) * (x.ndim - 1)))
     count = _segment_sum("segment_mean", ones, segment_ids, None, True)
     count = ops.reshape(count, (-1,) + (1,) * (x.ndim - 1))
-    return total / ops.maximum(count, 1.0)
+    count = ops.maximum(count, 1)
+    return total / count if x.dtype.kind == "f" else trunc_div(total, count)

@@ -23,8 +23,8 @@ import numpy as np
 from dualgrad import ops
 from dualgrad.ops.core import ShapeError, Spec, fmt_shape, where_str
 
-from .core import (NON_GLOBAL, GraphKeys, Tensor, _graph_of, _lift, get_default_graph,
-                   graph_op, constant, _at_user_line)
+from .core import (NON_GLOBAL, GraphKeys, Tensor, _graph_of, _lift, check_tf1_types,
+                   get_default_graph, graph_op, constant, _at_user_line)
 from .dtypes import as_dtype
 from .errors import FailedPreconditionError, InvalidArgumentError
 
@@ -224,10 +224,12 @@ def assign(ref, value, name=None):
 
 
 def assign_add(ref, delta, name=None):
+    check_tf1_types("assign_add", ref)
     return _assign_node(ASSIGN_ADD, ref, delta, name)
 
 
 def assign_sub(ref, delta, name=None):
+    check_tf1_types("assign_add", ref)
     return _assign_node(ASSIGN_SUB, ref, delta, name)
 
 

@@ -57,7 +57,7 @@ def hardtanh(x, min_val=-1.0, max_val=1.0):
 @composite(samples=(Sample(((3, 4),), domain=(-8, 8)),),
            ref=lambda np, x: np.clip(x, 0, 6))
 def relu6(x):
-    return hardtanh(x, 0.0, 6.0)
+    return hardtanh(x, 0, 6)   # NOTE: int bounds: an integer x stays integer
 
 
 @composite(samples=(Sample(((3, 4),), domain=(-5, 5)),),

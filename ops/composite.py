@@ -86,8 +86,20 @@ def mean(x, axis=None, keepdims=False):
 @composite(samples=(Sample(((3, 4),), {"axis": 1}),),
            ref=lambda np, x, axis=None, keepdims=False: np.min(x, axis=axis, keepdims=keepdims))
 def min(x, axis=None, keepdims=False):  # noqa: A001 - torch's name
-    """Minimum over `axis`, as -max(-x)."""
-    return -max_(-x, axis=axis, keepdims=keepdims)
+    """Minimum over `axis`, as the max of x in reverse order."""
+    return _reverse_order(max_(_reverse_order(x), axis=axis, keepdims=keepdims))
+
+
+def _reverse_order(x):
+    """An order-reversing involution of x's dtype: -x for floats; for integers one that cannot
+    overflow (-(-128) is -128 in int8, and -x of a uint8 wraps): -1 - x, or max - x for
+    unsigned; logical_not for bools."""
+    kind = spec_of(x).dtype.kind
+    if kind == "b":
+        return logical_not(x)
+    if kind == "u":
+        return np.iinfo(spec_of(x).dtype).max - x
+    return -1 - x if kind == "i" else -x
 
 
 @composite(samples=(Sample(((3, 4),), {"axis": 1}), Sample(((3, 4),), {"axis": None,
@@ -156,9 +168,9 @@ def log_softmax(x, axis=-1):
            ref=lambda np, x, axis=None, keepdims=False: np.argmin(x, axis=axis,
                                                                   keepdims=keepdims))
 def argmin(x, axis=-1, keepdims=False):
-    """Index of the minimum along `axis`, as argmax(-x)."""
+    """Index of the minimum along `axis`, as the argmax of x in reverse order."""
     from .reduce import argmax
-    return argmax(-x, axis=axis, keepdims=keepdims)
+    return argmax(_reverse_order(x), axis=axis, keepdims=keepdims)
 
 
 @composite(samples=(Sample(((3, 4),)), Sample(((3, 4),), {"axis": 1, "keepdims": True}),
@@ -644,7 +656,7 @@ def _band(x, k, lower, name):
         raise located(f"{name}: needs at least 2 dims with the last two known, got "
                        f"{fmt_shape(shape)}")
     keep = (np.tril if lower else np.triu)(np.ones(shape[-2:], dtype=bool), k)
-    return where(keep, x, 0.0)
+    return where(keep, x, False if spec_of(x).dtype.kind == "b" else 0)   # NOTE: x's dtype
 
 
 @composite(samples=(Sample(((4, 4),)), Sample(((2, 3, 5),), {"diagonal": 1}),

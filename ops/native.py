@@ -96,6 +96,9 @@ def _scatter_add(cols, idx, img):
 def unfold(x, kernel, stride, padding, dilation, ho, wo):
     """(N, C, H, W) -> (N, C*kh*kw, Ho*Wo), rows in (c, i, j) order; stride, padding and
     dilation are (height, width) pairs."""
+    if x.dtype == np.float16:   # NOTE: numba has no float16: moved as float32, exactly
+        return unfold(x.astype(np.float32), kernel, stride, padding, dilation, ho,
+                      wo).astype(np.float16)
     kh, kw = kernel
     x = np.ascontiguousarray(x)
     n, c, h, w = x.shape
@@ -110,6 +113,9 @@ def unfold(x, kernel, stride, padding, dilation, ho, wo):
 
 def fold(cols, shape, kernel, stride, padding, dilation, ho, wo):
     """Scatter-add (N, C*kh*kw, Ho*Wo) columns into a zero image of `shape`."""
+    if cols.dtype == np.float16:   # NOTE: numba has no float16: summed in float32
+        return fold(cols.astype(np.float32), shape, kernel, stride, padding, dilation, ho,
+                    wo).astype(np.float16)
     kh, kw = kernel
     n, c, h, w = shape
     cols = np.ascontiguousarray(cols).reshape(n, c * kh * kw, ho * wo)
@@ -470,7 +476,7 @@ def max_pool_grad(x, g, geometry):
     """Zeros shaped like x with each g added at its window's first maximum."""
     xf, idx = _pool_input(x, geometry)
     dx = np.zeros(xf.shape, np.promote_types(g.dtype, np.float32))
-    _max_pool_grad(xf, idx, np.ascontiguousarray(g).reshape(xf.shape[0], -1), dx)
+    _max_pool_grad(xf, idx, np.ascontiguousarray(g, dx.dtype).reshape(xf.shape[0], -1), dx)
     return dx.reshape(x.shape).astype(g.dtype, copy=False)
 
 

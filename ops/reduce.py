@@ -47,7 +47,17 @@ def _sum_kernel(x, axis=None, keepdims=False):
     a = _short_inner_axis(x, axis)
     if a is not None:
         return _unrolled(np.add, x, a, keepdims)
-    return np.add.reduce(x, axis=axis, keepdims=keepdims)
+    return np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=_sum_dtype(np.asarray(x).dtype))
+
+
+def _sum_dtype(dt):
+    """A sum keeps its input's dtype (TF's rule; eager casts first to torch's int64,
+    eager.functions.accumulating); a sum of bools counts them in int64."""
+    return np.dtype(np.int64) if dt.kind == "b" else dt
+
+
+def _sum_infer(x, axis=None, keepdims=False, **_):
+    return _reduce_infer("sum", _sum_dtype(x.dtype))(x, axis=axis, keepdims=keepdims)
 
 
 def _short_inner_axis(x, axis):
@@ -100,7 +110,7 @@ _RED_SAMPLES = (
     Sample(((2, 3),), {"axis": 2}, match=r"axis 2 is out of range for 2-d input of \(2, 3\)"),
 )
 
-SUM = register("sum", _reduce_infer("sum"), _sum_kernel, _sum_vjp, reduce="sum",
+SUM = register("sum", _sum_infer, _sum_kernel, _sum_vjp, reduce="sum",
                samples=_RED_SAMPLES,
                ref=lambda np, x, axis=None, keepdims=False: np.sum(x, axis=axis,
                                                                     keepdims=keepdims))

@@ -1,5 +1,7 @@
 """Ops whose result is floating (exp, sqrt, sigmoid, …: `ops.FLOATING`) give float32 for
-integer and bool inputs in every engine, as PyTorch does; generated from the registry."""
+integer and bool inputs in eager, compile() and the graphs compile() records, as PyTorch
+does; a TF1 graph refuses them at build time, as tf.compat.v1 does. Generated from the
+registry."""
 from __future__ import annotations
 
 import warnings
@@ -31,6 +33,11 @@ def engines(name, x):
     g = graph.Graph()
     with g.as_default():
         p = graph.placeholder(x.dtype, x.shape)
+        with pytest.raises(TypeError, match=f"{name}: TF1 defines this op for float16, "
+                                            f"float32, float64, not {x.dtype}"):
+            fn(p)   # NOTE: a TF1 graph takes TF1's types (tf.exp of an int32 tensor raises)
+    g.promote_dtypes = True     # NOTE: a graph compile() records: PyTorch's rule
+    with g.as_default():
         y, y2 = fn(p), fn(p) * 2.0
     assert y.dtype == np.float32, f"{name}({x.dtype}) builds a {y.dtype} node"
     for opt in (False, True):
