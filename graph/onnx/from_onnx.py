@@ -349,8 +349,11 @@ def _opset(onnx, model, where):
     versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
     opset = max(versions, default=None)
     newest = onnx.defs.onnx_opset_version()
+    if opset is None and model.graph.node and model.opset_import:
+        # NOTE: only other domains: the first node is refused by name in check_structure
+        return max(o.version for o in model.opset_import)
     if opset is None or not 1 <= opset <= newest:
-        raise OnnxError(f"graph.onnx.load: {where}: opset {opset}; dualgrad reads opsets 1 "
+        raise OnnxError(f"graph.onnx.load: {where}: (opset {opset}): dualgrad reads opsets 1 "
                         f"to {newest} of the default domain")
     return opset
 
