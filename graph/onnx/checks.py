@@ -33,7 +33,8 @@ def check_structure(r, gp):
 
 
 def inferred_types(onnx, model):
-    """{value name: ONNX element type} from onnx's own type inference ({} if it fails)."""
+    """{value name: (ONNX element type, shape with None for unknown dims)} from onnx's own
+    type inference ({} if it fails)."""
     try:
         m = onnx.shape_inference.infer_shapes(model, strict_mode=False)
     except Exception:                            # noqa: BLE001 -- inference is a courtesy
@@ -42,5 +43,8 @@ def inferred_types(onnx, model):
     for vi in list(m.graph.value_info) + list(m.graph.output):
         t = vi.type
         if t.HasField("tensor_type") and t.tensor_type.elem_type:
-            out[vi.name] = t.tensor_type.elem_type
+            tt = t.tensor_type
+            shape = None if not tt.HasField("shape") else [
+                d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+            out[vi.name] = (tt.elem_type, shape)
     return out

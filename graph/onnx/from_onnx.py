@@ -16,7 +16,8 @@ that value as a constant.
 
 The file is untrusted: the graph's structure is checked before any rule runs (every input
 defined before use, no cycle, every output produced, tensor types only), no constant larger
-than `max_constant_bytes` is computed while reading, and everything refused is an
+than `max_constant_bytes` in all is computed while reading (initializers are the file's
+own data: their dims must match it), and everything refused is an
 `OnnxError` naming the operator, the model's opset, the node, its input dtypes and why.
 """
 from __future__ import annotations
@@ -148,6 +149,7 @@ class Reader:
         self.fed = values            # value inputs' values: {name: array}
         self.inputs = {}
         self.limit = limit
+        self.folded = 0
         self.node = None
 
     def describe(self, node):
@@ -191,19 +193,25 @@ class Reader:
         """A list of ints known while reading (None for a dynamic dim)."""
         return dims(self.known(v, what, node))
 
-    def check_size(self, shape, dtype, node=None):
-        """Refuse a constant over the limit before it is allocated."""
+    def check_size(self, shape, dtype, node=None, total=False):
+        """Refuse a value over the limit before it is allocated; `total`: count it in the
+        sum of everything computed while reading, which the limit also bounds."""
         n = 1
+        node = node or self.node
         for d in shape:
             if d < 0:
-                self.fail(node or self.node, f"negative dim in shape {list(shape)}")
+                self._refuse(node, f"negative dim in shape {list(shape)}")
             n *= int(d)
         size = n * np.dtype(dtype).itemsize
-        if size > self.limit:
-            self.fail(node or self.node, f"a constant of shape {list(shape)} "
-                      f"{np.dtype(dtype).name} ({size} bytes) is over the limit of "
-                      f"{self.limit} bytes for values computed while reading "
-                      f"(load(..., max_constant_bytes=))")
+        if total:
+            self.folded += size
+        if size > self.limit or self.folded > self.limit:
+            what = "" if size > self.limit else \
+                f" (with the values computed before it: {self.folded} bytes)"
+            self._refuse(node, f"a constant of shape {list(shape)} "
+                         f"{np.dtype(dtype).name} ({size} bytes){what} is over the limit of "
+                         f"{self.limit} bytes for values computed while reading "
+                         f"(load(..., max_constant_bytes=))")
 
     def attrs(self, node):
         h, A = self.onnx.helper, self.onnx.AttributeProto
@@ -236,8 +244,6 @@ class Reader:
                                f"with onnx.load(path) first")
         if any(d < 0 for d in t.dims):
             self._refuse(node, f"{where} has a negative dim {list(t.dims)}")
-        if node is not None:
-            self.check_size(t.dims, dt, node)
         try:
             a = self.onnx.numpy_helper.to_array(t)
         except Exception as e:                  # noqa: BLE001 -- protobuf contents vary
@@ -313,10 +319,24 @@ def _safe(name):
     return name.replace(":", "_") or "input"
 
 
+def _check_folded_sizes(r, node):
+    """A node whose inputs are all known is computed while reading: refuse it before it runs
+    when ONNX's shape inference says an output is over the limit (a chain of Concats
+    doubling a constant is a few hundred bytes of file)."""
+    for name in node.output:
+        code, shape = r.inferred.get(name, (None, None))
+        if shape and None not in shape and code is not None:
+            dt = _np_dtype(r.onnx, code)
+            if dt is not None and dt != object:
+                r.check_size(shape, dt, node, total=True)
+
+
 def _run_node(r, node, rule):
     from .opsets import outputs_of
     ins = [r.values[i] if i else None for i in node.input]
     r.node = node
+    if all(v is None or static(v) for v in ins):
+        _check_folded_sizes(r, node)
     try:
         outs = rule(r, node, ins, r.attrs(node))
     except (NeedsValue, OnnxError):
