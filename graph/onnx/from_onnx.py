@@ -30,19 +30,14 @@ import numpy as np
 from dualgrad import ops
 
 from ..core import Graph, Tensor, constant, placeholder
+from .checks import check_structure, inferred_types
+from .opsets import outputs_of, rule_for
 from .to_onnx import OnnxError, _helper
+from .values import NeedsValue, dims, partial, static
 
 MAX_CONSTANT_BYTES = 1 << 28      # 256 MiB: the largest constant computed while reading
 DTYPES = ("bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8")
 _READINGS = 8                     # readings kept per model with value inputs
-
-
-class NeedsValue(Exception):
-    """A rule needs the value of graph input `name` while reading (internal)."""
-
-    def __init__(self, name):
-        super().__init__(name)
-        self.name = name
 
 
 class OnnxGraph:
@@ -116,20 +111,6 @@ def _check_value_feed(p, name, v):
         raise OnnxError(f"graph.onnx: input {name!r} takes {p.dtype} of shape {want}, "
                         f"got {v.dtype} of shape {v.shape}")
     return v
-
-
-# -- values known while reading ---------------------------------------------------------------
-def static(v):
-    return isinstance(v, np.ndarray)
-
-
-def partial(v):
-    return static(v) and v.dtype == object
-
-
-def dims(v):
-    """A static shape vector as a list with None for unknown dims."""
-    return [None if d is None else int(d) for d in np.asarray(v).reshape(-1).tolist()]
 
 
 def _dtype_name(v):
@@ -332,7 +313,6 @@ def _check_folded_sizes(r, node):
 
 
 def _run_node(r, node, rule):
-    from .opsets import outputs_of
     ins = [r.values[i] if i else None for i in node.input]
     r.node = node
     if all(v is None or static(v) for v in ins):
@@ -351,8 +331,6 @@ def _run_node(r, node, rule):
 
 
 def _read(r, value_inputs=()):
-    from .checks import check_structure, inferred_types
-    from .opsets import rule_for
     gp = r.model.graph
     check_structure(r, gp)
     _read_inputs(r, gp)

@@ -10,7 +10,7 @@ import numpy as np
 
 from dualgrad import ops
 
-from .from_onnx import partial, static
+from .values import partial, static
 
 F32 = np.float32
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from dualgrad import ops
 
-from .from_onnx import partial, static
+from .values import partial, static
 from .rules_math import arg, axes_attr, axes_input, scalar
 
 BIG = 2 ** 62     # Slice bounds at or past this mean "to the end"
