@@ -252,6 +252,12 @@ REDUCERS = {
 }
 
 
+# NOTE: no axes with noop_with_empty_axes: the elementwise part runs, nothing is reduced (as
+# onnx's reference implementation and onnxruntime compute it)
+NOOP = {"ReduceL1": ops.abs, "ReduceL2": ops.abs, "ReduceSumSquare": lambda x: x * x,
+        "ReduceLogSum": ops.log}
+
+
 def reduce(op_type, axes_of):
     fn = REDUCERS[op_type]
 
@@ -260,7 +266,7 @@ def reduce(op_type, axes_of):
         axes = axes_of(r, node, ins, at)
         if not axes:
             if at.get("noop_with_empty_axes", 0):
-                return [x]
+                return [NOOP.get(op_type, lambda v: v)(x)]
             axes = None
         keep = bool(at.get("keepdims", 1))
         if 0 in x.shape and op_type in ("ReduceMax", "ReduceMin", "ReduceLogSumExp"):

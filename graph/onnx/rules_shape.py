@@ -209,7 +209,7 @@ def _expand(r, node, ins, at):
     if static(x):
         r.check_size(target, x.dtype)
         return [np.broadcast_to(x, target).copy()]
-    return [ops.broadcast_to(x, target)]
+    return [ops.broadcast_to(x, shape=tuple(target))]
 
 
 def _tile(r, node, ins, at):
