@@ -194,15 +194,68 @@ def _instance_norm(r, node, ins, at):
     return [y * _channels(x, scale) + _channels(x, b)]
 
 
-def _layer_norm(r, node, ins, at):
-    if any(o for o in node.output[1:]):
-        r.fail(node, "only the normalised output (not Mean / InvStdDev) is supported")
-    x = arg(r, ins[0])
-    nd = len(x.shape)
-    axis = at.get("axis", -1) % nd
-    w = arg(r, ins[1])
-    b = arg(r, ins[2]) if len(ins) > 2 and ins[2] is not None else None
-    return [ops.layer_norm(x, w, b, eps=at.get("epsilon", 1e-5), normalized_ndim=nd - axis)]
+def _normalize(rms):
+    """LayerNormalization (Y, Mean, InvStdDev) and RMSNormalization (Y) over the dims from
+    `axis` on, computed in `stash_type` and cast back before the scale and bias."""
+    def rule(r, node, ins, at):
+        x = arg(r, ins[0])
+        nd = len(x.shape)
+        axes = tuple(range(at.get("axis", -1) % nd, nd))
+        dt = np.dtype(x.dtype)
+        work = r.dtype(at.get("stash_type", 1), node, "attribute 'stash_type'")
+        xw = ops.cast(x, work.name) if work != dt else x
+        eps = scalar(xw, at.get("epsilon", 1e-5))
+        if rms:
+            inv = scalar(xw, 1) / ops.sqrt(ops.mean(xw * xw, axis=axes, keepdims=True) + eps)
+            y, mu = xw * inv, None
+        else:
+            mu = ops.mean(xw, axis=axes, keepdims=True)
+            d = xw - mu
+            inv = scalar(xw, 1) / ops.sqrt(ops.mean(d * d, axis=axes, keepdims=True) + eps)
+            y = d * inv
+        y = (ops.cast(y, dt.name) if work != dt else y) * arg(r, ins[1])
+        if len(ins) > 2 and ins[2] is not None:
+            y = y + arg(r, ins[2])
+        return [y] if rms else [y, mu, inv]
+    return rule
+
+
+# -- losses ---------------------------------------------------------------------------------
+def _nll_of(r, node, logp, target, weight, at):
+    """-logp[n, target[n], ...] weighted, with ignore_index, reduced as `reduction` says."""
+    t = ops.cast(target, "int64") if np.dtype(target.dtype) != np.int64 else target
+    w = None if weight is None else arg(r, weight)
+    mask = None
+    if "ignore_index" in at:
+        mask = ops.ne(t, scalar(t, at["ignore_index"]))
+        t = ops.where(mask, t, scalar(t, 0))
+    picked = ops.squeeze(ops.gather(logp, ops.expand_dims(t, axis=1), axis=1), axis=1)
+    wt = ops.take(w, t, axis=0) if w is not None else None
+    if mask is not None:
+        m = ops.cast(mask, np.dtype(logp.dtype).name)
+        wt = m if wt is None else wt * m
+    loss = -picked if wt is None else -(picked * wt)
+    how = at.get("reduction", "mean")
+    if how == "none":
+        return loss
+    if how == "sum":
+        return ops.sum(loss, axis=None)
+    if how != "mean":
+        r.fail(node, f"reduction={how!r}")
+    if wt is None:
+        return ops.mean(loss, axis=None)
+    return ops.sum(loss, axis=None) / ops.sum(wt, axis=None)
+
+
+def _nll(r, node, ins, at):
+    w = ins[2] if len(ins) > 2 else None
+    return [_nll_of(r, node, arg(r, ins[0]), arg(r, ins[1]), w, at)]
+
+
+def _softmax_ce(r, node, ins, at):
+    logp = ops.log_softmax(arg(r, ins[0]), axis=1)
+    w = ins[2] if len(ins) > 2 else None
+    return [_nll_of(r, node, logp, arg(r, ins[1]), w, at), logp]
 
 
 def _lp_norm(r, node, ins, at):
@@ -290,7 +343,8 @@ TABLE = {
     "Conv": {1: _conv}, "MaxPool": {1: _pool("max")}, "AveragePool": {1: _pool("avg")},
     "GlobalAveragePool": {1: _global(ops.mean)}, "GlobalMaxPool": {1: _global(ops.max)},
     "BatchNormalization": {1: _batch_norm}, "InstanceNormalization": {1: _instance_norm},
-    "LayerNormalization": {17: _layer_norm}, "LpNormalization": {1: _lp_norm},
+    "LayerNormalization": {17: _normalize(False)}, "RMSNormalization": {23: _normalize(True)},
+    "NegativeLogLikelihoodLoss": {12: _nll}, "SoftmaxCrossEntropyLoss": {12: _softmax_ce}, "LpNormalization": {1: _lp_norm},
     "MeanVarianceNormalization": {9: _mvn}, "LRN": {1: _lrn},
     "Dropout": {1: _dropout_1, 12: _dropout_12},
     "TopK": {1: _topk_1, 10: _topk_10},
