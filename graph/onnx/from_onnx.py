@@ -48,8 +48,9 @@ class OnnxGraph:
     run time): `run` reads the model again for each new value of them; `.graph` and
     `.outputs` are then those of the latest reading."""
 
-    def __init__(self, source, g, inputs, outputs, output_names, value_inputs=()):
-        self._source = source
+    def __init__(self, source, g, inputs, outputs, output_names, value_inputs=(),
+                 optimize=True):
+        self._source, self.optimize = source, optimize
         self.graph, self.inputs, self.outputs = g, inputs, outputs
         self.output_names = output_names
         self.value_inputs = tuple(value_inputs)
@@ -64,7 +65,7 @@ class OnnxGraph:
     def session(self):
         if self._session is None:
             from ..session import Session
-            self._session = Session(self.graph, optimize=True)
+            self._session = Session(self.graph, optimize=self.optimize)
         return self._session
 
     def run(self, feeds):
@@ -86,21 +87,23 @@ class OnnxGraph:
 
     def _reading(self, feeds):
         values = self._values(feeds)
-        key = tuple((k, v.dtype.str, v.shape, v.tobytes()) for k, v in values.items())
-        while key not in self._readings:
+        while _key(values) not in self._readings:
             try:
-                og = _load(self._source, values)
+                og = _load(self._source, values, optimize=self.optimize)
             except NeedsValue as e:    # NOTE: one more input turns out to shape the graph
                 self.value_inputs += (e.name,)
                 values = self._values(feeds)
-                key = tuple((k, v.dtype.str, v.shape, v.tobytes()) for k, v in values.items())
                 continue
-            self._readings[key] = og
+            self._readings[_key(values)] = og
             if len(self._readings) > _READINGS:
                 self._readings.popitem(last=False)
-        og = self._readings[key]
-        self.graph, self.outputs = og.graph, og.outputs
+        og = self._readings[_key(values)]
+        self.graph, self.outputs, self._session = og.graph, og.outputs, og.session
         return og
+
+
+def _key(values):
+    return tuple((k, v.dtype.str, v.shape, v.tobytes()) for k, v in values.items())
 
 
 def _check_value_feed(p, name, v):
@@ -330,7 +333,7 @@ def _run_node(r, node, rule):
             r.values[name] = _settled(v)
 
 
-def _read(r, value_inputs=()):
+def _read(r, value_inputs=(), optimize=True):
     gp = r.model.graph
     check_structure(r, gp)
     _read_inputs(r, gp)
@@ -340,7 +343,8 @@ def _read(r, value_inputs=()):
         _run_node(r, node, rule)
     outputs = [r.tensor(r.values[o.name]) for o in gp.output]
     inputs = {k: p for k, p in r.inputs.items()}
-    return OnnxGraph(None, r.g, inputs, outputs, [o.name for o in gp.output], value_inputs)
+    return OnnxGraph(None, r.g, inputs, outputs, [o.name for o in gp.output], value_inputs,
+                     optimize)
 
 
 def _opset(onnx, model, where):
@@ -356,21 +360,24 @@ def _opset(onnx, model, where):
     return opset
 
 
-def _load(source, fed, keep=None):
+def _load(source, fed, keep=None, optimize=True):
     onnx, model, where, limit = source
     opset = _opset(onnx, model, where)
     r = Reader(onnx, model, where, opset, fed, limit)
     with r.g.as_default():
-        og = _read(r, tuple(fed))
+        og = _read(r, tuple(fed), optimize)
     og._source = keep
     return og
 
 
-def load(path_or_model, max_constant_bytes=MAX_CONSTANT_BYTES) -> OnnxGraph:
+def load(path_or_model, max_constant_bytes=MAX_CONSTANT_BYTES, optimize=True) -> OnnxGraph:
     """Read an ONNX file (or a loaded ModelProto) as a dualgrad graph; see OnnxGraph.
 
-    No value larger than `max_constant_bytes` is computed while reading (an `OnnxError`
-    names the node, the shape and the limit instead)."""
+    Each node is read with the meaning of the model's opset. Values computed while reading
+    may not exceed `max_constant_bytes`, each and in all (an `OnnxError` names the node, the
+    shape and the limit instead); what the reader refuses is an `OnnxError` naming the
+    operator, the opset, the node and its input dtypes. `optimize=False` runs the graph
+    with `graph.Session(optimize=False)` (no folding or fused kernels)."""
     onnx = _helper()
     if isinstance(path_or_model, (str, os.PathLike)):
         where = os.fspath(path_or_model)
@@ -383,16 +390,16 @@ def load(path_or_model, max_constant_bytes=MAX_CONSTANT_BYTES) -> OnnxGraph:
         model, where = path_or_model, "<model>"
     source = (onnx, model, where, int(max_constant_bytes))
     try:
-        return _load(source, {}, source)
+        return _load(source, {}, source, optimize)
     except NeedsValue as e:
-        return _pending_graph(source, (e.name,))
+        return _pending_graph(source, (e.name,), optimize)
 
 
-def _pending_graph(source, value_inputs):
+def _pending_graph(source, value_inputs, optimize):
     """A model with value inputs before any value is known: its inputs; run() reads it."""
     onnx, model, where, limit = source
     r = Reader(onnx, model, where, _opset(onnx, model, where), {}, limit)
     with r.g.as_default():
         _read_inputs(r, model.graph)
     return OnnxGraph(source, r.g, dict(r.inputs), None, [o.name for o in model.graph.output],
-                     value_inputs)
+                     value_inputs, optimize)

@@ -13,6 +13,7 @@ Each case ends in one of four classes:
     python tests/graph/onnx_node_cases.py            # the summary
     python tests/graph/onnx_node_cases.py --verbose  # one line per case not passing
     python tests/graph/onnx_node_cases.py --write-docs   # the table in docs/export.md
+    python tests/graph/onnx_node_cases.py --unoptimized  # with graph.Session(optimize=False)
 """
 from __future__ import annotations
 
@@ -71,13 +72,13 @@ def feeds(case, inputs):
     return out
 
 
-def classify(case):
-    """(kind, detail) for one test case."""
+def classify(case, optimize=True):
+    """(kind, detail) for one test case, run with graph.Session(optimize=optimize)."""
     from dualgrad import graph
     OnnxError = graph.onnx.OnnxError
     rtol, atol = max(case.rtol, 1e-4), max(case.atol, 1e-4)
     try:
-        og = graph.onnx.load(case.model)
+        og = graph.onnx.load(case.model, optimize=optimize)
         for inputs, outputs in case.data_sets:
             with warnings.catch_warnings(), np.errstate(all="ignore"):
                 warnings.simplefilter("ignore")
@@ -100,7 +101,7 @@ def op_of(case):
     return nodes[0].op_type if len(nodes) == 1 else "(expanded)"
 
 
-def run_all(selected=None):
+def run_all(selected=None, optimize=True):
     """{case name: (kind, detail, op)} over every case (or the names in `selected`)."""
     out = {}
     trace = os.environ.get("ONNX_CASES_TRACE")
@@ -108,7 +109,7 @@ def run_all(selected=None):
         if selected is None or c.name in selected:
             if trace:
                 print(c.name, file=sys.stderr, flush=True)
-            kind, detail = classify(c)
+            kind, detail = classify(c, optimize)
             out[c.name] = (kind, detail, op_of(c))
     return out
 
@@ -123,8 +124,7 @@ def refusal_reasons(results, top=15):
     reasons = collections.Counter()
     for kind, detail, op in results.values():
         if kind == "refused":
-            reasons[re.sub(r"^graph\.onnx\.load: [^:]*: ", "", detail).split(":")[0]
-                    if False else _reason(detail)] += 1
+            reasons[_reason(detail)] += 1
     return reasons.most_common(top)
 
 
@@ -152,7 +152,7 @@ def write_docs(results):
 
 
 def main(argv):
-    results = run_all()
+    results = run_all(optimize="--unoptimized" not in argv)
     print(summary(results))
     if "--verbose" in argv:
         for name, (kind, detail, op) in sorted(results.items()):
