@@ -72,16 +72,23 @@ def _div(r, node, ins, at):
     return [ops.div(a, b)]
 
 
-def _mod(r, node, ins, at):
-    a, b = arg(r, ins[0]), arg(r, ins[1])
+def _mod(floats_floor):
+    """Mod: fmod=0 rounds the quotient down (Python's %), which versions before 28 allow
+    for integers only; fmod=1 truncates it (C's fmod)."""
+    def rule(r, node, ins, at):
+        return [_mod_of(r, node, arg(r, ins[0]), arg(r, ins[1]), at, floats_floor)]
+    return rule
+
+
+def _mod_of(r, node, a, b, at, floats_floor):
     m = ops.floormod(a, b)
     if not at.get("fmod", 0):
-        if np.dtype(a.dtype).kind == "f":
-            r.fail(node, "Mod with fmod=0 on floating inputs is invalid in ONNX")
-        return [m]
+        if np.dtype(a.dtype).kind == "f" and not floats_floor:
+            r.fail(node, "Mod with fmod=0 on floating inputs is invalid before version 28")
+        return m
     zero = scalar(m, 0)
     other = ops.logical_and(ops.ne(m, zero), ops.ne(ops.lt(m, zero), ops.lt(a, zero)))
-    return [ops.where(other, m - b, m)]
+    return ops.where(other, m - b, m)
 
 
 def _pow(r, node, ins, at):
@@ -329,7 +336,7 @@ _DIRECT = ("Neg", "Abs", "Exp", "Log", "Sqrt", "Tanh", "Sigmoid", "Sin", "Cos", 
 TABLE = {
     **{k: {1: _direct(k)} for k in _DIRECT},
     "Add": {1: _arith("add")}, "Sub": {1: _arith("sub")}, "Mul": {1: _arith("mul")},
-    "Div": {1: _div}, "Mod": {10: _mod}, "Pow": {1: _pow},
+    "Div": {1: _div}, "Mod": {10: _mod(False), 28: _mod(True)}, "Pow": {1: _pow},
     "Max": {1: _variadic(ops.maximum)}, "Min": {1: _variadic(ops.minimum)},
     "Sum": {1: _variadic(ops.add)}, "Mean": {1: _variadic(ops.add, mean=True)},
     **{k: {1: unary(fn)} for k, fn in UNARY.items()},

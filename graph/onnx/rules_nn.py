@@ -147,22 +147,37 @@ def _pool(kind):
             kernel, strides, dil, pads = [1] + kernel, [1] + strides, [1] + dil, \
                 [0, pads[0], 0, pads[1]]
         ceil = bool(at.get("ceil_mode", 0))
-        sym = pads[:2] == pads[2:]
-        if kind == "max":
-            if not sym:
-                r.fail(node, f"asymmetric pads {pads}")
+        if kind == "avg" and any(d != 1 for d in dil):
+            r.fail(node, f"dilations {dil} in AveragePool")
+        wide = any(2 * p > (k - 1) * d + 1 for p, k, d in zip(pads, kernel + kernel, dil + dil))
+        if pads[:2] != pads[2:] or wide:
+            if ceil:
+                r.fail(node, f"ceil_mode with pads {pads} (asymmetric, or over half the window)")
+            y = _pool_padded(x, kind, kernel, strides, dil, pads,
+                             bool(at.get("count_include_pad", 0)))
+        elif kind == "max":
             y = ops.max_pool2d(x, tuple(kernel), tuple(strides), padding=tuple(pads[:2]),
                                dilation=tuple(dil), ceil_mode=ceil)
         else:
-            if any(d != 1 for d in dil):
-                r.fail(node, f"dilations {dil} in AveragePool")
-            if not sym:
-                r.fail(node, f"asymmetric pads {pads}")
             y = ops.avg_pool2d(x, tuple(kernel), tuple(strides), padding=tuple(pads[:2]),
                                ceil_mode=ceil,
                                count_include_pad=bool(at.get("count_include_pad", 0)))
         return [ops.squeeze(y, axis=2) if nd == 1 else y]
     return rule
+
+
+def _pool_padded(x, kind, kernel, strides, dil, pads, count_pad):
+    """A pool over explicitly padded input: -inf pads for max, zero pads for mean (divided by
+    the count of real cells unless count_include_pad)."""
+    pw = ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3]))
+    if kind == "max":
+        xp = ops.pad(x, pw, value=scalar(x, -np.inf))
+        return ops.max_pool2d(xp, tuple(kernel), tuple(strides), dilation=tuple(dil))
+    y = ops.avg_pool2d(ops.pad(x, pw), tuple(kernel), tuple(strides))
+    if count_pad:
+        return y
+    ones = ops.pad(ops.ones_like(x), pw)
+    return y / ops.avg_pool2d(ones, tuple(kernel), tuple(strides))
 
 
 def _global(fn):
