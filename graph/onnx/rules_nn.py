@@ -306,8 +306,13 @@ def _lrn(r, node, ins, at):
 
 # -- dropout: inference, or a zero ratio ------------------------------------------------------
 def _dropout_1(r, node, ins, at):
-    if not at.get("is_test", 1) and at.get("ratio", 0.5) and r.opset < 7:
-        r.fail(node, "training-mode dropout (random) is not supported")
+    """Versions 1 and 6: training mode unless is_test (default 0); 7 and 10: inference."""
+    if not at.get("is_test", 0) and at.get("ratio", 0.5):
+        r.fail(node, "training-mode dropout (is_test=0, random) is not supported")
+    return _dropped(r, ins[0], node)
+
+
+def _dropout_7(r, node, ins, at):
     return _dropped(r, ins[0], node)
 
 
@@ -361,6 +366,6 @@ TABLE = {
     "LayerNormalization": {17: _normalize(False)}, "RMSNormalization": {23: _normalize(True)},
     "NegativeLogLikelihoodLoss": {12: _nll}, "SoftmaxCrossEntropyLoss": {12: _softmax_ce}, "LpNormalization": {1: _lp_norm},
     "MeanVarianceNormalization": {9: _mvn}, "LRN": {1: _lrn},
-    "Dropout": {1: _dropout_1, 12: _dropout_12},
+    "Dropout": {1: _dropout_1, 7: _dropout_7, 12: _dropout_12},
     "TopK": {1: _topk_1, 10: _topk_10},
 }
