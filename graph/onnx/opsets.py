@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import rules_attention as A
 from . import rules_math as M
 from . import rules_nn as N
 from . import rules_shape as S
 
-TABLE = {**M.TABLE, **S.TABLE, **N.TABLE}
+TABLE = {**M.TABLE, **S.TABLE, **N.TABLE, **A.TABLE}
 
 
 def schema_of(r, node):
