@@ -14,9 +14,10 @@ import numpy as np
 from . import rules_attention as A
 from . import rules_math as M
 from . import rules_nn as N
+from . import rules_resize as R
 from . import rules_shape as S
 
-TABLE = {**M.TABLE, **S.TABLE, **N.TABLE, **A.TABLE}
+TABLE = {**M.TABLE, **S.TABLE, **N.TABLE, **A.TABLE, **R.TABLE}
 
 
 def schema_of(r, node):

@@ -157,3 +157,22 @@ def test_shape_like_inputs_fed_at_run_time(op, inputs, values, attrs):
         if inputs[0][0] == "x":
             feeds["x"] = RNG.normal(size=inputs[0][2]).astype(np.float32)
         agree(m, feeds, og)
+
+
+@pytest.mark.parametrize("opset, attrs, scales, sizes", [
+    (13, {"mode": "nearest", "coordinate_transformation_mode": "asymmetric",
+          "nearest_mode": "floor"}, [1, 1, 2, 2], None),
+    (13, {"mode": "linear", "coordinate_transformation_mode": "half_pixel"}, [1, 1, 1.5, 2],
+     None),
+    (18, {"mode": "linear", "coordinate_transformation_mode": "align_corners"}, None,
+     [1, 2, 7, 3]),
+    (18, {"mode": "cubic", "coordinate_transformation_mode": "pytorch_half_pixel"},
+     [1, 1, 0.5, 1.5], None),
+])
+def test_resize_as_exporters_write_it(opset, attrs, scales, sizes):
+    inits = [("roi", np.zeros(0, np.float32)),
+             ("scales", np.asarray(scales or [], np.float32))]
+    if sizes is not None:
+        inits.append(("sizes", np.asarray(sizes, np.int64)))
+    m = one_node("Resize", [("x", F, [1, 2, 4, 6])], opset, inits=inits, **attrs)
+    agree(m, {"x": RNG.normal(size=(1, 2, 4, 6)).astype(np.float32)})
