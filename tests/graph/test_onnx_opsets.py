@@ -113,7 +113,10 @@ def test_topk_k_attribute_then_input(opset):
 
 
 def test_an_unsupported_version_is_refused_by_name():
-    m = one_node("Reshape", [("x", F, [2, 2])], 4, shape=[4])    # shape an attribute before 5
+    g = helper.make_graph([helper.make_node("Reshape", ["x"], ["y"], shape=[4])], "t",
+                          [helper.make_tensor_value_info("x", F, [2, 2])],
+                          [helper.make_tensor_value_info("y", F, None)])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 4)], ir_version=3)
     with pytest.raises(graph.onnx.OnnxError, match=r"Reshape \(opset 4, node .*version 1 of "
                                                    r"Reshape is not supported; dualgrad reads "
                                                    r"its versions \[5, 14\]"):
