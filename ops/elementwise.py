@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from . import refs
 from .core import (REGISTRY, Sample, Spec, ShapeError, bind, fmt_shape, is_value, primitive,
                    register)
 from .rules import broadcast, result_dtype, same
@@ -213,7 +214,7 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 ERF = register("erf", _unary_infer, _erf_kernel,
                lambda g, x, **kw: (g * _TWO_OVER_SQRT_PI * exp(-(x * x)),),
                scalar="erf({0})", category=_EW, floating=True, onnx="Erf", samples=_UNARY_SAMPLES,
-               ref=None)  # NOTE: numpy has no erf; the jax oracle uses jax.scipy.special.erf
+               ref=lambda np, x: refs.special(np).erf(x).astype(x.dtype))
 
 
 def _erfinv_kernel(x):
@@ -246,7 +247,7 @@ ERFINV = register("erfinv", _unary_infer, _erfinv_kernel,
                   lambda g, x, out, **kw: (g * (0.5 * math.sqrt(math.pi)) * exp(out * out),),
                   category="other", floating=True,
                   samples=tuple(Sample(s.args, domain=(-0.9, 0.9)) for s in _UNARY_SAMPLES),
-                  ref=None)  # NOTE: numpy has no erfinv; the jax oracle has none at this seam
+                  ref=lambda np, x: refs.special(np).erfinv(x).astype(x.dtype))
 
 
 def _cast_infer(x, dtype, **_):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import refs
 from .core import Sample, ShapeError, Spec, bind, fmt_shape, primitive, register
 from .elementwise import unbroadcast
 from .gemm import matmul2d
@@ -249,7 +250,8 @@ FOLD = register(
              Sample(((1, 12, 12), (1, 2, 6, 5)), {"kernel": (2, 3), "stride": 2, "padding": 1}),
              Sample(((1, 12, 16), (1, 2, 7, 6)), {"kernel": (2, 3), "stride": (2, 1),
                                                   "padding": (1, 0), "dilation": (2, 1)})),
-    ref=None)
+    ref=lambda np_, cols, like, **kw: refs.scatter(
+        np_, cols, _unfold_ref(np, refs.positions(like.shape, 1), **kw) - 1, like.shape))
 
 
 def unfold(x, kernel, stride=1, padding=0, dilation=1):

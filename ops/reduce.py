@@ -168,7 +168,9 @@ def _count_kernel(x, axis=None):
 
 COUNT = register("count", _count_infer, _count_kernel, None, category="other",
                  samples=(Sample(((3, 4),), {"axis": 1}, grad=False),),
-                 ref=None)
+                 ref=lambda np, x, axis=None: np.asarray(
+                     x.size if axis is None else x.shape[axis],
+                     dtype=x.dtype if x.dtype.kind == "f" else np.float32))
 
 def _cumsum_infer(x, axis, **_):
     norm_axes("cumsum", axis, x.ndim, x)

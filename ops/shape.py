@@ -11,6 +11,7 @@ import numpy as np
 
 from .core import (Sample, ShapeError, Spec, bind, fmt_shape, is_value, primitive, register,
                    spec_of)
+from . import refs
 from .gemm import matvec, vecmat
 from .rules import broadcast, norm_axes, norm_axis, numel, result_dtype, same, shapes_str
 
@@ -352,7 +353,9 @@ def _concat_part_vjp(gg, g, *xs, axis, index, **kw):
 CONCAT_PART = register("concat_part", _concat_part_infer, _concat_part_kernel, _concat_part_vjp,
                        category=_SHAPE, view=True,
                        samples=(_S((6, 3), (2, 3), (4, 3), attrs={"axis": 0, "index": 1}),),
-                       ref=None)
+                       ref=lambda np, g, *xs, axis, index: np.split(
+                           g, [sum(x.shape[axis] for x in xs[:i]) for i in range(1, len(xs))],
+                           axis=axis)[index])
 
 
 # -- basic slicing ----------------------------------------------------------------------------
@@ -431,7 +434,8 @@ SLICE_GRAD = register("slice_grad", lambda g, x, index, **_: same(x, dtype=g.dty
                       _slice_grad_kernel,
                       lambda gg, g, x, index, **kw: (slice_(gg, index=index), None),
                       category=_SHAPE, samples=(_S((2, 5), (4, 5), attrs={"index": (slice(1, 3),)}),),
-                      ref=None)
+                      ref=lambda np, g, x, index: refs.scatter(np, g, refs.positions(x.shape)[index],
+                                                               x.shape))
 
 
 # -- take (integer-array indexing, embedding lookup) ------------------------------------------
@@ -482,7 +486,8 @@ TAKE_GRAD = register("take_grad", lambda g, idx, x, axis=0, **_: same(x, dtype=g
                      category="other",
                      samples=(Sample(((4, 3), np.array([0, 4, 4, 1]), (5, 3)),
                                      attrs={"axis": 0}),),
-                     ref=None)
+                     ref=lambda np_, g, idx, x, axis=0: refs.scatter(
+                         np_, g, np.take(refs.positions(x.shape), idx, axis=axis), x.shape))
 
 
 # -- pad --------------------------------------------------------------------------------------
