@@ -25,6 +25,7 @@ from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Parameter
 from dualgrad.eager.core import Tensor
 from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
+from dualgrad.ops.rules import torch_needs_cast
 from dualgrad.ops.core import ELEMENTWISE, bind_args, current_trace, tracing, user_frame, \
     where_str
 
@@ -33,6 +34,7 @@ __all__ = ["Trace", "Tracer", "TraceEngine", "GraphBreak", "active_trace", "flat
 
 KEEP = "keep"   # an optimizer step's .grad that is the tensor the call finds (Trace.effects)
 _STOP = ops.REGISTRY["stop_gradient"]
+_CAST = ops.REGISTRY["cast"]
 _RAND = ops.REGISTRY["rand_like"]
 _new = object.__new__
 
@@ -248,6 +250,22 @@ Tracer.__eq__ = lambda self, o: ops.eq(self, o)
 Tracer.__ne__ = lambda self, o: ops.ne(self, o)
 
 
+def _promoted(op, args):
+    """op's operands cast to the dtype PyTorch computes it in (ops.rules.torch_needs_cast, the
+    rule eager applies before its kernels), as cast nodes: the graph's shape rules, kernels,
+    optimiser and fused loops then see one dtype, the one eager's result has."""
+    from dualgrad.eager.factories import default_float
+    want = torch_needs_cast(op, [a.spec if isinstance(a, GraphTensor) else a for a in args],
+                            default_float())
+    if want is None:
+        return args
+    skip = 1 if op.promote == "where" else 0
+    return [GraphEngine.apply(_CAST, [a], {"dtype": want})
+            if i >= skip and isinstance(a, GraphTensor) and a.dtype != want else
+            np.asarray(a, want) if i >= skip and isinstance(a, (np.ndarray, np.generic)) else a
+            for i, a in enumerate(args)]
+
+
 def active_trace():
     """The compile() trace running in this thread, or None."""
     tr = current_trace()
@@ -307,7 +325,10 @@ class Trace:
             return self._random(args[0], attrs)
         if op.decompose is not None or self.decomposing:
             return self._decompose(op, args, attrs)
-        out = GraphEngine.apply(op, [self.lift(a) for a in args], attrs)
+        lifted = [self.lift(a) for a in args]
+        if op.promote is not None:
+            lifted = _promoted(op, lifted)
+        out = GraphEngine.apply(op, lifted, attrs)
         grad = out.dtype.kind in "fc" and any(
             isinstance(a, Tensor) and a.requires_grad for a in args)
         if grad and not is_grad_enabled():   # no_grad() inside fn: no gradient flows through here

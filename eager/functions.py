@@ -17,7 +17,7 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops.linalg import parse_einsum
-from dualgrad.ops.rules import norm_axis
+from dualgrad.ops.rules import torch_sum_dtype, norm_axis
 
 
 def _t(x):
@@ -220,11 +220,8 @@ def accumulating(x, dtype=None):
     else int64 for every integer and bool tensor (torch.tensor([1], dtype=torch.int32)
     .cumsum(0) is int64)."""
     x = _t(x)
-    if dtype is not None:
-        return ops.cast(x, np.dtype(dtype))
-    if x.dtype.kind in "biu" and x.dtype != np.int64:
-        return ops.cast(x, np.dtype(np.int64))
-    return x
+    want = torch_sum_dtype(x.dtype, dtype)
+    return x if x.dtype == want else ops.cast(x, want)
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002

@@ -362,23 +362,23 @@ _POW_SAMPLES = (Sample(((3, 4), 3), domain=(-2.0, 2.0)), Sample(((3, 4), 2)),
                 Sample(((3, 4), 0.5), domain=(0.2, 3.0)),
                 Sample(((3, 4), (3, 4)), domain=(0.2, 3.0)), Sample(((4, 1), (1, 2)), domain=(0.5, 2.0)))
 
-ADD = register("add", _binary_infer("add"), np.add, _add_vjp, scalar="({0} + {1})", category=_EW,
+ADD = register("add", _binary_infer("add"), np.add, _add_vjp, promote="common", scalar="({0} + {1})", category=_EW,
                onnx="Add",
                samples=_BINARY_SAMPLES, ref=lambda np, x, y: x + y)
-SUB = register("sub", _binary_infer("sub"), np.subtract, _sub_vjp, scalar="({0} - {1})",
+SUB = register("sub", _binary_infer("sub"), np.subtract, _sub_vjp, promote="common", scalar="({0} - {1})",
                category=_EW, onnx="Sub", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x - y)
-MUL = register("mul", _binary_infer("mul"), np.multiply, _mul_vjp, scalar="({0} * {1})",
+MUL = register("mul", _binary_infer("mul"), np.multiply, _mul_vjp, promote="common", scalar="({0} * {1})",
                category=_EW, onnx="Mul", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x * y)
-DIV = register("div", _div_infer, np.true_divide, _div_vjp, scalar="({0} / {1})", category=_EW,
+DIV = register("div", _div_infer, np.true_divide, _div_vjp, promote="divide", scalar="({0} / {1})", category=_EW,
                onnx="Div",
                samples=tuple(Sample(s.args, domain=(0.5, 2.0), match=s.match)
                              for s in _BINARY_SAMPLES), ref=lambda np, x, y: x / y)
-POW = register("pow", _binary_infer("pow"), _pow_kernel, _pow_vjp, scalar="({0} ** {1})",
+POW = register("pow", _binary_infer("pow"), _pow_kernel, _pow_vjp, promote="common", scalar="({0} ** {1})",
                category=_EW, onnx="Pow", samples=_POW_SAMPLES, ref=lambda np, x, y: np.power(x, y))
-MAXIMUM = register("maximum", _binary_infer("maximum"), np.maximum, _maximum_vjp,
+MAXIMUM = register("maximum", _binary_infer("maximum"), np.maximum, _maximum_vjp, promote="common",
                    scalar="maximum({0}, {1})", category=_EW, onnx="Max", samples=_BINARY_SAMPLES,
                    ref=lambda np, x, y: np.maximum(x, y))
-MINIMUM = register("minimum", _binary_infer("minimum"), np.minimum, _minimum_vjp,
+MINIMUM = register("minimum", _binary_infer("minimum"), np.minimum, _minimum_vjp, promote="common",
                    scalar="minimum({0}, {1})", category=_EW, onnx="Min", samples=_BINARY_SAMPLES,
                    ref=lambda np, x, y: np.minimum(x, y))
 
@@ -415,7 +415,7 @@ for _name, _kernel, _sym, _onnx in (
         ("eq", np.equal, "==", "Equal"), ("ne", np.not_equal, "!=", None),
         ("lt", np.less, "<", "Less"), ("le", np.less_equal, "<=", "LessOrEqual"),
         ("gt", np.greater, ">", "Greater"), ("ge", np.greater_equal, ">=", "GreaterOrEqual")):
-    register(_name, _binary_infer(_name, np.bool_), _kernel, None,
+    register(_name, _binary_infer(_name, np.bool_), _kernel, None, promote="common",
              scalar=f"({{0}} {_sym} {{1}})", category=_EW, onnx=_onnx, samples=_CMP_SAMPLES,
              ref=eval(f"lambda np, x, y: x {_sym} y"))  # noqa: S307 - a fixed operator table
 
@@ -448,7 +448,7 @@ def _where_kernel(c, x, y):
 
 
 WHERE = register(
-    "where", _where_infer, _where_kernel, _where_vjp, scalar="where({0}, {1}, {2})", category=_EW,
+    "where", _where_infer, _where_kernel, _where_vjp, promote="where", scalar="where({0}, {1}, {2})", category=_EW,
     onnx="Where",
     samples=(Sample((np.array([True, False, True]), (3,), (3,))),
              Sample((np.array([[True], [False]]), (2, 3), ())),
@@ -498,10 +498,10 @@ _DIV_SAMPLES = tuple(Sample(s.args, domain=(-3.0, -0.3) if k % 2 else (0.3, 3.0)
                      for k, s in enumerate(_BINARY_SAMPLES))
 FLOORDIV = register("floordiv", _binary_infer("floordiv"), _floordiv_kernel,
                     lambda g, x, y, **kw: (unbroadcast(g * 0.0, x), unbroadcast(g * 0.0, y)),
-                    category="other", samples=_DIV_SAMPLES,
+                    category="other", promote="common", samples=_DIV_SAMPLES,
                     ref=lambda np, x, y: np.floor(x / y))
 FLOORMOD = register("floormod", _binary_infer("floormod"), _floormod_kernel, _floormod_vjp,
-                    category="other", samples=_DIV_SAMPLES,
+                    category="other", promote="common", samples=_DIV_SAMPLES,
                     ref=lambda np, x, y: x - np.floor(x / y) * y)
 
 # public functions: ops.add(x, y), ops.exp(x), …
