@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+from operator import itemgetter
 
 import numpy as np
 
@@ -129,7 +130,105 @@ def modules_reached(fn):
     return roots, mods
 
 
-def describe(args, kwargs, key):
+_PLAIN_ATTR = (bool, int, float, str, type(None))
+
+
+def _plain(v):
+    return type(v) in _PLAIN_ATTR or type(v) is tuple and all([type(x) in _PLAIN_ATTR for x in v])
+
+
+class ModuleState:
+    """What a trace of the modules' forwards depends on besides tensor values, read at every
+    call (`now()`): each module's plain attributes (`training`, `Dropout.p`, `self.scale`:
+    numbers, strings, None, tuples of them; the names are taken when the module is added)
+    and which tensors are its buffers and parameters (a reassigned buffer is another input).
+    NOTE: C-level map()s over names fixed in advance: about 1 us per module per call."""
+
+    def __init__(self, modules=()):
+        self.modules, self._parts, self._getters, self._dicts = [], [], [], []
+        self.add(modules)
+
+    def add(self, modules):
+        for m in modules:
+            d = m.__dict__
+            names = tuple([k for k, v in d.items() if _plain(v)])
+            self.modules.append(m)
+            self._parts.append((d, names))
+            # NOTE: one C call per module for its plain values, one per tensor dict
+            self._getters.append((itemgetter(*names) if names else _nothing, d))
+            for k in ("_buffers", "_parameters"):
+                if k in d:
+                    self._dicts.append(d[k])
+
+    def now(self):
+        return (tuple([g(d) for g, d in self._getters]),
+                tuple([tuple(map(id, t.values())) for t in self._dicts]))
+
+    def training(self, state):
+        """The train/eval flags in a `now()` state (for describe)."""
+        out = []
+        for (_, names), vals in zip(self._parts, state[0]):
+            vals = vals if len(names) > 1 else (vals,)
+            out.append(dict(zip(names, vals)).get("training", True))
+        return out
+
+
+def _nothing(d):
+    return ()
+
+
+def python_reads(fn, depth=3):
+    """[(namespace, name)]: the globals fn's code names and the closure cells it holds, and
+    those of the functions they name (helpers), `depth` calls deep: a plain value there (a
+    global flag, a closure's scale) is part of the signature (`read_values`)."""
+    out, seen = [], set()
+
+    def walk(f, level):
+        f = getattr(f, "__func__", f)
+        code = getattr(f, "__code__", None)
+        if code is None or id(code) in seen or level > depth:
+            return
+        seen.add(id(code))
+        glob = getattr(f, "__globals__", {})
+        for name in _names(code):
+            if name in glob:
+                out.append((glob, name))
+                if inspect.isfunction(glob[name]):
+                    walk(glob[name], level + 1)
+        for i, cell in enumerate(getattr(f, "__closure__", None) or ()):
+            out.append((cell, i))
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            if inspect.isfunction(v):
+                walk(v, level + 1)
+    walk(fn.forward if isinstance(fn, Module) else fn, 0)
+    return out
+
+
+def _names(code):
+    names = set(code.co_names)
+    for c in code.co_consts:   # NOTE: comprehensions and nested functions
+        if inspect.iscode(c):
+            names |= set(_names(c))
+    return sorted(names)
+
+
+def read_values(reads):
+    """The plain values among `python_reads`, now (others by type only: a module or tensor is
+    read through its own guards and inputs)."""
+    vals = []
+    for where, name in reads:
+        try:
+            v = where[name] if isinstance(where, dict) else where.cell_contents
+        except (KeyError, ValueError):
+            v = KeyError
+        vals.append(v if _plain(v) else type(v))
+    return tuple(vals)
+
+
+def describe(args, kwargs, grad_mode, training):
     """One readable line for a signature: argument specs and values, grad and train modes."""
     def one(x):
         if isinstance(x, Tensor):
@@ -140,7 +239,6 @@ def describe(args, kwargs, key):
         text = _safe_repr(x)
         return text if len(text) <= 40 else text[:37] + "..."
     parts = [one(a) for a in args] + [f"{k}={one(v)}" for k, v in kwargs.items()]
-    grad_mode, training = key[0], key[1]
     line = f"({', '.join(parts)}) grad {'on' if grad_mode else 'off'}"
     if training:
         line += ", train" if all(training) else ", eval" if not any(training) else \

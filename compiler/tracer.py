@@ -229,12 +229,6 @@ class Tracer(Tensor):
     def clone(self):
         return ops.cast(self, self.dtype)
 
-    def any(self):
-        return ops.gt(ops.sum(ops.cast(ops.ne(self, 0), "int64")), 0)
-
-    def all(self):
-        return ops.eq(ops.sum(ops.cast(ops.eq(self, 0), "int64")), 0)
-
     def __reduce__(self):
         raise TypeError("a traced tensor cannot be pickled")
 
@@ -297,7 +291,7 @@ class Trace:
         self.captured = {}        # id(eager tensor) -> graph tensor
         self.live = []            # [(eager tensor, placeholder)] fed with .data at every call
         self.snapshots = []       # [(eager tensor, copy of its data, where captured)]
-        self.randoms = []         # [(placeholder, shape, attrs)]: rand_like, drawn per call
+        self.randoms = []         # [(placeholder, sample())]: random tensors, drawn per call
         self.breaks = []
         self.averaged = []        # [(buckets of (name, parameter), find_unused)]: see below
         self.decomposing = 0      # inside an op's `decompose`: its ops are recorded once each
@@ -311,7 +305,18 @@ class Trace:
         self.done = []            # the writes and optimizer steps, in program order: effects()
         self.stepped = set()      # ids of parameters an optimizer step has changed
         self.guards = []          # [(leaf, whether its .grad was None)]
+        self.modules = {}         # id -> module whose forward ran: its flags are guarded
+        self.buffers = set()      # ids of those modules' buffers: inputs, fed at every call
         self.did_backward = False
+
+    def touch(self, module):
+        """module's forward runs in the trace, however fn reached it (a helper, a dict, an
+        attribute of another object): its train/eval flag and plain attributes are guarded
+        (compiled.py), its buffers are read at every call (load_state_dict is seen)."""
+        if id(module) not in self.modules:
+            self.modules[id(module)] = module
+            self.buffers.update(id(b) for b in module.__dict__.get("_buffers", {}).values()
+                                if b is not None)
 
     def wrap(self, g, requires_grad):
         t = _new(Tracer)
@@ -319,7 +324,7 @@ class Trace:
         return t
 
     def apply(self, op, args, attrs):
-        if not op.stateful and not any([_is_live(a) for a in args]):
+        if not op.stateful and not any([_is_live(a) or id(a) in self.buffers for a in args]):
             return bind_args(op, args, attrs)   # constants only: frozen, like its inputs
         if op is _RAND:
             return self._random(args[0], attrs)
@@ -364,8 +369,16 @@ class Trace:
     def _random(self, x, attrs):
         """rand_like becomes a fed input, drawn at each call in trace order: the forward and a
         later gradient run then see the same draw (dropout's mask)."""
-        p = graph.placeholder(attrs.get("dtype", "float32"), x.shape, name="random")
-        self.randoms.append((p, np.broadcast_to(np.float32(0), x.shape), attrs))
+        like = np.broadcast_to(np.float32(0), x.shape)
+        return self.draw(lambda: _RAND.kernel(like, **attrs), tuple(x.shape),
+                         np.dtype(attrs.get("dtype", "float32")))
+
+    def draw(self, sample, shape, dtype):
+        """A random tensor (eager.rand, randn, randint, normal_, bernoulli, rand_like, ...):
+        a fed input, `sample()` drawn at every call in program order, from the generator as
+        it is at that call (eager.generator.drawn)."""
+        p = graph.placeholder(dtype, shape, name="random")
+        self.randoms.append((p, sample))
         return self.wrap(p, False)
 
     def lift(self, a):
@@ -389,7 +402,7 @@ class Trace:
         if g is not None:
             return g
         name = self.param_names.get(id(t), "captured")
-        if _is_live(t):
+        if _is_live(t) or id(t) in self.buffers:
             g = graph.placeholder(t.dtype, t.shape, name=name)
             self.live.append((t, g))
         else:

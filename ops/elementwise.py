@@ -472,9 +472,24 @@ FLOOR, CEIL, ROUND = (_rounding("floor", np.floor, "Floor"), _rounding("ceil", n
 
 # -- floor division and its remainder (TF's FloorDiv, FloorMod; Python's // and %) -------------
 def _int_divisor(name, x, y):
+    if np.result_type(x, y) == np.bool_:
+        raise TypeError(f"{name}: not implemented for bool inputs (as torch's and TF's)")
     if np.asarray(x).dtype.kind in "iu" and np.asarray(y).dtype.kind in "iu" and \
             np.any(np.asarray(y) == 0):
         raise ZeroDivisionError(f"{name}: integer division by zero")
+
+
+def _divmod_infer(name):
+    """floordiv / floormod: bool operands are refused (NumPy's kernel would give int8)."""
+    rule = _binary_infer(name)
+
+    def infer(x, y, **_):
+        out = rule(x, y)
+        if out.dtype == np.bool_:
+            raise ShapeError(f"{name}: bool inputs {fmt_shape(x)}, {fmt_shape(y)} are not "
+                             f"supported (as torch's and TF's); cast them to an integer dtype")
+        return out
+    return infer
 
 
 def _floordiv_kernel(x, y):
@@ -496,11 +511,11 @@ def _floormod_vjp(g, x, y, needs=(True, True), **kw):
 
 _DIV_SAMPLES = tuple(Sample(s.args, domain=(-3.0, -0.3) if k % 2 else (0.3, 3.0), match=s.match)
                      for k, s in enumerate(_BINARY_SAMPLES))
-FLOORDIV = register("floordiv", _binary_infer("floordiv"), _floordiv_kernel,
+FLOORDIV = register("floordiv", _divmod_infer("floordiv"), _floordiv_kernel,
                     lambda g, x, y, **kw: (unbroadcast(g * 0.0, x), unbroadcast(g * 0.0, y)),
                     category="other", promote="common", samples=_DIV_SAMPLES,
                     ref=lambda np, x, y: np.floor(x / y))
-FLOORMOD = register("floormod", _binary_infer("floormod"), _floormod_kernel, _floormod_vjp,
+FLOORMOD = register("floormod", _divmod_infer("floormod"), _floormod_kernel, _floormod_vjp,
                     category="other", promote="common", samples=_DIV_SAMPLES,
                     ref=lambda np, x, y: x - np.floor(x / y) * y)
 

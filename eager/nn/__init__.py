@@ -125,6 +125,10 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args, **kwargs):
+        if ops.core.TRACING[0]:   # NOTE: a compile() trace guards on what this module reads
+            tr = ops.core.current_trace()
+            if hasattr(tr, "touch"):
+                tr.touch(self)
         try:
             if "_hooked" in self.__dict__:
                 return module_hooks.call(self, args, kwargs)
