@@ -386,11 +386,12 @@ class Compiled:
             _warn_fallback(self.__qualname__, failed)
             return result
         if ops.generator() is not rng or rng.bit_generator.state != rng_state:
-            warnings.warn(f"compile({self.__qualname__}): random numbers were drawn while "
-                          f"tracing (eager.randn, rand, ...): they are frozen into the graph, "
-                          f"and every call sees the same ones. Pass random tensors in as "
-                          f"arguments; F.dropout draws anew on every call", UserWarning,
-                          stacklevel=3)
+            warnings.warn(f"compile({self.__qualname__}): random numbers were drawn from "
+                          f"eager's generator while tracing by something other than eager's "
+                          f"random functions (which draw anew at every call): they are "
+                          f"frozen into the graph, and every call sees the same ones. Draw "
+                          f"them with eager.rand/randn/..., or pass them in as arguments",
+                          UserWarning, stacklevel=3)
         self.trace_seconds = time.perf_counter() - t0
         entry.keep = keep
         known = {id(m) for m in self._mods.modules}

@@ -120,6 +120,8 @@ class EagerEngine:
 def _promote_arrays(op, arrays):
     """The operands cast to the dtype PyTorch computes `op` in (ops.rules.torch_needs_cast,
     the rule compile() records too), so the kernel's result has it: nothing runs twice."""
+    if _one_dtype(op, arrays):
+        return arrays
     from .factories import default_float
     want = torch_needs_cast(op, arrays, default_float())
     if want is None:
@@ -128,6 +130,26 @@ def _promote_arrays(op, arrays):
     return [a.astype(want) if i >= skip and isinstance(a, np.ndarray) and a.dtype != want
             else np.asarray(a, want) if i >= skip and isinstance(a, np.generic) else a
             for i, a in enumerate(arrays)]
+
+
+def _one_dtype(op, arrays):
+    """The common case, asked in a few identity tests: arrays of one dtype (and Python
+    numbers that do not lift an integer one to float), so the kernel gives PyTorch's dtype."""
+    dt, num = None, False
+    for a in arrays[op.promote == "where":]:
+        t = type(a)
+        if t is np.ndarray:
+            if dt is None:
+                dt = a.dtype
+            elif a.dtype is not dt:
+                return False
+        elif t is float:
+            num = True
+        elif t is not int and t is not bool:
+            return False
+    if dt is None:
+        return False
+    return dt.kind in "fc" or not num and op.promote != "divide"
 
 
 def _binary(op, a, b):

@@ -107,6 +107,8 @@ SIGMOID = register("sigmoid", _unary_infer, _sigmoid_kernel,
 # -- the gradients of sigmoid and tanh from their output y (TF's SigmoidGrad, TanhGrad): one
 # kernel call where dy * y * (1 - y) op by op is three, in every engine's backward pass
 def _sigmoid_grad_kernel(y, dy):
+    if getattr(y, "dtype", _F64).kind != "f" or getattr(dy, "dtype", _F64).kind != "f":
+        _refuse("sigmoid_grad", np.asarray(y), np.asarray(dy))
     if _alike(y, dy):   # NOTE: the same products in one buffer: 2 of 3 allocations saved
         t = 1.0 - y
         np.multiply(y, t, out=t)
@@ -126,6 +128,8 @@ def _sigmoid_grad_vjp(g, y, dy, needs=(True, True), **kw):
 
 
 def _tanh_grad_kernel(y, dy):
+    if getattr(y, "dtype", _F64).kind != "f" or getattr(dy, "dtype", _F64).kind != "f":
+        _refuse("tanh_grad", np.asarray(y), np.asarray(dy))
     if _alike(y, dy):
         t = y * y
         np.subtract(1.0, t, out=t)
@@ -138,14 +142,38 @@ def _tanh_grad_vjp(g, y, dy, needs=(True, True), **kw):
             unbroadcast(tanh_grad(y, g), dy) if needs[1] else None)
 
 
+def _float_only(name, rule):
+    """A shape rule that refuses bool (and, for `ints=False`, integer) inputs, as torch's
+    kernels do, instead of declaring a dtype the NumPy kernel would not give."""
+    def infer(*specs, **attrs):
+        for s in specs:
+            if s.weak is None and s.dtype.kind in ("b" if name == "relu" else "biu"):
+                raise ShapeError(f"{name}: not implemented for {s.dtype} input "
+                                 f"{fmt_shape(s)} (as torch's)")
+        return rule(*specs, **attrs)
+    return infer
+
+
+_F64 = np.dtype(np.float64)   # what a Python float operand counts as
+
+
+def _refuse(name, *arrays):
+    for a in arrays:
+        if a.dtype.kind in ("b" if name == "relu" else "biu"):
+            raise TypeError(f"{name}: not implemented for {a.dtype}")
+
+
 _ACT_GRAD_SAMPLES = (_S((), ()), _S((3, 4), (3, 4)), _S((2, 1, 3), (2, 1, 3)),
                      _S((3, 4), (4,)))
-SIGMOID_GRAD = register("sigmoid_grad", _binary_infer("sigmoid_grad"), _sigmoid_grad_kernel,
+SIGMOID_GRAD = register("sigmoid_grad",
+                        _float_only("sigmoid_grad", _binary_infer("sigmoid_grad")),
+                        _sigmoid_grad_kernel,
                         _sigmoid_grad_vjp, scalar="({1} * ({0} * (1 - {0})))", category=_EW,
                         samples=tuple(Sample(s.args, domain=(0.05, 0.95))
                                       for s in _ACT_GRAD_SAMPLES),
                         ref=lambda np, y, dy: dy * (y * (1 - y)))
-TANH_GRAD = register("tanh_grad", _binary_infer("tanh_grad"), _tanh_grad_kernel, _tanh_grad_vjp,
+TANH_GRAD = register("tanh_grad", _float_only("tanh_grad", _binary_infer("tanh_grad")),
+                     _tanh_grad_kernel, _tanh_grad_vjp,
                      scalar="({1} * (1 - {0} * {0}))", category=_EW,
                      samples=tuple(Sample(s.args, domain=(-0.9, 0.9)) for s in _ACT_GRAD_SAMPLES),
                      ref=lambda np, y, dy: dy * (1 - y * y))
@@ -164,10 +192,12 @@ SOFTPLUS = register("softplus", _unary_infer, _softplus_kernel,
 
 
 def _relu_kernel(x):
+    if getattr(x, "dtype", None) == np.bool_:
+        _refuse("relu", x)
     return np.maximum(x, 0)
 
 
-RELU = register("relu", _unary_infer, _relu_kernel,
+RELU = register("relu", _float_only("relu", _unary_infer), _relu_kernel,
                 lambda g, x, **kw: (where(x > 0, g, 0),),
                 scalar="maximum({0}, 0)", category=_EW, onnx="Relu",
                 samples=_UNARY_SAMPLES, ref=lambda np, x: np.maximum(x, 0))
