@@ -395,10 +395,11 @@ class Compiled:
         self.trace_seconds = time.perf_counter() - t0
         entry.keep = keep
         known = {id(m) for m in self._mods.modules}
-        new = [m for i, m in tr.modules.items() if i not in known]
-        if new:   # NOTE: modules reached through a helper, a dict, another object: guarded
-            self._mods.add(new)
-            key = (key[0], self._state()) + key[2:]
+        # NOTE: modules reached through a helper, a dict, another object are guarded; the key
+        # is the state as fn left it (a counter fn increments is a side effect done once per
+        # trace, not a reason to trace again at the next call)
+        self._mods.add([m for i, m in tr.modules.items() if i not in known])
+        key = (key[0], self._state()) + key[2:]
         self._store(key, entry)
         self.graph, self._last = tr.graph, entry
         return entry.run(tensors)

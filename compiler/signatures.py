@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import types
 from operator import itemgetter
 
 import numpy as np
@@ -204,6 +205,9 @@ def python_reads(fn, depth=3):
             if inspect.isfunction(v):
                 walk(v, level + 1)
     walk(fn.forward if isinstance(fn, Module) else fn, 0)
+    owner = getattr(fn, "__self__", None)
+    if owner is not None and not isinstance(owner, Module):
+        out.append((owner, _SELF))   # NOTE: compile(trainer.step): trainer's plain attributes
     return out
 
 
@@ -216,16 +220,38 @@ def _names(code):
 
 
 def read_values(reads):
-    """The plain values among `python_reads`, now (others by type only: a module or tensor is
-    read through its own guards and inputs)."""
+    """The values of `python_reads`, now: plain values as they are, a dict, list or tuple by
+    its plain items, a plain object (a config) by its plain attributes; others by type only
+    (a module, tensor or function is read through its own guards and inputs)."""
     vals = []
     for where, name in reads:
         try:
-            v = where[name] if isinstance(where, dict) else where.cell_contents
+            v = where if name is _SELF else where[name] if isinstance(where, dict) \
+                else where.cell_contents
         except (KeyError, ValueError):
             v = KeyError
-        vals.append(v if _plain(v) else type(v))
+        vals.append(_snapshot(v))
     return tuple(vals)
+
+
+_SELF = object()   # python_reads' name for a bound method's own object
+_OPAQUE = (Module, Tensor, type, types.ModuleType, types.FunctionType, types.MethodType,
+           types.BuiltinFunctionType)
+
+
+def _snapshot(v):
+    if _plain(v):
+        return v
+    t = type(v)
+    if t is dict and len(v) <= 64:
+        return (dict, tuple([(k, x if _plain(x) else type(x)) for k, x in v.items()
+                             if _plain(k)]))
+    if (t is list or t is tuple) and len(v) <= 64:
+        return (t, tuple([x if _plain(x) else type(x) for x in v]))
+    d = getattr(v, "__dict__", None)
+    if d is not None and not isinstance(v, _OPAQUE) and type(d) is dict:
+        return (t, tuple([(k, x) for k, x in d.items() if _plain(x)]))
+    return t
 
 
 def describe(args, kwargs, grad_mode, training):

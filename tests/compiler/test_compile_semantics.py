@@ -218,3 +218,38 @@ def test_an_interrupted_trace_leaves_eager_state_as_before(point, monkeypatch):
     opt.step()                          # the next eager step works
     monkeypatch.undo()
     assert np.isfinite(compiler.compile(lambda x: model(x).sum())(x).item())
+
+
+class _Config:
+    def __init__(self):
+        self.scale = 2.0
+        self.calls = 0
+
+
+_CFG = _Config()
+
+
+def _configured(x):
+    _CFG.calls += 1              # a side effect: done once per trace, no retrace for it
+    return x * _CFG.scale
+
+
+def test_a_config_objects_attribute_and_a_bound_methods_object_are_guarded():
+    x = eager.ones(2)
+    f = compiler.compile(_configured)
+    assert float(f(x)[0]) == 2.0 and float(f(x)[0]) == 2.0
+    assert f.traces == 1
+    _CFG.scale = 3.0
+    assert float(f(x)[0]) == 3.0
+
+    class Trainer:
+        def __init__(self):
+            self.lr = 0.5
+
+        def step(self, x):
+            return x * self.lr
+    t = Trainer()
+    g = compiler.compile(t.step)
+    assert float(g(x)[0]) == 0.5
+    t.lr = 0.25
+    assert float(g(x)[0]) == 0.25
