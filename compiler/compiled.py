@@ -99,6 +99,7 @@ class _Entry:
                         if kind == "step" else (kind, target, key, fetch(g))
                         for kind, target, key, g in effects]
         self.guards = tr.guards
+        self.constants = list(tr.constants.values())
         # NOTE: fetches and feeds resolved once (TF1's make_callable): a call passes arrays
         self.sources = [source for source, _ in tr.sourced]
         self.feed_list = list(arg_phs) + [p for _, p in tr.live] + \
@@ -145,9 +146,14 @@ class _Entry:
                 target.grad = None if i is None else Tensor(owned_array(vals[i], taken))
 
     def holds(self):
-        """The trace's guards hold: each .grad it read is None, or not, as it was then."""
+        """The trace's guards hold: each .grad it read is None, or not, as it was then, and
+        each eager tensor it froze in has the values it had then."""
         for leaf, none in self.guards:
             if (leaf.grad is None) is not none:
+                return False
+        for t, then in self.constants:
+            now = t._array
+            if now.shape != then.shape or not np.array_equal(now, then, equal_nan=True):
                 return False
         return True
 
@@ -319,7 +325,7 @@ class Compiled:
         entry = self._entries.get(key)
         if entry is None or entry.live_rg != tuple([t.requires_grad
                                                     for t in entry.live_tensors]) or \
-                entry.guards and not entry.holds():
+                (entry.guards or entry.constants) and not entry.holds():
             return None
         try:
             self._entries.move_to_end(key)

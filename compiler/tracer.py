@@ -32,6 +32,9 @@ from dualgrad.ops.core import ELEMENTWISE, bind_args, current_trace, tracing, us
 __all__ = ["Trace", "Tracer", "TraceEngine", "GraphBreak", "active_trace", "flatten_out",
            "rebuild_out"]
 
+# A captured eager tensor up to this many elements is a constant of the graph (folded), its
+# values checked at every call; a larger one is an input fed at every call.
+CONSTANT_CHECK_MAX = 1 << 16
 KEEP = "keep"   # an optimizer step's .grad that is the tensor the call finds (Trace.effects)
 _STOP = ops.REGISTRY["stop_gradient"]
 _CAST = ops.REGISTRY["cast"]
@@ -307,7 +310,22 @@ class Trace:
         self.guards = []          # [(leaf, whether its .grad was None)]
         self.modules = {}         # id -> module whose forward ran: its flags are guarded
         self.buffers = set()      # ids of those modules' buffers: inputs, fed at every call
+        self.constants = {}       # id -> (eager tensor frozen in, its values): checked per call
         self.did_backward = False
+
+    def is_input(self, a):
+        """a is read at every call (a placeholder), not frozen: a tracer, a parameter or a
+        tensor that requires grad, a touched module's buffer, or a tensor too large to check
+        by value at every call."""
+        return _is_live(a) or isinstance(a, Tensor) and (
+            id(a) in self.buffers or a._array.size > CONSTANT_CHECK_MAX)
+
+    def note_constant(self, t):
+        """An eager tensor frozen into the graph (or into a value computed while tracing):
+        its values are checked at every call, and a call that finds them changed traces
+        again (compiled.py), so a global or closure tensor changed in place is never stale."""
+        if id(t) not in self.constants:
+            self.constants[id(t)] = (t, np.array(t._array, copy=True))
 
     def touch(self, module):
         """module's forward runs in the trace, however fn reached it (a helper, a dict, an
@@ -324,8 +342,11 @@ class Trace:
         return t
 
     def apply(self, op, args, attrs):
-        if not op.stateful and not any([_is_live(a) or id(a) in self.buffers for a in args]):
-            return bind_args(op, args, attrs)   # constants only: frozen, like its inputs
+        if not op.stateful and not any([self.is_input(a) for a in args]):
+            for a in args:   # NOTE: constants only: computed now; what it read is guarded
+                if isinstance(a, Tensor):
+                    self.note_constant(a)
+            return bind_args(op, args, attrs)
         if op is _RAND:
             return self._random(args[0], attrs)
         if op.decompose is not None or self.decomposing:
@@ -402,12 +423,13 @@ class Trace:
         if g is not None:
             return g
         name = self.param_names.get(id(t), "captured")
-        if _is_live(t) or id(t) in self.buffers:
+        if self.is_input(t):
             g = graph.placeholder(t.dtype, t.shape, name=name)
             self.live.append((t, g))
         else:
             g = graph.constant(t._array, name=name)   # a copy, frozen at trace time
             self.frozen.add(id(t))
+            self.note_constant(t)
         if self.assigned and any([_overlap(u, t) for u, _, _ in self.assigned.values()]):
             self.aliased()
         self.snapshots.append((t, np.array(t._array, copy=True), user_frame()))

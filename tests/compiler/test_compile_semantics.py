@@ -253,3 +253,16 @@ def test_a_config_objects_attribute_and_a_bound_methods_object_are_guarded():
     assert float(g(x)[0]) == 0.5
     t.lr = 0.25
     assert float(g(x)[0]) == 0.25
+
+
+def test_a_global_or_closure_tensor_changed_in_place_is_never_stale():
+    table = eager.tensor([1.0, 2.0, 3.0])
+    shift = eager.tensor([0.5, 0.5, 0.5])
+    f = compiler.compile(lambda x: x * table + shift * 2.0)
+    x = eager.ones(3)
+    np.testing.assert_allclose(f(x).numpy(), [2.0, 3.0, 4.0])
+    table.add_(1.0)                     # read as a graph constant
+    shift.mul_(0.0)                     # read by an op computed while tracing
+    np.testing.assert_allclose(f(x).numpy(), [2.0, 3.0, 4.0])
+    assert f.traces == 2
+    np.testing.assert_allclose(f(x).numpy(), (x * table + shift * 2.0).numpy())
