@@ -13,7 +13,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from dualgrad.eager.nn import Module
+from dualgrad.eager.nn import STATE_VERSION, Module
 from dualgrad.eager.core import Tensor
 from dualgrad.ops.core import engine_of
 
@@ -143,10 +143,13 @@ class ModuleState:
     call (`now()`): each module's plain attributes (`training`, `Dropout.p`, `self.scale`:
     numbers, strings, None, tuples of them; the names are taken when the module is added)
     and which tensors are its buffers and parameters (a reassigned buffer is another input).
-    NOTE: C-level map()s over names fixed in advance: about 1 us per module per call."""
+    NOTE: re-read only when a module's attributes moved (eager.nn.STATE_VERSION, which
+    Module.__setattr__, train() and register_* bump); `now()` is a small int token, so the
+    signature hashes fast."""
 
     def __init__(self, modules=()):
         self.modules, self._parts, self._getters, self._dicts = [], [], [], []
+        self._tokens, self._states, self._version, self._token = {}, [], None, None
         self.add(modules)
 
     def add(self, modules):
@@ -158,17 +161,26 @@ class ModuleState:
             # NOTE: one C call per module for its plain values, one per tensor dict
             self._getters.append((itemgetter(*names) if names else _nothing, d))
             for k in ("_buffers", "_parameters"):
-                if k in d:
+                if d.get(k):   # NOTE: an empty one (most modules' buffers) is not read
                     self._dicts.append(d[k])
+        self._version = None
 
     def now(self):
-        return (tuple([g(d) for g, d in self._getters]),
-                tuple([tuple(map(id, t.values())) for t in self._dicts]))
+        version = STATE_VERSION[0]
+        if version != self._version:
+            state = (tuple([g(d) for g, d in self._getters]),
+                     tuple([tuple(map(id, t.values())) for t in self._dicts]))
+            token = self._tokens.get(state)
+            if token is None:
+                token = self._tokens[state] = len(self._states)
+                self._states.append(state)
+            self._token, self._version = token, version
+        return self._token
 
-    def training(self, state):
+    def training(self, token):
         """The train/eval flags in a `now()` state (for describe)."""
         out = []
-        for (_, names), vals in zip(self._parts, state[0]):
+        for (_, names), vals in zip(self._parts, self._states[token][0]):
             vals = vals if len(names) > 1 else (vals,)
             out.append(dict(zip(names, vals)).get("training", True))
         return out
