@@ -11,7 +11,6 @@ import builtins
 import numpy as np
 
 from .devices import check as _check_device
-from .generator import rng_of
 from .core import Tensor
 
 _DEFAULT_FLOAT = [np.dtype(np.float32)]
@@ -143,16 +142,25 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False): 
     return _make(np.full(shape, fill_value, dt), None, device, requires_grad)
 
 
+def _random(generator, shape, dtype, sample, device, requires_grad):
+    """A factory's random tensor: drawn now, or at every call of a compiled function."""
+    from .generator import drawn
+    arr = drawn(generator, shape, dtype, sample)
+    return _make(arr, None, device, requires_grad) if isinstance(arr, np.ndarray) else arr
+
+
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform [0, 1) samples from `generator` (or the one manual_seed() seeds)."""
-    arr = rng_of(generator).random(_size(size))
-    return _make(arr.astype(dtype or _DEFAULT_FLOAT[0]), None, device, requires_grad)
+    shape = _size(size)
+    return _random(generator, shape, dtype or _DEFAULT_FLOAT[0], lambda g: g.random(shape),
+                   device, requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Standard-normal samples from `generator` (or the one manual_seed() seeds)."""
-    arr = rng_of(generator).standard_normal(_size(size))
-    return _make(arr.astype(dtype or _DEFAULT_FLOAT[0]), None, device, requires_grad)
+    shape = _size(size)
+    return _random(generator, shape, dtype or _DEFAULT_FLOAT[0],
+                   lambda g: g.standard_normal(shape), device, requires_grad)
 
 
 def rand_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
@@ -182,8 +190,9 @@ def randint(*args, size=None, generator=None, dtype=None, device=None, requires_
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
                            f"to={high}")
-    arr = rng_of(generator).integers(low, high, tuple(size))
-    return _make(arr.astype(dtype or np.int64), None, device, requires_grad)
+    shape = tuple(size)
+    return _random(generator, shape, dtype or np.int64, lambda g: g.integers(low, high, shape),
+                   device, requires_grad)
 
 
 def randint_like(input, low=0, high=None, dtype=None, device=None):  # noqa: A002
@@ -193,8 +202,9 @@ def randint_like(input, low=0, high=None, dtype=None, device=None):  # noqa: A00
 
 
 def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
-    arr = rng_of(generator).permutation(int(n))
-    return _make(arr.astype(dtype or np.int64), None, device, requires_grad)
+    n = int(n)
+    return _random(generator, (n,), dtype or np.int64, lambda g: g.permutation(n), device,
+                   requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):

@@ -90,16 +90,19 @@ class Sample:
 class Op:
     """One primitive. docs/architecture.md ('One op, one entry') says what each field means."""
     __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "reduce", "category", "samples", "ref",
-                 "stateful", "view", "onnx", "nondiff", "fn", "decompose")
+                 "stateful", "view", "onnx", "nondiff", "fn", "decompose", "promote")
 
     def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, reduce=None, category=None,
-                 samples=(), ref=None, stateful=False, view=False, onnx=None):
+                 samples=(), ref=None, stateful=False, view=False, onnx=None, promote=None):
         self.name, self.infer, self.kernel, self.vjp = name, infer, kernel, vjp
         self.scalar, self.reduce, self.samples, self.ref = scalar, reduce, tuple(samples), ref
         self.onnx = onnx   # the ONNX operator that computes the same from the same inputs
         self.category = category or ("elementwise" if scalar is not None else
                              "reduction" if reduce is not None else "other")
         self.stateful, self.view = stateful, view
+        # how operands of several dtypes combine under PyTorch's rules: None, "common",
+        # "divide" or "where" (ops.rules.torch_compute_dtype)
+        self.promote = promote
         self.nondiff = vjp is None
         self.fn = None  # the public function, e.g. ops.add
         self.decompose = None   # the same as a composite of other ops: what compile() traces

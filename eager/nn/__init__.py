@@ -61,6 +61,11 @@ def _uniform(shape, bound, dtype=np.float32):
 IncompatibleKeys = namedtuple("IncompatibleKeys", "missing_keys unexpected_keys")
 
 
+# NOTE: counts changes of any module's attributes, flags, buffers or parameters (not their
+# values): compile() re-reads its guarded module state only when it moved (signatures.py)
+STATE_VERSION = [0]
+
+
 class Module:
     """Base class: assign Parameters and Modules as attributes and they are registered."""
 
@@ -72,6 +77,7 @@ class Module:
         object.__setattr__(self, "_loc", user_frame())   # the user's line that built it
 
     def __setattr__(self, name, value):
+        STATE_VERSION[0] += 1
         if "_parameters" not in self.__dict__:
             raise AttributeError("call super().__init__() before assigning attributes in a "
                                  "Module's __init__")
@@ -100,6 +106,7 @@ class Module:
             if name in d:
                 del d[name]
                 return
+        STATE_VERSION[0] += 1
         object.__delattr__(self, name)
 
     def register_buffer(self, name, tensor, persistent=True):
@@ -112,19 +119,26 @@ class Module:
                             f"(torch Tensor or None required)")
         self.__dict__.pop(name, None)
         self._buffers[name] = tensor
+        STATE_VERSION[0] += 1
         nonpersistent = self.__dict__.setdefault("_non_persistent", set())
         (nonpersistent.discard if persistent else nonpersistent.add)(name)
 
     def register_parameter(self, name, param):
         self._parameters[name] = param
+        STATE_VERSION[0] += 1
 
     def add_module(self, name, module):
         self._modules[name] = module
+        STATE_VERSION[0] += 1
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args, **kwargs):
+        if ops.core.TRACING[0]:   # NOTE: a compile() trace guards on what this module reads
+            tr = ops.core.current_trace()
+            if hasattr(tr, "touch"):
+                tr.touch(self)
         try:
             if "_hooked" in self.__dict__:
                 return module_hooks.call(self, args, kwargs)
@@ -245,6 +259,7 @@ class Module:
     def train(self, mode=True):
         for m in self.modules():
             object.__setattr__(m, "training", mode)
+        STATE_VERSION[0] += 1
         return self
 
     def eval(self):

@@ -79,9 +79,9 @@ FIXES = {
                           "graph": ("graph.matmul(h, w2)", "graph.matmul(h, w2, transpose_b=True)")},
 }
 
-# what a fixed script may still say: compiled, the jitter eager.randn draws inside the traced
-# function is drawn once and frozen into the graph (docs/compile.md), and compile says so
-FIX_WARNS = {("rare_branch", "compiled"): "random numbers were drawn while tracing"}
+# what a fixed script may still say (nothing since eager.randn inside a compiled function is
+# drawn at every call, docs/compile.md)
+FIX_WARNS = {}
 
 CASES = [(bug, mode) for bug in EXPECTED for mode in EXPECTED[bug]]
 BUGS = {b.name: b for b in runner.catalogue()}
