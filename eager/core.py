@@ -832,7 +832,10 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         The same tensor when nothing changes (as torch); a dtype change is a differentiable
         cast; any device but the CPU raises PyTorch's CPU-only error.
         """
-        dtype, copy = _to_args(args, kwargs)
+        dtype, copy, dev = _to_args(args, kwargs)
+        if dev is not None:
+            from .meta import to_meta
+            return to_meta(self, dtype)
         if dtype is None or np.dtype(dtype) == self._array.dtype:
             return self.clone() if copy else self
         return ops.cast(self, dtype)
@@ -882,7 +885,8 @@ _TYPE_DTYPES = {v: k for k, v in _TYPE_NAMES.items()}
 
 
 def _to_args(args, kwargs):
-    """(dtype or None, copy) from Tensor.to's positional and keyword forms."""
+    """(dtype or None, copy, the meta device or None) from Tensor.to's positional and keyword
+    forms; any other device but the CPU raises."""
     dtype, copy = kwargs.pop("dtype", None), kwargs.pop("copy", False)
     dev = kwargs.pop("device", None)
     kwargs.pop("non_blocking", None)
@@ -898,5 +902,7 @@ def _to_args(args, kwargs):
             continue                      # positional non_blocking / copy flags
         else:
             dtype = np.dtype(a)
+    if _device.is_meta(dev):
+        return dtype, copy, _device.META
     _device.check(dev)
-    return dtype, copy
+    return dtype, copy, None

@@ -64,6 +64,12 @@ class device:  # noqa: N801 - torch's name
 
 
 CPU = device("cpu")
+META = device("meta")
+
+
+def is_meta(dev) -> bool:
+    """True for the meta device (eager/meta.py), as a device or a string."""
+    return dev is not None and is_device_like(dev) and device(dev).type == "meta"
 
 
 def check(dev) -> device:

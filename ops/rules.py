@@ -87,7 +87,7 @@ def broadcast(opname, *specs) -> tuple:
         if len(known) > 1:
             raise ShapeError(
                 f"{opname}: cannot broadcast {shapes_str(*specs)}: "
-                f"dimension {-i} is {' vs '.join(str(d) for d in sorted(known))}")
+                f"dimension {-i} is {' vs '.join(str(d) for d in sorted(known, key=str))}")
         if known:
             out.append(known.pop())
         elif any(d is None for d in dims):
