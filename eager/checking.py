@@ -54,6 +54,7 @@ class Finding:
     message: str
     file: str | None = None
     line: int | None = None
+    exc: BaseException | None = field(default=None, repr=False, compare=False)
 
     def __str__(self):
         where = f"{where_str((self.file, self.line))}: " if self.line else ""
@@ -193,11 +194,11 @@ def finding(e, skip=()) -> Finding:
     if isinstance(e, _meta.DataDependentError) or isinstance(e, TypeError) and \
             "meta tensor used as an index" in str(e):
         what = "data-dependent branch" if "Boolean value" in str(e) else "data-dependent value"
-        return Finding("unexplored", f"not explored: {what} at line {line}: {e}", file, line)
+        return Finding("unexplored", f"not explored: {what} at line {line}: {e}", file, line, e)
     if isinstance(e, SymbolicValueError):
         return Finding("unexplored", f"not explored: Python needs a number for a symbolic dim "
-                                     f"at line {line}: {e}", file, line)
-    return Finding("error", f"{type(e).__name__}: {e}", file, line)
+                                     f"at line {line}: {e}", file, line, e)
+    return Finding("error", f"{type(e).__name__}: {e}", file, line, e)
 
 
 def _innermost_user(e, skip):

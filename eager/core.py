@@ -20,7 +20,7 @@ from dualgrad.ops import REGISTRY as R
 from dualgrad.ops.autodiff import backprop, toposort
 from dualgrad.ops.composite import current_composite
 from dualgrad.ops.core import TRACING, current_trace, explain_failure, spec_of, user_frame, where_str
-from dualgrad.ops.rules import norm_axis, torch_result_dtype
+from dualgrad.ops.rules import norm_axis, torch_result_dtype, warn_outer
 
 from . import devices as _device
 from .hooks import (HOOK as _HOOK, LEAF_HOOKS as _LEAF_HOOKS, RemovableHandle as _HookHandle,
@@ -159,6 +159,8 @@ def _binary(op, a, b):
         raise _fail(op, (a, b), {}, err) from None
     if out.dtype is not a._array.dtype or type(b) is Tensor and b._array.dtype is not a._array.dtype:
         out = _promoted(op, (a, b), out)     # NOTE: mixed dtypes only; identity tests otherwise
+    if type(b) is Tensor and b._array.ndim != a._array.ndim and op is not _MATMUL:
+        warn_outer(op.name, a._array.shape, b._array.shape)   # NOTE: (N, 1) - (N,) is (N, N)
     t = _new(Tensor)
     t._array = out if type(out) is np.ndarray else np.asarray(out)
     t.grad = None

@@ -18,7 +18,7 @@ from .elementwise import cast, eq, erf, exp, log, ne, sqrt, stop_gradient, tanh,
 from .losses import softmax_cross_entropy
 from .nn import matmul, matmul_nt, one_hot, rand_like, unfold
 from .reduce import count, max as max_, static_count, sum as sum_
-from .rules import broadcast, dims_match, norm_axes, norm_axis
+from .rules import broadcast, dims_match, norm_axes, norm_axis, quiet_broadcast
 from .shape import (concat, expand_dims, pad, reshape, reverse, slice_, squeeze, take,
                     transpose)
 
@@ -533,7 +533,10 @@ def mse_loss(input, target, reduction="mean"):  # noqa: A002 - torch's argument 
         warnings.warn(f"mse_loss: target {fmt_shape(st)} differs from input {fmt_shape(si)}; "
                       f"they broadcast to {fmt_shape(out)}, which is likely a bug (at "
                       f"{where_str(user_frame())})", UserWarning, stacklevel=user_stacklevel())
-    d = input - target
+        with quiet_broadcast():   # NOTE: warned above, in the loss's own words
+            d = input - target
+    else:
+        d = input - target
     return _reduce_loss(d * d, reduction)
 
 

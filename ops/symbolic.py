@@ -15,6 +15,7 @@ Reading a number out of a symbol (`int(N)`, `range(N)`) raises `SymbolicValueErr
 """
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 __all__ = ["Dim", "SymbolicValueError", "is_symbolic", "as_dim", "solved", "symbols"]
@@ -100,7 +101,8 @@ class Dim:
     def __floordiv__(self, other):
         if not _is_int(other):
             if isinstance(other, Dim):
-                return Dim._make({f"({self})//({other})": 1}, 0)
+                k = _ratio(self, other)
+                return k if k is not None else Dim._make({f"({self})//({other})": 1}, 0)
             return NotImplemented
         k = int(other)
         if k == 0:
@@ -109,6 +111,9 @@ class Dim:
             return self
         if all(c % k == 0 for _, c in self.terms) and self.const % k == 0:
             return Dim._make({a: c // k for a, c in self.terms}, self.const // k)
+        g = math.gcd(k, self.const, *[c for _, c in self.terms])
+        if g > 1:    # NOTE: (N*128)//512 is N//4
+            return Dim._make({a: c // g for a, c in self.terms}, self.const // g) // (k // g)
         return Dim._make({f"{_paren(self)}//{k}": 1}, 0)
 
     def __rfloordiv__(self, other):
@@ -225,6 +230,16 @@ _LT = _cmp("<", lambda lo, hi: True if hi < 0 else False if lo >= 0 else None)
 _LE = _cmp("<=", lambda lo, hi: True if hi <= 0 else False if lo > 0 else None)
 _GT = _cmp(">", lambda lo, hi: True if lo > 0 else False if hi <= 0 else None)
 _GE = _cmp(">=", lambda lo, hi: True if lo >= 0 else False if hi < 0 else None)
+
+
+def _ratio(a, b):
+    """The integer k with a == k*b (both Dims), or None."""
+    (atom, cb), = b.terms[:1]
+    ta = dict(a.terms)
+    if atom not in ta or ta[atom] % cb:
+        return None
+    k = ta[atom] // cb
+    return k if (a - b * k) == 0 else None
 
 
 def _is_int(x) -> bool:
