@@ -836,8 +836,7 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         """
         dtype, copy, dev = _to_args(args, kwargs)
         if dev is not None:
-            from .meta import to_meta
-            return to_meta(self, dtype)
+            return _device.META_IMPL["to"](self, dtype)
         if dtype is None or np.dtype(dtype) == self._array.dtype:
             return self.clone() if copy else self
         return ops.cast(self, dtype)

@@ -13,8 +13,7 @@ import numpy as np
 from dualgrad.ops.core import TRACING
 from dualgrad.ops.symbolic import Dim
 
-from . import meta as _meta_mod
-from .devices import check as _check_device, is_meta as _is_meta
+from .devices import META_IMPL as _META, check as _check_device, is_meta as _is_meta
 from .generator import rng_of
 from .core import Tensor
 
@@ -101,15 +100,15 @@ def _meta(size, dtype, device, requires_grad, like=None):
     the size (ints and symbolic dims) and dtype, no values drawn or stored."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
-    if not (_is_meta(device) or device is None and like is not None and _meta_mod.is_meta(like)
+    if not (_is_meta(device) or device is None and like is not None and _META["is_meta"](like)
             or any([isinstance(d, Dim) for d in size])):   # NOTE: only meta has symbolic sizes
         return None
-    return _meta_mod.empty(size, dtype, requires_grad)
+    return _META["empty"](size, dtype, requires_grad)
 
 
 def from_host(t):
     """A tensor made from host data (an ndarray): what `eager.check` turns into a meta batch."""
-    return _meta_mod.from_host(t) if TRACING[0] else t
+    return _META["host"](t) if TRACING[0] else t
 
 
 def _filled(fill, shape, dtype, device, requires_grad):

@@ -214,9 +214,10 @@ class MetaTensor(Tensor):
         raise NotImplementedError(NO_DATA)
 
     def to(self, *args, **kwargs):
-        dtype, copy, dev = _core._to_args(args, kwargs)
-        if dev is not None and not _device.is_meta(dev):
-            raise NotImplementedError(NO_DATA)
+        devs = [a for a in args if _device.is_device_like(a)] + [kwargs.get("device")]
+        if any([d is not None and not _device.is_meta(d) for d in devs]):
+            raise NotImplementedError(NO_DATA)     # NOTE: to("cpu"): there are no values
+        dtype, copy, _ = _core._to_args(args, kwargs)
         if dtype is None or np.dtype(dtype) == self.dtype:
             return self.clone() if copy else self
         return ops.cast(self, dtype)
@@ -287,13 +288,12 @@ def to_meta(t, dtype=None) -> MetaTensor:
     return _wrap(arr, t.requires_grad and t._node is None)
 
 
-def module_to_meta(module):
+def module_to_meta(module, parameter):
     """`model.to("meta")`: every parameter and buffer keeps its identity and moves to the meta
-    device (its values are dropped), as torch's Module.to does."""
-    from .nn import Parameter
+    device (its values are dropped), as torch's Module.to does; `parameter` is nn.Parameter."""
     for t in list(module.parameters()) + [b for _, b in module.named_buffers()]:
         t._array = MetaArray(t._array.shape, t._array.dtype)
-        t.__class__ = _parameter_class() if isinstance(t, Parameter) else MetaTensor
+        t.__class__ = _parameter_class(parameter) if isinstance(t, parameter) else MetaTensor
         if t.grad is not None:
             t.grad = to_meta(t.grad)
     return module
@@ -302,11 +302,10 @@ def module_to_meta(module):
 _PARAMETER = []
 
 
-def _parameter_class():
-    """MetaParameter, made on first use (nn imports this package's core)."""
+def _parameter_class(Parameter):  # noqa: N803 - the class
+    """MetaParameter, made on first use (nn, which defines Parameter, imports eager/core)."""
     if _PARAMETER:
         return _PARAMETER[0]
-    from .nn import Parameter
 
     class MetaParameter(MetaTensor, Parameter):
         """A Parameter on the meta device (what `model.to("meta")` makes of each)."""
@@ -326,6 +325,10 @@ def from_host(t):
     `t` itself when no check runs."""
     take = getattr(current_trace(), "host_data", None)
     return t if take is None else take(t)
+
+
+_device.META_IMPL.update(to=to_meta, empty=empty, is_meta=is_meta, host=from_host,
+                        module=module_to_meta)
 
 
 def optimizer_step(params) -> bool:

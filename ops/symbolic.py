@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
-__all__ = ["Dim", "SymbolicValueError", "is_symbolic", "as_dim", "solved", "symbols"]
+__all__ = ["Dim", "SymbolicValueError", "is_symbolic", "as_dim", "solved", "symbols", "fixing"]
 
 _MIN = 2   # every symbol is at least this (0 and 1 would make broadcasting ambiguous)
 
@@ -296,3 +296,10 @@ def solved(d, value) -> str | None:
     if rest % coeff:
         return None
     return f"{name} = {rest // coeff}"
+
+
+def fixing(a, b) -> str:
+    """`: they agree only when N = 32` when one of two dims that must be equal is symbolic
+    and the other fixes its symbol (torch.export's constraint violation), else ""."""
+    fix = solved(a, b) if isinstance(a, Dim) else solved(b, a)
+    return f": they agree only when {fix}, but {fix.split(' =')[0]} is symbolic" if fix else ""

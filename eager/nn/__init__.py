@@ -20,6 +20,7 @@ from dualgrad import ops
 from dualgrad.ops.core import ShapeError, user_frame, where_str
 from .. import devices as _device
 from ..core import Tensor, _to_args, zero_grads
+from ..devices import META_IMPL
 from . import functional
 from . import module_hooks
 from . import functional as F
@@ -267,8 +268,7 @@ class Module:
         to("meta") moves them to the meta device (eager/meta.py), dropping their values."""
         dtype, _, meta = _to_args(args, kwargs)
         if meta is not None:
-            from ..meta import module_to_meta
-            module_to_meta(self)
+            META_IMPL["module"](self, Parameter)
         if dtype is not None and np.dtype(dtype).kind not in "fc":
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
                             f"got desired dtype={np.dtype(dtype)}")
