@@ -6,6 +6,7 @@ import threading
 
 import numpy as np
 
+from .symbolic import fixing
 from .core import ShapeError, Spec, fmt_shape, located, quiet_broadcast, QUIET_BROADCAST
 
 
@@ -85,9 +86,11 @@ def broadcast(opname, *specs) -> tuple:
         dims = [s.shape[-i] for s in specs if len(s.shape) >= i]
         known = {d for d in dims if d is not None and d != 1}
         if len(known) > 1:
+            ds = sorted(known, key=str)
+            fix = fixing(*ds) if len(ds) == 2 else ""
             raise ShapeError(
                 f"{opname}: cannot broadcast {shapes_str(*specs)}: "
-                f"dimension {-i} is {' vs '.join(str(d) for d in sorted(known, key=str))}")
+                f"dimension {-i} is {' vs '.join(str(d) for d in ds)}{fix}")
         if known:
             out.append(known.pop())
         elif any(d is None for d in dims):
