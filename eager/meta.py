@@ -172,6 +172,7 @@ class MetaTensor(Tensor):
     """A Tensor on the meta device: `shape`, `dtype` and autograd, no values."""
     __slots__ = ()
     _engine = MetaEngine
+    is_meta, is_cpu = True, False
 
     @property
     def device(self):
