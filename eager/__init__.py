@@ -43,6 +43,7 @@ from .factories import (arange, as_tensor, empty, empty_like, eye, from_numpy,  
                         full, full_like, get_default_dtype, linspace, logspace, ones,
                         ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
                         randperm, set_default_dtype, tensor, zeros, zeros_like)
+from dualgrad.ops.symbolic import Dim  # noqa: E402 - a symbolic dim for meta tensors (meta.py)
 
 
 def manual_seed(seed: int):
@@ -326,6 +327,7 @@ from .info import *  # noqa: E402,F401,F403 - finfo, iinfo, Size, pi, inf, is_fl
 
 from . import autograd, distributions, linalg, nn, optim, special, utils  # noqa: E402  (they use the names above)
 from .serialization import load, save  # noqa: E402
+from .checking import check  # noqa: E402 - shape bugs on meta tensors (checking.py)
 from .aliases import accept_numpy_names as _accept_numpy_names  # noqa: E402
 
 _accept_numpy_names(globals(), Tensor)   # x.sum(axis=1), torch.cat(ts, axis=0), keepdims=

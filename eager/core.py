@@ -20,7 +20,7 @@ from dualgrad.ops import REGISTRY as R
 from dualgrad.ops.autodiff import backprop, toposort
 from dualgrad.ops.composite import current_composite
 from dualgrad.ops.core import TRACING, current_trace, explain_failure, spec_of, user_frame, where_str
-from dualgrad.ops.rules import norm_axis, torch_needs_cast
+from dualgrad.ops.rules import norm_axis, torch_needs_cast, warn_outer
 
 from . import devices as _device
 from .hooks import (HOOK as _HOOK, LEAF_HOOKS as _LEAF_HOOKS, RemovableHandle as _HookHandle,
@@ -173,6 +173,8 @@ def _binary(op, a, b):
         if getattr(getattr(b, "_engine", None), "level", 0) > EagerEngine.level:
             return ops.bind(op, a, b)
         raise _fail(op, (a, b), {}, err) from None
+    if type(b) is Tensor and b._array.ndim != a._array.ndim and op is not _MATMUL:
+        warn_outer(op.name, a._array.shape, b._array.shape)   # NOTE: (N, 1) - (N,) is (N, N)
     t = _new(Tensor)
     t._array = out if type(out) is np.ndarray else np.asarray(out)
     t.grad = None
@@ -846,7 +848,9 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         The same tensor when nothing changes (as torch); a dtype change is a differentiable
         cast; any device but the CPU raises PyTorch's CPU-only error.
         """
-        dtype, copy = _to_args(args, kwargs)
+        dtype, copy, dev = _to_args(args, kwargs)
+        if dev is not None:
+            return _device.META_IMPL["to"](self, dtype)
         if dtype is None or np.dtype(dtype) == self._array.dtype:
             return self.clone() if copy else self
         return ops.cast(self, dtype)
@@ -896,7 +900,8 @@ _TYPE_DTYPES = {v: k for k, v in _TYPE_NAMES.items()}
 
 
 def _to_args(args, kwargs):
-    """(dtype or None, copy) from Tensor.to's positional and keyword forms."""
+    """(dtype or None, copy, the meta device or None) from Tensor.to's positional and keyword
+    forms; any other device but the CPU raises."""
     dtype, copy = kwargs.pop("dtype", None), kwargs.pop("copy", False)
     dev = kwargs.pop("device", None)
     kwargs.pop("non_blocking", None)
@@ -912,5 +917,7 @@ def _to_args(args, kwargs):
             continue                      # positional non_blocking / copy flags
         else:
             dtype = np.dtype(a)
+    if _device.is_meta(dev):
+        return dtype, copy, _device.META
     _device.check(dev)
-    return dtype, copy
+    return dtype, copy, None

@@ -183,6 +183,25 @@ def _check_fusion_forms(op):
             raise ValueError(f"op {op.name!r}: {e}") from None
 
 
+# -- the broadcast warning's off switch (rules.warn_outer) ------------------------------------
+class _Quiet(threading.local):
+    depth = 0
+
+
+QUIET_BROADCAST = _Quiet()   # read by rules.warn_outer
+
+
+@contextlib.contextmanager
+def quiet_broadcast():
+    """No `warn_outer` warning within the block (this thread): a gradient rule, a rule run on
+    stand-in ranks, or a loss that has already warned in its own words."""
+    QUIET_BROADCAST.depth += 1
+    try:
+        yield
+    finally:
+        QUIET_BROADCAST.depth -= 1
+
+
 # -- shape rules on inputs of unknown rank -----------------------------------------------------
 _STAND_IN_RANKS = range(6)
 
@@ -198,7 +217,8 @@ def infer_spec(op: Op, specs, attrs) -> Spec:
     for r in _STAND_IN_RANKS:
         stand = [Spec((None,) * r, s.dtype, s.weak) if s.shape is None else s for s in specs]
         try:
-            outs.append(op.infer(*stand, **attrs))
+            with quiet_broadcast():
+                outs.append(op.infer(*stand, **attrs))
         except ShapeError as e:
             err = e
     if not outs:

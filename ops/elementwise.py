@@ -14,7 +14,7 @@ import numpy as np
 from . import refs
 from .core import (REGISTRY, Sample, Spec, ShapeError, bind, fmt_shape, is_value, primitive,
                    register)
-from .rules import broadcast, result_dtype, same
+from .rules import broadcast, result_dtype, same, warn_outer
 from .shape import sum_to_like
 
 _EW = "elementwise"
@@ -38,6 +38,7 @@ def _unary_infer(x, **_):
 def _binary_infer(name, out_dtype=None):
     def infer(x, y, **_):
         shape = broadcast(name, x, y)
+        warn_outer(name, x, y)
         dt = result_dtype(x, y)     # NOTE: also for comparisons: strict dtypes check them
         return Spec(shape, np.dtype(out_dtype) if out_dtype else dt)
     return infer
@@ -45,6 +46,7 @@ def _binary_infer(name, out_dtype=None):
 
 def _div_infer(x, y, **_):
     shape = broadcast("div", x, y)
+    warn_outer("div", x, y)
     dt = result_dtype(x, y)
     return Spec(shape, dt if dt.kind in "fc" else np.dtype(np.float64))
 

@@ -11,6 +11,7 @@ from . import refs
 from .core import Sample, ShapeError, Spec, bind, fmt_shape, primitive, register
 from .elementwise import unbroadcast
 from .gemm import matmul2d
+from .symbolic import fixing
 from .rules import broadcast, result_dtype, shapes_str
 from .shape import expand_dims, matrix_transpose, reshape, reshape_like, transpose
 
@@ -23,7 +24,7 @@ def _matmul_infer(x, y, **_):
     k2 = y.shape[-2] if y.ndim >= 2 else y.shape[0]
     if k1 is not None and k2 is not None and k1 != k2:
         raise ShapeError(f"matmul: cannot multiply {fmt_shape(x)} by {fmt_shape(y)}: "
-                         f"inner dimensions {k1} != {k2}")
+                         f"inner dimensions {k1} != {k2}{fixing(k1, k2)}")
     bx = x.shape[:-2] if x.ndim >= 2 else ()
     by = y.shape[:-2] if y.ndim >= 2 else ()
     try:
@@ -112,7 +113,8 @@ def _matmul_nt_infer(x, w, **_):
                          f"{fmt_shape(x)} and {fmt_shape(w)}")
     if x.shape[-1] is not None and w.shape[1] is not None and x.shape[-1] != w.shape[1]:
         raise ShapeError(f"matmul_nt: cannot multiply {fmt_shape(x)} by the transpose of "
-                         f"{fmt_shape(w)}: inner dimensions {x.shape[-1]} != {w.shape[1]}")
+                         f"{fmt_shape(w)}: inner dimensions {x.shape[-1]} != {w.shape[1]}"
+                         f"{fixing(x.shape[-1], w.shape[1])}")
     return Spec(x.shape[:-1] + (w.shape[0],), result_dtype(x, w))
 
 

@@ -255,9 +255,11 @@ def max(x, axis=None, keepdims=False, initial=None):  # noqa: A001
 
 
 def static_count(shape, axis):
-    """The number of reduced elements when it is known at build time, else None."""
+    """The number of reduced elements when it is known at build time, else None (also when
+    it is symbolic: a meta tensor's `N*8`)."""
     axes = range(len(shape)) if axis is None else (axis,) if isinstance(axis, int) else axis
-    return numel([shape[a] for a in axes])
+    n = numel([shape[a] for a in axes])
+    return n if n is None or isinstance(n, int) else None
 
 
 SUM.fn, MAX.fn, PROD.fn = sum, max, prod

@@ -6,7 +6,8 @@ import threading
 
 import numpy as np
 
-from .core import ShapeError, Spec, fmt_shape, located
+from .symbolic import fixing
+from .core import ShapeError, Spec, fmt_shape, located, quiet_broadcast, QUIET_BROADCAST
 
 
 class AxisError(ShapeError, IndexError):
@@ -85,9 +86,11 @@ def broadcast(opname, *specs) -> tuple:
         dims = [s.shape[-i] for s in specs if len(s.shape) >= i]
         known = {d for d in dims if d is not None and d != 1}
         if len(known) > 1:
+            ds = sorted(known, key=str)
+            fix = fixing(*ds) if len(ds) == 2 else ""
             raise ShapeError(
                 f"{opname}: cannot broadcast {shapes_str(*specs)}: "
-                f"dimension {-i} is {' vs '.join(str(d) for d in sorted(known))}")
+                f"dimension {-i} is {' vs '.join(str(d) for d in ds)}{fix}")
         if known:
             out.append(known.pop())
         elif any(d is None for d in dims):
@@ -95,6 +98,35 @@ def broadcast(opname, *specs) -> tuple:
         else:
             out.append(1)
     return tuple(reversed(out))
+
+
+def _same_dim(a, b) -> bool:
+    return a == b and a != 1 or a is None and b is None
+
+
+def warn_outer(opname, a, b):
+    """Warn at the user's line when an elementwise op turns (N, 1) against (N,) into (N, N):
+    the size-1 last dim of one input meets the other's last dim, which equals the dim before
+    it (the same number, the same symbol, or both unknown). Nothing raises in any framework;
+    torch warns only inside mse_loss, TF1 never. `a`, `b`: shapes or Specs."""
+    a, b = getattr(a, "shape", a), getattr(b, "shape", b)
+    if QUIET_BROADCAST.depth or a is None or b is None or len(a) == len(b):
+        return
+    hi, lo = (a, b) if len(a) > len(b) else (b, a)
+    if len(hi) < 2 or not lo or hi[-1] != 1 or lo[-1] == 1 or not _same_dim(hi[-2], lo[-1]):
+        return
+    import warnings
+    from .core import user_frame, user_stacklevel, where_str
+    out = tuple(hi[:-1]) + (lo[-1],)
+    warnings.warn(f"{opname}: {fmt_shape(a)} and {fmt_shape(b)} broadcast to {fmt_shape(out)}: "
+                  f"the size-1 last dim of {fmt_shape(hi)} is stretched to {fmt_shape(lo)}'s "
+                  f"{_dim(lo[-1])}, which is likely a bug (squeeze the 1, or unsqueeze the "
+                  f"other; at {where_str(user_frame())})", UserWarning,
+                  stacklevel=user_stacklevel())
+
+
+def _dim(d):
+    return "?" if d is None else str(d)
 
 
 def norm_axis(opname, axis, ndim, spec=None, frontend=False) -> int:

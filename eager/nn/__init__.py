@@ -20,6 +20,7 @@ from dualgrad import ops
 from dualgrad.ops.core import ShapeError, user_frame, where_str
 from .. import devices as _device
 from ..core import Tensor, _to_args, zero_grads
+from ..devices import META_IMPL
 from . import functional
 from . import module_hooks
 from . import functional as F
@@ -278,8 +279,11 @@ class Module:
     # -- device and dtype ---------------------------------------------------------------------
     def to(self, *args, **kwargs):
         """to(device), to(dtype), to(device, dtype), to(tensor): casts floating-point parameters
-        and buffers (and their gradients) in place, keeping the same Parameter objects."""
-        dtype, _ = _to_args(args, kwargs)
+        and buffers (and their gradients) in place, keeping the same Parameter objects;
+        to("meta") moves them to the meta device (eager/meta.py), dropping their values."""
+        dtype, _, meta = _to_args(args, kwargs)
+        if meta is not None:
+            META_IMPL["module"](self, Parameter)
         if dtype is not None and np.dtype(dtype).kind not in "fc":
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
                             f"got desired dtype={np.dtype(dtype)}")
@@ -632,7 +636,8 @@ class _Cell(Module):
         self.bias_hh = _uniform((gates * hidden_size,), b) if bias else None
 
     def _zeros(self, x):
-        return Tensor(np.zeros(tuple(x.shape[:-1]) + (self.hidden_size,), x.dtype))
+        from ..factories import zeros   # NOTE: a meta tensor when x's shape is symbolic
+        return zeros(tuple(x.shape[:-1]) + (self.hidden_size,), dtype=x.dtype)
 
     def extra_repr(self):
         return f"{self.input_size}, {self.hidden_size}"
