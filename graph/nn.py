@@ -117,8 +117,10 @@ def _cross_entropy(logits, labels):
 
 
 @named
+@old_names(targets="labels")
 def sigmoid_cross_entropy_with_logits(labels=None, logits=None):
-    """Per-element sigmoid cross-entropy (labels and logits of one shape), as TF."""
+    """Per-element sigmoid cross-entropy (labels and logits of one shape), as TF
+    (`targets=` is the pre-1.0 name of labels)."""
     _need_both("sigmoid_cross_entropy_with_logits", labels, logits)
     return ops.binary_cross_entropy_with_logits(logits, labels, reduction="none")
 

@@ -308,15 +308,24 @@ class Module:
 
 
 # -- layers -----------------------------------------------------------------------------------
+def _factory_kwargs(module, device, dtype):
+    """A layer's `device=` / `dtype=`, as torch's factory kwargs: the CPU (else torch's
+    CPU-only error) and the parameters' floating dtype."""
+    _device.check(device)
+    if dtype is not None:
+        module.to(dtype)
+
+
 class Linear(Module):
     """y = x @ weight.T + bias, weight (out_features, in_features), torch's init."""
 
-    def __init__(self, in_features, out_features, bias=True):
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
         bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
         self.weight = _uniform((out_features, in_features), bound)
         self.bias = _uniform((out_features,), bound) if bias else None
+        _factory_kwargs(self, device, dtype)
 
     def forward(self, x):
         return F.linear(x, self.weight, self.bias)
@@ -406,7 +415,7 @@ class Embedding(Module):
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
-                 _freeze=False):
+                 _freeze=False, device=None, dtype=None):
         super().__init__()
         F._refuse("Embedding", max_norm=(max_norm, None),
                   scale_grad_by_freq=(scale_grad_by_freq, False), sparse=(sparse, False))
@@ -428,6 +437,7 @@ class Embedding(Module):
                 raise AssertionError("Shape of weight does not match num_embeddings and "
                                      "embedding_dim")
         self.weight = Parameter(w, requires_grad=not _freeze)
+        _factory_kwargs(self, device, dtype)
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None,
