@@ -39,7 +39,8 @@ __all__ = ["relu", "gelu", "softmax", "log_softmax", "sigmoid", "tanh", "silu", 
            "batch_normalization",
            "embedding_lookup", "dropout", "layer_norm", "bias_add", "l2_loss", "dense",
            "rnn_cell", "static_rnn", "dynamic_rnn", "bidirectional_dynamic_rnn",
-           "glorot_uniform_initializer"]
+           "glorot_uniform_initializer", "nce_loss", "sampled_softmax_loss",
+           "log_uniform_candidate_sampler"]
 
 relu, sigmoid, tanh = named(ops.relu), named(ops.sigmoid), named(ops.tanh)
 silu = swish = named(ops.silu)
@@ -587,3 +588,6 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
 def _no_constraints(what, *constraints):
     if any(c is not None for c in constraints):
         raise NotImplementedError(f"{what}: kernel/bias constraints are not supported")
+
+
+from .sampled import log_uniform_candidate_sampler, nce_loss, sampled_softmax_loss  # noqa: E402,F401
