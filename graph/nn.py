@@ -28,6 +28,7 @@ from .init_ops import glorot_uniform_initializer, zeros_initializer
 from .select_ops import in_top_k, top_k
 from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
 from .math_ops import l2_normalize, named, old_names, reduce_sum
+from .sampled import log_uniform_candidate_sampler, nce_loss, sampled_softmax_loss
 from .variable_scope import layer_scope, layer_variable, regularize_output
 
 __all__ = ["relu", "gelu", "softmax", "log_softmax", "sigmoid", "tanh", "silu", "swish",
@@ -589,5 +590,3 @@ def _no_constraints(what, *constraints):
     if any(c is not None for c in constraints):
         raise NotImplementedError(f"{what}: kernel/bias constraints are not supported")
 
-
-from .sampled import log_uniform_candidate_sampler, nce_loss, sampled_softmax_loss  # noqa: E402,F401

@@ -15,7 +15,6 @@ from dualgrad.ops.core import Spec
 from .core import _graph_of, _lift, graph_op
 from .math_ops import (cast, concat, equal, expand_dims, gather, log, matmul, named, reduce_max,
                        reduce_sum, reshape, zeros_like, ones_like)
-from .nn import sigmoid_cross_entropy_with_logits, softmax_cross_entropy_with_logits_v2
 
 __all__ = ["nce_loss", "sampled_softmax_loss", "log_uniform_candidate_sampler"]
 
@@ -106,7 +105,8 @@ def nce_loss(weights, biases, labels, inputs, num_sampled, num_classes, num_true
     logits, labels_out = _sampled_logits(weights, biases, labels, inputs, num_sampled,
                                          num_classes, num_true, sampled_values,
                                          remove_accidental_hits)
-    return reduce_sum(sigmoid_cross_entropy_with_logits(labels=labels_out, logits=logits), 1)
+    return reduce_sum(ops.binary_cross_entropy_with_logits(logits, labels_out, reduction="none"),
+                      1)
 
 
 @named
@@ -117,4 +117,4 @@ def sampled_softmax_loss(weights, biases, labels, inputs, num_sampled, num_class
     logits, labels_out = _sampled_logits(weights, biases, labels, inputs, num_sampled,
                                          num_classes, num_true, sampled_values,
                                          remove_accidental_hits)
-    return softmax_cross_entropy_with_logits_v2(labels=labels_out, logits=logits)
+    return ops.cross_entropy(logits, labels_out, reduction="none")
