@@ -307,6 +307,19 @@ class Module:
         return "\n".join(lines) + ("\n)" if self._modules else ")")
 
 
+class DataParallel(Module):
+    """torch's DataParallel on a machine without GPUs: the module runs as it is (torch keeps
+    `module`, sets `device_ids = []` and calls it directly); state dict keys get torch's
+    `module.` prefix. Train on several processes with DistributedDataParallel."""
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0):
+        super().__init__()
+        self.module, self.device_ids, self.output_device, self.dim = module, [], None, dim
+
+    def forward(self, *inputs, **kwargs):
+        return self.module(*inputs, **kwargs)
+
+
 # -- layers -----------------------------------------------------------------------------------
 def _factory_kwargs(module, device, dtype):
     """A layer's `device=` / `dtype=`, as torch's factory kwargs: the CPU (else torch's
@@ -438,6 +451,13 @@ class Embedding(Module):
                                      "embedding_dim")
         self.weight = Parameter(w, requires_grad=not _freeze)
         _factory_kwargs(self, device, dtype)
+
+    def reset_parameters(self):
+        """Draw the weight anew from N(0, 1), the padding row zero, as torch's."""
+        w = ops.generator().standard_normal(self.weight.shape).astype(self.weight._array.dtype)
+        if self.padding_idx is not None:
+            w[self.padding_idx] = 0.0
+        self.weight._array[...] = w
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None,
@@ -682,5 +702,16 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss,  # noqa: E40
 from .transformer import (Transformer, TransformerDecoder,  # noqa: E402
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 from . import init, utils  # noqa: E402
+from types import SimpleNamespace as _NS  # noqa: E402
+
+# NOTE: torch.nn.modules.<file>.<Class>: the paths type hints and isinstance checks spell out
+modules = _NS(module=_NS(Module=Module), linear=_NS(Linear=Linear, Identity=Identity,
+                                                    NonDynamicallyQuantizableLinear=Linear),
+              dropout=_NS(Dropout=Dropout), sparse=_NS(Embedding=Embedding),
+              activation=_NS(MultiheadAttention=MultiheadAttention, ReLU=ReLU),
+              container=_NS(Sequential=Sequential, ModuleList=ModuleList, ModuleDict=ModuleDict),
+              normalization=_NS(LayerNorm=LayerNorm), rnn=_NS(RNN=RNN, LSTM=LSTM, GRU=GRU),
+              transformer=_NS(TransformerEncoder=TransformerEncoder,
+                              TransformerEncoderLayer=TransformerEncoderLayer))
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "functools", "math", "np", "OrderedDict", "ops", "ShapeError", "user_frame", "where_str", "Tensor")]
