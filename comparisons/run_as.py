@@ -52,7 +52,17 @@ class _Proxy(types.ModuleType):
         self.__dict__.update(extra)
 
     def __getattr__(self, attr):
-        return getattr(self.__dict__["_target"], attr)
+        target = self.__dict__["_target"]
+        try:
+            return getattr(target, attr)
+        except AttributeError:
+            if not isinstance(target, types.ModuleType) or attr.startswith("__"):
+                raise
+            try:   # NOTE: `import torch` makes torch.distributed & co. reachable, as here
+                return importlib.import_module(f"{target.__name__}.{attr}")
+            except ImportError:
+                raise AttributeError(f"module {self.__name__!r} has no attribute "
+                                     f"{attr!r}") from None
 
     def __dir__(self):
         return dir(self.__dict__["_target"])

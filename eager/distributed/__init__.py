@@ -23,7 +23,7 @@ from dualgrad.ops import distributed as _mpi
 from ..core import Tensor
 from .. import devices as _devices
 
-__all__ = ["ReduceOp", "init_process_group", "destroy_process_group", "is_initialized",
+__all__ = ["get_default_backend_for_device", "ReduceOp", "init_process_group", "destroy_process_group", "is_initialized",
            "is_available", "is_mpi_available", "get_rank", "get_world_size", "barrier",
            "all_reduce", "broadcast", "all_gather", "reduce_scatter"]
 
@@ -35,6 +35,13 @@ class ReduceOp(enum.Enum):
     PRODUCT = "product"
     MIN = "min"
     MAX = "max"
+
+
+def get_default_backend_for_device(device):
+    """The backend collectives use for tensors on `device`: MPI for the CPU (dualgrad's only
+    backend, where torch answers "gloo"); a CUDA device raises torch's CPU-only error."""
+    _devices.check(device)
+    return "mpi"
 
 
 def is_available():

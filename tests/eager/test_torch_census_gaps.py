@@ -92,3 +92,33 @@ def test_versions_devices_and_module_paths():
     assert e.weight[0].tolist() == [0.0, 0.0]
     with pytest.raises(RuntimeError, match="accelerator"):
         dg.ones(2).pin_memory()
+
+
+@pytest.mark.parametrize("name,pad,ndim", [("ReflectionPad2d", (1, 2, 3, 0), 4),
+                                           ("ReplicationPad2d", 2, 4), ("ReflectionPad1d", (2, 1), 3),
+                                           ("ReplicationPad1d", 3, 3), ("CircularPad2d", (1, 1, 2, 2), 4)])
+def test_padding_modes_match_torch_values_and_gradients(name, pad, ndim):
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(2, 3, 4, 5)[4 - ndim:]).astype(np.float32)
+    xt, xd = torch.tensor(a, requires_grad=True), dg.tensor(a, requires_grad=True)
+    yt, yd = getattr(torch.nn, name)(pad)(xt), getattr(dg.nn, name)(pad)(xd)
+    g = rng.normal(size=tuple(yt.shape)).astype(np.float32)
+    (yt * torch.tensor(g)).sum().backward()
+    (yd * dg.tensor(g)).sum().backward()
+    np.testing.assert_allclose(yd.detach().numpy(), yt.detach().numpy())
+    np.testing.assert_allclose(xd.grad.numpy(), xt.grad.numpy(), atol=1e-5)
+
+
+def test_reflection_padding_too_large_raises_as_torch():
+    x = np.zeros((1, 1, 4, 4), np.float32)
+    assert _err(lambda: dg.nn.ReflectionPad2d(4)(dg.tensor(x)))[0] is \
+        _err(lambda: torch.nn.ReflectionPad2d(4)(torch.tensor(x)))[0]
+
+
+def test_serialization_and_distributed_helpers():
+    import dualgrad.eager.distributed as dist
+    assert dist.get_default_backend_for_device("cpu") == "mpi"
+    with pytest.raises(AssertionError, match="CUDA"):
+        dist.get_default_backend_for_device("cuda")
+    with dg.serialization.safe_globals([dict]):   # nothing to allow: load never unpickles
+        pass
