@@ -74,8 +74,6 @@ class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self.side = side
 
     def _target(self, fullname):
-        if self.side == "tf1" and fullname == "tensorflow.compat":
-            return "compat"
         fullname = ALIASES.get(fullname, fullname)
         for ref, ours in self.roots.items():
             if fullname == ref or fullname.startswith(ref + "."):
@@ -86,18 +84,14 @@ class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         t = self._target(fullname)
         if t is None:
             return None
-        if t != "compat":
-            try:
-                _resolve(t)
-            except Exception:  # noqa: BLE001 - not in dualgrad: the import fails as usual
-                return None
+        try:
+            _resolve(t)
+        except Exception:  # noqa: BLE001 - not in dualgrad: the import fails as usual
+            return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
     def create_module(self, spec):
         t = self._target(spec.name)
-        if t == "compat":
-            graph = _resolve("dualgrad.graph")
-            return _Proxy(spec.name, types.SimpleNamespace(v1=graph, v2=graph), {})
         extra = {}
         if t == "dualgrad.eager":
             from dualgrad.compiler import compile as dg_compile

@@ -18,7 +18,7 @@ from .init_ops import glorot_normal_initializer, glorot_uniform_initializer
 from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
 from . import contrib_layers as _cl
 
-__all__ = ["rnn", "layers", "seq2seq"]
+__all__ = ["rnn", "layers", "seq2seq", "data", "training", "slim", "learn"]
 
 
 def _scale(what, scale):
@@ -87,4 +87,18 @@ layers = SimpleNamespace(l1_regularizer=l1_regularizer, l2_regularizer=l2_regula
                              inputs, num_outputs, activation_fn=None, **kw),
                          batch_norm=_cl.batch_norm,
                          variance_scaling_initializer=_cl.variance_scaling_initializer)
-seq2seq = SimpleNamespace(sequence_loss=_cl.sequence_loss)
+seq2seq = SimpleNamespace(sequence_loss=_cl.sequence_loss, tile_batch=_cl.tile_batch)
+rnn.DeviceWrapper = _cl.DeviceWrapper
+data = SimpleNamespace(map_and_batch=_cl.map_and_batch)
+training = SimpleNamespace(HParams=_cl.HParams)
+slim = SimpleNamespace(model_analyzer=SimpleNamespace(analyze_vars=_cl.analyze_vars))
+
+
+class ModeKeys:
+    """The mode names model functions compare against (tf.estimator.ModeKeys); dualgrad has
+    no Estimator to pass them, programs use them as constants."""
+    TRAIN, EVAL, PREDICT = "train", "eval", "infer"
+    INFER = PREDICT   # contrib.learn's name
+
+
+learn = SimpleNamespace(ModeKeys=ModeKeys)

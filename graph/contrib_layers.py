@@ -1,12 +1,16 @@
-"""The most used `tf.contrib.layers` functions (TF1's contrib, removed in TF2):
+"""The most used `tf.contrib` names: `contrib.layers` functions (TF1's contrib, removed in TF2):
 `flatten`, `fully_connected` (variables `fully_connected/weights`, `…/biases`),
 `batch_norm` (over `layers.batch_normalization`; update ops in `GraphKeys.UPDATE_OPS`),
 `variance_scaling_initializer` (contrib's formula: truncated normal with stddev
 sqrt(1.3 * factor / n), or uniform in ±sqrt(3 * factor / n)), and
-`contrib.seq2seq.sequence_loss`."""
+`contrib.seq2seq.sequence_loss` and `tile_batch`, `contrib.rnn.DeviceWrapper` (placement:
+the cell itself here), `contrib.data.map_and_batch`, `contrib.training.HParams`,
+`contrib.slim.model_analyzer.analyze_vars`."""
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from .init_ops import variance_scaling_initializer as _core_vs
 from .layers import batch_normalization, flatten as _flatten
@@ -16,7 +20,8 @@ from .variable_scope import layer_scope, layer_variable, regularize_output
 from .init_ops import compute_fans, glorot_uniform_initializer, zeros_initializer
 
 __all__ = ["flatten", "fully_connected", "batch_norm", "variance_scaling_initializer",
-           "sequence_loss"]
+           "sequence_loss", "tile_batch", "DeviceWrapper", "map_and_batch", "HParams",
+           "analyze_vars"]
 
 
 def flatten(inputs, outputs_collections=None, scope=None):
@@ -98,3 +103,97 @@ def sequence_loss(logits, targets, weights, average_across_timesteps=True,
     if average_across_batch or average_across_timesteps:
         return total / (reduce_sum(weights, axis=axes) + 1e-12)
     return total
+
+
+def tile_batch(t, multiplier, name=None):
+    """Each batch entry repeated `multiplier` times in a row: (B, …) -> (B * multiplier, …),
+    as beam search needs (a nested tuple of tensors is tiled entry by entry)."""
+    if isinstance(t, (tuple, list)):
+        return type(t)(tile_batch(x, multiplier) for x in t)
+    from .math_ops import expand_dims, reshape, tile
+    rest = list(t.shape[1:])
+    if None in rest:
+        raise ValueError(f"tile_batch: all dims but the batch must be known, got {t.shape}")
+    y = tile(expand_dims(t, 1), [1, multiplier] + [1] * len(rest))
+    return reshape(y, [-1] + rest)
+
+
+class DeviceWrapper:
+    """contrib.rnn.DeviceWrapper(cell, device): the cell placed on `device`. dualgrad
+    computes on the CPU, so it is the cell: calls and attributes go to it."""
+
+    def __init__(self, cell, device):
+        self._cell, self.device = cell, device
+
+    def __call__(self, *args, **kwargs):
+        return self._cell(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._cell, name)
+
+
+def map_and_batch(map_func, batch_size, num_parallel_batches=None, drop_remainder=False,
+                  num_parallel_calls=None):
+    """For `dataset.apply(...)`: `dataset.map(map_func).batch(batch_size, drop_remainder)`."""
+    return lambda ds: ds.map(map_func).batch(batch_size, drop_remainder)
+
+
+class HParams:
+    """contrib.training.HParams: hyperparameters as attributes; `parse("a=1,b=x")` sets them
+    from a string with each one's type, `values()` gives a dict."""
+
+    def __init__(self, hparam_def=None, model_structure=None, **kwargs):
+        self._types = {}
+        for k, v in kwargs.items():
+            self.add_hparam(k, v)
+
+    def add_hparam(self, name, value):
+        if name in self._types:
+            raise ValueError(f"Hyperparameter name is reserved: {name}")
+        self._types[name] = type(value)
+        setattr(self, name, value)
+
+    def set_hparam(self, name, value):
+        if name not in self._types:
+            raise KeyError(f"Unknown hyperparameter: {name}")
+        setattr(self, name, value)
+
+    def parse(self, values):
+        for item in filter(None, (s.strip() for s in values.split(","))):
+            name, _, text = item.partition("=")
+            if name not in self._types:
+                raise ValueError(f"Unknown hyperparameter type for {name}")
+            kind = self._types[name]
+            value = text.lower() in ("true", "1") if kind is bool else kind(text)
+            setattr(self, name, value)
+        return self
+
+    def values(self):
+        return {k: getattr(self, k) for k in self._types}
+
+    def get(self, key, default=None):
+        return getattr(self, key, default)
+
+    def __contains__(self, key):
+        return key in self._types
+
+    def __repr__(self):
+        return f"HParams({self.values()})"
+
+
+def analyze_vars(variables, print_info=False):
+    """(total number of values, total bytes) of `variables`; prints a line per variable
+    when `print_info`, as slim's model analyzer."""
+    total, total_bytes = 0, 0
+    if print_info:
+        print("---------\nVariables: name (type shape) [size]\n---------")
+    for v in variables:
+        n = int(np.prod(v.shape)) if v.shape else 1
+        b = n * np.dtype(v.dtype).itemsize
+        total, total_bytes = total + n, total_bytes + b
+        if print_info:
+            print(f"{v.name} ({np.dtype(v.dtype).name} {'x'.join(map(str, v.shape))}) "
+                  f"[{n}, bytes: {b}]")
+    if print_info:
+        print(f"Total size of variables: {total}\nTotal bytes of variables: {total_bytes}")
+    return total, total_bytes

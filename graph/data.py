@@ -402,7 +402,9 @@ class _Traced:
         self.session = Session(graph=self.graph)
 
     def __call__(self, flat):
-        return self.session.run(self.outputs, dict(zip(self.inputs, flat)))
+        out = self.session.run(self.outputs, dict(zip(self.inputs, flat)))
+        return [np.asarray(v, dtype=object) if isinstance(v, (str, bytes)) else np.asarray(v)
+                for v in out]
 
 
 def _lift_out(g, o, what):

@@ -41,7 +41,7 @@ __all__ = ["relu", "gelu", "softmax", "log_softmax", "sigmoid", "tanh", "silu", 
            "embedding_lookup", "dropout", "layer_norm", "bias_add", "l2_loss", "dense",
            "rnn_cell", "static_rnn", "dynamic_rnn", "bidirectional_dynamic_rnn",
            "glorot_uniform_initializer", "nce_loss", "sampled_softmax_loss",
-           "log_uniform_candidate_sampler"]
+           "log_uniform_candidate_sampler", "batch_norm_with_global_normalization", "deconv2d"]
 
 relu, sigmoid, tanh = named(ops.relu), named(ops.sigmoid), named(ops.tanh)
 silu = swish = named(ops.silu)
@@ -590,3 +590,16 @@ def _no_constraints(what, *constraints):
     if any(c is not None for c in constraints):
         raise NotImplementedError(f"{what}: kernel/bias constraints are not supported")
 
+
+def batch_norm_with_global_normalization(t=None, m=None, v=None, beta=None, gamma=None,
+                                         variance_epsilon=None, scale_after_normalization=None,
+                                         name=None, input=None, mean=None,  # noqa: A002
+                                         variance=None):
+    """TF 0.x's batch norm: `batch_normalization` with gamma applied only when
+    scale_after_normalization."""
+    t, m, v = (a if a is not None else b for a, b in ((t, input), (m, mean), (v, variance)))
+    return batch_normalization(t, m, v, beta, gamma if scale_after_normalization else None,
+                               variance_epsilon)
+
+
+deconv2d = conv2d_transpose   # TF 0.x's name

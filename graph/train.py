@@ -35,9 +35,11 @@ from .lr_decay import (cosine_decay, inverse_time_decay, natural_exp_decay, piec
                        polynomial_decay)
 from .variables import Variable, assign, assign_add
 from .coordinator import Coordinator, start_queue_runners
+from .moving_averages import ExponentialMovingAverage
+from .summary import FileWriter as SummaryWriter   # TF 0.x's name of summary.FileWriter
 from .io import BytesList, Example, Feature, Features, FloatList, Int64List
 
-__all__ = ["Coordinator", "start_queue_runners", "Example", "Features", "Feature", "Int64List",
+__all__ = ["ExponentialMovingAverage", "SummaryWriter", "Coordinator", "start_queue_runners", "Example", "Features", "Feature", "Int64List",
            "FloatList", "BytesList", "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
            "RMSPropOptimizer", "AdagradOptimizer", "AdadeltaOptimizer", "exponential_decay",
            "get_or_create_global_step", "get_global_step", "Saver", "latest_checkpoint",

@@ -289,10 +289,93 @@ def test_scaffolding_names():
         tf.enable_eager_execution()
 
 
-@pytest.mark.parametrize("module", ["data", "flags", "gfile", "io", "platform", "tf_logging"])
+@pytest.mark.parametrize("module", ["data", "flags", "gfile", "io", "platform", "tf_logging",
+                                    "moving_averages", "augment"])
 def test_docstring_examples_run(module):
     import doctest
     import importlib
     tf.reset_default_graph()
     result = doctest.testmod(importlib.import_module(f"dualgrad.graph.{module}"))
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_exponential_moving_average_matches_tf1_rule():
+    w = tf.Variable(np.array([1.0, 2.0], np.float32), name="w")
+    step = tf.Variable(0, trainable=False)
+    ema = tf.train.ExponentialMovingAverage(0.99, num_updates=step)
+    update = ema.apply([w])
+    assert ema.average(w).name == "w/ExponentialMovingAverage:0"
+    assert list(ema.variables_to_restore()) == ["w/ExponentialMovingAverage", "Variable"]
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        sess.run(tf.assign(w, [3.0, 4.0]))
+        sess.run(update)
+        decay = min(0.99, 1.0 / 10.0)          # num_updates = 0
+        np.testing.assert_allclose(sess.run(ema.average(w)),
+                                   [1.0 + (1 - decay) * 2.0, 2.0 + (1 - decay) * 2.0],
+                                   rtol=1e-6)
+
+
+def test_layers_dense_object_shares_its_variables():
+    x = tf.placeholder(tf.float32, [None, 3])
+    layer = tf.layers.Dense(2, activation=tf.nn.relu, name="head")
+    y1, y2 = layer(x), layer(x * 2.0)
+    assert [v.name for v in layer.trainable_variables] == ["head/kernel:0", "head/bias:0"]
+    assert len(tf.trainable_variables()) == 2
+    with tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        a, b = sess.run([y1, y2], {x: np.ones((1, 3), np.float32)})
+        np.testing.assert_allclose(np.maximum(2 * sess.run(tf.matmul(
+            np.ones((1, 3), np.float32), layer.kernel)) + sess.run(layer.bias), 0), b, rtol=1e-6)
+
+
+def test_draws_crops_flips_and_composites():
+    tf.set_random_seed(3)
+    img = np.arange(2 * 4 * 5 * 3, dtype=np.float32).reshape(2, 4, 5, 3)
+    crop = tf.random_crop(img[0], [2, 3, 3])
+    flip = tf.image.random_flip_left_right(img)
+    gray = tf.image.rgb_to_grayscale(tf.constant(img))
+    d = tf.diag(tf.constant([1.0, 2.0]))
+    draws = tf.multinomial(tf.constant([[0.0, 0.0, -1e9]]), 200)
+    with tf.Session() as sess:
+        c, f, g, dd, m = sess.run([crop, flip, gray, d, draws])
+    assert c.shape == (2, 3, 3) and any(np.array_equal(c, img[0][i:i + 2, j:j + 3])
+                                        for i in range(3) for j in range(3))
+    for k in range(2):
+        assert np.array_equal(f[k], img[k]) or np.array_equal(f[k], img[k][:, ::-1])
+    np.testing.assert_allclose(g[..., 0], img @ np.array([0.2989, 0.5870, 0.1140], np.float32),
+                               rtol=1e-5)
+    assert dd.tolist() == [[1.0, 0.0], [0.0, 2.0]]
+    assert m.dtype == np.int64 and set(m.ravel()) == {0, 1}
+
+
+def test_read_file_and_decode_csv_in_a_pipeline(tmp_path):
+    (tmp_path / "d.csv").write_text("1.5,2,a\n,7,b\n")
+    ds = tf.data.TextLineDataset(str(tmp_path / "d.csv")).map(
+        lambda line: tuple(tf.decode_csv(line, [[0.0], [0], [""]])))
+    x, n, s = ds.batch(2).make_one_shot_iterator().get_next()
+    raw = tf.read_file(str(tmp_path / "d.csv"))
+    with tf.Session() as sess:
+        xv, nv, sv = sess.run([x, n, s])
+        assert sess.run(raw) == b"1.5,2,a\n,7,b\n"
+    assert xv.tolist() == [1.5, 0.0] and nv.tolist() == [2, 7] and list(sv) == ["a", "b"]
+
+
+def test_contrib_helpers_and_old_names():
+    hp = tf.contrib.training.HParams(lr=0.1, layers=2, name="x").parse("lr=0.5,layers=3")
+    assert hp.values() == {"lr": 0.5, "layers": 3, "name": "x"}
+    t = tf.constant(np.arange(6, dtype=np.float32).reshape(2, 3))
+    tiled = tf.contrib.seq2seq.tile_batch(t, 2)
+    ds = tf.data.Dataset.range(5).apply(tf.contrib.data.map_and_batch(lambda i: i * 2, 2))
+    nxt = ds.make_one_shot_iterator().get_next()
+    v = tf.Variable(np.zeros((3, 4), np.float32))
+    assert tf.contrib.slim.model_analyzer.analyze_vars([v]) == (12, 48)
+    assert tf.estimator.ModeKeys.PREDICT == tf.contrib.learn.ModeKeys.INFER == "infer"
+    assert tf.python.framework.tensor_shape.scalar().as_list() == []
+    assert tf.compat.as_str(b"ab") == "ab" and tf.compat.v1 is tf
+    assert tf.train.SummaryWriter is tf.summary.FileWriter and tf.nn.deconv2d is \
+        tf.nn.conv2d_transpose
+    with tf.Session() as sess:
+        assert sess.run(tiled)[:, 0].tolist() == [0.0, 0.0, 3.0, 3.0]
+        assert sess.run(nxt).tolist() == [0, 2]
+        assert sess.run(tf.concat_v2([t, t], 0)).shape == (4, 3)
