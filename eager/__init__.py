@@ -326,6 +326,13 @@ from .shaping import *  # noqa: E402,F401,F403 - select, hstack, movedim, index_
 from .info import *  # noqa: E402,F401,F403 - finfo, iinfo, Size, pi, inf, is_floating_point, …
 
 from . import autograd, distributions, linalg, nn, optim, special, utils  # noqa: E402  (they use the names above)
+from . import multiprocessing  # noqa: E402
+import types as _types  # noqa: E402
+from dualgrad import __version__ as _dg_version  # noqa: E402
+
+__version__ = f"2.13.0+dualgrad.{_dg_version}"   # the torch API followed; +local: dualgrad's own
+version = _types.ModuleType("dualgrad.eager.version", "torch.version")
+version.__version__, version.cuda, version.hip, version.git_version = __version__, None, None, ""
 from .serialization import load, save  # noqa: E402
 from .checking import check  # noqa: E402 - shape bugs on meta tensors (checking.py)
 from .aliases import accept_numpy_names as _accept_numpy_names  # noqa: E402

@@ -509,9 +509,13 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         self.requires_grad = bool(requires_grad)
         return self
 
-    def backward(self, gradient=None, retain_graph=None, create_graph=False):
+    def backward(self, gradient=None, retain_graph=None, create_graph=False,
+                 retain_variables=None):
         """Accumulate d(self)/d(leaf) into every leaf's .grad that requires grad; the graph is
-        kept when create_graph is (retain_graph defaults to it, as in torch)."""
+        kept when create_graph is (retain_graph defaults to it, as in torch).
+        `retain_variables=` is torch 0.3's name of retain_graph."""
+        if retain_variables is not None:
+            retain_graph = retain_variables if retain_graph is None else retain_graph
         if retain_graph is None:
             retain_graph = create_graph
         gradient = seed_gradient(self, gradient)

@@ -117,17 +117,28 @@ def _filled(fill, shape, dtype, device, requires_grad):
     return _make(fill(_size(shape), dtype or _DEFAULT_FLOAT[0]), None, device, requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
-    return _filled(np.zeros, size, dtype, device, requires_grad)
+def zeros(*size, dtype=None, device=None, requires_grad=False, **kw):
+    return _filled(np.zeros, _size_kw("zeros", size, kw), dtype, device, requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
-    return _filled(np.ones, size, dtype, device, requires_grad)
+def ones(*size, dtype=None, device=None, requires_grad=False, **kw):
+    return _filled(np.ones, _size_kw("ones", size, kw), dtype, device, requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False):
+def empty(*size, dtype=None, device=None, requires_grad=False, **kw):
     # NOTE: zero-filled, not uninitialised: reading it is then at least deterministic
-    return _filled(np.zeros, size, dtype, device, requires_grad)
+    return _filled(np.zeros, _size_kw("empty", size, kw), dtype, device, requires_grad)
+
+
+def _size_kw(fn, size, kw):
+    """torch's factories also take the shape as `size=` (`torch.empty(size=(2, 3))`)."""
+    if "size" in kw:
+        if size:
+            raise TypeError(f"{fn}() received the size both positionally and as size=")
+        size = (kw.pop("size"),)
+    if kw:
+        raise TypeError(f"{fn}() got an unexpected keyword argument '{next(iter(kw))}'")
+    return size
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):

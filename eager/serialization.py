@@ -146,3 +146,22 @@ def load(f, map_location=None, weights_only=True, **kwargs):
     if metadata.get("format") == "dualgrad-tree":
         return _decode(json.loads(metadata["tree"]), arrays)
     return OrderedDict((k, Tensor(v)) for k, v in arrays.items())
+
+
+class safe_globals:  # noqa: N801 - torch's name
+    """torch.serialization.safe_globals(classes): the classes torch's `load` may unpickle
+    inside the `with`. dualgrad's `load` never unpickles (safetensors only), so there is
+    nothing to allow: the context changes nothing, and a pickle still raises."""
+
+    def __init__(self, safe_globals):
+        self.globals = list(safe_globals)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def add_safe_globals(safe_globals):
+    """As safe_globals: nothing to allow, since dualgrad never unpickles."""

@@ -326,16 +326,38 @@ class Module:
         return "\n".join(lines) + ("\n)" if self._modules else ")")
 
 
+class DataParallel(Module):
+    """torch's DataParallel on a machine without GPUs: the module runs as it is (torch keeps
+    `module`, sets `device_ids = []` and calls it directly); state dict keys get torch's
+    `module.` prefix. Train on several processes with DistributedDataParallel."""
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0):
+        super().__init__()
+        self.module, self.device_ids, self.output_device, self.dim = module, [], None, dim
+
+    def forward(self, *inputs, **kwargs):
+        return self.module(*inputs, **kwargs)
+
+
 # -- layers -----------------------------------------------------------------------------------
+def _factory_kwargs(module, device, dtype):
+    """A layer's `device=` / `dtype=`, as torch's factory kwargs: the CPU (else torch's
+    CPU-only error) and the parameters' floating dtype."""
+    _device.check(device)
+    if dtype is not None:
+        module.to(dtype)
+
+
 class Linear(Module):
     """y = x @ weight.T + bias, weight (out_features, in_features), torch's init."""
 
-    def __init__(self, in_features, out_features, bias=True):
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
         bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
         self.weight = _uniform((out_features, in_features), bound)
         self.bias = _uniform((out_features,), bound) if bias else None
+        _factory_kwargs(self, device, dtype)
 
     def forward(self, x):
         return F.linear(x, self.weight, self.bias)
@@ -425,7 +447,7 @@ class Embedding(Module):
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
-                 _freeze=False):
+                 _freeze=False, device=None, dtype=None):
         super().__init__()
         F._refuse("Embedding", max_norm=(max_norm, None),
                   scale_grad_by_freq=(scale_grad_by_freq, False), sparse=(sparse, False))
@@ -447,6 +469,14 @@ class Embedding(Module):
                 raise AssertionError("Shape of weight does not match num_embeddings and "
                                      "embedding_dim")
         self.weight = Parameter(w, requires_grad=not _freeze)
+        _factory_kwargs(self, device, dtype)
+
+    def reset_parameters(self):
+        """Draw the weight anew from N(0, 1), the padding row zero, as torch's."""
+        w = ops.generator().standard_normal(self.weight.shape).astype(self.weight._array.dtype)
+        if self.padding_idx is not None:
+            w[self.padding_idx] = 0.0
+        self.weight._array[...] = w
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None,
@@ -685,12 +715,25 @@ from .layers import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,  #
                      Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, CosineSimilarity,
                      Dropout1d, Dropout2d, GroupNorm, InstanceNorm1d, InstanceNorm2d,
                      MaxPool1d, MaxPool2d, PairwiseDistance, PixelShuffle, PixelUnshuffle,
-                     RNNCell, Unflatten, Upsample, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d)
+                     RNNCell, Unflatten, Upsample, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d,
+                     ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d,
+                     CircularPad1d, CircularPad2d)
 from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss,  # noqa: E402
                    CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss,
                    NLLLoss, SmoothL1Loss, TripletMarginLoss)
 from .transformer import (Transformer, TransformerDecoder,  # noqa: E402
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 from . import init, utils  # noqa: E402
+from types import SimpleNamespace as _NS  # noqa: E402
+
+# NOTE: torch.nn.modules.<file>.<Class>: the paths type hints and isinstance checks spell out
+modules = _NS(module=_NS(Module=Module), linear=_NS(Linear=Linear, Identity=Identity,
+                                                    NonDynamicallyQuantizableLinear=Linear),
+              dropout=_NS(Dropout=Dropout), sparse=_NS(Embedding=Embedding),
+              activation=_NS(MultiheadAttention=MultiheadAttention, ReLU=ReLU),
+              container=_NS(Sequential=Sequential, ModuleList=ModuleList, ModuleDict=ModuleDict),
+              normalization=_NS(LayerNorm=LayerNorm), rnn=_NS(RNN=RNN, LSTM=LSTM, GRU=GRU),
+              transformer=_NS(TransformerEncoder=TransformerEncoder,
+                              TransformerEncoderLayer=TransformerEncoderLayer))
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "functools", "math", "np", "OrderedDict", "ops", "ShapeError", "user_frame", "where_str", "Tensor")]
