@@ -23,7 +23,7 @@ from .functions import FunctionMethods, _arr, _method, _t
 
 def _common(name, xs, floating=True):
     """The operands as tensors of torch's promoted dtype (float32 for integers when floating)."""
-    dt = torch_result_dtype([_arr(v) if isinstance(v, FunctionMethods) else v for v in xs])
+    dt = torch_result_dtype(xs)   # NOTE: tensors as they are (no NumPy: compile() traces this)
     if floating and dt.kind in "biu":
         dt = np.dtype(np.float32)
     if not floating and dt.kind not in "iu":
