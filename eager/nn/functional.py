@@ -533,3 +533,6 @@ def pad(input, pad, mode="constant", value=0.0):  # noqa: A002 - torch's names
     for i in range(len(pad) // 2):
         pairs[input.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
     return ops.pad(input, tuple(pairs), value=value)
+
+
+from .extra_functional import *  # noqa: E402,F401,F403 - softshrink, rms_norm, the margin losses, …
