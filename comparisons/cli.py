@@ -3,7 +3,7 @@
     dualgrad tour                                  the newcomer's first minute
     dualgrad train MODEL --mode eager|graph|compiled|all [--epochs N] [--seed S]
                          [--plot curves.png] [--logdir DIR]
-    dualgrad bench [MODEL|all] [--quick] [--json PATH] [--plot PATH]
+    dualgrad bench [MODEL|all] [--quick] [--json PATH] [--history PATH] [--plot PATH]
     dualgrad bench --distributed [mlp|transformer|all] [--quick] [--no-torch] [--json PATH]
     dualgrad graph MODEL [--optimized] [--train] [--dot PATH.dot|PATH.svg]
     dualgrad shapes [BUG ...] [--explain] [--json PATH] [--markdown PATH]
@@ -73,6 +73,8 @@ def _parser() -> argparse.ArgumentParser:
                    metavar="MODEL|all", help=", ".join(BENCH_NAMES) + " or all (default)")
     b.add_argument("--quick", action="store_true", help="small sizes, few repeats (< 20 s)")
     b.add_argument("--json", metavar="PATH", help="write every figure and the machine here")
+    b.add_argument("--history", metavar="PATH", help="append this run's medians to a history "
+                   "file (a JSON list, as docs/benchmarks-history.json)")
     b.add_argument("--plot", metavar="PATH", help="bar chart of speed-ups (needs matplotlib)")
     b.add_argument("--torch-compile", action="store_true",
                    help="add a torch.compile column (model workloads; compiles for many seconds)")
@@ -195,7 +197,8 @@ def cmd_bench(args, console):
         raise UsageError("--no-torch goes with --distributed")
     from .bench import report, run_bench
     from .bench.workloads import COLUMNS, DEFAULT_COLUMNS
-    for path, what in ((args.json, "--json"), (args.plot, "--plot")):
+    for path, what in ((args.json, "--json"), (args.plot, "--plot"),
+                       (args.history, "--history")):
         if path is not None:
             check_writable(path, what)
     if args.plot:
@@ -210,6 +213,10 @@ def cmd_bench(args, console):
     if args.json:
         report.write_json(res, args.json)
         console.print(f"wrote {args.json}")
+    if args.history:
+        from .bench import history
+        history.append(args.history, history.record(res))
+        console.print(f"appended this run to {args.history}")
     if args.plot:
         report.plot(res, args.plot)
         console.print(f"wrote {args.plot}")
