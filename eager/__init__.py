@@ -327,6 +327,7 @@ from .extra_pointwise import *  # noqa: E402,F401,F403 - i0, gcd, lcm, frexp, ld
 from .extra_shaping import *  # noqa: E402,F401,F403 - *_copy, combinations, tensordot, trapz, …
 
 from . import autograd, distributions, linalg, nn, optim, special, utils  # noqa: E402  (they use the names above)
+from . import fft, signal  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .aliases import accept_numpy_names as _accept_numpy_names  # noqa: E402
 
