@@ -79,6 +79,8 @@ def mvlgamma(input, p):  # noqa: A002
     p(p-1)/4 log(pi); every element must exceed (p - 1) / 2."""
     x = _t(input)
     x = x if x.dtype.kind == "f" else ops.cast(x, np.float32)
+    if x.dtype == np.float16:   # NOTE: torch computes half in float32, rounding once
+        return ops.cast(mvlgamma(ops.cast(x, np.float32), p), np.float16)
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     if not bool(np.all(_arr(x) > (p - 1) / 2)):

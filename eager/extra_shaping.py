@@ -51,6 +51,10 @@ t_copy = _copy_of(lambda x: x.t())
 split_with_sizes_copy = _copy_of(split_with_sizes)
 
 
+def zero_(input):  # noqa: A002 - torch.zero_(t): t filled with zeros, in place
+    return _t(input).zero_()
+
+
 def unsafe_chunk(input, chunks, dim=0):  # noqa: A002
     return _t(input).chunk(chunks, dim)
 
@@ -177,6 +181,8 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
 def renorm(input, p, dim, maxnorm):  # noqa: A002
     """Each slice along dim rescaled to p-norm at most maxnorm."""
     x = _t(input)
+    if x.dtype == np.float16:   # NOTE: torch computes half in float32, rounding once
+        return ops.cast(renorm(ops.cast(x, np.float32), p, dim, maxnorm), np.float16)
     d = dim % x.ndim
     others = tuple(i for i in range(x.ndim) if i != d)
     norms = ops.norm(x, ord=p, axis=others, keepdims=True)
@@ -268,11 +274,11 @@ METHODS = {
 __all__ = TORCH_NAMES = [
     "expand_copy", "diagonal_copy", "alias_copy", "narrow_copy", "view_copy", "permute_copy",
     "unbind_copy", "unfold_copy", "squeeze_copy", "unsqueeze_copy", "transpose_copy", "t_copy",
-    "split_with_sizes_copy", "unsafe_chunk", "unsafe_split", "real", "conj", "resolve_conj",
+    "split_with_sizes_copy", "zero_", "unsafe_chunk", "unsafe_split", "real", "conj", "resolve_conj",
     "resolve_neg", "conj_physical", "angle", "fill", "combinations", "tensordot", "addbmm",
     "trapezoid", "trapz", "cumulative_trapezoid", "renorm", "index_reduce", "broadcast_shapes",
     "unravel_index", "histogram", "empty_strided", "empty_permuted", "scalar_tensor"]
-_NOT_METHODS = {"broadcast_shapes", "unravel_index", "empty_strided", "empty_permuted",
+_NOT_METHODS = {"zero_", "broadcast_shapes", "unravel_index", "empty_strided", "empty_permuted",
                 "scalar_tensor", "combinations", "tensordot", "trapezoid", "trapz",
                 "cumulative_trapezoid", "fill", "real", "alias_copy", "expand_copy",
                 "diagonal_copy", "view_copy", "permute_copy", "unbind_copy", "unfold_copy",

@@ -105,6 +105,11 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None,  
                                 reduce=None, reduction="mean"):
     _no_legacy("multilabel_soft_margin_loss", size_average, reduce)
     x, t = _t(input), _t(target)
+    if x.dtype == np.float16:   # NOTE: torch computes half in float32, rounding once
+        return ops.cast(multilabel_soft_margin_loss(
+            ops.cast(x, np.float32), ops.cast(t, np.float32),
+            None if weight is None else ops.cast(_t(weight), np.float32), reduction=reduction),
+            np.float16)
     loss = t * ops.softplus(-x) + (1 - t) * ops.softplus(x)
     if weight is not None:
         loss = loss * weight
