@@ -329,7 +329,7 @@ from .extra_linalg import _install as _install_linalg  # noqa: E402
 globals().update({n: f for n, f in _install_linalg().items() if n not in globals()})   # logdet, cholesky, svd, …
 
 from . import autograd, distributions, linalg, nn, optim, special, utils  # noqa: E402  (they use the names above)
-from . import fft, signal  # noqa: E402
+from . import fft, masked, signal  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .aliases import accept_numpy_names as _accept_numpy_names  # noqa: E402
 
