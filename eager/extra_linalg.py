@@ -25,6 +25,7 @@ TorchSvdResult = namedtuple("svd", "U S V")
 InvExResult = namedtuple("inv_ex", "inverse info")
 SolveExResult = namedtuple("solve_ex", "result info")
 CholeskyExResult = namedtuple("cholesky_ex", "L info")
+QrResult = namedtuple("qr", "Q R")
 TriangularSolveResult = namedtuple("triangular_solve", "solution cloned_coefficient")
 
 
@@ -186,6 +187,32 @@ def svdvals(A, *, driver=None, out=None):  # noqa: N803
     return ops.svd_s(_float("svdvals", A))
 
 
+def qr(A, mode="reduced", *, out=None):  # noqa: N803
+    """Q R with Q's columns orthonormal (LAPACK's signs); mode "reduced", "complete" (equal
+    to reduced for m <= n... and square inputs) or "r" (Q empty)."""
+    a = _float("qr", A)
+    m, n = a.shape[-2:]
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
+                           f"'reduced' (default), 'r', or 'complete'")
+    if mode == "complete" and m > n:
+        raise NotImplementedError("linalg.qr(mode='complete') of a tall matrix is not "
+                                  "supported by dualgrad")
+    if a.numel() == 0:
+        k = min(m, n)
+        q = ops.zeros_like(np.zeros(tuple(a.shape[:-1]) + (k,), a.dtype)) + a.sum() * 0
+        r = ops.zeros_like(np.zeros(tuple(a.shape[:-2]) + (k, n), a.dtype)) + a.sum() * 0
+    else:
+        q, r = ops.qr_q(a), ops.qr_r(a)
+    if mode == "r":
+        return QrResult(_no_grad_tensor(np.zeros(0, a.dtype)), r)
+    return QrResult(q, r)
+
+
+def torch_qr(input, some=True):  # noqa: A002 - torch.qr
+    return qr(input, "reduced" if some else "complete")
+
+
 def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):  # noqa: N803
     """V diag(1/s) U^T over the singular values above max(atol, rtol * s_max)."""
     a = _float("pinv", A)
@@ -325,14 +352,15 @@ def tensorsolve(A, B, dims=None, *, out=None):  # noqa: N803
 LINALG = {"inv": inv, "inv_ex": inv_ex, "det": det, "slogdet": slogdet, "solve": solve,
           "solve_ex": solve_ex, "solve_triangular": solve_triangular, "cholesky": cholesky,
           "cholesky_ex": cholesky_ex, "eigh": eigh, "eigvalsh": eigvalsh, "svd": svd,
-          "svdvals": svdvals, "pinv": pinv, "matrix_rank": matrix_rank, "cond": cond,
+          "svdvals": svdvals, "qr": qr, "pinv": pinv, "matrix_rank": matrix_rank, "cond": cond,
           "matrix_power": matrix_power, "multi_dot": multi_dot, "vecdot": vecdot,
           "diagonal": diagonal, "cross": linalg_cross, "vander": vander,
           "tensorinv": tensorinv, "tensorsolve": tensorsolve, "matrix_exp": matrix_exp}
 
 TORCH = {"cholesky": torch_cholesky, "cholesky_inverse": cholesky_inverse,
          "cholesky_solve": cholesky_solve, "logdet": logdet, "pinverse": pinverse,
-         "svd": torch_svd, "matrix_exp": matrix_exp, "triangular_solve": triangular_solve,
+         "svd": torch_svd, "qr": torch_qr, "matrix_exp": matrix_exp,
+         "triangular_solve": triangular_solve,
          "det": det, "slogdet": slogdet, "inverse": inv, "matrix_power": matrix_power}
 
 

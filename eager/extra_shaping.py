@@ -55,6 +55,45 @@ def zero_(input):  # noqa: A002 - torch.zero_(t): t filled with zeros, in place
     return _t(input).zero_()
 
 
+def as_strided(input, size, stride, storage_offset=0):  # noqa: A002
+    """A view of input's elements (laid out contiguously) at offset + sum(i * stride)."""
+    x = _t(input)
+    return ops.as_strided(x if x.is_contiguous() else x.contiguous(), size=tuple(size),
+                          stride=tuple(stride), storage_offset=int(storage_offset or 0))
+
+
+as_strided_copy = _copy_of(as_strided)
+
+
+def as_strided_scatter(input, src, size, stride, storage_offset=0):  # noqa: A002
+    """input with src written at the positions as_strided(input, ...) would view."""
+    x, s = _t(input), _t(src)
+    pos = ops.strided_positions(tuple(size), tuple(stride), int(storage_offset or 0))
+    flat = ops.reshape(x, (-1,))
+    hit = np.zeros(x.numel(), bool)
+    hit[pos.reshape(-1)] = True
+    placed = ops.take_grad(ops.reshape(ops.cast(s, x.dtype), (-1,)), pos.reshape(-1), flat,
+                           axis=0)
+    return ops.reshape(ops.where(hit, placed, flat), tuple(x.shape))
+
+
+def constant_pad_nd(input, pad, value=0):  # noqa: A002
+    from .nn.functional import pad as f_pad
+    return f_pad(input, pad, "constant", value)
+
+
+def nonzero_static(input, *, size, fill_value=-1):  # noqa: A002
+    """nonzero's (n, ndim) indices cut or padded with fill_value to `size` rows."""
+    idx = np.argwhere(_arr(input))[:size]
+    out = np.full((size, max(np.ndim(_arr(input)), 0)), fill_value, np.int64)
+    out[:len(idx)] = idx
+    return _no_grad_tensor(out)
+
+
+def resize_as_(input, the_template, *, memory_format=None):  # noqa: A002
+    return _resize(_t(input), tuple(the_template.shape))
+
+
 def unsafe_chunk(input, chunks, dim=0):  # noqa: A002
     return _t(input).chunk(chunks, dim)
 
@@ -258,7 +297,26 @@ def _random_fill(name, draw):
     return method
 
 
+def _resize(self, *sizes, memory_format=None):
+    """self reshaped in place to sizes: the leading elements kept, zeros past the old end
+    (torch leaves those uninitialised)."""
+    from .inplace import _shaped_inplace
+    shape = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], int) else sizes
+    n = math.prod(shape)
+
+    def view(t):
+        flat = ops.reshape(t, (-1,))
+        if n > t.numel():
+            flat = ops.pad(flat, ((0, n - t.numel()),), value=0)
+        elif n < t.numel():
+            flat = flat[:n]
+        return ops.reshape(flat, shape)
+    return _shaped_inplace(self, "resize_", view)
+
+
 METHODS = {
+    "resize_": _resize,
+    "resize_as_": lambda self, other, *, memory_format=None: _resize(self, tuple(other.shape)),
     "cauchy_": _random_fill("cauchy_", lambda rng, shape, median=0.0, sigma=1.0:
                             median + sigma * rng.standard_cauchy(shape)),
     "geometric_": _random_fill("geometric_", lambda rng, shape, p: rng.geometric(p, shape)),
@@ -274,11 +332,14 @@ METHODS = {
 __all__ = TORCH_NAMES = [
     "expand_copy", "diagonal_copy", "alias_copy", "narrow_copy", "view_copy", "permute_copy",
     "unbind_copy", "unfold_copy", "squeeze_copy", "unsqueeze_copy", "transpose_copy", "t_copy",
-    "split_with_sizes_copy", "zero_", "unsafe_chunk", "unsafe_split", "real", "conj", "resolve_conj",
-    "resolve_neg", "conj_physical", "angle", "fill", "combinations", "tensordot", "addbmm",
+    "split_with_sizes_copy", "zero_", "as_strided", "as_strided_copy", "as_strided_scatter",
+    "constant_pad_nd", "nonzero_static", "resize_as_", "unsafe_chunk", "unsafe_split", "real",
+    "conj", "resolve_conj", "resolve_neg", "conj_physical", "angle", "fill", "combinations",
+    "tensordot", "addbmm",
     "trapezoid", "trapz", "cumulative_trapezoid", "renorm", "index_reduce", "broadcast_shapes",
     "unravel_index", "histogram", "empty_strided", "empty_permuted", "scalar_tensor"]
-_NOT_METHODS = {"zero_", "broadcast_shapes", "unravel_index", "empty_strided", "empty_permuted",
+_NOT_METHODS = {"resize_as_", "zero_", "as_strided_copy", "constant_pad_nd", "broadcast_shapes",
+                "unravel_index", "empty_strided", "empty_permuted",
                 "scalar_tensor", "combinations", "tensordot", "trapezoid", "trapz",
                 "cumulative_trapezoid", "fill", "real", "alias_copy", "expand_copy",
                 "diagonal_copy", "view_copy", "permute_copy", "unbind_copy", "unfold_copy",

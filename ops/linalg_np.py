@@ -193,6 +193,70 @@ svd_s = _register("svd_s", _svd_s_infer, _svd(1), _svd_s_vjp, samples=_RECT)
 svd_vh = _register("svd_vh", _svd_vh_infer, _svd(2), _svd_vh_vjp, samples=_RECT)
 
 
+# -- QR (reduced, m >= n): A = Q R ----------------------------------------------------------------
+def _qr_q_infer(x, **_):
+    k = None if None in x.shape[-2:] else min(x.shape[-2:])
+    return Spec(x.shape[:-1] + (k,), x.dtype)
+
+
+def _qr_r_infer(x, **_):
+    k = None if None in x.shape[-2:] else min(x.shape[-2:])
+    return Spec(x.shape[:-2] + (k, x.shape[-1]), x.dtype)
+
+
+def _copyltu(m):
+    """The symmetric matrix with m's lower triangle."""
+    return tril(m) + _T(tril(m, -1))
+
+
+def _times_r_inv_t(y, r):
+    """y R^-T, with R upper triangular and square."""
+    return _T(solve(r, _T(y)))
+
+
+def _cols(x, lo, hi):
+    return slice_(x, index=(slice(None),) * (len(x.shape) - 1) + (slice(lo, hi),))
+
+
+def _qr_grad(x, q, r, gq, gr):
+    """The gradient of A = QR from gQ and gR (either may be None): (gQ + Q copyltu(R gR^T -
+    gQ^T Q)) R^-T for m >= n; a wide A = [X | Y] (R = [U | V]) takes that rule on X with
+    gQ + Y gV^T and gU, and Q gV for Y."""
+    m, n = x.shape[-2], x.shape[-1]
+    if m < n:
+        gu, gv = (None, None) if gr is None else (_cols(gr, 0, m), _cols(gr, m, n))
+        if gv is not None:
+            extra = matmul(_cols(x, m, n), _T(gv))
+            gq = extra if gq is None else gq + extra
+        gx = _qr_grad(_cols(x, 0, m), q, _cols(r, 0, m), gq, gu)
+        gy = zeros_like(_cols(x, m, n)) if gv is None else matmul(q, gv)
+        return concat(gx, gy, axis=-1)
+    inner = None
+    if gr is not None:
+        inner = matmul(r, _T(gr))
+    if gq is not None:
+        inner = -matmul(_T(gq), q) if inner is None else inner - matmul(_T(gq), q)
+    y = matmul(q, _copyltu(inner))
+    return _times_r_inv_t(y if gq is None else y + gq, r)
+
+
+def _qr_q_vjp(g, x, out, **kw):
+    return (_qr_grad(x, out, qr_r(x), g, None),)
+
+
+def _qr_r_vjp(g, x, out, **kw):
+    return (_qr_grad(x, qr_q(x), out, None, g),)
+
+
+def _qr(i):
+    return lambda x: np.linalg.qr(x, mode="reduced")[i]
+
+
+_TALL = (Sample(((4, 3),)), Sample(((2, 3, 3),)), Sample(((2, 4),)))
+qr_q = _register("qr_q", _qr_q_infer, _qr(0), _qr_q_vjp, samples=_TALL)
+qr_r = _register("qr_r", _qr_r_infer, _qr(1), _qr_r_vjp, samples=_TALL)
+
+
 # -- the matrix exponential --------------------------------------------------------------------
 def _expm_kernel(x):
     import scipy.linalg   # NOTE: on first use
@@ -213,4 +277,4 @@ def _expm_vjp(g, x, **kw):
 matrix_exp = _register("matrix_exp", _square("matrix_exp"), _expm_kernel, _expm_vjp)
 
 __all__ = ["inv", "logabsdet", "det_sign", "solve", "cholesky", "eigh_values", "eigh_vectors",
-           "svd_u", "svd_s", "svd_vh", "matrix_exp"]
+           "svd_u", "svd_s", "svd_vh", "qr_q", "qr_r", "matrix_exp"]

@@ -127,7 +127,8 @@ gcd = _exact_binary("gcd", np.gcd, None, _INT_PAIRS)
 lcm = _exact_binary("lcm", np.lcm, None, _INT_PAIRS)
 # NOTE: torch passes the gradient through to x unchanged (and none to `other`)
 nextafter = _exact_binary("nextafter", np.nextafter,
-                          lambda g, x, y, **kw: (unbroadcast(g, x), None), (Sample(((3, 4), (3, 4))), Sample(((2, 1, 3), (4, 1)))))
+                          lambda g, x, y, **kw: (unbroadcast(g, x), None),
+                          (Sample(((3, 4), (3, 4))), Sample(((2, 1, 3), (4, 1)))))
 
 
 def _frexp_infer(x, **_):
