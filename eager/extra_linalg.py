@@ -26,6 +26,7 @@ InvExResult = namedtuple("inv_ex", "inverse info")
 SolveExResult = namedtuple("solve_ex", "result info")
 CholeskyExResult = namedtuple("cholesky_ex", "L info")
 QrResult = namedtuple("qr", "Q R")
+LstsqResult = namedtuple("lstsq", "solution residuals rank singular_values")
 TriangularSolveResult = namedtuple("triangular_solve", "solution cloned_coefficient")
 
 
@@ -209,6 +210,31 @@ def qr(A, mode="reduced", *, out=None):  # noqa: N803
     return QrResult(q, r)
 
 
+def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
+    """The least-squares (for wide A, the least-norm) solution of A X = B, as pinv(A) B, with
+    the fields torch's driver fills: residuals for tall full-rank A (not 'gelsy', the
+    default), the rank (not 'gels'), singular values ('gelsd', 'gelss')."""
+    a, b = _float("lstsq", A), _t(B)
+    driver = driver or "gelsy"
+    if driver not in ("gels", "gelsy", "gelsd", "gelss"):
+        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of (gels, "
+                           f"gelsy, gelsd, gelss)")
+    vec = b.ndim == a.ndim - 1
+    b2 = ops.expand_dims(b, axis=-1) if vec else b
+    x = ops.matmul(pinv(a, rtol=rcond), b2)
+    m, n = a.shape[-2:]
+    empty = _no_grad_tensor(np.zeros(0, a.dtype))
+    if m > n and driver != "gelsy":
+        r = ops.matmul(a, x) - b2
+        residuals = ops.sum(r * r, axis=-2)
+        residuals = ops.squeeze(residuals, axis=-1) if vec else residuals
+    else:   # NOTE: empty, yet on the tape as torch's is
+        residuals = ops.reshape(x, (-1,))[:0]
+    rank = _no_grad_tensor(np.zeros(0, np.int64)) if driver == "gels" else matrix_rank(a)
+    sv = ops.stop_gradient(ops.svd_s(a)) if driver in ("gelsd", "gelss") else empty
+    return LstsqResult(ops.squeeze(x, axis=-1) if vec else x, residuals, rank, sv)
+
+
 def torch_qr(input, some=True):  # noqa: A002 - torch.qr
     return qr(input, "reduced" if some else "complete")
 
@@ -352,7 +378,7 @@ def tensorsolve(A, B, dims=None, *, out=None):  # noqa: N803
 LINALG = {"inv": inv, "inv_ex": inv_ex, "det": det, "slogdet": slogdet, "solve": solve,
           "solve_ex": solve_ex, "solve_triangular": solve_triangular, "cholesky": cholesky,
           "cholesky_ex": cholesky_ex, "eigh": eigh, "eigvalsh": eigvalsh, "svd": svd,
-          "svdvals": svdvals, "qr": qr, "pinv": pinv, "matrix_rank": matrix_rank, "cond": cond,
+          "svdvals": svdvals, "qr": qr, "lstsq": lstsq, "pinv": pinv, "matrix_rank": matrix_rank, "cond": cond,
           "matrix_power": matrix_power, "multi_dot": multi_dot, "vecdot": vecdot,
           "diagonal": diagonal, "cross": linalg_cross, "vander": vander,
           "tensorinv": tensorinv, "tensorsolve": tensorsolve, "matrix_exp": matrix_exp}

@@ -17,7 +17,7 @@ from dualgrad import ops
 from .extra_linalg import LINALG
 
 globals().update(LINALG)   # inv, det, solve, cholesky, eigh, svd, pinv, … (eager/extra_linalg.py)
-_MISSING = [n for n in ("lstsq eig eigvals lu lu_factor lu_solve householder_product "
+_MISSING = [n for n in ("eig eigvals lu lu_factor lu_solve householder_product "
                         "ldl_factor").split() if n not in LINALG]
 
 
