@@ -536,3 +536,4 @@ def pad(input, pad, mode="constant", value=0.0):  # noqa: A002 - torch's names
 
 
 from .extra_functional import *  # noqa: E402,F401,F403 - softshrink, rms_norm, the margin losses, …
+from .extra_conv3d import *  # noqa: E402,F401,F403 - conv3d, conv_transpose3d, the 3-d pools
