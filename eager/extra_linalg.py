@@ -26,6 +26,8 @@ InvExResult = namedtuple("inv_ex", "inverse info")
 SolveExResult = namedtuple("solve_ex", "result info")
 CholeskyExResult = namedtuple("cholesky_ex", "L info")
 QrResult = namedtuple("qr", "Q R")
+LdlResult = namedtuple("ldl_factor", "LD pivots")
+LdlExResult = namedtuple("ldl_factor_ex", "LD pivots info")
 LstsqResult = namedtuple("lstsq", "solution residuals rank singular_values")
 TriangularSolveResult = namedtuple("triangular_solve", "solution cloned_coefficient")
 
@@ -235,6 +237,53 @@ def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
     return LstsqResult(ops.squeeze(x, axis=-1) if vec else x, residuals, rank, sv)
 
 
+def _lapack(name, dt):
+    import scipy.linalg.lapack as lapack   # NOTE: on first use
+    return getattr(lapack, ("s" if dt == np.float32 else "d") + name)
+
+
+def _batches(arr, tail):
+    return arr.reshape((-1,) + arr.shape[arr.ndim - tail:])
+
+
+def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):  # noqa: N803
+    """LAPACK's sytrf (lower): the compact L D in one matrix and its 1-based pivots (negative
+    for a 2x2 block), as torch; no gradient (torch has none)."""
+    a = _arr(_square("ldl_factor", A))
+    if a.size == 0:
+        return LdlExResult(_no_grad_tensor(a.copy()),
+                           _no_grad_tensor(np.zeros(a.shape[:-1], np.int32)),
+                           _no_grad_tensor(np.zeros(a.shape[:-2], np.int32)))
+    lds, pivs, infos = [], [], []
+    for m in _batches(a, 2):
+        ldu, ipiv, info = _lapack("sytrf", a.dtype)(m, lower=1)
+        lds.append(np.tril(ldu))
+        pivs.append(ipiv)
+        infos.append(info)
+    shape = a.shape
+    ld = np.array(lds, a.dtype).reshape(shape)
+    piv = np.array(pivs, np.int32).reshape(shape[:-1])
+    info = np.array(infos, np.int32).reshape(shape[:-2])
+    return LdlExResult(_no_grad_tensor(ld), _no_grad_tensor(piv), _no_grad_tensor(info))
+
+
+def ldl_factor(A, *, hermitian=False, out=None):  # noqa: N803
+    ld, piv, _ = ldl_factor_ex(A, hermitian=hermitian)
+    return LdlResult(ld, piv)
+
+
+def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):  # noqa: N803
+    """X with A X = B from ldl_factor's result (LAPACK's sytrs)."""
+    ld, piv, b = _arr(LD), _arr(pivots), _arr(B)
+    batch = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2])
+    ld = np.broadcast_to(ld, batch + ld.shape[-2:])
+    piv = np.broadcast_to(piv, batch + piv.shape[-1:])
+    b = np.broadcast_to(b, batch + b.shape[-2:])
+    xs = [(_lapack("sytrs", ld.dtype)(m, p, r, lower=1)[0] if r.size and m.size else r.copy())
+          for m, p, r in zip(_batches(ld, 2), _batches(piv, 1), _batches(b, 2))]
+    return _no_grad_tensor(np.array(xs, b.dtype).reshape(b.shape))
+
+
 def torch_qr(input, some=True):  # noqa: A002 - torch.qr
     return qr(input, "reduced" if some else "complete")
 
@@ -378,7 +427,8 @@ def tensorsolve(A, B, dims=None, *, out=None):  # noqa: N803
 LINALG = {"inv": inv, "inv_ex": inv_ex, "det": det, "slogdet": slogdet, "solve": solve,
           "solve_ex": solve_ex, "solve_triangular": solve_triangular, "cholesky": cholesky,
           "cholesky_ex": cholesky_ex, "eigh": eigh, "eigvalsh": eigvalsh, "svd": svd,
-          "svdvals": svdvals, "qr": qr, "lstsq": lstsq, "pinv": pinv, "matrix_rank": matrix_rank, "cond": cond,
+          "svdvals": svdvals, "qr": qr, "lstsq": lstsq, "ldl_factor": ldl_factor,
+          "ldl_factor_ex": ldl_factor_ex, "ldl_solve": ldl_solve, "pinv": pinv, "matrix_rank": matrix_rank, "cond": cond,
           "matrix_power": matrix_power, "multi_dot": multi_dot, "vecdot": vecdot,
           "diagonal": diagonal, "cross": linalg_cross, "vander": vander,
           "tensorinv": tensorinv, "tensorsolve": tensorsolve, "matrix_exp": matrix_exp}
