@@ -568,3 +568,7 @@ def _circular(i, n, lo, hi):
 
 _PAD_INDEX = {"reflect": _reflect, "replicate": lambda i, n, lo, hi: np.clip(i, 0, n - 1),
               "circular": _circular}
+
+
+from .extra_functional import *  # noqa: E402,F401,F403 - softshrink, rms_norm, the margin losses, …
+from .extra_conv3d import *  # noqa: E402,F401,F403 - conv3d, conv_transpose3d, the 3-d pools
