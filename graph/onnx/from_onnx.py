@@ -325,7 +325,7 @@ def _run_node(r, node, rule):
     except (NeedsValue, OnnxError):
         raise
     except (ops.ShapeError, ops.KernelError, TypeError, ValueError, IndexError,
-            NotImplementedError) as e:
+            ArithmeticError, NotImplementedError) as e:
         r.fail(node, f"{type(e).__name__}: {e}")
     outs = outputs_of(r, node, outs)
     for name, v in zip(node.output, outs):

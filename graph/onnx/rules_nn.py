@@ -102,7 +102,14 @@ def _window(r, node, at, x, kernel):
         r.fail(node, f"{nd}-d windows are not supported (dualgrad has 1-d and 2-d)")
     strides = list(at.get("strides", [1] * nd))
     dil = list(at.get("dilations", [1] * nd))
-    return strides, dil, _pads(r, node, at, x, kernel, strides, dil)
+    pads = _pads(r, node, at, x, kernel, strides, dil)
+    if len(strides) != nd or len(dil) != nd or len(pads) != 2 * nd or len(x.shape) != nd + 2:
+        r.fail(node, f"kernel_shape {kernel}, strides {strides}, dilations {dil} and pads "
+                     f"{pads} do not fit a {nd}-d window over input {x.shape}")
+    if min(kernel + strides + dil) < 1 or min(pads) < 0:
+        r.fail(node, f"kernel_shape {kernel}, strides {strides} and dilations {dil} must be "
+                     f"positive, pads {pads} not negative")
+    return strides, dil, pads
 
 
 def _as_2d(x, nd):

@@ -225,6 +225,10 @@ def _split_sizes(r, node, x, axis, sizes, n_out):
     if sizes is None:
         if d is None:
             r.fail(node, "splitting an unknown dim into equal parts")
+        if n_out < 1:
+            r.fail(node, f"splitting into {n_out} outputs")
+        if d == 0:
+            return list(ops.split(arg(r, x), [0] * n_out, axis=axis))
         part = -(-d // n_out)
         sizes = [part] * (d // part) + ([d % part] if d % part else [])
     return list(ops.split(arg(r, x), list(sizes), axis=axis))

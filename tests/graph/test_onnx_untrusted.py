@@ -198,3 +198,48 @@ def test_a_file_that_is_not_onnx_is_an_error(tmp_path):
     (tmp_path / "m.onnx").write_bytes(b"\xff\x00garbage" * 10)
     with pytest.raises(OnnxError, match="not a readable ONNX model"):
         graph.onnx.load(tmp_path / "m.onnx")
+
+
+# -- the node cases, damaged --------------------------------------------------------------------
+def _damage(model, kind, rng):
+    """A copy of model with one node damaged: a dangling input, an attribute of the wrong
+    type or length, a missing input, or an initializer whose dims no longer fit its data."""
+    from onnx import AttributeProto
+    m = type(model)()
+    m.CopyFrom(model)
+    n = m.graph.node[rng.integers(len(m.graph.node))]
+    if kind == "dangling" and n.input:
+        n.input[rng.integers(len(n.input))] = "dangling"
+    elif kind == "attribute" and n.attribute:
+        a = n.attribute[rng.integers(len(n.attribute))]
+        if a.type == AttributeProto.INT:
+            a.type, a.f = AttributeProto.FLOAT, 1.5
+        elif a.type == AttributeProto.INTS:
+            a.ints.append(-99)
+        elif a.type == AttributeProto.FLOAT:
+            a.f = float("nan")
+    elif kind == "input" and len(n.input) > 1:
+        del n.input[-1]
+    elif kind == "initializer" and m.graph.initializer:
+        m.graph.initializer[0].dims.append(3)
+    return m
+
+
+@pytest.mark.parametrize("kind", ["dangling", "attribute", "input", "initializer"])
+def test_damaged_node_cases_are_refused_or_run(kind):
+    """Every 4th onnx node case (by name), damaged one way: load and run raise nothing but
+    OnnxError (about 470 models per kind, a few seconds)."""
+    from . import onnx_node_cases as nc
+    rng = np.random.default_rng(0)
+    other = []
+    for case in sorted(nc.cases(), key=lambda c: c.name)[::4]:
+        m = _damage(case.model, kind, rng)
+        try:
+            og = graph.onnx.load(m, optimize=False)
+            with np.errstate(all="ignore"):
+                og.run(nc.feeds(case, case.data_sets[0][0]))
+        except OnnxError:
+            pass
+        except Exception as e:                  # noqa: BLE001 -- what the test looks for
+            other.append(f"{case.name}: {type(e).__name__}: {e}"[:200])
+    assert not other, "\n".join(other[:10])
