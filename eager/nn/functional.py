@@ -12,6 +12,7 @@ from dualgrad import ops
 from dualgrad.ops.core import TRACING
 from dualgrad.ops.updates import running_average
 from ..core import Tensor
+from ..not_provided import absent
 
 
 def _inplace(x, inplace, name, fn, *args):
@@ -146,23 +147,39 @@ def linear(input, weight, bias=None):  # noqa: A002
     return ops.linear(input, weight, bias)
 
 
+def _unbatched(fn, input, spatial, *args):  # noqa: A002
+    """fn on an input without its batch dim ((C, L) for 1-d, (C, H, W) for 2-d), as torch
+    accepts: run with a batch of one, and drop it again."""
+    if input.ndim == spatial + 1:
+        return ops.squeeze(fn(ops.expand_dims(input, axis=0), *args), axis=0)
+    return fn(input, *args)
+
+
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
-    return ops.conv1d(input, weight, bias, stride, padding, dilation, groups)
+    return _unbatched(ops.conv1d, input, 1, weight, bias, stride, padding, dilation, groups)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
-    return ops.conv2d(input, weight, bias, stride, padding, dilation, groups)
+    return _unbatched(ops.conv2d, input, 2, weight, bias, stride, padding, dilation, groups)
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
                      groups=1, dilation=1):
-    return ops.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups,
-                                dilation)
+    return _unbatched(ops.conv_transpose2d, input, 2, weight, bias, stride, padding,
+                      output_padding, groups, dilation)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
                      groups=1, dilation=1):
     """The 2-d form over a height of one."""
+    return _unbatched(_conv_transpose1d, input, 1, weight, bias, stride, padding,
+                      output_padding, groups, dilation)
+
+
+def _conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups, dilation):  # noqa: A002
+    stride, padding, output_padding, dilation = (
+        v[0] if isinstance(v, (tuple, list)) else v
+        for v in (stride, padding, output_padding, dilation))
     y = ops.conv_transpose2d(ops.expand_dims(input, axis=2), ops.expand_dims(weight, axis=2),
                              bias, (1, stride), (0, padding), (0, output_padding), groups,
                              (1, dilation))
@@ -521,15 +538,40 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return ops.matmul(weights, value)
 
 
-def pad(input, pad, mode="constant", value=0.0):  # noqa: A002 - torch's names
-    """torch.nn.functional.pad: `pad` lists (left, right) pairs from the last dim backwards."""
-    if mode != "constant":
-        raise NotImplementedError(f"F.pad(mode={mode!r}) is not supported by dualgrad; only "
-                                  f"mode='constant'")
+_PAD_INDEX = {   # where each padded position reads from, for positions -l .. n + r - 1
+    "reflect": lambda i, n: np.where(i < 0, -i, np.where(i >= n, 2 * (n - 1) - i, i)),
+    "replicate": lambda i, n: np.clip(i, 0, n - 1),
+    "circular": lambda i, n: np.mod(i, n),
+}
+
+
+def pad(input, pad, mode="constant", value=None):  # noqa: A002 - torch's names
+    """torch.nn.functional.pad: `pad` lists (left, right) pairs from the last dim backwards;
+    mode "constant" (value), "reflect", "replicate" or "circular" (each a gather along the
+    padded dims, so the gradient sums into the positions read)."""
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise ValueError(f"F.pad: padding length {len(pad)} must be even and at most "
                          f"2 * {input.ndim}")
     pairs = [(0, 0)] * input.ndim
     for i in range(len(pad) // 2):
         pairs[input.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
-    return ops.pad(input, tuple(pairs), value=value)
+    if mode == "constant":
+        return ops.pad(input, tuple(pairs), value=0.0 if value is None else value)
+    if mode not in _PAD_INDEX:
+        raise NotImplementedError(f"F.pad: mode {mode!r} is not one of 'constant', 'reflect', "
+                                  f"'replicate', 'circular'")
+    if mode == "reflect" and any(max(p) >= input.shape[d] for d, p in enumerate(pairs) if any(p)):
+        raise RuntimeError(f"F.pad: padding size should be less than the corresponding input "
+                           f"dimension, but got padding {tuple(pad)} for input of shape "
+                           f"{tuple(input.shape)}")
+    out = input
+    for d, (lo, hi) in enumerate(pairs):
+        if lo or hi:
+            n = input.shape[d]
+            idx = _PAD_INDEX[mode](np.arange(-lo, n + hi), n).astype(np.int64)
+            out = out.index_select(d, Tensor(idx))
+    return out
+
+
+def __getattr__(name):
+    raise absent("nn.functional", name)

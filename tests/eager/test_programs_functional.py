@@ -80,7 +80,8 @@ def test_program_equals_torch(program):
 
 
 def test_linalg_decompositions_raise_naming_the_function():
-    with pytest.raises(NotImplementedError, match="torch.linalg.inv"):
+    assert not hasattr(dualgrad.eager.linalg, "cross")       # probing code sees False
+    with pytest.raises(AttributeError, match="torch.linalg.inv: a matrix decomposition"):
         dualgrad.eager.linalg.inv(dualgrad.eager.eye(2))
     with pytest.raises(NotImplementedError, match="singular values"):
         dualgrad.eager.linalg.matrix_norm(dualgrad.eager.eye(2), ord="nuc")
