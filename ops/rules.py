@@ -207,3 +207,35 @@ def torch_result_dtype(operands, default_float=np.dtype(np.float32)) -> np.dtype
             dt, nd = np.asarray(x).dtype if not hasattr(x, "dtype") else x.dtype, np.ndim(x)
             (dims if nd else zeros).append(np.dtype(dt))
     return _combine(_promote_all(dims), _combine(_promote_all(zeros), _promote_all(wrapped)))
+
+
+# -- PyTorch's front end: the dtypes its reductions accumulate and compute in -------------------
+# eager's functions and everything compile() traces through them read these; the primitives'
+# own shape rules stay NumPy's (the graph front end keeps TF1's strict rule on top of them).
+_INT64 = np.dtype(np.int64)
+_OPMATH = {np.dtype(np.float16): np.dtype(np.float32)}
+
+
+def torch_accumulate_dtype(dtype, requested=None) -> np.dtype:
+    """The result dtype of torch's sum, prod, cumsum and cumprod: `requested` (their dtype=)
+    when given, else int64 for bool and every integer dtype, else the input's.
+
+    >>> torch_accumulate_dtype(np.dtype("uint8")), torch_accumulate_dtype(np.dtype("float16"))
+    (dtype('int64'), dtype('float16'))
+    """
+    if requested is not None:
+        return np.dtype(requested)
+    dtype = np.dtype(dtype)
+    return _INT64 if dtype.kind in "biu" else dtype
+
+
+def torch_opmath_dtype(dtype) -> np.dtype:
+    """The dtype torch's CPU kernels compute a reduction (sum, mean, cumsum, softmax's sum,
+    matmul's dot products) in: float32 for float16, the dtype itself otherwise; the result is
+    rounded back to the input's dtype once, at the end.
+
+    >>> torch_opmath_dtype(np.dtype("float16")), torch_opmath_dtype(np.dtype("int64"))
+    (dtype('float32'), dtype('int64'))
+    """
+    dtype = np.dtype(dtype)
+    return _OPMATH.get(dtype, dtype)
