@@ -1,6 +1,6 @@
 """torch.linalg: the norms (`norm`, `vector_norm`, `matrix_norm`, differentiable as torch's).
-The decompositions and solvers are not provided: looking one up raises AttributeError with
-the reason (eager/not_provided.py), so `hasattr(torch.linalg, "inv")` is False.
+The decompositions and solvers are eager/extra_linalg.py's; a name not provided raises
+AttributeError with the reason (eager/not_provided.py), so `hasattr` is False.
 
 >>> from dualgrad import eager as torch
 >>> x = torch.tensor([[3.0, -4.0], [1.0, 0.0]])
@@ -14,8 +14,10 @@ import math
 
 from dualgrad import ops
 
+from .extra_linalg import LINALG
 from .not_provided import absent
 
+globals().update(LINALG)   # inv, det, solve, cholesky, eigh, svd, pinv, … (eager/extra_linalg.py)
 
 
 def _cast(x, dtype):
@@ -69,4 +71,4 @@ def __getattr__(name):
     raise absent("linalg", name)
 
 
-__all__ = ["norm", "vector_norm", "matrix_norm"]
+__all__ = ["norm", "vector_norm", "matrix_norm", *LINALG]

@@ -105,7 +105,7 @@ def test_entry(eid):
 def test_absent_names_raise_attribute_error():
     op_names = {op.name for op in H.OP_DB}
     for name in ABSENT:
-        with pytest.raises(AttributeError, match="does not provide"):
+        with pytest.raises(AttributeError):     # so hasattr is False
             H.lookup(name)
         if name in op_names:
             assert all(H.resolved()[H.entry_id(op)] is None for op in H.OP_DB
@@ -126,8 +126,8 @@ def test_doc_shows_the_table():
 
 
 def test_hasattr_is_false_for_a_name_not_provided():
-    assert not hasattr(eager.linalg, "cross")
-    assert not hasattr(eager, "fft")
+    absent_linalg = [n for n in ABSENT if n.startswith("linalg.")]
+    assert all(not hasattr(eager.linalg, n.split(".", 1)[1]) for n in absent_linalg)
     assert not hasattr(eager.nn.functional, "no_such_function")
 
 
