@@ -190,12 +190,14 @@ def flatten(t, start_dim=0, end_dim=-1):
     return t.flatten(start_dim, end_dim)
 
 
-def softmax(t, dim):
-    return ops.softmax(t, axis=dim)
+def softmax(t, dim, dtype=None):
+    """torch.softmax: dtype= casts the input first (as torch, for float16 inputs summed in
+    float32)."""
+    return ops.softmax(t if dtype is None else ops.cast(t, np.dtype(dtype)), axis=dim)
 
 
-def log_softmax(t, dim):
-    return ops.log_softmax(t, axis=dim)
+def log_softmax(t, dim, dtype=None):
+    return ops.log_softmax(t if dtype is None else ops.cast(t, np.dtype(dtype)), axis=dim)
 
 
 def logsumexp(t, dim, keepdim=False):
@@ -346,4 +348,12 @@ from .aliases import accept_numpy_names as _accept_numpy_names  # noqa: E402
 _accept_numpy_names(globals(), Tensor)   # x.sum(axis=1), torch.cat(ts, axis=0), keepdims=
 
 __all__ = [n for n in dir() if not n.startswith("_")]
+
 _ = (ShapeError, KernelError)
+
+
+def __getattr__(name):
+    """A name dualgrad does not provide raises AttributeError (hasattr is False), with the
+    reason when it is a row of eager/not_provided.py."""
+    from .not_provided import absent
+    raise absent("", name)

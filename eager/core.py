@@ -28,7 +28,7 @@ from .hooks import (HOOK as _HOOK, LEAF_HOOKS as _LEAF_HOOKS, RemovableHandle as
 from .inplace import CLOCK, InPlaceMixin, MoreInPlace, getitem as _getitem
 from .methods import RETAINS_GRAD as _RETAINS_GRAD, TensorMethods, retains_grad
 from . import functions as _functions
-from .functions import FunctionMethods, accumulating
+from .functions import FunctionMethods, accumulate
 
 class _GradMode(threading.local):
     enabled = True   # NOTE: per thread, as PyTorch's grad mode; the hot path reads one attribute
@@ -643,8 +643,7 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
 
     # -- methods, as torch names them ---------------------------------------------------------
     def sum(self, dim=None, keepdim=False, *, dtype=None):
-        return ops.sum(accumulating(self, dtype), axis=dim,
-                       keepdims=keepdim)
+        return accumulate(ops.sum, self, dtype, axis=dim, keepdims=keepdim)
 
     def mean(self, dim=None, keepdim=False, *, dtype=None):
         return ops.mean(self if dtype is None else ops.cast(self, np.dtype(dtype)), axis=dim,
@@ -694,7 +693,10 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         return ops.norm(self, ord=p, axis=dim, keepdims=keepdim)
 
     def cumsum(self, dim, *, dtype=None):
-        return ops.cumsum(accumulating(self, dtype), axis=dim)
+        if self.ndim == 0:      # torch: a 0-d tensor's cumsum is 0-d (NumPy's would be 1-d)
+            norm_axis("cumsum", dim, 1)
+            return accumulate(ops.cumsum, ops.reshape(self, (1,)), dtype, axis=0).reshape(())
+        return accumulate(ops.cumsum, self, dtype, axis=dim)
 
     def flip(self, dims):
         out = self
@@ -734,11 +736,12 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
     def cos(self):
         return ops.cos(self)
 
-    def softmax(self, dim):
-        return ops.softmax(self, axis=dim)
+    def softmax(self, dim, dtype=None):
+        return ops.softmax(self if dtype is None else ops.cast(self, np.dtype(dtype)), axis=dim)
 
-    def log_softmax(self, dim):
-        return ops.log_softmax(self, axis=dim)
+    def log_softmax(self, dim, dtype=None):
+        x = self if dtype is None else ops.cast(self, np.dtype(dtype))
+        return ops.log_softmax(x, axis=dim)
 
     def exp(self):
         return ops.exp(self)
@@ -877,20 +880,27 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
     def type_as(self, other):
         return self.to(other.dtype)
 
-    def float(self):
-        return ops.cast(self, "float32")
+    def _as(self, dtype, memory_format):
+        """self.float() and the like: self when the dtype is already right (as torch)."""
+        if memory_format is not None:
+            from .info import check_memory_format
+            check_memory_format(dtype, memory_format)
+        return self if self._array.dtype == dtype else ops.cast(self, dtype)
 
-    def double(self):
-        return ops.cast(self, "float64")
+    def float(self, memory_format=None):
+        return self._as("float32", memory_format)
 
-    def long(self):
-        return ops.cast(self, "int64")
+    def double(self, memory_format=None):
+        return self._as("float64", memory_format)
 
-    def int(self):
-        return ops.cast(self, "int32")
+    def long(self, memory_format=None):
+        return self._as("int64", memory_format)
 
-    def bool(self):
-        return ops.cast(self, "bool")
+    def int(self, memory_format=None):
+        return self._as("int32", memory_format)
+
+    def bool(self, memory_format=None):
+        return self._as("bool", memory_format)
 
     def clone(self):
         return self + 0 if self._array.dtype.kind in "fc" else Tensor(self._array.copy())
@@ -909,7 +919,9 @@ def _to_args(args, kwargs):
     dtype, copy = kwargs.pop("dtype", None), kwargs.pop("copy", False)
     dev = kwargs.pop("device", None)
     kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
+    if "memory_format" in kwargs:
+        from .info import check_memory_format
+        check_memory_format("to", kwargs.pop("memory_format"))
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     for a in args:

@@ -1,6 +1,6 @@
 """torch.linalg: the norms (`norm`, `vector_norm`, `matrix_norm`, differentiable as torch's).
-The decompositions and solvers are eager/extra_linalg.py's; the few not provided raise
-AttributeError naming themselves.
+The decompositions and solvers are eager/extra_linalg.py's; a name not provided raises
+AttributeError with the reason (eager/not_provided.py), so `hasattr` is False.
 
 >>> from dualgrad import eager as torch
 >>> x = torch.tensor([[3.0, -4.0], [1.0, 0.0]])
@@ -15,10 +15,9 @@ import math
 from dualgrad import ops
 
 from .extra_linalg import LINALG
+from .not_provided import absent
 
 globals().update(LINALG)   # inv, det, solve, cholesky, eigh, svd, pinv, … (eager/extra_linalg.py)
-_MISSING = [n for n in ("eig eigvals lu lu_factor lu_solve householder_product "
-                        "ldl_factor").split() if n not in LINALG]
 
 
 def _cast(x, dtype):
@@ -69,10 +68,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):  # noqa
 
 
 def __getattr__(name):
-    if name in _MISSING:   # NOTE: AttributeError, so hasattr() is False
-        raise AttributeError(f"torch.linalg.{name} is not provided by dualgrad; see "
-                             f"docs/pytorch-compat.md")
-    raise AttributeError(f"module 'torch.linalg' has no attribute '{name}'")
+    raise absent("linalg", name)
 
 
 __all__ = ["norm", "vector_norm", "matrix_norm", *LINALG]

@@ -155,8 +155,8 @@ class TensorMethods:
     def is_floating_point(self):
         return self._array.dtype.kind == "f"
 
-    def half(self):
-        return ops.cast(self, "float16")
+    def half(self, memory_format=None):
+        return self._as("float16", memory_format)
 
     def where(self, condition, other):
         return ops.where(condition, self, other)
@@ -208,14 +208,14 @@ class TensorMethods:
             raise RuntimeError(f"Boolean value of Tensor with {what} is ambiguous")
         return bool(self._array.reshape(()))
 
-    def byte(self):
-        return ops.cast(self, "uint8")
+    def byte(self, memory_format=None):
+        return self._as("uint8", memory_format)
 
-    def char(self):
-        return ops.cast(self, "int8")
+    def char(self, memory_format=None):
+        return self._as("int8", memory_format)
 
-    def short(self):
-        return ops.cast(self, "int16")
+    def short(self, memory_format=None):
+        return self._as("int16", memory_format)
 
     def ger(self, vec2):
         from .functions import outer

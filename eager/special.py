@@ -12,6 +12,7 @@ import math
 from dualgrad import ops
 from .functions import expm1, log1p
 from .extra_pointwise import SPECIAL
+from .not_provided import absent
 from .pointwise import digamma, erf, erfc, erfinv, exp2, lgamma, logit, polygamma, sinc, xlogy
 
 __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "psi", "polygamma", "expit", "logit",
@@ -46,3 +47,7 @@ def log_softmax(input, dim, dtype=None):  # noqa: A002
 
 def round(input, decimals=0):  # noqa: A001, A002
     return input.round(decimals=decimals)
+
+
+def __getattr__(name):
+    raise absent("special", name)

@@ -19,7 +19,8 @@ from .losses import softmax_cross_entropy
 from .nn import matmul, matmul_nt, one_hot, rand_like, unfold
 from .reduce import count, max as max_, static_count, sum as sum_
 from .symbolic import fixing
-from .rules import broadcast, dims_match, norm_axes, norm_axis, quiet_broadcast
+from .rules import (broadcast, dims_match, norm_axes, norm_axis, quiet_broadcast,
+                    torch_opmath_dtype)
 from .shape import (concat, expand_dims, pad, reshape, reverse, slice_, squeeze, take,
                     transpose)
 
@@ -63,6 +64,19 @@ def composite(samples=(), ref=None):
     return deco
 
 
+def in_opmath(fn):
+    """fn computing in the wider dtype PyTorch's CPU kernels use for its input's dtype
+    (`rules.torch_opmath_dtype`: float32 for float16), its result rounded back once: a float16
+    softmax or mean agrees with torch's to float16's last bit, not a few bits worse."""
+    @functools.wraps(fn)
+    def run(x, *args, **kwargs):
+        dt = getattr(x, "dtype", None)
+        if dt is None or torch_opmath_dtype(dt) == dt:
+            return fn(x, *args, **kwargs)
+        return cast(fn(cast(x, torch_opmath_dtype(dt)), *args, **kwargs), np.dtype(dt))
+    return run
+
+
 def _shape(x):
     """x's shape; a list or a number (TF takes them as constants) is read as NumPy reads it."""
     return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
@@ -75,6 +89,7 @@ def _shape(x):
                                                                            "keepdims": True}),
                     Sample(((3, 4),), {"axis": None})),
            ref=lambda np, x, axis=None, keepdims=False: np.mean(x, axis=axis, keepdims=keepdims))
+@in_opmath
 def mean(x, axis=None, keepdims=False):
     """Mean over `axis` (all elements by default)."""
     s = sum_(x, axis=axis, keepdims=keepdims)
@@ -87,7 +102,12 @@ def mean(x, axis=None, keepdims=False):
 @composite(samples=(Sample(((3, 4),), {"axis": 1}),),
            ref=lambda np, x, axis=None, keepdims=False: np.min(x, axis=axis, keepdims=keepdims))
 def min(x, axis=None, keepdims=False):  # noqa: A001 - torch's name
-    """Minimum over `axis`, as -max(-x)."""
+    """Minimum over `axis`, as -max(-x); bool, unsigned and narrow integer inputs go through
+    float64 (exact for them), where -x would wrap (-(-128) is -128 in int8, -x of uint8 wraps)."""
+    dt = getattr(x, "dtype", None)
+    if dt is not None and np.dtype(dt).kind in "biu" and np.dtype(dt).itemsize < 8:
+        wide = cast(x, np.dtype(np.float64))
+        return cast(-max_(-wide, axis=axis, keepdims=keepdims), np.dtype(dt))
     return -max_(-x, axis=axis, keepdims=keepdims)
 
 
@@ -109,6 +129,7 @@ def _lse_ref(np, x, axis=-1, keepdims=False):
 @composite(samples=(Sample(((3, 5),), {"axis": -1}), Sample(((2, 3, 4),), {"axis": 1,
                                                                             "keepdims": True})),
            ref=_lse_ref)
+@in_opmath
 def logsumexp(x, axis=-1, keepdims=False):
     """log(sum(exp(x))) over `axis`, shifted by the (gradient-free) max for stability; a row
     holding +inf gives +inf and an all -inf row gives -inf (as torch)."""
@@ -138,6 +159,7 @@ def _softmax_ref(np, x, axis=-1):
 
 @composite(samples=(Sample(((3, 5),), {"axis": -1}), Sample(((2, 3, 4),), {"axis": 1}),
                     Sample(((4,),), {"axis": 0})), ref=_softmax_ref)
+@in_opmath
 def softmax(x, axis=-1):
     """exp(x) / sum(exp(x)) over `axis`, shifted by the max for stability."""
     e = exp(x - _shift(x, axis))
@@ -146,6 +168,7 @@ def softmax(x, axis=-1):
 
 @composite(samples=(Sample(((3, 5),), {"axis": -1}), Sample(((2, 3, 4),), {"axis": 1})),
            ref=lambda np, x, axis=-1: x - _lse_ref(np, x, axis=axis, keepdims=True))
+@in_opmath
 def log_softmax(x, axis=-1):
     """(x - max) - log(sum(exp(x - max))) over `axis`: exact at large logits (x - lse(x)
     would round lse(x) at the size of x first)."""

@@ -81,6 +81,11 @@ def _matmul_kernel(x, y):
 
     NOTE: NumPy runs the stack as one small gemm per matrix, and with a transposed weight view
     (eager's and the traced `x @ W.T`) slower still: (64, 8, 32) @ (32, 96)^T 57 -> 40 µs."""
+    if getattr(x, "dtype", None) == np.float16 or getattr(y, "dtype", None) == np.float16:
+        # NOTE: float16 dot products summed in float32 and rounded once, as torch's CPU
+        # kernels do (rules.torch_opmath_dtype); NumPy's float16 loop rounds every step
+        out = np.result_type(x, y)
+        return np.matmul(np.asarray(x, np.float32), np.asarray(y, np.float32)).astype(out)
     if type(x) is np.ndarray and type(y) is np.ndarray and y.ndim == 2:
         if x.ndim == 2:
             return matmul2d(x, y)

@@ -27,8 +27,8 @@ def _sum_dtype(dt):
 
 def _keep(g, x, axis, keepdims):
     """g with the reduced axes put back as size-1 dims."""
-    if keepdims or axis is None:
-        return g  # a 0-d gradient broadcasts as it is
+    if keepdims or axis is None or x.ndim == 0:
+        return g  # a 0-d gradient broadcasts as it is (torch lets a 0-d input take dim 0 or -1)
     if x.ndim is None:   # unknown rank: only axes counted from the front can be put back
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
         if any(a < 0 for a in axes):
@@ -258,7 +258,7 @@ def static_count(shape, axis):
     """The number of reduced elements when it is known at build time, else None (also when
     it is symbolic: a meta tensor's `N*8`)."""
     axes = range(len(shape)) if axis is None else (axis,) if isinstance(axis, int) else axis
-    n = numel([shape[a] for a in axes])
+    n = numel([shape[a] for a in axes] if shape else [])   # a 0-d input's dim 0 / -1: 1
     return n if n is None or isinstance(n, int) else None
 
 

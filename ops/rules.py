@@ -302,3 +302,19 @@ def torch_sum_dtype(dtype, requested=None) -> np.dtype:
         return np.dtype(requested)
     dtype = np.dtype(dtype)
     return np.dtype(np.int64) if dtype.kind in "biu" else dtype
+
+
+# PyTorch's CPU kernels compute float16 reductions in float32 (their "opmath" type)
+_OPMATH = {np.dtype(np.float16): np.dtype(np.float32)}
+
+
+def torch_opmath_dtype(dtype) -> np.dtype:
+    """The dtype torch's CPU kernels compute a reduction (sum, mean, cumsum, softmax's sum,
+    matmul's dot products) in: float32 for float16, the dtype itself otherwise; the result is
+    rounded back to the input's dtype once, at the end.
+
+    >>> torch_opmath_dtype(np.dtype("float16")), torch_opmath_dtype(np.dtype("int64"))
+    (dtype('float32'), dtype('int64'))
+    """
+    dtype = np.dtype(dtype)
+    return _OPMATH.get(dtype, dtype)

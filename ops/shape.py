@@ -175,7 +175,16 @@ def _broadcast_to_infer(x, shape, **_):
 
 
 def _broadcast_to_kernel(x, shape):
+    if type(x) is np.ndarray and x.size == _numel(shape) and x.flags.c_contiguous:
+        return x.reshape(shape)     # NOTE: no element repeated: a writable view, as torch's
     return np.broadcast_to(x, shape)
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 BROADCAST_TO = register("broadcast_to", _broadcast_to_infer, _broadcast_to_kernel,
@@ -191,7 +200,7 @@ def _broadcast_like_infer(x, like, **_):
 
 
 def _broadcast_like_kernel(x, like):
-    return np.broadcast_to(x, np.shape(like))
+    return _broadcast_to_kernel(x, np.shape(like))
 
 
 BROADCAST_LIKE = register("broadcast_like", _broadcast_like_infer, _broadcast_like_kernel,

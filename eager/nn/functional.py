@@ -12,6 +12,7 @@ from dualgrad import ops
 from dualgrad.ops.core import TRACING
 from dualgrad.ops.updates import running_average
 from ..core import Tensor
+from ..not_provided import absent
 
 
 def _inplace(x, inplace, name, fn, *args):
@@ -146,23 +147,39 @@ def linear(input, weight, bias=None):  # noqa: A002
     return ops.linear(input, weight, bias)
 
 
+def _unbatched(fn, input, spatial, *args):  # noqa: A002
+    """fn on an input without its batch dim ((C, L) for 1-d, (C, H, W) for 2-d), as torch
+    accepts: run with a batch of one, and drop it again."""
+    if input.ndim == spatial + 1:
+        return ops.squeeze(fn(ops.expand_dims(input, axis=0), *args), axis=0)
+    return fn(input, *args)
+
+
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
-    return ops.conv1d(input, weight, bias, stride, padding, dilation, groups)
+    return _unbatched(ops.conv1d, input, 1, weight, bias, stride, padding, dilation, groups)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
-    return ops.conv2d(input, weight, bias, stride, padding, dilation, groups)
+    return _unbatched(ops.conv2d, input, 2, weight, bias, stride, padding, dilation, groups)
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
                      groups=1, dilation=1):
-    return ops.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups,
-                                dilation)
+    return _unbatched(ops.conv_transpose2d, input, 2, weight, bias, stride, padding,
+                      output_padding, groups, dilation)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
                      groups=1, dilation=1):
     """The 2-d form over a height of one."""
+    return _unbatched(_conv_transpose1d, input, 1, weight, bias, stride, padding,
+                      output_padding, groups, dilation)
+
+
+def _conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups, dilation):  # noqa: A002
+    stride, padding, output_padding, dilation = (
+        v[0] if isinstance(v, (tuple, list)) else v
+        for v in (stride, padding, output_padding, dilation))
     y = ops.conv_transpose2d(ops.expand_dims(input, axis=2), ops.expand_dims(weight, axis=2),
                              bias, (1, stride), (0, padding), (0, output_padding), groups,
                              (1, dilation))
@@ -572,3 +589,7 @@ _PAD_INDEX = {"reflect": _reflect, "replicate": lambda i, n, lo, hi: np.clip(i, 
 
 from .extra_functional import *  # noqa: E402,F401,F403 - softshrink, rms_norm, the margin losses, …
 from .extra_conv3d import *  # noqa: E402,F401,F403 - conv3d, conv_transpose3d, the 3-d pools
+
+
+def __getattr__(name):
+    raise absent("nn.functional", name)

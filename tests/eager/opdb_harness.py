@@ -118,7 +118,10 @@ def samples(op, dtype, cap=None):
     supports autograd), the first `cap` of them."""
     rg = dtype == torch.float64 and op.supports_autograd
     out = []
-    for s in op.sample_inputs("cpu", dtype, requires_grad=rg):
+    # NOTE: op.sample_inputs wraps this generator in a tracker that walks the Python stack
+    # (inspect.stack) per sample to find a unittest method: 95% of the time, for nothing here
+    torch.manual_seed(0)
+    for s in op.sample_inputs_func(op, "cpu", dtype, rg):
         out.append(s)
         if cap is not None and len(out) >= cap:
             break
@@ -152,8 +155,13 @@ def to_eager(v, leaves):
         return tuple(v)
     if isinstance(v, torch.device):
         return eager.device(str(v))
-    if isinstance(v, torch.memory_format) or isinstance(v, torch.layout):
-        raise Unconvertible(f"a {type(v).__name__} argument ({v})")
+    if isinstance(v, torch.memory_format):
+        fmt = getattr(eager, str(v).split(".")[-1], None)
+        if fmt is None:
+            raise Unconvertible(f"a memory_format argument ({v})")
+        return fmt
+    if isinstance(v, torch.layout):
+        raise Unconvertible(f"a layout argument ({v})")
     if isinstance(v, (list, tuple)):
         return type(v)(to_eager(x, leaves) for x in v)
     if isinstance(v, dict):
@@ -169,10 +177,14 @@ def _np(t):
 
 
 def _tolerances(dtype):
+    """torch.testing.assert_close's (rtol, atol) for the dtype, except the absolute tolerance
+    of the half types: 1e-5 is below float16's resolution near 1 (9.8e-4), so two correct
+    kernels that round an intermediate differently (torch's float16 log_softmax rounds x - max
+    to float16; dualgrad computes in float32 and rounds once) differ by more; 1e-3 there."""
     if dtype in (torch.float16,):
-        return 1e-3, 1e-5
+        return 1e-3, 1e-3
     if dtype == torch.bfloat16:
-        return 1.6e-2, 1e-5
+        return 1.6e-2, 1e-2
     if dtype == torch.float32:
         return 1.3e-6, 1e-5
     if dtype == torch.float64:
@@ -246,9 +258,13 @@ def _torch_call(op, s):
 
 def is_random(op, s, ref):
     """torch's own result changes with the seed: compare shape and dtype only."""
-    if not op.is_factory_function and "rand" not in op.name and not _uses_seed(op):
+    if "empty" in op.name:
+        return True          # uninitialised memory: shape and dtype are all there is
+    if _uses_seed(op):
+        return True          # op_db seeds torch's generator for it: it draws random numbers
+    if not op.is_factory_function and "rand" not in op.name:
         return False
-    torch.manual_seed(1)
+    torch.manual_seed(2)
     again = _torch_call(op, s)
     return bool(compare_torch(again, ref))
 
@@ -435,3 +451,108 @@ def check_sample(op, fn, s, mode="eager", grads=True, aliasing=True):
 def resolved():
     """{entry id: dualgrad callable or None} for every op_db entry."""
     return {entry_id(op): resolve(op) for op in OP_DB}
+
+
+# -- the table's kinds of difference, and the doc page that shows it ----------------------------
+KINDS = ("result", "gradient", "aliasing")
+
+
+def kind_of(diff: str) -> str:
+    """Which check a difference comes from: "gradient", "aliasing" or "result"."""
+    for k in KINDS[1:]:
+        if diff.startswith(k):
+            return k
+    return "result"
+
+
+def lookup(name):
+    """eager's attribute at torch's dotted name (AttributeError when not provided)."""
+    obj = eager
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+DOC = "docs/pytorch-compat.md"
+_BEGIN = "<!-- op_db table: generated from eager/not_provided.py by " \
+         "`python -m tests.eager.opdb_summary --write-doc`; do not edit -->"
+_END = "<!-- end of the op_db table -->"
+
+
+def render_doc_table():
+    """The section of docs/pytorch-compat.md that shows eager/not_provided.py."""
+    from dualgrad.eager import not_provided
+    ABSENT, DIFFERS = not_provided.ABSENT, not_provided.DIFFERS
+    by_reason = {}
+    for name, why in sorted(ABSENT.items()):
+        by_reason.setdefault(why, []).append(name)
+    lines = [_BEGIN, "", f"**Not provided** ({len(ABSENT)} names of op_db; each raises "
+             "`AttributeError` with its reason, so `hasattr` is False):", "",
+             "| reason | names |", "| --- | --- |"]
+    for why, names in sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        lines.append(f"| {why} | {' '.join(f'`{n}`' for n in names)} |")
+    lines += ["", f"**Provided, but differing from torch** ({len(DIFFERS)} rows; entry, dtype, "
+              "mode and check, `*` for all):", "", "| entry | dtype | mode | check | reason |",
+              "| --- | --- | --- | --- | --- |"]
+    for (eid, dt, mode, kind), why in sorted(DIFFERS.items()):
+        lines.append(f"| `{eid}` | {dt} | {mode} | {kind} | {why} |")
+    return "\n".join(lines + ["", _END])
+
+
+def _doc_path():
+    import os
+    return os.path.join(os.path.dirname(__file__), "..", "..", DOC)
+
+
+def doc_section_in_file():
+    text = open(_doc_path(), encoding="utf-8").read()
+    if _BEGIN not in text or _END not in text:
+        return None
+    return text[text.index(_BEGIN):text.index(_END) + len(_END)]
+
+
+def write_doc():
+    """Replace the generated section of docs/pytorch-compat.md (appended under its heading
+    when the page has none yet)."""
+    path = _doc_path()
+    text = open(path, encoding="utf-8").read()
+    old = doc_section_in_file()
+    new = render_doc_table()
+    if old is None:
+        text = text.rstrip("\n") + "\n\n## PyTorch's op database: what is not provided\n\n" + \
+            "tests/eager/test_opdb.py runs PyTorch's own OpInfo database (`op_db`) against " + \
+            "dualgrad.eager, in eager and under `compile()`.\n\n" + new + "\n"
+    else:
+        text = text.replace(old, new)
+    open(path, "w", encoding="utf-8").write(text)
+
+
+# -- keeping DIFFERS true: rows from what the test's samples show ------------------------------
+def proposed_rows(failures, old):
+    """DIFFERS rows for {(eid, dtype, mode, kind): first difference}: one row per entry and
+    check (mode "*" when both modes differ); a reason already written for a row is kept."""
+    by = {}
+    for (eid, dt, mode, kind), diff in sorted(failures.items()):
+        e = by.setdefault((eid, kind), {"modes": set(), "dtypes": [], "diff": diff})
+        e["modes"].add(mode)
+        if dt not in e["dtypes"]:
+            e["dtypes"].append(dt)
+    rows = {}
+    for (eid, kind), e in by.items():
+        mode = e["modes"].pop() if len(e["modes"]) == 1 else "*"
+        key = (eid, "*", mode, kind)
+        diff = " ".join(e["diff"].split())
+        rows[key] = old.get(key) or f"{', '.join(e['dtypes'])}: {diff[:160]}"
+    return rows
+
+
+def write_rows(rows):
+    """Replace the generated rows of DIFFERS in eager/not_provided.py."""
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "eager", "not_provided.py")
+    text = open(path, encoding="utf-8").read()
+    mark = "edit a reason freely\n"
+    start = text.index(mark) + len(mark)
+    end = text.index("\n}\n", start - 1) + 1
+    body = "".join(f"    {k!r}:\n        {v!r},\n" for k, v in sorted(rows.items()))
+    open(path, "w", encoding="utf-8").write(text[:start] + body + text[end:])

@@ -2,7 +2,9 @@
 passing per dtype, eager and compiled.
 
     python -m tests.eager.opdb_summary [--cap K] [--compile-cap K] [--only NAME ...]
-                                       [--failures] [--json FILE]
+                                       [--failures] [--json FILE] [--eager-only]
+    python -m tests.eager.opdb_summary --write-doc   # docs/pytorch-compat.md's table
+    python -m tests.eager.opdb_summary --write-rows  # DIFFERS's rows, then the doc
 
 --cap: samples per entry per dtype (default 4, the test's); 0 = every sample.
 --failures: print the first difference of each failing entry and dtype.
@@ -10,11 +12,16 @@ passing per dtype, eager and compiled.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
+import os
+import tempfile
 import sys
 import time
 import warnings
 from collections import defaultdict
+
+from dualgrad.eager import not_provided
 
 from . import opdb_harness as H
 
@@ -54,7 +61,23 @@ def run(cap, compile_cap, only=None, failures=False, modes=("eager", "compile"))
                     else:
                         per_dtype[mode][name][0] += 1
         entry_ok[eid] = ok
+        print(f"{eid}: {'ok' if ok else 'differs'}", file=sys.stderr, flush=True)
     return res, entry_ok, per_dtype, notes
+
+
+def _write_rows():
+    """DIFFERS's per-entry rows from what tests/eager/test_opdb.py's capped samples show."""
+    from dualgrad.eager.not_provided import DIFFERS
+    from .test_opdb import run_entry_failures
+    failures = {}
+    for eid, fn in H.resolved().items():
+        if fn is not None:
+            failures.update(run_entry_failures(eid, fn))
+            print(eid, file=sys.stderr, flush=True)
+    with open(os.path.join(tempfile.gettempdir(), "opdb_failures.json"), "w") as f:
+        json.dump([[list(k), v] for k, v in failures.items()], f)   # for a look afterwards
+    generated = {k: v for k, v in DIFFERS.items() if k[0] != "*"}
+    H.write_rows(H.proposed_rows(failures, generated))
 
 
 def main(argv=None):
@@ -65,7 +88,18 @@ def main(argv=None):
     ap.add_argument("--failures", action="store_true")
     ap.add_argument("--eager-only", action="store_true")
     ap.add_argument("--json")
+    ap.add_argument("--write-doc", action="store_true", help="regenerate the doc's table only")
+    ap.add_argument("--write-rows", action="store_true",
+                    help="rewrite DIFFERS's entry rows from the test's samples, then the doc")
     a = ap.parse_args(argv)
+    if a.write_doc:
+        H.write_doc()
+        return 0
+    if a.write_rows:
+        _write_rows()
+        importlib.reload(not_provided)       # the rows just written
+        H.write_doc()
+        return 0
     t0 = time.time()
     modes = ("eager",) if a.eager_only else ("eager", "compile")
     res, entry_ok, per_dtype, notes = run(a.cap, a.compile_cap, a.only, a.failures, modes)
