@@ -284,6 +284,24 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):  # noqa: N803
     return _no_grad_tensor(np.array(xs, b.dtype).reshape(b.shape))
 
 
+def householder_product(A, tau, *, out=None):  # noqa: N803
+    """The first n columns of H_0 H_1 ... H_(k-1), H_i = I - tau_i v_i v_i^T, v_i the i-th
+    column of A below its diagonal with a 1 on it (LAPACK's orgqr)."""
+    a, t = _float("householder_product", A), _t(tau)
+    m, n = a.shape[-2:]
+    if t.shape[-1] > n or n > m:
+        raise RuntimeError(f"torch.linalg.householder_product: tau {tuple(t.shape)} must have "
+                           f"at most n <= m entries for A {tuple(a.shape)}")
+    q = ops.zeros_like(a[..., :, :1] * 0.0 + np.zeros(m, a.dtype)) + np.eye(m, dtype=a.dtype)
+    rows = np.arange(m)
+    for i in range(t.shape[-1]):
+        v = ops.where(rows > i, a[..., :, i], np.where(rows == i, 1.0, 0.0).astype(a.dtype))
+        qv = ops.matmul(q, ops.expand_dims(v, axis=-1))
+        q = q - ops.expand_dims(ops.expand_dims(t[..., i], axis=-1), axis=-1) * (
+            qv * ops.expand_dims(v, axis=-2))
+    return q[..., :, :n]
+
+
 def torch_qr(input, some=True):  # noqa: A002 - torch.qr
     return qr(input, "reduced" if some else "complete")
 
@@ -428,7 +446,8 @@ LINALG = {"inv": inv, "inv_ex": inv_ex, "det": det, "slogdet": slogdet, "solve":
           "solve_ex": solve_ex, "solve_triangular": solve_triangular, "cholesky": cholesky,
           "cholesky_ex": cholesky_ex, "eigh": eigh, "eigvalsh": eigvalsh, "svd": svd,
           "svdvals": svdvals, "qr": qr, "lstsq": lstsq, "ldl_factor": ldl_factor,
-          "ldl_factor_ex": ldl_factor_ex, "ldl_solve": ldl_solve, "pinv": pinv, "matrix_rank": matrix_rank, "cond": cond,
+          "ldl_factor_ex": ldl_factor_ex, "ldl_solve": ldl_solve,
+          "householder_product": householder_product, "pinv": pinv, "matrix_rank": matrix_rank, "cond": cond,
           "matrix_power": matrix_power, "multi_dot": multi_dot, "vecdot": vecdot,
           "diagonal": diagonal, "cross": linalg_cross, "vander": vander,
           "tensorinv": tensorinv, "tensorsolve": tensorsolve, "matrix_exp": matrix_exp}

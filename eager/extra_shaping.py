@@ -94,6 +94,68 @@ def resize_as_(input, the_template, *, memory_format=None):  # noqa: A002
     return _resize(_t(input), tuple(the_template.shape))
 
 
+def _along(x, d, lo, hi):
+    idx = [slice(None)] * x.ndim
+    idx[d] = slice(lo, hi)
+    return x[tuple(idx)]
+
+
+def _coords_shape(c, d, ndim):
+    shape = [1] * ndim
+    shape[d] = -1
+    return np.asarray(c, np.float64).reshape(shape)
+
+
+def _gradient_1d(f, d, h, edge_order):
+    """numpy.gradient's differences of f along dim d: h a number (uniform) or coordinates."""
+    n = f.shape[d]
+    if n < edge_order + 1:
+        raise RuntimeError(f"torch.gradient expected each dimension size to be at least "
+                           f"edge_order+1")
+    at = lambda lo, hi: _along(f, d, lo, hi)   # noqa: E731
+    if np.ndim(h) == 0:
+        mid = (at(2, n) - at(0, n - 2)) / (2.0 * h)
+        if edge_order == 1:
+            first, last = (at(1, 2) - at(0, 1)) / h, (at(n - 1, n) - at(n - 2, n - 1)) / h
+        else:
+            first = (at(0, 1) * -1.5 + at(1, 2) * 2.0 - at(2, 3) * 0.5) / h
+            last = (at(n - 3, n - 2) * 0.5 - at(n - 2, n - 1) * 2.0 + at(n - 1, n) * 1.5) / h
+    else:
+        x = np.asarray(h, np.float64)
+        dx = np.diff(x)
+        hl, hr = _coords_shape(dx[:-1], d, f.ndim), _coords_shape(dx[1:], d, f.ndim)
+        mid = (at(2, n) * (hl * hl) - at(0, n - 2) * (hr * hr)
+               + at(1, n - 1) * (hr * hr - hl * hl)) / (hl * hr * (hl + hr))
+        if edge_order == 1:
+            first = (at(1, 2) - at(0, 1)) / dx[0]
+            last = (at(n - 1, n) - at(n - 2, n - 1)) / dx[-1]
+        else:
+            a, b = dx[0], dx[1]
+            first = at(0, 1) * (-(2 * a + b) / (a * (a + b))) + at(1, 2) * ((a + b) / (a * b)) \
+                - at(2, 3) * (a / (b * (a + b)))
+            a, b = dx[-2], dx[-1]
+            last = at(n - 3, n - 2) * (b / (a * (a + b))) \
+                - at(n - 2, n - 1) * ((a + b) / (a * b)) \
+                + at(n - 1, n) * ((a + 2 * b) / (b * (a + b)))
+    return ops.concat(first, mid, last, axis=d)
+
+
+def gradient(input, *, spacing=1, dim=None, edge_order=1):  # noqa: A002
+    """torch.gradient: the central differences of input along each dim (one tensor per dim),
+    one-sided at the edges (edge_order 1 or 2); spacing a number, one per dim, or each dim's
+    coordinates."""
+    f = _t(input)
+    f = f if f.dtype.kind in "fc" else ops.cast(f, np.float32)
+    dims = list(range(f.ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    dims = [d % f.ndim for d in dims]
+    spacing = 1 if spacing is None else spacing
+    if not isinstance(spacing, (list, tuple)):
+        spacing = [spacing] * len(dims)
+    spacing = [_arr(h) if isinstance(h, FunctionMethods) else h for h in spacing]
+    spacing = [h.item() if isinstance(h, np.ndarray) and h.ndim == 0 else h for h in spacing]
+    return tuple(_gradient_1d(f, d, h, edge_order) for d, h in zip(dims, spacing))
+
+
 def unsafe_chunk(input, chunks, dim=0):  # noqa: A002
     return _t(input).chunk(chunks, dim)
 
@@ -333,12 +395,12 @@ __all__ = TORCH_NAMES = [
     "expand_copy", "diagonal_copy", "alias_copy", "narrow_copy", "view_copy", "permute_copy",
     "unbind_copy", "unfold_copy", "squeeze_copy", "unsqueeze_copy", "transpose_copy", "t_copy",
     "split_with_sizes_copy", "zero_", "as_strided", "as_strided_copy", "as_strided_scatter",
-    "constant_pad_nd", "nonzero_static", "resize_as_", "unsafe_chunk", "unsafe_split", "real",
+    "constant_pad_nd", "nonzero_static", "gradient", "resize_as_", "unsafe_chunk", "unsafe_split", "real",
     "conj", "resolve_conj", "resolve_neg", "conj_physical", "angle", "fill", "combinations",
     "tensordot", "addbmm",
     "trapezoid", "trapz", "cumulative_trapezoid", "renorm", "index_reduce", "broadcast_shapes",
     "unravel_index", "histogram", "empty_strided", "empty_permuted", "scalar_tensor"]
-_NOT_METHODS = {"resize_as_", "zero_", "as_strided_copy", "constant_pad_nd", "broadcast_shapes",
+_NOT_METHODS = {"gradient", "resize_as_", "zero_", "as_strided_copy", "constant_pad_nd", "broadcast_shapes",
                 "unravel_index", "empty_strided", "empty_permuted",
                 "scalar_tensor", "combinations", "tensordot", "trapezoid", "trapz",
                 "cumulative_trapezoid", "fill", "real", "alias_copy", "expand_copy",

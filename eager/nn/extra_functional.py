@@ -202,6 +202,53 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return _reduce(ops.relu(d_pos - d_neg + margin), reduction)
 
 
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None,  # noqa: A002
+                         reduction="mean", ignore_index=None, label_smoothing=0.0, options=None):
+    """cross_entropy(linear(input, linear_weight, linear_bias), target): torch's chunking
+    options change only its memory use, so they are accepted and ignored here."""
+    from .functional import cross_entropy, linear
+    logits = linear(input, linear_weight, linear_bias)
+    return cross_entropy(logits, target, weight, ignore_index=-100 if ignore_index is None
+                         else ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,  # noqa: A002
+                  scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None):
+    """Each bag's rows of weight summed, averaged or maxed (an empty bag gives zeros): bags
+    are input's rows (2-d input) or the runs offsets start (1-d input)."""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding_bag(max_norm=, scale_grad_by_freq=, sparse=) is "
+                                  "not supported by dualgrad")
+    idx = np.asarray(_arr(input)).astype(np.int64)
+    w = _t(weight)
+    psw = None if per_sample_weights is None else _t(per_sample_weights)
+    if idx.ndim == 2:
+        starts = list(range(0, idx.size, idx.shape[1]))
+        flat, psw = idx.reshape(-1), None if psw is None else ops.reshape(psw, (-1,))
+    else:
+        starts = [int(o) for o in np.asarray(_arr(offsets)).reshape(-1)]
+        if include_last_offset:
+            starts = starts[:-1]
+        flat = idx
+    ends = starts[1:] + [flat.size]
+    bags = []
+    for lo, hi in zip(starts, ends):
+        keep = [i for i in range(lo, hi)
+                if padding_idx is None or flat[i] != padding_idx % w.shape[0]]
+        if not keep:
+            bags.append(ops.sum(w[:0], axis=0))
+            continue
+        rows = ops.take(w, flat[keep], axis=0)
+        if psw is not None:
+            rows = rows * ops.expand_dims(ops.take(psw, np.array(keep), axis=0), axis=-1)
+        bags.append(ops.sum(rows, axis=0) if mode == "sum" else ops.mean(rows, axis=0)
+                    if mode == "mean" else ops.max(rows, axis=0))
+    if not bags:
+        return w[:0] * 1.0
+    return ops.stack(*bags, axis=0)
+
+
 # -- distances and layers ----------------------------------------------------------------------
 def pdist(input, p=2):  # noqa: A002
     """The p-norm distance between each pair of rows i < j, in row-major order."""
@@ -326,5 +373,5 @@ __all__ = ["threshold", "softshrink", "hardshrink", "rrelu", "rms_norm", "local_
            "soft_margin_loss", "hinge_embedding_loss", "multilabel_soft_margin_loss",
            "multi_margin_loss", "multilabel_margin_loss", "gaussian_nll_loss",
            "poisson_nll_loss", "triplet_margin_with_distance_loss", "pdist", "channel_shuffle",
-           "bilinear", "upsample_nearest", "upsample_bilinear", "dropout3d", "alpha_dropout",
+           "bilinear", "linear_cross_entropy", "embedding_bag", "upsample_nearest", "upsample_bilinear", "dropout3d", "alpha_dropout",
            "feature_alpha_dropout", "max_unpool1d", "max_unpool2d", "max_unpool3d"]
