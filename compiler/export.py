@@ -26,6 +26,7 @@ import os
 
 import numpy as np
 
+from dualgrad.ops.core import quiet_broadcast
 from dualgrad import graph, ops
 from dualgrad.eager.core import Tensor
 from dualgrad.graph.core import op_by_name
@@ -316,7 +317,8 @@ class _Freezer:
                               f"cannot be exported")
         attrs = n.attrs if m is None else self._attrs(n, m)
         try:
-            spec = n.op.infer(*[t.spec for t in ins], **attrs)
+            with quiet_broadcast():   # NOTE: warned when the function was traced
+                spec = n.op.infer(*[t.spec for t in ins], **attrs)
         except ShapeError as e:
             raise ExportError(f"export({self.name}): {n.type} built at {where_str(n.loc)} "
                               f"does not hold for a dynamic batch: {e}") from None

@@ -225,3 +225,22 @@ def _tree(metadata):
         raise _Malformed(f"its 'tree' is not JSON ({e})") from None
     except RecursionError:
         raise _Malformed("its 'tree' is nested too deeply to read") from None
+
+
+class safe_globals:  # noqa: N801 - torch's name
+    """torch.serialization.safe_globals(classes): the classes torch's `load` may unpickle
+    inside the `with`. dualgrad's `load` never unpickles (safetensors only), so there is
+    nothing to allow: the context changes nothing, and a pickle still raises."""
+
+    def __init__(self, safe_globals):
+        self.globals = list(safe_globals)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def add_safe_globals(safe_globals):
+    """As safe_globals: nothing to allow, since dualgrad never unpickles."""

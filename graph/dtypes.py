@@ -15,10 +15,12 @@ float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("
 int8, int16, int32, int64 = (np.dtype(f"int{b}") for b in (8, 16, 32, 64))
 uint8 = np.dtype("uint8")
 bool_ = np.dtype("bool")
+string = np.dtype(object)   # tf.string: bytes values in object arrays (tf.data, TFRecords)
 
 # TF's names whose NumPy reading differs ("float" is float64 to NumPy, float32 to TF)
-_TF_NAMES = {"float": float32, "double": float64, "half": float16, "bool": bool_}
-_SUPPORTED = {float16, float32, float64, int8, int16, int32, int64, uint8, bool_}
+_TF_NAMES = {"float": float32, "double": float64, "half": float16, "bool": bool_,
+             "string": string}
+_SUPPORTED = {float16, float32, float64, int8, int16, int32, int64, uint8, bool_, string}
 
 
 def as_dtype(dtype) -> np.dtype:

@@ -14,6 +14,7 @@ a composite builds on the way go under `name/`. Axis arguments follow TF (`axis`
 from __future__ import annotations
 
 import functools
+import inspect
 import weakref
 
 import numpy as np
@@ -51,6 +52,24 @@ def named(fn):
     def wrapper(*args, name=None, **kw):
         with tracing(GraphEngine):
             return _named_call(fn, args, kw, name)
+    return with_keywords(wrapper, "name")
+
+
+def with_keywords(wrapper, *names):
+    """Give `wrapper` (a functools.wraps of a function) the signature it really has: the
+    wrapped function's parameters plus the keyword-only `names` the wrapper itself takes,
+    so `inspect.signature` and `help()` show TF's `name=` and the old argument names."""
+    try:
+        sig = inspect.signature(wrapper)
+    except (TypeError, ValueError):
+        return wrapper
+    params = list(sig.parameters.values())
+    kwargs = [p for p in params if p.kind is p.VAR_KEYWORD]
+    params = [p for p in params if p.kind is not p.VAR_KEYWORD]
+    have = {p.name for p in params}
+    params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None)
+               for n in names if n not in have]
+    wrapper.__signature__ = sig.replace(parameters=params + kwargs)
     return wrapper
 
 
@@ -82,7 +101,7 @@ def old_names(**renamed):
                                          f"'{new}'")
                     kw[new] = kw.pop(old)
             return fn(*args, **kw)
-        return wrapper
+        return with_keywords(wrapper, *renamed)
     return deco
 
 
@@ -331,7 +350,15 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
 @named
 @old_names(**_AXIS)
 def reduce_sum(input_tensor, axis=None, keepdims=False):
-    return ops.sum(input_tensor, axis=axis, keepdims=keepdims)
+    """TF1's Sum: the result keeps the input's dtype (an int32 sum wraps around, as TF's);
+    a bool input is refused, as TF has no bool kernel for Sum."""
+    x = convert_to_tensor(input_tensor)
+    if x.dtype == np.bool_:
+        raise TypeError(f"reduce_sum: Value passed to parameter 'input' has DataType bool not "
+                        f"in list of allowed values ('{x.name}'): cast it first, "
+                        f"graph.reduce_sum(graph.cast(x, tf.int32))")
+    out = ops.sum(x, axis=axis, keepdims=keepdims)
+    return out if out.dtype == x.dtype else ops.cast(out, x.dtype)
 
 
 @named
@@ -598,7 +625,8 @@ def _static_shape(shape, what):
 
 
 @named
-def zeros_like(tensor, dtype=None):
+def zeros_like(tensor, dtype=None, optimize=True):
+    # NOTE: optimize= lets TF1 fold a known shape into a constant; the values are the same
     return ops.zeros_like(tensor, dtype=None if dtype is None else as_dtype(dtype).name)
 
 

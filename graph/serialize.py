@@ -32,6 +32,7 @@ import os
 
 import numpy as np
 
+from dualgrad.ops.core import quiet_broadcast
 from dualgrad.ops.core import ShapeError, Spec
 from dualgrad.ops.files import atomic_paths, read_safetensors, write_safetensors
 
@@ -272,7 +273,8 @@ def _find_node(g, name):
 
 def _check_rule(op, name, inputs, attrs, specs):
     try:
-        spec = op.infer(*[t.spec for t in inputs], **attrs)
+        with quiet_broadcast():   # NOTE: warned when the graph was built
+            spec = op.infer(*[t.spec for t in inputs], **attrs)
     except (ShapeError, TypeError, ValueError) as e:
         raise GraphFileError(f"node {name!r} ({op.name}) fails its shape rule: {e}") from None
     if len(specs) != 1 or spec.shape != specs[0].shape or spec.dtype != specs[0].dtype:

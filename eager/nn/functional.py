@@ -306,6 +306,11 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # 
     return ops.where(pad, ops.stop_gradient(out), out)
 
 
+def _symbolic(shape):
+    from dualgrad.ops.symbolic import Dim
+    return any([isinstance(d, Dim) for d in shape])
+
+
 def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
     return _inplace(input, inplace, "dropout", ops.dropout, p, training)
 
@@ -319,7 +324,8 @@ def _channel_dropout(x, p, training):
     if p == 1.0:
         return x * 0.0
     shape = tuple(x.shape[:2]) + (1,) * (x.ndim - 2)
-    keep = ops.rand_like(np.zeros(shape, np.float32)) >= p
+    from ..factories import zeros   # NOTE: a meta mask when x's shape is symbolic
+    keep = ops.rand_like(zeros(shape) if _symbolic(shape) else np.zeros(shape, np.float32)) >= p
     return ops.where(keep, x * (1.0 / (1.0 - p)), 0.0)
 
 
@@ -522,14 +528,47 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 def pad(input, pad, mode="constant", value=0.0):  # noqa: A002 - torch's names
-    """torch.nn.functional.pad: `pad` lists (left, right) pairs from the last dim backwards."""
-    if mode != "constant":
-        raise NotImplementedError(f"F.pad(mode={mode!r}) is not supported by dualgrad; only "
-                                  f"mode='constant'")
+    """torch.nn.functional.pad: `pad` lists (left, right) pairs from the last dim backwards;
+    mode "constant" (value), "reflect" (mirrored without the edge), "replicate" (the edge
+    repeated) or "circular" (wrapped around). The last three are gathers along each padded
+    dim, so gradients flow back to the positions each value came from."""
+    if mode not in _PAD_INDEX and mode != "constant":
+        raise NotImplementedError(f"F.pad(mode={mode!r}) is not supported by dualgrad; modes: "
+                                  f"constant, reflect, replicate, circular")
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise ValueError(f"F.pad: padding length {len(pad)} must be even and at most "
                          f"2 * {input.ndim}")
     pairs = [(0, 0)] * input.ndim
     for i in range(len(pad) // 2):
         pairs[input.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
-    return ops.pad(input, tuple(pairs), value=value)
+    if mode == "constant":
+        return ops.pad(input, tuple(pairs), value=value)
+    out = input
+    for axis, (lo, hi) in enumerate(pairs):
+        if lo or hi:
+            n = input.shape[axis]
+            idx = _PAD_INDEX[mode](np.arange(-lo, n + hi), n, lo, hi)
+            out = ops.take(out, idx.astype(np.int64), axis=axis)
+    return out
+
+
+def _reflect(i, n, lo, hi):
+    if max(lo, hi) >= n:
+        raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
+                           f"input dimension, but got: padding ({lo}, {hi}) at dimension of "
+                           f"input {n}")
+    return np.where(i < 0, -i, np.where(i >= n, 2 * (n - 1) - i, i))
+
+
+def _circular(i, n, lo, hi):
+    if max(lo, hi) > n:
+        raise ValueError("Padding value causes wrapping around more than once.")
+    return i % n
+
+
+_PAD_INDEX = {"reflect": _reflect, "replicate": lambda i, n, lo, hi: np.clip(i, 0, n - 1),
+              "circular": _circular}
+
+
+from .extra_functional import *  # noqa: E402,F401,F403 - softshrink, rms_norm, the margin losses, …
+from .extra_conv3d import *  # noqa: E402,F401,F403 - conv3d, conv_transpose3d, the 3-d pools

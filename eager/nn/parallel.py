@@ -29,6 +29,7 @@ from . import Module
 __all__ = ["DistributedDataParallel"]
 
 
+
 class _Bucket:
     __slots__ = ("params", "buf", "arrived", "unused", "req")
 
