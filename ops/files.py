@@ -69,13 +69,20 @@ def _deferred(path):
     folder, base = os.path.split(path)
     remove_stale(folder, base)
     remove_stale_library_temporaries(folder)
-    fd, tmp = tempfile.mkstemp(prefix=f".{base}.{os.getpid()}.", suffix=SUFFIX, dir=folder)
-    os.close(fd)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{base}.{os.getpid()}.", suffix=SUFFIX, dir=folder)
+        _WRITING.add(tmp)
+        os.close(fd)
         yield tmp, path
     finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)        # NOTE: gone already when it was renamed into place
+        if tmp is not None:
+            _WRITING.discard(tmp)     # NOTE: first: interrupted before the unlink, it is stale
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)        # NOTE: gone already when it was renamed into place
+
+
+_WRITING: set = set()     # temporaries this process is writing now (any other of ours is stale)
 
 
 def remove_stale(folder, base):
@@ -91,7 +98,8 @@ def remove_stale(folder, base):
             continue
         full = os.path.join(folder, name)
         with contextlib.suppress(OSError):
-            if not _alive(int(m.group(1))) or \
+            if full not in _WRITING and int(m.group(1)) == os.getpid() or \
+                    not _alive(int(m.group(1))) or \
                     time.time() - os.stat(full).st_mtime > STALE_SECONDS:
                 os.unlink(full)
 

@@ -102,7 +102,7 @@ class FullyShardedDataParallel(Module):
         named = _own_params(module)
         buffers = list(module.named_buffers())
         _mpi.check_same_shapes("FullyShardedDataParallel",
-                               [(n, p.shape) for n, p in named + buffers])
+                               [(n, p.shape, p._array.dtype) for n, p in named + buffers])
         for _, b in buffers:
             _mpi.broadcast(b._array, 0, check=False)
         self._params = [p for _, p in named]
