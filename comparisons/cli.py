@@ -7,6 +7,7 @@
     dualgrad bench --distributed [mlp|transformer|all] [--quick] [--no-torch] [--json PATH]
     dualgrad graph MODEL [--optimized] [--train] [--dot PATH.dot|PATH.svg]
     dualgrad shapes [BUG ...] [--explain] [--json PATH] [--markdown PATH]
+    dualgrad check SCRIPT [ARGS ...]               shape errors before any data (meta tensors)
     dualgrad cache info|clear                      the fused-kernel cache
     dualgrad run --as torch|tf1 [--compile] SCRIPT [ARGS]   an unmodified script on dualgrad
 
@@ -101,6 +102,8 @@ def _parser() -> argparse.ArgumentParser:
 
     from .shapes.cli import add_parser as add_shapes_parser
     add_shapes_parser(sub)
+    from .check_cli import add_parser as add_check_parser
+    add_check_parser(sub)
     from .cache_cli import add_parser as add_cache_parser
     add_cache_parser(sub)
     from .export_cli import add_parsers as add_export_parsers
@@ -282,6 +285,11 @@ def cmd_shapes(args, console):
     handle(args, console)
 
 
+def cmd_check(args, console):
+    from .check_cli import handle
+    handle(args, console)
+
+
 def cmd_cache(args, console):
     from .cache_cli import handle
     handle(args, console)
@@ -298,7 +306,7 @@ def cmd_run_onnx(args, console):
 
 
 COMMANDS = {"train": cmd_train, "bench": cmd_bench, "graph": cmd_graph, "tour": cmd_tour,
-            "shapes": cmd_shapes, "cache": cmd_cache, "export": cmd_export,
+            "shapes": cmd_shapes, "check": cmd_check, "cache": cmd_cache, "export": cmd_export,
             "run-onnx": cmd_run_onnx}
 
 

@@ -20,7 +20,7 @@ from dualgrad.ops import REGISTRY as R
 from dualgrad.ops.autodiff import backprop, toposort
 from dualgrad.ops.composite import current_composite
 from dualgrad.ops.core import TRACING, current_trace, explain_failure, spec_of, user_frame, where_str
-from dualgrad.ops.rules import norm_axis, torch_result_dtype
+from dualgrad.ops.rules import norm_axis, torch_needs_cast, warn_outer
 
 from . import devices as _device
 from .hooks import (HOOK as _HOOK, LEAF_HOOKS as _LEAF_HOOKS, RemovableHandle as _HookHandle,
@@ -97,18 +97,14 @@ class EagerEngine:
                     track = True
             else:
                 arrays.append(a)
+        if op.promote is not None:   # NOTE: PyTorch's dtype, decided before the kernel runs
+            arrays = _promote_arrays(op, arrays)
         try:
             out = op.kernel(*arrays, **attrs)
         except Exception as err:  # noqa: BLE001 - becomes the op's ShapeError / KernelError
             raise _fail(op, args, attrs, err) from None
         if type(out) is not np.ndarray:
             out = np.asarray(out)
-        if op in _PROMOTING:      # NOTE: only an input of another dtype can promote differently
-            odt = out.dtype
-            for arr in arrays[op is _WHERE:]:
-                if getattr(arr, "dtype", odt) is not odt:
-                    out = _promoted(op, args, out)
-                    break
         t = _new(Tensor)
         t._array = out
         t.grad = None
@@ -121,35 +117,55 @@ class EagerEngine:
         return t
 
 
-_WHERE = R["where"]
-_PROMOTING = frozenset(R[n] for n in ("add", "sub", "mul", "div", "pow", "maximum", "minimum",
-                                      "where", "matmul"))
-
-
-def _promoted(op, args, out):
-    """Recompute a mixed-dtype elementwise op in PyTorch's result dtype (float32 ** int64 is
-    float32, int / int the default float), where NumPy's promotion would differ."""
-    if out.dtype.kind == "b" or op not in _PROMOTING:
-        return out
+def _promote_arrays(op, arrays):
+    """The operands cast to the dtype PyTorch computes `op` in (ops.rules.torch_needs_cast,
+    the rule compile() records too), so the kernel's result has it: nothing runs twice."""
+    if _one_dtype(op, arrays):
+        return arrays
     from .factories import default_float
-    vals = [a._array if isinstance(a, Tensor) else a for a in args]
-    operands = vals[1:] if op.name == "where" else vals
-    want = torch_result_dtype(operands, default_float())
-    if op.name == "div" and want.kind in "biu":
-        want = default_float()
-    if out.dtype == want:
-        return out
-    cast = [v.astype(want) if isinstance(v, np.ndarray) and v.dtype != want and
-            (op.name != "where" or i > 0) else v for i, v in enumerate(vals)]
-    return np.asarray(op.kernel(*cast))
+    want = torch_needs_cast(op, arrays, default_float())
+    if want is None:
+        return arrays
+    skip = 1 if op.promote == "where" else 0
+    return [a.astype(want) if i >= skip and isinstance(a, np.ndarray) and a.dtype != want
+            else np.asarray(a, want) if i >= skip and isinstance(a, np.generic) else a
+            for i, a in enumerate(arrays)]
+
+
+def _one_dtype(op, arrays):
+    """The common case, asked in a few identity tests: arrays of one dtype (and Python
+    numbers that do not lift an integer one to float), so the kernel gives PyTorch's dtype."""
+    dt, num = None, False
+    for a in arrays[op.promote == "where":]:
+        t = type(a)
+        if t is np.ndarray:
+            if dt is None:
+                dt = a.dtype
+            elif a.dtype is not dt:
+                return False
+        elif t is float:
+            num = True
+        elif t is not int and t is not bool:
+            return False
+    if dt is None:
+        return False
+    return dt.kind in "fc" or not num and op.promote != "divide"
 
 
 def _binary(op, a, b):
     """The operator fast path (a + b …): no attrs, one kernel call, one wrap."""
     if TRACING[0]:   # NOTE: a thread may be tracing (compile): ops.bind asks its trace stack
         return ops.bind(op, a, b)
+    x, y, bt = a._array, b, type(b)
+    if bt is Tensor or isinstance(b, Tensor):
+        y = b._array
+        # NOTE: mixed dtypes, or int / int: PyTorch's dtype, cast to before the kernel
+        if y.dtype is not x.dtype or op.promote == "divide" and x.dtype.kind in "biu":
+            x, y = _promote_arrays(op, [x, y])
+    elif x.dtype.kind in "biu" and (bt is float or op.promote == "divide"):
+        x, y = _promote_arrays(op, [x, y])
     try:
-        out = op.kernel(a._array, b._array if isinstance(b, Tensor) else b)
+        out = op.kernel(x, y)
     except Exception as err:  # noqa: BLE001
         # NOTE: an operand of a higher-level engine (a graph tensor, a compiler tracer)
         # refuses to be an array and lands here: ops.bind hands the call to its engine.
@@ -157,8 +173,8 @@ def _binary(op, a, b):
         if getattr(getattr(b, "_engine", None), "level", 0) > EagerEngine.level:
             return ops.bind(op, a, b)
         raise _fail(op, (a, b), {}, err) from None
-    if out.dtype is not a._array.dtype or type(b) is Tensor and b._array.dtype is not a._array.dtype:
-        out = _promoted(op, (a, b), out)     # NOTE: mixed dtypes only; identity tests otherwise
+    if type(b) is Tensor and b._array.ndim != a._array.ndim and op is not _MATMUL:
+        warn_outer(op.name, a._array.shape, b._array.shape)   # NOTE: (N, 1) - (N,) is (N, N)
     t = _new(Tensor)
     t._array = out if type(out) is np.ndarray else np.asarray(out)
     t.grad = None
@@ -631,7 +647,7 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
 
     # -- methods, as torch names them ---------------------------------------------------------
     def sum(self, dim=None, keepdim=False, *, dtype=None):
-        return ops.sum(self if dtype is None else accumulating(self, dtype), axis=dim,
+        return ops.sum(accumulating(self, dtype), axis=dim,
                        keepdims=keepdim)
 
     def mean(self, dim=None, keepdim=False, *, dtype=None):
@@ -840,7 +856,9 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         The same tensor when nothing changes (as torch); a dtype change is a differentiable
         cast; any device but the CPU raises PyTorch's CPU-only error.
         """
-        dtype, copy = _to_args(args, kwargs)
+        dtype, copy, dev = _to_args(args, kwargs)
+        if dev is not None:
+            return _device.META_IMPL["to"](self, dtype)
         if dtype is None or np.dtype(dtype) == self._array.dtype:
             return self.clone() if copy else self
         return ops.cast(self, dtype)
@@ -890,7 +908,8 @@ _TYPE_DTYPES = {v: k for k, v in _TYPE_NAMES.items()}
 
 
 def _to_args(args, kwargs):
-    """(dtype or None, copy) from Tensor.to's positional and keyword forms."""
+    """(dtype or None, copy, the meta device or None) from Tensor.to's positional and keyword
+    forms; any other device but the CPU raises."""
     dtype, copy = kwargs.pop("dtype", None), kwargs.pop("copy", False)
     dev = kwargs.pop("device", None)
     kwargs.pop("non_blocking", None)
@@ -906,5 +925,7 @@ def _to_args(args, kwargs):
             continue                      # positional non_blocking / copy flags
         else:
             dtype = np.dtype(a)
+    if _device.is_meta(dev):
+        return dtype, copy, _device.META
     _device.check(dev)
-    return dtype, copy
+    return dtype, copy, None

@@ -64,6 +64,17 @@ class device:  # noqa: N801 - torch's name
 
 
 CPU = device("cpu")
+META = device("meta")
+
+
+# NOTE: eager/meta.py fills this when it loads ("to", "empty", "is_meta", "host", "module"):
+# core, factories and nn reach the meta device through it, without importing meta.py
+META_IMPL = {}
+
+
+def is_meta(dev) -> bool:
+    """True for the meta device (eager/meta.py), as a device or a string."""
+    return dev is not None and is_device_like(dev) and device(dev).type == "meta"
 
 
 def check(dev) -> device:

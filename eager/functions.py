@@ -17,7 +17,7 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops.linalg import parse_einsum
-from dualgrad.ops.rules import norm_axis
+from dualgrad.ops.rules import torch_sum_dtype, norm_axis
 
 
 def _t(x):
@@ -220,11 +220,8 @@ def accumulating(x, dtype=None):
     else int64 for every integer and bool tensor (torch.tensor([1], dtype=torch.int32)
     .cumsum(0) is int64)."""
     x = _t(x)
-    if dtype is not None:
-        return ops.cast(x, np.dtype(dtype))
-    if x.dtype.kind in "biu" and x.dtype != np.int64:
-        return ops.cast(x, np.dtype(np.int64))
-    return x
+    want = torch_sum_dtype(x.dtype, dtype)
+    return x if x.dtype == want else ops.cast(x, want)
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
@@ -304,16 +301,18 @@ def fmod(input, other):  # noqa: A002
 def remainder(input, other):  # noqa: A002
     """The remainder with the sign of the divisor (Python's %)."""
     return input - ops.floor(input / other) * other if _is_float(input, other) else \
-        _t(np.remainder(_arr(input), _arr(other)))
+        ops.floormod(input, other)
 
 
 def _is_float(*xs):
-    return builtins.any(np.asarray(x).dtype.kind == "f" for x in xs)
+    # NOTE: dtypes only, never values: a compile() tracer has none
+    return builtins.any(np.dtype(x.dtype if hasattr(x, "dtype") else np.result_type(x)).kind
+                        == "f" for x in xs)
 
 
 def floor_divide(input, other):  # noqa: A002
     return ops.floor(input / other) if _is_float(input, other) else \
-        _t(np.floor_divide(_arr(input), _arr(other)))
+        ops.floordiv(input, other)
 
 
 def add(input, other, *, alpha=1):  # noqa: A002
@@ -645,20 +644,29 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):  # no
 
 
 def bernoulli(input, p=None, *, generator=None):  # noqa: A002
-    probs = _arr(input) if p is None else np.full(_arr(input).shape, p)
-    draw = _gen(generator).random(probs.shape)
-    return _no_grad_tensor((draw < probs).astype(_arr(input).dtype))
+    """1 where a uniform draw is below the probability (input's, or p), in input's dtype;
+    drawn at every call of a compiled function too (eager.generator.drawn)."""
+    from .generator import drawn
+    x = _t(input)
+    shape = tuple(x.shape)
+    u = _t(drawn(generator, shape, np.float64, lambda g: g.random(shape)))
+    return ops.cast(ops.lt(ops.stop_gradient(u), ops.stop_gradient(x) if p is None else p),
+                    x.dtype)
 
 
 def normal(mean, std=1.0, size=None, *, generator=None):
+    from .generator import drawn
     if size is not None:
         shape = tuple(size)
     else:
-        shape = np.broadcast_shapes(np.shape(_arr(mean)), np.shape(_arr(std)))
-    noise = _gen(generator).standard_normal(shape).astype(np.float32)
-    dtype = next((_arr(v).dtype for v in (mean, std) if _arr(v).dtype.kind == "f"),
+        shape = np.broadcast_shapes(*[tuple(getattr(v, "shape", ())) for v in (mean, std)])
+    noise = _t(drawn(generator, shape, np.float32, lambda g: g.standard_normal(shape)))
+    dtype = next((np.dtype(v.dtype) for v in (mean, std)
+                  if hasattr(v, "dtype") and np.dtype(v.dtype).kind == "f"),
                  np.dtype(np.float32))
-    return _no_grad_tensor((_arr(mean) + _arr(std) * noise).astype(dtype))
+    mean, std = [ops.stop_gradient(v) if isinstance(v, FunctionMethods) else v
+                 for v in (mean, std)]
+    return ops.cast(ops.add(mean, ops.mul(std, noise)), dtype)
 
 
 __all__ = TORCH_NAMES = [

@@ -1,6 +1,6 @@
 """torch.linalg: the norms (`norm`, `vector_norm`, `matrix_norm`, differentiable as torch's).
-The decompositions and solvers are not implemented: using one raises NotImplementedError
-naming it.
+The decompositions and solvers are eager/extra_linalg.py's; the few not provided raise
+AttributeError naming themselves.
 
 >>> from dualgrad import eager as torch
 >>> x = torch.tensor([[3.0, -4.0], [1.0, 0.0]])
@@ -14,10 +14,11 @@ import math
 
 from dualgrad import ops
 
-_MISSING = ("inv inv_ex pinv det slogdet solve solve_ex lstsq cholesky cholesky_ex qr svd "
-            "svdvals eig eigvals eigh eigvalsh lu lu_factor lu_solve matrix_rank matrix_power "
-            "matrix_exp cond multi_dot householder_product tensorinv tensorsolve cross "
-            "vecdot diagonal solve_triangular ldl_factor").split()
+from .extra_linalg import LINALG
+
+globals().update(LINALG)   # inv, det, solve, cholesky, eigh, svd, pinv, … (eager/extra_linalg.py)
+_MISSING = [n for n in ("eig eigvals lu lu_factor lu_solve householder_product "
+                        "ldl_factor").split() if n not in LINALG]
 
 
 def _cast(x, dtype):
@@ -68,10 +69,10 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):  # noqa
 
 
 def __getattr__(name):
-    if name in _MISSING:
-        raise NotImplementedError(f"torch.linalg.{name} is not supported by dualgrad (only "
-                                  f"the norms are); see docs/pytorch-compat.md")
+    if name in _MISSING:   # NOTE: AttributeError, so hasattr() is False
+        raise AttributeError(f"torch.linalg.{name} is not provided by dualgrad; see "
+                             f"docs/pytorch-compat.md")
     raise AttributeError(f"module 'torch.linalg' has no attribute '{name}'")
 
 
-__all__ = ["norm", "vector_norm", "matrix_norm"]
+__all__ = ["norm", "vector_norm", "matrix_norm", *LINALG]

@@ -233,10 +233,10 @@ class TensorMethods:
 
     # -- reductions of truth ----------------------------------------------------------------
     def all(self, dim=None, keepdim=False):
-        return _tensor(np.all(self._array, axis=dim, keepdims=keepdim))
+        return _truth(self, "all", dim, keepdim)
 
     def any(self, dim=None, keepdim=False):
-        return _tensor(np.any(self._array, axis=dim, keepdims=keepdim))
+        return _truth(self, "any", dim, keepdim)
 
     # -- new tensors like this one ----------------------------------------------------------
     def new(self, *args, device=None):
@@ -294,3 +294,12 @@ class TensorMethods:
         from .factories import tensor
         return tensor(data, dtype=dtype or self.dtype, device=device,
                       requires_grad=requires_grad)
+
+
+def _truth(x, how, dim, keepdim):
+    """torch.all / torch.any in ops (so compile() traces them): a count of the elements that
+    decide; the result is bool, or uint8 for a uint8 input, as torch's."""
+    hit = ops.eq(x, 0) if how == "all" else ops.ne(x, 0)
+    n = ops.sum(ops.cast(hit, np.dtype(np.int64)), axis=dim, keepdims=keepdim)
+    out = ops.eq(n, 0) if how == "all" else ops.gt(n, 0)
+    return ops.cast(out, np.dtype(np.uint8)) if x.dtype == np.uint8 else out

@@ -633,7 +633,7 @@ def _adapt_arrays(op, args, attrs):
     is_array = [isinstance(a, (np.ndarray, np.generic)) for a in args]
     for _ in range(sum(is_array)):
         try:
-            with strict_dtypes():
+            with strict_dtypes(), ops.core.quiet_broadcast():   # NOTE: _build warns
                 ops.infer_spec(op, specs, attrs)
             return args
         except DtypeMismatch as e:

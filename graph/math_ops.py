@@ -350,7 +350,15 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
 @named
 @old_names(**_AXIS)
 def reduce_sum(input_tensor, axis=None, keepdims=False):
-    return ops.sum(input_tensor, axis=axis, keepdims=keepdims)
+    """TF1's Sum: the result keeps the input's dtype (an int32 sum wraps around, as TF's);
+    a bool input is refused, as TF has no bool kernel for Sum."""
+    x = convert_to_tensor(input_tensor)
+    if x.dtype == np.bool_:
+        raise TypeError(f"reduce_sum: Value passed to parameter 'input' has DataType bool not "
+                        f"in list of allowed values ('{x.name}'): cast it first, "
+                        f"graph.reduce_sum(graph.cast(x, tf.int32))")
+    out = ops.sum(x, axis=axis, keepdims=keepdims)
+    return out if out.dtype == x.dtype else ops.cast(out, x.dtype)
 
 
 @named

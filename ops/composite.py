@@ -18,7 +18,8 @@ from .elementwise import cast, eq, erf, exp, log, ne, sqrt, stop_gradient, tanh,
 from .losses import softmax_cross_entropy
 from .nn import matmul, matmul_nt, one_hot, rand_like, unfold
 from .reduce import count, max as max_, static_count, sum as sum_
-from .rules import broadcast, dims_match, norm_axes, norm_axis
+from .symbolic import fixing
+from .rules import broadcast, dims_match, norm_axes, norm_axis, quiet_broadcast
 from .shape import (concat, expand_dims, pad, reshape, reverse, slice_, squeeze, take,
                     transpose)
 
@@ -330,7 +331,7 @@ def linear(x, weight, bias=None):
     if xs[-1] is not None and ws[1] is not None and xs[-1] != ws[1]:
         raise located(f"linear: input {fmt_shape(xs)} has {xs[-1]} features but weight "
                          f"{fmt_shape(ws)} expects {ws[1]} (weight is (out_features, "
-                         f"in_features))")
+                         f"in_features)){fixing(xs[-1], ws[1])}")
     y = matmul_nt(x, weight)   # NOTE: one op call each way, not matmul and transpose
     return y if bias is None else y + bias
 
@@ -533,7 +534,10 @@ def mse_loss(input, target, reduction="mean"):  # noqa: A002 - torch's argument 
         warnings.warn(f"mse_loss: target {fmt_shape(st)} differs from input {fmt_shape(si)}; "
                       f"they broadcast to {fmt_shape(out)}, which is likely a bug (at "
                       f"{where_str(user_frame())})", UserWarning, stacklevel=user_stacklevel())
-    d = input - target
+        with quiet_broadcast():   # NOTE: warned above, in the loss's own words
+            d = input - target
+    else:
+        d = input - target
     return _reduce_loss(d * d, reduction)
 
 

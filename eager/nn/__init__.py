@@ -20,6 +20,7 @@ from dualgrad import ops
 from dualgrad.ops.core import ShapeError, user_frame, where_str
 from .. import devices as _device
 from ..core import Tensor, _to_args, zero_grads
+from ..devices import META_IMPL
 from . import functional
 from . import module_hooks
 from . import functional as F
@@ -61,6 +62,11 @@ def _uniform(shape, bound, dtype=np.float32):
 IncompatibleKeys = namedtuple("IncompatibleKeys", "missing_keys unexpected_keys")
 
 
+# NOTE: counts changes of any module's attributes, flags, buffers or parameters (not their
+# values): compile() re-reads its guarded module state only when it moved (signatures.py)
+STATE_VERSION = [0]
+
+
 class Module:
     """Base class: assign Parameters and Modules as attributes and they are registered."""
 
@@ -72,6 +78,7 @@ class Module:
         object.__setattr__(self, "_loc", user_frame())   # the user's line that built it
 
     def __setattr__(self, name, value):
+        STATE_VERSION[0] += 1
         if "_parameters" not in self.__dict__:
             raise AttributeError("call super().__init__() before assigning attributes in a "
                                  "Module's __init__")
@@ -100,6 +107,7 @@ class Module:
             if name in d:
                 del d[name]
                 return
+        STATE_VERSION[0] += 1
         object.__delattr__(self, name)
 
     def register_buffer(self, name, tensor, persistent=True):
@@ -112,19 +120,26 @@ class Module:
                             f"(torch Tensor or None required)")
         self.__dict__.pop(name, None)
         self._buffers[name] = tensor
+        STATE_VERSION[0] += 1
         nonpersistent = self.__dict__.setdefault("_non_persistent", set())
         (nonpersistent.discard if persistent else nonpersistent.add)(name)
 
     def register_parameter(self, name, param):
         self._parameters[name] = param
+        STATE_VERSION[0] += 1
 
     def add_module(self, name, module):
         self._modules[name] = module
+        STATE_VERSION[0] += 1
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args, **kwargs):
+        if ops.core.TRACING[0]:   # NOTE: a compile() trace guards on what this module reads
+            tr = ops.core.current_trace()
+            if hasattr(tr, "touch"):
+                tr.touch(self)
         try:
             if "_hooked" in self.__dict__:
                 return module_hooks.call(self, args, kwargs)
@@ -245,6 +260,7 @@ class Module:
     def train(self, mode=True):
         for m in self.modules():
             object.__setattr__(m, "training", mode)
+        STATE_VERSION[0] += 1
         return self
 
     def eval(self):
@@ -263,8 +279,11 @@ class Module:
     # -- device and dtype ---------------------------------------------------------------------
     def to(self, *args, **kwargs):
         """to(device), to(dtype), to(device, dtype), to(tensor): casts floating-point parameters
-        and buffers (and their gradients) in place, keeping the same Parameter objects."""
-        dtype, _ = _to_args(args, kwargs)
+        and buffers (and their gradients) in place, keeping the same Parameter objects;
+        to("meta") moves them to the meta device (eager/meta.py), dropping their values."""
+        dtype, _, meta = _to_args(args, kwargs)
+        if meta is not None:
+            META_IMPL["module"](self, Parameter)
         if dtype is not None and np.dtype(dtype).kind not in "fc":
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
                             f"got desired dtype={np.dtype(dtype)}")
@@ -647,7 +666,8 @@ class _Cell(Module):
         self.bias_hh = _uniform((gates * hidden_size,), b) if bias else None
 
     def _zeros(self, x):
-        return Tensor(np.zeros(tuple(x.shape[:-1]) + (self.hidden_size,), x.dtype))
+        from ..factories import zeros   # NOTE: a meta tensor when x's shape is symbolic
+        return zeros(tuple(x.shape[:-1]) + (self.hidden_size,), dtype=x.dtype)
 
     def extra_repr(self):
         return f"{self.input_size}, {self.hidden_size}"

@@ -316,6 +316,11 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # 
     return ops.where(pad, ops.stop_gradient(out), out)
 
 
+def _symbolic(shape):
+    from dualgrad.ops.symbolic import Dim
+    return any([isinstance(d, Dim) for d in shape])
+
+
 def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
     return _inplace(input, inplace, "dropout", ops.dropout, p, training)
 
@@ -329,7 +334,8 @@ def _channel_dropout(x, p, training):
     if p == 1.0:
         return x * 0.0
     shape = tuple(x.shape[:2]) + (1,) * (x.ndim - 2)
-    keep = ops.rand_like(np.zeros(shape, np.float32)) >= p
+    from ..factories import zeros   # NOTE: a meta mask when x's shape is symbolic
+    keep = ops.rand_like(zeros(shape) if _symbolic(shape) else np.zeros(shape, np.float32)) >= p
     return ops.where(keep, x * (1.0 / (1.0 - p)), 0.0)
 
 
@@ -572,3 +578,7 @@ def _circular(i, n, lo, hi):
 
 _PAD_INDEX = {"reflect": _reflect, "replicate": lambda i, n, lo, hi: np.clip(i, 0, n - 1),
               "circular": _circular}
+
+
+from .extra_functional import *  # noqa: E402,F401,F403 - softshrink, rms_norm, the margin losses, …
+from .extra_conv3d import *  # noqa: E402,F401,F403 - conv3d, conv_transpose3d, the 3-d pools

@@ -18,6 +18,7 @@ import numpy as np
 
 from ...generator import rng_of
 from ...core import Tensor
+from ...factories import from_host
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
 from .worker import WorkerInfo, get_worker_info, worker_loop
@@ -26,7 +27,7 @@ __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"
 
 
 def _stack(arrays):
-    return Tensor(np.stack([np.asarray(a) for a in arrays]))
+    return from_host(Tensor(np.stack([np.asarray(a) for a in arrays])))
 
 
 def default_collate(batch):
@@ -41,11 +42,11 @@ def default_collate(batch):
     if isinstance(elem, (np.ndarray, np.generic)) and elem.dtype.kind not in "OSU":
         return _stack(batch)
     if isinstance(elem, bool):
-        return Tensor(np.array(batch, dtype=np.bool_))
+        return from_host(Tensor(np.array(batch, dtype=np.bool_)))
     if isinstance(elem, int):
-        return Tensor(np.array(batch, dtype=np.int64))
+        return from_host(Tensor(np.array(batch, dtype=np.int64)))
     if isinstance(elem, float):
-        return Tensor(np.array(batch, dtype=np.float64))
+        return from_host(Tensor(np.array(batch, dtype=np.float64)))
     if isinstance(elem, (str, bytes)):
         return batch
     if isinstance(elem, abc.Mapping):
