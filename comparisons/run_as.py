@@ -17,8 +17,10 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.machinery
+import os
 import runpy
 import sys
+import sysconfig
 import types
 import warnings
 
@@ -84,6 +86,8 @@ class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         t = self._target(fullname)
         if t is None:
             return None
+        if _from_library():
+            return importlib.machinery.ModuleSpec(fullname, _Refuse(), is_package=True)
         try:
             _resolve(t)
         except Exception:  # noqa: BLE001 - not in dualgrad: the import fails as usual
@@ -102,6 +106,35 @@ class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
+_LIBRARY_MARKS = ("/site-packages/", "/dist-packages/")
+_STDLIB = sysconfig.get_paths()["stdlib"]
+
+
+def _from_library():
+    """True when the import comes from an installed library rather than from the script (or
+    the user's own modules): a library that imports torch / tensorflow wants the real one
+    (tensorboard, torchvision), which this process does not give it."""
+    f = sys._getframe(2)
+    while f is not None and (f.f_code.co_filename.startswith("<frozen") or
+                             f.f_code.co_filename.startswith(os.path.dirname(importlib.__file__))):
+        f = f.f_back
+    fn = f.f_code.co_filename if f is not None else ""
+    return any(m in fn for m in _LIBRARY_MARKS) or fn.startswith(_STDLIB)
+
+
+class _Refuse(importlib.abc.Loader):
+    """What a library gets for the reference's name under `dualgrad run --as`: ImportError,
+    as in an environment without it (tensorboard then uses its own stub, for example)."""
+
+    def create_module(self, spec):
+        raise ImportError(f"{spec.name} is not available to installed libraries under "
+                          f"`dualgrad run --as` (the script's own imports get dualgrad)",
+                          name=spec.name)
+
+    def exec_module(self, module):
+        pass
+
+
 class _CompiledCalls:
     """--compile: each top-level nn.Module call goes through compile(module)."""
 
@@ -111,6 +144,7 @@ class _CompiledCalls:
         self.compile, self.Module = dg_compile, nn.Module
         self.compiled, self.calls, self.depth = {}, 0, 0
         self.original = nn.Module.__call__
+        self.record = []   # the run's recorded warnings (set by run())
 
     def install(self):
         hook = self
@@ -122,11 +156,15 @@ class _CompiledCalls:
             if fn is None:
                 fn = hook.compiled[id(module)] = (module, hook.compile(module))
             hook.depth += 1
+            seen, caller = len(hook.record), sys._getframe(1)
             try:
                 hook.calls += 1
                 return fn[1](*args)
             finally:
                 hook.depth -= 1
+                for w in hook.record[seen:]:   # NOTE: a break filed at this hook: the call's line
+                    if w.filename == __file__:
+                        w.filename, w.lineno = caller.f_code.co_filename, caller.f_lineno
         self.Module.__call__ = call
 
 
@@ -134,6 +172,11 @@ def run(side, script, args, compile_calls=False, out=sys.stderr):
     """Run `script` as __main__ with sys.argv = [script, *args]; returns its exit status."""
     finder = Finder(side)
     sys.meta_path.insert(0, finder)
+    # NOTE: tensorboard (under both summary writers) would take the script's `tensorflow`,
+    # i.e. dualgrad: its documented switch makes it use its own TF stub instead
+    notf = "tensorboard.compat.notf" not in sys.modules
+    if notf:
+        sys.modules["tensorboard.compat.notf"] = types.ModuleType("tensorboard.compat.notf")
     old_argv = sys.argv
     sys.argv = [script, *args]
     hook, caught = None, []
@@ -147,6 +190,7 @@ def run(side, script, args, compile_calls=False, out=sys.stderr):
         with warnings.catch_warnings(record=compile_calls) as record:
             if compile_calls:
                 warnings.simplefilter("always")
+                hook.record = record
             try:
                 runpy.run_path(script, run_name="__main__")
             except SystemExit as e:
@@ -155,6 +199,10 @@ def run(side, script, args, compile_calls=False, out=sys.stderr):
     finally:
         sys.argv = old_argv
         sys.meta_path.remove(finder)
+        for name in [n for n, m in sys.modules.items() if isinstance(m, _Proxy)]:
+            del sys.modules[name]   # NOTE: `torch` means dualgrad for the script only
+        if notf:
+            sys.modules.pop("tensorboard.compat.notf", None)
         if hook is not None:
             hook.Module.__call__ = hook.original
     if compile_calls:
@@ -168,8 +216,9 @@ def _report(hook, caught, out):
         if w not in breaks:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     seen = {}
-    for w in breaks:
-        seen.setdefault((w.filename, w.lineno), str(w.message))
+    for w in breaks:   # NOTE: the reason without the warning's own (possibly hook) location
+        name, _, rest = str(w.message).partition(": graph break at ")
+        seen.setdefault((w.filename, w.lineno), f"{name}: {rest.partition(': ')[2] or rest}")
     print(f"dualgrad --compile: {hook.calls} module calls through compile(), "
           f"{len(seen)} graph break(s)", file=out)
     for (f, line), msg in seen.items():

@@ -228,6 +228,12 @@ class _Call:
 
 
 def _tape_vjp(g, *inputs, out, needs, call, index):
+    if is_grad_enabled():   # NOTE: backward(create_graph=True) through this call
+        raise RuntimeError(
+            "compile(): double backward through a compiled call is not supported: its "
+            "gradient would be a constant, so a gradient of it (a gradient penalty, a "
+            "Hessian-vector product) would be wrong. Differentiate the uncompiled module "
+            "with create_graph=True (torch.compile does not support double backward either)")
     grads = call.vjp(g, index, needs)
     if call.entry.synced:   # NOTE: DDP's hooks must not average these a second time
         _mpi.mark_averaged([inputs[k] for k in call.entry.synced if grads[k] is not None])

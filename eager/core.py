@@ -329,7 +329,11 @@ def _one_node(t, gradient, create_graph, retain_graph, owned):
             needs.append(True)
         else:
             needs.append(False)
-    in_grads = op.vjp(gradient, *inputs, out=t, needs=tuple(needs), **node[2])
+    prev, _GRAD.enabled = _GRAD.enabled, False   # NOTE: as the walk: no create_graph here
+    try:
+        in_grads = op.vjp(gradient, *inputs, out=t, needs=tuple(needs), **node[2])
+    finally:
+        _GRAD.enabled = prev
     acc = {}
     for inp, need, g in zip(inputs, needs, in_grads):
         if need and g is not None:   # NOTE: a leaf used twice gets the sum, then accumulates

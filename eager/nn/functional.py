@@ -263,16 +263,26 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
                          f"got input of size {shape}")
     mean, var = ops.moments(input, axes)
     out = ops.batch_norm(input, mean, var, weight, bias, eps=eps)   # checks shapes first
-    # NOTE: plain arrays, nothing recorded: the buffers are not part of the autograd graph
     if running_mean is not None:
-        _update_running(running_mean, mean._array, momentum)
+        _update_running(running_mean, mean, momentum)
     if running_var is not None:
-        _update_running(running_var, var._array * (n / (n - 1)), momentum)
+        _update_running(running_var, var * (n / (n - 1)), momentum)
     return out
 
 
 def _update_running(buf, batch, momentum):
-    np.copyto(buf._array, running_average(buf._array, batch, momentum), casting="same_kind")
+    """running = (1 - momentum) * running + momentum * batch, in place, outside autograd."""
+    if TRACING[0]:   # NOTE: a compile() trace records the write as an effect of the call
+        from ..core import _GRAD
+        prev, _GRAD.enabled = _GRAD.enabled, False
+        try:
+            buf.mul_(1.0 - momentum).add_(batch.detach() * momentum)   # running_average's order
+        finally:
+            _GRAD.enabled = prev
+        return
+    # NOTE: plain arrays, nothing recorded: the buffers are not part of the autograd graph
+    np.copyto(buf._array, running_average(buf._array, batch._array, momentum),
+              casting="same_kind")
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002
