@@ -351,16 +351,6 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None)
     return _no_grad_tensor((s > _tolerance(s, a, atol, rtol)).sum(axis=-1).astype(np.int64))
 
 
-def cond(A, p=None):  # noqa: N803
-    a = _float("cond", A)
-    if p in (None, 2, -2):
-        s = ops.svd_s(a)
-        hi, lo = ops.max(s, axis=-1), ops.min(s, axis=-1)
-        return hi / lo if p != -2 else lo / hi
-    from .linalg import matrix_norm
-    return matrix_norm(a, p) * matrix_norm(inv(a), p)
-
-
 # -- products and shapes -----------------------------------------------------------------------
 def matrix_power(A, n, *, out=None):  # noqa: N803
     a = _square("matrix_power", A) if n < 0 else _t(A)
@@ -447,7 +437,7 @@ LINALG = {"inv": inv, "inv_ex": inv_ex, "det": det, "slogdet": slogdet, "solve":
           "cholesky_ex": cholesky_ex, "eigh": eigh, "eigvalsh": eigvalsh, "svd": svd,
           "svdvals": svdvals, "qr": qr, "lstsq": lstsq, "ldl_factor": ldl_factor,
           "ldl_factor_ex": ldl_factor_ex, "ldl_solve": ldl_solve,
-          "householder_product": householder_product, "pinv": pinv, "matrix_rank": matrix_rank, "cond": cond,
+          "householder_product": householder_product, "pinv": pinv, "matrix_rank": matrix_rank,
           "matrix_power": matrix_power, "multi_dot": multi_dot, "vecdot": vecdot,
           "diagonal": diagonal, "cross": linalg_cross, "vander": vander,
           "tensorinv": tensorinv, "tensorsolve": tensorsolve, "matrix_exp": matrix_exp}

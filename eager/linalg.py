@@ -14,7 +14,7 @@ import math
 
 from dualgrad import ops
 
-from .extra_linalg import LINALG
+from .extra_linalg import LINALG, _float, inv
 from .not_provided import absent
 
 globals().update(LINALG)   # inv, det, solve, cholesky, eigh, svd, pinv, … (eager/extra_linalg.py)
@@ -72,3 +72,12 @@ def __getattr__(name):
 
 
 __all__ = ["norm", "vector_norm", "matrix_norm", *LINALG]
+
+
+def cond(A, p=None):  # noqa: N803
+    a = _float("cond", A)
+    if p in (None, 2, -2):
+        s = ops.svd_s(a)
+        hi, lo = ops.max(s, axis=-1), ops.min(s, axis=-1)
+        return hi / lo if p != -2 else lo / hi
+    return matrix_norm(a, p) * matrix_norm(inv(a), p)

@@ -140,15 +140,13 @@ def run(op, args, attrs, mixed=False):
 
 
 def _promoted(op, args, specs, dtype):
-    """PyTorch's result dtype where eager recomputes it (core._PROMOTING)."""
-    if op not in _core._PROMOTING or len({s.dtype for s in specs if s.weak is None}) < 2 \
-            and not (op.name == "div" and dtype.kind in "biu"):
-        return dtype
-    from dualgrad.ops.rules import torch_result_dtype
+    """PyTorch's result dtype, from the one rule eager casts its operands by (ops.rules)."""
+    from dualgrad.ops.rules import torch_compute_dtype
     from .factories import default_float
-    vals = [a._array if isinstance(a, Tensor) else a for a in args]
-    want = torch_result_dtype(vals[1:] if op.name == "where" else vals, default_float())
-    return default_float() if op.name == "div" and want.kind in "biu" else want
+    if dtype.kind == "b":       # NOTE: comparisons give bool whatever their operands' dtype
+        return dtype
+    want = torch_compute_dtype(op, specs, default_float())
+    return dtype if want is None else want
 
 
 class MetaEngine:

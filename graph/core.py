@@ -780,5 +780,6 @@ def convert_to_tensor(value, dtype=None, name=None) -> Tensor:
             raise TypeError(f"tensor '{value.name}' has dtype {value.dtype}, expected "
                             f"{as_dtype(dtype)}")
         return value
+    _graph_of([value])   # NOTE: another engine's tensor is refused, not frozen as a constant
     return constant(value, dtype=dtype, name=name)
 

@@ -155,8 +155,21 @@ def _svd_vh_infer(x, **_):
     return Spec(x.shape[:-2] + (k, x.shape[-1]), x.dtype)
 
 
+def svd_signs(u, vh, xp=np):
+    """Singular vectors have no sign of their own: each pair (u_k, vh_k) is flipped so that
+    u_k's entry of largest magnitude is positive, one convention for every engine and test."""
+    if u.shape[-2] == 0 or u.shape[-1] == 0:
+        return u, vh
+    big = xp.take_along_axis(u, xp.argmax(xp.abs(u), axis=-2)[..., None, :], axis=-2)
+    sign = xp.where(big < 0, -1.0, 1.0).astype(u.dtype)
+    return u * sign, vh * xp.swapaxes(sign, -1, -2)
+
+
 def _svd(i):
-    return lambda x: np.linalg.svd(x, full_matrices=False)[i]
+    def kernel(x):
+        u, s, vh = np.linalg.svd(x, full_matrices=False)
+        return (*svd_signs(u, vh),)[i // 2] if i != 1 else s
+    return kernel
 
 
 def _svd_s_vjp(g, x, **kw):

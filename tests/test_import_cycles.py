@@ -17,7 +17,7 @@ PACKAGES = ("ops", "eager", "graph", "compiler", "comparisons")
 
 _EAGER_CORE = "eager's Tensor core and its method modules import one another; issue 33 puts a small tensor core below them"
 KNOWN_CYCLES = {
-    frozenset({"eager.core", "eager.factories", "eager.functions", "eager.hooks",
+    frozenset({"eager.core", "eager.factories", "eager.functions", "eager.hooks", "eager.info",
                "eager.inplace", "eager.methods", "eager.pointwise", "eager.reductions",
                "eager.shaping"}): _EAGER_CORE,
     frozenset({"eager.nn", "eager.nn.activation", "eager.nn.attention", "eager.nn.containers",
@@ -35,6 +35,9 @@ KNOWN_CYCLES = {
                "graph.variables", "graph.while_grad"}):
         "graph's Session asks compiler.optimize for a plan (the one allowed late import) and "
         "graph's op modules import one another through graph.core",
+    frozenset({"eager.nn.functional", "eager.nn.extra_functional", "eager.nn.extra_conv3d"}):
+        "functional re-exports the extra functions, which use functional's helpers (_reduce, "
+        "pad, interpolate); the helpers belong in a module below both",
     frozenset({"graph.nn", "graph.rnn_cell"}):
         "graph.nn imports rnn_cell to offer tf.nn.rnn_cell; the cells import nn's dropout late",
     frozenset({"compiler.compiled", "compiler.tracer"}):

@@ -326,7 +326,8 @@ def primitive_for(op_type):
 
 
 def _direct(op_type):
-    return lift(getattr(ops, primitive_for(op_type)))
+    op = ops.REGISTRY[primitive_for(op_type)]
+    return lift(op.fn or getattr(ops, op.name))
 
 
 _DIRECT = ("Neg", "Abs", "Exp", "Log", "Sqrt", "Tanh", "Sigmoid", "Sin", "Cos", "Erf", "Sign",
