@@ -2,44 +2,22 @@
 order of the optimiser's passes. These tests read them from the page and from the code."""
 from __future__ import annotations
 
-import ast
 import re
-from pathlib import Path
 
 from dualgrad.compiler.passes import PASSES
+from tests.imports import PACKAGES, ROOT, imports, modules
 
-ROOT = Path(__file__).resolve().parents[1]
 PAGE = (ROOT / "docs" / "architecture.md").read_text()
-PACKAGES = ("ops", "eager", "graph", "compiler", "comparisons")
-
-
-def _imported_packages(path: Path, package: str):
-    """(other package, is the import inside a function?) for every import in one file."""
-    tree = ast.parse(path.read_text())
-    top = set(map(id, tree.body))
-    depth = len(path.relative_to(ROOT / package).parts)
-    for node in ast.walk(tree):
-        names = []
-        if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
-        elif isinstance(node, ast.ImportFrom) and node.level > depth:   # from .. import graph
-            base = node.module.split(".")[0] if node.module else None
-            names = [f"dualgrad.{base}"] if base else [f"dualgrad.{a.name}" for a in node.names]
-        for name in names:
-            parts = name.split(".")
-            if parts[0] == "dualgrad" and len(parts) > 1 and parts[1] in PACKAGES \
-                    and parts[1] != package:
-                yield parts[1], id(node) not in top, path
 
 
 def _code_edges():
-    edges = {}
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            for other, late, where in _imported_packages(path, package):
-                edges.setdefault((package, other), []).append((late, where))
+    """{(package, other package): [(late?, file)]} for every import between packages."""
+    mods, edges = modules(), {}
+    for name, path in mods.items():
+        for dep, late in imports(name, path, mods):
+            package, other = name.split(".")[0], dep.split(".")[0]
+            if other != package:
+                edges.setdefault((package, other), []).append((late, path))
     return edges
 
 

@@ -8,12 +8,9 @@ cycle is gone (the table only shrinks). docs/architecture.md ("Import cycles") s
 """
 from __future__ import annotations
 
-import ast
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("ops", "eager", "graph", "compiler", "comparisons")
+from tests.imports import PACKAGES, ROOT, import_graph
 
 _EAGER_CORE = "eager's Tensor core and its method modules import one another; issue 33 puts a small tensor core below them"
 KNOWN_CYCLES = {
@@ -49,39 +46,9 @@ KNOWN_CYCLES = {
 }
 
 
-def _modules():
-    mods = {}
-    for package in PACKAGES:
-        for path in (ROOT / package).rglob("*.py"):
-            parts = list(path.relative_to(ROOT).with_suffix("").parts)
-            if parts[-1] == "__init__":
-                parts = parts[:-1]
-            mods[".".join(parts)] = path
-    return mods
-
-
-def _deps(name, path, mods):
-    is_pkg = path.name == "__init__.py"
-    deps = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = name.split(".")[: len(name.split(".")) - (node.level - (1 if is_pkg else 0))]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = (node.module or "").removeprefix("dualgrad.")
-            for alias in node.names:
-                full = f"{module}.{alias.name}" if module else alias.name
-                deps.add(full if full in mods else module)
-        elif isinstance(node, ast.Import):
-            deps |= {a.name.removeprefix("dualgrad.") for a in node.names}
-    return {d for d in deps if d in mods and d != name}
-
-
-def import_cycles():
+def import_cycles(root=ROOT, packages=PACKAGES):
     """The strongly connected components (of more than one module) of the import graph."""
-    mods = _modules()
-    graph = {m: _deps(m, p, mods) for m, p in mods.items()}
+    graph = import_graph(root, packages)
     index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
 
     def visit(v):
@@ -127,12 +94,10 @@ def test_every_known_cycle_still_exists():
     assert not gone, f"these cycles are broken: delete their rows from KNOWN_CYCLES: {gone}"
 
 
-def test_the_finder_finds_a_cycle_through_a_late_import(tmp_path, monkeypatch):
+def test_the_finder_finds_a_cycle_through_a_late_import(tmp_path):
     pkg = tmp_path / "eager"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
     (pkg / "a.py").write_text("from .b import f\n")
     (pkg / "b.py").write_text("def f():\n    from .a import g\n")
-    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
-    monkeypatch.setattr(sys.modules[__name__], "PACKAGES", ("eager",))
-    assert import_cycles() == [frozenset({"eager.a", "eager.b"})]
+    assert import_cycles(tmp_path, ("eager",)) == [frozenset({"eager.a", "eager.b"})]
