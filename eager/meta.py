@@ -27,6 +27,7 @@ from dualgrad import ops
 from dualgrad.ops.composite import current_composite
 from dualgrad.ops.core import ShapeError, Spec, current_trace, fmt_shape, spec_of, user_frame, \
     where_str
+from dualgrad.ops.rules import torch_compute_dtype
 from dualgrad.ops.symbolic import Dim, SymbolicValueError, as_dim
 
 from . import core as _core
@@ -141,7 +142,6 @@ def run(op, args, attrs, mixed=False):
 
 def _promoted(op, args, specs, dtype):
     """PyTorch's result dtype, from the one rule eager casts its operands by (ops.rules)."""
-    from dualgrad.ops.rules import torch_compute_dtype
     from .factories import default_float
     if dtype.kind == "b":       # NOTE: comparisons give bool whatever their operands' dtype
         return dtype

@@ -82,17 +82,12 @@ def _spec(a):
     return (a.dtype, TensorShape(a.shape))
 
 
-# -- datasets ------------------------------------------------------------------------------
-class Dataset:
-    """A lazy sequence of elements. Subclasses give `_elements()` (a fresh generator of
-    flat lists of arrays) and `_specs` (a flat list of (dtype, TensorShape))."""
+class _Elements:
+    """What datasets and iterators share: the element structure (`_structure`, a flat
+    `_specs` list of (dtype, TensorShape)), as TF1's properties."""
     _structure = None
     _specs = ()
 
-    def _elements(self):
-        raise NotImplementedError
-
-    # the element structure, as TF1's properties
     @property
     def output_types(self):
         return _pack(self._structure, [d for d, _ in self._specs])
@@ -100,6 +95,15 @@ class Dataset:
     @property
     def output_shapes(self):
         return _pack(self._structure, [s for _, s in self._specs])
+
+
+# -- datasets ------------------------------------------------------------------------------
+class Dataset(_Elements):
+    """A lazy sequence of elements. Subclasses give `_elements()` (a fresh generator of
+    flat lists of arrays) and `_specs` (a flat list of (dtype, TensorShape))."""
+
+    def _elements(self):
+        raise NotImplementedError
 
     @property
     def element_spec(self):
@@ -499,7 +503,7 @@ ITERATOR_NEXT = graph_op("iterator_get_next", _next_kernel)
 ITERATOR_INIT = graph_op("make_iterator", _init_kernel)
 
 
-class Iterator:
+class Iterator(_Elements):
     """TF1's iterator: `get_next()` gives tensors that, each time a Session runs them, hold
     the next element; `initializer` (re)starts it on its dataset."""
 
@@ -514,14 +518,6 @@ class Iterator:
         shapes = [None] * len(types) if output_shapes is None else \
             _flatten_shapes(output_shapes, len(types))
         return Iterator(output_types, [(t, TensorShape(s)) for t, s in zip(types, shapes)])
-
-    @property
-    def output_types(self):
-        return _pack(self._structure, [d for d, _ in self._specs])
-
-    @property
-    def output_shapes(self):
-        return _pack(self._structure, [s for _, s in self._specs])
 
     @property
     def initializer(self):

@@ -168,7 +168,8 @@ def svd_signs(u, vh, xp=np):
 def _svd(i):
     def kernel(x):
         u, s, vh = np.linalg.svd(x, full_matrices=False)
-        return (*svd_signs(u, vh),)[i // 2] if i != 1 else s
+        u, vh = svd_signs(u, vh)
+        return (u, s, vh)[i]
     return kernel
 
 

@@ -60,10 +60,11 @@ def rule_for(r, node):
     schema = schema_of(r, node)
     check_against_schema(r, node, schema)
     since = schema.since_version
-    if node.op_type in M.UNARY and M.primitive_for(node.op_type):
+    prim = M.primitive_for(node.op_type) if node.op_type in M.UNARY else None
+    if prim is not None:
         # NOTE: a registry entry that names this operator (onnx=) is its reading: an op added
         # to ops/ is read from ONNX with no change here (docs/architecture.md)
-        return M._direct(node.op_type)
+        return M.direct(prim)
     keys = [k for k in versions if k <= since]
     if not keys:
         r.fail(node, f"version {since} of {node.op_type} is not supported; dualgrad reads "

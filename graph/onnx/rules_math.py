@@ -325,9 +325,14 @@ def primitive_for(op_type):
     return None
 
 
-def _direct(op_type):
-    op = ops.REGISTRY[primitive_for(op_type)]
+def direct(name):
+    """The rule applying registry primitive `name` to the node's inputs."""
+    op = ops.REGISTRY[name]
     return lift(op.fn or getattr(ops, op.name))
+
+
+def _direct(op_type):
+    return direct(primitive_for(op_type))
 
 
 _DIRECT = ("Neg", "Abs", "Exp", "Log", "Sqrt", "Tanh", "Sigmoid", "Sin", "Cos", "Erf", "Sign",
