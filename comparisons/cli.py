@@ -3,11 +3,13 @@
     dualgrad tour                                  the newcomer's first minute
     dualgrad train MODEL --mode eager|graph|compiled|all [--epochs N] [--seed S]
                          [--plot curves.png] [--logdir DIR]
-    dualgrad bench [MODEL|all] [--quick] [--json PATH] [--plot PATH]
+    dualgrad bench [MODEL|all] [--quick] [--json PATH] [--history PATH] [--plot PATH]
     dualgrad bench --distributed [mlp|transformer|all] [--quick] [--no-torch] [--json PATH]
     dualgrad graph MODEL [--optimized] [--train] [--dot PATH.dot|PATH.svg]
     dualgrad shapes [BUG ...] [--explain] [--json PATH] [--markdown PATH]
+    dualgrad check SCRIPT [ARGS ...]               shape errors before any data (meta tensors)
     dualgrad cache info|clear                      the fused-kernel cache
+    dualgrad run --as torch|tf1 [--compile] SCRIPT [ARGS]   an unmodified script on dualgrad
 
 MODEL is one of mlp, cnn, rnn, transformer (bench also takes gelu, layernorm, dispatch).
 A command-line mistake prints one line and exits non-zero; set DUALGRAD_DEBUG=1 to see the
@@ -73,6 +75,8 @@ def _parser() -> argparse.ArgumentParser:
                    metavar="MODEL|all", help=", ".join(BENCH_NAMES) + " or all (default)")
     b.add_argument("--quick", action="store_true", help="small sizes, few repeats (< 20 s)")
     b.add_argument("--json", metavar="PATH", help="write every figure and the machine here")
+    b.add_argument("--history", metavar="PATH", help="append this run's medians to a history "
+                   "file (a JSON list, as docs/benchmarks-history.json)")
     b.add_argument("--plot", metavar="PATH", help="bar chart of speed-ups (needs matplotlib)")
     b.add_argument("--torch-compile", action="store_true",
                    help="add a torch.compile column (model workloads; compiles for many seconds)")
@@ -98,10 +102,22 @@ def _parser() -> argparse.ArgumentParser:
 
     from .shapes.cli import add_parser as add_shapes_parser
     add_shapes_parser(sub)
+    from .check_cli import add_parser as add_check_parser
+    add_check_parser(sub)
     from .cache_cli import add_parser as add_cache_parser
     add_cache_parser(sub)
     from .export_cli import add_parsers as add_export_parsers
     add_export_parsers(sub)
+
+    r = sub.add_parser("run", help="run an unmodified PyTorch or TF1 script on dualgrad "
+                       "(its `import torch` / `import tensorflow` resolve to dualgrad)")
+    r.add_argument("--as", dest="as_", choices=("torch", "tf1"), required=True,
+                   help="torch: torch.* is dualgrad.eager; tf1: tensorflow(.compat.v1) is "
+                   "dualgrad.graph")
+    r.add_argument("--compile", action="store_true", help="torch: run nn.Module calls through "
+                   "compile() and print the graph breaks at exit")
+    r.add_argument("script", help="the script")
+    r.add_argument("script_args", nargs=argparse.REMAINDER, help="its arguments")
     return p
 
 
@@ -195,7 +211,8 @@ def cmd_bench(args, console):
         raise UsageError("--no-torch goes with --distributed")
     from .bench import report, run_bench
     from .bench.workloads import COLUMNS, DEFAULT_COLUMNS
-    for path, what in ((args.json, "--json"), (args.plot, "--plot")):
+    for path, what in ((args.json, "--json"), (args.plot, "--plot"),
+                       (args.history, "--history")):
         if path is not None:
             check_writable(path, what)
     if args.plot:
@@ -210,6 +227,10 @@ def cmd_bench(args, console):
     if args.json:
         report.write_json(res, args.json)
         console.print(f"wrote {args.json}")
+    if args.history:
+        from .bench import history
+        history.append(args.history, history.record(res))
+        console.print(f"appended this run to {args.history}")
     if args.plot:
         report.plot(res, args.plot)
         console.print(f"wrote {args.plot}")
@@ -264,6 +285,11 @@ def cmd_shapes(args, console):
     handle(args, console)
 
 
+def cmd_check(args, console):
+    from .check_cli import handle
+    handle(args, console)
+
+
 def cmd_cache(args, console):
     from .cache_cli import handle
     handle(args, console)
@@ -280,7 +306,7 @@ def cmd_run_onnx(args, console):
 
 
 COMMANDS = {"train": cmd_train, "bench": cmd_bench, "graph": cmd_graph, "tour": cmd_tour,
-            "shapes": cmd_shapes, "cache": cmd_cache, "export": cmd_export,
+            "shapes": cmd_shapes, "check": cmd_check, "cache": cmd_cache, "export": cmd_export,
             "run-onnx": cmd_run_onnx}
 
 
@@ -289,6 +315,9 @@ def main(argv=None) -> int:
     console = Console(highlight=False)
     try:
         args = _parse(argv)
+        if args.command == "run":   # NOTE: the script's own output and exit status only
+            from .run_as import run
+            return run(args.as_, args.script, args.script_args, args.compile)
         t0 = time.perf_counter()
         with blas_limit(getattr(args, "blas_threads", 0)):
             COMMANDS[args.command](args, console)

@@ -26,7 +26,8 @@ def add_parsers(sub):
     e.add_argument("--epochs", type=int, default=0,
                    help="train this many epochs first (default 0: the seed's initial weights)")
     e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--opset", type=int, default=17, help="ONNX opset (13-17, default 17)")
+    e.add_argument("--opset", type=int, default=17,
+                   help="ONNX opset (13-28, default 17)")
     e.add_argument("--static-batch", action="store_true",
                    help="fix the batch size to the example's (eager export)")
     r = sub.add_parser("run-onnx", help="run an ONNX file through dualgrad's optimiser",
@@ -93,5 +94,19 @@ def handle_run_onnx(args, console):
         console.print(np.array2string(v.reshape(-1)[:8], precision=4) +
                       (" ..." if v.size > 8 else ""))
     if args.save:
-        np.savez(args.save, **dict(zip(og.output_names, outs)))
+        save_outputs(args.save, og.output_names, outs)
         console.print(f"wrote {args.save}")
+
+
+def save_outputs(path, names, arrays):
+    """An .npz holding each output under its own name, whatever it is (`file`,
+    `allow_pickle`, a name with a slash): written member by member, not through savez's
+    keyword arguments."""
+    import zipfile
+    from numpy.lib import format as npformat
+    tmp = os.fspath(path) + ".tmp"
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as z:
+        for name, a in zip(names, arrays):
+            with z.open(name + ".npy", "w", force_zip64=True) as f:
+                npformat.write_array(f, np.asanyarray(a), allow_pickle=False)
+    os.replace(tmp, path)

@@ -293,6 +293,13 @@ def _params(spec):
                      [f"out{o}" for o in range(len(spec.outputs))])
 
 
+def _fastmath(body):
+    """FASTMATH, without 'afn' in a kernel that raises to a power: with it LLVM turns
+    pow(x, float(i)) for an int32 or bool i into powi, which numba's JIT cannot resolve, and
+    the kernel crashes the process (float_power of two int32 tensors did)."""
+    return FASTMATH - {"afn"} if "**" in body else FASTMATH
+
+
 def generate_source(spec: FusedSpec) -> tuple[str, bool]:
     """The text of the kernel module for `spec`, and whether it uses the flat loop."""
     prog = SpecInfo(spec)
@@ -311,7 +318,7 @@ def generate_source(spec: FusedSpec) -> tuple[str, bool]:
         f"from {prelude.__name__} import (NoAliasPipeline, erf_f32, exp_f32, fmaximum, "
         "fminimum, log_f32, sum_step, sum_total, tanh_f32)",
         "",
-        f"FASTMATH = {sorted(FASTMATH)!r}",
+        f"FASTMATH = {sorted(_fastmath(text))!r}",
         *consts,
         "",
     ]

@@ -40,8 +40,8 @@ from dualgrad.eager.nn import Module
 from dualgrad.eager.core import Tensor, owned_array, recorded
 from dualgrad.ops.core import FRAMEWORK_DIRS, tracing, where_str
 
-from .signatures import Inline, describe, leaf_names, modules_reached, signature_key, \
-    tree_map
+from .signatures import Inline, ModuleState, describe, leaf_names, modules_reached, \
+    python_reads, read_values, signature_key, tree_map
 from .tracer import KEEP, GraphBreak, Trace, Tracer, active_trace, flatten_out, rebuild_out
 
 __all__ = ["compile", "Compiled", "Tracer", "GraphBreak", "MAX_TRACES", "CACHE_SIZE_LIMIT"]
@@ -51,7 +51,6 @@ MAX_TRACES = 8      # more traces of one function than this give a warning (tf.f
 # recently used is dropped, with a warning. compile(fn, cache_size_limit=N) sets one function's.
 CACHE_SIZE_LIMIT = 64
 _GRADS_LOCK = threading.Lock()   # building an entry's gradient nodes on first backward
-_RAND = ops.REGISTRY["rand_like"]
 
 
 # -- one traced signature ---------------------------------------------------------------------
@@ -100,18 +99,19 @@ class _Entry:
                         if kind == "step" else (kind, target, key, fetch(g))
                         for kind, target, key, g in effects]
         self.guards = tr.guards
+        self.constants = list(tr.constants.values())
         # NOTE: fetches and feeds resolved once (TF1's make_callable): a call passes arrays
         self.sources = [source for source, _ in tr.sourced]
         self.feed_list = list(arg_phs) + [p for _, p in tr.live] + \
-            [p for p, _, _ in tr.randoms] + [g for _, g in tr.sourced]
+            [p for p, _ in tr.randoms] + [g for _, g in tr.sourced]
         self.live_tensors = [t for t, _ in tr.live]
         self.step = self.session.make_callable(self.fetches, self.feed_list)
 
     def run(self, tensors):
         arrays = [t._array for t in tensors]
         arrays += [t._array for t in self.live_tensors]
-        for _, like, attrs in self.randoms:
-            arrays.append(_RAND.kernel(like, **attrs))
+        for _, sample in self.randoms:
+            arrays.append(sample())
         for source in self.sources:
             arrays.append(source()._array)
         vals = self.step(*arrays)
@@ -146,9 +146,14 @@ class _Entry:
                 target.grad = None if i is None else Tensor(owned_array(vals[i], taken))
 
     def holds(self):
-        """The trace's guards hold: each .grad it read is None, or not, as it was then."""
+        """The trace's guards hold: each .grad it read is None, or not, as it was then, and
+        each eager tensor it froze in has the values it had then."""
         for leaf, none in self.guards:
             if (leaf.grad is None) is not none:
+                return False
+        for t, then in self.constants:
+            now = t._array
+            if now.shape != then.shape or not np.array_equal(now, then, equal_nan=True):
                 return False
         return True
 
@@ -223,6 +228,12 @@ class _Call:
 
 
 def _tape_vjp(g, *inputs, out, needs, call, index):
+    if is_grad_enabled():   # NOTE: backward(create_graph=True) through this call
+        raise RuntimeError(
+            "compile(): double backward through a compiled call is not supported: its "
+            "gradient would be a constant, so a gradient of it (a gradient penalty, a "
+            "Hessian-vector product) would be wrong. Differentiate the uncompiled module "
+            "with create_graph=True (torch.compile does not support double backward either)")
     grads = call.vjp(g, index, needs)
     if call.entry.synced:   # NOTE: DDP's hooks must not average these a second time
         _mpi.mark_averaged([inputs[k] for k in call.entry.synced if grads[k] is not None])
@@ -250,7 +261,8 @@ class Compiled:
         self._entries, self._eager = OrderedDict(), set()
         self._lock = threading.RLock()   # one trace at a time per function
         self._last = None
-        self._mods = None        # modules whose training flags are part of the signature
+        self._mods = None        # modules whose flags and attributes are in the signature
+        self._reads = ()         # (namespace, name) of the Python values fn reads
         self._roots = ()
 
     # -- inspection ---------------------------------------------------------------------------
@@ -288,10 +300,12 @@ class Compiled:
         if active_trace() is not None:    # inside another trace: trace through fn
             return self.fn(*args, **kwargs)
         if self._mods is None:
-            self._roots, self._mods = modules_reached(self.fn)
+            self._roots, mods = modules_reached(self.fn)
+            self._mods = ModuleState(mods)
+            self._reads = python_reads(self.fn)
         tensors, keep = [], []
         try:
-            key = (is_grad_enabled(), tuple([m.training for m in self._mods]),
+            key = (is_grad_enabled(), self._state(),
                    tuple([signature_key(a, tensors, keep) for a in args]),
                    tuple([(k, signature_key(v, tensors, keep)) for k, v in kwargs.items()]))
         except Inline:
@@ -307,11 +321,17 @@ class Compiled:
                 return entry.run(tensors)
             return self._trace(key, args, kwargs, tensors, keep)
 
+    def _state(self):
+        """The guarded Python state: every reached module's flags, plain attributes and tensor
+        objects (module_state), and the plain globals and closure values fn and its helpers
+        read (read_values)."""
+        return (self._mods.now(), read_values(self._reads))
+
     def _hit(self, key):
         entry = self._entries.get(key)
         if entry is None or entry.live_rg != tuple([t.requires_grad
                                                     for t in entry.live_tensors]) or \
-                entry.guards and not entry.holds():
+                (entry.guards or entry.constants) and not entry.holds():
             return None
         try:
             self._entries.move_to_end(key)
@@ -336,7 +356,7 @@ class Compiled:
 
     def _trace(self, key, args, kwargs, tensors, keep):
         self.traces += 1
-        self.signatures.append(describe(args, kwargs, key))
+        self.signatures.append(describe(args, kwargs, key[0], self._mods.training(key[1][0])))
         if self.traces == MAX_TRACES + 1:
             warnings.warn(f"compile({self.__qualname__}) has been traced {self.traces} times: "
                           f"each new signature (tensor shapes, dtypes, requires_grad, "
@@ -353,6 +373,11 @@ class Compiled:
             entry = self._record(tr, args, kwargs, tensors)
         except _Failed as f:
             failed = f.err
+        except BaseException:   # NOTE: KeyboardInterrupt, or an error of the tracer itself:
+            tr.undo_changes()   # eager state is as before the call (.grad, tensors, stream)
+            tr.restore()
+            rng.bit_generator.state = rng_state
+            raise
         if failed is not None:
             # NOTE: out of the except block, so that an error of the eager run (the user's
             # ShapeError) is not shown below an internal _Failed ("During handling of ...")
@@ -373,13 +398,20 @@ class Compiled:
             _warn_fallback(self.__qualname__, failed)
             return result
         if ops.generator() is not rng or rng.bit_generator.state != rng_state:
-            warnings.warn(f"compile({self.__qualname__}): random numbers were drawn while "
-                          f"tracing (eager.randn, rand, ...): they are frozen into the graph, "
-                          f"and every call sees the same ones. Pass random tensors in as "
-                          f"arguments; F.dropout draws anew on every call", UserWarning,
-                          stacklevel=3)
+            warnings.warn(f"compile({self.__qualname__}): random numbers were drawn from "
+                          f"eager's generator while tracing by something other than eager's "
+                          f"random functions (which draw anew at every call): they are "
+                          f"frozen into the graph, and every call sees the same ones. Draw "
+                          f"them with eager.rand/randn/..., or pass them in as arguments",
+                          UserWarning, stacklevel=3)
         self.trace_seconds = time.perf_counter() - t0
         entry.keep = keep
+        known = {id(m) for m in self._mods.modules}
+        # NOTE: modules reached through a helper, a dict, another object are guarded; the key
+        # is the state as fn left it (a counter fn increments is a side effect done once per
+        # trace, not a reason to trace again at the next call)
+        self._mods.add([m for i, m in tr.modules.items() if i not in known])
+        key = (key[0], self._state()) + key[2:]
         self._store(key, entry)
         self.graph, self._last = tr.graph, entry
         return entry.run(tensors)

@@ -22,11 +22,11 @@ branch on it) is an `ExportError` naming the line; `dynamic_batch=False` fixes t
 """
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
 
+from dualgrad.ops.core import quiet_broadcast
 from dualgrad import graph, ops
 from dualgrad.eager.core import Tensor
 from dualgrad.graph.core import op_by_name
@@ -96,16 +96,9 @@ class ExportedProgram:
     def save(self, path):
         """Write `path.json` (the graph and the program's signature) and `path.safetensors`
         (every constant, i.e. the weights). Returns the JSON file's path."""
-        jpath = graph.save(path, graph=self.graph)
-        with open(jpath) as f:
-            doc = json.load(f)
-        doc["exported"] = {"name": self.name, "inputs": [p.name for p in self.inputs],
-                           "outputs": [t.name for t in self.outputs], "tree": self.tree}
-        tmp = jpath + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(doc, f, indent=1)
-        os.replace(tmp, jpath)
-        return jpath
+        exported = {"name": self.name, "inputs": [p.name for p in self.inputs],
+                    "outputs": [t.name for t in self.outputs], "tree": self.tree}
+        return graph.save(path, graph=self.graph, extra={"exported": exported})
 
     def to_onnx(self, path, opset=17):
         """Write the program as an ONNX model (inputs named as the function's arguments,
@@ -122,8 +115,7 @@ def load_exported(path) -> ExportedProgram:
     jpath = os.fspath(path)
     jpath = jpath if jpath.endswith(".json") else \
         jpath.removesuffix(".safetensors") + ".json"
-    with open(jpath) as f:
-        ex = json.load(f).get("exported")
+    ex = g.saved_extra.get("exported")
     if not isinstance(ex, dict):
         raise GraphFileError(f"{jpath} is a graph, not an exported program (no 'exported' "
                              f"field): load it with graph.load")
@@ -131,7 +123,7 @@ def load_exported(path) -> ExportedProgram:
         inputs = [g.get_tensor_by_name(n) for n in ex["inputs"]]
         outputs = [g.get_tensor_by_name(n) for n in ex["outputs"]]
         _check_tree(ex["tree"], len(outputs))
-    except (KeyError, TypeError, ValueError) as e:
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise GraphFileError(f"{jpath}: malformed 'exported' field: {e}") from None
     if any(p.node.type != "placeholder" for p in inputs):
         raise GraphFileError(f"{jpath}: an input of the exported program is not a placeholder")
@@ -165,18 +157,26 @@ def _rebuild(tree, outs):
     return tuple(items) if kind == "tuple" else items
 
 
-def _check_tree(tree, n):
+def _check_tree(tree, n, depth=0):
+    """A loaded output structure is one _to_tree writes: else ValueError (load names the file)."""
+    if depth > 100:
+        raise ValueError("output structure nested more than 100 levels deep")
     if not isinstance(tree, dict) or len(tree) != 1:
-        raise ValueError(f"bad output structure {tree!r}")
+        raise ValueError(f"bad output structure {str(tree)[:80]}")
     (kind, v), = tree.items()
-    if kind == "out" and not (isinstance(v, int) and 0 <= v < n):
-        raise ValueError(f"output index {v!r} out of range")
-    if kind in ("tuple", "list"):
-        for x in v:
-            _check_tree(x, n)
-    if kind == "dict":
-        for _, x in v:
-            _check_tree(x, n)
+    if kind == "out" and not (type(v) is int and 0 <= v < n):
+        raise ValueError(f"output index {str(v)[:80]} out of range")
+    if kind == "const" and not (v is None or isinstance(v, (bool, int, float, str))):
+        raise ValueError(f"a constant output is a {type(v).__name__}")
+    if kind not in ("out", "const", "tuple", "list", "dict") or \
+            kind != "out" and kind != "const" and not isinstance(v, list):
+        raise ValueError(f"bad output structure {str(tree)[:80]}")
+    for x in v if kind in ("tuple", "list") else ():
+        _check_tree(x, n, depth + 1)
+    for pair in v if kind == "dict" else ():
+        if not (isinstance(pair, list) and len(pair) == 2 and type(pair[0]) in (str, int)):
+            raise ValueError(f"bad dict item in the output structure: {str(pair)[:80]}")
+        _check_tree(pair[1], n, depth + 1)
 
 
 # -- tracing ----------------------------------------------------------------------------------
@@ -317,7 +317,8 @@ class _Freezer:
                               f"cannot be exported")
         attrs = n.attrs if m is None else self._attrs(n, m)
         try:
-            spec = n.op.infer(*[t.spec for t in ins], **attrs)
+            with quiet_broadcast():   # NOTE: warned when the function was traced
+                spec = n.op.infer(*[t.spec for t in ins], **attrs)
         except ShapeError as e:
             raise ExportError(f"export({self.name}): {n.type} built at {where_str(n.loc)} "
                               f"does not hold for a dynamic batch: {e}") from None

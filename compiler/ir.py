@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dualgrad.ops.core import quiet_broadcast
 from dualgrad import ops
 from dualgrad.graph.plan import Plan, Step, build_plan, fetch_nodes, needed_nodes, node_kernel, plan_frees
 from dualgrad.graph.core import Tensor as GTensor
@@ -124,7 +125,8 @@ def _inode_for(g, ins, controls):
     if op is not None and g.op is op and not op.stateful:
         specs_in = [src.specs[i] for src, i in ins]
         try:
-            spec = op.infer(*specs_in, **g.attrs)
+            with quiet_broadcast():   # NOTE: warned when the graph was built
+                spec = op.infer(*specs_in, **g.attrs)
         except ops.ShapeError as e:
             raise ReinferError(str(e)) from e
         return INode("op", op, ins, dict(g.attrs), [spec], origin=g, controls=controls)

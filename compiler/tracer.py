@@ -25,14 +25,19 @@ from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Parameter
 from dualgrad.eager.core import Tensor
 from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
+from dualgrad.ops.rules import torch_needs_cast
 from dualgrad.ops.core import ELEMENTWISE, bind_args, current_trace, tracing, user_frame, \
     where_str
 
 __all__ = ["Trace", "Tracer", "TraceEngine", "GraphBreak", "active_trace", "flatten_out",
            "rebuild_out"]
 
+# A captured eager tensor up to this many elements is a constant of the graph (folded), its
+# values checked at every call; a larger one is an input fed at every call.
+CONSTANT_CHECK_MAX = 1 << 16
 KEEP = "keep"   # an optimizer step's .grad that is the tensor the call finds (Trace.effects)
 _STOP = ops.REGISTRY["stop_gradient"]
+_CAST = ops.REGISTRY["cast"]
 _RAND = ops.REGISTRY["rand_like"]
 _new = object.__new__
 
@@ -227,12 +232,6 @@ class Tracer(Tensor):
     def clone(self):
         return ops.cast(self, self.dtype)
 
-    def any(self):
-        return ops.gt(ops.sum(ops.cast(ops.ne(self, 0), "int64")), 0)
-
-    def all(self):
-        return ops.eq(ops.sum(ops.cast(ops.eq(self, 0), "int64")), 0)
-
     def __reduce__(self):
         raise TypeError("a traced tensor cannot be pickled")
 
@@ -246,6 +245,22 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
 # NOTE: not the graph tensor's == and != (TF1's: identity, a Python bool); eager's, elementwise
 Tracer.__eq__ = lambda self, o: ops.eq(self, o)
 Tracer.__ne__ = lambda self, o: ops.ne(self, o)
+
+
+def _promoted(op, args):
+    """op's operands cast to the dtype PyTorch computes it in (ops.rules.torch_needs_cast, the
+    rule eager applies before its kernels), as cast nodes: the graph's shape rules, kernels,
+    optimiser and fused loops then see one dtype, the one eager's result has."""
+    from dualgrad.eager.factories import default_float
+    want = torch_needs_cast(op, [a.spec if isinstance(a, GraphTensor) else a for a in args],
+                            default_float())
+    if want is None:
+        return args
+    skip = 1 if op.promote == "where" else 0
+    return [GraphEngine.apply(_CAST, [a], {"dtype": want})
+            if i >= skip and isinstance(a, GraphTensor) and a.dtype != want else
+            np.asarray(a, want) if i >= skip and isinstance(a, (np.ndarray, np.generic)) else a
+            for i, a in enumerate(args)]
 
 
 def active_trace():
@@ -279,7 +294,7 @@ class Trace:
         self.captured = {}        # id(eager tensor) -> graph tensor
         self.live = []            # [(eager tensor, placeholder)] fed with .data at every call
         self.snapshots = []       # [(eager tensor, copy of its data, where captured)]
-        self.randoms = []         # [(placeholder, shape, attrs)]: rand_like, drawn per call
+        self.randoms = []         # [(placeholder, sample())]: random tensors, drawn per call
         self.breaks = []
         self.averaged = []        # [(buckets of (name, parameter), find_unused)]: see below
         self.decomposing = 0      # inside an op's `decompose`: its ops are recorded once each
@@ -293,7 +308,33 @@ class Trace:
         self.done = []            # the writes and optimizer steps, in program order: effects()
         self.stepped = set()      # ids of parameters an optimizer step has changed
         self.guards = []          # [(leaf, whether its .grad was None)]
+        self.modules = {}         # id -> module whose forward ran: its flags are guarded
+        self.buffers = set()      # ids of those modules' buffers: inputs, fed at every call
+        self.constants = {}       # id -> (eager tensor frozen in, its values): checked per call
         self.did_backward = False
+
+    def is_input(self, a):
+        """a is read at every call (a placeholder), not frozen: a tracer, a parameter or a
+        tensor that requires grad, a touched module's buffer, or a tensor too large to check
+        by value at every call."""
+        return _is_live(a) or isinstance(a, Tensor) and (
+            id(a) in self.buffers or a._array.size > CONSTANT_CHECK_MAX)
+
+    def note_constant(self, t):
+        """An eager tensor frozen into the graph (or into a value computed while tracing):
+        its values are checked at every call, and a call that finds them changed traces
+        again (compiled.py), so a global or closure tensor changed in place is never stale."""
+        if id(t) not in self.constants:
+            self.constants[id(t)] = (t, np.array(t._array, copy=True))
+
+    def touch(self, module):
+        """module's forward runs in the trace, however fn reached it (a helper, a dict, an
+        attribute of another object): its train/eval flag and plain attributes are guarded
+        (compiled.py), its buffers are read at every call (load_state_dict is seen)."""
+        if id(module) not in self.modules:
+            self.modules[id(module)] = module
+            self.buffers.update(id(b) for b in module.__dict__.get("_buffers", {}).values()
+                                if b is not None)
 
     def wrap(self, g, requires_grad):
         t = _new(Tracer)
@@ -301,13 +342,19 @@ class Trace:
         return t
 
     def apply(self, op, args, attrs):
-        if not op.stateful and not any([_is_live(a) for a in args]):
-            return bind_args(op, args, attrs)   # constants only: frozen, like its inputs
+        if not op.stateful and not any([self.is_input(a) for a in args]):
+            for a in args:   # NOTE: constants only: computed now; what it read is guarded
+                if isinstance(a, Tensor):
+                    self.note_constant(a)
+            return bind_args(op, args, attrs)
         if op is _RAND:
             return self._random(args[0], attrs)
         if op.decompose is not None or self.decomposing:
             return self._decompose(op, args, attrs)
-        out = GraphEngine.apply(op, [self.lift(a) for a in args], attrs)
+        lifted = [self.lift(a) for a in args]
+        if op.promote is not None:
+            lifted = _promoted(op, lifted)
+        out = GraphEngine.apply(op, lifted, attrs)
         grad = out.dtype.kind in "fc" and any(
             isinstance(a, Tensor) and a.requires_grad for a in args)
         if grad and not is_grad_enabled():   # no_grad() inside fn: no gradient flows through here
@@ -343,8 +390,16 @@ class Trace:
     def _random(self, x, attrs):
         """rand_like becomes a fed input, drawn at each call in trace order: the forward and a
         later gradient run then see the same draw (dropout's mask)."""
-        p = graph.placeholder(attrs.get("dtype", "float32"), x.shape, name="random")
-        self.randoms.append((p, np.broadcast_to(np.float32(0), x.shape), attrs))
+        like = np.broadcast_to(np.float32(0), x.shape)
+        return self.draw(lambda: _RAND.kernel(like, **attrs), tuple(x.shape),
+                         np.dtype(attrs.get("dtype", "float32")))
+
+    def draw(self, sample, shape, dtype):
+        """A random tensor (eager.rand, randn, randint, normal_, bernoulli, rand_like, ...):
+        a fed input, `sample()` drawn at every call in program order, from the generator as
+        it is at that call (eager.generator.drawn)."""
+        p = graph.placeholder(dtype, shape, name="random")
+        self.randoms.append((p, sample))
         return self.wrap(p, False)
 
     def lift(self, a):
@@ -368,12 +423,13 @@ class Trace:
         if g is not None:
             return g
         name = self.param_names.get(id(t), "captured")
-        if _is_live(t):
+        if self.is_input(t):
             g = graph.placeholder(t.dtype, t.shape, name=name)
             self.live.append((t, g))
         else:
             g = graph.constant(t._array, name=name)   # a copy, frozen at trace time
             self.frozen.add(id(t))
+            self.note_constant(t)
         if self.assigned and any([_overlap(u, t) for u, _, _ in self.assigned.values()]):
             self.aliased()
         self.snapshots.append((t, np.array(t._array, copy=True), user_frame()))

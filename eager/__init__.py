@@ -43,6 +43,7 @@ from .factories import (arange, as_tensor, empty, empty_like, eye, from_numpy,  
                         full, full_like, get_default_dtype, linspace, logspace, ones,
                         ones_like, rand, rand_like, randint, randint_like, randn, randn_like,
                         randperm, set_default_dtype, tensor, zeros, zeros_like)
+from dualgrad.ops.symbolic import Dim  # noqa: E402 - a symbolic dim for meta tensors (meta.py)
 
 
 def manual_seed(seed: int):
@@ -189,12 +190,14 @@ def flatten(t, start_dim=0, end_dim=-1):
     return t.flatten(start_dim, end_dim)
 
 
-def softmax(t, dim):
-    return ops.softmax(t, axis=dim)
+def softmax(t, dim, dtype=None):
+    """torch.softmax: dtype= casts the input first (as torch, for float16 inputs summed in
+    float32)."""
+    return ops.softmax(t if dtype is None else ops.cast(t, np.dtype(dtype)), axis=dim)
 
 
-def log_softmax(t, dim):
-    return ops.log_softmax(t, axis=dim)
+def log_softmax(t, dim, dtype=None):
+    return ops.log_softmax(t if dtype is None else ops.cast(t, np.dtype(dtype)), axis=dim)
 
 
 def logsumexp(t, dim, keepdim=False):
@@ -323,12 +326,34 @@ from .pointwise import *  # noqa: E402,F401,F403 - sign, erfinv, atan2, hypot, f
 from .reductions import *  # noqa: E402,F401,F403 - median, quantile, trace, cummax, …
 from .shaping import *  # noqa: E402,F401,F403 - select, hstack, movedim, index_add, …
 from .info import *  # noqa: E402,F401,F403 - finfo, iinfo, Size, pi, inf, is_floating_point, …
+from .extra_pointwise import *  # noqa: E402,F401,F403 - i0, gcd, lcm, frexp, ldexp, mvlgamma, …
+from .extra_shaping import *  # noqa: E402,F401,F403 - *_copy, combinations, tensordot, trapz, …
+from .native_norms import *  # noqa: E402,F401,F403 - native_layer_norm, native_batch_norm, …
+from .extra_linalg import _install as _install_linalg  # noqa: E402
+globals().update({n: f for n, f in _install_linalg().items() if n not in globals()})   # logdet, cholesky, svd, …
 
 from . import autograd, distributions, linalg, nn, optim, special, utils  # noqa: E402  (they use the names above)
+from . import multiprocessing  # noqa: E402
+import types as _types  # noqa: E402
+from dualgrad import __version__ as _dg_version  # noqa: E402
+
+__version__ = f"2.13.0+dualgrad.{_dg_version}"   # the torch API followed; +local: dualgrad's own
+version = _types.ModuleType("dualgrad.eager.version", "torch.version")
+version.__version__, version.cuda, version.hip, version.git_version = __version__, None, None, ""
+from . import fft, masked, signal  # noqa: E402
 from .serialization import load, save  # noqa: E402
+from .checking import check  # noqa: E402 - shape bugs on meta tensors (checking.py)
 from .aliases import accept_numpy_names as _accept_numpy_names  # noqa: E402
 
 _accept_numpy_names(globals(), Tensor)   # x.sum(axis=1), torch.cat(ts, axis=0), keepdims=
 
 __all__ = [n for n in dir() if not n.startswith("_")]
+
 _ = (ShapeError, KernelError)
+
+
+def __getattr__(name):
+    """A name dualgrad does not provide raises AttributeError (hasattr is False), with the
+    reason when it is a row of eager/not_provided.py."""
+    from .not_provided import absent
+    raise absent("", name)

@@ -20,7 +20,7 @@ from dualgrad.ops import REGISTRY as R
 from dualgrad.ops.autodiff import backprop, toposort
 from dualgrad.ops.composite import current_composite
 from dualgrad.ops.core import TRACING, current_trace, explain_failure, spec_of, user_frame, where_str
-from dualgrad.ops.rules import norm_axis, torch_result_dtype
+from dualgrad.ops.rules import norm_axis, torch_needs_cast, warn_outer
 
 from . import devices as _device
 from .hooks import (HOOK as _HOOK, LEAF_HOOKS as _LEAF_HOOKS, RemovableHandle as _HookHandle,
@@ -28,7 +28,7 @@ from .hooks import (HOOK as _HOOK, LEAF_HOOKS as _LEAF_HOOKS, RemovableHandle as
 from .inplace import CLOCK, InPlaceMixin, MoreInPlace, getitem as _getitem
 from .methods import RETAINS_GRAD as _RETAINS_GRAD, TensorMethods, retains_grad
 from . import functions as _functions
-from .functions import FunctionMethods, accumulating
+from .functions import FunctionMethods, accumulate
 
 class _GradMode(threading.local):
     enabled = True   # NOTE: per thread, as PyTorch's grad mode; the hot path reads one attribute
@@ -97,18 +97,14 @@ class EagerEngine:
                     track = True
             else:
                 arrays.append(a)
+        if op.promote is not None:   # NOTE: PyTorch's dtype, decided before the kernel runs
+            arrays = _promote_arrays(op, arrays)
         try:
             out = op.kernel(*arrays, **attrs)
         except Exception as err:  # noqa: BLE001 - becomes the op's ShapeError / KernelError
             raise _fail(op, args, attrs, err) from None
         if type(out) is not np.ndarray:
             out = np.asarray(out)
-        if op in _PROMOTING:      # NOTE: only an input of another dtype can promote differently
-            odt = out.dtype
-            for arr in arrays[op is _WHERE:]:
-                if getattr(arr, "dtype", odt) is not odt:
-                    out = _promoted(op, args, out)
-                    break
         t = _new(Tensor)
         t._array = out
         t.grad = None
@@ -121,35 +117,55 @@ class EagerEngine:
         return t
 
 
-_WHERE = R["where"]
-_PROMOTING = frozenset(R[n] for n in ("add", "sub", "mul", "div", "pow", "maximum", "minimum",
-                                      "where", "matmul"))
-
-
-def _promoted(op, args, out):
-    """Recompute a mixed-dtype elementwise op in PyTorch's result dtype (float32 ** int64 is
-    float32, int / int the default float), where NumPy's promotion would differ."""
-    if out.dtype.kind == "b" or op not in _PROMOTING:
-        return out
+def _promote_arrays(op, arrays):
+    """The operands cast to the dtype PyTorch computes `op` in (ops.rules.torch_needs_cast,
+    the rule compile() records too), so the kernel's result has it: nothing runs twice."""
+    if _one_dtype(op, arrays):
+        return arrays
     from .factories import default_float
-    vals = [a._array if isinstance(a, Tensor) else a for a in args]
-    operands = vals[1:] if op.name == "where" else vals
-    want = torch_result_dtype(operands, default_float())
-    if op.name == "div" and want.kind in "biu":
-        want = default_float()
-    if out.dtype == want:
-        return out
-    cast = [v.astype(want) if isinstance(v, np.ndarray) and v.dtype != want and
-            (op.name != "where" or i > 0) else v for i, v in enumerate(vals)]
-    return np.asarray(op.kernel(*cast))
+    want = torch_needs_cast(op, arrays, default_float())
+    if want is None:
+        return arrays
+    skip = 1 if op.promote == "where" else 0
+    return [a.astype(want) if i >= skip and isinstance(a, np.ndarray) and a.dtype != want
+            else np.asarray(a, want) if i >= skip and isinstance(a, np.generic) else a
+            for i, a in enumerate(arrays)]
+
+
+def _one_dtype(op, arrays):
+    """The common case, asked in a few identity tests: arrays of one dtype (and Python
+    numbers that do not lift an integer one to float), so the kernel gives PyTorch's dtype."""
+    dt, num = None, False
+    for a in arrays[op.promote == "where":]:
+        t = type(a)
+        if t is np.ndarray:
+            if dt is None:
+                dt = a.dtype
+            elif a.dtype is not dt:
+                return False
+        elif t is float:
+            num = True
+        elif t is not int and t is not bool:
+            return False
+    if dt is None:
+        return False
+    return dt.kind in "fc" or not num and op.promote != "divide"
 
 
 def _binary(op, a, b):
     """The operator fast path (a + b …): no attrs, one kernel call, one wrap."""
     if TRACING[0]:   # NOTE: a thread may be tracing (compile): ops.bind asks its trace stack
         return ops.bind(op, a, b)
+    x, y, bt = a._array, b, type(b)
+    if bt is Tensor or isinstance(b, Tensor):
+        y = b._array
+        # NOTE: mixed dtypes, or int / int: PyTorch's dtype, cast to before the kernel
+        if y.dtype is not x.dtype or op.promote == "divide" and x.dtype.kind in "biu":
+            x, y = _promote_arrays(op, [x, y])
+    elif x.dtype.kind in "biu" and (bt is float or op.promote == "divide"):
+        x, y = _promote_arrays(op, [x, y])
     try:
-        out = op.kernel(a._array, b._array if isinstance(b, Tensor) else b)
+        out = op.kernel(x, y)
     except Exception as err:  # noqa: BLE001
         # NOTE: an operand of a higher-level engine (a graph tensor, a compiler tracer)
         # refuses to be an array and lands here: ops.bind hands the call to its engine.
@@ -157,8 +173,8 @@ def _binary(op, a, b):
         if getattr(getattr(b, "_engine", None), "level", 0) > EagerEngine.level:
             return ops.bind(op, a, b)
         raise _fail(op, (a, b), {}, err) from None
-    if out.dtype is not a._array.dtype or type(b) is Tensor and b._array.dtype is not a._array.dtype:
-        out = _promoted(op, (a, b), out)     # NOTE: mixed dtypes only; identity tests otherwise
+    if type(b) is Tensor and b._array.ndim != a._array.ndim and op is not _MATMUL:
+        warn_outer(op.name, a._array.shape, b._array.shape)   # NOTE: (N, 1) - (N,) is (N, N)
     t = _new(Tensor)
     t._array = out if type(out) is np.ndarray else np.asarray(out)
     t.grad = None
@@ -313,7 +329,11 @@ def _one_node(t, gradient, create_graph, retain_graph, owned):
             needs.append(True)
         else:
             needs.append(False)
-    in_grads = op.vjp(gradient, *inputs, out=t, needs=tuple(needs), **node[2])
+    prev, _GRAD.enabled = _GRAD.enabled, False   # NOTE: as the walk: no create_graph here
+    try:
+        in_grads = op.vjp(gradient, *inputs, out=t, needs=tuple(needs), **node[2])
+    finally:
+        _GRAD.enabled = prev
     acc = {}
     for inp, need, g in zip(inputs, needs, in_grads):
         if need and g is not None:   # NOTE: a leaf used twice gets the sum, then accumulates
@@ -493,9 +513,13 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         self.requires_grad = bool(requires_grad)
         return self
 
-    def backward(self, gradient=None, retain_graph=None, create_graph=False):
+    def backward(self, gradient=None, retain_graph=None, create_graph=False,
+                 retain_variables=None):
         """Accumulate d(self)/d(leaf) into every leaf's .grad that requires grad; the graph is
-        kept when create_graph is (retain_graph defaults to it, as in torch)."""
+        kept when create_graph is (retain_graph defaults to it, as in torch).
+        `retain_variables=` is torch 0.3's name of retain_graph."""
+        if retain_variables is not None:
+            retain_graph = retain_variables if retain_graph is None else retain_graph
         if retain_graph is None:
             retain_graph = create_graph
         gradient = seed_gradient(self, gradient)
@@ -623,8 +647,7 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
 
     # -- methods, as torch names them ---------------------------------------------------------
     def sum(self, dim=None, keepdim=False, *, dtype=None):
-        return ops.sum(accumulating(self, dtype), axis=dim,
-                       keepdims=keepdim)
+        return accumulate(ops.sum, self, dtype, axis=dim, keepdims=keepdim)
 
     def mean(self, dim=None, keepdim=False, *, dtype=None):
         return ops.mean(self if dtype is None else ops.cast(self, np.dtype(dtype)), axis=dim,
@@ -674,7 +697,10 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         return ops.norm(self, ord=p, axis=dim, keepdims=keepdim)
 
     def cumsum(self, dim, *, dtype=None):
-        return ops.cumsum(accumulating(self, dtype), axis=dim)
+        if self.ndim == 0:      # torch: a 0-d tensor's cumsum is 0-d (NumPy's would be 1-d)
+            norm_axis("cumsum", dim, 1)
+            return accumulate(ops.cumsum, ops.reshape(self, (1,)), dtype, axis=0).reshape(())
+        return accumulate(ops.cumsum, self, dtype, axis=dim)
 
     def flip(self, dims):
         out = self
@@ -714,11 +740,12 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
     def cos(self):
         return ops.cos(self)
 
-    def softmax(self, dim):
-        return ops.softmax(self, axis=dim)
+    def softmax(self, dim, dtype=None):
+        return ops.softmax(self if dtype is None else ops.cast(self, np.dtype(dtype)), axis=dim)
 
-    def log_softmax(self, dim):
-        return ops.log_softmax(self, axis=dim)
+    def log_softmax(self, dim, dtype=None):
+        x = self if dtype is None else ops.cast(self, np.dtype(dtype))
+        return ops.log_softmax(x, axis=dim)
 
     def exp(self):
         return ops.exp(self)
@@ -832,7 +859,9 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         The same tensor when nothing changes (as torch); a dtype change is a differentiable
         cast; any device but the CPU raises PyTorch's CPU-only error.
         """
-        dtype, copy = _to_args(args, kwargs)
+        dtype, copy, dev = _to_args(args, kwargs)
+        if dev is not None:
+            return _device.META_IMPL["to"](self, dtype)
         if dtype is None or np.dtype(dtype) == self._array.dtype:
             return self.clone() if copy else self
         return ops.cast(self, dtype)
@@ -855,20 +884,27 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
     def type_as(self, other):
         return self.to(other.dtype)
 
-    def float(self):
-        return ops.cast(self, "float32")
+    def _as(self, dtype, memory_format):
+        """self.float() and the like: self when the dtype is already right (as torch)."""
+        if memory_format is not None:
+            from .info import check_memory_format
+            check_memory_format(dtype, memory_format)
+        return self if self._array.dtype == dtype else ops.cast(self, dtype)
 
-    def double(self):
-        return ops.cast(self, "float64")
+    def float(self, memory_format=None):
+        return self._as("float32", memory_format)
 
-    def long(self):
-        return ops.cast(self, "int64")
+    def double(self, memory_format=None):
+        return self._as("float64", memory_format)
 
-    def int(self):
-        return ops.cast(self, "int32")
+    def long(self, memory_format=None):
+        return self._as("int64", memory_format)
 
-    def bool(self):
-        return ops.cast(self, "bool")
+    def int(self, memory_format=None):
+        return self._as("int32", memory_format)
+
+    def bool(self, memory_format=None):
+        return self._as("bool", memory_format)
 
     def clone(self):
         return self + 0 if self._array.dtype.kind in "fc" else Tensor(self._array.copy())
@@ -882,11 +918,14 @@ _TYPE_DTYPES = {v: k for k, v in _TYPE_NAMES.items()}
 
 
 def _to_args(args, kwargs):
-    """(dtype or None, copy) from Tensor.to's positional and keyword forms."""
+    """(dtype or None, copy, the meta device or None) from Tensor.to's positional and keyword
+    forms; any other device but the CPU raises."""
     dtype, copy = kwargs.pop("dtype", None), kwargs.pop("copy", False)
     dev = kwargs.pop("device", None)
     kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
+    if "memory_format" in kwargs:
+        from .info import check_memory_format
+        check_memory_format("to", kwargs.pop("memory_format"))
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     for a in args:
@@ -898,5 +937,7 @@ def _to_args(args, kwargs):
             continue                      # positional non_blocking / copy flags
         else:
             dtype = np.dtype(a)
+    if _device.is_meta(dev):
+        return dtype, copy, _device.META
     _device.check(dev)
-    return dtype, copy
+    return dtype, copy, None

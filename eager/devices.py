@@ -64,6 +64,17 @@ class device:  # noqa: N801 - torch's name
 
 
 CPU = device("cpu")
+META = device("meta")
+
+
+# NOTE: eager/meta.py fills this when it loads ("to", "empty", "is_meta", "host", "module"):
+# core, factories and nn reach the meta device through it, without importing meta.py
+META_IMPL = {}
+
+
+def is_meta(dev) -> bool:
+    """True for the meta device (eager/meta.py), as a device or a string."""
+    return dev is not None and is_device_like(dev) and device(dev).type == "meta"
 
 
 def check(dev) -> device:
@@ -108,6 +119,29 @@ for _name in ("synchronize", "current_device", "get_device_name", "get_device_pr
               "set_device", "memory_allocated", "max_memory_allocated", "device"):
     setattr(cuda, _name, _no_cuda)
 
+
+
+class _CudaTensorType(type):
+    """torch.cuda.FloatTensor and its kin on a CPU-only build: the names exist (scripts pick
+    `Tensor = cuda.FloatTensor if cuda else FloatTensor`), using one raises torch's error."""
+
+    def __call__(cls, *args, **kwargs):
+        raise TypeError(f"type torch.cuda.{cls.__name__} not available. Torch not compiled "
+                        f"with CUDA enabled.")
+
+    def __instancecheck__(cls, obj):
+        return False
+
+    @property
+    def dtype(cls):   # NOTE: x.type(cuda.FloatTensor) must not cast quietly on the CPU
+        raise AssertionError(NO_CUDA)
+
+
+for _name in ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
+              "IntTensor", "ShortTensor", "ByteTensor", "CharTensor", "BoolTensor"):
+    setattr(cuda, _name, _CudaTensorType(_name, (), {"__module__": "torch.cuda"}))
+cuda.is_current_stream_capturing = _false
+
 cuda.amp = types.ModuleType("dualgrad.eager.cuda.amp", "torch.cuda.amp: disabled, as without a GPU")
 cuda.amp.GradScaler = functools.partial(_amp.GradScaler, "cuda")
 cuda.amp.autocast = lambda enabled=True, dtype=None, cache_enabled=True: _amp.autocast(
@@ -123,8 +157,14 @@ mps.is_available = mps.is_built = _false
 cudnn = types.ModuleType("dualgrad.eager.backends.cudnn", "torch.backends.cudnn: not built")
 cudnn.is_available = _false
 cudnn.enabled, cudnn.benchmark, cudnn.deterministic = False, False, False
+cudnn.allow_tf32 = True          # torch's defaults; nothing here computes in TF32
+cudnn.version = lambda: None     # torch without cuDNN
+cuda_backend = types.ModuleType("dualgrad.eager.backends.cuda", "torch.backends.cuda")
+cuda_backend.matmul = types.SimpleNamespace(allow_tf32=False,
+                                            allow_fp16_reduced_precision_reduction=True)
+cuda_backend.is_built = _false
 backends = types.ModuleType("dualgrad.eager.backends", "torch.backends on a CPU-only machine")
-backends.mps, backends.cudnn = mps, cudnn
+backends.mps, backends.cudnn, backends.cuda = mps, cudnn, cuda_backend
 
 accelerator = types.ModuleType("dualgrad.eager.accelerator", "torch.accelerator: none here")
 accelerator.is_available = _false

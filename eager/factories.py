@@ -10,8 +10,10 @@ import builtins
 
 import numpy as np
 
-from .devices import check as _check_device
-from .generator import rng_of
+from dualgrad.ops.core import TRACING
+from dualgrad.ops.symbolic import Dim
+
+from .devices import META_IMPL as _META, check as _check_device, is_meta as _is_meta
 from .core import Tensor
 
 _DEFAULT_FLOAT = [np.dtype(np.float32)]
@@ -71,7 +73,8 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
         data = np.array(data) if data else data
     src = data._array if isinstance(data, Tensor) else data
     arr = np.array(src, dtype=dtype if dtype is not None else _dtype_of(data), copy=True)
-    return _make(arr, None, device, requires_grad)
+    t = _make(arr, None, device, requires_grad)
+    return from_host(t) if isinstance(data, np.ndarray) else t
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -80,7 +83,7 @@ def as_tensor(data, dtype=None, device=None):
     if isinstance(data, Tensor):
         return data if dtype is None or data.dtype == np.dtype(dtype) else data.to(dtype)
     if isinstance(data, np.ndarray) and (dtype is None or data.dtype == np.dtype(dtype)):
-        return Tensor(data)
+        return from_host(Tensor(data))
     return tensor(data, dtype)
 
 
@@ -88,24 +91,54 @@ def from_numpy(arr):
     """A tensor sharing memory with `arr` (no copy), as torch.from_numpy."""
     if not isinstance(arr, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(arr).__name__})")
-    return Tensor(arr)
+    return from_host(Tensor(arr))
+
+
+def _meta(size, dtype, device, requires_grad, like=None):
+    """The factory's tensor on the meta device (eager/meta.py), or None for any other device:
+    the size (ints and symbolic dims) and dtype, no values drawn or stored."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    if not (_is_meta(device) or device is None and like is not None and _META["is_meta"](like)
+            or any([isinstance(d, Dim) for d in size])):   # NOTE: only meta has symbolic sizes
+        return None
+    return _META["empty"](size, dtype, requires_grad)
+
+
+def from_host(t):
+    """A tensor made from host data (an ndarray): what `eager.check` turns into a meta batch."""
+    return _META["host"](t) if TRACING[0] else t
 
 
 def _filled(fill, shape, dtype, device, requires_grad):
+    m = _meta(shape, dtype, device, requires_grad)
+    if m is not None:
+        return m
     return _make(fill(_size(shape), dtype or _DEFAULT_FLOAT[0]), None, device, requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
-    return _filled(np.zeros, size, dtype, device, requires_grad)
+def zeros(*size, dtype=None, device=None, requires_grad=False, **kw):
+    return _filled(np.zeros, _size_kw("zeros", size, kw), dtype, device, requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
-    return _filled(np.ones, size, dtype, device, requires_grad)
+def ones(*size, dtype=None, device=None, requires_grad=False, **kw):
+    return _filled(np.ones, _size_kw("ones", size, kw), dtype, device, requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False):
+def empty(*size, dtype=None, device=None, requires_grad=False, **kw):
     # NOTE: zero-filled, not uninitialised: reading it is then at least deterministic
-    return _filled(np.zeros, size, dtype, device, requires_grad)
+    return _filled(np.zeros, _size_kw("empty", size, kw), dtype, device, requires_grad)
+
+
+def _size_kw(fn, size, kw):
+    """torch's factories also take the shape as `size=` (`torch.empty(size=(2, 3))`)."""
+    if "size" in kw:
+        if size:
+            raise TypeError(f"{fn}() received the size both positionally and as size=")
+        size = (kw.pop("size"),)
+    if kw:
+        raise TypeError(f"{fn}() got an unexpected keyword argument '{next(iter(kw))}'")
+    return size
 
 
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
@@ -113,6 +146,9 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
         dtype = np.dtype(np.bool_) if isinstance(fill_value, bool) else np.dtype(np.int64) \
             if isinstance(fill_value, int) else _DEFAULT_FLOAT[0]
     size = (size,) if isinstance(size, int) else tuple(size)
+    m = _meta(size, dtype, device, requires_grad)
+    if m is not None:
+        return m
     return _make(np.full(size, getattr(fill_value, "_array", fill_value), dtype), None, device,
                  requires_grad)
 
@@ -127,12 +163,14 @@ def _like(t, dtype):
 
 def zeros_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
     shape, dt = _like(input, dtype)
-    return _make(np.zeros(shape, dt), None, device, requires_grad)
+    m = _meta(shape, dt, device, requires_grad, like=input)
+    return m if m is not None else _make(np.zeros(shape, dt), None, device, requires_grad)
 
 
 def ones_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
     shape, dt = _like(input, dtype)
-    return _make(np.ones(shape, dt), None, device, requires_grad)
+    m = _meta(shape, dt, device, requires_grad, like=input)
+    return m if m is not None else _make(np.ones(shape, dt), None, device, requires_grad)
 
 
 empty_like = zeros_like
@@ -140,19 +178,35 @@ empty_like = zeros_like
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):  # noqa: A002
     shape, dt = _like(input, dtype)
-    return _make(np.full(shape, fill_value, dt), None, device, requires_grad)
+    m = _meta(shape, dt, device, requires_grad, like=input)
+    return m if m is not None else _make(np.full(shape, fill_value, dt), None, device, requires_grad)
+
+
+def _random(generator, shape, dtype, sample, device, requires_grad):
+    """A factory's random tensor: drawn now, or at every call of a compiled function."""
+    from .generator import drawn
+    arr = drawn(generator, shape, dtype, sample)
+    return _make(arr, None, device, requires_grad) if isinstance(arr, np.ndarray) else arr
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Uniform [0, 1) samples from `generator` (or the one manual_seed() seeds)."""
-    arr = rng_of(generator).random(_size(size))
-    return _make(arr.astype(dtype or _DEFAULT_FLOAT[0]), None, device, requires_grad)
+    m = _meta(size, dtype, device, requires_grad)
+    if m is not None:
+        return m
+    shape = _size(size)
+    return _random(generator, shape, dtype or _DEFAULT_FLOAT[0], lambda g: g.random(shape),
+                   device, requires_grad)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Standard-normal samples from `generator` (or the one manual_seed() seeds)."""
-    arr = rng_of(generator).standard_normal(_size(size))
-    return _make(arr.astype(dtype or _DEFAULT_FLOAT[0]), None, device, requires_grad)
+    m = _meta(size, dtype, device, requires_grad)
+    if m is not None:
+        return m
+    shape = _size(size)
+    return _random(generator, shape, dtype or _DEFAULT_FLOAT[0],
+                   lambda g: g.standard_normal(shape), device, requires_grad)
 
 
 def rand_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
@@ -182,8 +236,12 @@ def randint(*args, size=None, generator=None, dtype=None, device=None, requires_
     if high <= low:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
                            f"to={high}")
-    arr = rng_of(generator).integers(low, high, tuple(size))
-    return _make(arr.astype(dtype or np.int64), None, device, requires_grad)
+    m = _meta(tuple(size), dtype or np.int64, device, requires_grad)
+    if m is not None:
+        return m
+    shape = tuple(size)
+    return _random(generator, shape, dtype or np.int64, lambda g: g.integers(low, high, shape),
+                   device, requires_grad)
 
 
 def randint_like(input, low=0, high=None, dtype=None, device=None):  # noqa: A002
@@ -193,8 +251,9 @@ def randint_like(input, low=0, high=None, dtype=None, device=None):  # noqa: A00
 
 
 def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
-    arr = rng_of(generator).permutation(int(n))
-    return _make(arr.astype(dtype or np.int64), None, device, requires_grad)
+    n = int(n)
+    return _random(generator, (n,), dtype or np.int64, lambda g: g.permutation(n), device,
+                   requires_grad)
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import builtins
 
+import math
+
 import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops.linalg import parse_einsum
-from dualgrad.ops.rules import norm_axis
+from dualgrad.ops.rules import norm_axis, torch_opmath_dtype, torch_sum_dtype
 
 
 def _t(x):
@@ -188,6 +190,8 @@ def _correction(name, unbiased, correction):
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
     """Variance with Bessel's correction by default (correction=1); correction=0 is the
     population variance."""
+    if isinstance(dim, bool):      # torch's var(input, unbiased) overload
+        dim, unbiased = None, dim
     x = _t(input)
     c = _correction("var", unbiased, correction)
     v = ops.var(x, axis=dim, keepdims=keepdim)
@@ -200,11 +204,15 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # n
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    if isinstance(dim, bool):      # torch's std_mean(input, unbiased) overload
+        dim, unbiased = None, dim
     return std(input, dim, unbiased, keepdim, correction=correction), \
         ops.mean(input, axis=dim, keepdims=keepdim)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+    if isinstance(dim, bool):      # torch's var_mean(input, unbiased) overload
+        dim, unbiased = None, dim
     return var(input, dim, unbiased, keepdim, correction=correction), \
         ops.mean(input, axis=dim, keepdims=keepdim)
 
@@ -216,15 +224,21 @@ def _slices(x, dim):
 
 
 def accumulating(x, dtype=None):
-    """x in the dtype torch's sum, prod, cumsum and cumprod compute in: `dtype` when given,
-    else int64 for every integer and bool tensor (torch.tensor([1], dtype=torch.int32)
-    .cumsum(0) is int64)."""
+    """x in the dtype torch's sum, prod, cumsum and cumprod give (`ops.rules.torch_sum_dtype`): `dtype` when given, else int64 for every integer and bool tensor
+    (torch.tensor([1], dtype=torch.int32).cumsum(0) is int64)."""
     x = _t(x)
-    if dtype is not None:
-        return ops.cast(x, np.dtype(dtype))
-    if x.dtype.kind in "biu" and x.dtype != np.int64:
-        return ops.cast(x, np.dtype(np.int64))
-    return x
+    want = torch_sum_dtype(x.dtype, dtype)
+    return x if x.dtype == want else ops.cast(x, want)
+
+
+def accumulate(op, x, dtype=None, **attrs):
+    """op (sum, cumsum) on x as torch computes it: in the accumulating dtype, widened to
+    float32 for float16 (`ops.rules.torch_opmath_dtype`) and rounded back once."""
+    x = accumulating(x, dtype)
+    wide = torch_opmath_dtype(x.dtype)
+    if wide == x.dtype:
+        return op(x, **attrs)
+    return ops.cast(op(ops.cast(x, wide), **attrs), x.dtype)
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
@@ -304,16 +318,18 @@ def fmod(input, other):  # noqa: A002
 def remainder(input, other):  # noqa: A002
     """The remainder with the sign of the divisor (Python's %)."""
     return input - ops.floor(input / other) * other if _is_float(input, other) else \
-        _t(np.remainder(_arr(input), _arr(other)))
+        ops.floormod(input, other)
 
 
 def _is_float(*xs):
-    return builtins.any(np.asarray(x).dtype.kind == "f" for x in xs)
+    # NOTE: dtypes only, never values: a compile() tracer has none
+    return builtins.any(np.dtype(x.dtype if hasattr(x, "dtype") else np.result_type(x)).kind
+                        == "f" for x in xs)
 
 
 def floor_divide(input, other):  # noqa: A002
     return ops.floor(input / other) if _is_float(input, other) else \
-        _t(np.floor_divide(_arr(input), _arr(other)))
+        ops.floordiv(input, other)
 
 
 def add(input, other, *, alpha=1):  # noqa: A002
@@ -371,11 +387,11 @@ def expm1(input):  # noqa: A002
 
 
 def log2(input):  # noqa: A002
-    return ops.log(input) * (1.0 / np.log(2.0))
+    return ops.log(input) * (1.0 / math.log(2.0))   # a Python float: weak, keeps float32
 
 
 def log10(input):  # noqa: A002
-    return ops.log(input) * (1.0 / np.log(10.0))
+    return ops.log(input) * (1.0 / math.log(10.0))
 
 
 def reciprocal(input):  # noqa: A002
@@ -514,7 +530,13 @@ def masked_select(input, mask):  # noqa: A002
 
 
 def nonzero(input, *, as_tuple=False):  # noqa: A002
-    idx = np.nonzero(_arr(input))
+    a = _arr(input)
+    if a.ndim == 0:     # torch: a 0-d input is one element with no index
+        hit = bool(a)
+        if as_tuple:
+            return (_no_grad_tensor(np.zeros(int(hit), np.int64)),)
+        return _no_grad_tensor(np.zeros((int(hit), 0), np.int64))
+    idx = np.nonzero(a)
     if as_tuple:
         return tuple(_no_grad_tensor(i.astype(np.int64)) for i in idx)
     return _no_grad_tensor(np.stack(idx, axis=1).astype(np.int64))
@@ -645,20 +667,29 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):  # no
 
 
 def bernoulli(input, p=None, *, generator=None):  # noqa: A002
-    probs = _arr(input) if p is None else np.full(_arr(input).shape, p)
-    draw = _gen(generator).random(probs.shape)
-    return _no_grad_tensor((draw < probs).astype(_arr(input).dtype))
+    """1 where a uniform draw is below the probability (input's, or p), in input's dtype;
+    drawn at every call of a compiled function too (eager.generator.drawn)."""
+    from .generator import drawn
+    x = _t(input)
+    shape = tuple(x.shape)
+    u = _t(drawn(generator, shape, np.float64, lambda g: g.random(shape)))
+    return ops.cast(ops.lt(ops.stop_gradient(u), ops.stop_gradient(x) if p is None else p),
+                    x.dtype)
 
 
 def normal(mean, std=1.0, size=None, *, generator=None):
+    from .generator import drawn
     if size is not None:
         shape = tuple(size)
     else:
-        shape = np.broadcast_shapes(np.shape(_arr(mean)), np.shape(_arr(std)))
-    noise = _gen(generator).standard_normal(shape).astype(np.float32)
-    dtype = next((_arr(v).dtype for v in (mean, std) if _arr(v).dtype.kind == "f"),
+        shape = np.broadcast_shapes(*[tuple(getattr(v, "shape", ())) for v in (mean, std)])
+    noise = _t(drawn(generator, shape, np.float32, lambda g: g.standard_normal(shape)))
+    dtype = next((np.dtype(v.dtype) for v in (mean, std)
+                  if hasattr(v, "dtype") and np.dtype(v.dtype).kind == "f"),
                  np.dtype(np.float32))
-    return _no_grad_tensor((_arr(mean) + _arr(std) * noise).astype(dtype))
+    mean, std = [ops.stop_gradient(v) if isinstance(v, FunctionMethods) else v
+                 for v in (mean, std)]
+    return ops.cast(ops.add(mean, ops.mul(std, noise)), dtype)
 
 
 __all__ = TORCH_NAMES = [

@@ -70,3 +70,19 @@ default_generator = _DefaultGenerator()
 def rng_of(generator) -> np.random.Generator:
     """The NumPy stream a factory or sampler draws from: `generator`'s, or the default one."""
     return ops.generator() if generator is None else generator.rng
+
+
+def drawn(generator, shape, dtype, sample):
+    """`sample(rng)` as an array of `shape` and `dtype`, drawn now from `generator`'s stream
+    (the default one when None); inside a compile() trace that draws per call (its `draw`),
+    a traced tensor the compiled function feeds with a new draw at every call, from the
+    stream as it is then (so manual_seed() between calls is seen), in program order: a
+    compiled call consumes the generator as the eager call would."""
+    dtype = np.dtype(dtype)
+
+    def now():
+        return np.asarray(sample(rng_of(generator)), dtype)
+    tr = ops.core.current_trace() if ops.core.TRACING[0] else None
+    if tr is not None and hasattr(tr, "draw"):
+        return tr.draw(now, tuple(shape), dtype)
+    return now()

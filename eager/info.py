@@ -17,6 +17,32 @@ from .factories import get_default_dtype
 pi, e, inf, nan, newaxis = math.pi, math.e, math.inf, math.nan, None
 
 
+class memory_format:  # noqa: N801 - torch's name
+    """torch's memory formats, as arguments: dualgrad's tensors are row-major NumPy arrays, so
+    `contiguous_format` and `preserve_format` are what every tensor has, and
+    `channels_last` raises where it is passed (check_memory_format)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"torch.{self.name}"
+
+
+contiguous_format, preserve_format = memory_format("contiguous_format"), \
+    memory_format("preserve_format")
+channels_last, channels_last_3d = memory_format("channels_last"), \
+    memory_format("channels_last_3d")
+
+
+def check_memory_format(name, fmt):
+    """A memory_format argument dualgrad can honour (None, contiguous or preserve), else a
+    clear error."""
+    if fmt is not None and fmt not in (contiguous_format, preserve_format):
+        raise NotImplementedError(f"{name}(memory_format={fmt!r}) is not supported by dualgrad: "
+                                  f"its tensors are row-major (contiguous) only")
+
+
 class finfo:  # noqa: N801 - torch's name
     """Machine limits of a floating dtype (the default dtype when none is given), as Python
     floats: bits, eps, max, min, tiny (= smallest_normal), resolution."""
@@ -99,7 +125,8 @@ def is_same_size(input, other):  # noqa: A002
     return input.is_same_size(other)
 
 
-__all__ = ["pi", "e", "inf", "nan", "newaxis", "finfo", "iinfo", "Size", "FloatTensor",
+__all__ = ["pi", "e", "inf", "nan", "newaxis", "memory_format", "contiguous_format",
+           "preserve_format", "channels_last", "channels_last_3d", "finfo", "iinfo", "Size", "FloatTensor",
            "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "ByteTensor",
            "CharTensor", "BoolTensor", "is_floating_point",
            "is_complex", "is_nonzero", "is_same_size"]

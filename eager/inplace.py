@@ -29,7 +29,7 @@ from dualgrad.ops.core import TRACING, user_frame, where_str
 from dualgrad.ops.index import staged
 
 from . import core as _core
-from .generator import rng_of
+from .generator import drawn
 
 CLOCK = [0]   # ticks once per in-place write; tape entries record the tick they were made at
 
@@ -204,6 +204,9 @@ def setitem(t, index, value):
 
 def _fill(p, value):
     """value everywhere, as an op of p (so a tracked tensor keeps a zero gradient path)."""
+    if _is_tensor(value) and not value.requires_grad and not p.requires_grad and \
+            tuple(value.shape) == tuple(p.shape) and value.dtype == p.dtype:
+        return value   # NOTE: a compile() trace's per-call draw has no array to broadcast
     value = _scalar_or_tensor(value)
     if not p.requires_grad and not (_is_tensor(value) and value.requires_grad):
         arr = np.broadcast_to(np.asarray(getattr(value, "_array", value), p._array.dtype),
@@ -342,22 +345,25 @@ class InPlaceMixin:
         return apply_inplace(self, "copy_", compute, src)
 
     def uniform_(self, a=0.0, b=1.0, generator=None):
-        vals = rng_of(generator).uniform(a, b, self._array.shape).astype(self._array.dtype)
-        return apply_inplace(self, "uniform_", lambda t: _fill(t, vals))
+        return self._random_fill("uniform_", generator, lambda g, s: g.uniform(a, b, s))
 
     def normal_(self, mean=0.0, std=1.0, generator=None):
-        vals = rng_of(generator).normal(mean, std, self._array.shape).astype(self._array.dtype)
-        return apply_inplace(self, "normal_", lambda t: _fill(t, vals))
+        return self._random_fill("normal_", generator, lambda g, s: g.normal(mean, std, s))
 
     def bernoulli_(self, p=0.5, generator=None):
-        vals = (rng_of(generator).random(self._array.shape) < p).astype(self._array.dtype)
-        return apply_inplace(self, "bernoulli_", lambda t: _fill(t, vals))
+        return self._random_fill("bernoulli_", generator, lambda g, s: g.random(s) < p)
 
     def random_(self, low=0, high=None, generator=None):
         if high is None:
             low, high = 0, low if low else 2 ** 24
-        vals = rng_of(generator).integers(low, high, self._array.shape).astype(self._array.dtype)
-        return apply_inplace(self, "random_", lambda t: _fill(t, vals))
+        return self._random_fill("random_", generator, lambda g, s: g.integers(low, high, s))
+
+    def _random_fill(self, name, generator, sample):
+        """self filled with sample(rng, shape): drawn now, or at every call of a compiled
+        function (eager.generator.drawn)."""
+        shape = tuple(self.shape)
+        vals = drawn(generator, shape, self.dtype, lambda g: sample(g, shape))
+        return apply_inplace(self, name, lambda t: _fill(t, vals))
 
     def detach_(self):
         self._node, self.requires_grad = None, False
@@ -474,9 +480,8 @@ class MoreInPlace:
                              _scalar_or_tensor(fill_value))
 
     def exponential_(self, lambd=1.0, *, generator=None):
-        vals = rng_of(generator).exponential(1.0 / lambd, self._array.shape)
-        return apply_inplace(self, "exponential_",
-                             lambda t: _fill(t, vals.astype(self._array.dtype)))
+        return self._random_fill("exponential_", generator,
+                                 lambda g, s: g.exponential(1.0 / lambd, s))
 
     def unsqueeze_(self, dim):
         return _shaped_inplace(self, "unsqueeze_", lambda t: t.unsqueeze(dim))

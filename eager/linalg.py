@@ -1,6 +1,6 @@
 """torch.linalg: the norms (`norm`, `vector_norm`, `matrix_norm`, differentiable as torch's).
-The decompositions and solvers are not implemented: using one raises NotImplementedError
-naming it.
+The decompositions and solvers are eager/extra_linalg.py's; a name not provided raises
+AttributeError with the reason (eager/not_provided.py), so `hasattr` is False.
 
 >>> from dualgrad import eager as torch
 >>> x = torch.tensor([[3.0, -4.0], [1.0, 0.0]])
@@ -14,10 +14,10 @@ import math
 
 from dualgrad import ops
 
-_MISSING = ("inv inv_ex pinv det slogdet solve solve_ex lstsq cholesky cholesky_ex qr svd "
-            "svdvals eig eigvals eigh eigvalsh lu lu_factor lu_solve matrix_rank matrix_power "
-            "matrix_exp cond multi_dot householder_product tensorinv tensorsolve cross "
-            "vecdot diagonal solve_triangular ldl_factor").split()
+from .extra_linalg import LINALG, _float, inv
+from .not_provided import absent
+
+globals().update(LINALG)   # inv, det, solve, cholesky, eigh, svd, pinv, … (eager/extra_linalg.py)
 
 
 def _cast(x, dtype):
@@ -68,10 +68,16 @@ def norm(A, ord=None, dim=None, keepdim=False, *, out=None, dtype=None):  # noqa
 
 
 def __getattr__(name):
-    if name in _MISSING:
-        raise NotImplementedError(f"torch.linalg.{name} is not supported by dualgrad (only "
-                                  f"the norms are); see docs/pytorch-compat.md")
-    raise AttributeError(f"module 'torch.linalg' has no attribute '{name}'")
+    raise absent("linalg", name)
 
 
-__all__ = ["norm", "vector_norm", "matrix_norm"]
+__all__ = ["norm", "vector_norm", "matrix_norm", *LINALG]
+
+
+def cond(A, p=None):  # noqa: N803
+    a = _float("cond", A)
+    if p in (None, 2, -2):
+        s = ops.svd_s(a)
+        hi, lo = ops.max(s, axis=-1), ops.min(s, axis=-1)
+        return hi / lo if p != -2 else lo / hi
+    return matrix_norm(a, p) * matrix_norm(inv(a), p)

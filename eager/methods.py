@@ -155,8 +155,8 @@ class TensorMethods:
     def is_floating_point(self):
         return self._array.dtype.kind == "f"
 
-    def half(self):
-        return ops.cast(self, "float16")
+    def half(self, memory_format=None):
+        return self._as("float16", memory_format)
 
     def where(self, condition, other):
         return ops.where(condition, self, other)
@@ -208,14 +208,14 @@ class TensorMethods:
             raise RuntimeError(f"Boolean value of Tensor with {what} is ambiguous")
         return bool(self._array.reshape(()))
 
-    def byte(self):
-        return ops.cast(self, "uint8")
+    def byte(self, memory_format=None):
+        return self._as("uint8", memory_format)
 
-    def char(self):
-        return ops.cast(self, "int8")
+    def char(self, memory_format=None):
+        return self._as("int8", memory_format)
 
-    def short(self):
-        return ops.cast(self, "int16")
+    def short(self, memory_format=None):
+        return self._as("int16", memory_format)
 
     def ger(self, vec2):
         from .functions import outer
@@ -233,12 +233,46 @@ class TensorMethods:
 
     # -- reductions of truth ----------------------------------------------------------------
     def all(self, dim=None, keepdim=False):
-        return _tensor(np.all(self._array, axis=dim, keepdims=keepdim))
+        return _truth(self, "all", dim, keepdim)
 
     def any(self, dim=None, keepdim=False):
-        return _tensor(np.any(self._array, axis=dim, keepdims=keepdim))
+        return _truth(self, "any", dim, keepdim)
 
     # -- new tensors like this one ----------------------------------------------------------
+    def new(self, *args, device=None):
+        """The legacy constructor: `x.new(2, 3)` (zeros here; torch leaves memory
+        uninitialised), `x.new(data)`, `x.new()` (empty), all in x's dtype."""
+        from .factories import tensor, zeros
+        if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
+            return tensor(getattr(args[0], "_array", args[0]), dtype=self.dtype, device=device)
+        return zeros(*(args or (0,)), dtype=self.dtype, device=device)
+
+    def resize_(self, *sizes, memory_format=None):
+        """Change the shape in place, keeping the values in storage order; new elements are
+        zeros (torch leaves them uninitialised). As torch, not for tensors requiring grad."""
+        if self.requires_grad:
+            raise RuntimeError("cannot resize variables that require grad")
+        shape = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) \
+            else tuple(sizes)
+        n, flat = int(np.prod(shape)), self._array.reshape(-1)
+        if n == flat.size:
+            self._array = self._array.reshape(shape)
+        else:
+            new = np.zeros(n, self._array.dtype)
+            new[:min(n, flat.size)] = flat[:n]
+            self._array = new.reshape(shape)
+        return self
+
+    def resize(self, *sizes):
+        """Deprecated in torch: the same values in another shape of the same size (a
+        reshape), with torch's warning."""
+        import warnings
+        warnings.warn("non-inplace resize is deprecated", stacklevel=2)
+        return self.reshape(*sizes)
+
+    def pin_memory(self, device=None):
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
         from .factories import zeros
         return zeros(*size, dtype=dtype or self.dtype, device=device,
@@ -260,3 +294,12 @@ class TensorMethods:
         from .factories import tensor
         return tensor(data, dtype=dtype or self.dtype, device=device,
                       requires_grad=requires_grad)
+
+
+def _truth(x, how, dim, keepdim):
+    """torch.all / torch.any in ops (so compile() traces them): a count of the elements that
+    decide; the result is bool, or uint8 for a uint8 input, as torch's."""
+    hit = ops.eq(x, 0) if how == "all" else ops.ne(x, 0)
+    n = ops.sum(ops.cast(hit, np.dtype(np.int64)), axis=dim, keepdims=keepdim)
+    out = ops.eq(n, 0) if how == "all" else ops.gt(n, 0)
+    return ops.cast(out, np.dtype(np.uint8)) if x.dtype == np.uint8 else out

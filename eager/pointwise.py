@@ -163,8 +163,7 @@ def _extremum(x, y, first, name):
     """maximum / minimum with torch's gradient and NaN propagation."""
     from .factories import default_float
     x = _t(x)
-    dt = torch_result_dtype([_arr(v) if isinstance(v, FunctionMethods) else v for v in (x, y)],
-                            default_float())
+    dt = torch_result_dtype([x, y], default_float())   # NOTE: dtypes only: a tracer has no values
     if dt.kind not in "fc":
         return getattr(ops, name)(x, y)
     x = x if x.dtype == dt else ops.cast(x, dt)

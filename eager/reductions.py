@@ -390,13 +390,13 @@ def cov(input, *, correction=1, fweights=None, aweights=None):  # noqa: A002
     n = x.shape[1]
     centred = x - ops.mean(x, axis=1, keepdims=True)
     c = ops.matmul(centred, ops.matrix_transpose(centred)) / float(max(n - correction, 0))
-    return c.reshape(()) if _t(input).ndim < 2 else c
+    return c.reshape(()) if c.shape == (1, 1) else c   # one variable: 0-d, as torch
 
 
 def corrcoef(input):  # noqa: A002
     """Pearson correlation coefficients of input's rows, clipped to [-1, 1] as torch's."""
     c = cov(input)
-    if c.ndim == 0:
+    if c.ndim == 0:             # one variable: torch gives 0-d, c / c (nan for a constant)
         return c / c
     d = ops.sqrt(diagonal(c))
     r = c / ops.expand_dims(d, axis=1) / ops.expand_dims(d, axis=0)

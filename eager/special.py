@@ -11,6 +11,8 @@ import math
 
 from dualgrad import ops
 from .functions import expm1, log1p
+from .extra_pointwise import SPECIAL
+from .not_provided import absent
 from .pointwise import digamma, erf, erfc, erfinv, exp2, lgamma, logit, polygamma, sinc, xlogy
 
 __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "psi", "polygamma", "expit", "logit",
@@ -18,6 +20,8 @@ __all__ = ["erf", "erfc", "erfinv", "gammaln", "digamma", "psi", "polygamma", "e
            "log_softmax", "round"]
 
 gammaln, psi = lgamma, digamma
+globals().update(SPECIAL)   # i0e, i1, ndtri, erfcx, bessel_j0, zeta, the polynomials, …
+__all__ += list(SPECIAL)
 
 
 def expit(input):  # noqa: A002
@@ -43,3 +47,7 @@ def log_softmax(input, dim, dtype=None):  # noqa: A002
 
 def round(input, decimals=0):  # noqa: A001, A002
     return input.round(decimals=decimals)
+
+
+def __getattr__(name):
+    raise absent("special", name)

@@ -64,6 +64,29 @@ from . import onnx  # noqa: F401 - graph.onnx.export / load; the onnx package lo
 from .serialize import load, restore, save
 from .inspect import describe, to_dot
 from . import summary
+from . import data, flags, gfile, io, mnist, tf_logging as logging  # noqa: A004 - tf.logging
+from .dtypes import string
+from .io import FixedLenFeature, decode_raw, parse_example, parse_single_example
+from .platform import (VERSION, device, disable_eager_execution, disable_v2_behavior,
+                       enable_eager_execution, executing_eagerly, initialize_all_variables)
+from types import SimpleNamespace as _NS
+
+__version__ = VERSION
+app = _NS(run=flags.run, flags=flags)
+python_io = _NS(TFRecordWriter=io.TFRecordWriter, tf_record_iterator=io.tf_record_iterator)
+examples = _NS(tutorials=_NS(mnist=_NS(input_data=mnist)))   # tf.examples.tutorials.mnist
+from .augment import decode_csv, diag, multinomial, random_crop, read_file
+from .shapes import TensorShape as _TensorShape
+estimator = _NS(ModeKeys=contrib.ModeKeys)   # the constants only: no Estimator (docs say why)
+python = _NS(framework=_NS(tensor_shape=_NS(TensorShape=_TensorShape, Dimension=Dimension,
+                                            scalar=lambda: _TensorShape([]))))
+concat_v2 = concat   # TF 0.12's name
+compat = _NS(as_bytes=lambda s, encoding="utf-8": s.encode(encoding) if isinstance(s, str)
+             else bytes(s),
+             as_str=lambda s, encoding="utf-8": s.decode(encoding) if isinstance(s, bytes)
+             else str(s))
+compat.as_text = compat.as_str
+compat.v1 = compat.v2 = __import__("sys").modules[__name__]   # tf.compat.v1 is this module
 
 Operation = Node
 bool = bool_  # noqa: A001 - graph.bool, as tf.bool
@@ -83,7 +106,12 @@ __all__ = [
     "InteractiveSession", "Session", "get_default_session", "ConfigProto", "GPUOptions",
     "GraphOptions", "OptimizerOptions", "RunMetadata", "RunOptions", "Plan", "Step", "build_plan",
     "node_kernel", "nn", "layers", "losses", "metrics", "onnx", "train", "load", "restore", "save", "summary",
-    "describe", "to_dot",
+    "describe", "to_dot", "data", "flags", "gfile", "io", "logging", "string", "app",
+    "python_io", "examples", "FixedLenFeature", "decode_raw", "parse_example",
+    "parse_single_example", "VERSION", "device", "disable_eager_execution",
+    "disable_v2_behavior", "enable_eager_execution", "executing_eagerly",
+    "initialize_all_variables", "decode_csv", "diag", "multinomial", "random_crop",
+    "read_file", "estimator", "python", "concat_v2", "compat",
     "argsort", "boolean_mask", "einsum", "gather_nd", "sequence_mask", "slice", "sort", "strided_slice",
     "tensordot", "unique", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "image", "math", "random", "initializers", "linalg", "matrix_band_part",
     "matrix_transpose", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",

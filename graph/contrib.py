@@ -16,8 +16,9 @@ from .math_ops import reduce_sum
 from .nn import l2_loss
 from .init_ops import glorot_normal_initializer, glorot_uniform_initializer
 from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
+from . import contrib_layers as _cl
 
-__all__ = ["rnn", "layers"]
+__all__ = ["rnn", "layers", "seq2seq", "data", "training", "slim", "learn"]
 
 
 def _scale(what, scale):
@@ -80,4 +81,24 @@ layers = SimpleNamespace(l1_regularizer=l1_regularizer, l2_regularizer=l2_regula
                          l1_l2_regularizer=l1_l2_regularizer,
                          apply_regularization=apply_regularization,
                          xavier_initializer=xavier_initializer,
-                         xavier_initializer_conv2d=xavier_initializer)
+                         xavier_initializer_conv2d=xavier_initializer,
+                         flatten=_cl.flatten, fully_connected=_cl.fully_connected,
+                         linear=lambda inputs, num_outputs, **kw: _cl.fully_connected(
+                             inputs, num_outputs, activation_fn=None, **kw),
+                         batch_norm=_cl.batch_norm,
+                         variance_scaling_initializer=_cl.variance_scaling_initializer)
+seq2seq = SimpleNamespace(sequence_loss=_cl.sequence_loss, tile_batch=_cl.tile_batch)
+rnn.DeviceWrapper = _cl.DeviceWrapper
+data = SimpleNamespace(map_and_batch=_cl.map_and_batch)
+training = SimpleNamespace(HParams=_cl.HParams)
+slim = SimpleNamespace(model_analyzer=SimpleNamespace(analyze_vars=_cl.analyze_vars))
+
+
+class ModeKeys:
+    """The mode names model functions compare against (tf.estimator.ModeKeys); dualgrad has
+    no Estimator to pass them, programs use them as constants."""
+    TRAIN, EVAL, PREDICT = "train", "eval", "infer"
+    INFER = PREDICT   # contrib.learn's name
+
+
+learn = SimpleNamespace(ModeKeys=ModeKeys)

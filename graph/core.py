@@ -562,17 +562,25 @@ def _is_weak(a) -> bool:
     return isinstance(a, (bool, int, float)) and not isinstance(a, np.generic)
 
 
+def _refuse_foreign(a):
+    """Another engine's tensor (eager, a compile() tracer) is refused, never frozen into the
+    graph as a constant of today's value."""
+    if getattr(a, "_engine", None) not in (None, GraphEngine):
+        raise TypeError(f"a {type(a).__module__}.{type(a).__name__} cannot be an input of "
+                        f"a graph op (graph ops take graph tensors, arrays and numbers); "
+                        f"convert it with np.asarray or graph.constant")
+
+
 def _graph_of(args) -> Graph:
     """The graph an op on `args` is built in: the default graph when every input lives in it
     or in a graph enclosing it (a cond/while body captures those), else the inputs' graph."""
     graphs = []
     for a in args:
-        if isinstance(a, Tensor) and all(a.graph is not g for g in graphs):
-            graphs.append(a.graph)
-        elif getattr(a, "_engine", None) not in (None, GraphEngine):
-            raise TypeError(f"a {type(a).__module__}.{type(a).__name__} cannot be an input of "
-                            f"a graph op (graph ops take graph tensors, arrays and numbers); "
-                            f"convert it with np.asarray or graph.constant")
+        if isinstance(a, Tensor):
+            if all(a.graph is not g for g in graphs):
+                graphs.append(a.graph)
+        else:
+            _refuse_foreign(a)
     dflt = get_default_graph()
     if all(g is dflt or dflt.is_enclosed_by(g) for g in graphs):
         return dflt
@@ -672,7 +680,7 @@ def _adapt_arrays(op, args, attrs):
     is_array = [isinstance(a, (np.ndarray, np.generic)) for a in args]
     for _ in range(sum(is_array)):
         try:
-            with strict_dtypes():
+            with strict_dtypes(), ops.core.quiet_broadcast():   # NOTE: _build warns
                 ops.infer_spec(op, specs, attrs)
             return args
         except DtypeMismatch as e:
@@ -819,5 +827,6 @@ def convert_to_tensor(value, dtype=None, name=None) -> Tensor:
             raise TypeError(f"tensor '{value.name}' has dtype {value.dtype}, expected "
                             f"{as_dtype(dtype)}")
         return value
+    _refuse_foreign(value)
     return constant(value, dtype=dtype, name=name)
 

@@ -15,10 +15,12 @@ float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("
 int8, int16, int32, int64 = (np.dtype(f"int{b}") for b in (8, 16, 32, 64))
 uint8 = np.dtype("uint8")
 bool_ = np.dtype("bool")
+string = np.dtype(object)   # tf.string: bytes values in object arrays (tf.data, TFRecords)
 
 # TF's names whose NumPy reading differs ("float" is float64 to NumPy, float32 to TF)
-_TF_NAMES = {"float": float32, "double": float64, "half": float16, "bool": bool_}
-_SUPPORTED = {float16, float32, float64, int8, int16, int32, int64, uint8, bool_}
+_TF_NAMES = {"float": float32, "double": float64, "half": float16, "bool": bool_,
+             "string": string}
+_SUPPORTED = {float16, float32, float64, int8, int16, int32, int64, uint8, bool_, string}
 
 
 def as_dtype(dtype) -> np.dtype:
@@ -48,13 +50,13 @@ SIGNED = FLOATS | {int8, int16, int32, int64}
 NUMBERS = SIGNED | {uint8}
 TF1_TYPES = {
     **dict.fromkeys(("add", "sub", "mul", "div", "floordiv", "floormod", "maximum", "minimum",
-                     "gt", "ge", "lt", "le", "relu", "sum", "prod", "max", "cumsum",
+                     "gt", "ge", "lt", "le", "relu", "sum", "prod", "max", "min", "cumsum",
                      "cumprod", "max_pool", "reduce_mean", "round", "sort", "top_k",
                      "segment_sum", "resize", "scatter", "assign_add", "square"), NUMBERS),
     **dict.fromkeys(("abs", "neg", "sign", "pow"), SIGNED),
     **dict.fromkeys(("floor", "ceil", "softmax", "log_softmax", "dropout", "avg_pool", "elu",
                      "selu", "softsign", "depthwise_conv2d"), FLOATS),
-    **dict.fromkeys(("matmul", "matmul_nt", "einsum", "squared_difference"),
+    **dict.fromkeys(("matmul", "matmul_nt", "einsum", "squared_difference", "diag"),
                     FLOATS | {int32, int64}),
     **dict.fromkeys(("conv2d", "conv2d_transpose"), FLOATS | {int32}),
     "in_top_k": frozenset({float32}),

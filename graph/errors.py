@@ -53,6 +53,10 @@ class FailedPreconditionError(OpError):
     """The graph cannot run yet, e.g. a Variable was read before it was initialised."""
 
 
+class OutOfRangeError(OpError):
+    """An iterator (`tf.data`) has no more elements: the end of the input, as TF's."""
+
+
 class NotFoundError(OpError, KeyError):
     """A name that is not in the graph."""
 

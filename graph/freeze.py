@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dualgrad.ops.core import quiet_broadcast
 from dualgrad.ops.core import ShapeError, Spec, where_str
 
 from .core import Graph, op_by_name
@@ -92,7 +93,8 @@ def _copy(g, n, ins, stop, session):
     if n.op.kernel is None or len(n.outputs) != 1:
         raise FreezeError(f"freeze: {describe_node(n)} cannot be part of an inference graph")
     try:
-        spec = n.op.infer(*[i.spec for i in ins], **n.attrs)
+        with quiet_broadcast():   # NOTE: warned when the graph was built
+            spec = n.op.infer(*[i.spec for i in ins], **n.attrs)
     except ShapeError as e:
         raise FreezeError(f"freeze: {describe_node(n)}: {e}") from None
     return _node(g, n, ins, n.attrs, [spec])

@@ -60,8 +60,12 @@ def node_of_all(t):
     return (None, t.node.inputs, None) if isinstance(t, Tensor) else None
 
 
-def gradients(ys, xs, grad_ys=None, name="gradients", stop_gradients=None):
+def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_ops=False,
+              gate_gradients=False, aggregation_method=None, stop_gradients=None):
     """d(sum of ys)/d(x) for each x in xs, as new tensors (None where x does not reach ys).
+
+    colocate_gradients_with_ops, gate_gradients, aggregation_method: TF1's placement and
+    scheduling switches; they do not change the values, and dualgrad places nothing.
 
     grad_ys: the incoming gradients (default: ones shaped like each y).
     stop_gradients: tensors treated as constants.

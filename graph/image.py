@@ -25,9 +25,12 @@ from dualgrad import ops
 from dualgrad.ops.core import fmt_shape, located
 
 from .core import Tensor, check_tf1_types, convert_to_tensor
+from .augment import (random_crop, random_flip_left_right, random_flip_up_down,
+                      rgb_to_grayscale)
 
 __all__ = ["resize_bilinear", "resize_nearest_neighbor", "resize_images", "resize",
-           "ResizeMethod"]
+           "ResizeMethod", "random_crop", "random_flip_left_right", "random_flip_up_down",
+           "rgb_to_grayscale"]
 
 ResizeMethod = SimpleNamespace(BILINEAR=0, NEAREST_NEIGHBOR=1, BICUBIC=2, AREA=3)
 

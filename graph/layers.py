@@ -27,7 +27,7 @@ from .nn import (_no_constraints, avg_pool2d, dropout as nn_dropout, bias_add,
 from .variables import assign
 from .variable_scope import layer_scope, layer_variable, regularize_output
 
-__all__ = ["dense", "dropout", "flatten", "conv2d", "conv2d_transpose", "max_pooling2d",
+__all__ = ["Dense", "dense", "dropout", "flatten", "conv2d", "conv2d_transpose", "max_pooling2d",
            "average_pooling2d", "batch_normalization"]
 
 
@@ -221,3 +221,48 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
             g.add_to_collection(GraphKeys.UPDATE_OPS, assign(v, new))
         return cond(training, lambda: normalize(*ops.moments(inputs, axes)),
                     lambda: normalize(*moving))
+
+
+class Dense:
+    """tf.layers.Dense: the object form of `dense`. The first call makes the variables (in
+    the scope `name`, default `dense`, `dense_1`, …) as `dense` does; every later call uses
+    the same `kernel` and `bias`, wherever it is made."""
+
+    def __init__(self, units, activation=None, use_bias=True, kernel_initializer=None,
+                 bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
+                 activity_regularizer=None, kernel_constraint=None, bias_constraint=None,
+                 trainable=True, name=None, **kwargs):
+        self.units, self.activation, self.use_bias, self.name = units, activation, use_bias, name
+        self._kw = dict(kernel_initializer=kernel_initializer, bias_initializer=bias_initializer,
+                        kernel_regularizer=kernel_regularizer, bias_regularizer=bias_regularizer,
+                        activity_regularizer=activity_regularizer,
+                        kernel_constraint=kernel_constraint, bias_constraint=bias_constraint,
+                        trainable=trainable)
+        self.kernel = self.bias = None
+        self.built = False
+
+    def __call__(self, inputs):
+        if not self.built:
+            g = _graph_of([inputs])
+            before = {id(v) for v in g.get_collection(GraphKeys.GLOBAL_VARIABLES)}
+            y = dense(inputs, self.units, self.activation, self.use_bias, name=self.name,
+                      **self._kw)
+            new = [v for v in g.get_collection(GraphKeys.GLOBAL_VARIABLES)
+                   if id(v) not in before]
+            self.kernel = next(v for v in new if v.name.endswith("kernel:0"))
+            self.bias = next((v for v in new if v.name.endswith("bias:0")), None)
+            self.built = True
+            return y
+        y = ops.matmul(inputs, self.kernel)
+        if self.bias is not None:
+            y = y + self.bias
+        y = self.activation(y) if self.activation is not None else y
+        return regularize_output(y, self._kw["activity_regularizer"])
+
+    apply = __call__
+
+    @property
+    def trainable_variables(self):
+        return [v for v in (self.kernel, self.bias) if v is not None]
+
+    weights = variables = trainable_weights = trainable_variables

@@ -14,6 +14,7 @@ a composite builds on the way go under `name/`. Axis arguments follow TF (`axis`
 from __future__ import annotations
 
 import functools
+import inspect
 import weakref
 
 import numpy as np
@@ -51,6 +52,24 @@ def named(fn):
     def wrapper(*args, name=None, **kw):
         with tracing(GraphEngine):
             return _named_call(fn, args, kw, name)
+    return with_keywords(wrapper, "name")
+
+
+def with_keywords(wrapper, *names):
+    """Give `wrapper` (a functools.wraps of a function) the signature it really has: the
+    wrapped function's parameters plus the keyword-only `names` the wrapper itself takes,
+    so `inspect.signature` and `help()` show TF's `name=` and the old argument names."""
+    try:
+        sig = inspect.signature(wrapper)
+    except (TypeError, ValueError):
+        return wrapper
+    params = list(sig.parameters.values())
+    kwargs = [p for p in params if p.kind is p.VAR_KEYWORD]
+    params = [p for p in params if p.kind is not p.VAR_KEYWORD]
+    have = {p.name for p in params}
+    params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None)
+               for n in names if n not in have]
+    wrapper.__signature__ = sig.replace(parameters=params + kwargs)
     return wrapper
 
 
@@ -82,7 +101,7 @@ def old_names(**renamed):
                                          f"'{new}'")
                     kw[new] = kw.pop(old)
             return fn(*args, **kw)
-        return wrapper
+        return with_keywords(wrapper, *renamed)
     return deco
 
 
@@ -155,13 +174,13 @@ def norm(tensor, ord="euclidean", axis=None, keepdims=False):  # noqa: A002
     if pair and ord in (1, np.inf):
         rows, cols = (int(a) for a in axis)
         inner, outer = (rows, cols) if ord == 1 else (cols, rows)
-        out = ops.max(ops.sum(ops.abs(tensor), axis=inner, keepdims=True), axis=outer,
+        out = ops.max(_sum_keeping_dtype(ops.abs(tensor), inner, True), axis=outer,
                       keepdims=True)
         return out if keepdims else ops.squeeze(out, axis=tuple(sorted((rows, cols))))
     if ord in ("euclidean", "fro", 2) and (ord != "fro" or pair) and (ord != 2 or not pair):
         return ops.norm(tensor, ord=2, axis=axis, keepdims=bool(keepdims))
     if ord == 1 and not pair:
-        return ops.norm(tensor, ord=1, axis=axis, keepdims=bool(keepdims))
+        return _sum_keeping_dtype(ops.abs(tensor), axis, bool(keepdims))
     if ord == np.inf and not pair:
         return ops.max(ops.abs(tensor), axis=axis, keepdims=bool(keepdims))
     raise ValueError(f"norm: ord {ord!r} is not supported for axis {axis!r} (vectors: "
@@ -339,7 +358,20 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
 @named
 @old_names(**_AXIS)
 def reduce_sum(input_tensor, axis=None, keepdims=False):
-    return ops.sum(input_tensor, axis=axis, keepdims=keepdims)
+    """TF1's Sum: the result keeps the input's dtype (an int32 sum wraps around, as TF's);
+    a bool input is refused, as TF has no bool kernel for Sum."""
+    x = convert_to_tensor(input_tensor)
+    if x.dtype == np.bool_:
+        raise TypeError(f"reduce_sum: Value passed to parameter 'input' has DataType bool not "
+                        f"in list of allowed values ('{x.name}'): cast it first, "
+                        f"graph.reduce_sum(graph.cast(x, tf.int32))")
+    return _sum_keeping_dtype(x, axis, keepdims)
+
+
+def _sum_keeping_dtype(x, axis, keepdims):
+    """TF1's Sum: in x's dtype (ops.sum adds integers in 64 bits; the cast back wraps as TF)."""
+    out = ops.sum(x, axis=axis, keepdims=keepdims)
+    return out if out.dtype == x.dtype else ops.cast(out, x.dtype)
 
 
 @named
@@ -351,7 +383,7 @@ def reduce_mean(input_tensor, axis=None, keepdims=False):
     check_tf1_types("reduce_mean", x)
     if x.dtype.kind not in "iu":
         return ops.mean(x, axis=axis, keepdims=keepdims)
-    return trunc_div(ops.sum(x, axis=axis, keepdims=keepdims),
+    return trunc_div(_sum_keeping_dtype(x, axis, keepdims),
                      ops.cast(ops.count(x, axis=axis), x.dtype))
 
 
@@ -371,7 +403,9 @@ def reduce_max(input_tensor, axis=None, keepdims=False):
 @named
 @old_names(**_AXIS)
 def reduce_min(input_tensor, axis=None, keepdims=False):
-    return ops.min(input_tensor, axis=axis, keepdims=keepdims)
+    x = convert_to_tensor(input_tensor)
+    check_tf1_types("min", x)   # NOTE: ops.min of bools goes through float64: TF1 refuses them
+    return ops.min(x, axis=axis, keepdims=keepdims)
 
 
 @named
@@ -620,7 +654,8 @@ def _static_shape(shape, what):
 
 
 @named
-def zeros_like(tensor, dtype=None):
+def zeros_like(tensor, dtype=None, optimize=True):
+    # NOTE: optimize= lets TF1 fold a known shape into a constant; the values are the same
     return ops.zeros_like(tensor, dtype=None if dtype is None else as_dtype(dtype).name)
 
 

@@ -29,6 +29,7 @@ from .init_ops import glorot_uniform_initializer, zeros_initializer
 from .select_ops import in_top_k, top_k
 from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
 from .math_ops import l2_normalize, named, old_names, reduce_sum
+from .sampled import log_uniform_candidate_sampler, nce_loss, sampled_softmax_loss
 from .variable_scope import layer_scope, layer_variable, regularize_output
 
 __all__ = ["relu", "gelu", "softmax", "log_softmax", "sigmoid", "tanh", "silu", "swish",
@@ -40,7 +41,8 @@ __all__ = ["relu", "gelu", "softmax", "log_softmax", "sigmoid", "tanh", "silu", 
            "batch_normalization",
            "embedding_lookup", "dropout", "layer_norm", "bias_add", "l2_loss", "dense",
            "rnn_cell", "static_rnn", "dynamic_rnn", "bidirectional_dynamic_rnn",
-           "glorot_uniform_initializer"]
+           "glorot_uniform_initializer", "nce_loss", "sampled_softmax_loss",
+           "log_uniform_candidate_sampler", "batch_norm_with_global_normalization", "deconv2d"]
 
 relu, sigmoid, tanh = named(ops.relu), named(ops.sigmoid), named(ops.tanh)
 silu = swish = named(ops.silu)
@@ -134,8 +136,10 @@ def _cross_entropy(logits, labels):
 
 
 @named
+@old_names(targets="labels")
 def sigmoid_cross_entropy_with_logits(labels=None, logits=None):
-    """Per-element sigmoid cross-entropy (labels and logits of one shape), as TF."""
+    """Per-element sigmoid cross-entropy (labels and logits of one shape), as TF
+    (`targets=` is the pre-1.0 name of labels)."""
     _need_both("sigmoid_cross_entropy_with_logits", labels, logits)
     return ops.binary_cross_entropy_with_logits(logits, labels, reduction="none")
 
@@ -609,3 +613,17 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
 def _no_constraints(what, *constraints):
     if any(c is not None for c in constraints):
         raise NotImplementedError(f"{what}: kernel/bias constraints are not supported")
+
+
+def batch_norm_with_global_normalization(t=None, m=None, v=None, beta=None, gamma=None,
+                                         variance_epsilon=None, scale_after_normalization=None,
+                                         name=None, input=None, mean=None,  # noqa: A002
+                                         variance=None):
+    """TF 0.x's batch norm: `batch_normalization` with gamma applied only when
+    scale_after_normalization."""
+    t, m, v = (a if a is not None else b for a, b in ((t, input), (m, mean), (v, variance)))
+    return batch_normalization(t, m, v, beta, gamma if scale_after_normalization else None,
+                               variance_epsilon)
+
+
+deconv2d = conv2d_transpose   # TF 0.x's name

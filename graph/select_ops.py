@@ -134,7 +134,8 @@ def sequence_mask(lengths, maxlen=None, dtype="bool"):
         row = ops.cast(range_(ops.reshape(maxlen, ())), np.int64)
     else:
         row = np.arange(int(maxlen), dtype=np.int64)
-    mask = ops.lt(row, ops.expand_dims(n, axis=-1))
+    with ops.core.quiet_broadcast():   # NOTE: the outer comparison is the point here
+        mask = ops.lt(row, ops.expand_dims(n, axis=-1))
     dt = as_dtype(dtype)
     return mask if dt == np.bool_ else ops.cast(mask, dt)
 

@@ -32,8 +32,9 @@ import os
 
 import numpy as np
 
+from dualgrad.ops.core import quiet_broadcast
 from dualgrad.ops.core import ShapeError, Spec
-from dualgrad.ops.files import atomic_paths, read_safetensors
+from dualgrad.ops.files import atomic_paths, read_safetensors, write_safetensors
 
 from .core import NON_GLOBAL, Graph, GraphKeys, GRAPH_OPS, get_default_graph, op_by_name
 from .errors import GraphFileError, NotFoundError
@@ -119,16 +120,17 @@ class _Encoder:
         return key
 
 
-def save(path, session=None, graph=None, var_list=None):
+def save(path, session=None, graph=None, var_list=None, *, extra=None):
     """Write the graph (default: the session's, else the default graph) and, given a
     session, its variable values (only those of var_list, when given). Returns the path of
-    the JSON file."""
-    from safetensors.numpy import save_file
+    the JSON file. `extra`: more top-level JSON fields, written in the same atomic save
+    (compiler.export's program signature)."""
     g = graph if graph is not None else session.graph if session is not None else \
         get_default_graph()
     enc = _Encoder()
     doc = {"format": FORMAT, "version": VERSION, "graph": enc.graph(g, "")}
     doc["bodies"] = enc.bodies
+    doc.update(extra or {})
     if session is not None:
         state = session.variable_values()
         for v in g.variables if var_list is None else var_list:
@@ -136,7 +138,7 @@ def save(path, session=None, graph=None, var_list=None):
                 enc.arrays[f"var:{v.node.name}"] = np.asarray(state[v.node.name], order="C")
     jpath, spath = _paths(path)
     with atomic_paths(spath, jpath) as (stmp, jtmp):   # NOTE: a killed save loses nothing
-        save_file(enc.arrays, stmp, metadata={"format": FORMAT})
+        write_safetensors(stmp, enc.arrays, metadata={"format": FORMAT})
         with open(jtmp, "w") as f:
             json.dump(doc, f, indent=1)
     return jpath
@@ -271,7 +273,8 @@ def _find_node(g, name):
 
 def _check_rule(op, name, inputs, attrs, specs):
     try:
-        spec = op.infer(*[t.spec for t in inputs], **attrs)
+        with quiet_broadcast():   # NOTE: warned when the graph was built
+            spec = op.infer(*[t.spec for t in inputs], **attrs)
     except (ShapeError, TypeError, ValueError) as e:
         raise GraphFileError(f"node {name!r} ({op.name}) fails its shape rule: {e}") from None
     if len(specs) != 1 or spec.shape != specs[0].shape or spec.dtype != specs[0].dtype:
@@ -326,6 +329,8 @@ def load(path) -> Graph:
         raise GraphFileError(f"{_paths(path)[0]} is malformed: nested too deeply to "
                              f"load") from None
     g.saved_values = {k[4:]: v for k, v in arrays.items() if k.startswith("var:")}
+    g.saved_extra = {k: v for k, v in doc.items()      # save(extra=...): load_exported's
+                     if k not in ("format", "version", "graph", "bodies")}
     for v in g.variables:      # NOTE: as restore(): a wrong shape would be broadcast later
         a = g.saved_values.get(v.node.name)
         if a is not None and (a.shape != tuple(v.shape) or a.dtype != v.dtype):

@@ -57,6 +57,7 @@ class RunState:
         self.session = session
         self.variables = {k: np.array(v, copy=True) for k, v in graph.saved_values.items()}
         self.rngs = {}
+        self.resources = {}   # per-session state of graph objects (tf.data iterators)
 
 
 def _optimizer():

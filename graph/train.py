@@ -34,8 +34,13 @@ from .saver import Saver, checkpoint_exists, get_checkpoint_state, latest_checkp
 from .lr_decay import (cosine_decay, inverse_time_decay, natural_exp_decay, piecewise_constant,
                        polynomial_decay)
 from .variables import Variable, assign, assign_add
+from .coordinator import Coordinator, start_queue_runners
+from .moving_averages import ExponentialMovingAverage
+from .summary import FileWriter as SummaryWriter   # TF 0.x's name of summary.FileWriter
+from .io import BytesList, Example, Feature, Features, FloatList, Int64List
 
-__all__ = ["Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
+__all__ = ["ExponentialMovingAverage", "SummaryWriter", "Coordinator", "start_queue_runners", "Example", "Features", "Feature", "Int64List",
+           "FloatList", "BytesList", "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
            "RMSPropOptimizer", "AdagradOptimizer", "AdadeltaOptimizer", "exponential_decay",
            "get_or_create_global_step", "get_global_step", "Saver", "latest_checkpoint",
            "get_checkpoint_state", "checkpoint_exists", "piecewise_constant", "polynomial_decay",

@@ -49,8 +49,16 @@ def _walk(outputs, node_of, needs_grad, leaves=False, first_input_first=False):
     return order
 
 
-def backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=None,
-             on_leaf=None, on_done=None):
+def backprop(outputs, grads, node_of, needs_grad, **kw):
+    """`_backprop`, without the broadcast warning of rules.warn_outer: gradient rules
+    broadcast on purpose, and their line would be the backward() call."""
+    from .core import quiet_broadcast
+    with quiet_broadcast():
+        return _backprop(outputs, grads, node_of, needs_grad, **kw)
+
+
+def _backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=None,
+              on_leaf=None, on_done=None):
     """Propagate `grads` (one per output) back through producers.
 
     Returns {id(value): (value, gradient)} for every value reached that needs a gradient.

@@ -18,7 +18,9 @@ from .elementwise import cast, eq, erf, exp, log, ne, sqrt, stop_gradient, tanh,
 from .losses import softmax_cross_entropy
 from .nn import matmul, matmul_nt, one_hot, rand_like, unfold
 from .reduce import count, max as max_, static_count, sum as sum_
-from .rules import broadcast, dims_match, norm_axes, norm_axis
+from .symbolic import fixing
+from .rules import (broadcast, dims_match, norm_axes, norm_axis, quiet_broadcast,
+                    torch_opmath_dtype)
 from .shape import (concat, expand_dims, pad, reshape, reverse, slice_, squeeze, take,
                     transpose)
 
@@ -62,6 +64,22 @@ def composite(samples=(), ref=None):
     return deco
 
 
+def in_opmath(fn):
+    """fn computing in the wider dtype PyTorch's CPU kernels use for its input's dtype
+    (`rules.torch_opmath_dtype`: float32 for float16), its result rounded back once: a float16
+    softmax or mean agrees with torch's to float16's last bit, not a few bits worse. Further
+    positional operands of x's dtype (a conv's weight and bias) are widened with it."""
+    @functools.wraps(fn)
+    def run(x, *args, **kwargs):
+        dt = getattr(x, "dtype", None)
+        if dt is None or torch_opmath_dtype(dt) == dt:
+            return fn(x, *args, **kwargs)
+        wide = torch_opmath_dtype(dt)
+        args = tuple(cast(a, wide) if getattr(a, "dtype", None) == dt else a for a in args)
+        return cast(fn(cast(x, wide), *args, **kwargs), np.dtype(dt))
+    return run
+
+
 def _shape(x):
     """x's shape; a list or a number (TF takes them as constants) is read as NumPy reads it."""
     return tuple(x.shape) if hasattr(x, "shape") else np.shape(x)
@@ -74,6 +92,7 @@ def _shape(x):
                                                                            "keepdims": True}),
                     Sample(((3, 4),), {"axis": None})),
            ref=lambda np, x, axis=None, keepdims=False: np.mean(x, axis=axis, keepdims=keepdims))
+@in_opmath
 def mean(x, axis=None, keepdims=False):
     """Mean over `axis` (all elements by default)."""
     s = sum_(x, axis=axis, keepdims=keepdims)
@@ -86,20 +105,13 @@ def mean(x, axis=None, keepdims=False):
 @composite(samples=(Sample(((3, 4),), {"axis": 1}),),
            ref=lambda np, x, axis=None, keepdims=False: np.min(x, axis=axis, keepdims=keepdims))
 def min(x, axis=None, keepdims=False):  # noqa: A001 - torch's name
-    """Minimum over `axis`, as the max of x in reverse order."""
-    return _reverse_order(max_(_reverse_order(x), axis=axis, keepdims=keepdims))
-
-
-def _reverse_order(x):
-    """An order-reversing involution of x's dtype: -x for floats; for integers one that cannot
-    overflow (-(-128) is -128 in int8, and -x of a uint8 wraps): -1 - x, or max - x for
-    unsigned; logical_not for bools."""
-    kind = spec_of(x).dtype.kind
-    if kind == "b":
-        return logical_not(x)
-    if kind == "u":
-        return np.iinfo(spec_of(x).dtype).max - x
-    return -1 - x if kind == "i" else -x
+    """Minimum over `axis`, as -max(-x); bool, unsigned and narrow integer inputs go through
+    float64 (exact for them), where -x would wrap (-(-128) is -128 in int8, -x of uint8 wraps)."""
+    dt = getattr(x, "dtype", None)
+    if dt is not None and np.dtype(dt).kind in "biu" and np.dtype(dt).itemsize < 8:
+        wide = cast(x, np.dtype(np.float64))
+        return cast(-max_(-wide, axis=axis, keepdims=keepdims), np.dtype(dt))
+    return -max_(-x, axis=axis, keepdims=keepdims)
 
 
 @composite(samples=(Sample(((3, 4),), {"axis": 1}), Sample(((3, 4),), {"axis": None,
@@ -120,6 +132,7 @@ def _lse_ref(np, x, axis=-1, keepdims=False):
 @composite(samples=(Sample(((3, 5),), {"axis": -1}), Sample(((2, 3, 4),), {"axis": 1,
                                                                             "keepdims": True})),
            ref=_lse_ref)
+@in_opmath
 def logsumexp(x, axis=-1, keepdims=False):
     """log(sum(exp(x))) over `axis`, shifted by the (gradient-free) max for stability; a row
     holding +inf gives +inf and an all -inf row gives -inf (as torch)."""
@@ -149,6 +162,7 @@ def _softmax_ref(np, x, axis=-1):
 
 @composite(samples=(Sample(((3, 5),), {"axis": -1}), Sample(((2, 3, 4),), {"axis": 1}),
                     Sample(((4,),), {"axis": 0})), ref=_softmax_ref)
+@in_opmath
 def softmax(x, axis=-1):
     """exp(x) / sum(exp(x)) over `axis`, shifted by the max for stability."""
     e = exp(x - _shift(x, axis))
@@ -157,6 +171,7 @@ def softmax(x, axis=-1):
 
 @composite(samples=(Sample(((3, 5),), {"axis": -1}), Sample(((2, 3, 4),), {"axis": 1})),
            ref=lambda np, x, axis=-1: x - _lse_ref(np, x, axis=axis, keepdims=True))
+@in_opmath
 def log_softmax(x, axis=-1):
     """(x - max) - log(sum(exp(x - max))) over `axis`: exact at large logits (x - lse(x)
     would round lse(x) at the size of x first)."""
@@ -168,9 +183,16 @@ def log_softmax(x, axis=-1):
            ref=lambda np, x, axis=None, keepdims=False: np.argmin(x, axis=axis,
                                                                   keepdims=keepdims))
 def argmin(x, axis=-1, keepdims=False):
-    """Index of the minimum along `axis`, as the argmax of x in reverse order."""
+    """Index of the minimum along `axis`, as the argmax of x in reverse order: -x for floats;
+    for integers an order reversal that cannot wrap (-(-128) is -128 in int8, -x of a uint8
+    wraps): -1 - x, or max - x for unsigned; logical_not for bools (TF1's ArgMin takes them)."""
     from .reduce import argmax
-    return argmax(_reverse_order(x), axis=axis, keepdims=keepdims)
+    kind = spec_of(x).dtype.kind
+    if kind == "b":
+        return argmax(logical_not(x), axis=axis, keepdims=keepdims)
+    if kind == "u":
+        return argmax(np.iinfo(spec_of(x).dtype).max - x, axis=axis, keepdims=keepdims)
+    return argmax(-1 - x if kind == "i" else -x, axis=axis, keepdims=keepdims)
 
 
 @composite(samples=(Sample(((3, 4),)), Sample(((3, 4),), {"axis": 1, "keepdims": True}),
@@ -342,7 +364,7 @@ def linear(x, weight, bias=None):
     if xs[-1] is not None and ws[1] is not None and xs[-1] != ws[1]:
         raise located(f"linear: input {fmt_shape(xs)} has {xs[-1]} features but weight "
                          f"{fmt_shape(ws)} expects {ws[1]} (weight is (out_features, "
-                         f"in_features))")
+                         f"in_features)){fixing(xs[-1], ws[1])}")
     y = matmul_nt(x, weight)   # NOTE: one op call each way, not matmul and transpose
     return y if bias is None else y + bias
 
@@ -545,7 +567,10 @@ def mse_loss(input, target, reduction="mean"):  # noqa: A002 - torch's argument 
         warnings.warn(f"mse_loss: target {fmt_shape(st)} differs from input {fmt_shape(si)}; "
                       f"they broadcast to {fmt_shape(out)}, which is likely a bug (at "
                       f"{where_str(user_frame())})", UserWarning, stacklevel=user_stacklevel())
-    d = input - target
+        with quiet_broadcast():   # NOTE: warned above, in the loss's own words
+            d = input - target
+    else:
+        d = input - target
     return _reduce_loss(d * d, reduction)
 
 

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .core import Sample, fmt_shape, located
-from .composite import _shape, composite, mean
+from .composite import _shape, composite, in_opmath, mean
 from .nn import fold, matmul, pair, unfold, window_outs
 from .pool import max_pool, window_argmax, window_stack
 from .reduce import max as max_, sum as sum_
@@ -70,6 +70,7 @@ def _conv_ref(np, x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
                             "groups": 2}),
                     Sample(((1, 2, 5, 5), (3, 4, 3, 3)), match="has 2 channels")),
            ref=_conv_ref)
+@in_opmath
 def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-d convolution, NCHW input, weight (out_channels, in_channels / groups, kh, kw), as
     torch: stride, padding and dilation are ints or (height, width) pairs; padding may be
@@ -129,6 +130,7 @@ def _conv_transpose_ref(np, x, w, b=None, stride=1, padding=0, output_padding=0,
                             "groups": 2, "dilation": (1, 2)}),
                     Sample(((1, 2, 3, 3), (3, 2, 2, 2)), match="has 2 channels")),
            ref=_conv_transpose_ref)
+@in_opmath
 def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """The adjoint of conv2d in its input (torch.nn.functional.conv_transpose2d): weight
@@ -352,6 +354,7 @@ def _pad1d(padding):
            ref=lambda np, x, w, b=None, stride=1, padding=0, dilation=1, groups=1: _conv_ref(
                np, x[:, :, None], w[:, :, None], b, _one(stride), _one(padding, 0),
                _one(dilation), groups)[:, :, 0])
+@in_opmath
 def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-d convolution of (N, C, L) by weight (out, in / groups, k), as torch."""
     if len(_shape(weight)) != 3:

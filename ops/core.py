@@ -90,16 +90,19 @@ class Sample:
 class Op:
     """One primitive. docs/architecture.md ('One op, one entry') says what each field means."""
     __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "reduce", "category", "samples", "ref",
-                 "stateful", "view", "onnx", "nondiff", "fn", "decompose")
+                 "stateful", "view", "onnx", "nondiff", "fn", "decompose", "promote")
 
     def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, reduce=None, category=None,
-                 samples=(), ref=None, stateful=False, view=False, onnx=None):
+                 samples=(), ref=None, stateful=False, view=False, onnx=None, promote=None):
         self.name, self.infer, self.kernel, self.vjp = name, infer, kernel, vjp
         self.scalar, self.reduce, self.samples, self.ref = scalar, reduce, tuple(samples), ref
         self.onnx = onnx   # the ONNX operator that computes the same from the same inputs
         self.category = category or ("elementwise" if scalar is not None else
                              "reduction" if reduce is not None else "other")
         self.stateful, self.view = stateful, view
+        # how operands of several dtypes combine under PyTorch's rules: None, "common",
+        # "divide" or "where" (ops.rules.torch_compute_dtype)
+        self.promote = promote
         self.nondiff = vjp is None
         self.fn = None  # the public function, e.g. ops.add
         self.decompose = None   # the same as a composite of other ops: what compile() traces
@@ -180,6 +183,25 @@ def _check_fusion_forms(op):
             raise ValueError(f"op {op.name!r}: {e}") from None
 
 
+# -- the broadcast warning's off switch (rules.warn_outer) ------------------------------------
+class _Quiet(threading.local):
+    depth = 0
+
+
+QUIET_BROADCAST = _Quiet()   # read by rules.warn_outer
+
+
+@contextlib.contextmanager
+def quiet_broadcast():
+    """No `warn_outer` warning within the block (this thread): a gradient rule, a rule run on
+    stand-in ranks, or a loss that has already warned in its own words."""
+    QUIET_BROADCAST.depth += 1
+    try:
+        yield
+    finally:
+        QUIET_BROADCAST.depth -= 1
+
+
 # -- shape rules on inputs of unknown rank -----------------------------------------------------
 _STAND_IN_RANKS = range(6)
 
@@ -195,7 +217,8 @@ def infer_spec(op: Op, specs, attrs) -> Spec:
     for r in _STAND_IN_RANKS:
         stand = [Spec((None,) * r, s.dtype, s.weak) if s.shape is None else s for s in specs]
         try:
-            outs.append(op.infer(*stand, **attrs))
+            with quiet_broadcast():
+                outs.append(op.infer(*stand, **attrs))
         except ShapeError as e:
             err = e
     if not outs:

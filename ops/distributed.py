@@ -145,7 +145,7 @@ def _signature(kind, arr, op=0, root=-1):
 
 def _describe(sig):
     kind, op, root, num, ndim = (int(v) for v in sig[:5])
-    dtype = next((np.dtype(c) for c in np.typecodes["All"] if np.dtype(c).num == num), num)
+    dtype = _dtype(num)
     shape = tuple(int(d) for d in sig[5:5 + ndim]) if ndim <= _SIG_LEN - 5 else f"{ndim}-d"
     extra = f", src={root}" if root >= 0 else ""
     return f"{_KINDS[kind]} of shape {shape} {dtype}{extra}"
@@ -165,10 +165,13 @@ def check_agree(kind, arr, op=0, root=-1):
                            f"must pass tensors of the same shape and dtype")
 
 
-def check_same_shapes(what, shapes):
-    """Every rank holds the same list of (name, shape): else name the first that differs."""
+def check_same_shapes(what, tensors):
+    """Every rank holds the same list of (name, shape, dtype): else, on every rank, a
+    RuntimeError naming the first tensor that differs, what it is on rank 0 and on the other
+    rank (MPI would fail or mix mismatched buffers later, in the first broadcast)."""
     comm = world(what)
-    flat = np.array([len(shapes)] + [v for _, s in shapes for v in (len(s), *s)], np.int64)
+    flat = np.array([len(tensors)] + [v for _, s, d in tensors
+                                      for v in (len(s), *s, np.dtype(d).num)], np.int64)
     n = np.empty(comm.Get_size(), np.int64)
     wait(comm.Iallgather(np.array([flat.size], np.int64), n), what)
     ok = np.full(1, int((n == n[0]).all()), np.int64)
@@ -178,11 +181,38 @@ def check_same_shapes(what, shapes):
         ok[0] = int((table == table[0]).all())
     if ok[0]:
         return
+    if (n == n[0]).all():
+        raise RuntimeError(_first_difference(what, tensors, table))
     # NOTE: every rank reaches here; say what differs from the lengths alone when needed
-    mine = ", ".join(f"{k} {tuple(s)}" for k, s in shapes)
+    mine = ", ".join(f"{k} {tuple(s)} {np.dtype(d)}" for k, s, d in tensors)
     raise RuntimeError(f"{what}: parameter shapes differ across ranks (the model must be "
                        f"built identically on every rank); rank {comm.Get_rank()} has "
-                       f"{len(shapes)} tensors: {mine}")
+                       f"{len(tensors)} tensors: {mine}")
+
+
+def _specs(row):
+    """[(shape, dtype)] from one rank's flattened row of check_same_shapes."""
+    out, i = [], 1
+    for _ in range(int(row[0])):
+        ndim = int(row[i])
+        out.append((tuple(int(v) for v in row[i + 1:i + 1 + ndim]), _dtype(row[i + 1 + ndim])))
+        i += ndim + 2
+    return out
+
+
+def _dtype(num):
+    return next((np.dtype(c) for c in np.typecodes["All"] if np.dtype(c).num == num), num)
+
+
+def _first_difference(what, tensors, table):
+    ref = _specs(table[0])
+    for r in range(1, len(table)):
+        for (name, _, _), a, b in zip(tensors, ref, _specs(table[r])):
+            if a != b:
+                return (f"{what}: {name!r} is {a[0]} {a[1]} on rank 0 but {b[0]} {b[1]} on "
+                        f"rank {r}; every rank must build the same model with the same dtypes "
+                        f"(e.g. model.double() on every rank or none)")
+    return f"{what}: the ranks' parameter lists differ"
 
 
 # -- collectives on arrays, in place ----------------------------------------------------------

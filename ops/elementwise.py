@@ -11,9 +11,10 @@ import math
 
 import numpy as np
 
+from . import refs
 from .core import (REGISTRY, Sample, Spec, ShapeError, bind, fmt_shape, is_value, primitive,
                    register)
-from .rules import broadcast, result_dtype, same
+from .rules import broadcast, result_dtype, same, warn_outer
 from .shape import sum_to_like
 
 _EW = "elementwise"
@@ -37,6 +38,7 @@ def _unary_infer(x, **_):
 def _binary_infer(name, out_dtype=None):
     def infer(x, y, **_):
         shape = broadcast(name, x, y)
+        warn_outer(name, x, y)
         dt = result_dtype(x, y)     # NOTE: also for comparisons: strict dtypes check them
         return Spec(shape, np.dtype(out_dtype) if out_dtype else dt)
     return infer
@@ -44,6 +46,7 @@ def _binary_infer(name, out_dtype=None):
 
 def _div_infer(x, y, **_):
     shape = broadcast("div", x, y)
+    warn_outer("div", x, y)
     dt = result_dtype(x, y)
     return Spec(shape, dt if dt.kind in "fc" else np.dtype(np.float64))
 
@@ -107,6 +110,8 @@ SIGMOID = register("sigmoid", _unary_infer, _sigmoid_kernel,
 # -- the gradients of sigmoid and tanh from their output y (TF's SigmoidGrad, TanhGrad): one
 # kernel call where dy * y * (1 - y) op by op is three, in every engine's backward pass
 def _sigmoid_grad_kernel(y, dy):
+    if getattr(y, "dtype", _F64).kind != "f" or getattr(dy, "dtype", _F64).kind != "f":
+        _refuse("sigmoid_grad", np.asarray(y), np.asarray(dy))
     if _alike(y, dy):   # NOTE: the same products in one buffer: 2 of 3 allocations saved
         t = 1.0 - y
         np.multiply(y, t, out=t)
@@ -126,6 +131,8 @@ def _sigmoid_grad_vjp(g, y, dy, needs=(True, True), **kw):
 
 
 def _tanh_grad_kernel(y, dy):
+    if getattr(y, "dtype", _F64).kind != "f" or getattr(dy, "dtype", _F64).kind != "f":
+        _refuse("tanh_grad", np.asarray(y), np.asarray(dy))
     if _alike(y, dy):
         t = y * y
         np.subtract(1.0, t, out=t)
@@ -138,14 +145,38 @@ def _tanh_grad_vjp(g, y, dy, needs=(True, True), **kw):
             unbroadcast(tanh_grad(y, g), dy) if needs[1] else None)
 
 
+def _float_only(name, rule):
+    """A shape rule that refuses bool (and, for `ints=False`, integer) inputs, as torch's
+    kernels do, instead of declaring a dtype the NumPy kernel would not give."""
+    def infer(*specs, **attrs):
+        for s in specs:
+            if s.weak is None and s.dtype.kind in ("b" if name == "relu" else "biu"):
+                raise ShapeError(f"{name}: not implemented for {s.dtype} input "
+                                 f"{fmt_shape(s)} (as torch's)")
+        return rule(*specs, **attrs)
+    return infer
+
+
+_F64 = np.dtype(np.float64)   # what a Python float operand counts as
+
+
+def _refuse(name, *arrays):
+    for a in arrays:
+        if a.dtype.kind in ("b" if name == "relu" else "biu"):
+            raise TypeError(f"{name}: not implemented for {a.dtype}")
+
+
 _ACT_GRAD_SAMPLES = (_S((), ()), _S((3, 4), (3, 4)), _S((2, 1, 3), (2, 1, 3)),
                      _S((3, 4), (4,)))
-SIGMOID_GRAD = register("sigmoid_grad", _binary_infer("sigmoid_grad"), _sigmoid_grad_kernel,
+SIGMOID_GRAD = register("sigmoid_grad",
+                        _float_only("sigmoid_grad", _binary_infer("sigmoid_grad")),
+                        _sigmoid_grad_kernel,
                         _sigmoid_grad_vjp, scalar="({1} * ({0} * (1 - {0})))", category=_EW,
                         samples=tuple(Sample(s.args, domain=(0.05, 0.95))
                                       for s in _ACT_GRAD_SAMPLES),
                         ref=lambda np, y, dy: dy * (y * (1 - y)))
-TANH_GRAD = register("tanh_grad", _binary_infer("tanh_grad"), _tanh_grad_kernel, _tanh_grad_vjp,
+TANH_GRAD = register("tanh_grad", _float_only("tanh_grad", _binary_infer("tanh_grad")),
+                     _tanh_grad_kernel, _tanh_grad_vjp,
                      scalar="({1} * (1 - {0} * {0}))", category=_EW,
                      samples=tuple(Sample(s.args, domain=(-0.9, 0.9)) for s in _ACT_GRAD_SAMPLES),
                      ref=lambda np, y, dy: dy * (1 - y * y))
@@ -164,10 +195,12 @@ SOFTPLUS = register("softplus", _unary_infer, _softplus_kernel,
 
 
 def _relu_kernel(x):
+    if getattr(x, "dtype", None) == np.bool_:
+        _refuse("relu", x)
     return np.maximum(x, 0)
 
 
-RELU = register("relu", _unary_infer, _relu_kernel,
+RELU = register("relu", _float_only("relu", _unary_infer), _relu_kernel,
                 lambda g, x, **kw: (where(x > 0, g, 0),),
                 scalar="maximum({0}, 0)", category=_EW, onnx="Relu",
                 samples=_UNARY_SAMPLES, ref=lambda np, x: np.maximum(x, 0))
@@ -213,7 +246,7 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 ERF = register("erf", _unary_infer, _erf_kernel,
                lambda g, x, **kw: (g * _TWO_OVER_SQRT_PI * exp(-(x * x)),),
                scalar="erf({0})", category=_EW, floating=True, onnx="Erf", samples=_UNARY_SAMPLES,
-               ref=None)  # NOTE: numpy has no erf; the jax oracle uses jax.scipy.special.erf
+               ref=lambda np, x: refs.special(np).erf(x).astype(x.dtype))
 
 
 def _erfinv_kernel(x):
@@ -246,7 +279,7 @@ ERFINV = register("erfinv", _unary_infer, _erfinv_kernel,
                   lambda g, x, out, **kw: (g * (0.5 * math.sqrt(math.pi)) * exp(out * out),),
                   category="other", floating=True,
                   samples=tuple(Sample(s.args, domain=(-0.9, 0.9)) for s in _UNARY_SAMPLES),
-                  ref=None)  # NOTE: numpy has no erfinv; the jax oracle has none at this seam
+                  ref=lambda np, x: refs.special(np).erfinv(x).astype(x.dtype))
 
 
 def _cast_infer(x, dtype, **_):
@@ -362,23 +395,23 @@ _POW_SAMPLES = (Sample(((3, 4), 3), domain=(-2.0, 2.0)), Sample(((3, 4), 2)),
                 Sample(((3, 4), 0.5), domain=(0.2, 3.0)),
                 Sample(((3, 4), (3, 4)), domain=(0.2, 3.0)), Sample(((4, 1), (1, 2)), domain=(0.5, 2.0)))
 
-ADD = register("add", _binary_infer("add"), np.add, _add_vjp, scalar="({0} + {1})", category=_EW,
+ADD = register("add", _binary_infer("add"), np.add, _add_vjp, promote="common", scalar="({0} + {1})", category=_EW,
                onnx="Add",
                samples=_BINARY_SAMPLES, ref=lambda np, x, y: x + y)
-SUB = register("sub", _binary_infer("sub"), np.subtract, _sub_vjp, scalar="({0} - {1})",
+SUB = register("sub", _binary_infer("sub"), np.subtract, _sub_vjp, promote="common", scalar="({0} - {1})",
                category=_EW, onnx="Sub", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x - y)
-MUL = register("mul", _binary_infer("mul"), np.multiply, _mul_vjp, scalar="({0} * {1})",
+MUL = register("mul", _binary_infer("mul"), np.multiply, _mul_vjp, promote="common", scalar="({0} * {1})",
                category=_EW, onnx="Mul", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x * y)
-DIV = register("div", _div_infer, np.true_divide, _div_vjp, scalar="({0} / {1})", category=_EW,
+DIV = register("div", _div_infer, np.true_divide, _div_vjp, promote="divide", scalar="({0} / {1})", category=_EW,
                onnx="Div",
                samples=tuple(Sample(s.args, domain=(0.5, 2.0), match=s.match)
                              for s in _BINARY_SAMPLES), ref=lambda np, x, y: x / y)
-POW = register("pow", _binary_infer("pow"), _pow_kernel, _pow_vjp, scalar="({0} ** {1})",
+POW = register("pow", _binary_infer("pow"), _pow_kernel, _pow_vjp, promote="common", scalar="({0} ** {1})",
                category=_EW, onnx="Pow", samples=_POW_SAMPLES, ref=lambda np, x, y: np.power(x, y))
-MAXIMUM = register("maximum", _binary_infer("maximum"), np.maximum, _maximum_vjp,
+MAXIMUM = register("maximum", _binary_infer("maximum"), np.maximum, _maximum_vjp, promote="common",
                    scalar="maximum({0}, {1})", category=_EW, onnx="Max", samples=_BINARY_SAMPLES,
                    ref=lambda np, x, y: np.maximum(x, y))
-MINIMUM = register("minimum", _binary_infer("minimum"), np.minimum, _minimum_vjp,
+MINIMUM = register("minimum", _binary_infer("minimum"), np.minimum, _minimum_vjp, promote="common",
                    scalar="minimum({0}, {1})", category=_EW, onnx="Min", samples=_BINARY_SAMPLES,
                    ref=lambda np, x, y: np.minimum(x, y))
 
@@ -415,7 +448,7 @@ for _name, _kernel, _sym, _onnx in (
         ("eq", np.equal, "==", "Equal"), ("ne", np.not_equal, "!=", None),
         ("lt", np.less, "<", "Less"), ("le", np.less_equal, "<=", "LessOrEqual"),
         ("gt", np.greater, ">", "Greater"), ("ge", np.greater_equal, ">=", "GreaterOrEqual")):
-    register(_name, _binary_infer(_name, np.bool_), _kernel, None,
+    register(_name, _binary_infer(_name, np.bool_), _kernel, None, promote="common",
              scalar=f"({{0}} {_sym} {{1}})", category=_EW, onnx=_onnx, samples=_CMP_SAMPLES,
              ref=eval(f"lambda np, x, y: x {_sym} y"))  # noqa: S307 - a fixed operator table
 
@@ -448,7 +481,7 @@ def _where_kernel(c, x, y):
 
 
 WHERE = register(
-    "where", _where_infer, _where_kernel, _where_vjp, scalar="where({0}, {1}, {2})", category=_EW,
+    "where", _where_infer, _where_kernel, _where_vjp, promote="where", scalar="where({0}, {1}, {2})", category=_EW,
     onnx="Where",
     samples=(Sample((np.array([True, False, True]), (3,), (3,))),
              Sample((np.array([[True], [False]]), (2, 3), ())),
@@ -472,9 +505,24 @@ FLOOR, CEIL, ROUND = (_rounding("floor", np.floor, "Floor"), _rounding("ceil", n
 
 # -- floor division and its remainder (TF's FloorDiv, FloorMod; Python's // and %) -------------
 def _int_divisor(name, x, y):
+    if np.result_type(x, y) == np.bool_:
+        raise TypeError(f"{name}: not implemented for bool inputs (as torch's and TF's)")
     if np.asarray(x).dtype.kind in "iu" and np.asarray(y).dtype.kind in "iu" and \
             np.any(np.asarray(y) == 0):
         raise ZeroDivisionError(f"{name}: integer division by zero")
+
+
+def _divmod_infer(name):
+    """floordiv / floormod: bool operands are refused (NumPy's kernel would give int8)."""
+    rule = _binary_infer(name)
+
+    def infer(x, y, **_):
+        out = rule(x, y)
+        if out.dtype == np.bool_:
+            raise ShapeError(f"{name}: bool inputs {fmt_shape(x)}, {fmt_shape(y)} are not "
+                             f"supported (as torch's and TF's); cast them to an integer dtype")
+        return out
+    return infer
 
 
 def _floordiv_kernel(x, y):
@@ -496,12 +544,12 @@ def _floormod_vjp(g, x, y, needs=(True, True), **kw):
 
 _DIV_SAMPLES = tuple(Sample(s.args, domain=(-3.0, -0.3) if k % 2 else (0.3, 3.0), match=s.match)
                      for k, s in enumerate(_BINARY_SAMPLES))
-FLOORDIV = register("floordiv", _binary_infer("floordiv"), _floordiv_kernel,
+FLOORDIV = register("floordiv", _divmod_infer("floordiv"), _floordiv_kernel,
                     lambda g, x, y, **kw: (unbroadcast(g * 0.0, x), unbroadcast(g * 0.0, y)),
-                    category="other", samples=_DIV_SAMPLES,
+                    category="other", promote="common", samples=_DIV_SAMPLES,
                     ref=lambda np, x, y: np.floor(x / y))
-FLOORMOD = register("floormod", _binary_infer("floormod"), _floormod_kernel, _floormod_vjp,
-                    category="other", samples=_DIV_SAMPLES,
+FLOORMOD = register("floormod", _divmod_infer("floormod"), _floormod_kernel, _floormod_vjp,
+                    category="other", promote="common", samples=_DIV_SAMPLES,
                     ref=lambda np, x, y: x - np.floor(x / y) * y)
 
 # public functions: ops.add(x, y), ops.exp(x), …

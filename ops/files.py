@@ -7,17 +7,30 @@ one filesystem), so a process killed mid-save leaves the previous file intact. O
 exception the temporary is removed. A temporary left by a process that was killed outright
 (`.NAME.PID.RANDOM.dualgrad-tmp`) is removed by the next save to the same path once its
 process is gone (or after a day).
+
+`write_safetensors` writes the safetensors format itself, straight into our temporary and
+fsync'ed before the rename: the safetensors library's own writer goes through a temporary of
+its own (`.tmpXXXXXX`, as large as the checkpoint) that a killed process leaves behind and
+that no one can tell apart from another program's. Such a leftover of an older dualgrad is
+removed by the next save into that folder when its header says it is one of our formats and
+it has not changed for STALE_LIBRARY_SECONDS.
 """
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
+import struct
 import tempfile
 import time
 
+import numpy as np
+
 SUFFIX = ".dualgrad-tmp"
 STALE_SECONDS = 24 * 3600
+STALE_LIBRARY_SECONDS = 600
+OUR_FORMATS = ("dualgrad-state-dict", "dualgrad-tree", "dualgrad.graph")
 
 
 @contextlib.contextmanager
@@ -36,6 +49,18 @@ def atomic_paths(*paths):
         yield [t[0] for t in tmps]
         for tmp, path in tmps:
             os.replace(tmp, path)
+        for folder in {os.path.dirname(path) for _, path in tmps}:
+            _fsync_dir(folder)
+
+
+def _fsync_dir(folder):
+    """Make the renames durable (a crash right after save keeps the new name)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 @contextlib.contextmanager
@@ -43,13 +68,21 @@ def _deferred(path):
     path = os.path.abspath(os.fspath(path))
     folder, base = os.path.split(path)
     remove_stale(folder, base)
-    fd, tmp = tempfile.mkstemp(prefix=f".{base}.{os.getpid()}.", suffix=SUFFIX, dir=folder)
-    os.close(fd)
+    remove_stale_library_temporaries(folder)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{base}.{os.getpid()}.", suffix=SUFFIX, dir=folder)
+        _WRITING.add(tmp)
+        os.close(fd)
         yield tmp, path
     finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)        # NOTE: gone already when it was renamed into place
+        if tmp is not None:
+            _WRITING.discard(tmp)     # NOTE: first: interrupted before the unlink, it is stale
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)        # NOTE: gone already when it was renamed into place
+
+
+_WRITING: set = set()     # temporaries this process is writing now (any other of ours is stale)
 
 
 def remove_stale(folder, base):
@@ -65,9 +98,46 @@ def remove_stale(folder, base):
             continue
         full = os.path.join(folder, name)
         with contextlib.suppress(OSError):
-            if not _alive(int(m.group(1))) or \
+            if full not in _WRITING and int(m.group(1)) == os.getpid() or \
+                    not _alive(int(m.group(1))) or \
                     time.time() - os.stat(full).st_mtime > STALE_SECONDS:
                 os.unlink(full)
+
+
+_LIBRARY_TMP = re.compile(r"\.tmp[A-Za-z0-9]{6}$")
+
+
+def remove_stale_library_temporaries(folder, now=None):
+    """Delete the safetensors library's temporaries (`.tmpXXXXXX`) that an older dualgrad's
+    killed save left: only those whose header names one of our formats and that nobody has
+    written to for STALE_LIBRARY_SECONDS (a live writer touches its file continuously)."""
+    now = time.time() if now is None else now
+    try:
+        names = [n for n in os.listdir(folder) if _LIBRARY_TMP.match(n)]
+    except OSError:
+        return
+    for name in names:
+        full = os.path.join(folder, name)
+        with contextlib.suppress(OSError):
+            if now - os.stat(full).st_mtime > STALE_LIBRARY_SECONDS and _ours(full):
+                os.unlink(full)
+
+
+def _ours(path) -> bool:
+    """Whether a file starts with a safetensors header whose metadata is a dualgrad format."""
+    with open(path, "rb") as f:
+        raw = f.read(8)
+        if len(raw) < 8:
+            return False
+        (n,) = struct.unpack("<Q", raw)
+        if n > 100 * 2 ** 20:
+            return False
+        try:
+            header = json.loads(f.read(n))
+        except (ValueError, RecursionError):
+            return False
+    meta = header.get("__metadata__") if isinstance(header, dict) else None
+    return isinstance(meta, dict) and meta.get("format") in OUR_FORMATS
 
 
 def _alive(pid) -> bool:
@@ -109,3 +179,47 @@ def read_safetensors(path):
             f"tensor {names} has a dtype NumPy cannot hold; dualgrad reads bool, (u)int8-64 "
             f"and float16/32/64 (convert first, e.g. torch's t.float())")
     return load_file(path), metadata
+
+
+# -- writing safetensors ourselves: no library temporary, fsync'ed ----------------------------
+_DTYPE_NAMES = {"b": "BOOL", "u1": "U8", "i1": "I8", "u2": "U16", "i2": "I16", "u4": "U32",
+                "i4": "I32", "u8": "U64", "i8": "I64", "f2": "F16", "f4": "F32", "f8": "F64",
+                "c8": "C64"}
+
+
+def _dtype_name(name, arr):
+    key = "b" if arr.dtype.kind == "b" else f"{arr.dtype.kind}{arr.dtype.itemsize}"
+    if key not in _DTYPE_NAMES:
+        raise TypeError(f"safetensors cannot store {name!r}: dtype {arr.dtype} (it stores "
+                        f"bool, (u)int8-64, float16/32/64 and complex64)")
+    return _DTYPE_NAMES[key]
+
+
+def safetensors_header(arrays, metadata=None) -> bytes:
+    """The 8-byte length and the JSON header (padded to 8 bytes) for arrays laid out in order."""
+    header = {"__metadata__": dict(metadata)} if metadata else {}
+    start = 0
+    for name, arr in arrays.items():
+        if not isinstance(name, str):
+            raise TypeError(f"safetensors: tensor names are strings, got {name!r}")
+        header[name] = {"dtype": _dtype_name(name, arr), "shape": list(arr.shape),
+                        "data_offsets": [start, start + arr.nbytes]}
+        start += arr.nbytes
+    raw = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    raw += b" " * (-len(raw) % 8)
+    return struct.pack("<Q", len(raw)) + raw
+
+
+def write_safetensors(path, arrays, metadata=None):
+    """Write {name: array} (+ string metadata) as a safetensors file at `path` (the caller's
+    temporary), streaming each array's bytes, then fsync. No extra copy of the data."""
+    arrays = {k: np.asarray(v) for k, v in arrays.items()}
+    with open(path, "wb") as f:
+        f.write(safetensors_header(arrays, metadata))
+        for arr in arrays.values():
+            if arr.dtype.byteorder == ">":
+                arr = arr.astype(arr.dtype.newbyteorder("<"))
+            if arr.size:
+                f.write(np.ascontiguousarray(arr).reshape(-1).view(np.uint8).data)
+        f.flush()
+        os.fsync(f.fileno())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import refs
 from .core import Sample, ShapeError, Spec, bind, fmt_shape, is_value, register
 from .rules import norm_axis, same
 from .shape import slice_, take
@@ -160,7 +161,8 @@ GATHER_GRAD = register(
     "gather_grad", _gather_grad_infer, _gather_grad_kernel,
     lambda gg, g, idx, x, axis, **kw: (gather(gg, idx, axis=axis), None, None), category="other",
     samples=(Sample(((3, 2), np.array([[0, 1], [2, 2], [3, 3]]), (3, 4)), {"axis": 1}),),
-    ref=None)
+    ref=lambda np_, g, idx, x, axis: refs.scatter(
+        np_, g, _gather_ref(np, refs.positions(x.shape), idx, axis), x.shape))
 
 
 def argsort(x, axis=-1, descending=False):

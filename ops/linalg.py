@@ -13,6 +13,7 @@ import string
 
 from .composite import composite
 from .core import Sample, ShapeError, fmt_shape, spec_of
+from .elementwise import cast
 from .reduce import sum as sum_
 from .shape import expand_dims, transpose
 
@@ -88,5 +89,8 @@ def einsum(*operands, equation):
                 x = expand_dims(x, axis=pos)
         prod = x if prod is None else prod * x
     summed = tuple(range(len(rhs), len(letters)))
-    return sum_(prod, axis=summed) if summed else prod
+    if not summed:
+        return prod
+    out = sum_(prod, axis=summed)   # NOTE: integers add in 64 bits; einsum keeps the dtype
+    return out if out.dtype == spec_of(prod).dtype else cast(out, spec_of(prod).dtype)
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import refs
 from .core import Sample, ShapeError, Spec, bind, fmt_shape, primitive, register
 from .elementwise import unbroadcast
 from .gemm import matmul2d
+from .symbolic import fixing
 from .rules import broadcast, result_dtype, shapes_str
 from .shape import expand_dims, matrix_transpose, reshape, reshape_like, transpose
 
@@ -22,7 +24,7 @@ def _matmul_infer(x, y, **_):
     k2 = y.shape[-2] if y.ndim >= 2 else y.shape[0]
     if k1 is not None and k2 is not None and k1 != k2:
         raise ShapeError(f"matmul: cannot multiply {fmt_shape(x)} by {fmt_shape(y)}: "
-                         f"inner dimensions {k1} != {k2}")
+                         f"inner dimensions {k1} != {k2}{fixing(k1, k2)}")
     bx = x.shape[:-2] if x.ndim >= 2 else ()
     by = y.shape[:-2] if y.ndim >= 2 else ()
     try:
@@ -79,6 +81,11 @@ def _matmul_kernel(x, y):
 
     NOTE: NumPy runs the stack as one small gemm per matrix, and with a transposed weight view
     (eager's and the traced `x @ W.T`) slower still: (64, 8, 32) @ (32, 96)^T 57 -> 40 µs."""
+    if getattr(x, "dtype", None) == np.float16 or getattr(y, "dtype", None) == np.float16:
+        # NOTE: float16 dot products summed in float32 and rounded once, as torch's CPU
+        # kernels do (rules.torch_opmath_dtype); NumPy's float16 loop rounds every step
+        out = np.result_type(x, y)
+        return np.matmul(np.asarray(x, np.float32), np.asarray(y, np.float32)).astype(out)
     if type(x) is np.ndarray and type(y) is np.ndarray and y.ndim == 2:
         if x.ndim == 2:
             return matmul2d(x, y)
@@ -88,7 +95,7 @@ def _matmul_kernel(x, y):
 
 
 MATMUL = register(
-    "matmul", _matmul_infer, _matmul_kernel, _matmul_vjp, category="matmul", onnx="MatMul",
+    "matmul", _matmul_infer, _matmul_kernel, _matmul_vjp, category="matmul", onnx="MatMul", promote="common",
     samples=(Sample(((3, 4), (4, 5))), Sample(((2, 3, 4), (4, 5))),
              Sample(((2, 1, 3, 4), (3, 4, 2))), Sample(((4,), (4, 3))), Sample(((3, 4), (4,))),
              Sample(((4,), (4,))),
@@ -111,7 +118,8 @@ def _matmul_nt_infer(x, w, **_):
                          f"{fmt_shape(x)} and {fmt_shape(w)}")
     if x.shape[-1] is not None and w.shape[1] is not None and x.shape[-1] != w.shape[1]:
         raise ShapeError(f"matmul_nt: cannot multiply {fmt_shape(x)} by the transpose of "
-                         f"{fmt_shape(w)}: inner dimensions {x.shape[-1]} != {w.shape[1]}")
+                         f"{fmt_shape(w)}: inner dimensions {x.shape[-1]} != {w.shape[1]}"
+                         f"{fixing(x.shape[-1], w.shape[1])}")
     return Spec(x.shape[:-1] + (w.shape[0],), result_dtype(x, w))
 
 
@@ -249,7 +257,8 @@ FOLD = register(
              Sample(((1, 12, 12), (1, 2, 6, 5)), {"kernel": (2, 3), "stride": 2, "padding": 1}),
              Sample(((1, 12, 16), (1, 2, 7, 6)), {"kernel": (2, 3), "stride": (2, 1),
                                                   "padding": (1, 0), "dilation": (2, 1)})),
-    ref=None)
+    ref=lambda np_, cols, like, **kw: refs.scatter(
+        np_, cols, _unfold_ref(np, refs.positions(like.shape, 1), **kw) - 1, like.shape))
 
 
 def unfold(x, kernel, stride=1, padding=0, dilation=1):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import refs
 from .composite import _shape
 from .core import Sample, ShapeError, Spec, bind, fmt_shape, register
 from .index import gather
@@ -133,6 +134,15 @@ def _max_pool_ref(np, x, kernel, stride, padding, dilation, extra=(0, 0)):
                   axis=0)
 
 
+def _max_pool_grad_ref(np_, x, g, kernel, stride, padding, dilation, extra=(0, 0)):
+    """g scattered to each window's first maximum: the transpose of picking it."""
+    vals = window_stack(np_, x, kernel, stride, padding, dilation, extra, -np_.inf)
+    pos = window_stack(np, refs.positions(x.shape, 1), kernel, stride, padding, dilation,
+                       extra, 0) - 1
+    first = np.asarray(np_.argmax(vals, axis=0))[None]
+    return refs.scatter(np_, g, np.take_along_axis(pos, first, axis=0)[0], x.shape)
+
+
 _P = {"kernel": (2, 2), "stride": (2, 2), "padding": (0, 0), "dilation": (1, 1)}
 _Q = {"kernel": (3, 2), "stride": (2, 2), "padding": (1, 1), "dilation": (1, 2),
       "extra": (1, 0)}
@@ -151,7 +161,7 @@ MAX_POOL_GRAD = register(
              Sample(((1, 2, 6, 7), (1, 2, 4, 4)), _Q),
              Sample(((2, 3, 4, 4), (2, 3, 3, 2)), _P, match=r"max_pool_grad: gradient "
                     r"\(2, 3, 3, 2\) must have the shape of the pooled output \(2, 3, 2, 2\)")),
-    ref=None)
+    ref=_max_pool_grad_ref)
 
 
 def max_pool(x, kernel, stride, padding, dilation, extra=(0, 0)):

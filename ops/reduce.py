@@ -12,14 +12,23 @@ from .shape import broadcast_like, expand_dims, last_axis_sum, reverse
 def _reduce_infer(name, out_dtype=None):
     def infer(x, axis=None, keepdims=False, **_):
         axes = norm_axes(name, axis, x.ndim, x)
-        return same(x, shape=reduced_shape(x.shape, axes, keepdims), dtype=out_dtype)
+        dt = out_dtype(x.dtype) if isinstance(out_dtype, type(_reduce_infer)) else out_dtype
+        return same(x, shape=reduced_shape(x.shape, axes, keepdims), dtype=dt)
     return infer
+
+
+def _sum_dtype(dt):
+    """What the sum kernel (np.add.reduce) gives: bool and signed integers sum in int64,
+    unsigned in uint64, floats in their own dtype. The front ends choose their own rule by
+    casting first: PyTorch's (ops.rules.torch_sum_dtype), TF1's (the input's dtype)."""
+    return np.dtype(np.int64) if dt.kind in "bi" else np.dtype(np.uint64) if dt.kind == "u" \
+        else dt
 
 
 def _keep(g, x, axis, keepdims):
     """g with the reduced axes put back as size-1 dims."""
-    if keepdims or axis is None:
-        return g  # a 0-d gradient broadcasts as it is
+    if keepdims or axis is None or x.ndim == 0:
+        return g  # a 0-d gradient broadcasts as it is (torch lets a 0-d input take dim 0 or -1)
     if x.ndim is None:   # unknown rank: only axes counted from the front can be put back
         axes = (axis,) if isinstance(axis, int) else tuple(axis)
         if any(a < 0 for a in axes):
@@ -47,17 +56,7 @@ def _sum_kernel(x, axis=None, keepdims=False):
     a = _short_inner_axis(x, axis)
     if a is not None:
         return _unrolled(np.add, x, a, keepdims)
-    return np.add.reduce(x, axis=axis, keepdims=keepdims, dtype=_sum_dtype(np.asarray(x).dtype))
-
-
-def _sum_dtype(dt):
-    """A sum keeps its input's dtype (TF's rule; eager casts first to torch's int64,
-    eager.functions.accumulating); a sum of bools counts them in int64."""
-    return np.dtype(np.int64) if dt.kind == "b" else dt
-
-
-def _sum_infer(x, axis=None, keepdims=False, **_):
-    return _reduce_infer("sum", _sum_dtype(x.dtype))(x, axis=axis, keepdims=keepdims)
+    return np.add.reduce(x, axis=axis, keepdims=keepdims)
 
 
 def _short_inner_axis(x, axis):
@@ -110,7 +109,7 @@ _RED_SAMPLES = (
     Sample(((2, 3),), {"axis": 2}, match=r"axis 2 is out of range for 2-d input of \(2, 3\)"),
 )
 
-SUM = register("sum", _sum_infer, _sum_kernel, _sum_vjp, reduce="sum",
+SUM = register("sum", _reduce_infer("sum", _sum_dtype), _sum_kernel, _sum_vjp, reduce="sum",
                samples=_RED_SAMPLES,
                ref=lambda np, x, axis=None, keepdims=False: np.sum(x, axis=axis,
                                                                     keepdims=keepdims))
@@ -178,7 +177,9 @@ def _count_kernel(x, axis=None):
 
 COUNT = register("count", _count_infer, _count_kernel, None, category="other",
                  samples=(Sample(((3, 4),), {"axis": 1}, grad=False),),
-                 ref=None)
+                 ref=lambda np, x, axis=None: np.asarray(
+                     x.size if axis is None else x.shape[axis],
+                     dtype=x.dtype if x.dtype.kind == "f" else np.float32))
 
 def _cumsum_infer(x, axis, **_):
     norm_axes("cumsum", axis, x.ndim, x)
@@ -254,9 +255,11 @@ def max(x, axis=None, keepdims=False, initial=None):  # noqa: A001
 
 
 def static_count(shape, axis):
-    """The number of reduced elements when it is known at build time, else None."""
+    """The number of reduced elements when it is known at build time, else None (also when
+    it is symbolic: a meta tensor's `N*8`)."""
     axes = range(len(shape)) if axis is None else (axis,) if isinstance(axis, int) else axis
-    return numel([shape[a] for a in axes])
+    n = numel([shape[a] for a in axes] if shape else [])   # a 0-d input's dim 0 / -1: 1
+    return n if n is None or isinstance(n, int) else None
 
 
 SUM.fn, MAX.fn, PROD.fn = sum, max, prod

@@ -6,7 +6,8 @@ import threading
 
 import numpy as np
 
-from .core import ShapeError, Spec, fmt_shape, located
+from .symbolic import fixing
+from .core import ShapeError, Spec, fmt_shape, located, quiet_broadcast, QUIET_BROADCAST
 
 
 class AxisError(ShapeError, IndexError):
@@ -85,9 +86,11 @@ def broadcast(opname, *specs) -> tuple:
         dims = [s.shape[-i] for s in specs if len(s.shape) >= i]
         known = {d for d in dims if d is not None and d != 1}
         if len(known) > 1:
+            ds = sorted(known, key=str)
+            fix = fixing(*ds) if len(ds) == 2 else ""
             raise ShapeError(
                 f"{opname}: cannot broadcast {shapes_str(*specs)}: "
-                f"dimension {-i} is {' vs '.join(str(d) for d in sorted(known))}")
+                f"dimension {-i} is {' vs '.join(str(d) for d in ds)}{fix}")
         if known:
             out.append(known.pop())
         elif any(d is None for d in dims):
@@ -95,6 +98,35 @@ def broadcast(opname, *specs) -> tuple:
         else:
             out.append(1)
     return tuple(reversed(out))
+
+
+def _same_dim(a, b) -> bool:
+    return a == b and a != 1 or a is None and b is None
+
+
+def warn_outer(opname, a, b):
+    """Warn at the user's line when an elementwise op turns (N, 1) against (N,) into (N, N):
+    the size-1 last dim of one input meets the other's last dim, which equals the dim before
+    it (the same number, the same symbol, or both unknown). Nothing raises in any framework;
+    torch warns only inside mse_loss, TF1 never. `a`, `b`: shapes or Specs."""
+    a, b = getattr(a, "shape", a), getattr(b, "shape", b)
+    if QUIET_BROADCAST.depth or a is None or b is None or len(a) == len(b):
+        return
+    hi, lo = (a, b) if len(a) > len(b) else (b, a)
+    if len(hi) < 2 or not lo or hi[-1] != 1 or lo[-1] == 1 or not _same_dim(hi[-2], lo[-1]):
+        return
+    import warnings
+    from .core import user_frame, user_stacklevel, where_str
+    out = tuple(hi[:-1]) + (lo[-1],)
+    warnings.warn(f"{opname}: {fmt_shape(a)} and {fmt_shape(b)} broadcast to {fmt_shape(out)}: "
+                  f"the size-1 last dim of {fmt_shape(hi)} is stretched to {fmt_shape(lo)}'s "
+                  f"{_dim(lo[-1])}, which is likely a bug (squeeze the 1, or unsqueeze the "
+                  f"other; at {where_str(user_frame())})", UserWarning,
+                  stacklevel=user_stacklevel())
+
+
+def _dim(d):
+    return "?" if d is None else str(d)
 
 
 def norm_axis(opname, axis, ndim, spec=None, frontend=False) -> int:
@@ -196,14 +228,93 @@ def torch_result_dtype(operands, default_float=np.dtype(np.float32)) -> np.dtype
     0-d tensor leaves a float32 tensor float32). NumPy instead lets any float64 or int64 win:
     `float32 ** int64` is float64 there and float32 here.
     """
+    return _torch_promote([_operand(x) for x in operands], default_float)
+
+
+def _operand(x):
+    """(dtype, ndim, Python scalar or None) of an array, an engine tensor, a Spec or a number."""
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
+        return None, 0, x
+    if isinstance(x, Spec):
+        return np.dtype(x.dtype), (1 if x.shape is None else len(x.shape)), x.weak
+    if hasattr(x, "dtype"):
+        return np.dtype(x.dtype), np.ndim(x) if isinstance(x, (np.ndarray, np.generic)) \
+            else len(x.shape), None
+    x = np.asarray(x)
+    return x.dtype, x.ndim, None
+
+
+def _torch_promote(operands, default_float):
     dims, zeros, wrapped = [], [], []
-    for x in operands:
-        if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
-            wrapped.append(np.dtype(np.bool_) if isinstance(x, bool) else
-                           np.dtype(np.int64) if isinstance(x, int) else
-                           default_float if isinstance(x, float) else
+    for dt, nd, weak in operands:
+        if weak is not None:
+            wrapped.append(np.dtype(np.bool_) if isinstance(weak, bool) else
+                           np.dtype(np.int64) if isinstance(weak, int) else
+                           default_float if isinstance(weak, float) else
                            np.result_type(default_float, 1j))
         else:
-            dt, nd = np.asarray(x).dtype if not hasattr(x, "dtype") else x.dtype, np.ndim(x)
-            (dims if nd else zeros).append(np.dtype(dt))
+            (dims if nd else zeros).append(dt)
     return _combine(_promote_all(dims), _combine(_promote_all(zeros), _promote_all(wrapped)))
+
+
+# -- PyTorch's front end (eager and compile()): the dtype an op computes in ----------------------
+# An op that combines operands of several dtypes declares how (`Op.promote`): "common" (add,
+# mul, comparisons, ...: torch.result_type of the operands), "divide" (true division: integer
+# operands give the default float) and "where" (the two value operands; the condition is
+# bool). Both interpreters of PyTorch code ask `torch_compute_dtype` BEFORE the kernel runs
+# and cast the tensor operands to it: eager casts the arrays, compile() records cast nodes,
+# so the kernel, the graph's shape rule, the optimiser and the fused loops all see operands
+# of one dtype and never re-derive it. TF1's graph front end promotes nothing
+# (`strict_dtypes`), so it never needs this.
+def torch_compute_dtype(op, operands, default_float=np.dtype(np.float32)):
+    """The dtype the tensor operands of `op` are cast to under PyTorch's rules (operands:
+    arrays, Specs, engine tensors or Python numbers), or None when `op` declares no promotion.
+    """
+    how = op.promote
+    if how is None:
+        return None
+    ops_ = [_operand(x) for x in (operands[1:] if how == "where" else operands)]
+    want = _torch_promote(ops_, default_float)
+    if how == "divide" and want.kind in "biu":
+        want = np.dtype(default_float)
+    return want
+
+
+def torch_needs_cast(op, operands, default_float=np.dtype(np.float32)):
+    """`torch_compute_dtype`, or None when every tensor operand already has it and the kernel
+    gives it as is (no cast needed): the cheap question eager asks on every call."""
+    want = torch_compute_dtype(op, operands, default_float)
+    if want is None:
+        return None
+    vals = operands[1:] if op.promote == "where" else operands
+    for dt, _, weak in map(_operand, vals):
+        if weak is None and dt != want:
+            return want
+    if any(isinstance(v, float) for v in vals) or op.promote == "divide":
+        return want   # NOTE: NumPy's int * 2.5 and int / int give float64: cast first
+    return None
+
+
+def torch_sum_dtype(dtype, requested=None) -> np.dtype:
+    """The dtype PyTorch's sum, prod, cumsum and cumprod accumulate and return: `requested`
+    when given, else int64 for every integer and bool input, else the input's."""
+    if requested is not None:
+        return np.dtype(requested)
+    dtype = np.dtype(dtype)
+    return np.dtype(np.int64) if dtype.kind in "biu" else dtype
+
+
+# PyTorch's CPU kernels compute float16 reductions in float32 (their "opmath" type)
+_OPMATH = {np.dtype(np.float16): np.dtype(np.float32)}
+
+
+def torch_opmath_dtype(dtype) -> np.dtype:
+    """The dtype torch's CPU kernels compute a reduction (sum, mean, cumsum, softmax's sum,
+    matmul's dot products) in: float32 for float16, the dtype itself otherwise; the result is
+    rounded back to the input's dtype once, at the end.
+
+    >>> torch_opmath_dtype(np.dtype("float16")), torch_opmath_dtype(np.dtype("int64"))
+    (dtype('float32'), dtype('int64'))
+    """
+    dtype = np.dtype(dtype)
+    return _OPMATH.get(dtype, dtype)

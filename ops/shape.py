@@ -11,7 +11,9 @@ import numpy as np
 
 from .core import (Sample, ShapeError, Spec, bind, fmt_shape, is_value, primitive, register,
                    spec_of)
+from . import refs
 from .gemm import matvec, vecmat
+from .symbolic import Dim, SymbolicValueError, as_dim, solved
 from .rules import broadcast, norm_axes, norm_axis, numel, result_dtype, same, shapes_str
 
 _SHAPE = "shape"
@@ -27,6 +29,8 @@ def _reshape_infer(x, shape, **_):
     if sum(d == -1 for d in shape) > 1:
         raise ShapeError(f"reshape: can only infer one dimension (-1), got {shape}")
     n_in, known = numel(x.shape), numel([d for d in shape if d != -1])
+    if isinstance(n_in, Dim) or isinstance(known, Dim):
+        return _symbolic_reshape(x, shape, n_in, known)
     if -1 not in shape:
         if n_in is not None and n_in != known:
             raise ShapeError(f"reshape: cannot reshape {fmt_shape(x)} ({n_in} elements) "
@@ -40,6 +44,57 @@ def _reshape_infer(x, shape, **_):
     else:
         fill = n_in // known
     return same(x, shape=[fill if d == -1 else d for d in shape])
+
+
+def _symbolic_reshape(x, shape, n_in, known):
+    """reshape with symbolic dims (ops/symbolic.py): the sizes must agree for every value of
+    the symbols, and a literal may not stand where the input had a bare symbol (the batch)."""
+    head = f"reshape: cannot reshape {fmt_shape(x)} ({n_in} elements) into {fmt_shape(shape)}"
+    if -1 not in shape:
+        if n_in != known:
+            fix = solved(n_in, known) if isinstance(n_in, Dim) else solved(known, n_in)
+            raise ShapeError(f"{head} ({known} elements)" +
+                             (f": the sizes agree only when {fix}" if fix else ""))
+        out = shape
+    else:
+        if n_in is None or known is None:
+            fill = None
+        else:
+            fill = n_in // known
+            if fill * known != n_in:
+                raise ShapeError(f"{head}: {n_in} is a multiple of {known} only for some values "
+                                 f"of {_sym(n_in)}{_multiple(n_in, known)}{_per_row(x)}")
+        out = tuple(fill if d == -1 else d for d in shape)
+    for i, (before, after) in enumerate(zip(x.shape, out)):
+        if isinstance(before, Dim) and before.is_symbol() and isinstance(after, int) \
+                and after != 1 and shape[i] != -1 and any(
+                    isinstance(d, Dim) and before.name in str(d) for d in out):
+            raise ShapeError(f"reshape: {fmt_shape(x)} into {fmt_shape(shape)} puts {after} "
+                             f"where the symbolic dim {before} was: the result "
+                             f"{fmt_shape(out)} has the shape meant only when {before} = "
+                             f"{after}; use x.shape[{i}] (or -1) for that dim")
+    return same(x, shape=out)
+
+
+def _sym(d):
+    from .symbolic import symbols
+    return ", ".join(symbols(d)) or str(d)
+
+
+def _multiple(n, k):
+    """` (N must be a multiple of 4)` for n = N*128, k = 512 (one symbol, no constant)."""
+    if not isinstance(n, Dim) or len(n.terms) != 1 or n.const or not isinstance(k, int):
+        return ""
+    (name, coeff), = n.terms
+    return f" ({name} must be a multiple of {k // math.gcd(coeff, k)})"
+
+
+def _per_row(x):
+    """`; each of the N rows has 128 elements` when the leading dim is a bare symbol."""
+    lead, rest = (x.shape[0], numel(x.shape[1:])) if x.shape else (None, None)
+    if isinstance(lead, Dim) and lead.is_symbol() and isinstance(rest, int):
+        return f"; each of the {lead} rows of the input has {rest} elements"
+    return ""
 
 
 def _reshape_kernel(x, shape):
@@ -120,7 +175,16 @@ def _broadcast_to_infer(x, shape, **_):
 
 
 def _broadcast_to_kernel(x, shape):
+    if type(x) is np.ndarray and x.size == _numel(shape) and x.flags.c_contiguous:
+        return x.reshape(shape)     # NOTE: no element repeated: a writable view, as torch's
     return np.broadcast_to(x, shape)
+
+
+def _numel(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 BROADCAST_TO = register("broadcast_to", _broadcast_to_infer, _broadcast_to_kernel,
@@ -136,7 +200,7 @@ def _broadcast_like_infer(x, like, **_):
 
 
 def _broadcast_like_kernel(x, like):
-    return np.broadcast_to(x, np.shape(like))
+    return _broadcast_to_kernel(x, np.shape(like))
 
 
 BROADCAST_LIKE = register("broadcast_like", _broadcast_like_infer, _broadcast_like_kernel,
@@ -352,17 +416,32 @@ def _concat_part_vjp(gg, g, *xs, axis, index, **kw):
 CONCAT_PART = register("concat_part", _concat_part_infer, _concat_part_kernel, _concat_part_vjp,
                        category=_SHAPE, view=True,
                        samples=(_S((6, 3), (2, 3), (4, 3), attrs={"axis": 0, "index": 1}),),
-                       ref=None)
+                       ref=lambda np, g, *xs, axis, index: np.split(
+                           g, [sum(x.shape[axis] for x in xs[:i]) for i in range(1, len(xs))],
+                           axis=axis)[index])
 
 
 # -- basic slicing ----------------------------------------------------------------------------
 def _slice_dim(d, s: slice):
+    if isinstance(d, Dim):
+        return _symbolic_slice(d, s)
     if d is None:
         if (s.start is None or s.start >= 0) and s.stop is not None and s.stop >= 0 \
                 and (s.step or 1) > 0:
             return max(0, -(-(s.stop - (s.start or 0)) // (s.step or 1)))
         return None
     return len(range(*s.indices(d)))
+
+
+def _symbolic_slice(d, s):
+    """The length of `s` over a symbolic dim: `[a:]`, `[:b]`, `[-k:]`, `[:-k]`, `[a:b]` with
+    unit step (a concrete stop is taken to be within the dim: torch.export guards the same)."""
+    if (s.step or 1) != 1:
+        raise SymbolicValueError(f"a slice with step {s.step} of the symbolic dim {d}")
+    lo = 0 if s.start is None else s.start if s.start >= 0 else d + s.start
+    hi = d if s.stop is None else s.stop if s.stop >= 0 else d + s.stop
+    n = hi - lo
+    return max(n, 0) if isinstance(n, int) else n
 
 
 def expand_index(index, ndim) -> tuple:
@@ -431,7 +510,8 @@ SLICE_GRAD = register("slice_grad", lambda g, x, index, **_: same(x, dtype=g.dty
                       _slice_grad_kernel,
                       lambda gg, g, x, index, **kw: (slice_(gg, index=index), None),
                       category=_SHAPE, samples=(_S((2, 5), (4, 5), attrs={"index": (slice(1, 3),)}),),
-                      ref=None)
+                      ref=lambda np, g, x, index: refs.scatter(np, g, refs.positions(x.shape)[index],
+                                                               x.shape))
 
 
 # -- take (integer-array indexing, embedding lookup) ------------------------------------------
@@ -482,7 +562,8 @@ TAKE_GRAD = register("take_grad", lambda g, idx, x, axis=0, **_: same(x, dtype=g
                      category="other",
                      samples=(Sample(((4, 3), np.array([0, 4, 4, 1]), (5, 3)),
                                      attrs={"axis": 0}),),
-                     ref=None)
+                     ref=lambda np_, g, idx, x, axis=0: refs.scatter(
+                         np_, g, np.take(refs.positions(x.shape), idx, axis=axis), x.shape))
 
 
 # -- pad --------------------------------------------------------------------------------------
@@ -555,7 +636,7 @@ def reverse(x, axis):
 
 
 def reshape(x, shape):
-    return bind(RESHAPE, x, shape=tuple(int(d) for d in shape))
+    return bind(RESHAPE, x, shape=tuple(as_dim(d) for d in shape))
 
 
 def concat(*xs, axis=0):

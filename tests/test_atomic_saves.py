@@ -54,11 +54,11 @@ def test_eager_save_failure_removes_temporary_and_keeps_old(tmp_path, monkeypatc
     eager.save({"w": eager.ones(2)}, path)
     from dualgrad.eager import serialization
 
-    def dies(arrays, tmp, metadata=None):
+    def dies(tmp, arrays, metadata=None):
         with open(tmp, "wb") as f:
             f.write(b"\0" * 1000)
         raise OSError(28, "No space left on device")
-    monkeypatch.setattr(serialization, "save_file", dies)
+    monkeypatch.setattr(serialization, "write_safetensors", dies)
     with pytest.raises(OSError):
         eager.save({"w": eager.zeros(2)}, path)
     assert temporaries(tmp_path) == []

@@ -18,6 +18,8 @@ import subprocess
 import sys
 import time
 
+from .timing import build_cell, fill_stats
+
 TORCH_COLUMNS = ("torch", "torch_compile")
 
 
@@ -40,7 +42,6 @@ def torch_cells(names, quick, columns, settings):
 
 def _child(spec):
     from dualgrad.compiler.memory import pin_malloc
-    from .run import _build, _stats
     from .timing import time_group
     from .workloads import workloads
     pin_malloc()
@@ -55,12 +56,12 @@ def _child(spec):
     for w in workloads(spec["names"], spec["quick"]):
         cells, fns = {}, {}
         for col in spec["columns"]:
-            fn, cells[col] = _build(w, col)
+            fn, cells[col] = build_cell(w, col)
             if fn is not None:
                 fns[col] = fn
         s = spec["settings"]
         for col, st in time_group(fns, s["repeat"], s["target_s"], s["passes"]).items():
-            _stats(cells[col], st, w.unit_div)
+            fill_stats(cells[col], st, w.unit_div)
             cells[col]["threads"] = threads
         res[w.name] = cells
     return res

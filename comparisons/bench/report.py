@@ -8,20 +8,9 @@ import json
 from rich.table import Table
 from rich.text import Text
 
+from .cells import KEYS, fmt_time, shown_columns
+from .report_more import render_more
 from .workloads import COLUMNS, HEADERS
-
-
-def fmt_time(ms: float) -> str:
-    if ms >= 1000:
-        return f"{ms / 1e3:.2f} s"
-    if ms >= 1:
-        return f"{ms:.3g} ms"
-    return f"{ms * 1e3:.3g} µs"
-
-
-# NOTE: short column keys keep the tables within 80 columns; LEGEND spells them out
-KEYS = {"eager": "eager", "graph": "graph", "graph_opt": "opt", "compiled": "comp",
-        "jax": "jax", "torch": "torch", "torch_compile": "tc"}
 
 
 def legend(cols) -> str:
@@ -48,13 +37,6 @@ def _cell(c) -> Text:
     if x is not None:
         t.append(f"\n{x:.2f}x", style="green" if x > 1.05 else "red" if x < 0.95 else "")
     return t
-
-
-def shown_columns(res):
-    """Columns that ran somewhere (a column skipped everywhere is left to the notes)."""
-    return [c for c in COLUMNS if any(w["columns"][c]["status"] != "skipped"
-                                      or w["columns"][c]["note"] != "not selected"
-                                      for w in res["workloads"])]
 
 
 def times_table(res) -> Table:
@@ -121,7 +103,6 @@ def render(res, console):
         console.print("[bold]optimiser report[/] (graph, optimize=True)")
         for line in lines:
             console.print("  " + line, highlight=False)
-    from .report_more import render_more
     render_more(res, console, shown_columns(res))
     console.print(f"[dim]{legend(shown_columns(res))}[/]", highlight=False)
     for line in notes(res):

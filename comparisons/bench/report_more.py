@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
+from .cells import KEYS, fmt_time, shown_columns
 from .workloads import HEADERS
 
 PROFILED = ("eager", "graph", "graph_opt", "compiled")
@@ -21,7 +22,6 @@ def profile_table(res):
     rows = [w for w in res["workloads"] if w.get("profile")]
     if not rows:
         return None
-    from .report import KEYS
     t = _table("where a step goes (ms): kernels, allocation, Python; kernel calls and "
                "Python µs per call (the slowest kernels are listed below)", "model")
     t.add_column("col")
@@ -38,7 +38,6 @@ def profile_table(res):
 
 def slowest_kernels(res) -> list[str]:
     """The profile's slowest kernels, one line per (model, column), for under the table."""
-    from .report import KEYS
     out = []
     for w in res["workloads"]:
         for col in PROFILED:
@@ -59,7 +58,6 @@ def arithmetic_table(res, cols):
     rows = [w for w in res["workloads"] if w.get("flops")]
     if not rows:
         return None
-    from .report import KEYS
     rate = res["settings"].get("sgemm_gflops_1thread")
     t = _table(f"arithmetic: MFLOP per step (XLA's count) and the fraction of the "
                f"1-thread sgemm rate ({rate:.0f} GFLOP/s) each column reaches", "model")
@@ -77,7 +75,6 @@ def load_table(res, cols):
             if any("load_growth" in c for c in w["columns"].values())]
     if not rows:
         return None
-    from .report import KEYS
     t = _table(f"under load (a process spinning on core {res['settings'].get('busy_core')})"
                ": loaded median and growth over the unloaded run", "workload")
     for c in cols:
@@ -95,7 +92,6 @@ def _pct(x):
 def _growth(c):
     if "load_growth" not in c:
         return "-"
-    from .report import fmt_time
     return f"{fmt_time(c['loaded_median_ms'])} ({c['load_growth']:.2f}x)"
 
 
@@ -109,7 +105,6 @@ def render_more(res, console, cols):
 
 def markdown(res):
     """The run's tables as Markdown (what docs/benchmarks.md carries)."""
-    from .report import shown_columns, fmt_time
     cols = shown_columns(res)
     out = ["| workload | " + " | ".join(HEADERS[c] for c in cols) + " |",
            "|---|" + "---:|" * len(cols)]

@@ -13,37 +13,11 @@ import time
 
 from ..threads import blas_limit
 from .isolate import TORCH_COLUMNS, busy_core, torch_cells
-from .timing import time_group, timed
+from .timing import build_cell, fill_stats, one_line, time_group, timed
 from .workloads import COLUMNS, DEFAULT_COLUMNS, MODEL_NAMES, Skip, workloads
 
 SETTINGS = {False: {"repeat": 8, "target_s": 0.05, "passes": 2},
             True: {"repeat": 3, "target_s": 0.005, "passes": 1}}
-
-
-def _one_line(err: BaseException) -> str:
-    msg = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {msg[0] if msg else ''}"[:200]
-
-
-def _build(w, col):
-    """(step fn or None, cell) for one column: built, called once, timed."""
-    cell = {"status": "ok", "note": w.notes.get(col, "")}
-    try:
-        fn, cell["build_s"] = timed(lambda: w.make(col))
-        _, cell["first_call_s"] = timed(fn)
-        return fn, cell
-    except Skip as e:
-        cell.update(status="skipped", note=str(e))
-    except Exception as e:  # noqa: BLE001 - one failing column must not stop the run
-        cell.update(status="error", note=_one_line(e))
-    return None, cell
-
-
-def _stats(cell, st, unit_div):
-    med, lo, hi = (st[k] / unit_div for k in ("median_s", "min_s", "max_s"))
-    cell.update(median_ms=med * 1e3, min_ms=lo * 1e3, max_ms=hi * 1e3,
-                spread_pct=100.0 * (hi - lo) / med if med else 0.0,
-                number=st["number"], repeat=st["repeat"])
 
 
 def _report_dict(report):
@@ -72,7 +46,7 @@ def run_workload(w, columns, settings, progress=None) -> dict:
             continue     # NOTE: timed in a process of their own (isolate.py), merged in later
         if progress:
             progress(f"{w.name}: building {col}")
-        fn, cells[col] = _build(w, col)
+        fn, cells[col] = build_cell(w, col)
         if fn is not None:
             fns[col] = fn
     if progress:
@@ -82,9 +56,9 @@ def run_workload(w, columns, settings, progress=None) -> dict:
     except Exception as e:  # noqa: BLE001 - a step that fails on a later call
         stats = {}
         for col in fns:
-            cells[col].update(status="error", note=_one_line(e))
+            cells[col].update(status="error", note=one_line(e))
     for col, st in stats.items():
-        _stats(cells[col], st, w.unit_div)
+        fill_stats(cells[col], st, w.unit_div)
     return {"name": w.name, "kind": w.kind, "description": w.description, "size": w.size,
             "unit": w.unit, "columns": cells,
             "optimizer_report": _report_dict(w.optimizer_report())}
@@ -119,7 +93,7 @@ def _arithmetic(results, settings):
         try:
             w["flops"] = flops = model_flops(w["name"])
         except Exception as e:  # noqa: BLE001 - a missing jax leaves the figure out
-            w["flops_note"] = _one_line(e)
+            w["flops_note"] = one_line(e)
             continue
         for cell in w["columns"].values():
             if flops and cell.get("median_ms"):
@@ -137,7 +111,7 @@ def _profiles(results, names, quick):
             try:
                 out["profile"][col] = profile_step(w, col)
             except Exception as e:  # noqa: BLE001 - a column that cannot run has no profile
-                out["profile"][col] = {"error": _one_line(e)}
+                out["profile"][col] = {"error": one_line(e)}
 
 
 def _add_loaded(results, loaded):

@@ -18,6 +18,8 @@ import math
 import statistics
 import time
 
+from .workloads import Skip
+
 
 def _autorange(fn, target):
     """Calls per repeat so that one repeat lasts about `target` seconds."""
@@ -71,3 +73,32 @@ def timed(fn):
     t = time.perf_counter()
     out = fn()
     return out, time.perf_counter() - t
+
+
+# -- one column's cell of a workload (the in-process run and isolate.py's processes) ---------
+def one_line(err: BaseException) -> str:
+    msg = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {msg[0] if msg else ''}"[:200]
+
+
+def build_cell(w, col):
+    """(step fn or None, cell) for one column: built, called once, timed."""
+    cell = {"status": "ok", "note": w.notes.get(col, "")}
+    try:
+        fn, cell["build_s"] = timed(lambda: w.make(col))
+        _, cell["first_call_s"] = timed(fn)
+        return fn, cell
+    except Skip as e:
+        cell.update(status="skipped", note=str(e))
+    except Exception as e:  # noqa: BLE001 - one failing column must not stop the run
+        cell.update(status="error", note=one_line(e))
+    return None, cell
+
+
+def fill_stats(cell, st, unit_div):
+    med, lo, hi = (st[k] / unit_div for k in ("median_s", "min_s", "max_s"))
+    cell.update(median_ms=med * 1e3, min_ms=lo * 1e3, max_ms=hi * 1e3,
+                spread_pct=100.0 * (hi - lo) / med if med else 0.0,
+                number=st["number"], repeat=st["repeat"])
+
+

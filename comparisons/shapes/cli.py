@@ -1,4 +1,4 @@
-"""`dualgrad shapes`: where each catalogued shape bug surfaces, eager vs graph vs compiled.
+"""`dualgrad shapes`: where each catalogued shape bug surfaces, eager vs graph vs compiled vs check.
 
     dualgrad shapes                       # the side-by-side table of every bug
     dualgrad shapes attn_mask --explain   # every mode's full message and traceback
@@ -24,7 +24,7 @@ from .harness import MODES
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
-        "shapes", help="where each catalogued shape bug surfaces in eager, graph and compiled "
+        "shapes", help="where each catalogued shape bug surfaces in eager, graph, compiled and check "
                        "mode", description=__doc__.split("\n\n")[0])
     _arguments(p)
     p.set_defaults(func=handle)

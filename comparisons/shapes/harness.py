@@ -34,15 +34,17 @@ import traceback
 import warnings
 
 MARK = "@@dualgrad-shapes@@ "
-MODES = ("eager", "graph", "compiled")
-SOURCE = {"eager": "eager", "graph": "graph", "compiled": "eager"}   # mode -> file it runs
+MODES = ("eager", "graph", "compiled", "check")
+SOURCE = {"eager": "eager", "graph": "graph", "compiled": "eager",   # mode -> file it runs
+          "check": "eager"}
 COMPILED_FN = "loss_fn"     # compiled mode wraps this top-level function of the eager file
 _COMPILE = "__dualgrad_compile__"
 
 # `at ops/x.py:12`, `defined at bugs/a.py:30`, `created at /abs/b.py:7`
 _LOC = re.compile(r"(?:(defined|created) )?at (?P<file>[^\s(),'\"]+\.py):(?P<line>\d+)")
 _OP_NAMED = re.compile(r"^[a-z][a-z0-9_]*: |\(op [a-z][a-z0-9_]*\)")
-_SHAPE = re.compile(r"\((?:\d+|\?)(?:, (?:\d+|\?))*,?\)")
+_DIM = r"(?:\d+|\?|[A-Za-z_]\w*(?:\*\d+)?(?: [+-] \d+)?)"     # 32, ?, N, N*8, N - 1
+_SHAPE = re.compile(rf"\({_DIM}(?:, {_DIM})*,?\)")
 
 
 def bug_line(path) -> int | None:
@@ -229,7 +231,7 @@ def preload(mode):
     model (build, run, kernel compilation), not imports or reading the data from disk."""
     import importlib
     for name in {"eager": ("eager",), "graph": ("graph", "compiler"),
-                 "compiled": ("eager", "compiler")}[mode]:
+                 "compiled": ("eager", "compiler"), "check": ("eager",)}[mode]:
         try:
             importlib.import_module(f"dualgrad.{name}")
         except ImportError:
@@ -276,6 +278,8 @@ def run_file(path, mode) -> dict:
     name = os.path.basename(path)[:-len(f"_{SOURCE[mode]}.py")]
     rec = {"bug": name, "mode": mode, "file": path, "bug_line": bug_line(path)}
     preload(mode)
+    if mode == "check":
+        return _checked(path, rec)
     c = _Counter()
     undo = _install(mode, c)
     try:
@@ -297,6 +301,32 @@ def run_file(path, mode) -> dict:
     if mode == "compiled":
         rec["traces"] = sum(f.traces for f in c.compiled)
     rec["warnings"] = _dedupe(c.warnings, path, rec["bug_line"])
+    return rec
+
+
+def _checked(path, rec) -> dict:
+    """Check mode: `dualgrad check` on the eager script (comparisons/check_cli.py): meta
+    tensors with a symbolic batch, so no step runs on data; its first error, else the first
+    part it could not explore, else nothing, with its warnings."""
+    from ..check_cli import run_script
+    report = run_script(path)
+    line = rec["bug_line"]
+    rec.update(seconds=report.seconds, steps=0, checked_steps=report.steps)
+    errors, unexplored = report.of("error"), report.of("unexplored")
+    if errors:
+        rec.update(status="raised", phase="before data",
+                   **_analyse(errors[0].exc, path, line, "check"))
+    elif unexplored:
+        u = unexplored[0]
+        rec.update(status="unexplored", phase="not explored", message=u.message,
+                   first_line=u.message.splitlines()[0], msg_line=u.line,
+                   msg_points_to_bug=_same_file(u.file, path) and u.line == line)
+    else:
+        rec.update(status="silent", phase="never")
+    rec["warnings"] = [{"category": "UserWarning", "message": w.message, "file": w.file,
+                        "line": w.line, "step": 1, "count": 1,
+                        "points_to_bug": _same_file(w.file, path) and w.line == line}
+                       for w in report.of("warning")]
     return rec
 
 

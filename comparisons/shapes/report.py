@@ -18,7 +18,8 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-PHASE_STYLE = {"build": "bold green", "first run": "yellow", "never": "bold red"}
+PHASE_STYLE = {"build": "bold green", "before data": "bold green", "first run": "yellow",
+               "not explored": "cyan", "never": "bold red"}
 
 
 def _time(s) -> str:
@@ -55,6 +56,11 @@ def cells(rec) -> dict:
     if status in ("timeout", "crashed"):
         return {"phase": status, "steps": "", "time": _time(rec.get("seconds")), "line": "",
                 "tb": "", "error": rec.get("reason", "")[:60]}
+    if status == "unexplored":
+        mark = "✓" if rec.get("msg_points_to_bug") else "✗"
+        return {"phase": "not explored", "steps": str(rec.get("steps", "")),
+                "time": _time(rec.get("seconds")), "line": f"{mark} {rec.get('msg_line')}",
+                "tb": "-", "error": "branch not taken"}
     if status == "silent":
         return {"phase": "never", "steps": str(rec.get("steps", "")),
                 "time": _time(rec.get("seconds")), "line": "-", "tb": "-",
@@ -102,9 +108,10 @@ def table(records, modes) -> Table:
     return t
 
 
-LEGEND = ("phase: build (graph refused it while being built), first run (before step 1 "
-          "finished), step k, never (ran to its end; steps run); (trace N): raised by compiled "
-          "trace N. line: the line the message names, ✓ when it is the # BUG line. tb: the "
+LEGEND = ("phase: build (graph refused it while being built), before data (`dualgrad check` "
+          "found it on meta tensors), not explored (check: a branch it did not take), first run "
+          "(before step 1 finished), step k, never (ran to its end; steps run); (trace N): "
+          "raised by compiled trace N. line: the line the message names, ✓ when it is the # BUG line. tb: the "
           "traceback's last line in the bug file, ✓ when it is the # BUG line.")
 
 
@@ -243,10 +250,12 @@ def _glance(rec) -> str:
         ws = rec.get("warnings") or []
         return (f"never; warns ×{ws[0]['count']} {'✓' if ws[0].get('points_to_bug') else '✗'}"
                 if ws else "never; silent")
+    if rec.get("status") == "unexplored":
+        return f"not explored {c['line']}"
     if rec.get("status") != "raised":
         return c["phase"]
     phase = _phase(rec).replace(" (", ", ").rstrip(")")
-    phase = f"**{phase}**" if phase == "build" else phase
+    phase = f"**{phase}**" if phase in ("build", "before data") else phase
     return f"{phase} {c['line'].split(' (')[0] if c['line'].startswith('✗') else '✓'}"
 
 

@@ -132,6 +132,11 @@ def judge(rec: dict) -> dict:
     error, but at a later line the bug flowed into), "framework failure" (a raw NumPy or
     internal error, no op or shapes, or no user line), "silent" or "-".
     """
+    if rec.get("status") == "unexplored":   # check mode: a branch it could not explore
+        rec["line_verdict"] = "bug line" if rec["msg_points_to_bug"] else \
+            f"other line {rec['msg_line']}"
+        rec["quality"] = "not explored"
+        return rec
     if rec.get("status") != "raised":
         rec["line_verdict"] = "-"
         rec["quality"] = "silent" if rec.get("status") == "silent" else "-"

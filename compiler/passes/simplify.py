@@ -156,11 +156,13 @@ def reshape_reshape(n, users):
 
 
 def static_count(n, users):
-    if n.op.name == "count":
-        return _new_const(ops.REGISTRY["count"].kernel(
-            np.empty(n.inputs[0][0].specs[n.inputs[0][1]].shape, np.int8), **n.attrs).astype(
-            n.spec.dtype), n)
-    return None
+    if n.op.name != "count":
+        return None
+    shape = n.inputs[0][0].specs[n.inputs[0][1]].shape
+    if shape is None or None in shape:   # NOTE: a dim known only at run time (a tf.data batch)
+        return None
+    return _new_const(ops.REGISTRY["count"].kernel(np.empty(shape, np.int8), **n.attrs).astype(
+        n.spec.dtype), n)
 
 
 def slice_grads_to_concat(n, users):

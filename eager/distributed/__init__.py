@@ -21,8 +21,9 @@ import numpy as np
 
 from dualgrad.ops import distributed as _mpi
 from ..core import Tensor
+from .. import devices as _devices
 
-__all__ = ["ReduceOp", "init_process_group", "destroy_process_group", "is_initialized",
+__all__ = ["get_default_backend_for_device", "ReduceOp", "init_process_group", "destroy_process_group", "is_initialized",
            "is_available", "is_mpi_available", "get_rank", "get_world_size", "barrier",
            "all_reduce", "broadcast", "all_gather", "reduce_scatter"]
 
@@ -34,6 +35,13 @@ class ReduceOp(enum.Enum):
     PRODUCT = "product"
     MIN = "min"
     MAX = "max"
+
+
+def get_default_backend_for_device(device):
+    """The backend collectives use for tensors on `device`: MPI for the CPU (dualgrad's only
+    backend, where torch answers "gloo"); a CUDA device raises torch's CPU-only error."""
+    _devices.check(device)
+    return "mpi"
 
 
 def is_available():
@@ -49,8 +57,11 @@ def is_mpi_available():
     return True
 
 
-def init_process_group(backend="mpi", init_method=None, timeout=None, world_size=-1, rank=-1):
+def init_process_group(backend="mpi", init_method=None, timeout=None, world_size=-1, rank=-1,
+                       device_id=None):
     """Join the MPI job that `mpiexec` started: rank and world size come from MPI.
+    `device_id` binds the group to a device: the CPU here (a CUDA one raises torch's
+    CPU-only error).
 
     `timeout` (a timedelta or seconds; default 300 s, or $DUALGRAD_DIST_TIMEOUT) bounds every
     collective's wait: past it the job aborts with an error naming the waiting rank.
@@ -63,6 +74,7 @@ def init_process_group(backend="mpi", init_method=None, timeout=None, world_size
                          f"the ranks; init_method={init_method!r} is not used, leave it out")
     if isinstance(timeout, timedelta):
         timeout = timeout.total_seconds()
+    _devices.check(f"cuda:{device_id}" if isinstance(device_id, int) else device_id)
     _mpi.init(timeout)
     for name, given, actual in (("world_size", world_size, _mpi.size()),
                                 ("rank", rank, _mpi.rank())):

@@ -28,7 +28,8 @@ from dualgrad.ops import distributed as _mpi
 from ..nn import Module, Parameter
 from ..core import Tensor, _GRAD
 
-__all__ = ["FullyShardedDataParallel", "ModuleWrapPolicy", "size_based_auto_wrap_policy"]
+__all__ = ["FullyShardedDataParallel", "ModuleWrapPolicy", "ShardingStrategy",
+           "size_based_auto_wrap_policy"]
 _PREFIX = "_fsdp_wrapped_module."
 
 
@@ -62,11 +63,35 @@ _REGATHER = ops.Op("fsdp_pre_backward", lambda spec, unit: spec, _regather_kerne
                    _regather_vjp)
 
 
+class ShardingStrategy:
+    """torch's names; dualgrad shards parameters, gradients and optimizer state (FULL_SHARD)."""
+    FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD = (
+        "FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD")
+
+
+def _check_options(sharding_strategy, mixed_precision, device_id):
+    """FSDP's options dualgrad acts on: full sharding on the CPU (`device_id` a CPU device,
+    else torch's CPU-only error), no mixed precision; `limit_all_gathers` is a scheduling
+    switch of torch's CUDA streams, accepted and without effect on values."""
+    from .. import devices
+    devices.check(device_id if not isinstance(device_id, int) else f"cuda:{device_id}")
+    strategy = getattr(sharding_strategy, "name", sharding_strategy)
+    if strategy not in (None, "FULL_SHARD"):
+        raise NotImplementedError(f"FullyShardedDataParallel: sharding_strategy={strategy} is "
+                                  "not supported: dualgrad shards fully (FULL_SHARD)")
+    if mixed_precision is not None:
+        raise NotImplementedError("FullyShardedDataParallel: mixed_precision is not supported: "
+                                  "dualgrad computes in the parameters' own dtype")
+
+
 class FullyShardedDataParallel(Module):
     """Shards `module`'s parameters, gradients and optimizer state across the ranks."""
 
-    def __init__(self, module, auto_wrap_policy=None, sync_module_states=True):
+    def __init__(self, module, auto_wrap_policy=None, sync_module_states=True,
+                 sharding_strategy=None, mixed_precision=None, device_id=None,
+                 limit_all_gathers=True):
         super().__init__()
+        _check_options(sharding_strategy, mixed_precision, device_id)
         _mpi.world("FullyShardedDataParallel")
         if not sync_module_states:
             raise ValueError("FullyShardedDataParallel: dualgrad always starts every rank from "
@@ -77,7 +102,7 @@ class FullyShardedDataParallel(Module):
         named = _own_params(module)
         buffers = list(module.named_buffers())
         _mpi.check_same_shapes("FullyShardedDataParallel",
-                               [(n, p.shape) for n, p in named + buffers])
+                               [(n, p.shape, p._array.dtype) for n, p in named + buffers])
         for _, b in buffers:
             _mpi.broadcast(b._array, 0, check=False)
         self._params = [p for _, p in named]

@@ -20,6 +20,7 @@ from dualgrad import ops
 from dualgrad.ops.core import ShapeError, user_frame, where_str
 from .. import devices as _device
 from ..core import Tensor, _to_args, zero_grads
+from ..devices import META_IMPL
 from . import functional
 from . import module_hooks
 from . import functional as F
@@ -61,6 +62,11 @@ def _uniform(shape, bound, dtype=np.float32):
 IncompatibleKeys = namedtuple("IncompatibleKeys", "missing_keys unexpected_keys")
 
 
+# NOTE: counts changes of any module's attributes, flags, buffers or parameters (not their
+# values): compile() re-reads its guarded module state only when it moved (signatures.py)
+STATE_VERSION = [0]
+
+
 class Module:
     """Base class: assign Parameters and Modules as attributes and they are registered."""
 
@@ -72,6 +78,7 @@ class Module:
         object.__setattr__(self, "_loc", user_frame())   # the user's line that built it
 
     def __setattr__(self, name, value):
+        STATE_VERSION[0] += 1
         if "_parameters" not in self.__dict__:
             raise AttributeError("call super().__init__() before assigning attributes in a "
                                  "Module's __init__")
@@ -100,6 +107,7 @@ class Module:
             if name in d:
                 del d[name]
                 return
+        STATE_VERSION[0] += 1
         object.__delattr__(self, name)
 
     def register_buffer(self, name, tensor, persistent=True):
@@ -112,19 +120,26 @@ class Module:
                             f"(torch Tensor or None required)")
         self.__dict__.pop(name, None)
         self._buffers[name] = tensor
+        STATE_VERSION[0] += 1
         nonpersistent = self.__dict__.setdefault("_non_persistent", set())
         (nonpersistent.discard if persistent else nonpersistent.add)(name)
 
     def register_parameter(self, name, param):
         self._parameters[name] = param
+        STATE_VERSION[0] += 1
 
     def add_module(self, name, module):
         self._modules[name] = module
+        STATE_VERSION[0] += 1
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} must define forward()")
 
     def __call__(self, *args, **kwargs):
+        if ops.core.TRACING[0]:   # NOTE: a compile() trace guards on what this module reads
+            tr = ops.core.current_trace()
+            if hasattr(tr, "touch"):
+                tr.touch(self)
         try:
             if "_hooked" in self.__dict__:
                 return module_hooks.call(self, args, kwargs)
@@ -245,6 +260,7 @@ class Module:
     def train(self, mode=True):
         for m in self.modules():
             object.__setattr__(m, "training", mode)
+        STATE_VERSION[0] += 1
         return self
 
     def eval(self):
@@ -263,8 +279,11 @@ class Module:
     # -- device and dtype ---------------------------------------------------------------------
     def to(self, *args, **kwargs):
         """to(device), to(dtype), to(device, dtype), to(tensor): casts floating-point parameters
-        and buffers (and their gradients) in place, keeping the same Parameter objects."""
-        dtype, _ = _to_args(args, kwargs)
+        and buffers (and their gradients) in place, keeping the same Parameter objects;
+        to("meta") moves them to the meta device (eager/meta.py), dropping their values."""
+        dtype, _, meta = _to_args(args, kwargs)
+        if meta is not None:
+            META_IMPL["module"](self, Parameter)
         if dtype is not None and np.dtype(dtype).kind not in "fc":
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
                             f"got desired dtype={np.dtype(dtype)}")
@@ -307,16 +326,38 @@ class Module:
         return "\n".join(lines) + ("\n)" if self._modules else ")")
 
 
+class DataParallel(Module):
+    """torch's DataParallel on a machine without GPUs: the module runs as it is (torch keeps
+    `module`, sets `device_ids = []` and calls it directly); state dict keys get torch's
+    `module.` prefix. Train on several processes with DistributedDataParallel."""
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0):
+        super().__init__()
+        self.module, self.device_ids, self.output_device, self.dim = module, [], None, dim
+
+    def forward(self, *inputs, **kwargs):
+        return self.module(*inputs, **kwargs)
+
+
 # -- layers -----------------------------------------------------------------------------------
+def _factory_kwargs(module, device, dtype):
+    """A layer's `device=` / `dtype=`, as torch's factory kwargs: the CPU (else torch's
+    CPU-only error) and the parameters' floating dtype."""
+    _device.check(device)
+    if dtype is not None:
+        module.to(dtype)
+
+
 class Linear(Module):
     """y = x @ weight.T + bias, weight (out_features, in_features), torch's init."""
 
-    def __init__(self, in_features, out_features, bias=True):
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
         self.in_features, self.out_features = in_features, out_features
         bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
         self.weight = _uniform((out_features, in_features), bound)
         self.bias = _uniform((out_features,), bound) if bias else None
+        _factory_kwargs(self, device, dtype)
 
     def forward(self, x):
         return F.linear(x, self.weight, self.bias)
@@ -406,7 +447,7 @@ class Embedding(Module):
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
-                 _freeze=False):
+                 _freeze=False, device=None, dtype=None):
         super().__init__()
         F._refuse("Embedding", max_norm=(max_norm, None),
                   scale_grad_by_freq=(scale_grad_by_freq, False), sparse=(sparse, False))
@@ -428,6 +469,14 @@ class Embedding(Module):
                 raise AssertionError("Shape of weight does not match num_embeddings and "
                                      "embedding_dim")
         self.weight = Parameter(w, requires_grad=not _freeze)
+        _factory_kwargs(self, device, dtype)
+
+    def reset_parameters(self):
+        """Draw the weight anew from N(0, 1), the padding row zero, as torch's."""
+        w = ops.generator().standard_normal(self.weight.shape).astype(self.weight._array.dtype)
+        if self.padding_idx is not None:
+            w[self.padding_idx] = 0.0
+        self.weight._array[...] = w
 
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None,
@@ -617,7 +666,8 @@ class _Cell(Module):
         self.bias_hh = _uniform((gates * hidden_size,), b) if bias else None
 
     def _zeros(self, x):
-        return Tensor(np.zeros(tuple(x.shape[:-1]) + (self.hidden_size,), x.dtype))
+        from ..factories import zeros   # NOTE: a meta tensor when x's shape is symbolic
+        return zeros(tuple(x.shape[:-1]) + (self.hidden_size,), dtype=x.dtype)
 
     def extra_repr(self):
         return f"{self.input_size}, {self.hidden_size}"
@@ -665,12 +715,25 @@ from .layers import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,  #
                      Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, CosineSimilarity,
                      Dropout1d, Dropout2d, GroupNorm, InstanceNorm1d, InstanceNorm2d,
                      MaxPool1d, MaxPool2d, PairwiseDistance, PixelShuffle, PixelUnshuffle,
-                     RNNCell, Unflatten, Upsample, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d)
+                     RNNCell, Unflatten, Upsample, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d,
+                     ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d,
+                     CircularPad1d, CircularPad2d)
 from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss,  # noqa: E402
                    CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss,
                    NLLLoss, SmoothL1Loss, TripletMarginLoss)
 from .transformer import (Transformer, TransformerDecoder,  # noqa: E402
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 from . import init, utils  # noqa: E402
+from types import SimpleNamespace as _NS  # noqa: E402
+
+# NOTE: torch.nn.modules.<file>.<Class>: the paths type hints and isinstance checks spell out
+modules = _NS(module=_NS(Module=Module), linear=_NS(Linear=Linear, Identity=Identity,
+                                                    NonDynamicallyQuantizableLinear=Linear),
+              dropout=_NS(Dropout=Dropout), sparse=_NS(Embedding=Embedding),
+              activation=_NS(MultiheadAttention=MultiheadAttention, ReLU=ReLU),
+              container=_NS(Sequential=Sequential, ModuleList=ModuleList, ModuleDict=ModuleDict),
+              normalization=_NS(LayerNorm=LayerNorm), rnn=_NS(RNN=RNN, LSTM=LSTM, GRU=GRU),
+              transformer=_NS(TransformerEncoder=TransformerEncoder,
+                              TransformerEncoderLayer=TransformerEncoderLayer))
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "functools", "math", "np", "OrderedDict", "ops", "ShapeError", "user_frame", "where_str", "Tensor")]

@@ -12,6 +12,7 @@ from dualgrad import ops
 from dualgrad.ops.core import TRACING
 from dualgrad.ops.updates import running_average
 from ..core import Tensor
+from ..not_provided import absent
 
 
 def _inplace(x, inplace, name, fn, *args):
@@ -146,23 +147,39 @@ def linear(input, weight, bias=None):  # noqa: A002
     return ops.linear(input, weight, bias)
 
 
+def _unbatched(fn, input, spatial, *args):  # noqa: A002
+    """fn on an input without its batch dim ((C, L) for 1-d, (C, H, W) for 2-d), as torch
+    accepts: run with a batch of one, and drop it again."""
+    if input.ndim == spatial + 1:
+        return ops.squeeze(fn(ops.expand_dims(input, axis=0), *args), axis=0)
+    return fn(input, *args)
+
+
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
-    return ops.conv1d(input, weight, bias, stride, padding, dilation, groups)
+    return _unbatched(ops.conv1d, input, 1, weight, bias, stride, padding, dilation, groups)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
-    return ops.conv2d(input, weight, bias, stride, padding, dilation, groups)
+    return _unbatched(ops.conv2d, input, 2, weight, bias, stride, padding, dilation, groups)
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
                      groups=1, dilation=1):
-    return ops.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups,
-                                dilation)
+    return _unbatched(ops.conv_transpose2d, input, 2, weight, bias, stride, padding,
+                      output_padding, groups, dilation)
 
 
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
                      groups=1, dilation=1):
     """The 2-d form over a height of one."""
+    return _unbatched(_conv_transpose1d, input, 1, weight, bias, stride, padding,
+                      output_padding, groups, dilation)
+
+
+def _conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups, dilation):  # noqa: A002
+    stride, padding, output_padding, dilation = (
+        v[0] if isinstance(v, (tuple, list)) else v
+        for v in (stride, padding, output_padding, dilation))
     y = ops.conv_transpose2d(ops.expand_dims(input, axis=2), ops.expand_dims(weight, axis=2),
                              bias, (1, stride), (0, padding), (0, output_padding), groups,
                              (1, dilation))
@@ -246,16 +263,26 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
                          f"got input of size {shape}")
     mean, var = ops.moments(input, axes)
     out = ops.batch_norm(input, mean, var, weight, bias, eps=eps)   # checks shapes first
-    # NOTE: plain arrays, nothing recorded: the buffers are not part of the autograd graph
     if running_mean is not None:
-        _update_running(running_mean, mean._array, momentum)
+        _update_running(running_mean, mean, momentum)
     if running_var is not None:
-        _update_running(running_var, var._array * (n / (n - 1)), momentum)
+        _update_running(running_var, var * (n / (n - 1)), momentum)
     return out
 
 
 def _update_running(buf, batch, momentum):
-    np.copyto(buf._array, running_average(buf._array, batch, momentum), casting="same_kind")
+    """running = (1 - momentum) * running + momentum * batch, in place, outside autograd."""
+    if TRACING[0]:   # NOTE: a compile() trace records the write as an effect of the call
+        from ..core import _GRAD
+        prev, _GRAD.enabled = _GRAD.enabled, False
+        try:
+            buf.mul_(1.0 - momentum).add_(batch.detach() * momentum)   # running_average's order
+        finally:
+            _GRAD.enabled = prev
+        return
+    # NOTE: plain arrays, nothing recorded: the buffers are not part of the autograd graph
+    np.copyto(buf._array, running_average(buf._array, batch._array, momentum),
+              casting="same_kind")
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002
@@ -306,6 +333,11 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # 
     return ops.where(pad, ops.stop_gradient(out), out)
 
 
+def _symbolic(shape):
+    from dualgrad.ops.symbolic import Dim
+    return any([isinstance(d, Dim) for d in shape])
+
+
 def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
     return _inplace(input, inplace, "dropout", ops.dropout, p, training)
 
@@ -319,7 +351,8 @@ def _channel_dropout(x, p, training):
     if p == 1.0:
         return x * 0.0
     shape = tuple(x.shape[:2]) + (1,) * (x.ndim - 2)
-    keep = ops.rand_like(np.zeros(shape, np.float32)) >= p
+    from ..factories import zeros   # NOTE: a meta mask when x's shape is symbolic
+    keep = ops.rand_like(zeros(shape) if _symbolic(shape) else np.zeros(shape, np.float32)) >= p
     return ops.where(keep, x * (1.0 / (1.0 - p)), 0.0)
 
 
@@ -522,14 +555,51 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
 
 
 def pad(input, pad, mode="constant", value=0.0):  # noqa: A002 - torch's names
-    """torch.nn.functional.pad: `pad` lists (left, right) pairs from the last dim backwards."""
-    if mode != "constant":
-        raise NotImplementedError(f"F.pad(mode={mode!r}) is not supported by dualgrad; only "
-                                  f"mode='constant'")
+    """torch.nn.functional.pad: `pad` lists (left, right) pairs from the last dim backwards;
+    mode "constant" (value), "reflect" (mirrored without the edge), "replicate" (the edge
+    repeated) or "circular" (wrapped around). The last three are gathers along each padded
+    dim, so gradients flow back to the positions each value came from."""
+    if mode not in _PAD_INDEX and mode != "constant":
+        raise NotImplementedError(f"F.pad(mode={mode!r}) is not supported by dualgrad; modes: "
+                                  f"constant, reflect, replicate, circular")
     if len(pad) % 2 or len(pad) // 2 > input.ndim:
         raise ValueError(f"F.pad: padding length {len(pad)} must be even and at most "
                          f"2 * {input.ndim}")
     pairs = [(0, 0)] * input.ndim
     for i in range(len(pad) // 2):
         pairs[input.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
-    return ops.pad(input, tuple(pairs), value=value)
+    if mode == "constant":
+        return ops.pad(input, tuple(pairs), value=value)
+    out = input
+    for axis, (lo, hi) in enumerate(pairs):
+        if lo or hi:
+            n = input.shape[axis]
+            idx = _PAD_INDEX[mode](np.arange(-lo, n + hi), n, lo, hi)
+            out = ops.take(out, idx.astype(np.int64), axis=axis)
+    return out
+
+
+def _reflect(i, n, lo, hi):
+    if max(lo, hi) >= n:
+        raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
+                           f"input dimension, but got: padding ({lo}, {hi}) at dimension of "
+                           f"input {n}")
+    return np.where(i < 0, -i, np.where(i >= n, 2 * (n - 1) - i, i))
+
+
+def _circular(i, n, lo, hi):
+    if max(lo, hi) > n:
+        raise ValueError("Padding value causes wrapping around more than once.")
+    return i % n
+
+
+_PAD_INDEX = {"reflect": _reflect, "replicate": lambda i, n, lo, hi: np.clip(i, 0, n - 1),
+              "circular": _circular}
+
+
+from .extra_functional import *  # noqa: E402,F401,F403 - softshrink, rms_norm, the margin losses, …
+from .extra_conv3d import *  # noqa: E402,F401,F403 - conv3d, conv_transpose3d, the 3-d pools
+
+
+def __getattr__(name):
+    raise absent("nn.functional", name)

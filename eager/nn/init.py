@@ -128,3 +128,20 @@ def orthogonal_(tensor, gain=1.0, generator=None):
     if rows < cols:
         q = q.T
     return _set(tensor, gain * q.reshape(tensor.shape))
+
+
+def _deprecated(new):
+    """torch's old spellings without the trailing underscore: warn and call the new one."""
+    def old(*args, **kwargs):
+        import warnings
+        warnings.warn(f"nn.init.{new.__name__[:-1]} is now deprecated in favor of "
+                      f"nn.init.{new.__name__}.", FutureWarning, stacklevel=2)
+        return new(*args, **kwargs)
+    old.__name__ = new.__name__[:-1]
+    return old
+
+
+uniform, normal, constant = _deprecated(uniform_), _deprecated(normal_), _deprecated(constant_)
+xavier_uniform, xavier_normal = _deprecated(xavier_uniform_), _deprecated(xavier_normal_)
+kaiming_uniform, kaiming_normal = _deprecated(kaiming_uniform_), _deprecated(kaiming_normal_)
+orthogonal = _deprecated(orthogonal_)

@@ -350,6 +350,42 @@ class ZeroPad1d(ConstantPad1d):
         super().__init__(padding, 0.0)
 
 
+class ReflectionPad2d(Module):
+    """Pad the last two dims by (left, right, top, bottom) (or one int for all) with their
+    reflection (the edge not repeated), as torch's."""
+    _n, _mode = 4, "reflect"
+
+    def __init__(self, padding):
+        super().__init__()
+        self.padding = _ntuple(padding, self._n)
+
+    def forward(self, input):  # noqa: A002
+        return F.pad(input, self.padding, mode=self._mode)
+
+    def extra_repr(self):
+        return f"{self.padding}"
+
+
+class ReflectionPad1d(ReflectionPad2d):
+    _n = 2
+
+
+class ReplicationPad2d(ReflectionPad2d):
+    _mode = "replicate"
+
+
+class ReplicationPad1d(ReplicationPad2d):
+    _n = 2
+
+
+class CircularPad2d(ReflectionPad2d):
+    _mode = "circular"
+
+
+class CircularPad1d(CircularPad2d):
+    _n = 2
+
+
 class CosineSimilarity(Module):
     def __init__(self, dim=1, eps=1e-8):
         super().__init__()

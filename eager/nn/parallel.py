@@ -29,6 +29,7 @@ from . import Module
 __all__ = ["DistributedDataParallel"]
 
 
+
 class _Bucket:
     __slots__ = ("params", "buf", "arrived", "unused", "req")
 
@@ -57,8 +58,8 @@ class DistributedDataParallel(Module):
             raise ValueError("DistributedDataParallel: the module has no parameter that "
                              "requires a gradient")
         buffers = list(module.named_buffers())
-        _mpi.check_same_shapes("DistributedDataParallel", [(n, t.shape) for n, t in
-                                                           named + buffers])
+        _mpi.check_same_shapes("DistributedDataParallel", [(n, t.shape, t._array.dtype)
+                                                           for n, t in named + buffers])
         for _, t in list(module.named_parameters()) + buffers:   # rank 0's values everywhere
             _mpi.broadcast(t._array, 0, check=False)
         self._names = {id(p): n for n, p in named}

@@ -86,7 +86,8 @@ class RNNBase(Module):
         return ws if self.bias else ws + [None, None]
 
     def _zeros(self, x, n):
-        return Tensor(np.zeros((n, x.shape[1], self.hidden_size), x.dtype))
+        from ..factories import zeros   # NOTE: a meta tensor when x's shape is symbolic
+        return zeros((n, x.shape[1], self.hidden_size), dtype=x.dtype)
 
     def forward(self, input, hx=None):  # noqa: A002 - torch's argument name
         if isinstance(input, PackedSequence):

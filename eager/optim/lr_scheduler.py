@@ -14,78 +14,17 @@
 from __future__ import annotations
 
 import math
-import warnings
 from bisect import bisect_right
 from collections import Counter
 
 from .optimizer import refuse_in_trace
+from .scheduler_base import LRScheduler
+from .schedulers_cyclic import OneCycleLR, ReduceLROnPlateau
 
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
            "LambdaLR", "MultiplicativeLR", "LinearLR", "ConstantLR", "OneCycleLR",
            "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "PolynomialLR", "SequentialLR",
            "ChainedScheduler"]
-
-
-class LRScheduler:
-    """Base class: `step()` advances `last_epoch` and writes `get_lr()` into the groups."""
-
-    def __init__(self, optimizer, last_epoch=-1):
-        self.optimizer = optimizer
-        if last_epoch == -1:
-            for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
-        elif any("initial_lr" not in g for g in optimizer.param_groups):
-            raise KeyError("param 'initial_lr' is not specified in param_groups when resuming "
-                           "an optimizer")
-        self.base_lrs = [g["initial_lr"] for g in optimizer.param_groups]
-        self.last_epoch = last_epoch
-        self._step_count = 0
-        self._is_initial = True       # the constructor's own first step
-        self.step()
-        self._is_initial = False
-
-    def get_lr(self):
-        raise NotImplementedError
-
-    def get_last_lr(self):
-        return list(self._last_lr)
-
-    def step(self, epoch=None):
-        refuse_in_trace()
-        self._step_count += 1
-        if epoch is not None:
-            warnings.warn("The epoch parameter in `scheduler.step()` is deprecated (as in "
-                          "PyTorch)", UserWarning, stacklevel=2)
-        self._update_lr(epoch)
-
-    def _update_lr(self, epoch=None):
-        """The next epoch's rates, or epoch's own (closed form where there is one)."""
-        if epoch is None:
-            self.last_epoch += 1
-            values = self.get_lr()
-        else:
-            self.last_epoch = epoch
-            values = self._closed_form() if hasattr(self, "_closed_form") else self.get_lr()
-        for group, lr in zip(self.optimizer.param_groups, values):
-            group["lr"] = lr
-        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
-
-    def _initial_step(self):
-        self._step_count, self._is_initial = 0, True
-        self.step()
-        self._is_initial = False
-
-    def state_dict(self):
-        return {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-
-    def load_state_dict(self, state_dict):
-        self.__dict__.update(state_dict)
-
-    def _lrs(self):
-        return [g["lr"] for g in self.optimizer.param_groups]
-
-
-_LRScheduler = LRScheduler
 
 
 class StepLR(LRScheduler):
@@ -367,5 +306,3 @@ class ChainedScheduler(LRScheduler):
 
     state_dict, load_state_dict = SequentialLR.state_dict, SequentialLR.load_state_dict
 
-
-from .schedulers_cyclic import OneCycleLR, ReduceLROnPlateau  # noqa: E402

@@ -17,6 +17,7 @@ from collections import defaultdict
 import numpy as np
 
 from ..core import Tensor, traced_step, zero_grads
+from ..meta import optimizer_step
 from .flat import FlatState, gather
 
 
@@ -88,6 +89,8 @@ class Optimizer:
                 tr.break_here("step")
             tr.defer_step(self)
             return None
+        if optimizer_step([p for group in self.param_groups for p in group["params"]]):
+            return None    # NOTE: meta tensors (eager/meta.py): gradients' shapes checked only
         loss = None
         if closure is not None:
             from .. import enable_grad

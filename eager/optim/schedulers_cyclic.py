@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from .lr_scheduler import LRScheduler
+from .scheduler_base import LRScheduler
 from .optimizer import refuse_in_trace
 
 

@@ -1,13 +1,28 @@
-"""ONNX model -> dualgrad graph: one reader rule per ONNX op, each built from our ops.
+"""ONNX model -> dualgrad graph: one reader rule per ONNX operator version, built from our ops.
 
 Values known while reading (initializers, `Constant`s, and the shape arithmetic exporters
 write, `Shape -> Gather -> Concat -> Reshape`) are kept as NumPy arrays and computed at
-once; a dim unknown until run time (a dynamic batch) is None in them. Everything else
-becomes graph nodes, so the imported graph is optimised (folded, fused) like any other.
-An ONNX op (or an attribute value) the reader does not know is an `OnnxError` naming it.
+once, with the ops' own kernels; a dim unknown until run time (a dynamic batch) is None in
+them. Everything else becomes graph nodes, so the imported graph is optimised like any other.
+
+Which rule reads a node is decided in one place, `opsets.rule_for(op_type, opset)`: the
+model's opset picks the operator's ONNX version (its `since_version`) and that picks the
+rule written for the meaning of that version.
+
+A graph input used where a value must be known while reading (Reshape's shape, Slice's
+starts, Expand's shape, TopK's k, ...) makes it a *value input*: the model is read again for
+each distinct value fed there (`OnnxGraph.run` does it, keeping the last few readings), with
+that value as a constant.
+
+The file is untrusted: the graph's structure is checked before any rule runs (every input
+defined before use, no cycle, every output produced, tensor types only), no constant larger
+than `max_constant_bytes` in all is computed while reading (initializers are the file's
+own data: their dims must match it), and everything refused is an
+`OnnxError` naming the operator, the model's opset, the node, its input dtypes and why.
 """
 from __future__ import annotations
 
+import collections
 import os
 
 import numpy as np
@@ -15,19 +30,32 @@ import numpy as np
 from dualgrad import ops
 
 from ..core import Graph, Tensor, constant, placeholder
+from .checks import check_structure, inferred_types
+from .opsets import outputs_of, rule_for
 from .to_onnx import OnnxError, _helper
+from .values import NeedsValue, dims, partial, static
 
-BIG = 2 ** 62     # Slice ends at or past this mean "to the end"
+MAX_CONSTANT_BYTES = 1 << 28      # 256 MiB: the largest constant computed while reading
+DTYPES = ("bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8")
+_READINGS = 8                     # readings kept per model with value inputs
 
 
 class OnnxGraph:
     """An ONNX model read as a graph: `.graph`, `.inputs` (name -> placeholder), `.outputs`
-    (tensors, in the model's order), `.output_names`, and `run(feeds)`."""
+    (tensors, in the model's order), `.output_names`, and `run(feeds)`.
 
-    def __init__(self, g, inputs, outputs, output_names):
+    `.value_inputs` names the inputs whose values shape the graph (a Reshape's shape fed at
+    run time): `run` reads the model again for each new value of them; `.graph` and
+    `.outputs` are then those of the latest reading."""
+
+    def __init__(self, source, g, inputs, outputs, output_names, value_inputs=(),
+                 optimize=True):
+        self._source, self.optimize = source, optimize
         self.graph, self.inputs, self.outputs = g, inputs, outputs
         self.output_names = output_names
+        self.value_inputs = tuple(value_inputs)
         self._session = None
+        self._readings = collections.OrderedDict()
 
     def __repr__(self):
         return (f"<OnnxGraph inputs={list(self.inputs)} outputs={self.output_names} "
@@ -37,7 +65,7 @@ class OnnxGraph:
     def session(self):
         if self._session is None:
             from ..session import Session
-            self._session = Session(self.graph, optimize=True)
+            self._session = Session(self.graph, optimize=self.optimize)
         return self._session
 
     def run(self, feeds):
@@ -45,470 +73,333 @@ class OnnxGraph:
         unknown = set(feeds) - set(self.inputs)
         if unknown:
             raise KeyError(f"no input named {sorted(unknown)}; inputs are {list(self.inputs)}")
-        return self.session.run(self.outputs, {self.inputs[k]: v for k, v in feeds.items()})
+        og = self._reading(feeds) if self.value_inputs else self
+        return og.session.run(og.outputs, {og.inputs[k]: v for k, v in feeds.items()
+                                           if k not in self.value_inputs})
+
+    def _values(self, feeds):
+        values = {}
+        for k in self.value_inputs:
+            if k not in feeds:
+                raise KeyError(f"input {k!r} must be fed: its value shapes the graph")
+            values[k] = _check_value_feed(self.inputs[k], k, feeds[k])
+        return values
+
+    def _reading(self, feeds):
+        values = self._values(feeds)
+        while _key(values) not in self._readings:
+            try:
+                og = _load(self._source, values, optimize=self.optimize)
+            except NeedsValue as e:    # NOTE: one more input turns out to shape the graph
+                self.value_inputs += (e.name,)
+                values = self._values(feeds)
+                continue
+            self._readings[_key(values)] = og
+            if len(self._readings) > _READINGS:
+                self._readings.popitem(last=False)
+        og = self._readings[_key(values)]
+        self.graph, self.outputs, self._session = og.graph, og.outputs, og.session
+        return og
 
 
-# -- values known while reading ---------------------------------------------------------------
-def _static(v):
-    return isinstance(v, np.ndarray)
+def _key(values):
+    return tuple((k, v.dtype.str, v.shape, v.tobytes()) for k, v in values.items())
 
 
-def _partial(v):
-    return _static(v) and v.dtype == object
+def _check_value_feed(p, name, v):
+    v = np.asarray(v)
+    want = tuple(p.shape)
+    if v.dtype != p.dtype or len(v.shape) != len(want) or any(
+            w is not None and w != d for w, d in zip(want, v.shape)):
+        raise OnnxError(f"graph.onnx: input {name!r} takes {p.dtype} of shape {want}, "
+                        f"got {v.dtype} of shape {v.shape}")
+    return v
 
 
-def _dims(v):
-    """A static shape vector as a list with None for unknown dims."""
-    return [None if d is None else int(d) for d in np.asarray(v).reshape(-1).tolist()]
+def _dtype_name(v):
+    if v is None:
+        return "-"
+    if partial(v):
+        return "int64"
+    return np.dtype(v.dtype).name
 
 
 class Reader:
-    def __init__(self, onnx, model, where):
-        self.onnx, self.model, self.where = onnx, model, where
+    def __init__(self, onnx, model, where, opset, values, limit):
+        self.onnx, self.model, self.where, self.opset = onnx, model, where, opset
         self.g = Graph()
         self.values = {}
         self.consts = {}
+        self.fed = values            # value inputs' values: {name: array}
+        self.inputs = {}
+        self.limit = limit
+        self.folded = 0
+        self.node = None
+
+    def describe(self, node):
+        ins = ", ".join(_dtype_name(self.values.get(i)) if i else "-" for i in node.input)
+        return (f"{node.op_type} (opset {self.opset}, node '{node.name or node.output[0]}', "
+                f"input dtypes [{ins}])")
 
     def fail(self, node, msg):
-        raise OnnxError(f"graph.onnx.load: {self.where}: {node.op_type} (node "
-                        f"'{node.name or node.output[0]}'): {msg}")
+        raise OnnxError(f"graph.onnx.load: {self.where}: {self.describe(node)}: {msg}")
 
     def tensor(self, v, node=None):
         """A graph tensor for v (a static array becomes a constant, once)."""
         if isinstance(v, Tensor):
             return v
-        if _partial(v):
-            self.fail(node, "a shape that is only known at run time (a dynamic dim) is used "
-                            "as data; dualgrad reads shapes only as reshape/expand targets")
+        if partial(v):
+            self.fail(node or self.node, "a shape that is only known at run time (a dynamic "
+                      "dim) is used as data; dualgrad reads shapes only as reshape/expand "
+                      "targets")
         key = id(v)
         if key not in self.consts:
             self.consts[key] = (v, constant(v))
         return self.consts[key][1]
 
+    def known(self, v, what, node=None):
+        """v as an array known while reading: a fed graph input becomes a value input."""
+        node = node or self.node
+        if static(v):
+            return v
+        name = self.input_name(v)
+        if name is not None:
+            raise NeedsValue(name)
+        self.fail(node, f"{what} must be known while reading, but it is computed at run time")
+
+    def input_name(self, v):
+        for k, p in self.inputs.items():
+            if p is v:
+                return k
+        return None
+
+    def ints(self, v, what, node=None):
+        """A list of ints known while reading (None for a dynamic dim)."""
+        return dims(self.known(v, what, node))
+
+    def check_size(self, shape, dtype, node=None, total=False):
+        """Refuse a value over the limit before it is allocated; `total`: count it in the
+        sum of everything computed while reading, which the limit also bounds."""
+        n = 1
+        node = node or self.node
+        for d in shape:
+            if d < 0:
+                self._refuse(node, f"negative dim in shape {list(shape)}")
+            n *= int(d)
+        size = n * np.dtype(dtype).itemsize
+        if total:
+            self.folded += size
+        if size > self.limit or self.folded > self.limit:
+            what = "" if size > self.limit else \
+                f" (with the values computed before it: {self.folded} bytes)"
+            self._refuse(node, f"a constant of shape {list(shape)} "
+                         f"{np.dtype(dtype).name} ({size} bytes){what} is over the limit of "
+                         f"{self.limit} bytes for values computed while reading "
+                         f"(load(..., max_constant_bytes=))")
+
     def attrs(self, node):
-        h = self.onnx.helper
+        h, A = self.onnx.helper, self.onnx.AttributeProto
         out = {}
         for a in node.attribute:
+            if a.type in (A.GRAPH, A.GRAPHS, A.SPARSE_TENSOR, A.SPARSE_TENSORS, A.TYPE_PROTO,
+                          A.TYPE_PROTOS, A.TENSORS):
+                self.fail(node, f"attribute {a.name!r} of type "
+                                f"{A.AttributeType.Name(a.type)} is not supported")
+            if a.ref_attr_name:
+                self.fail(node, f"attribute {a.name!r} refers to a function attribute")
             val = h.get_attribute_value(a)
-            if a.type == self.onnx.AttributeProto.TENSOR:
-                val = self.onnx.numpy_helper.to_array(val)
+            if a.type == A.TENSOR:
+                val = self.array(val, node, f"attribute {a.name!r}")
             elif isinstance(val, bytes):
-                val = val.decode()
+                val = val.decode(errors="replace")
+            elif a.type == A.STRINGS:
+                val = [s.decode(errors="replace") for s in val]
             out[a.name] = val
         return out
 
-
-# -- rules: (reader, node, input values, attrs) -> list of output values ----------------------
-def primitive_for(op_type):
-    """The primitive whose registry entry names ONNX operator `op_type` (`onnx=`), or None.
-    RULES below take precedence for the operators that need more (Div's integer semantics,
-    variadic Max/Min)."""
-    for name, op in ops.REGISTRY.items():
-        if op.onnx == op_type:
-            return name
-    return None
-_PY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-       "div": lambda a, b: a // b}
-
-
-def _shape_arith(r, node, name, ins):
-    """+, -, *, / on shape values with unknown (None) dims: None wherever one is None."""
-    if name not in _PY or len(ins) != 2:
-        r.fail(node, "arithmetic on a dynamic shape")
-    a, b = np.broadcast_arrays(*ins)
-    return np.array([None if x is None or y is None else _PY[name](x, y)
-                     for x, y in zip(a.ravel(), b.ravel())], object).reshape(a.shape)
-
-
-def _elementwise(r, node, ins, at):
-    name = primitive_for(node.op_type)
-    if all(_static(v) for v in ins):
-        if any(_partial(v) for v in ins):
-            return [_shape_arith(r, node, name, ins)]
-        return [np.asarray(ops.REGISTRY[name].kernel(*ins))]
-    return [ops.REGISTRY[name].fn(*[r.tensor(v, node) for v in ins])]
-
-
-def _div(r, node, ins, at):
-    a, b = ins
-    if _static(a) and _static(b) and (_partial(a) or _partial(b)):
-        return [_shape_arith(r, node, "div", ins)]
-    if _static(a) and _static(b):
-        if a.dtype.kind in "iu" and b.dtype.kind in "iu":
-            return [np.asarray(np.trunc(a / b)).astype(np.result_type(a, b))]
-        return [np.asarray(a / b)]
-    dts = [v.dtype for v in ins]
-    if all(np.dtype(d).kind in "iu" for d in dts):
-        r.fail(node, "integer division of tensors is not supported (dualgrad's div is "
-                     "true division)")
-    return [ops.div(r.tensor(a, node), r.tensor(b, node))]
-
-
-def _variadic(fn):
-    def rule(r, node, ins, at):
-        out = r.tensor(ins[0], node)
-        for v in ins[1:]:
-            out = fn(out, r.tensor(v, node))
-        return [out]
-    return rule
-
-
-def _not(r, node, ins, at):
-    if _static(ins[0]):
-        return [np.logical_not(ins[0])]
-    return [ops.eq(r.tensor(ins[0], node), False)]
-
-
-def _identity(r, node, ins, at):
-    return [ins[0]] + [None] * (len(node.output) - 1)
-
-
-def _cast(r, node, ins, at):
-    dt = r.onnx.helper.tensor_dtype_to_np_dtype(at["to"])
-    if _static(ins[0]):
-        return [ins[0] if _partial(ins[0]) else ins[0].astype(dt)]
-    return [ops.cast(ins[0], np.dtype(dt).name)]
-
-
-def _constant(r, node, ins, at):
-    if "value" in at:
-        return [np.asarray(at["value"])]
-    for k, dt in (("value_float", np.float32), ("value_floats", np.float32),
-                  ("value_int", np.int64), ("value_ints", np.int64)):
-        if k in at:
-            return [np.asarray(at[k], dt)]
-    r.fail(node, f"unsupported constant attribute {sorted(at)}")
-
-
-def _shape(r, node, ins, at):
-    dims = list(ins[0].shape)
-    dims = dims[at.get("start", 0):at.get("end", len(dims))]
-    return [np.array(dims, object) if None in dims else np.asarray(dims, np.int64)]
-
-
-def _constant_of_shape(r, node, ins, at):
-    dims = _dims(ins[0])
-    if None in dims:
-        r.fail(node, "a shape only known at run time")
-    value = np.asarray(at.get("value", np.zeros(1, np.float32))).reshape(-1)
-    return [np.full(dims, value[0], value.dtype)]
-
-
-def _range(r, node, ins, at):
-    if not all(_static(v) and not _partial(v) for v in ins):
-        r.fail(node, "Range needs start, limit and delta known while reading")
-    return [np.arange(ins[0], ins[1], ins[2]).astype(np.result_type(*ins))]
-
-
-def _reshape(r, node, ins, at):
-    x, shape = ins[0], _dims(ins[1])
-    in_shape = list(x.shape)
-    if not at.get("allowzero", 0):
-        shape = [in_shape[i] if d == 0 else d for i, d in enumerate(shape)]
-    if _static(x):
-        if None in shape or _partial(x):
-            r.fail(node, "reshape of a dynamic shape value")
-        return [x.reshape(shape)]
-    unknown = [i for i, d in enumerate(shape) if d is None]
-    if len(unknown) == 1 and -1 in shape:
-        # NOTE: both None are the one dynamic dim (the batch): -1 is the known rest
-        if in_shape.count(None) != 1:
-            r.fail(node, f"reshape of {in_shape} to {shape}: too many unknown dims")
-        known = int(np.prod([d for d in in_shape if d is not None]))
-        rest = int(np.prod([d for d in shape if d not in (None, -1)]))
-        shape = [known // rest if d == -1 else d for d in shape]
-    unknown = [i for i, d in enumerate(shape) if d is None]
-    if len(unknown) > 1:
-        r.fail(node, f"reshape to {shape}: more than one dim unknown")
-    return [ops.reshape(x, tuple(-1 if d is None else d for d in shape))]
-
-
-def _transpose(r, node, ins, at):
-    x = ins[0]
-    perm = at.get("perm", list(reversed(range(len(x.shape)))))
-    return [np.transpose(x, perm) if _static(x) else ops.transpose(x, axes=tuple(perm))]
-
-
-def _concat(r, node, ins, at):
-    if all(_static(v) for v in ins):
-        return [np.concatenate(ins, axis=at["axis"])]
-    return [ops.concat(*[r.tensor(v, node) for v in ins], axis=at["axis"])]
-
-
-def _axes_of(r, node, ins, at, k=1):
-    if "axes" in at:
-        return list(at["axes"])
-    if len(ins) > k and ins[k] is not None:
-        if not _static(ins[k]) or _partial(ins[k]):
-            r.fail(node, "axes must be known while reading")
-        return [int(a) for a in ins[k].reshape(-1)]
-    return None
-
-
-def _unsqueeze(r, node, ins, at):
-    x, axes = ins[0], _axes_of(r, node, ins, at)
-    nd = len(x.shape) + len(axes)
-    for a in sorted(a % nd for a in axes):
-        x = np.expand_dims(x, a) if _static(x) else ops.expand_dims(x, axis=a)
-    return [x]
-
-
-def _squeeze(r, node, ins, at):
-    x, axes = ins[0], _axes_of(r, node, ins, at)
-    if _static(x):
-        return [np.squeeze(x, axis=None if axes is None else tuple(axes))]
-    return [ops.squeeze(x, axis=None if axes is None else tuple(axes))]
-
-
-def _slice(r, node, ins, at):
-    x = ins[0]
-    nd = len(x.shape)
-    vals = [None if len(ins) <= k or ins[k] is None else _dims(ins[k]) for k in range(1, 5)]
-    if None in vals[0] or None in vals[1]:
-        r.fail(node, "slice bounds must be known while reading")
-    starts, ends = vals[0], vals[1]
-    axes = vals[2] or list(range(len(starts)))
-    steps = vals[3] or [1] * len(starts)
-    index = [slice(None)] * nd
-    for s, e, a, st in zip(starts, ends, axes, steps):
-        e = None if abs(e) >= BIG else e
-        s = None if abs(s) >= BIG else s
-        index[a % nd] = slice(s, e, st)
-    if _static(x):
-        return [np.asarray(x[tuple(index)], x.dtype)]
-    return [ops.slice_(x, index=tuple(index))]
-
-
-def _gather(r, node, ins, at):
-    x, idx = ins
-    axis = at.get("axis", 0)
-    if _static(x) and _static(idx):
-        return [np.asarray(np.take(x, idx.astype(np.int64), axis=axis), x.dtype)]
-    idx = idx.astype(np.int64) if _static(idx) else idx
-    return [ops.take(r.tensor(x, node), idx, axis=axis)]
-
-
-def _flatten(r, node, ins, at):
-    x, axis = ins[0], at.get("axis", 1)
-    shape = list(x.shape)
-    axis %= max(len(shape), 1)
-    left, right = shape[:axis], shape[axis:]
-    if None in right:
-        r.fail(node, f"flatten of {shape}: the dims after axis {axis} must be known")
-    rest = int(np.prod(right))
-    lead = int(np.prod(left)) if None not in left else -1
-    return [ops.reshape(x, (lead, rest))]
-
-
-def _expand(r, node, ins, at):
-    x, shape = ins[0], _dims(ins[1])
-    if None in shape:
-        r.fail(node, "expand to a shape only known at run time")
-    xs = list(x.shape)
-    if None in xs:
-        r.fail(node, "expand of a tensor with an unknown dim")
-    target = np.broadcast_shapes(tuple(xs), tuple(shape))
-    if _static(x):
-        return [np.broadcast_to(x, target).copy()]
-    return [ops.broadcast_to(x, target)]
-
-
-def _softmax(fn):
-    def rule(r, node, ins, at):
-        return [fn(r.tensor(ins[0], node), axis=at.get("axis", -1))]
-    return rule
-
-
-def _layer_norm(r, node, ins, at):
-    if any(o for o in node.output[1:]):
-        r.fail(node, "only the normalised output (not Mean / InvStdDev) is supported")
-    x = r.tensor(ins[0], node)
-    nd = len(x.shape)
-    axis = at.get("axis", -1) % nd
-    w = r.tensor(ins[1], node)
-    b = r.tensor(ins[2], node) if len(ins) > 2 and ins[2] is not None else None
-    return [ops.layer_norm(x, w, b, eps=at.get("epsilon", 1e-5), normalized_ndim=nd - axis)]
-
-
-def _reduce(fn):
-    def rule(r, node, ins, at):
-        x = r.tensor(ins[0], node)
-        axes = _axes_of(r, node, ins, at)
-        if axes is None and at.get("noop_with_empty_axes", 0):
-            return [x]
-        axis = None if axes is None else tuple(axes)
-        return [fn(x, axis=axis, keepdims=bool(at.get("keepdims", 1)))]
-    return rule
-
-
-def _gemm(r, node, ins, at):
-    a, b = r.tensor(ins[0], node), r.tensor(ins[1], node)
-    if at.get("transA", 0):
-        a = ops.transpose(a, axes=(1, 0))
-    if at.get("transB", 0):
-        b = ops.transpose(b, axes=(1, 0))
-    y = ops.matmul(a, b)
-    alpha, beta = at.get("alpha", 1.0), at.get("beta", 1.0)
-    if alpha != 1.0:
-        y = y * np.float32(alpha)
-    if len(ins) > 2 and ins[2] is not None:
-        c = r.tensor(ins[2], node)
-        y = y + (c if beta == 1.0 else c * np.float32(beta))
-    return [y]
-
-
-def _window(r, node, at, nd=2):
-    """(kernel, stride, padding, pre-pad) of a 2-d Conv / pool, or an OnnxError."""
-    if at.get("auto_pad", "NOTSET") not in ("NOTSET", ""):
-        r.fail(node, f"auto_pad={at['auto_pad']} is not supported; give explicit pads")
-    if any(d != 1 for d in at.get("dilations", [1] * nd)):
-        r.fail(node, f"dilations {at['dilations']} are not supported")
-    if at.get("ceil_mode", 0):
-        r.fail(node, "ceil_mode=1 is not supported")
-    kernel = list(at.get("kernel_shape", []))
-    strides = list(at.get("strides", [1] * nd))
-    pads = list(at.get("pads", [0] * 2 * nd))
-    if len(strides) != nd or len(set(strides)) != 1:
-        r.fail(node, f"strides {strides}: dualgrad supports 2-d windows with one stride")
-    return kernel, strides[0], pads
-
-
-def _conv(r, node, ins, at):
-    x, w = r.tensor(ins[0], node), r.tensor(ins[1], node)
-    if len(x.shape) != 4:
-        r.fail(node, f"only 2-d convolution (NCHW) is supported, got input {x.shape}")
-    if at.get("group", 1) != 1:
-        r.fail(node, f"group={at['group']} (grouped / depthwise convolution) is not supported")
-    _, stride, pads = _window(r, node, at)
-    pad = 0
-    if len(set(pads)) == 1:
-        pad = pads[0]
-    else:
-        x = ops.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
-    b = r.tensor(ins[2], node) if len(ins) > 2 and ins[2] is not None else None
-    return [ops.conv2d(x, w, b, stride=stride, padding=pad)]
-
-
-def _pool(kind):
-    def rule(r, node, ins, at):
-        if len(node.output) > 1 and node.output[1]:
-            r.fail(node, "the Indices output is not supported")
-        x = r.tensor(ins[0], node)
-        kernel, stride, pads = _window(r, node, at)
-        if len(kernel) != 2 or kernel[0] != kernel[1]:
-            r.fail(node, f"kernel_shape {kernel}: dualgrad pools square 2-d windows")
-        if kind == "max":
-            if len(set(pads)) != 1:
-                r.fail(node, f"asymmetric pads {pads}")
-            return [ops.max_pool2d(x, kernel[0], stride, padding=pads[0])]
-        if any(pads):
-            r.fail(node, f"pads {pads}: dualgrad's avg_pool2d has no padding")
-        return [ops.avg_pool2d(x, kernel[0], stride)]
-    return rule
-
-
-def _global_avg(r, node, ins, at):
-    x = r.tensor(ins[0], node)
-    return [ops.mean(x, axis=tuple(range(2, len(x.shape))), keepdims=True)]
-
-
-def _batch_norm(r, node, ins, at):
-    if any(o for o in node.output[1:]) or at.get("training_mode", 0):
-        r.fail(node, "only inference-mode batch normalisation is supported")
-    x, scale, b, mean, var = [r.tensor(v, node) for v in ins[:5]]
-    return [ops.batch_norm(x, mean, var, scale, b, eps=at.get("epsilon", 1e-5))]
-
-
-def _split(r, node, ins, at):
-    x = r.tensor(ins[0], node)
-    axis = at.get("axis", 0)
-    sizes = at.get("split")
-    if sizes is None and len(ins) > 1 and ins[1] is not None:
-        sizes = _dims(ins[1])
-    n_out = len(node.output)
-    if sizes is None:
-        d = x.shape[axis]
-        if d is None:
-            r.fail(node, "splitting an unknown dim into equal parts")
-        sizes = [-(-d // n_out)] * (d // -(-d // n_out)) + ([d % -(-d // n_out)]
-                                                             if d % -(-d // n_out) else [])
-    return list(ops.split(x, list(sizes), axis=axis))
-
-
-def _reciprocal(r, node, ins, at):
-    return [ops.div(np.float32(1.0), r.tensor(ins[0], node))]
-
-
-RULES = {"Div": _div,
-         "Max": _variadic(ops.maximum), "Min": _variadic(ops.minimum), "Sum": _variadic(ops.add),
-         "Not": _not, "Identity": _identity, "Dropout": _identity, "Cast": _cast,
-         "Constant": _constant, "Shape": _shape, "ConstantOfShape": _constant_of_shape,
-         "Range": _range, "Reshape": _reshape, "Transpose": _transpose, "Concat": _concat,
-         "Unsqueeze": _unsqueeze, "Squeeze": _squeeze, "Slice": _slice, "Gather": _gather,
-         "Flatten": _flatten, "Expand": _expand, "Softmax": _softmax(ops.softmax),
-         "LogSoftmax": _softmax(ops.log_softmax), "LayerNormalization": _layer_norm,
-         "ReduceSum": _reduce(ops.sum), "ReduceMean": _reduce(ops.mean),
-         "ReduceMax": _reduce(ops.max), "ReduceMin": _reduce(ops.min), "Gemm": _gemm,
-         "Conv": _conv, "MaxPool": _pool("max"), "AveragePool": _pool("avg"),
-         "GlobalAveragePool": _global_avg, "BatchNormalization": _batch_norm, "Split": _split,
-         "Reciprocal": _reciprocal}
+    def array(self, t, node=None, what="initializer"):
+        """A TensorProto as an array, its dtype and size checked first."""
+        where = f"{what} {t.name!r}" if t.name else what
+        dt = _np_dtype(self.onnx, t.data_type)
+        if dt is None or np.dtype(dt).name not in DTYPES:
+            self._refuse_dtype(node, where, t.data_type)
+        if t.data_location == self.onnx.TensorProto.EXTERNAL:
+            self._refuse(node, f"{where} keeps its data in an external file; load the model "
+                               f"with onnx.load(path) first")
+        if any(d < 0 for d in t.dims):
+            self._refuse(node, f"{where} has a negative dim {list(t.dims)}")
+        try:
+            a = self.onnx.numpy_helper.to_array(t)
+        except Exception as e:                  # noqa: BLE001 -- protobuf contents vary
+            self._refuse(node, f"{where} cannot be read: {type(e).__name__}: {e}")
+        return np.asarray(a)
+
+    def _refuse(self, node, msg):
+        if node is not None:
+            self.fail(node, msg)
+        raise OnnxError(f"graph.onnx.load: {self.where}: (opset {self.opset}): {msg}")
+
+    def _refuse_dtype(self, node, where, code):
+        name = self.onnx.TensorProto.DataType.Name(code) if code in \
+            self.onnx.TensorProto.DataType.values() else str(code)
+        self._refuse(node, f"{where} has dtype {name.lower()}, which dualgrad does not have "
+                           f"(it has {', '.join(DTYPES)})")
+
+    def dtype(self, code, node, what):
+        """The NumPy dtype for an ONNX element type, or an OnnxError naming it."""
+        dt = _np_dtype(self.onnx, code)
+        if dt is None or np.dtype(dt).name not in DTYPES:
+            self._refuse_dtype(node, what, code)
+        return np.dtype(dt)
+
+
+def _np_dtype(onnx, code):
+    try:
+        return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(code))
+    except Exception:                            # noqa: BLE001 -- unknown codes, strings
+        return None
 
 
 # -- the model ----------------------------------------------------------------------------------
 def _shape_of(vi):
-    dims = vi.type.tensor_type.shape.dim
-    return tuple(d.dim_value if d.HasField("dim_value") else None for d in dims)
+    out = []
+    for d in vi.type.tensor_type.shape.dim:
+        out.append(d.dim_value if d.HasField("dim_value") and d.dim_value >= 0 else None)
+    return tuple(out)
 
 
 def _settled(v):
     """A shape value whose dims all became known is an ordinary int64 array again."""
-    if _partial(v) and not any(d is None for d in v.ravel()):
+    if partial(v) and not any(d is None for d in v.ravel()):
         return v.astype(np.int64)
     return v
 
 
-def _read(r):
-    onnx, gp = r.onnx, r.model.graph
+def _consumer(gp, name):
+    return next((n for n in gp.node if name in n.input), None)
+
+
+def _read_inputs(r, gp):
     for t in gp.initializer:
-        r.values[t.name] = onnx.numpy_helper.to_array(t)
-    inputs = {}
+        r.values[t.name] = r.array(t, _consumer(gp, t.name))
     for vi in gp.input:
         if vi.name in r.values:
             continue
-        dt = onnx.helper.tensor_dtype_to_np_dtype(vi.type.tensor_type.elem_type)
-        p = placeholder(dt, _shape_of(vi), name=vi.name.replace(":", "_"))
-        inputs[vi.name] = r.values[vi.name] = p
-    for node in gp.node:
-        if node.domain not in ("", "ai.onnx"):
-            r.fail(node, f"ops of domain {node.domain!r} are not supported")
-        rule = RULES.get(node.op_type) or (
-            _elementwise if primitive_for(node.op_type) else None)
-        if rule is None:
-            r.fail(node, "this ONNX op is not supported by dualgrad's importer")
-        ins = [r.values[i] if i else None for i in node.input]
-        try:
-            outs = rule(r, node, ins, r.attrs(node))
-        except ops.ShapeError as e:
-            r.fail(node, str(e))
-        for name, v in zip(node.output, outs):
-            if name:
-                r.values[name] = _settled(v)
+        node = _consumer(gp, vi.name)
+        where = f"graph input {vi.name!r}"
+        if not vi.type.HasField("tensor_type"):
+            r._refuse(node, f"{where} is a {vi.type.WhichOneof('value')} (sequence, map and "
+                            f"optional values are not supported)")
+        dt = r.dtype(vi.type.tensor_type.elem_type, node, where)
+        if vi.name in r.fed:
+            r.values[vi.name] = r.fed[vi.name]
+            r.inputs[vi.name] = placeholder(dt, _shape_of(vi), name=_safe(vi.name))
+            continue
+        p = placeholder(dt, _shape_of(vi), name=_safe(vi.name))
+        r.inputs[vi.name] = r.values[vi.name] = p
+
+
+def _safe(name):
+    return name.replace(":", "_") or "input"
+
+
+def _check_folded_sizes(r, node):
+    """A node whose inputs are all known is computed while reading: refuse it before it runs
+    when ONNX's shape inference says an output is over the limit (a chain of Concats
+    doubling a constant is a few hundred bytes of file)."""
+    for name in node.output:
+        code, shape = r.inferred.get(name, (None, None))
+        if shape and None not in shape and code is not None:
+            dt = _np_dtype(r.onnx, code)
+            if dt is not None and dt != object:
+                r.check_size(shape, dt, node, total=True)
+
+
+def _run_node(r, node, rule):
+    ins = [r.values[i] if i else None for i in node.input]
+    r.node = node
+    if all(v is None or static(v) for v in ins):
+        _check_folded_sizes(r, node)
+    try:
+        outs = rule(r, node, ins, r.attrs(node))
+    except (NeedsValue, OnnxError):
+        raise
+    except (ops.ShapeError, ops.KernelError, TypeError, ValueError, IndexError,
+            ArithmeticError, NotImplementedError) as e:
+        r.fail(node, f"{type(e).__name__}: {e}")
+    outs = outputs_of(r, node, outs)
+    for name, v in zip(node.output, outs):
+        if name:
+            r.values[name] = _settled(v)
+
+
+def _read(r, value_inputs=(), optimize=True):
+    gp = r.model.graph
+    check_structure(r, gp)
+    _read_inputs(r, gp)
+    rules = [rule_for(r, node) for node in gp.node]
+    r.inferred = inferred_types(r.onnx, r.model)
+    for node, rule in zip(gp.node, rules):
+        _run_node(r, node, rule)
     outputs = [r.tensor(r.values[o.name]) for o in gp.output]
-    return OnnxGraph(r.g, inputs, outputs, [o.name for o in gp.output])
+    inputs = {k: p for k, p in r.inputs.items()}
+    return OnnxGraph(None, r.g, inputs, outputs, [o.name for o in gp.output], value_inputs,
+                     optimize)
 
 
-def load(path_or_model) -> OnnxGraph:
-    """Read an ONNX file (or a loaded ModelProto) as a dualgrad graph; see OnnxGraph."""
+def _opset(onnx, model, where):
+    versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
+    opset = max(versions, default=None)
+    newest = onnx.defs.onnx_opset_version()
+    if opset is None and model.graph.node and model.opset_import:
+        # NOTE: only other domains: the first node is refused by name in check_structure
+        return max(o.version for o in model.opset_import)
+    if opset is None or not 1 <= opset <= newest:
+        raise OnnxError(f"graph.onnx.load: {where}: (opset {opset}): dualgrad reads opsets 1 "
+                        f"to {newest} of the default domain")
+    return opset
+
+
+def _load(source, fed, keep=None, optimize=True):
+    onnx, model, where, limit = source
+    opset = _opset(onnx, model, where)
+    r = Reader(onnx, model, where, opset, fed, limit)
+    with r.g.as_default():
+        og = _read(r, tuple(fed), optimize)
+    og._source = keep
+    return og
+
+
+def load(path_or_model, max_constant_bytes=MAX_CONSTANT_BYTES, optimize=True) -> OnnxGraph:
+    """Read an ONNX file (or a loaded ModelProto) as a dualgrad graph; see OnnxGraph.
+
+    Each node is read with the meaning of the model's opset. Values computed while reading
+    may not exceed `max_constant_bytes`, each and in all (an `OnnxError` names the node, the
+    shape and the limit instead); what the reader refuses is an `OnnxError` naming the
+    operator, the opset, the node and its input dtypes. `optimize=False` runs the graph
+    with `graph.Session(optimize=False)` (no folding or fused kernels)."""
     onnx = _helper()
     if isinstance(path_or_model, (str, os.PathLike)):
         where = os.fspath(path_or_model)
-        model = onnx.load(where)
+        try:
+            model = onnx.load(where)
+        except Exception as e:                   # noqa: BLE001 -- any parse failure
+            raise OnnxError(f"graph.onnx.load: {where}: not a readable ONNX model: "
+                            f"{type(e).__name__}: {e}") from None
     else:
         model, where = path_or_model, "<model>"
-    opset = max([o.version for o in model.opset_import if o.domain in ("", "ai.onnx")],
-                default=None)
-    if opset is None or opset < 11:
-        raise OnnxError(f"graph.onnx.load: {where}: opset {opset}; dualgrad reads opsets 11+")
-    r = Reader(onnx, model, where)
+    source = (onnx, model, where, int(max_constant_bytes))
+    try:
+        return _load(source, {}, source, optimize)
+    except NeedsValue as e:
+        return _pending_graph(source, (e.name,), optimize)
+
+
+def _pending_graph(source, value_inputs, optimize):
+    """A model with value inputs before any value is known: its inputs; run() reads it."""
+    onnx, model, where, limit = source
+    r = Reader(onnx, model, where, _opset(onnx, model, where), {}, limit)
     with r.g.as_default():
-        return _read(r)
+        _read_inputs(r, model.graph)
+    return OnnxGraph(source, r.g, dict(r.inputs), None, [o.name for o in model.graph.output],
+                     value_inputs, optimize)

@@ -1,4 +1,4 @@
-"""dualgrad graph -> ONNX model (opset 13-17): one writer rule per primitive.
+"""dualgrad graph -> ONNX model (opsets 13 to NEWEST_OPSET): one writer rule per primitive.
 
 A primitive whose registry entry names an ONNX operator (`onnx="Softplus"`: same inputs,
 same result) is written as that operator with no rule here; the rules below are for the
@@ -23,7 +23,10 @@ from dualgrad.ops.shape import expand_index
 from ..freeze import FreezeError, describe_node, freeze
 
 INT_MAX, INT_MIN = np.iinfo(np.int64).max, np.iinfo(np.int64).min
-
+OLDEST_OPSET, NEWEST_OPSET = 13, 28    # NEWEST: the newest onnx 1.23 / onnxruntime 1.32 run
+# NOTE: where the ONNX form the writer emits changed between the opsets it writes: the one
+# place that decides (ONNX's operator versions, `since_version`)
+SINCE = {"Reshape.allowzero": 14, "Reduce.axes_as_input": 18}
 
 
 class OnnxError(ValueError):
@@ -42,8 +45,8 @@ def _helper():
 class Writer:
     """Collects ONNX nodes and initializers; `value(t)` is a graph tensor's ONNX name."""
 
-    def __init__(self, onnx, consumers):
-        self.onnx, self.h = onnx, onnx.helper
+    def __init__(self, onnx, consumers, opset):
+        self.onnx, self.h, self.opset = onnx, onnx.helper, opset
         self.nodes, self.inits, self.names = [], [], {}
         self.consts = {}          # ONNX name -> array (initializers, for casts and patterns)
         self.consumers = consumers
@@ -79,6 +82,16 @@ class Writer:
 
     def shape_of(self, name):
         return self.emit("Shape", [name])
+
+    def has(self, feature):
+        return self.opset >= SINCE[feature]
+
+    def reduce(self, op_type, x, axes, keepdims):
+        """A ReduceXxx over `axes`: ReduceSum takes them as an input from version 13 (every
+        opset written), the others from version 18, as an attribute before."""
+        if op_type == "ReduceSum" or self.has("Reduce.axes_as_input"):
+            return self.emit(op_type, [x, self.ints(axes, "axes")], keepdims=keepdims)
+        return self.emit(op_type, [x], axes=list(axes), keepdims=keepdims)
 
 
 # -- rules: (writer, node, input names) -> output name ---------------------------------------
@@ -132,8 +145,7 @@ def _sum(w, n, ins):
     x = _in_dtype(w, n, ins, n.outputs[0].dtype)[0]
     if not axes:    # NOTE: axis=() reduces nothing; ONNX's empty axes would reduce all
         return w.emit("Identity", [x])
-    return w.emit("ReduceSum", [x, w.ints(axes, "axes")],
-                  keepdims=int(bool(n.attrs.get("keepdims"))))
+    return w.reduce("ReduceSum", x, axes, int(bool(n.attrs.get("keepdims"))))
 
 
 def _max(w, n, ins):
@@ -142,7 +154,7 @@ def _max(w, n, ins):
     axes = _axes(n, n.attrs.get("axis"))
     if not axes:
         return w.emit("Identity", ins)
-    return w.emit("ReduceMax", ins, axes=axes, keepdims=int(bool(n.attrs.get("keepdims"))))
+    return w.reduce("ReduceMax", ins[0], axes, int(bool(n.attrs.get("keepdims"))))
 
 
 def _argmax(w, n, ins):
@@ -166,7 +178,13 @@ def _cumsum(w, n, ins):
 
 def _reshape(w, n, ins):
     shape = list(n.attrs["shape"])
-    return w.emit("Reshape", [ins[0], w.ints(shape, "shape")], allowzero=int(0 in shape))
+    if 0 not in shape:
+        return w.emit("Reshape", [ins[0], w.ints(shape, "shape")])
+    if not w.has("Reshape.allowzero"):
+        raise OnnxError(f"graph.onnx.export: {describe_node(n)}: a reshape to {shape} (a 0 "
+                        f"dim) needs Reshape's allowzero, which opset {w.opset} lacks; "
+                        f"export at opset {SINCE['Reshape.allowzero']} or later")
+    return w.emit("Reshape", [ins[0], w.ints(shape, "shape")], allowzero=1)
 
 
 def _like(op_type):
@@ -374,7 +392,7 @@ def _softmax_cross_entropy(w, n, ins):
     prod = w.emit("Mul", [t, w.emit("LogSoftmax", [x], axis=-1)])
     zero = w.const(np.zeros((), dt))
     prod = w.emit("Where", [w.emit("Equal", [t, zero]), zero, prod])
-    return w.emit("Neg", [w.emit("ReduceSum", [prod, w.ints([-1], "axes")], keepdims=0)])
+    return w.emit("Neg", [w.reduce("ReduceSum", prod, [-1], 0)])
 
 
 # NOTE: ops not listed here are written by `_direct` when their registry entry has `onnx=`
@@ -414,15 +432,18 @@ def _value_info(h, name, spec, onnx, dims):
 def to_model(inputs, outputs, session=None, opset=17, output_names=None, name="dualgrad"):
     """The ONNX ModelProto (checked) of the frozen graph from inputs to outputs."""
     onnx = _helper()
-    if not 13 <= opset <= 17:
+    if opset > onnx.defs.onnx_opset_version():
+        raise OnnxError(f"graph.onnx.export: opset {opset} is newer than the installed onnx "
+                        f"package knows ({onnx.defs.onnx_opset_version()})")
+    if not OLDEST_OPSET <= opset <= NEWEST_OPSET:
         raise OnnxError(f"graph.onnx.export: opset {opset} is not supported; dualgrad writes "
-                        f"opsets 13 to 17")
+                        f"opsets {OLDEST_OPSET} to {NEWEST_OPSET}")
     try:
         g, ins, outs = freeze(inputs, outputs, session)
     except FreezeError as e:
         raise OnnxError(f"graph.onnx.export: {e}") from None
     nodes = g.get_operations()
-    w = Writer(onnx, _consumers(nodes, outs))
+    w = Writer(onnx, _consumers(nodes, outs), opset)
     w.value = lambda t: w.names[id(t)]
     in_names = [p.node.name for p in ins]
     if len(set(in_names)) != len(in_names):
@@ -442,8 +463,9 @@ def to_model(inputs, outputs, session=None, opset=17, output_names=None, name="d
     graph = h.make_graph(
         w.nodes, name, [_value_info(h, nm, p.spec, onnx, dims(nm)) for nm, p in zip(in_names, ins)],
         [_value_info(h, nm, t.spec, onnx, dims(nm)) for nm, t in zip(names, outs)], w.inits)
-    model = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)],
-                         producer_name="dualgrad", ir_version=8)
+    ids = [h.make_opsetid("", opset)]
+    model = h.make_model(graph, opset_imports=ids, producer_name="dualgrad",
+                         ir_version=max(8, h.find_min_ir_version_for(ids)))
     onnx.checker.check_model(model, full_check=True)
     return model
 

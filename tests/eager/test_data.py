@@ -173,5 +173,6 @@ def test_workers_are_other_processes_and_keep_the_order():
 
 def test_worker_exception_reaches_the_main_process_with_its_traceback():
     loader = DataLoader(Squares(5), batch_size=2, num_workers=2, sampler=[0, 1, 2, 99])
-    with pytest.raises(RuntimeError, match=r"(?s)DataLoader worker process.*IndexError"):
+    with pytest.raises(IndexError, match=r"(?s)Caught IndexError in DataLoader worker process "
+                                         r"1.*Original Traceback.*IndexError"):
         list(loader)

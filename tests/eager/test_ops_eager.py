@@ -23,11 +23,10 @@ def test_eager_forward_matches_numpy(case):
         out = case.fn(*targs, **case.sample.attrs)
         assert isinstance(out, eager.Tensor)
         expected = numpy_ref(case, args)
-        if expected is None:
-            expected = case.fn(*args, **case.sample.attrs)   # the kernel on plain arrays
+        assert expected is not None, f"{case.name} has no reference: the kernel would be checked against itself"
         np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5 if dtype == np.float32
                                    else 1e-7, atol=2e-5 if dtype == np.float32 else 1e-10)
-        assert out.dtype == np.asarray(expected).dtype or case.name == "erf"
+        assert out.dtype == np.asarray(expected).dtype
 
 
 def _loss_weights(case, args, seed=1):

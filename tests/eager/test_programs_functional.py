@@ -80,7 +80,6 @@ def test_program_equals_torch(program):
 
 
 def test_linalg_decompositions_raise_naming_the_function():
-    with pytest.raises(NotImplementedError, match="torch.linalg.inv"):
-        dualgrad.eager.linalg.inv(dualgrad.eager.eye(2))
+    assert not hasattr(dualgrad.eager.linalg, "lu_factor")   # a row of ABSENT
     with pytest.raises(NotImplementedError, match="singular values"):
         dualgrad.eager.linalg.matrix_norm(dualgrad.eager.eye(2), ord="nuc")

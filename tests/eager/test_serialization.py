@@ -53,15 +53,15 @@ def test_an_interrupted_write_leaves_the_old_file_intact_and_no_temp_files(tmp_p
     path = tmp_path / "ckpt.safetensors"
     eager.save({"w": eager.ones(3)}, path)
     old_bytes = path.read_bytes()
-    real_save_file = eager.serialization.save_file
+    real_save_file = eager.serialization.write_safetensors
 
-    def crash_midway(tensors, filename, metadata=None):
-        real_save_file(tensors, filename, metadata=metadata)
+    def crash_midway(filename, tensors, metadata=None):
+        real_save_file(filename, tensors, metadata=metadata)
         with open(filename, "r+b") as f:          # half of the bytes are written, then: crash
             f.truncate(os.path.getsize(filename) // 2)
         raise KeyboardInterrupt("simulated crash in the middle of the write")
 
-    monkeypatch.setattr(eager.serialization, "save_file", crash_midway)
+    monkeypatch.setattr(eager.serialization, "write_safetensors", crash_midway)
     with pytest.raises(KeyboardInterrupt):
         eager.save({"w": eager.zeros(1000)}, path)
     assert path.read_bytes() == old_bytes
@@ -70,11 +70,11 @@ def test_an_interrupted_write_leaves_the_old_file_intact_and_no_temp_files(tmp_p
 
 
 def test_a_failed_first_write_leaves_nothing(tmp_path, monkeypatch):
-    def fail(tensors, filename, metadata=None):
+    def fail(filename, tensors, metadata=None):
         pathlib.Path(filename).write_bytes(b"partial")
         raise OSError("disk full")
 
-    monkeypatch.setattr(eager.serialization, "save_file", fail)
+    monkeypatch.setattr(eager.serialization, "write_safetensors", fail)
     with pytest.raises(OSError, match="disk full"):
         eager.save({"w": eager.ones(2)}, tmp_path / "new.safetensors")
     assert os.listdir(tmp_path) == []

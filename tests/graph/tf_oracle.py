@@ -30,14 +30,17 @@ GRAD_TOL = {"float16": (5e-2, 5e-2), "float32": (1e-4, 1e-5), "float64": (1e-8, 
 
 @functools.lru_cache(maxsize=None)
 def load_tf():
-    """tensorflow with `compat.v1` in graph mode, thread pools of one, logs quiet."""
+    """tensorflow, thread pools of one (unless TF already ran), logs quiet; every case builds
+    its own `tf.Graph()`, so `compat.v1` graph code runs without disabling eager mode."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")   # tf1.layers, nn.rnn_cell: tf_keras
     import tensorflow as tf
-    tf.config.threading.set_inter_op_parallelism_threads(1)
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.compat.v1.disable_eager_execution()
-    return tf
+    try:
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+    except RuntimeError:   # NOTE: another test ran TF first: its pools stay as they are
+        pass
+    return tf   # NOTE: eager stays on (other tests use TF eagerly): cases build in tf.Graph()
 
 
 @dataclass

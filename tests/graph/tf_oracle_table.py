@@ -11,7 +11,7 @@ import numpy as np
 
 from dualgrad import graph as dg
 
-from .tf_oracle import Row
+from .tf_oracle import DTYPES, Row
 
 S = (2, 3)
 B2 = ((2, 3), (3,))       # a binary op's shapes: the second broadcasts
@@ -240,6 +240,14 @@ ROWS += [
           ("inverse_time_decay", lambda f, s: f(0.1, s, 3, 0.5)),
           ("cosine_decay", lambda f, s: f(0.1, s, 10, alpha=0.1)),
           ("piecewise_constant", lambda f, s: f(s, [2, 3], [0.1, 0.2, 0.3])))],
+    Row("diag", ("any",), ((3,),)), Row("diag", ("any",), (S,)),
+    # NOTE: not bool: TF raises AttributeError for it (dualgrad a TypeError)
+    Row("image.rgb_to_grayscale", ("any",), ((2, 2, 3),), dtypes=DTYPES[1:]),
+    Row("image.rgb_to_grayscale", ("any",), ((1, 2, 2, 3),), dtypes=DTYPES[1:]),
+    Row("nn.batch_norm_with_global_normalization", ("any", "any", "pos", "any", "any"),
+        (S, (3,)), call=lambda f, *xs: f(*xs, 1e-3, True)),
+    Row("nn.batch_norm_with_global_normalization", ("any", "any", "pos", "any", "any"),
+        (S, (3,)), call=lambda f, *xs: f(*xs, 1e-3, False)),
 ]
 
 _GRAPH_API = "graph building, sessions, scopes and collections: no values of their own " \
@@ -264,10 +272,21 @@ EXCLUDED = {
          "initializers.variables", "losses.add_loss", "losses.get_losses",
          "losses.get_regularization_losses", "losses.get_regularization_loss",
          "losses.get_total_loss", "train.get_or_create_global_step", "train.get_global_step",
-         "metrics.accuracy", "metrics.mean"), _GRAPH_API),
+         "metrics.accuracy", "metrics.mean", "device", "disable_eager_execution",
+         "disable_v2_behavior", "executing_eagerly", "initialize_all_variables",
+         "train.start_queue_runners"), _GRAPH_API),
+    "enable_eager_execution": "graph-only engine: raises NotImplementedError naming "
+                              "dualgrad.eager (docs: the census)",
+    **dict.fromkeys(("decode_raw", "decode_csv", "parse_example", "parse_single_example",
+                     "read_file"), "reads bytes, text, files or serialized tf.Example protos: "
+                    "the generator draws numeric arrays only (test_tf1_census_gaps.py reads them)"),
     **dict.fromkeys(("set_random_seed", "random_normal", "random_uniform", "truncated_normal",
                      "get_seed", "random.normal", "random.uniform", "random.truncated_normal",
-                     "random.set_random_seed", "random.set_seed", "random.get_seed"), _RANDOM),
+                     "random.set_random_seed", "random.set_seed", "random.get_seed",
+                     "multinomial", "random.categorical", "random.multinomial", "random_crop",
+                     "image.random_crop", "image.random_flip_left_right",
+                     "image.random_flip_up_down", "nn.log_uniform_candidate_sampler",
+                     "nn.nce_loss", "nn.sampled_softmax_loss"), _RANDOM),
     **dict.fromkeys(("Assert", "assert_equal", "assert_none_equal", "assert_less",
                      "assert_less_equal", "assert_greater", "assert_greater_equal",
                      "assert_positive", "assert_negative", "assert_non_negative",
@@ -328,6 +347,9 @@ KNOWN = {
 
 # aliases whose tf.compat.v1 path does not exist
 NO_TF_ALIAS = {
+    "nn.deconv2d": "TF 0.x's name for conv2d_transpose, gone from tf.compat.v1 (compared as "
+                   "nn.conv2d_transpose)",
+    "concat_v2": "TF 0.12-1.0's name for concat, gone from tf.compat.v1 (compared as concat)",
     "math.realdiv": "dualgrad also has it under math; tf.compat.v1 only at the top level "
                     "(tf.realdiv, compared by its row)",
 }

@@ -22,7 +22,8 @@ INPUTS = {
 
 
 def torch_fn(name):
-    return getattr(torch, name, None) or getattr(torch.nn.functional, name)
+    return (getattr(torch, name, None) or getattr(torch.special, name, None)
+            or getattr(torch.nn.functional, name))
 
 
 def engines(name, x):
@@ -64,4 +65,10 @@ def test_integer_and_bool_inputs_give_float32_as_torch(name, dtype):
         got = engines(name, x)
     for engine, y in got.items():
         assert y.dtype == np.float32, f"{name}({dtype}) in {engine}: {y.dtype}"
-        np.testing.assert_allclose(y, want, rtol=2e-6, atol=1e-7, err_msg=engine)
+        np.testing.assert_allclose(y, want, rtol=_RTOL.get(name, 2e-6), atol=1e-7,
+                                   err_msg=engine)
+
+
+# NOTE: torch evaluates these in float32 with its own series; dualgrad rounds scipy's float64
+# value once, which differs from torch's by up to 3e-5 relative (bessel_j1(255): 2.6e-5)
+_RTOL = {"bessel_j0": 5e-5, "bessel_j1": 5e-5, "bessel_y0": 5e-5, "bessel_y1": 5e-5}

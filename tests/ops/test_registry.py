@@ -93,3 +93,13 @@ def test_small_integer_powers_are_multiplications():
         got = ops.pow(x, k)
         np.testing.assert_array_equal(got, x ** k)
         assert got.dtype == np.float32
+
+
+def test_every_op_with_samples_has_an_independent_reference():
+    """A sample without a reference would check the kernel against itself: an entry without
+    one must name a PyTorch function (tests/opinfo.py, _torch_fn) that computes it."""
+    from tests.opinfo import _torch_fn
+    missing = [n for n, op in ops.REGISTRY.items()
+               if op.samples and op.ref is None and not op.stateful and _torch_fn(n) is None]
+    missing += [n for n, c in ops.COMPOSITES.items() if c.samples and c.ref is None]
+    assert not missing, f"ops whose samples have no reference: {missing}"

@@ -11,22 +11,25 @@ from __future__ import annotations
 
 import collections.abc as abc
 import multiprocessing
+import pickle
 import queue
+import time
 import warnings
 
 import numpy as np
 
 from ...generator import rng_of
 from ...core import Tensor
+from ...factories import from_host
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, SequentialSampler
-from .worker import WorkerInfo, get_worker_info, worker_loop
+from .worker import WorkerInfo, get_worker_info, reraise, worker_loop
 
 __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info", "WorkerInfo"]
 
 
 def _stack(arrays):
-    return Tensor(np.stack([np.asarray(a) for a in arrays]))
+    return from_host(Tensor(np.stack([np.asarray(a) for a in arrays])))
 
 
 def default_collate(batch):
@@ -41,11 +44,11 @@ def default_collate(batch):
     if isinstance(elem, (np.ndarray, np.generic)) and elem.dtype.kind not in "OSU":
         return _stack(batch)
     if isinstance(elem, bool):
-        return Tensor(np.array(batch, dtype=np.bool_))
+        return from_host(Tensor(np.array(batch, dtype=np.bool_)))
     if isinstance(elem, int):
-        return Tensor(np.array(batch, dtype=np.int64))
+        return from_host(Tensor(np.array(batch, dtype=np.int64)))
     if isinstance(elem, float):
-        return Tensor(np.array(batch, dtype=np.float64))
+        return from_host(Tensor(np.array(batch, dtype=np.float64)))
     if isinstance(elem, (str, bytes)):
         return batch
     if isinstance(elem, abc.Mapping):
@@ -79,8 +82,10 @@ class DataLoader:
 
     `num_workers > 0` loads batches in that many worker processes (forked where the platform
     allows; `multiprocessing_context` chooses otherwise), `prefetch_factor` batches ahead per
-    worker, yielded in sampler order. A worker's exception is re-raised here with its
-    traceback.
+    worker, yielded in sampler order. A worker's exception is re-raised here as its own type
+    (RuntimeError when that type cannot travel) with the worker's traceback in the message.
+    Workers are seeded as torch's (see worker.py). When iteration stops early (`break`, an
+    exception) the workers skip what is queued and exit at once.
     """
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
@@ -174,22 +179,17 @@ class DataLoader:
             ctx = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
         ctx = multiprocessing.get_context(ctx) if isinstance(ctx, (str, type(None))) else ctx
         base_seed = int(rng_of(self.generator).integers(0, 2 ** 62))
-        results = ctx.Queue()
+        results, done = ctx.Queue(), ctx.Event()
         index_queues = [ctx.Queue() for _ in range(self.num_workers)]
         workers = [ctx.Process(target=worker_loop, daemon=True,
-                               args=(self, index_queues[w], results, w, base_seed))
+                               args=(self, index_queues[w], results, done, w, base_seed))
                    for w in range(self.num_workers)]
-        for p in workers:
-            p.start()
         try:
+            for p in workers:
+                p.start()
             yield from self._ordered(iter(self._index_sampler()), index_queues, results, workers)
         finally:
-            for q in index_queues:
-                q.put(None)
-            for p in workers:
-                p.join(timeout=5)
-                if p.is_alive():
-                    p.terminate()
+            _shutdown(workers, index_queues, results, done)
 
     def _ordered(self, indices, index_queues, results, workers):
         """Keep prefetch_factor batches per worker in flight; yield them in sampler order."""
@@ -205,7 +205,7 @@ class DataLoader:
             done += 1
             sent += self._send(indices, index_queues, sent)
             if not ok:
-                raise RuntimeError(value)
+                reraise(*value)
             yield value
 
     @staticmethod
@@ -220,7 +220,7 @@ class DataLoader:
         waited = 0.0
         while True:
             try:
-                return results.get(timeout=1.0)
+                return pickle.loads(results.get(timeout=1.0))
             except queue.Empty:
                 waited += 1.0
                 dead = [w for w, p in enumerate(workers) if not p.is_alive()]
@@ -239,3 +239,25 @@ class DataLoader:
                 return n
             return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
         return len(self._index_sampler())
+
+
+def _shutdown(workers, index_queues, results, done, grace=5.0):
+    """Stop the workers now: they skip queued batches (`done`) and exit without waiting for
+    the main process to read what they sent; one still alive after `grace` s is terminated.
+    NOTE: nothing is read from `results` here: a worker that exits mid-write leaves a partial
+    message there that a read would wait on forever."""
+    done.set()
+    for q in index_queues:
+        q.put(None)
+    deadline = time.monotonic() + grace
+    for p in workers:
+        if p.pid is None:
+            continue                      # NOTE: never started (start() itself failed)
+        p.join(timeout=max(0.0, deadline - time.monotonic()))
+        if p.is_alive():
+            p.terminate()
+            p.join(timeout=1.0)
+    for q in (*index_queues, results):
+        q.cancel_join_thread()
+        q.close()
+

@@ -1,0 +1,377 @@
+"""More of torch.nn.functional, as compositions of the op library's ops: the shrink and
+threshold activations, rrelu (eval mode's fixed slope; training draws slopes), rms_norm,
+local_response_norm, the margin and likelihood losses, pdist, channel_shuffle, bilinear,
+the upsample_* names, dropout3d and the alpha dropouts, and the max_unpool functions.
+
+>>> from dualgrad import eager as torch
+>>> import dualgrad.eager.nn.functional as F
+>>> F.softshrink(torch.tensor([-1.0, 0.2, 2.0]), 0.5).tolist()
+[-0.5, 0.0, 1.5]
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dualgrad import ops
+
+from ..functions import _arr, _t
+from .functional import _channel_dropout, _inplace, _no_legacy, _reduce, interpolate
+
+
+# -- activations -------------------------------------------------------------------------------
+def threshold(input, threshold, value, inplace=False):  # noqa: A002
+    """input where input > threshold, else value."""
+    return _inplace(input, inplace, "threshold",
+                    lambda x: ops.where(ops.gt(x, threshold), x, value))
+
+
+def softshrink(input, lambd=0.5):  # noqa: A002
+    x = _t(input)
+    return ops.where(ops.gt(x, lambd), x - lambd, ops.where(ops.lt(x, -lambd), x + lambd,
+                                                            x * 0.0))
+
+
+def hardshrink(input, lambd=0.5):  # noqa: A002
+    x = _t(input)
+    keep = ops.logical_or(ops.gt(x, lambd), ops.lt(x, -lambd))
+    return ops.where(keep, x, x * 0.0)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):  # noqa: A002
+    """Leaky relu with slope (lower + upper) / 2 in eval mode; training draws each negative
+    element's slope uniformly from [lower, upper] (dualgrad's generator, not torch's)."""
+    x = _t(input)
+    if training:
+        from ..generator import rng_of
+        slope = rng_of(None).uniform(lower, upper, tuple(x.shape)).astype(x.dtype)
+    else:
+        slope = (lower + upper) / 2
+    return _inplace(x, inplace, "rrelu", lambda t: ops.where(ops.ge(t, 0), t, t * slope))
+
+
+# -- normalisation -----------------------------------------------------------------------------
+def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
+    """x / sqrt(mean(x^2 over the last len(normalized_shape) dims) + eps) * weight."""
+    x = _t(input)
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(x.shape[x.ndim - len(shape):]) != shape:
+        raise RuntimeError(f"rms_norm: normalized_shape {list(shape)} does not match the "
+                           f"input's trailing dims {list(x.shape)}")
+    eps = np.finfo(x.dtype).eps if eps is None else eps
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    half = x.dtype == np.float16   # NOTE: torch computes float16 in float32
+    v = ops.cast(x, np.float32) if half else x
+    out = v * ops.rsqrt(ops.mean(v * v, axis=axes, keepdims=True) + eps)
+    out = ops.cast(out, np.float16) if half else out
+    return out if weight is None else out * weight
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A002
+    """x / (k + alpha / size * sum of x^2 over `size` neighbouring channels) ** beta."""
+    x = _t(input)
+    if x.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {x.ndim} "
+                         f"dimensions)")
+    if x.numel() == 0:
+        return x
+    sq = ops.expand_dims(x * x, axis=1)   # (N, 1, C, ...)
+    pads = [(0, 0)] * sq.ndim
+    pads[2] = (size // 2, (size - 1) // 2)
+    sq = ops.pad(sq, tuple(pads), value=0.0)
+    c = x.shape[1]
+    window = sum(sq[:, :, i:i + c] for i in range(size))
+    div = ops.squeeze(window, axis=1) / size * alpha + k   # NOTE: torch's order of rounding
+    return x / div ** beta
+
+
+# -- losses ------------------------------------------------------------------------------------
+def soft_margin_loss(input, target, size_average=None, reduce=None,  # noqa: A002
+                     reduction="mean"):
+    _no_legacy("soft_margin_loss", size_average, reduce)
+    return _reduce(ops.log1p(ops.exp(-_t(target) * input)), reduction)   # NOTE: torch's form
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,  # noqa: A002
+                         reduction="mean"):
+    _no_legacy("hinge_embedding_loss", size_average, reduce)
+    x, t = _t(input), _t(target)
+    loss = ops.where(ops.ne(t, -1), x, 0.0) + ops.where(ops.ne(t, 1), ops.relu(margin - x), 0.0)
+    return _reduce(loss, reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None,  # noqa: A002
+                                reduce=None, reduction="mean"):
+    _no_legacy("multilabel_soft_margin_loss", size_average, reduce)
+    x, t = _t(input), _t(target)
+    if x.dtype == np.float16:   # NOTE: torch computes half in float32, rounding once
+        return ops.cast(multilabel_soft_margin_loss(
+            ops.cast(x, np.float32), ops.cast(t, np.float32),
+            None if weight is None else ops.cast(_t(weight), np.float32), reduction=reduction),
+            np.float16)
+    loss = t * ops.softplus(-x) + (1 - t) * ops.softplus(x)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(ops.mean(loss, axis=-1), reduction)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,  # noqa: A002
+                      reduce=None, reduction="mean"):
+    """sum over i != y of max(0, margin - x[y] + x[i])**p, divided by the class count."""
+    _no_legacy("multi_margin_loss", size_average, reduce)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    x = _t(input)
+    x2 = x if x.ndim == 2 else ops.reshape(x, (1, -1))
+    y = np.asarray(_arr(target)).reshape(-1).astype(np.int64)
+    xy = ops.gather(x2, y[:, None], axis=1)
+    m = ops.relu(margin - xy + x2)
+    m = m * m if p == 2 else m
+    if weight is not None:
+        m = m * ops.expand_dims(ops.take(weight, y, axis=0), axis=1)
+    not_y = np.arange(x2.shape[1])[None, :] != y[:, None]
+    loss = ops.sum(ops.where(not_y, m, 0.0), axis=1) / x2.shape[1]
+    if x.ndim < 2:
+        loss = ops.reshape(loss, ())
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None,  # noqa: A002
+                           reduction="mean"):
+    """For each target class j (the labels before the first -1) and each non-target class i:
+    max(0, 1 - (x[j] - x[i])), summed and divided by the class count."""
+    _no_legacy("multilabel_margin_loss", size_average, reduce)
+    x = _t(input)
+    x2 = x if x.ndim == 2 else ops.reshape(x, (1, -1))
+    t = np.asarray(_arr(target)).reshape(x2.shape).astype(np.int64)
+    n, c = x2.shape
+    is_target = np.zeros((n, c), bool)
+    pairs = np.zeros((n, c, c))   # [row, j target, i non-target]: how often the pair counts
+    for r in range(n):
+        labels = []
+        for v in t[r]:
+            if v < 0:
+                break
+            labels.append(v)
+        is_target[r, labels] = True
+        for j in labels:
+            pairs[r, j] += 1
+        pairs[r] *= ~is_target[r][None, :]
+    diff = 1.0 - (ops.expand_dims(x2, axis=2) - ops.expand_dims(x2, axis=1))
+    loss = ops.sum(ops.relu(diff) * pairs.astype(x.dtype), axis=(1, 2)) / c
+    if x.ndim < 2:
+        loss = ops.reshape(loss, ())
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):  # noqa: A002
+    """0.5 * (log(max(var, eps)) + (input - target)^2 / max(var, eps)), plus 0.5 log(2 pi)
+    when full."""
+    x, t, v = _t(input), _t(target), _t(var)
+    if v.ndim == x.ndim - 1 or (v.ndim == x.ndim and v.shape[-1] == 1 and x.shape[-1] != 1):
+        v = v if v.ndim == x.ndim else ops.expand_dims(v, axis=-1)
+    if bool(np.any(_arr(v) < 0)):
+        raise ValueError("var has negative entry/entries")
+    v = ops.where(ops.lt(v, eps), ops.stop_gradient(v * 0 + eps), v)   # NOTE: no gradient there
+    loss = 0.5 * (ops.log(v) + (x - t) ** 2 / v)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None,  # noqa: A002
+                     eps=1e-8, reduce=None, reduction="mean"):
+    _no_legacy("poisson_nll_loss", size_average, reduce)
+    x, t = _t(input), _t(target)
+    loss = ops.exp(x) - t * x if log_input else x - t * ops.log(x + eps)
+    if full:
+        tt = t
+        stirling = tt * ops.log(ops.where(ops.gt(tt, 1), tt, 1.0)) - tt + 0.5 * ops.log(
+            2 * math.pi * ops.where(ops.gt(tt, 1), tt, 1.0))
+        loss = loss + ops.where(ops.gt(tt, 1), stirling, 0.0)
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    dist = distance_function or (lambda a, b: ops.pairwise_distance(a, b, 2.0, 1e-6, False))
+    d_pos, d_neg = dist(anchor, positive), dist(anchor, negative)
+    if swap:
+        d_neg = ops.minimum(d_neg, dist(positive, negative))
+    return _reduce(ops.relu(d_pos - d_neg + margin), reduction)
+
+
+def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None,  # noqa: A002
+                         reduction="mean", ignore_index=None, label_smoothing=0.0, options=None):
+    """cross_entropy(linear(input, linear_weight, linear_bias), target): torch's chunking
+    options change only its memory use, so they are accepted and ignored here."""
+    from .functional import cross_entropy, linear
+    logits = linear(input, linear_weight, linear_bias)
+    return cross_entropy(logits, target, weight, ignore_index=-100 if ignore_index is None
+                         else ignore_index, reduction=reduction, label_smoothing=label_smoothing)
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,  # noqa: A002
+                  scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None):
+    """Each bag's rows of weight summed, averaged or maxed (an empty bag gives zeros): bags
+    are input's rows (2-d input) or the runs offsets start (1-d input)."""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding_bag(max_norm=, scale_grad_by_freq=, sparse=) is "
+                                  "not supported by dualgrad")
+    idx = np.asarray(_arr(input)).astype(np.int64)
+    w = _t(weight)
+    psw = None if per_sample_weights is None else _t(per_sample_weights)
+    if idx.ndim == 2:
+        starts = list(range(0, idx.size, idx.shape[1]))
+        flat, psw = idx.reshape(-1), None if psw is None else ops.reshape(psw, (-1,))
+    else:
+        starts = [int(o) for o in np.asarray(_arr(offsets)).reshape(-1)]
+        if include_last_offset:
+            starts = starts[:-1]
+        flat = idx
+    ends = starts[1:] + [flat.size]
+    bags = []
+    for lo, hi in zip(starts, ends):
+        keep = [i for i in range(lo, hi)
+                if padding_idx is None or flat[i] != padding_idx % w.shape[0]]
+        if not keep:
+            bags.append(ops.sum(w[:0], axis=0))
+            continue
+        rows = ops.take(w, flat[keep], axis=0)
+        if psw is not None:
+            rows = rows * ops.expand_dims(ops.take(psw, np.array(keep), axis=0), axis=-1)
+        bags.append(ops.sum(rows, axis=0) if mode == "sum" else ops.mean(rows, axis=0)
+                    if mode == "mean" else ops.max(rows, axis=0))
+    if not bags:
+        return w[:0] * 1.0
+    return ops.stack(*bags, axis=0)
+
+
+# -- distances and layers ----------------------------------------------------------------------
+def pdist(input, p=2):  # noqa: A002
+    """The p-norm distance between each pair of rows i < j, in row-major order."""
+    x = _t(input)
+    if x.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {x.ndim}D")
+    i, j = np.triu_indices(x.shape[0], 1)
+    diff = ops.take(x, i.astype(np.int64), axis=0) - ops.take(x, j.astype(np.int64), axis=0)
+    return ops.norm(diff, ord=p, axis=1)
+
+
+def channel_shuffle(input, groups):  # noqa: A002
+    x = _t(input)
+    n, c = x.shape[0], x.shape[1]
+    rest = tuple(x.shape[2:])
+    y = ops.reshape(x, (n, groups, c // groups) + rest)
+    y = ops.transpose(y, axes=(0, 2, 1) + tuple(range(3, y.ndim)))
+    return ops.reshape(y, (n, c) + rest)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j] + b[o]."""
+    out = ops.einsum(input1, weight, input2, equation="...i,oij,...j->...o")
+    out = out if bias is None else out + bias
+    dt = _t(input1).dtype
+    return out if out.dtype == dt else ops.cast(out, dt)   # NOTE: integers keep their dtype
+
+
+def upsample_nearest(input, size=None, scale_factor=None):  # noqa: A002
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+# -- dropout -----------------------------------------------------------------------------------
+def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    if input.ndim not in (4, 5):
+        raise ValueError(f"dropout3d: expected a 4-d or 5-d input, got {tuple(input.shape)}")
+    return _inplace(input, inplace, "dropout3d", _channel_dropout, p, training)
+
+
+_SELU_ALPHA_PRIME = -1.0507009873554804934193349852946 * 1.6732632423543772848170429916717
+
+
+def _alpha_drop(x, p, training, mask_shape):
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return x * 0.0
+    keep = ops.rand_like(np.zeros(mask_shape, np.float32)) >= p
+    a = 1.0 / math.sqrt((_SELU_ALPHA_PRIME ** 2 * p + 1) * (1 - p))
+    b = -a * _SELU_ALPHA_PRIME * p
+    return ops.where(keep, x, _SELU_ALPHA_PRIME) * a + b
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "alpha_dropout",
+                    lambda x: _alpha_drop(x, p, training, tuple(x.shape)))
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "feature_alpha_dropout", lambda x: _alpha_drop(
+        x, p, training, tuple(x.shape[:2]) + (1,) * (x.ndim - 2)))
+
+
+# -- max_unpool: each value put back at the position its index names --------------------------
+def _max_unpool(name, nd, input, indices, kernel_size, stride, padding, output_size):  # noqa: A002
+    x = _t(input)
+    k = (kernel_size,) * nd if isinstance(kernel_size, int) else tuple(kernel_size)
+    s = k if stride is None else (stride,) * nd if isinstance(stride, int) else tuple(stride)
+    pd = (padding,) * nd if isinstance(padding, int) else tuple(padding)
+    lead = tuple(x.shape[:-nd])
+    if output_size is None:
+        spatial = tuple((x.shape[-nd + i] - 1) * s[i] - 2 * pd[i] + k[i] for i in range(nd))
+    else:
+        spatial = tuple(output_size)[-nd:]
+    idx = np.asarray(_arr(indices)).reshape(lead + (-1,)).astype(np.int64)
+    flat = ops.reshape(x, lead + (-1,))
+    keep = _last_writes(idx).astype(x.dtype)
+    # NOTE: an overwritten value is dropped, yet its gradient is g at its index, as torch's
+    flat_in = flat * keep + (flat - ops.stop_gradient(flat)) * (1 - keep)
+    size = math.prod(spatial)
+    if idx.size and (idx.min() < 0 or idx.max() >= size):
+        raise RuntimeError(f"{name}: found an invalid max index {int(idx.max())} (output "
+                           f"volumes are of size {size})")
+    zeros = ops.zeros_like(np.zeros(lead + (size,), x.dtype))
+    out = ops.gather_grad(flat_in, idx, zeros, axis=len(lead))
+    return ops.reshape(out, lead + spatial)
+
+
+def _last_writes(idx):
+    """1 where an index is the last to name its position in its row (the value torch keeps
+    when windows overlap), else 0."""
+    rows = idx.reshape(-1, idx.shape[-1]) if idx.size else idx.reshape(0, 0)
+    keep = np.zeros(rows.shape, bool)
+    for r, row in enumerate(rows):
+        _, first_of_reversed = np.unique(row[::-1], return_index=True)
+        keep[r, row.size - 1 - first_of_reversed] = True
+    return keep.reshape(idx.shape)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    return _max_unpool("max_unpool1d", 1, input, indices, kernel_size, stride, padding,
+                       output_size)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    return _max_unpool("max_unpool2d", 2, input, indices, kernel_size, stride, padding,
+                       output_size)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):  # noqa: A002
+    return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding,
+                       output_size)
+
+
+__all__ = ["threshold", "softshrink", "hardshrink", "rrelu", "rms_norm", "local_response_norm",
+           "soft_margin_loss", "hinge_embedding_loss", "multilabel_soft_margin_loss",
+           "multi_margin_loss", "multilabel_margin_loss", "gaussian_nll_loss",
+           "poisson_nll_loss", "triplet_margin_with_distance_loss", "pdist", "channel_shuffle",
+           "bilinear", "linear_cross_entropy", "embedding_bag", "upsample_nearest", "upsample_bilinear", "dropout3d", "alpha_dropout",
+           "feature_alpha_dropout", "max_unpool1d", "max_unpool2d", "max_unpool3d"]

@@ -1,0 +1,558 @@
+"""PyTorch's OpInfo database (`op_db`) as the oracle of `dualgrad.eager`.
+
+For one op_db entry:
+- `resolve(op)` finds dualgrad's callable: the entry's name as a path under `dualgrad.eager`
+  (`nn.functional.conv2d` -> `eager.nn.functional.conv2d`, `linalg.norm`, `special.*`, ...),
+  a Tensor method (`__radd__`, `T`) on `eager.Tensor`, or the entry's own lambda run with
+  `torch` replaced by `dualgrad.eager` (`lambda x: x.contiguous()`). None: not provided.
+- `samples(op, dtype)` gives torch's `sample_inputs(device="cpu", dtype=...)` (float64 with
+  requires_grad where the entry supports autograd).
+- `check_sample(op, fn, sample, mode)` runs the sample on torch and on dualgrad (eager, or
+  inside `dualgrad.compiler.compile()` of a function calling it) and returns a list of
+  differences (empty: agrees): result structure, shape, dtype, values (torch.testing's
+  tolerances for the dtype), gradients of float64 samples against torch's autograd, and
+  aliasing (an in-place write through each result changes the inputs exactly when torch's
+  does).
+
+Random ops (torch's own result changes with the seed) are compared in shape and dtype only:
+the streams differ by design (docs/pytorch-compat.md, "Random streams differ").
+Used by tests/eager/test_opdb.py and tests/eager/opdb_summary.py.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import types
+import warnings
+
+import numpy as np
+import torch
+from torch.testing._internal.common_methods_invocations import op_db
+
+from dualgrad import compiler, eager
+
+OP_DB = op_db
+
+# torch dtype -> dualgrad dtype name, in the order the reports list them
+DTYPES = {torch.bool: "bool", torch.uint8: "uint8", torch.int8: "int8", torch.int16: "int16",
+          torch.int32: "int32", torch.int64: "int64", torch.float16: "float16",
+          torch.bfloat16: "bfloat16", torch.float32: "float32", torch.float64: "float64"}
+BY_NAME = {v: k for k, v in DTYPES.items()}
+_NAMESPACES = ("", "nn.functional", "nn", "linalg", "special", "fft")
+
+
+def entry_id(op) -> str:
+    """`name` or `name.variant_test_name`: the key of an entry in every table."""
+    return f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
+
+
+def entries():
+    return {entry_id(op): op for op in OP_DB}
+
+
+def eager_dtype(name):
+    """dualgrad's dtype of that name, or None when dualgrad has none."""
+    return getattr(eager, name if name != "bool" else "bool_", None)
+
+
+# -- resolving an entry to dualgrad's callable -----------------------------------------------
+def _path(root, dotted):
+    obj = root
+    for part in dotted.split("."):
+        try:
+            obj = getattr(obj, part)
+        except (AttributeError, NotImplementedError):
+            return None
+    return obj
+
+
+def _code_names(code):
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _code_names(c)
+    return names
+
+
+def _seeded(fn, *args, **kwargs):
+    """op_db's wrapper_set_seed, on dualgrad's generator."""
+    eager.manual_seed(42)
+    return fn(*args, **kwargs)
+
+
+def _rebound_lambda(f):
+    """The entry's lambda with `torch` meaning dualgrad.eager, or None when a name it uses
+    is not provided."""
+    names = _code_names(f.__code__) - {"wrapper_set_seed", "torch"}
+    spaces = [eager, eager.Tensor, eager.nn, eager.nn.functional, eager.linalg, eager.special]
+    for n in names:
+        if not any(_path(ns, n) is not None for ns in spaces):
+            return None
+    glob = dict(f.__globals__, torch=eager, wrapper_set_seed=_seeded)
+    return types.FunctionType(f.__code__, glob, f.__name__, f.__defaults__, f.__closure__)
+
+
+def resolve(op):
+    """dualgrad's callable for the entry, called as torch's `op.op(input, *args, **kwargs)`;
+    None when dualgrad does not provide it."""
+    f = op.op
+    qual = getattr(f, "__qualname__", "") or ""
+    if "<lambda>" in qual:
+        return _rebound_lambda(f)
+    if qual.startswith(("TensorBase.", "Tensor.")):
+        return _path(eager.Tensor, qual.split(".", 1)[1])
+    if op.name.startswith("torch.") or op.name.startswith("_"):
+        return None          # aten internals (torch.ops.aten.*, _softmax_backward_data)
+    return _path(eager, op.name)
+
+
+# -- samples ---------------------------------------------------------------------------------
+def supported_dtypes(op):
+    """The dtypes of DTYPES torch supports for the entry on CPU, in DTYPES' order."""
+    sup = op.supported_dtypes("cpu")
+    return [d for d in DTYPES if d in sup]
+
+
+def samples(op, dtype, cap=None):
+    """torch's sample inputs for one dtype (float64 with requires_grad where the entry
+    supports autograd), the first `cap` of them."""
+    rg = dtype == torch.float64 and op.supports_autograd
+    out = []
+    # NOTE: op.sample_inputs wraps this generator in a tracker that walks the Python stack
+    # (inspect.stack) per sample to find a unittest method: 95% of the time, for nothing here
+    torch.manual_seed(0)
+    for s in op.sample_inputs_func(op, "cpu", dtype, rg):
+        out.append(s)
+        if cap is not None and len(out) >= cap:
+            break
+    return out
+
+
+# -- converting torch values to dualgrad's ---------------------------------------------------
+class Unconvertible(Exception):
+    """A sample holds a torch object dualgrad has no counterpart of."""
+
+
+def to_eager(v, leaves):
+    """A sample's value with torch tensors as dualgrad tensors (leaves collects the pairs
+    (torch tensor, dualgrad tensor) of every tensor converted)."""
+    if isinstance(v, torch.Tensor):
+        name = DTYPES.get(v.dtype)
+        dt = eager_dtype(name) if name else None
+        if dt is None:
+            raise Unconvertible(f"dualgrad has no dtype {v.dtype}")
+        arr = v.detach().to(torch.float32 if v.dtype == torch.bfloat16 else v.dtype) \
+            .numpy().copy()
+        t = eager.tensor(arr, dtype=dt, requires_grad=v.requires_grad)
+        leaves.append((v, t))
+        return t
+    if isinstance(v, torch.dtype):
+        dt = eager_dtype(DTYPES.get(v, "-"))
+        if dt is None:
+            raise Unconvertible(f"dualgrad has no dtype {v}")
+        return dt
+    if isinstance(v, torch.Size):
+        return tuple(v)
+    if isinstance(v, torch.device):
+        return eager.device(str(v))
+    if isinstance(v, torch.memory_format):
+        fmt = getattr(eager, str(v).split(".")[-1], None)
+        if fmt is None:
+            raise Unconvertible(f"a memory_format argument ({v})")
+        return fmt
+    if isinstance(v, torch.layout):
+        raise Unconvertible(f"a layout argument ({v})")
+    if isinstance(v, (list, tuple)):
+        return type(v)(to_eager(x, leaves) for x in v)
+    if isinstance(v, dict):
+        return {k: to_eager(x, leaves) for k, x in v.items()}
+    if callable(v) and not isinstance(v, type):
+        raise Unconvertible(f"a callable argument ({v!r})")
+    return v
+
+
+# -- comparing results -----------------------------------------------------------------------
+def _np(t):
+    return t.detach().numpy() if isinstance(t, eager.Tensor) else np.asarray(t)
+
+
+def _tolerances(dtype):
+    """torch.testing.assert_close's (rtol, atol) for the dtype, except the absolute tolerance
+    of the half types: 1e-5 is below float16's resolution near 1 (9.8e-4), so two correct
+    kernels that round an intermediate differently (torch's float16 log_softmax rounds x - max
+    to float16; dualgrad computes in float32 and rounds once) differ by more; 1e-3 there."""
+    if dtype in (torch.float16,):
+        return 1e-3, 1e-3
+    if dtype == torch.bfloat16:
+        return 1.6e-2, 1e-2
+    if dtype == torch.float32:
+        return 1.3e-6, 1e-5
+    if dtype == torch.float64:
+        return 1e-7, 1e-7
+    return 0, 0
+
+
+def compare(ours, ref, where="result", values=True):
+    """Differences between dualgrad's result and torch's, as a list of strings."""
+    if isinstance(ref, torch.Tensor):
+        if not isinstance(ours, eager.Tensor):
+            return [f"{where}: torch returns a Tensor, dualgrad a {type(ours).__name__}"]
+        a = _np(ours)
+        if tuple(a.shape) != tuple(ref.shape):
+            return [f"{where}: shape {tuple(a.shape)} != torch's {tuple(ref.shape)}"]
+        if str(a.dtype) != DTYPES.get(ref.dtype, str(ref.dtype)):
+            return [f"{where}: dtype {a.dtype} != torch's {ref.dtype}"]
+        if not values:
+            return []
+        rtol, atol = _tolerances(ref.dtype)
+        host = np.float32 if a.dtype.name == "bfloat16" else a.dtype   # ml_dtypes' bfloat16
+        got = torch.from_numpy(np.array(a, dtype=host, copy=True)).to(ref.dtype)
+        try:
+            torch.testing.assert_close(got, ref.detach(), rtol=rtol, atol=atol,
+                                       equal_nan=True, check_stride=False)
+        except AssertionError as e:
+            msg = " ".join(str(e).split())[:300]
+            return [f"{where}: values differ ({msg})"]
+        return []
+    if isinstance(ref, (tuple, list)):
+        if not isinstance(ours, (tuple, list)) or len(ours) != len(ref):
+            n = len(ours) if isinstance(ours, (tuple, list)) else type(ours).__name__
+            return [f"{where}: torch returns a {type(ref).__name__} of {len(ref)}, "
+                    f"dualgrad {n}"]
+        fields = getattr(type(ref), "_fields", None) or getattr(ref, "_fields", None)
+        if fields and getattr(ours, "_fields", None) != fields:
+            return [f"{where}: torch's fields {fields}, dualgrad's "
+                    f"{getattr(ours, '_fields', None)}"]
+        return [d for i, (o, r) in enumerate(zip(ours, ref))
+                for d in compare(o, r, f"{where}[{i}]", values)]
+    if isinstance(ref, (bool, int, float)):
+        if isinstance(ours, eager.Tensor) or type(ours) is not type(ref):
+            return [f"{where}: torch returns {type(ref).__name__} {ref!r}, dualgrad "
+                    f"{type(ours).__name__} {ours!r}"]
+        same = ours == ref or (isinstance(ref, float) and math.isnan(ref) and math.isnan(ours))
+        if values and not same and not (isinstance(ref, float) and math.isclose(
+                ours, ref, rel_tol=1e-5, abs_tol=1e-6)):
+            return [f"{where}: {ours!r} != torch's {ref!r}"]
+        return []
+    if isinstance(ref, torch.dtype):
+        return [] if str(ours) == DTYPES.get(ref) else [f"{where}: {ours} != torch's {ref}"]
+    if ref is None:
+        return [] if ours is None else [f"{where}: torch returns None, dualgrad {ours!r}"]
+    if ours != ref:
+        return [f"{where}: {ours!r} != torch's {ref!r}"]
+    return []
+
+
+def _tensors(v):
+    if isinstance(v, (torch.Tensor, eager.Tensor)):
+        return [v]
+    if isinstance(v, (tuple, list)):
+        return [t for x in v for t in _tensors(x)]
+    return []
+
+
+# -- the sample's run on each side -----------------------------------------------------------
+def _torch_call(op, s):
+    return op.op(s.input, *s.args, **s.kwargs)
+
+
+def is_random(op, s, ref):
+    """torch's own result changes with the seed: compare shape and dtype only."""
+    if "empty" in op.name:
+        return True          # uninitialised memory: shape and dtype are all there is
+    if _uses_seed(op):
+        return True          # op_db seeds torch's generator for it: it draws random numbers
+    if not op.is_factory_function and "rand" not in op.name:
+        return False
+    torch.manual_seed(2)
+    again = _torch_call(op, s)
+    return bool(compare_torch(again, ref))
+
+
+def _uses_seed(op):
+    code = getattr(op.op, "__code__", None)
+    return code is not None and "wrapper_set_seed" in _code_names(code) or op.name in (
+        "bernoulli", "multinomial", "normal", "nn.functional.dropout", "rand_like")
+
+
+def compare_torch(a, b):
+    ta, tb = _tensors(a), _tensors(b)
+    return len(ta) != len(tb) or any(x.shape != y.shape or not torch.equal(x, y) for x, y in zip(ta, tb))
+
+
+def _call(fn, mode, args, kwargs):
+    """dualgrad's call, eagerly or inside compile() (tensors as the compiled function's
+    arguments, everything else closed over)."""
+    if mode == "eager":
+        return fn(*args, **kwargs), False
+    flat = []
+    spec = _flatten((args, kwargs), flat)
+
+    def traced(*ts):
+        a, k = _unflatten(spec, iter(ts))
+        return fn(*a, **k)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        out = compiler.compile(traced)(*flat)
+    broke = any("graph break" in str(x.message) or "runs eagerly" in str(x.message) for x in w)
+    return out, broke
+
+
+def _flatten(v, flat):
+    if isinstance(v, eager.Tensor):
+        flat.append(v)
+        return ("T",)
+    if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
+        return (type(v), [_flatten(x, flat) for x in v])
+    if isinstance(v, dict):
+        return (dict, {k: _flatten(x, flat) for k, x in v.items()})
+    return ("C", v)
+
+
+def _unflatten(spec, it):
+    if spec[0] == "T":
+        return next(it)
+    if spec[0] == "C":
+        return spec[1]
+    if spec[0] is dict:
+        return {k: _unflatten(x, it) for k, x in spec[1].items()}
+    return spec[0](_unflatten(x, it) for x in spec[1])
+
+
+def _cotangent(ref_out, seed=0):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(tuple(t.shape)) for t in ref_out]
+
+
+def check_grads(ours, ref, leaves):
+    """Gradients of sum(out * cotangent) over the float outputs, against torch's autograd."""
+    r_outs = [t for t in _tensors(ref) if t.requires_grad and t.dtype.is_floating_point]
+    if not r_outs:
+        return []
+    o_all = _tensors(ours)
+    if len(o_all) != len(_tensors(ref)):
+        return ["gradient: outputs differ"]
+    pick = [i for i, t in enumerate(_tensors(ref)) if t.requires_grad and t.dtype.is_floating_point]
+    o_outs = [o_all[i] for i in pick]
+    cts = _cotangent(r_outs)
+    r_in = [(r, o) for r, o in leaves if r.requires_grad]
+    rg = torch.autograd.grad([o for o in r_outs], [r for r, _ in r_in],
+                             [torch.from_numpy(c).to(o.dtype) for c, o in zip(cts, r_outs)],
+                             allow_unused=True)
+    if not all(o.requires_grad for o in o_outs):
+        return ["gradient: dualgrad's result does not require grad where torch's does"]
+    total = None
+    for o, c in zip(o_outs, cts):
+        term = (o * eager.tensor(c, dtype=o.dtype)).sum()
+        total = term if total is None else total + term
+    og = eager.autograd.grad(total, [o for _, o in r_in], allow_unused=True)
+    diffs = []
+    for k, ((r, _), gr, go) in enumerate(zip(r_in, rg, og)):
+        if gr is None:
+            gr = torch.zeros_like(r)
+        if go is None:
+            go = eager.zeros(*r.shape, dtype=eager.float64)
+        diffs += compare(go, gr, f"gradient of input {k}")
+    return diffs
+
+
+def _write_through(outs):
+    """An in-place write to every element of each result (negation for bool, +1 else)."""
+    for o in outs:
+        if o.numel() == 0:
+            continue
+        if o.dtype in (torch.bool, eager.bool_):
+            o.logical_not_()
+        else:
+            o.add_(1)
+
+
+def check_aliasing(op, fn, s, mode):
+    """An in-place write through the result changes the inputs exactly when torch's does."""
+    with torch.no_grad():
+        r_leaves = []
+        rs = _detached(s)
+        ref = _torch_call(op, rs)
+        r_ins = _tensors((rs.input, rs.args, rs.kwargs))
+        before = [t.clone() for t in r_ins]
+        try:
+            _write_through(_tensors(ref))
+        except RuntimeError:
+            return []        # torch refuses the write (an expanded or overlapping view)
+        torch_changed = any(not torch.equal(b, t) for b, t in zip(before, r_ins)
+                            if not (b.is_floating_point() and b.isnan().any()))
+    leaves = []
+    args = to_eager((rs.input,) + tuple(rs.args), leaves)
+    kwargs = to_eager(dict(rs.kwargs), leaves)
+    with eager.no_grad():
+        out, _ = _call(fn, mode, args, kwargs)
+        o_ins = [t for _, t in leaves]
+        before = [_np(t).copy() for t in o_ins]
+        try:
+            _write_through(_tensors(out))
+        except Exception as e:  # noqa: BLE001 - reported as the difference it is
+            return [f"aliasing: writing through the result raised {type(e).__name__}: {e}"]
+        ours_changed = any(not np.array_equal(b, _np(t), equal_nan=True)
+                           for b, t in zip(before, o_ins))
+    if ours_changed != torch_changed:
+        return [f"aliasing: a write through the result {'changes' if ours_changed else 'does not change'}"
+                f" the input; torch's {'does' if torch_changed else 'does not'}"]
+    return []
+
+
+def _detached(s):
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    def d(v):
+        if isinstance(v, torch.Tensor):
+            return v.detach().clone()
+        if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
+            return type(v)(d(x) for x in v)
+        if isinstance(v, dict):
+            return {k: d(x) for k, x in v.items()}
+        return v
+    return SampleInput(d(s.input), args=d(tuple(s.args)), kwargs=d(dict(s.kwargs)))
+
+
+def check_sample(op, fn, s, mode="eager", grads=True, aliasing=True):
+    """Differences between dualgrad and torch on one sample (empty list: agrees).
+    mode: "eager" or "compile"."""
+    torch.manual_seed(1)
+    ref = _torch_call(op, s)
+    random = is_random(op, s, ref)
+    leaves = []
+    try:
+        args = to_eager((s.input,) + tuple(s.args), leaves)
+        kwargs = to_eager(dict(s.kwargs), leaves)
+    except Unconvertible as e:
+        return [f"sample: {e}"]
+    try:
+        eager.manual_seed(42)
+        ours, _ = _call(fn, mode, args, kwargs)
+    except Exception as e:  # noqa: BLE001 - a raise is the difference it is
+        return [f"raised {type(e).__name__}: {str(e)[:300]}"]
+    diffs = compare(ours, ref, values=not random)
+    if diffs or random:
+        return diffs
+    if grads and any(r.requires_grad for r, _ in leaves) and op.supports_autograd:
+        try:
+            diffs += check_grads(ours, ref, leaves)
+        except Exception as e:  # noqa: BLE001
+            diffs.append(f"gradient: raised {type(e).__name__}: {str(e)[:300]}")
+    if aliasing and not diffs:
+        try:
+            diffs += check_aliasing(op, fn, s, mode)
+        except Exception as e:  # noqa: BLE001
+            diffs.append(f"aliasing: raised {type(e).__name__}: {str(e)[:300]}")
+    return diffs
+
+
+@functools.lru_cache(maxsize=None)
+def resolved():
+    """{entry id: dualgrad callable or None} for every op_db entry."""
+    return {entry_id(op): resolve(op) for op in OP_DB}
+
+
+# -- the table's kinds of difference, and the doc page that shows it ----------------------------
+KINDS = ("result", "gradient", "aliasing")
+
+
+def kind_of(diff: str) -> str:
+    """Which check a difference comes from: "gradient", "aliasing" or "result"."""
+    for k in KINDS[1:]:
+        if diff.startswith(k):
+            return k
+    return "result"
+
+
+def lookup(name):
+    """eager's attribute at torch's dotted name (AttributeError when not provided)."""
+    obj = eager
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+DOC = "docs/pytorch-compat.md"
+_BEGIN = "<!-- op_db table: generated from eager/not_provided.py by " \
+         "`python -m tests.eager.opdb_summary --write-doc`; do not edit -->"
+_END = "<!-- end of the op_db table -->"
+
+
+def render_doc_table():
+    """The section of docs/pytorch-compat.md that shows eager/not_provided.py."""
+    from dualgrad.eager import not_provided
+    ABSENT, DIFFERS = not_provided.ABSENT, not_provided.DIFFERS
+    by_reason = {}
+    for name, why in sorted(ABSENT.items()):
+        by_reason.setdefault(why, []).append(name)
+    lines = [_BEGIN, "", f"**Not provided** ({len(ABSENT)} names of op_db; each raises "
+             "`AttributeError` with its reason, so `hasattr` is False):", "",
+             "| reason | names |", "| --- | --- |"]
+    for why, names in sorted(by_reason.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        lines.append(f"| {why} | {' '.join(f'`{n}`' for n in names)} |")
+    lines += ["", f"**Provided, but differing from torch** ({len(DIFFERS)} rows; entry, dtype, "
+              "mode and check, `*` for all):", "", "| entry | dtype | mode | check | reason |",
+              "| --- | --- | --- | --- | --- |"]
+    for (eid, dt, mode, kind), why in sorted(DIFFERS.items()):
+        lines.append(f"| `{eid}` | {dt} | {mode} | {kind} | {why} |")
+    return "\n".join(lines + ["", _END])
+
+
+def _doc_path():
+    import os
+    return os.path.join(os.path.dirname(__file__), "..", "..", DOC)
+
+
+def doc_section_in_file():
+    text = open(_doc_path(), encoding="utf-8").read()
+    if _BEGIN not in text or _END not in text:
+        return None
+    return text[text.index(_BEGIN):text.index(_END) + len(_END)]
+
+
+def write_doc():
+    """Replace the generated section of docs/pytorch-compat.md (appended under its heading
+    when the page has none yet)."""
+    path = _doc_path()
+    text = open(path, encoding="utf-8").read()
+    old = doc_section_in_file()
+    new = render_doc_table()
+    if old is None:
+        text = text.rstrip("\n") + "\n\n## PyTorch's op database: what is not provided\n\n" + \
+            "tests/eager/test_opdb.py runs PyTorch's own OpInfo database (`op_db`) against " + \
+            "dualgrad.eager, in eager and under `compile()`.\n\n" + new + "\n"
+    else:
+        text = text.replace(old, new)
+    open(path, "w", encoding="utf-8").write(text)
+
+
+# -- keeping DIFFERS true: rows from what the test's samples show ------------------------------
+def proposed_rows(failures, old):
+    """DIFFERS rows for {(eid, dtype, mode, kind): first difference}: one row per entry and
+    check (mode "*" when both modes differ); a reason already written for a row is kept."""
+    by = {}
+    for (eid, dt, mode, kind), diff in sorted(failures.items()):
+        e = by.setdefault((eid, kind), {"modes": set(), "dtypes": [], "diff": diff})
+        e["modes"].add(mode)
+        if dt not in e["dtypes"]:
+            e["dtypes"].append(dt)
+    rows = {}
+    for (eid, kind), e in by.items():
+        mode = e["modes"].pop() if len(e["modes"]) == 1 else "*"
+        key = (eid, "*", mode, kind)
+        diff = " ".join(e["diff"].split())
+        rows[key] = old.get(key) or f"{', '.join(e['dtypes'])}: {diff[:160]}"
+    return rows
+
+
+def write_rows(rows):
+    """Replace the generated rows of DIFFERS in eager/not_provided.py."""
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "eager", "not_provided.py")
+    text = open(path, encoding="utf-8").read()
+    mark = "edit a reason freely\n"
+    start = text.index(mark) + len(mark)
+    end = text.index("\n}\n", start - 1) + 1
+    body = "".join(f"    {k!r}:\n        {v!r},\n" for k, v in sorted(rows.items()))
+    open(path, "w", encoding="utf-8").write(text[:start] + body + text[end:])

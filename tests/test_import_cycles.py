@@ -1,0 +1,103 @@
+"""Import cycles between the project's modules, in every package, counting imports made
+inside functions too (a late import that only dodges a cycle is still a cycle).
+
+A cycle works only while some module happens to be imported first; tests/ops/test_imports.py
+keeps ops/ free of them. Elsewhere the cycles that remain are the rows of KNOWN_CYCLES, each
+with its reason: a new cycle, or a known one that grows, fails here, and so does a row whose
+cycle is gone (the table only shrinks). docs/architecture.md ("Import cycles") says so.
+"""
+from __future__ import annotations
+
+import sys
+
+from tests.imports import PACKAGES, ROOT, import_graph
+
+_EAGER_CORE = "eager's Tensor core and its method modules import one another; issue 33 puts a small tensor core below them"
+KNOWN_CYCLES = {
+    frozenset({"eager.core", "eager.factories", "eager.functions", "eager.hooks", "eager.info",
+               "eager.inplace", "eager.methods", "eager.pointwise", "eager.reductions",
+               "eager.shaping"}): _EAGER_CORE,
+    frozenset({"eager.nn", "eager.nn.activation", "eager.nn.attention", "eager.nn.containers",
+               "eager.nn.layers", "eager.nn.loss", "eager.nn.rnn", "eager.nn.transformer"}):
+        "Module and Parameter live in nn/__init__; issue 33 moves them to nn/module.py",
+    frozenset({"eager", "eager.optim", "eager.optim.lbfgs", "eager.optim.lr_scheduler",
+               "eager.optim.optimizer", "eager.optim.scheduler_base",
+               "eager.optim.schedulers_cyclic"}):
+        "Optimizer and LBFGS import enable_grad late from eager's package root, which imports optim",
+    frozenset({"compiler.ir", "compiler.optimize", "compiler.passes",
+               "compiler.passes.constant_fold", "compiler.passes.cse", "compiler.passes.fuse",
+               "compiler.passes.layout", "compiler.passes.simplify", "graph.array_ops",
+               "graph.checks", "graph.control_flow", "graph.core", "graph.gradients",
+               "graph.math_ops", "graph.plan", "graph.select_ops", "graph.session",
+               "graph.variables", "graph.while_grad"}):
+        "graph's Session asks compiler.optimize for a plan (the one allowed late import) and "
+        "graph's op modules import one another through graph.core",
+    frozenset({"eager.nn.functional", "eager.nn.extra_functional", "eager.nn.extra_conv3d"}):
+        "functional re-exports the extra functions, which use functional's helpers (_reduce, "
+        "pad, interpolate); the helpers belong in a module below both",
+    frozenset({"graph.nn", "graph.rnn_cell"}):
+        "graph.nn imports rnn_cell to offer tf.nn.rnn_cell; the cells import nn's dropout late",
+    frozenset({"compiler.compiled", "compiler.tracer"}):
+        "the tracer's DDP bucket path calls compiled's _average (a late import); issue 33 splits Trace",
+    frozenset({"comparisons.distributed", "comparisons.training"}):
+        "make_trainer builds the distributed trainer, which builds its inner trainer with make_trainer",
+    frozenset({"comparisons.shapes.cli", "comparisons.shapes.runner"}):
+        "runner.main hands over to the CLI (a late import), which runs the runner",
+}
+
+
+def import_cycles(root=ROOT, packages=PACKAGES):
+    """The strongly connected components (of more than one module) of the import graph."""
+    graph = import_graph(root, packages)
+    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.add(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(frozenset(comp))
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 10_000))
+    try:
+        for v in sorted(graph):
+            if v not in index:
+                visit(v)
+    finally:
+        sys.setrecursionlimit(limit)
+    return out
+
+
+def test_no_new_import_cycle():
+    new = [sorted(c) for c in import_cycles() if c not in KNOWN_CYCLES]
+    assert not new, f"new or changed import cycles (break them; see KNOWN_CYCLES): {new}"
+
+
+def test_every_known_cycle_still_exists():
+    gone = [sorted(c) for c in KNOWN_CYCLES if c not in import_cycles()]
+    assert not gone, f"these cycles are broken: delete their rows from KNOWN_CYCLES: {gone}"
+
+
+def test_the_finder_finds_a_cycle_through_a_late_import(tmp_path):
+    pkg = tmp_path / "eager"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "a.py").write_text("from .b import f\n")
+    (pkg / "b.py").write_text("def f():\n    from .a import g\n")
+    assert import_cycles(tmp_path, ("eager",)) == [frozenset({"eager.a", "eager.b"})]
