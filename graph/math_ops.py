@@ -20,7 +20,7 @@ import weakref
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.core import ShapeError, located, tracing
+from dualgrad.ops.core import ShapeError, fmt_shape, located, tracing
 from dualgrad.ops.rules import norm_axis
 
 from .core import GraphEngine, Tensor, _graph_of, check_tf1_types, constant, truediv as _truediv, convert_to_tensor, get_default_graph, graph_op
@@ -29,7 +29,7 @@ from .dtypes import as_dtype
 __all__ = [
     "add", "subtract", "multiply", "divide", "truediv", "pow", "negative", "abs", "exp",
     "log", "sqrt", "rsqrt", "square", "tanh", "sigmoid", "sign", "erf", "maximum", "minimum",
-    "where", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
+    "where", "where_v2", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
     "logical_not", "logical_and", "logical_or", "matmul", "reduce_sum", "reduce_mean",
     "reduce_max", "reduce_min", "reduce_logsumexp", "argmax", "argmin", "reshape",
     "transpose", "concat", "stack", "split", "expand_dims", "squeeze", "cast", "one_hot",
@@ -211,11 +211,41 @@ def where(condition, x=None, y=None, name=None):
 @named
 def _where(condition, x, y):
     c = convert_to_tensor(condition)
-    nd = max(np.ndim(x) if not isinstance(x, Tensor) else x.ndim or 0,
-                      np.ndim(y) if not isinstance(y, Tensor) else y.ndim or 0)
-    if c.ndim == 1 and nd > 1:
-        c = ops.reshape(c, (-1,) + (1,) * (nd - 1))
+    xs, ys = _operand_shape(x), _operand_shape(y)
+    _check_select(tuple(c.shape), xs, ys)
+    if len(c.shape) == 1 and len(xs) > 1:
+        c = ops.reshape(c, (-1,) + (1,) * (len(xs) - 1))
     return ops.where(c, x, y)
+
+
+def where_v2(condition, x=None, y=None, name=None):
+    """tf.where_v2 (TF2's where): condition, x and y broadcast against each other; without
+    x and y, the coordinates of the True elements, as where."""
+    if x is None and y is None:
+        return where(condition, name=name)
+    return named(ops.where)(condition, x, y, name=name)
+
+
+def _operand_shape(v):
+    return tuple(v.shape) if isinstance(v, Tensor) else np.shape(v)
+
+
+def _compatible(a, b):
+    return len(a) == len(b) and all(p is None or q is None or p == q for p, q in zip(a, b))
+
+
+def _check_select(cs, xs, ys):
+    """TF1's Select: x and y of one shape; the condition a scalar, of x's shape, or 1-d over
+    x's first dim. It does not broadcast (tf.where_v2 does)."""
+    if not _compatible(xs, ys):
+        raise located(f"where: x and y must have the same shape in TF1's where, got "
+                         f"{fmt_shape(xs)} and {fmt_shape(ys)}; tf.where_v2 broadcasts")
+    if cs == () or _compatible(cs, xs) or (len(cs) == 1 and len(xs) > 1 and
+                                           _compatible(cs, xs[:1])):
+        return
+    raise located(f"where: condition {fmt_shape(cs)} must be a scalar, of x's shape "
+                     f"{fmt_shape(xs)} or 1-d over its first dim in TF1's where (it does not "
+                     f"broadcast); tf.where_v2 broadcasts")
 
 
 logical_not, logical_and, logical_or = (

@@ -57,8 +57,10 @@ def _features(x):
 @named
 def leaky_relu(features, alpha=0.2):
     """features where > 0, else alpha * features (TF's default alpha is 0.2, torch's 0.01);
-    the gradient at 0 is alpha, as TF's LeakyReluGrad."""
-    return ops.leaky_relu(_features(features), float(alpha))
+    the gradient at 0 is alpha, as TF's LeakyReluGrad. alpha is rounded to float32 first:
+    TF's LeakyRelu holds it as a float32 attribute (a float64 input is scaled by
+    float32(0.2) = 0.20000000298…)."""
+    return ops.leaky_relu(_features(features), float(np.float32(alpha)))
 
 
 # NOTE: elu'(0) is 1 and relu6' is 0 at 0 and 6, as TF's EluGrad and Relu6Grad

@@ -5,7 +5,7 @@ is". Two TF1 answers, both here:
 
 - `unroll="static"` (TF1's `static_rnn`): every sequence is padded to the longest possible
   (8 rows) and the cell is built 8 times in a Python loop *at build time*. A mask (N, 8)
-  fed with each batch says which steps are real; `where(mask_t, new_state, state)` keeps
+  fed with each batch says which steps are real; `where_v2(mask_t, new_state, state)` keeps
   the last real state of a sequence that has ended. Every batch pays for 8 steps.
 - `unroll="while_loop"` (TF1's `dynamic_rnn`): one cell inside `graph.while_loop`, run for
   as many steps as a scalar placeholder `steps` says (fed with the batch's longest length,
@@ -61,7 +61,7 @@ def static_rnn(cell, x, mask, h, c, steps=None):
     for t in range(STEPS):
         h2, c2 = cell(x[:, t], h, c)
         going = graph.expand_dims(mask[:, t], 1) > 0.0
-        h, c = graph.where(going, h2, h), graph.where(going, c2, c)
+        h, c = graph.where_v2(going, h2, h), graph.where_v2(going, c2, c)
     return h
 
 
@@ -73,7 +73,7 @@ def dynamic_rnn(cell, x, mask, h, c, steps):
     def body(t, h, c):
         h2, c2 = cell(graph.gather(x_tm, t), h, c)
         going = graph.expand_dims(graph.gather(m_tm, t), 1) > 0.0
-        return t + 1, graph.where(going, h2, h), graph.where(going, c2, c)
+        return t + 1, graph.where_v2(going, h2, h), graph.where_v2(going, c2, c)
 
     _, h, _ = graph.while_loop(lambda t, h, c: t < steps, body,
                                [graph.constant(0, graph.int64), h, c])

@@ -2,8 +2,8 @@
 
 The same block as transformer_eager.py, built once as a graph: `placeholder`s for the
 padded tokens (None, 8, 8) and their mask (None, 8); the mask enters the attention scores
-through `where`, exactly as in eager code — padding and masks are the transformer's own
-idiom, so here the two styles look most alike. What differs: every shape is checked
+through `where_v2` (the `where` that broadcasts, as eager code's) — padding and masks are
+the transformer's own idiom, so here the two styles look most alike. What differs: every shape is checked
 while building (a wrong head split fails before any data exists), and the optimiser sees
 the whole block at once (GELU, layer norm and softmax chains become fused loops).
 
@@ -52,7 +52,7 @@ def self_attention(x, mask, w):
         q, k, v = qkv[0], qkv[1], qkv[2]
         scores = graph.matmul(q, k, transpose_b=True) * (1.0 / math.sqrt(dh))
         keep = graph.reshape(mask, (-1, 1, 1, TOKENS)) > 0.0
-        att = graph.nn.softmax(graph.where(keep, scores, NEG), axis=-1)
+        att = graph.nn.softmax(graph.where_v2(keep, scores, NEG), axis=-1)
         y = graph.reshape(graph.transpose(graph.matmul(att, v), (0, 2, 1, 3)),
                           (-1, TOKENS, D_MODEL))
         return dense(y, w, "attn.out")

@@ -62,7 +62,7 @@ def _tf1(tf):
         return (x - mean) * v1.rsqrt(var + epsilon) * gamma + beta
 
     nn = _Namespace(v1.nn, dense=dense, layer_norm=layer_norm, gelu=tf.nn.gelu)
-    return _Namespace(v1, nn=nn, where=v1.where_v2,
+    return _Namespace(v1, nn=nn,
                       Session=lambda graph=None, optimize=True: v1.Session(graph=graph))
 
 
@@ -73,9 +73,6 @@ TF1_SPELLING = {
     "nn.layer_norm": "dualgrad's own (TF1 has it only in tf.contrib.layers): written with "
                      "tf.nn.moments",
     "nn.gelu": "TF2's tf.nn.gelu: tf.compat.v1.nn has no gelu",
-    "where": "the models broadcast a (N, 1) or (N, 1, 1, T) condition, which TF1's where "
-             "refuses (condition the shape of x, or 1-d); tf.where_v2 broadcasts. dualgrad's "
-             "where broadcasts too: a known difference (docs/tf1-compat.md)",
     "Session": "dualgrad's Session takes optimize=; TF's graph optimiser is not switchable",
 }
 
@@ -114,7 +111,7 @@ def test_model_trains_as_in_tf(tf, model, options):
 def test_the_spelling_table_is_complete(tf):
     """Every name _tf1 replaces has its row, and each is really missing from (or different
     in) tf.compat.v1, so a TF that gains one shows here."""
-    assert set(TF1_SPELLING) == {"nn.dense", "nn.layer_norm", "nn.gelu", "where", "Session"}
+    assert set(TF1_SPELLING) == {"nn.dense", "nn.layer_norm", "nn.gelu", "Session"}
     v1 = tf.compat.v1
     assert not hasattr(v1.nn, "dense") and not hasattr(v1.nn, "layer_norm")
     assert not hasattr(v1.nn, "gelu")

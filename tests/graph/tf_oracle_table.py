@@ -70,6 +70,9 @@ ROWS = [
     Bn("pow", "small", "pos"),
     Row("where", (lambda rng: rng.random(S) < 0.5, "any", "any"), (S, S, S)),
     Row("where", (lambda rng: rng.random(2) < 0.5, "any", "any"), ((2,), S, S)),
+    Row("where", (lambda rng: rng.random((2, 1)) < 0.5, "any", "any"), ((2, 1), S, S)),
+    Row("where", (lambda rng: rng.random(S) < 0.5, "any", "any"), (S, S, ())),
+    Row("where_v2", (lambda rng: rng.random((2, 1)) < 0.5, "any", "any"), ((2, 1), S, (3,))),
     Row("clip_by_value", ("any", "unit", "unit"), (S, (), ())),
     Row("add_n", ("any", "any", "any"), (S, S, S), call=lambda f, *xs: f(list(xs))),
     Row("matmul", ("any", "any"), ((2, 3), (3, 4))),
@@ -319,8 +322,6 @@ _F32_INSIDE = "TF's kernel computes in float32 for float64 inputs; dualgrad in f
 _OPTIMISER_F32 = "the graph optimiser computes part of a float64 graph in float32 (2**-27 off); " \
     "the optimiser's dtype preservation is being fixed separately (issue 30, part 5)"
 KNOWN = {
-    "nn.leaky_relu": (("float64",), "TF's LeakyRelu holds alpha as a float32 attribute, so a "
-                      "float64 result is scaled by float32(0.2); dualgrad scales by 0.2"),
     "reduce_euclidean_norm": (_INTS, "integer input raises a TypeError in dualgrad (TF "
                               "returns the truncated integer norm)"),
     "nn.moments": (("int32", "int64"), "integer input raises a TypeError in dualgrad (TF "
