@@ -24,12 +24,13 @@ medians. The 1-thread sgemm rate (NumPy float32 512^3, one BLAS thread) is measu
 parent before and after, and the best is used; FLOPs per step are counted from the models'
 matrix products and convolutions (train_models.flops).
 
-The neighbour probe (`neighbour`) runs a PyTorch step (default threads) alone and right after
-a compiled dualgrad step, in one process: how much dualgrad's threads slow the user's other
-work once its call has returned.
+The neighbour probe (`neighbour`, MLP and GPT) runs a PyTorch step (on 1 thread, then on its
+default threads) alone and right after a compiled dualgrad step, alternating, in one process:
+how much dualgrad's threads slow the user's other work once its call has returned.
 """
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import statistics
@@ -144,19 +145,21 @@ def child(spec) -> dict:
 
 
 def neighbour(spec) -> dict:
-    """PyTorch step times (ms) alone and right after a compiled dualgrad step, one process."""
+    """PyTorch step times (ms) alone and right after a compiled dualgrad step, in one process,
+    alternating (alone, dualgrad + after, alone, ...) so the machine's drift hits both."""
     from dualgrad import eager
     import torch
-    name, size, k = spec["model"], spec["size"], spec["steps"]
+    if spec.get("torch_threads"):
+        torch.set_num_threads(spec["torch_threads"])
+    name, size = spec["model"], spec["size"]
     ours, theirs = M.build(eager, name, size, compiled=True), M.build(torch, name, size)
     for _ in range(2):
         ours(), theirs()
     alone, after = [], []
-    for _ in range(k):
+    for _ in range(spec["steps"]):
         t0 = time.perf_counter()
         theirs()
         alone.append(time.perf_counter() - t0)
-    for _ in range(k):
         ours()
         t0 = time.perf_counter()
         theirs()
@@ -192,7 +195,7 @@ def _cell(runs, size_name, name):
 
 
 def run_models(names, sizes, columns, rounds, steps, profile=False, progress=None,
-               timeout=1800):
+               blas_threads=1, timeout=1800):
     """{model: {column: cell}}; each (model, column, round) a fresh process, columns alternating."""
     out = {}
     for name in names:
@@ -202,7 +205,8 @@ def run_models(names, sizes, columns, rounds, steps, profile=False, progress=Non
                 if progress:
                     progress(f"{name}: {col} (round {r + 1} of {rounds})")
                 spec = {"model": name, "column": col, "size": sizes[name], "steps": steps,
-                        "memory": r == 0, "profile": profile and r == 0}
+                        "memory": r == 0, "profile": profile and r == 0,
+                        "blas_threads": blas_threads}
                 runs[col].append(_spawn("child", spec, timeout))
         out[name] = {c: _cell(runs[c], sizes, name) for c in columns}
     return out
@@ -216,23 +220,27 @@ def _sgemm():
 
 
 def run_tier(names=M.NAMES, sizes=None, columns=COLUMNS, rounds=2, steps=5, load=False,
-             profile=False, neighbour_steps=5, progress=None) -> dict:
+             profile=False, neighbour_steps=5, progress=None, blas_threads=1) -> dict:
     """Every figure of one realistic-tier run, as a JSON-ready dict."""
     from .isolate import busy_core
     from .run import _loadavg, machine_description
     sizes = {n: (sizes or M.SIZES)[n] for n in names}
     t0, rate = time.perf_counter(), [_sgemm()]
-    res = {"dualgrad_bench_train": 1, "sizes": sizes, "columns": list(columns),
+    res = {"dualgrad_bench_train": 1, "sizes": sizes, "date": datetime.datetime.now(
+               datetime.timezone.utc).isoformat(timespec="seconds"), "columns": list(columns),
            "machine": machine_description(), "loadavg_before": _loadavg(),
-           "settings": {"rounds": rounds, "steps": steps}}
-    res["models"] = run_models(names, sizes, columns, rounds, steps, profile, progress)
-    res["neighbour"] = {n: _spawn("neighbour", {"model": n, "size": sizes[n],
-                                                "steps": neighbour_steps}, 1800)
-                        for n in names if n in NEIGHBOUR_MODELS}
+           "settings": {"rounds": rounds, "steps": steps, "blas_threads": blas_threads}}
+    res["models"] = run_models(names, sizes, columns, rounds, steps, profile, progress,
+                               blas_threads)
+    res["neighbour"] = {f"{n}, torch {th or 'default'} thread{'s' if th != 1 else ''}": _spawn(
+        "neighbour", {"model": n, "size": sizes[n], "steps": neighbour_steps,
+                      "torch_threads": th}, 1800)
+        for n in names if n in NEIGHBOUR_MODELS for th in (1, 0)}
     if load:
         with busy_core() as (core, _pid):
             res["busy_core"] = core
-            res["loaded"] = run_models(names, sizes, columns, rounds, steps, False, progress)
+            res["loaded"] = run_models(names, sizes, columns, rounds, steps, False, progress,
+                                       blas_threads)
     rate.append(_sgemm())
     res["sgemm_gflops_1thread"] = max(rate)
     res["loadavg_after"] = _loadavg()

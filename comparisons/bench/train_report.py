@@ -1,0 +1,155 @@
+"""Tables of a realistic-tier run (train_tier.run_tier): in the terminal, and as the Markdown
+section of docs/benchmarks.md, which is generated, never typed:
+
+    dualgrad bench --size train --load --profile --json RUN.json
+    python -m dualgrad.comparisons.bench.train_report RUN.json --docs docs/benchmarks.md
+
+replaces what lies between the two `train-tier` markers of that page with the run's tables
+(with `--load`, the growth of each column with a busy second core, from the same run).
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+from .cells import fmt_time
+from .train_tier import COLUMNS, HEADERS
+
+BEGIN, END = "<!-- train-tier: begin (generated) -->", "<!-- train-tier: end -->"
+
+
+def _ms(c):
+    return fmt_time(c["median_ms"]) if c.get("median_ms") else c.get("status", "-")
+
+
+def _share(c):
+    return f"{c['gflops']:.1f} ({100 * c['sgemm_share']:.0f}%)" if c.get("gflops") else "-"
+
+
+def _mib(c):
+    return f"{c['peak_bytes'] / 2 ** 20:.1f}" if c.get("peak_bytes") is not None else "-"
+
+
+def _first(c):
+    return f"{c['first_call_s']:.2f}" if "first_call_s" in c else "-"
+
+
+def _growth(c):
+    return f"{c['load_growth']:.2f}x" if c.get("load_growth") else "-"
+
+
+METRICS = (("median step time", _ms), ("GFLOP/s (share of the 1-thread sgemm rate)", _share),
+           ("peak memory per step, MiB", _mib), ("first call, s", _first))
+
+
+def _ratio(cells, a, b):
+    x, y = cells.get(a, {}).get("median_ms"), cells.get(b, {}).get("median_ms")
+    return f"{x / y:.2f}" if x and y else "-"
+
+
+def tables(res):
+    """[(title, header, rows)] for every table of the run."""
+    cols = [c for c in COLUMNS if c in res["columns"]]
+    out = []
+    for title, fmt in METRICS:
+        rows = [[name] + [fmt(cells.get(c, {})) for c in cols]
+                for name, cells in res["models"].items()]
+        out.append((title, ["model"] + cols, rows))
+    goals = [[name, _ratio(cells, "comp", "torch1"), _ratio(cells, "eager", "torch1"),
+              _ratio(cells, "opt", "jax"), _share(cells.get("comp", {}))]
+             for name, cells in res["models"].items()]
+    out.append(("goals: comp / torch1 <= 0.9, eager / torch1 <= 1.1, sgemm share >= 60%",
+                ["model", "comp/torch1", "eager/torch1", "opt/jax", "comp GFLOP/s (share)"],
+                goals))
+    if any(c.get("load_growth") for cells in res["models"].values() for c in cells.values()):
+        rows = [[name] + [_growth(cells.get(c, {})) for c in cols]
+                for name, cells in res["models"].items()]
+        out.append(("growth with a process spinning on the other core (loaded / quiet)",
+                    ["model"] + cols, rows))
+    if res.get("neighbour"):
+        rows = [[n, f"{p['alone_ms']:.1f}", f"{p['after_ms']:.1f}",
+                 f"{p['after_ms'] / p['alone_ms']:.2f}"] if "alone_ms" in p else
+                [n, p.get("error", "-"), "-", "-"] for n, p in res["neighbour"].items()]
+        out.append(("a PyTorch step alone and right after a compiled dualgrad step (ms)",
+                    ["model", "alone", "after", "ratio"], rows))
+    prof = _profile_rows(res)
+    if prof:
+        out.append(("where a step goes (ms per step; kernels = op kernels without their "
+                     "allocations)", ["model", "column", "step", "kernels", "alloc", "Python",
+                                      "slowest kernels (ms, calls)"], prof))
+    return out
+
+
+def _profile_rows(res):
+    rows = []
+    for name, cells in res["models"].items():
+        for col in ("eager", "opt", "comp"):
+            p = cells.get(col, {}).get("profile")
+            if not p or "error" in p:
+                continue
+            top = ", ".join(f"{k} {ms:.1f} ({calls:.0f})" for k, ms, calls in p["top"][:4])
+            rows.append([name, col, f"{p['step_ms']:.1f}", f"{p['kernel_ms']:.1f}",
+                         f"{p['alloc_ms']:.1f}", f"{p['python_ms']:.1f}", top])
+    return rows
+
+
+def legend():
+    return "; ".join(f"{c} = {HEADERS[c]}" for c in COLUMNS)
+
+
+def render(res, console):
+    from rich.table import Table
+    for title, header, rows in tables(res):
+        t = Table(title=title, title_justify="left", box=None, pad_edge=False,
+                  header_style="bold underline")
+        for i, h in enumerate(header):
+            t.add_column(h, justify="left" if i == 0 or h == "column" else "right",
+                         overflow="fold")
+        for r in rows:
+            t.add_row(*r)
+        console.print(t)
+    console.print(legend(), highlight=False)
+    console.print(f"1-thread sgemm {res['sgemm_gflops_1thread']:.0f} GFLOP/s; load average "
+                  f"{res['loadavg_before']} -> {res['loadavg_after']}; {res['total_s']:.0f} s",
+                  highlight=False)
+
+
+def markdown(res) -> str:
+    m = res["machine"]
+    lines = [f"Run of {res.get('date', '?')}: {m['cpu']}, {m['cores']} cores, numpy "
+             f"{m['numpy']}, numba {m['numba']}, jax {m['jax']}, torch {m['torch']}; "
+             f"1-thread sgemm {res['sgemm_gflops_1thread']:.0f} GFLOP/s; 1-minute load "
+             f"average {res['loadavg_before']} before, {res['loadavg_after']} after; "
+             f"{res['settings']['rounds']} rounds of {res['settings']['steps']} steps per "
+             f"column; {res['total_s']:.0f} s. Columns: {legend()}."]
+    for title, header, rows in tables(res):
+        lines += ["", f"**{title}**", "", "| " + " | ".join(header) + " |",
+                  "|---|" + "---:|" * (len(header) - 1)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def write_docs(res, path):
+    """Replace the generated section of docs/benchmarks.md (between the markers) with `res`."""
+    with open(path) as f:
+        page = f.read()
+    if BEGIN not in page or END not in page:
+        raise ValueError(f"{path}: no generated section (the markers {BEGIN!r} and {END!r})")
+    head, rest = page.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    with open(path, "w") as f:
+        f.write(f"{head}{BEGIN}\n{markdown(res)}\n{END}{tail}")
+
+
+def main(argv):
+    """RUN.json [--docs PAGE]: print the tables, or write them into PAGE's section."""
+    with open(argv[0]) as f:
+        res = json.load(f)
+    if "--docs" in argv:
+        write_docs(res, argv[argv.index("--docs") + 1])
+    else:
+        print(markdown(res))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
