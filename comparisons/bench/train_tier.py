@@ -219,9 +219,11 @@ def _sgemm():
         return sgemm_gflops()
 
 
-def run_tier(names=M.NAMES, sizes=None, columns=COLUMNS, rounds=2, steps=5, load=False,
-             profile=False, neighbour_steps=5, progress=None, blas_threads=1) -> dict:
-    """Every figure of one realistic-tier run, as a JSON-ready dict."""
+def run_tier(names=M.NAMES, sizes=None, columns=COLUMNS, rounds=2, steps=4, load=False,
+             profile=False, neighbour_steps=4, progress=None, blas_threads=1,
+             load_rounds=1) -> dict:
+    """Every figure of one realistic-tier run, as a JSON-ready dict. load: the table again
+    (load_rounds rounds) with a process spinning on the last core."""
     from .isolate import busy_core
     from .run import _loadavg, machine_description
     sizes = {n: (sizes or M.SIZES)[n] for n in names}
@@ -229,18 +231,19 @@ def run_tier(names=M.NAMES, sizes=None, columns=COLUMNS, rounds=2, steps=5, load
     res = {"dualgrad_bench_train": 1, "sizes": sizes, "date": datetime.datetime.now(
                datetime.timezone.utc).isoformat(timespec="seconds"), "columns": list(columns),
            "machine": machine_description(), "loadavg_before": _loadavg(),
-           "settings": {"rounds": rounds, "steps": steps, "blas_threads": blas_threads}}
+           "settings": {"rounds": rounds, "steps": steps, "blas_threads": blas_threads,
+                        "load_rounds": load_rounds if load else 0}}
     res["models"] = run_models(names, sizes, columns, rounds, steps, profile, progress,
                                blas_threads)
     res["neighbour"] = {f"{n}, torch {th or 'default'} thread{'s' if th != 1 else ''}": _spawn(
         "neighbour", {"model": n, "size": sizes[n], "steps": neighbour_steps,
                       "torch_threads": th}, 1800)
-        for n in names if n in NEIGHBOUR_MODELS for th in (1, 0)}
+        for n in names if n in NEIGHBOUR_MODELS and neighbour_steps for th in (1, 0)}
     if load:
         with busy_core() as (core, _pid):
             res["busy_core"] = core
-            res["loaded"] = run_models(names, sizes, columns, rounds, steps, False, progress,
-                                       blas_threads)
+            res["loaded"] = run_models(names, sizes, columns, load_rounds, steps, False,
+                                       progress, blas_threads)
     rate.append(_sgemm())
     res["sgemm_gflops_1thread"] = max(rate)
     res["loadavg_after"] = _loadavg()
