@@ -4,6 +4,7 @@
     dualgrad train MODEL --mode eager|graph|compiled|all [--epochs N] [--seed S]
                          [--plot curves.png] [--logdir DIR]
     dualgrad bench [MODEL|all] [--quick] [--json PATH] [--history PATH] [--plot PATH]
+    dualgrad bench --size train [MODEL|all] [--load] [--profile] [--json PATH]
     dualgrad bench --distributed [mlp|transformer|all] [--quick] [--no-torch] [--json PATH]
     dualgrad graph MODEL [--optimized] [--train] [--dot PATH.dot|PATH.svg]
     dualgrad shapes [BUG ...] [--explain] [--json PATH] [--markdown PATH]

@@ -1,11 +1,13 @@
-"""Tables of a realistic-tier run (train_tier.run_tier): in the terminal, and as the Markdown
-section of docs/benchmarks.md, which is generated, never typed:
+"""Tables of a realistic-tier run (train_tier.run_tier) in the terminal, and the generated
+sections of docs/benchmarks.md (both tiers), which are never typed:
 
-    dualgrad bench --size train --load --profile --json RUN.json
-    python -m dualgrad.comparisons.bench.train_report RUN.json --docs docs/benchmarks.md
+    dualgrad bench all --profile --load --json small.json
+    dualgrad bench --size train --load --profile --json train.json
+    python -m dualgrad.comparisons.bench.train_report --docs docs/benchmarks.md \
+        --small small.json --commit COMMIT --train train.json
 
-replaces what lies between the two `train-tier` markers of that page with the run's tables
-(with `--load`, the growth of each column with a busy second core, from the same run).
+replaces what lies between each tier's two markers on that page with the run's tables (with
+`--load`, the growth of each column with a busy second core, from the same run).
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from .cells import fmt_time
 from .train_tier import COLUMNS, HEADERS
 
 BEGIN, END = "<!-- train-tier: begin (generated) -->", "<!-- train-tier: end -->"
+SMALL = ("<!-- small-tier: begin (generated) -->", "<!-- small-tier: end -->")
 
 
 def _ms(c):
@@ -129,26 +132,54 @@ def markdown(res) -> str:
     return "\n".join(lines)
 
 
-def write_docs(res, path):
-    """Replace the generated section of docs/benchmarks.md (between the markers) with `res`."""
+def small_markdown(res, commit) -> str:
+    """The small tier's run (`dualgrad bench --json`) as the page shows it."""
+    from .report_more import markdown as tables_md
+    m, st = res["machine"], res["settings"]
+    head = (f"`dualgrad bench all --profile --load` at commit {commit}, {res['date']}: "
+            f"{m['cpu']}, {m['cores']} cores, numpy {m['numpy']}, numba {m['numba']}, jax "
+            f"{m['jax']}, torch {m['torch']}; 1-thread sgemm {st['sgemm_gflops_1thread']:.0f} "
+            f"GFLOP/s; 1-minute load average {m.get('loadavg_before')} before, "
+            f"{m.get('loadavg_after')} after the table, {m.get('loadavg_before_loaded')} -> "
+            f"{m.get('loadavg_after_loaded')} over the loaded half; {res['total_s']:.0f} s. "
+            "Per cell the median per step and its spread, speed-up over eager in brackets; "
+            "then where each model step goes, the share of the 1-thread sgemm rate per column, "
+            "and the loaded medians with their growth.")
+    return head + "\n\n" + tables_md(res)
+
+
+def write_section(path, markers, text):
+    """Replace what lies between `markers` on the page at `path` with `text`."""
+    begin, end = markers
     with open(path) as f:
         page = f.read()
-    if BEGIN not in page or END not in page:
-        raise ValueError(f"{path}: no generated section (the markers {BEGIN!r} and {END!r})")
-    head, rest = page.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
+    if begin not in page or end not in page:
+        raise ValueError(f"{path}: no generated section (the markers {begin!r} and {end!r})")
+    head, rest = page.split(begin, 1)
+    tail = rest.split(end, 1)[1]
     with open(path, "w") as f:
-        f.write(f"{head}{BEGIN}\n{markdown(res)}\n{END}{tail}")
+        f.write(f"{head}{begin}\n{text}\n{end}{tail}")
 
 
-def main(argv):
-    """RUN.json [--docs PAGE]: print the tables, or write them into PAGE's section."""
-    with open(argv[0]) as f:
-        res = json.load(f)
-    if "--docs" in argv:
-        write_docs(res, argv[argv.index("--docs") + 1])
-    else:
-        print(markdown(res))
+def write_docs(res, path):
+    """Replace the realistic tier's generated section of docs/benchmarks.md with `res`."""
+    write_section(path, (BEGIN, END), markdown(res))
+
+
+def main(argv=None):
+    import argparse
+    p = argparse.ArgumentParser(prog="python -m dualgrad.comparisons.bench.train_report")
+    p.add_argument("--docs", required=True, metavar="PAGE")
+    p.add_argument("--train", metavar="JSON", help="a `dualgrad bench --size train --json` run")
+    p.add_argument("--small", metavar="JSON", help="a `dualgrad bench --json` run")
+    p.add_argument("--commit", help="the commit the small run measured")
+    args = p.parse_args(argv)
+    if args.small:
+        with open(args.small) as f:
+            write_section(args.docs, SMALL, small_markdown(json.load(f), args.commit))
+    if args.train:
+        with open(args.train) as f:
+            write_docs(json.load(f), args.docs)
 
 
 if __name__ == "__main__":
