@@ -55,3 +55,11 @@ def test_a_page_without_the_section_is_refused(tmp_path):
     page.write_text("nothing generated here\n")
     with pytest.raises(ValueError, match="no generated section"):
         train_report.write_docs({}, page)
+
+
+def test_the_cli_refuses_what_the_tier_does_not_do(capsys):
+    from dualgrad.comparisons.cli import main
+    assert main(["bench", "--size", "train", "--quick"]) != 0
+    assert main(["bench", "gelu", "--size", "train"]) != 0
+    err = capsys.readouterr().err
+    assert "--quick does not go with --size train" in err and "got gelu" in err
