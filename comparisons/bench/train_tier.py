@@ -24,9 +24,10 @@ medians. The 1-thread sgemm rate (NumPy float32 512^3, one BLAS thread) is measu
 parent before and after, and the best is used; FLOPs per step are counted from the models'
 matrix products and convolutions (train_models.flops).
 
-The neighbour probe (`neighbour`, MLP and GPT) runs a PyTorch step (on 1 thread, then on its
-default threads) alone and right after a compiled dualgrad step, alternating, in one process:
-how much dualgrad's threads slow the user's other work once its call has returned.
+The neighbour probe (`neighbour`, MLP and GPT) times a PyTorch step (on 1 thread, then on its
+default threads) in one process, first before dualgrad has run anything, then each right
+after a compiled dualgrad step: how much dualgrad's threads slow the user's other work once
+its call has returned, and whether PyTorch still has the thread count it was given.
 """
 from __future__ import annotations
 
@@ -145,27 +146,32 @@ def child(spec) -> dict:
 
 
 def neighbour(spec) -> dict:
-    """PyTorch step times (ms) alone and right after a compiled dualgrad step, in one process,
-    alternating (alone, dualgrad + after, alone, ...) so the machine's drift hits both."""
-    from dualgrad import eager
+    """PyTorch step times (ms) in one process: first alone, before dualgrad has run anything,
+    then each right after a compiled dualgrad step. (Alternating the two would hide a pool
+    that keeps spinning between steps: it slows the "alone" steps too.)"""
     import torch
     if spec.get("torch_threads"):
         torch.set_num_threads(spec["torch_threads"])
-    name, size = spec["model"], spec["size"]
-    ours, theirs = M.build(eager, name, size, compiled=True), M.build(torch, name, size)
-    for _ in range(2):
-        ours(), theirs()
-    alone, after = [], []
-    for _ in range(spec["steps"]):
+    threads = torch.get_num_threads()
+    name, size, k = spec["model"], spec["size"], spec["steps"]
+    theirs = M.build(torch, name, size)
+    theirs(), theirs()
+    alone = []
+    for _ in range(k):
         t0 = time.perf_counter()
         theirs()
         alone.append(time.perf_counter() - t0)
+    from dualgrad import eager
+    ours = M.build(eager, name, size, compiled=True)
+    ours(), ours()
+    after = []
+    for _ in range(k):
         ours()
         t0 = time.perf_counter()
         theirs()
         after.append(time.perf_counter() - t0)
     return {"alone_ms": statistics.median(alone) * 1e3, "after_ms": statistics.median(after) * 1e3,
-            "torch_threads": torch.get_num_threads()}
+            "torch_threads": threads, "torch_threads_after": torch.get_num_threads()}
 
 
 def _spawn(kind, spec, timeout):

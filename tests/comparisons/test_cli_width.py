@@ -112,7 +112,7 @@ def test_the_train_tier_tables_fit():
            "loadavg_before": 12.3, "loadavg_after": 14.5, "total_s": 3600.0,
            "models": {n: {c: dict(cell) for c in train_tier.COLUMNS}
                       for n in ("mlp", "cnn", "gpt", "lstm")},
-           "neighbour": {"gpt, torch default threads": {"alone_ms": 12345.6,
+           "neighbour": {"gpt, torch default threads": {"alone_ms": 12345.6, "torch_threads": 2,
                                                         "after_ms": 123456.7}}}
     console = Console(width=WIDTH, record=True)
     train_report.render(res, console)
