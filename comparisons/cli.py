@@ -4,6 +4,7 @@
     dualgrad train MODEL --mode eager|graph|compiled|all [--epochs N] [--seed S]
                          [--plot curves.png] [--logdir DIR]
     dualgrad bench [MODEL|all] [--quick] [--json PATH] [--history PATH] [--plot PATH]
+    dualgrad bench --size train [MODEL|all] [--load] [--profile] [--json PATH]
     dualgrad bench --distributed [mlp|transformer|all] [--quick] [--no-torch] [--json PATH]
     dualgrad graph MODEL [--optimized] [--train] [--dot PATH.dot|PATH.svg]
     dualgrad shapes [BUG ...] [--explain] [--json PATH] [--markdown PATH]
@@ -74,6 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("what", nargs="?", default="all", choices=BENCH_NAMES + ("all",),
                    metavar="MODEL|all", help=", ".join(BENCH_NAMES) + " or all (default)")
     b.add_argument("--quick", action="store_true", help="small sizes, few repeats (< 20 s)")
+    b.add_argument("--size", choices=("small", "train"), default="small",
+                   help="train: the four models at the sizes people train, each column in a "
+                   "process of its own (mlp, cnn, rnn = lstm, transformer = gpt; minutes)")
     b.add_argument("--json", metavar="PATH", help="write every figure and the machine here")
     b.add_argument("--history", metavar="PATH", help="append this run's medians to a history "
                    "file (a JSON list, as docs/benchmarks-history.json)")
@@ -209,6 +213,8 @@ def cmd_bench(args, console):
         return _bench_distributed(args, console)
     if args.no_torch:
         raise UsageError("--no-torch goes with --distributed")
+    if args.size == "train":
+        return _bench_train(args, console)
     from .bench import report, run_bench
     from .bench.workloads import COLUMNS, DEFAULT_COLUMNS
     for path, what in ((args.json, "--json"), (args.plot, "--plot"),
@@ -234,6 +240,31 @@ def cmd_bench(args, console):
     if args.plot:
         report.plot(res, args.plot)
         console.print(f"wrote {args.plot}")
+
+
+TRAIN_NAMES = {"mlp": "mlp", "cnn": "cnn", "rnn": "lstm", "transformer": "gpt"}
+
+
+def _bench_train(args, console):
+    from .bench import train_report, train_tier
+    for flag in ("plot", "torch_compile", "history", "quick"):
+        if getattr(args, flag):
+            raise UsageError(f"--{flag.replace('_', '-')} does not go with --size train")
+    if args.what not in tuple(TRAIN_NAMES) + ("all",):
+        raise UsageError(f"--size train runs {', '.join(TRAIN_NAMES)}; got {args.what}")
+    if args.json is not None:
+        check_writable(args.json, "--json")
+    names = tuple(TRAIN_NAMES.values()) if args.what == "all" else (TRAIN_NAMES[args.what],)
+    with console.status("benchmarking…") as status:
+        res = train_tier.run_tier(names, load=args.load, profile=args.profile,
+                                  blas_threads=args.blas_threads,
+                                  progress=lambda msg: status.update(f"benchmarking {msg}"))
+    train_report.render(res, console)
+    if args.json:
+        import json
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1, default=float)
+        console.print(f"wrote {args.json}")
 
 
 def _bench_distributed(args, console):

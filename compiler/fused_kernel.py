@@ -17,9 +17,11 @@ its serial loop; `FusedKernel` calls it on arrays.
     >>> y.tolist(), s.tolist()
     ([[0.0, 2.0, 4.0], [6.0, 8.0, 10.0]], [6.0, 24.0])
 
-Two variants live in each module: `kernel_serial` (compiled by `compile_fused`) and
-`kernel_parallel` (`prange`, compiled on the first call with at least PARALLEL_MIN_ELEMENTS
-elements); above that size both are timed and the faster runs (see FusedKernel._choose).
+A large call (at least PARALLEL_MIN_ELEMENTS elements) may instead run the same serial loop
+on slices of rows from dualgrad's own worker threads (compiler/workers.py), which sleep
+between calls: numba's `prange` would leave its threading layer's workers spinning in the
+user's process after the call returns. Both ways are timed and the faster runs (see
+FusedKernel._choose).
 """
 from __future__ import annotations
 
@@ -31,12 +33,12 @@ import time
 
 import numpy as np
 
-from . import kernel_cache
+from . import kernel_cache, workers
 from .codegen import generate_source, module_name
 from .fused_spec import ROLES, CodegenError, FusedSpec, SpecInfo
 
-# Below this many elements a parallel launch costs more than it saves (a prange kernel costs
-# ~2 us even on 4 elements; 2**16 float32 elements stream in ~10 us on one core).
+# Below this many elements splitting a loop over threads costs more than it saves (handing a
+# slice to a worker costs ~10-20 us; 2**16 float32 elements stream in ~10 us on one core).
 PARALLEL_MIN_ELEMENTS = int(os.environ.get("DUALGRAD_PARALLEL_MIN_ELEMENTS", 1 << 16))
 PROBE_EVERY = 64
 
@@ -75,10 +77,10 @@ class FusedKernel:
 
     Attributes for reports: spec, source, module_name, module_path, layout ("flat"|"rows"),
     cache_hit (serial kernel loaded from disk), compile_seconds (serial compile or load),
-    parallel_compiled / parallel_cache_hit / parallel_compile_seconds (set on the first call
-    of at least PARALLEL_MIN_ELEMENTS elements), parallel_error (why the parallel variant
-    could not be built; the serial one is used instead), timing (ns per element of each
-    variant on large calls, which decides between them).
+    parallel_compiled (the threaded variant was tried: set on the first call of at least
+    PARALLEL_MIN_ELEMENTS elements whose outputs can be split by rows), parallel_error (always
+    None: nothing is compiled for it), timing (ns per element of the serial and the threaded
+    way on large calls, which decides between them).
     """
 
     def __init__(self, spec, source, flat, module, path, seconds, hit):
@@ -89,15 +91,17 @@ class FusedKernel:
         self.parallel_cache_hit = None
         self.parallel_compile_seconds = None
         self.parallel_error = None
-        self._serial, self._parallel_disp = module.kernel_serial, module.kernel_parallel
-        self._parallel = None
+        self._serial = module.kernel_serial
         self._sig = _numba_signature(spec)
         prog = SpecInfo(spec)
-        self._can_split = not flat or any(prog.role[o] == "full" for o in spec.outputs)
-        self._rows_only = not flat   # the rows layout splits rows only: R > 1 to go parallel
         code = {k: i for i, k in enumerate(ROLES)}
         self._ins = tuple((np.dtype(d), code[k]) for d, k in spec.inputs)
         self._outs = tuple((np.dtype(prog.dtype[o]), code[prog.role[o]]) for o in spec.outputs)
+        # NOTE: a slice of rows computes its own full and row outputs; column and whole-array
+        # reductions need every row, so those loops stay on one thread
+        self._can_split = all(kc in (0, 1) for _, kc in self._outs) and \
+            any(kc == 0 for _, kc in self._outs)
+        self._rows_only = not flat   # the rows layout splits rows only: R > 1 to go parallel
         self._lock = threading.Lock()
         self._per_element = [None, None]   # seconds per element: serial, parallel
         self._samples = [0, 0]
@@ -139,23 +143,45 @@ class FusedKernel:
         call the serial loop directly on arrays already in the loop's layout."""
         return self._serial, [kc for _, kc in self._ins], [dt for dt, _ in self._ins]
 
-    # NOTE: on a loaded 2-core machine an OpenMP prange kernel can run 10x slower than the
-    # serial one (idle workers spin against the other tenant; measured 16-20 ms against
-    # 1.1-2 ms), so above the threshold both variants are timed per element and the faster
-    # one is used, the other re-timed every PROBE_EVERY calls. Each row's reductions run in
-    # the same order in both, so the choice does not change results.
+    # NOTE: on a loaded 2-core machine a split loop can run slower than the serial one (the
+    # other share waits for a core), so above the threshold both ways are timed per element
+    # and the faster one is used, the other re-timed every PROBE_EVERY calls. Each row is
+    # computed by the same loop either way, so the choice does not change results.
     def _choose(self):
-        par = self._parallel or self._build_parallel()
-        if par is self._serial:
-            return par
+        self.parallel_compiled = True
+        if workers.size() < 2:
+            return self._serial
         t_ser, t_par = self._per_element
         if t_par is None:
-            return par
+            return self._threaded
         if t_ser is None:
             return self._serial
         self._big_calls += 1
+        par = self._threaded
         faster, slower = (par, self._serial) if t_par <= t_ser else (self._serial, par)
         return slower if self._big_calls % PROBE_EVERY == 0 else faster
+
+    def _threaded(self, R, C, *arrays):
+        """The serial loop on slices of rows (flat layout: of the flattened arrays), one per
+        worker thread."""
+        n = workers.size()
+        codes = [kc for _, kc in self._ins] + [kc for _, kc in self._outs]
+        if self.layout == "flat":
+            total = R * C
+            arrays = [a.reshape(1, total) if kc == 0 else a for a, kc in zip(arrays, codes)]
+            cut = [total * i // n for i in range(n + 1)]
+            part = lambda a, kc, lo, hi: a[:, lo:hi] if kc == 0 else a   # noqa: E731
+            shape = lambda lo, hi: (1, hi - lo)                             # noqa: E731
+        else:
+            cut = [R * i // n for i in range(n + 1)]
+            part = lambda a, kc, lo, hi: a[lo:hi] if kc in (0, 1) else a   # noqa: E731
+            shape = lambda lo, hi: (hi - lo, C)                             # noqa: E731
+        serial = self._serial
+
+        def task(lo, hi):
+            return lambda: serial(*shape(lo, hi), *[part(a, kc, lo, hi)
+                                                     for a, kc in zip(arrays, codes)])
+        workers.run([task(lo, hi) for lo, hi in zip(cut, cut[1:]) if hi > lo])
 
     def _timed(self, kernel, seconds_per_element):
         i = 0 if kernel is self._serial else 1
@@ -208,19 +234,6 @@ class FusedKernel:
                                      f"{name} {i}; outputs must not share memory with the "
                                      f"inputs or with each other")
         return tuple(out)
-
-    def _build_parallel(self):
-        with self._lock:
-            if self._parallel is None:
-                try:
-                    secs, hit = _compile(self._parallel_disp, self._sig)
-                    self._parallel = self._parallel_disp
-                    self.parallel_compiled, self.parallel_cache_hit = True, hit
-                    self.parallel_compile_seconds = secs
-                except Exception as e:  # NOTE: numba's parfor lowering can fail where serial works
-                    self.parallel_error = _one_line(e)
-                    self._parallel = self._serial
-            return self._parallel
 
 
 def _one_line(exc) -> str:

@@ -223,19 +223,22 @@ def render(measured, console):
     """A rich table of `measure`'s figures."""
     from rich.table import Table
     load, m = measured["load_average"], measured["machine"]
+    # NOTE: no box and model + peer in one column: the table fits an 80-column terminal
     table = Table(title=f"data-parallel training step, {measured['steps']} timed steps after "
                         f"{measured['warm_up']} warm-up ({m['cores']} cores, load average "
-                        f"{load['before'][0]:.1f} before, {load['after'][0]:.1f} after)")
-    for col in ("model", "peer", "ranks", "steps/s", "eff.", "bytes/step", "state B/rank"):
-        table.add_column(col, justify="left" if col in ("model", "peer") else "right",
+                        f"{load['before'][0]:.1f} before, {load['after'][0]:.1f} after)",
+                  box=None, pad_edge=False, header_style="bold underline")
+    for col in ("model / peer", "ranks", "steps/s", "eff.", "bytes/step", "state B/rank"):
+        table.add_column(col, justify="left" if col == "model / peer" else "right",
                          no_wrap=True)
     results = {int(k): v for k, v in measured["results"].items()}
     for name, n, sps, eff, sent, state in table_rows(results):
         model, peer = name.split("/", 1)
-        table.add_row(model, peer, str(n), f"{sps:.1f}", "-" if eff is None else f"{eff:.0%}",
-                      f"{sent:,.0f}", "-" if state is None else f"{state:,}")
+        table.add_row(f"{model} {peer.removeprefix('dualgrad ')}", str(n), f"{sps:.1f}",
+                      "-" if eff is None else f"{eff:.0%}", f"{sent:,.0f}",
+                      "-" if state is None else f"{state:,}")
     console.print(table)
-    console.print("efficiency: steps/s on N ranks / (N x steps/s on 1); bytes/step: payload "
+    console.print("peers are dualgrad's unless named torch; efficiency: steps/s on N ranks / (N x steps/s on 1); bytes/step: payload "
                   "each rank hands to collectives; state: parameters + gradients + optimizer "
                   "state per rank (docs/distributed.md)")
 

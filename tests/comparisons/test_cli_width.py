@@ -84,3 +84,36 @@ def test_every_bench_table_fits_with_every_column_and_the_profile():
     _fits(text)
     assert "tc = torch.compile" in " ".join(text.split())
     assert "transformer opt: slowest kernels" in text
+
+
+def test_the_distributed_table_fits():
+    from rich.console import Console
+    from dualgrad.comparisons.bench import distributed
+    peer = {"steps_per_s": 12345.6, "bytes_per_step": 12_345_678, "state_bytes": 123_456_789}
+    names = [f"transformer/dualgrad {p}" for p, _, _ in distributed.PEERS] + \
+        ["transformer/torch ddp (gloo)"]
+    measured = {"machine": {"cpu": "AMD EPYC", "cores": 2}, "steps": 20, "warm_up": 3,
+                "load_average": {"before": [12.1, 0, 0], "after": [14.4, 0, 0]},
+                "results": {str(n): {k: dict(peer) for k in names} for n in (1, 2)}}
+    console = Console(width=WIDTH, record=True)
+    distributed.render(measured, console)
+    _fits(console.export_text())
+
+
+def test_the_train_tier_tables_fit():
+    from rich.console import Console
+    from dualgrad.comparisons.bench import train_report, train_tier
+    prof = {"step_ms": 12345.6, "kernel_ms": 10000.1, "alloc_ms": 100.5, "python_ms": 1234.8,
+            "top": [("softmax_cross_entropy", 1234.5, 300), ("unfold", 3.2, 4)]}
+    cell = {"status": "ok", "median_ms": 12345.6, "gflops": 123.4, "sgemm_share": 1.234,
+            "peak_bytes": 12345 * 2 ** 20, "first_call_s": 123.45, "load_growth": 12.34,
+            "profile": prof}
+    res = {"columns": list(train_tier.COLUMNS), "sgemm_gflops_1thread": 100.0,
+           "loadavg_before": 12.3, "loadavg_after": 14.5, "total_s": 3600.0,
+           "models": {n: {c: dict(cell) for c in train_tier.COLUMNS}
+                      for n in ("mlp", "cnn", "gpt", "lstm")},
+           "neighbour": {"gpt, torch default threads": {"alone_ms": 12345.6, "torch_threads": 2,
+                                                        "after_ms": 123456.7}}}
+    console = Console(width=WIDTH, record=True)
+    train_report.render(res, console)
+    _fits(console.export_text())
