@@ -195,6 +195,28 @@ def sigmoid(x):
     return e
 
 
+# -- take's gradient (ops/shape.py): np.add.at on rows costs ~20 ns per element (12 ms for the
+# GPT's token embedding, 2048 rows of 256); the same row additions in the same order, so the
+# same sums
+@njit(cache=True, nogil=True)
+def _add_rows_at(z, idx, g):
+    for i in range(idx.size):
+        r = idx[i]
+        for j in range(z.shape[1]):
+            z[r, j] += g[i, j]
+
+
+def add_rows_at(z, idx, g):
+    """np.add.at(z, idx, g) for a C-contiguous z (n, ...), integer idx and g of shape
+    idx.shape + z.shape[1:]: z[idx[i]] += g[i] in index order."""
+    n = z.shape[0]
+    idx = np.asarray(idx, np.int64).reshape(-1)
+    idx = np.where(idx < 0, idx + n, idx)
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        raise IndexError(f"take_grad: an index is out of range for {n} rows")
+    _add_rows_at(z.reshape(n, -1), idx, np.ascontiguousarray(g, z.dtype).reshape(idx.size, -1))
+
+
 # -- optimizer updates in place (eager optim.SGD, Adam, AdamW) -----------------------------------
 # NOTE: the rules of ops/updates.py as NumPy calls allocate and run 4-14 passes per parameter
 # (~4 µs each on the MLP's); one pass here, writing the state and the parameter in place as

@@ -11,6 +11,10 @@ rounds' medians. Columns: `torch` (PyTorch eager, one thread), `eager` (dualgrad
 for both libraries. The sgemm rate is a float32 1024x1024 product timed the same way in each
 dualgrad child (NumPy's OpenBLAS on one thread).
 
+Step times are the process's CPU time per step (`time.process_time`), not wall time: on a
+shared machine a one-thread process's wall time counts the time other processes held its
+core (the wall medians are kept in the cells as `wall_ms`).
+
 With `--write`, each dualgrad column is also profiled in its process: kernel time against the
 rest (`profile.profile_step`, the registry's kernels or the plan's steps wrapped in timers),
 the kernels taking most time, and cProfile's functions with the most time of their own.
@@ -37,14 +41,14 @@ def _sgemm_rate():
     import numpy as np
     a = np.random.default_rng(0).standard_normal((1024, 1024), np.float32)
     a @ a
-    best = min(_timed(lambda: a @ a) for _ in range(5))
+    best = min(_timed(lambda: a @ a, time.process_time) for _ in range(5))
     return 2 * 1024 ** 3 / best
 
 
-def _timed(fn):
-    t = time.perf_counter()
+def _timed(fn, clock=time.perf_counter):
+    t = clock()
     fn()
-    return time.perf_counter() - t
+    return clock() - t
 
 
 def _make(name, column, scale):
@@ -87,7 +91,13 @@ def child(spec):
     fn()
     out = {"first_s": time.perf_counter() - t}
     fn()
-    out["step_ms"] = 1e3 * statistics.median(_timed(fn) for _ in range(spec["steps"]))
+    walls, cpus = [], []
+    for _ in range(spec["steps"]):
+        c = time.process_time()
+        walls.append(_timed(fn))
+        cpus.append(time.process_time() - c)
+    out["wall_ms"] = 1e3 * statistics.median(walls)
+    out["step_ms"] = 1e3 * statistics.median(cpus)
     if column != "torch":
         out["sgemm"] = _sgemm_rate()
     if spec.get("profile") and column != "torch":
