@@ -7,11 +7,13 @@ Each (model, column) runs in a fresh process of its own with every thread pool a
 (`OMP_NUM_THREADS`, `MKL_NUM_THREADS`, `OPENBLAS_NUM_THREADS`, `NUMBA_NUM_THREADS`, set only in
 the child's environment), columns alternating over the rounds; a cell is the best of the
 rounds' medians. Columns: `torch` (PyTorch eager, one thread), `eager` (dualgrad.eager) and
-`compiled` (`compiler.compile` of the same step). The models are `train_models.py`'s, one text
-for both libraries. The sgemm rate is a float32 1024x1024 product timed the same way in each
+`compiled` (`compiler.compile` of the same step). The models are `train_models.py`'s (the
+realistic bench tier's), one text for both libraries; `--scale` other than 1 runs its TINY sizes. The sgemm rate is a float32 1024x1024 product timed the same way in each
 dualgrad child (NumPy's OpenBLAS on one thread).
 
-Step times are the process's CPU time per step (`time.process_time`), not wall time: on a
+Each child pins glibc's malloc thresholds (`compiler.pin_malloc`, as `dualgrad bench` does), so
+large temporaries are recycled rather than page-faulted in afresh each step. Step times are the
+process's CPU time per step (`time.process_time`), not wall time: on a
 shared machine a one-thread process's wall time counts the time other processes held its
 core (the wall medians are kept in the cells as `wall_ms`).
 
@@ -52,13 +54,14 @@ def _timed(fn, clock=time.perf_counter):
 
 
 def _make(name, column, scale):
-    from .train_models import make_step
+    from .train_models import SIZES, TINY, build
+    size = TINY[name] if scale != 1 else SIZES[name]
     if column == "torch":
         import torch
         torch.set_num_threads(1)
-        return make_step(name, torch, scale=scale)
+        return build(torch, name, size)
     from dualgrad import eager
-    return make_step(name, eager, compiled=column == "compiled", scale=scale)
+    return build(eager, name, size, compiled=column == "compiled")
 
 
 class _Workload:
@@ -85,6 +88,8 @@ def _cprofile_top(fn, calls, n=8):
 
 def child(spec):
     """Runs in the fresh process: times one column, optionally profiles it; returns a dict."""
+    from dualgrad.compiler.memory import pin_malloc
+    pin_malloc()   # NOTE: as `dualgrad bench` does for every column it times
     name, column, scale = spec["name"], spec["column"], spec["scale"]
     t = time.perf_counter()
     fn = _make(name, column, scale)
@@ -136,12 +141,12 @@ def measure(models=MODELS, columns=COLUMNS, rounds=2, steps=8, scale=1, profile=
 
 
 def table(cells, scale=1):
-    from .train_models import flops
+    from .train_models import SIZES, TINY, flops
     lines = ["| model | PyTorch ms | eager ms (x torch) | compiled ms (x torch) | "
              "share of sgemm rate: torch / eager / compiled |", "|---|---|---|---|---|"]
     for m, row in cells.items():
         rate = max(c.get("sgemm", 0) for c in row.values()) or float("nan")
-        f = flops(m, scale)
+        f = flops(m, TINY[m] if scale != 1 else SIZES[m])
         tm = row.get("torch", {}).get("step_ms", float("nan"))
         ms = {c: row.get(c, {}).get("step_ms", float("nan")) for c in COLUMNS}
         share = " / ".join(f"{100 * f / (ms[c] * 1e-3) / rate:.0f}%" for c in COLUMNS)
@@ -175,7 +180,7 @@ def _main(argv=None):
     ap.add_argument("--columns", default=",".join(COLUMNS))
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--steps", type=int, default=8)
-    ap.add_argument("--scale", type=float, default=1)
+    ap.add_argument("--scale", type=float, default=1, help="other than 1: the TINY sizes")
     ap.add_argument("--write")
     a = ap.parse_args(argv)
     if a.child:
