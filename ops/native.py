@@ -16,6 +16,10 @@ import functools
 import numpy as np
 from numba import njit
 
+# float sums that may be reordered (several running sums, so loops vectorise) and a*b+c
+# contracted; nothing assumed about nan or inf, so they propagate (see layer norm, below)
+_REASSOC = {"reassoc", "contract"}
+
 
 @njit(cache=True, nogil=True)
 def _unfold(x, out, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo):
@@ -387,6 +391,60 @@ def _sce_grad_rows(x, t, g, out, zero):
             out[r, c] = (out[r, c] * k - t[r, c]) * g[r]
 
 
+# NOTE: on long rows (a language model's vocabulary) the loops above spend their time in scalar
+# exp calls (~4 ns each; numba has no vector exp here) and one float64 sum chain: from LONG_ROW
+# classes on, NumPy's SIMD exp computes e = exp(x - shift) for all rows at once and the loops
+# below finish from it with the same shifts and float64 sums, reordered so that they vectorise
+# (no contraction): the exp's last bit and the sums' rounding may differ (float32 loss within
+# 1 ulp; gradients near 0 where e * k and the target cancel by more). At the GPT's (2048,
+# 1000) float32 logits, loss and gradient 17.4 -> 8.1 ms CPU.
+LONG_ROW = 64
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def _row_shifts(x, m, zero):
+    for r in range(x.shape[0]):
+        m[r] = _row_shift(x, r, zero)
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
+def _sce_finish(d, e, t, out):
+    for r in range(d.shape[0]):
+        s = 0.0
+        for c in range(d.shape[1]):
+            s += e[r, c]
+        if not s < np.inf:
+            out[r] = np.nan
+            continue
+        lse = np.log(s)
+        acc = 0.0
+        for c in range(d.shape[1]):
+            if t[r, c] != 0:
+                acc += t[r, c] * (d[r, c] - lse)
+        out[r] = -acc
+
+
+@njit(cache=True, nogil=True, error_model="numpy", fastmath={"reassoc"})
+def _sce_grad_finish(e, t, g, out):
+    for r in range(e.shape[0]):
+        s = 0.0
+        tot = 0.0
+        for c in range(e.shape[1]):
+            s += e[r, c]
+            tot += t[r, c]
+        k = tot / s if s < np.inf else np.nan
+        for c in range(e.shape[1]):
+            out[r, c] = (e[r, c] * k - t[r, c]) * g[r]
+
+
+def _shifted_exp(x):
+    """(x - shift, exp(x - shift)) of the rows of x, the shift each row's `_row_shift`."""
+    m = np.empty(x.shape[0], x.dtype)
+    _row_shifts(x, m, x.dtype.type(0))
+    d = x - m[:, None]
+    return d, np.exp(d)
+
+
 def _rows(a):
     return a.reshape(-1, a.shape[-1])
 
@@ -397,7 +455,10 @@ def sce_rows(x, t):
     if not _row_ready(x, t):
         return None
     out = np.empty(x.shape[:-1], x.dtype)
-    _sce_rows(_rows(x), _rows(t), out.reshape(-1), x.dtype.type(0))
+    if x.shape[-1] >= LONG_ROW:
+        _sce_finish(*_shifted_exp(_rows(x)), _rows(t), out.reshape(-1))
+    else:
+        _sce_rows(_rows(x), _rows(t), out.reshape(-1), x.dtype.type(0))
     return out
 
 
@@ -405,9 +466,13 @@ def sce_grad_rows(x, t, g):
     if not _row_ready(x, t) or type(g) is not np.ndarray or g.dtype != x.dtype or \
             g.shape != x.shape[:-1]:
         return None
+    g = np.ascontiguousarray(g).reshape(-1)
+    if x.shape[-1] >= LONG_ROW:
+        e = _shifted_exp(_rows(x))[1]
+        _sce_grad_finish(e, _rows(t), g, e)      # NOTE: in place: each element read first
+        return e.reshape(x.shape)
     out = np.empty_like(x)
-    _sce_grad_rows(_rows(x), _rows(t), np.ascontiguousarray(g).reshape(-1), _rows(out),
-                   x.dtype.type(0))
+    _sce_grad_rows(_rows(x), _rows(t), g, _rows(out), x.dtype.type(0))
     return out
 
 
@@ -591,7 +656,6 @@ def lstm_h_grad(z, c, u):
 # b's gradients into float64 row accumulators, in row order. The float64 sums may be reordered
 # (`reassoc`: several running sums, so the loops vectorise; 3x faster at (512, 32)) and a*b+c
 # contracted; no assumption about nan or inf is made, so they propagate as in the composite.
-_REASSOC = {"reassoc", "contract"}
 
 
 @njit(cache=True, nogil=True, error_model="numpy", fastmath=_REASSOC)
