@@ -8,18 +8,20 @@ Each (model, column) runs in a fresh process of its own with every thread pool a
 the child's environment), columns alternating over the rounds; a cell is the best of the
 rounds' medians. Columns: `torch` (PyTorch eager, one thread), `eager` (dualgrad.eager) and
 `compiled` (`compiler.compile` of the same step). The models are `train_models.py`'s (the
-realistic bench tier's), one text for both libraries; `--scale` other than 1 runs its TINY sizes. The sgemm rate is a float32 1024x1024 product timed the same way in each
-dualgrad child (NumPy's OpenBLAS on one thread).
+realistic bench tier's), one text for both libraries; `--scale` other than 1 runs its TINY
+sizes. The sgemm rate is a float32 1024x1024 product timed the same way in each dualgrad
+child (NumPy's OpenBLAS on one thread).
 
 Each child pins glibc's malloc thresholds (`compiler.pin_malloc`, as `dualgrad bench` does), so
-large temporaries are recycled rather than page-faulted in afresh each step. Step times are the
-process's CPU time per step (`time.process_time`), not wall time: on a
-shared machine a one-thread process's wall time counts the time other processes held its
-core (the wall medians are kept in the cells as `wall_ms`).
+large temporaries are recycled rather than page-faulted in afresh each step. Step times are
+the process's CPU time per step (`time.process_time`), not wall time: on a shared machine a
+one-thread process's wall time counts the time other processes held its core (the wall
+medians are kept in the cells as `wall_ms`).
 
-With `--write`, each dualgrad column is also profiled in its process: kernel time against the
-rest (`profile.profile_step`, the registry's kernels or the plan's steps wrapped in timers),
-the kernels taking most time, and cProfile's functions with the most time of their own.
+With `--write`, each dualgrad column is also profiled in its process (first round), by CPU
+time: kernel time against the rest (`profile.kernel_share`: the registry's kernels, or the
+plan's steps, wrapped in timers), the kernels taking most time, and cProfile's functions with
+the most time of their own.
 """
 from __future__ import annotations
 
@@ -64,18 +66,8 @@ def _make(name, column, scale):
     return build(eager, name, size, compiled=column == "compiled")
 
 
-class _Workload:
-    """The shape `profile.profile_step` wants: `make(column)` -> step callable."""
-
-    def __init__(self, name, scale):
-        self.name, self.scale = name, scale
-
-    def make(self, column):
-        return _make(self.name, column, self.scale)
-
-
 def _cprofile_top(fn, calls, n=8):
-    prof = cProfile.Profile()
+    prof = cProfile.Profile(time.process_time)
     prof.enable()
     for _ in range(calls):
         fn()
@@ -106,19 +98,18 @@ def child(spec):
     if column != "torch":
         out["sgemm"] = _sgemm_rate()
     if spec.get("profile") and column != "torch":
-        from .profile import profile_step
-        p = profile_step(_Workload(name, scale), column, calls=spec["steps"])
-        out["profile"] = {k: p[k] for k in ("kernel_ms", "alloc_ms", "python_ms", "calls", "top")}
+        from .profile import kernel_share
+        out["profile"] = kernel_share(lambda col: _make(name, col, scale), column, spec["steps"])
         out["cprofile"] = _cprofile_top(fn, spec["steps"])
     return out
 
 
-def run_cell(name, column, steps, scale, profile=False):
+def run_cell(name, column, steps, scale, profile=False, timeout=1200):
     env = {**os.environ, **ONE_THREAD}
     spec = dict(name=name, column=column, steps=steps, scale=scale, profile=profile)
     cmd = [sys.executable, "-m", "dualgrad.comparisons.bench.train_profile", "--child",
            json.dumps(spec)]
-    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
+    res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     if res.returncode:
         raise RuntimeError(f"{name}/{column} failed:\n{res.stderr[-2000:]}")
     return json.loads(res.stdout.strip().splitlines()[-1])
@@ -162,9 +153,9 @@ def profile_text(cells):
             p = row.get(c, {}).get("profile")
             if not p:
                 continue
-            out.append(f"\n### {m}, {c}: step {row[c]['step_ms']:.1f} ms = kernels "
-                       f"{p['kernel_ms']:.1f} + allocation {p['alloc_ms']:.1f} + Python "
-                       f"{p['python_ms']:.1f} ({p['calls']:.0f} kernel calls)\n")
+            out.append(f"\n### {m}, {c}: step {p['step_ms']:.1f} ms CPU with timers = kernels "
+                       f"{p['kernel_ms']:.1f} ({p['calls']:.0f} calls) + the rest "
+                       f"{p['step_ms'] - p['kernel_ms']:.1f} (Python, tape, plan, optimiser)\n")
             out.append("| kernel | ms per step | calls per step |\n|---|---|---|")
             out += [f"| {k} | {ms:.2f} | {n:.0f} |" for k, ms, n in p["top"]]
             out.append("\n| function (cProfile, own time) | ms per step | calls per step |\n"
