@@ -311,6 +311,17 @@ def _after_hooks(t, g, grads):
     return g
 
 
+def _add_into(total, g):
+    """backward()'s in-place sum of two gradients (ops.autodiff's add_into): arrays of one
+    shape and dtype only, so the values are those of `total + g`."""
+    a, b = total._array, getattr(g, "_array", None)
+    if type(a) is not np.ndarray or type(b) is not np.ndarray or a.shape != b.shape or \
+            a.dtype != b.dtype or not a.flags.writeable:
+        return False
+    np.add(a, b, out=a)
+    return True
+
+
 def _one_node(t, gradient, create_graph, retain_graph, owned):
     """backward() from `t` when its tape is one op on leaves (a compile()d function's entry,
     a loss of parameters): the rule runs and the leaves accumulate, without the walk. False
@@ -538,7 +549,7 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         on_done = None if _RETAINS_GRAD else _keep if retain_graph else _free
         try:
             grads = backprop([self], [gradient], _node_of, _needs_grad, on_leaf=on_leaf,
-                             on_done=on_done)
+                             on_done=on_done, add_into=None if create_graph else _add_into)
         finally:
             _GRAD.enabled = prev
         for t, g in grads.values():   # NOTE: the leaves, and the inner values kept above

@@ -58,7 +58,7 @@ def backprop(outputs, grads, node_of, needs_grad, **kw):
 
 
 def _backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=None,
-              on_leaf=None, on_done=None):
+              on_leaf=None, on_done=None, add_into=None):
     """Propagate `grads` (one per output) back through producers.
 
     Returns {id(value): (value, gradient)} for every value reached that needs a gradient.
@@ -74,6 +74,11 @@ def _backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=Non
     so arrays no longer needed are freed as the walk goes on and later rules reuse warm
     memory, as torch's engine does (eager frees its tape entries there; graph.gradients
     wants inner values' gradients and passes none).
+    `add_into(total, g)` may add g into a running total in place (True) or decline (False):
+    it is offered only totals this walk made (`prev + g`) and has not handed on, i.e. whose
+    only reference is its own table, so an in-place sum changes nothing anyone else holds
+    (eager, when it records no graph: a weight used at every step of an RNN sums 50
+    gradients into one array instead of making 49).
     """
     if stop:
         def node_of(u, _inner=node_of):
@@ -81,6 +86,7 @@ def _backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=Non
     acc = {}
     for v, g in zip(outputs, grads):
         _accumulate(acc, v, g)
+    private = set()   # ids of the values whose running total this walk alone holds
     order = _walk(outputs, node_of, needs_grad, first_input_first=on_leaf is not None)
     uses = None if on_leaf is None else _leaf_uses(order)
     pop = order.pop   # NOTE: popped, not iterated: a finished entry is not kept alive here
@@ -96,8 +102,15 @@ def _backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=Non
                     in_grads = op.vjp(entry[1], *inputs, out=v, needs=needs, **attrs)
             for inp, need, g in zip(inputs, needs, in_grads):
                 if need and g is not None:   # NOTE: _accumulate inlined (a frame per edge)
-                    prev = acc.get(id(inp))
-                    acc[id(inp)] = (inp, g if prev is None else prev[1] + g)
+                    k = id(inp)
+                    prev = acc.get(k)
+                    if prev is None:
+                        acc[k] = (inp, g)
+                    elif k not in private or not add_into(prev[1], g):
+                        acc[k] = (inp, prev[1] + g)
+                        if add_into is not None:
+                            private.add(k)
+        private.discard(id(v))      # NOTE: v's total was handed to its rule: no longer private
         if on_done is not None and entry is not None:
             del acc[id(v)]
             on_done(v)

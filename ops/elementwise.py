@@ -238,7 +238,15 @@ _erf_scalar = np.frompyfunc(math.erf, 1, 1)
 
 
 def _erf_kernel(x):
+    # NOTE: for float32, scipy.special.erf (a dependency) runs a double-precision erf in C and
+    # rounds once, as math.erf through frompyfunc does, which boxed every element as a Python
+    # float: 0.63 s -> 0.02 s at the GPT's (16, 128, 1024) GELU input, the same float32 values
+    # (2M samples). Its float64 erf differs from the C library's (torch's) by up to 3 ulp,
+    # so float64 keeps math.erf
     x = np.asarray(x)
+    if x.dtype.char == "f":
+        import scipy.special   # NOTE: on first use
+        return scipy.special.erf(x)
     return np.asarray(_erf_scalar(x), dtype=x.dtype)
 
 

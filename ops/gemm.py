@@ -127,3 +127,23 @@ def _vector_product(m, v, by_rows):
 def _threaded():
     threads = blas_threads()
     return threads is not None and threads > 1
+
+
+def sum_nt(g, y):
+    """sum over b of g[b] @ y[b].T for stacks g (B, m, n) and y (B, k, n): one (m, k) output
+    that BLAS adds each product into (gemm with beta = 1), in b order, instead of B products
+    kept apart and then summed (a convolution's weight gradient: 10.9 -> 9.6 ms at the CNN's
+    (64, 64, 256) by (64, 288, 256)). Other dtypes or layouts: np.matmul, then the sum."""
+    b, m, n = g.shape
+    k = y.shape[1]
+    if g.dtype != y.dtype or g.dtype.char not in "fd" or not g.flags.c_contiguous or \
+            not y.flags.c_contiguous or y.shape != (b, k, n) or not b or not m * n * k:
+        return np.matmul(g, np.swapaxes(y, -1, -2)).sum(axis=0)
+    from scipy.linalg import blas      # NOTE: on first use
+    gemm = blas.sgemm if g.dtype.char == "f" else blas.dgemm
+    out = np.zeros((m, k), g.dtype)
+    ct = out.T                          # NOTE: Fortran order (k, m): out's transpose, no copy
+    for i in range(b):
+        # out.T += y[i] @ g[i].T, each C-order matrix read as its Fortran-order transpose
+        ct = gemm(1.0, y[i].T, g[i].T, beta=1.0, c=ct, trans_a=1, overwrite_c=1)
+    return ct.T

@@ -10,9 +10,9 @@ import numpy as np
 from . import refs
 from .core import Sample, ShapeError, Spec, bind, fmt_shape, primitive, register
 from .elementwise import unbroadcast
-from .gemm import matmul2d
+from .gemm import matmul2d, sum_nt
 from .symbolic import fixing
-from .rules import broadcast, result_dtype, shapes_str
+from .rules import broadcast, dims_match, result_dtype, shapes_str
 from .shape import expand_dims, matrix_transpose, reshape, reshape_like, transpose
 
 
@@ -53,7 +53,9 @@ def _matmul_vjp(g, x, y, needs=(True, True), **kw):
     if len(x.shape) == 1:
         g2 = expand_dims(g2, axis=-2)
     gx = gy = None
-    if needs[0]:
+    if needs[0] and _same_batch(x, y, g):
+        gx = matmul_sum_nt(g, y)     # NOTE: a shared left matrix (conv2d's weight)
+    elif needs[0]:
         gx = matmul(g2, matrix_transpose(y2))
         gx = reshape_like(unbroadcast(gx, x2), x) if len(x.shape) == 1 else unbroadcast(gx, x)
     if needs[1]:
@@ -62,6 +64,13 @@ def _matmul_vjp(g, x, y, needs=(True, True), **kw):
             gy = matmul(matrix_transpose(x2), g2)
             gy = reshape_like(unbroadcast(gy, y2), y) if len(y.shape) == 1 else unbroadcast(gy, y)
     return gx, gy
+
+
+def _same_batch(x, y, g):
+    """x a matrix, y a stack (B, k, n) of 3 dims, all known (g is then (B, m, n))."""
+    xs, ys = tuple(x.shape), tuple(y.shape)
+    return len(xs) == 2 and len(ys) == 3 and None not in xs + ys and \
+        tuple(g.shape) == ys[:1] + xs[:1] + ys[2:]
 
 
 def _batched_weight_grad(x, y, g):
@@ -104,6 +113,37 @@ MATMUL = register(
                           r"inner dimensions 64 != 128"),
              Sample(((2, 3, 4), (3, 4, 5)), match="batch dimensions")),
     ref=lambda np, x, y: np.matmul(x, y))
+
+
+# -- matmul_sum_nt: the sum over a stack of g_b @ y_b.T --------------------------------------
+# NOTE: the gradient of a matrix shared by a stack of products (conv2d's weight against each
+# image's columns); as matmul then the unbroadcasting sum it kept B products (m, k) apart.
+def _sum_nt_infer(g, y, **_):
+    if g.ndim != 3 or y.ndim != 3 or not dims_match(g.shape[:1] + g.shape[2:],
+                                                     y.shape[:1] + y.shape[2:]):
+        raise ShapeError(f"matmul_sum_nt: expects stacks g (B, m, n) and y (B, k, n), got "
+                         f"{fmt_shape(g)} and {fmt_shape(y)}")
+    return Spec((g.shape[1], y.shape[1]), result_dtype(g, y))
+
+
+def _sum_nt_kernel(g, y):
+    g, y = np.asarray(g), np.asarray(y)
+    if g.ndim != 3 or y.ndim != 3 or g.shape[0] != y.shape[0] or g.shape[2] != y.shape[2]:
+        raise ValueError("not (B, m, n) and (B, k, n)")   # NOTE: the shape rule says why
+    dt = np.result_type(g, y)
+    return sum_nt(g.astype(dt, copy=False), y.astype(dt, copy=False))
+
+
+def _sum_nt_vjp(v, g, y, needs=(True, True), **_):
+    return (matmul(v, y) if needs[0] else None,
+            matmul(transpose(v, axes=(1, 0)), g) if needs[1] else None)
+
+
+MATMUL_SUM_NT = register(
+    "matmul_sum_nt", _sum_nt_infer, _sum_nt_kernel, _sum_nt_vjp, category="matmul",
+    samples=(Sample(((3, 4, 5), (3, 2, 5))), Sample(((1, 2, 3), (1, 4, 3))),
+             Sample(((3, 4, 5), (2, 2, 5)), match=r"matmul_sum_nt: expects stacks")),
+    ref=lambda np, g, y: np.einsum("bmn,bkn->mk", g, y))
 
 
 # -- matmul_nt: x @ w.T, the linear layer's product ---------------------------------------------
@@ -344,3 +384,4 @@ def rand_like(x, dtype="float32"):
 
 RAND_LIKE.fn = rand_like
 matmul, matmul_nt = primitive(MATMUL), primitive(MATMUL_NT)
+matmul_sum_nt = primitive(MATMUL_SUM_NT)   # sum over b of g[b] @ y[b].T

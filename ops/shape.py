@@ -552,8 +552,16 @@ def _take_grad_kernel(g, idx, x, axis=0):
     gm = np.moveaxis(np.asarray(g), axis, 0) if np.ndim(idx) == 1 else \
         np.moveaxis(np.asarray(g), list(range(axis, axis + np.ndim(idx))),
                     list(range(np.ndim(idx))))
-    np.add.at(zm, np.asarray(idx), gm)
+    if axis == 0 and z.dtype.char in "fd" and zm.size >= _NATIVE_ROWS and \
+            np.asarray(idx).dtype.kind in "iu":
+        from . import native
+        native.add_rows_at(zm, idx, gm)
+    else:
+        np.add.at(zm, np.asarray(idx), gm)
     return z
+
+
+_NATIVE_ROWS = 4096   # NOTE: below this NumPy's add.at is quick and numba need not be imported
 
 
 TAKE_GRAD = register("take_grad", lambda g, idx, x, axis=0, **_: same(x, dtype=g.dtype),

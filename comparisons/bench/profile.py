@@ -33,14 +33,15 @@ import numpy as np
 class KernelTimer:
     """Accumulates seconds, calls and returned allocations per kernel name."""
 
-    def __init__(self):
+    def __init__(self, clock=time.perf_counter):
+        self.clock = clock
         self.seconds = defaultdict(float)
         self.calls = defaultdict(int)
         self.alloc_sizes = []   # nbytes of every fresh array a kernel returned, in call order
         self.on = False
 
     def wrap(self, name, kernel):
-        perf, seconds, calls, sizes, ndarray = (time.perf_counter, self.seconds, self.calls,
+        perf, seconds, calls, sizes, ndarray = (self.clock, self.seconds, self.calls,
                                                 self.alloc_sizes, np.ndarray)
 
         def timed(*args, **kwargs):
@@ -180,3 +181,28 @@ def profile_step(w, column, calls=30):
             "python_us_per_call": python_s * 1e6 / n_calls if n_calls else 0.0,
             "top": [(k, (kt.seconds[k] / calls - kt.calls[k] / calls * cost) * 1e3,
                      kt.calls[k] / calls) for k in top]}
+
+
+def kernel_share(make, column, calls=8, clock=time.process_time, top=8):
+    """{step_ms, kernel_ms, calls, top} of the step `make(column)` builds, all by `clock`
+    (CPU time by default: on a shared machine a process's wall time counts the time others
+    held its core). top: [(kernel name, ms per step, calls per step)]."""
+    before = _existing_plans()
+    fn = make(column)
+    fn()
+    fn()
+    kt = KernelTimer(clock)
+    undo = _wrap_registry(kt) if column == "eager" else _wrap_plans(kt, _plans_since(before))
+    kt.on = True
+    try:
+        t = clock()
+        for _ in range(calls):
+            fn()
+        step = (clock() - t) / calls
+    finally:
+        kt.on = False
+        undo()
+    names = sorted(kt.seconds, key=kt.seconds.get, reverse=True)[:top]
+    return {"step_ms": step * 1e3, "kernel_ms": sum(kt.seconds.values()) / calls * 1e3,
+            "calls": sum(kt.calls.values()) / calls,
+            "top": [(k, kt.seconds[k] / calls * 1e3, kt.calls[k] / calls) for k in names]}
