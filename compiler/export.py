@@ -39,7 +39,6 @@ from .tracer import GraphBreak, Trace, flatten_out
 __all__ = ["export", "load_exported", "ExportedProgram", "ExportError"]
 
 _CONST, _PLACEHOLDER = op_by_name("const"), op_by_name("placeholder")
-_PASS_THROUGH = {"stop_gradient", "identity"}   # no-ops at inference
 
 
 class ExportError(ValueError):
@@ -309,7 +308,7 @@ class _Freezer:
         if n.type == "const":
             return self._const(n, m)
         ins = [self.map[id(t)] for t in n.inputs]
-        if n.type in _PASS_THROUGH:
+        if n.op.inference_identity:
             self.map[id(n.outputs[0])] = ins[0]
             return
         if n.op.kernel is None:
