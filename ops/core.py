@@ -91,11 +91,12 @@ class Op:
     """One primitive. docs/architecture.md ('One op, one entry') says what each field means."""
     __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "reduce", "category", "samples", "ref",
                  "stateful", "view", "onnx", "nondiff", "fn", "decompose", "promote",
-                 "shape_only_from", "zero_from", "may_alias", "inference_identity")
+                 "shape_only_from", "zero_from", "may_alias", "inference_identity", "front")
 
     def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, reduce=None, category=None,
                  samples=(), ref=None, stateful=False, view=False, onnx=None, promote=None,
-                 shape_only_from=None, zero_from=(), may_alias=False, inference_identity=False):
+                 shape_only_from=None, zero_from=(), may_alias=False, inference_identity=False,
+                 front=()):
         self.name, self.infer, self.kernel, self.vjp = name, infer, kernel, vjp
         self.scalar, self.reduce, self.samples, self.ref = scalar, reduce, tuple(samples), ref
         self.onnx = onnx   # the ONNX operator that computes the same from the same inputs
@@ -112,6 +113,8 @@ class Op:
         # the kernel may return its input itself (a view always may): buffer planning keeps it
         self.may_alias = may_alias or view
         self.inference_identity = inference_identity   # its input at inference (freeze, export)
+        # the front ends that offer the op unchanged, and under which name (ops/api.py)
+        self.front = dict(front) if isinstance(front, dict) else {f: name for f in front}
         self.nondiff = vjp is None
         self.fn = None  # the public function, e.g. ops.add
         self.decompose = None   # the same as a composite of other ops: what compile() traces
@@ -133,6 +136,7 @@ REGISTRY: dict[str, Op] = {}
 ELEMENTWISE: set[str] = set()   # ops with a scalar form, fusable into one loop
 REDUCTION: set[str] = set()     # ops with a `reduce` form: what the fuse pass may fold into a loop
 FLOATING: set[str] = set()      # ops whose result is floating point whatever the input
+FRONTS = ("torch", "tf", "tf.math")   # where an op may be offered unchanged (Op.front, ops/api.py)
 
 
 def register(name, infer, kernel, vjp=None, floating=False, **kw) -> Op:
@@ -145,6 +149,8 @@ def register(name, infer, kernel, vjp=None, floating=False, **kw) -> Op:
         infer, kernel = _floating_infer(infer), _floating_kernel(kernel)
         FLOATING.add(name)
     op = Op(name, infer, kernel, vjp, **kw)
+    if set(op.front) - set(FRONTS):
+        raise ValueError(f"op {name!r}: front {sorted(op.front)} is not among {FRONTS}")
     op.fn = _binder(op)
     _check_fusion_forms(op)
     REGISTRY[name] = op

@@ -230,7 +230,7 @@ COS = register("cos", _unary_infer, np.cos, lambda g, x, **kw: (-(g * sin(x)),),
                ref=lambda np, x: np.cos(x))
 
 EXPM1 = register("expm1", _unary_infer, np.expm1, lambda g, x, out, **kw: (g * (out + 1.0),),
-                 category="other", floating=True, samples=_UNARY_SAMPLES + (
+                 category="other", floating=True, front=("tf",), samples=_UNARY_SAMPLES + (
                      _S((5,), domain=(-1e-6, 1e-6)),),
                  ref=lambda np, x: np.expm1(x))   # NOTE: exact where exp(x) - 1 cancels
 
@@ -277,7 +277,7 @@ _ERFINV_HI = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.
               -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
 ERFINV = register("erfinv", _unary_infer, _erfinv_kernel,
                   lambda g, x, out, **kw: (g * (0.5 * math.sqrt(math.pi)) * exp(out * out),),
-                  category="other", floating=True,
+                  category="other", floating=True, front=("tf.math",),
                   samples=tuple(Sample(s.args, domain=(-0.9, 0.9)) for s in _UNARY_SAMPLES),
                   ref=lambda np, x: refs.special(np).erfinv(x).astype(x.dtype))
 

@@ -47,8 +47,8 @@ def _float64(fn):
     return kernel
 
 
-def _unary(name, fn, vjp=None, samples=_SAMPLES):
-    op = register(name, _infer, _float64(fn), vjp, category="other", floating=True,
+def _unary(name, fn, vjp=None, samples=_SAMPLES, front=()):
+    op = register(name, _infer, _float64(fn), vjp, category="other", floating=True, front=front,
                   samples=samples if vjp else tuple(
                       Sample(s.args, domain=s.domain, grad=False) for s in samples), ref=None)
     return primitive(op)
@@ -60,15 +60,18 @@ def _at_zero(x, value, expr):
     return where(zero, value, expr(where(zero, 1.0, x)))
 
 
-i0 = _unary("i0", lambda sp: sp.i0, lambda g, x, **kw: (g * i1(x),))
+i0 = _unary("i0", lambda sp: sp.i0, lambda g, x, **kw: (g * i1(x),),
+            front={"tf.math": "bessel_i0"})
 i0e = _unary("i0e", lambda sp: sp.i0e,
-             lambda g, x, **kw: (g * (i1e(x) - sign(x) * i0e(x)),))
+             lambda g, x, **kw: (g * (i1e(x) - sign(x) * i0e(x)),), front={"tf.math": "bessel_i0e"})
 i1 = _unary("i1", lambda sp: sp.i1,
-            lambda g, x, **kw: (g * _at_zero(x, 0.5, lambda v: i0(v) - i1(v) / v),))
+            lambda g, x, **kw: (g * _at_zero(x, 0.5, lambda v: i0(v) - i1(v) / v),),
+            front={"tf.math": "bessel_i1"})
 i1e = _unary("i1e", lambda sp: sp.i1e, lambda g, x, **kw: (g * _at_zero(
-    x, 0.5, lambda v: i0e(v) - i1e(v) * (sign(v) + 1.0 / v)),))
+    x, 0.5, lambda v: i0e(v) - i1e(v) * (sign(v) + 1.0 / v)),), front={"tf.math": "bessel_i1e"})
 ndtri = _unary("ndtri", lambda sp: sp.ndtri,
-               lambda g, x, out, **kw: (g * _SQRT_2PI * exp(out * out * 0.5),), samples=_UNIT)
+               lambda g, x, out, **kw: (g * _SQRT_2PI * exp(out * out * 0.5),), samples=_UNIT,
+               front=("tf.math",))
 log_ndtr = _unary("log_ndtr", lambda sp: sp.log_ndtr,
                   lambda g, x, out, **kw: (g * exp(x * x * -0.5 - out) / _SQRT_2PI,))
 erfcx = _unary("erfcx", lambda sp: sp.erfcx,
