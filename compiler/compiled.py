@@ -40,6 +40,7 @@ from dualgrad.eager.nn import Module
 from dualgrad.eager.core import Tensor, owned_array, recorded
 from dualgrad.ops.core import FRAMEWORK_DIRS, tracing, where_str
 
+from .ddp_sync import average_bucket
 from .signatures import Inline, ModuleState, describe, leaf_names, modules_reached, \
     python_reads, read_values, signature_key, tree_map
 from .tracer import KEEP, GraphBreak, Trace, Tracer, active_trace, flatten_out, rebuild_out
@@ -180,28 +181,8 @@ class _Entry:
         """d(y)/d(xs) as graph tensors, averaged over the ranks where a DDP model asked."""
         dxs = list(graph.gradients([y], self.xs, grad_ys=None if gy is None else [gy]))
         for pairs, find_unused in self.sync:
-            _average(dxs, pairs, find_unused, self.xs)
+            average_bucket(dxs, pairs, find_unused, self.xs)
         return dxs
-
-
-def _average(dxs, pairs, find_unused, xs):
-    """One bucket: its gradients replaced by their all-reduced mean (ops.all_reduce_many)."""
-    missing = [n for n, k in pairs if dxs[k] is None]
-    keep = [k for _, k in pairs]
-    if find_unused:   # NOTE: as torch: used on some rank -> zeros here; on none -> no .grad
-        used = np.array([dxs[k] is not None for k in keep], np.int64)
-        _mpi.all_reduce(used, "sum", what="DistributedDataParallel (compiled)")
-        keep = [k for k, u in zip(keep, used) if u]
-        for k in keep:
-            dxs[k] = ops.zeros_like(xs[k]) if dxs[k] is None else dxs[k]
-    elif missing:
-        raise RuntimeError(f"DistributedDataParallel under compile: no gradient reaches "
-                           f"{missing[:8]}, so the traced graph cannot average it. Every "
-                           f"parameter must take part in the loss, or pass "
-                           f"find_unused_parameters=True")
-    if keep:
-        for k, d in zip(keep, ops.all_reduce_many([dxs[k] for k in keep], "avg")):
-            dxs[k] = d
 
 
 class _Call:

@@ -26,6 +26,7 @@ from dualgrad.eager.nn import Parameter
 from dualgrad.eager.core import Tensor
 from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
 from dualgrad.ops.rules import torch_needs_cast
+from .ddp_sync import average_bucket
 from dualgrad.ops.core import ELEMENTWISE, bind_args, current_trace, tracing, user_frame, \
     where_str
 
@@ -569,11 +570,11 @@ class Trace:
         with tracing(GraphEngine):   # NOTE: graph nodes, built as graph code builds them
             dxs = list(graph.gradients([y._g], xs, grad_ys=gy))
             if self.averaged:   # NOTE: DistributedDataParallel's buckets, averaged in the graph
-                from .compiled import _average
                 at = {id(t): k for k, (t, _) in enumerate(leaves)}
                 for buckets, find_unused in self.averaged:
                     for bucket in buckets:
-                        _average(dxs, [(n, at[id(p)]) for n, p in bucket], find_unused, xs)
+                        average_bucket(dxs, [(n, at[id(p)]) for n, p in bucket], find_unused,
+                                       xs)
         for (t, _), d in zip(leaves, dxs):
             if d is not None:
                 self.note_grad(t, "read")

@@ -24,7 +24,7 @@ import numpy as np
 from dualgrad.ops import distributed as _mpi
 from dualgrad.ops.core import current_trace
 from ..core import _GRAD, Tensor, leaves_reached
-from . import Module
+from .module import Module
 
 __all__ = ["DistributedDataParallel"]
 
