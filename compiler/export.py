@@ -289,7 +289,7 @@ class _Freezer:
                 m = None if nb is None else nb[i]
                 if m is not None and (n.type != m.type or _wiring(n) != _wiring(m)):
                     raise ExportError(self._differs(n))
-                self._node(n, m)
+                self._copy_node(n, m)
         outputs = [self._out(t) for t in self.a.fetches]
         return self.g, self.inputs, outputs
 
@@ -302,7 +302,7 @@ class _Freezer:
                 f"{where_str(n.loc)}): Python code depends on the batch size (a loop or a "
                 f"branch on x.shape[0]?). Pass dynamic_batch=False to fix the batch size")
 
-    def _node(self, n, m):
+    def _copy_node(self, n, m):
         if n.type == "placeholder":
             return self._placeholder(n)
         if n.type == "const":
