@@ -281,7 +281,8 @@ class _Freezer:
         self.inputs = [None] * len(first.phs)
 
     def run(self):
-        na, nb = self.a.tr.graph._nodes, None if self.b is None else self.b.tr.graph._nodes
+        na = self.a.tr.graph.get_operations()
+        nb = None if self.b is None else self.b.tr.graph.get_operations()
         if nb is not None and len(na) != len(nb):
             raise ExportError(self._differs(na[min(len(na), len(nb)) - 1]))
         with self.g.as_default():

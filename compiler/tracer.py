@@ -79,17 +79,13 @@ _BREAKS = {
 def _hooked(leaf, averaged):
     """leaf has gradient hooks a traced backward would skip: any register_hook hook, or a
     post-accumulate hook other than DistributedDataParallel's for a bucket averaged here."""
-    from dualgrad.eager import core as eager_core
-    from dualgrad.eager.nn.parallel import DistributedDataParallel
-    entry = eager_core._LEAF_HOOKS.get(id(leaf))
-    if entry is not None and entry[0]() is leaf and entry[1]:
+    from dualgrad.eager.core import grad_hooks
+    from dualgrad.eager.nn.parallel import is_bucket_hook
+    on_grad, after = grad_hooks(leaf)
+    if on_grad:
         return True
-    entry = eager_core._POST_ACCUMULATE_HOOKS.get(id(leaf))
-    if entry is None or entry[0]() is not leaf:
-        return False
     ddp = {id(p) for buckets, _ in averaged for bucket in buckets for _, p in bucket}
-    return any([getattr(h, "__func__", None) is not DistributedDataParallel._grad_ready or
-                id(leaf) not in ddp for h in entry[1]])
+    return any([not is_bucket_hook(h) or id(leaf) not in ddp for h in after])
 
 
 def _overlap(u, t):

@@ -25,13 +25,6 @@ KNOWN_TOUCHES = {
     ("compiler", "_array"): "the compiled function feeds and writes eager tensors' arrays; "
                             "the tracer's Tensor overrides it with shape-only values. " + PROTOCOL,
     ("compiler", "_node"): "the tracer resets and reads a traced tensor's tape entry. " + PROTOCOL,
-    ("compiler", "_POST_ACCUMULATE_HOOKS"): "the tracer asks whether a leaf has a post-"
-                                            "accumulate hook. " + PROTOCOL,
-    ("compiler", "_grad_ready"): "the tracer calls DistributedDataParallel's bucket hook. "
-                                 + PROTOCOL,
-    ("compiler", "_nodes"): "export compares two traced graphs node by node (graph._nodes)",
-    ("comparisons", "_array"): "the DDP bench and the eager transformer read tensors' arrays "
-                               "(numpy() copies)",
 }
 
 

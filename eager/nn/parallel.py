@@ -177,6 +177,12 @@ class DistributedDataParallel(Module):
         return f"world_size={_mpi.size()}, buckets={len(self._buckets)}"
 
 
+def is_bucket_hook(hook) -> bool:
+    """hook is a DistributedDataParallel's own post-accumulate hook (its bucket reducer): what
+    compile() may average in its graph instead of calling."""
+    return getattr(hook, "__func__", None) is DistributedDataParallel._grad_ready
+
+
 def _buckets(params, cap_bytes):
     """Parameters in reverse order, grouped so a bucket holds about cap_bytes (and one dtype)."""
     buckets, cur, size = [], [], 0
