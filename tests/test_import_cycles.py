@@ -28,8 +28,6 @@ KNOWN_CYCLES = {
     frozenset({"eager.nn.functional", "eager.nn.extra_functional", "eager.nn.extra_conv3d"}):
         "functional re-exports the extra functions, which use functional's helpers (_reduce, "
         "pad, interpolate); the helpers belong in a module below both",
-    frozenset({"graph.nn", "graph.rnn_cell"}):
-        "graph.nn imports rnn_cell to offer tf.nn.rnn_cell; the cells import nn's dropout late",
     frozenset({"comparisons.shapes.cli", "comparisons.shapes.runner"}):
         "runner.main hands over to the CLI (a late import), which runs the runner",
 }
