@@ -28,7 +28,7 @@ import numpy as np
 
 from dualgrad.ops.core import quiet_broadcast
 from dualgrad import graph, ops
-from dualgrad.eager.core import Tensor
+from dualgrad.eager.core import Tensor, array_of
 from dualgrad.graph.core import op_by_name
 from dualgrad.graph.errors import GraphFileError
 from dualgrad.ops.core import ShapeError, Spec, fmt_shape, tracing, where_str
@@ -86,7 +86,7 @@ class ExportedProgram:
             raise TypeError(f"{self.name}: takes {len(self.inputs)} input(s) "
                             f"({', '.join(p.node.name for p in self.inputs)}), got {len(args)}")
         as_eager = any(isinstance(a, Tensor) for a in args)
-        feeds = {p: a._array if isinstance(a, Tensor) else a
+        feeds = {p: array_of(a) if isinstance(a, Tensor) else a
                  for p, a in zip(self.inputs, args)}
         vals = self.session.run(self.outputs, feeds)
         outs = [Tensor(np.asarray(v)) if as_eager else np.asarray(v) for v in vals]
@@ -216,7 +216,7 @@ def _trace(fn, tensors, names, roots, name, batch):
 
 def _as_tensor(a, i):
     if isinstance(a, Tensor):
-        return Tensor(np.asarray(a._array))
+        return Tensor(np.asarray(array_of(a)))
     if isinstance(a, np.ndarray):
         return Tensor(a)
     raise TypeError(f"export: example input {i} is {type(a).__name__}; pass eager tensors or "
@@ -336,7 +336,7 @@ class _Freezer:
             self.inputs[i] = p
         elif id(n) in self.live:
             t = self.live[id(n)]
-            p = self._constant(np.array(t._array, copy=True), n)
+            p = self._constant(np.array(array_of(t), copy=True), n)
         else:
             raise ExportError(f"export({self.name}): input {n.name} (built at "
                               f"{where_str(n.loc)}) is neither an argument nor a parameter")

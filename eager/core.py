@@ -269,6 +269,12 @@ def _accumulate_grad(t, g, create_graph, owned):
             hook(t)
 
 
+def array_of(t):
+    """The NumPy array that holds t's values, itself (not a copy): what compile() feeds its
+    plans from and writes a step's results back into. Reading it records nothing."""
+    return t._array
+
+
 def grad_hooks(t):
     """The hooks a backward() runs for t: (register_hook's, register_post_accumulate_grad_hook's),
     each a list; compile() reads them to know when a traced backward would skip one."""

@@ -20,11 +20,9 @@ import functools
 
 from tests.imports import PACKAGES, ROOT
 
-PROTOCOL = "compile() reaches into eager's tensors; issue 33 replaces this with a declared protocol"
 KNOWN_TOUCHES = {
-    ("compiler", "_array"): "the compiled function feeds and writes eager tensors' arrays; "
-                            "the tracer's Tensor overrides it with shape-only values. " + PROTOCOL,
-    ("compiler", "_node"): "the tracer resets and reads a traced tensor's tape entry. " + PROTOCOL,
+    ("compiler", "_node"): "the tracer's Tensor (a subclass of eager's, made without __init__) "
+                           "sets eager's tape slot on its own instances",
 }
 
 
