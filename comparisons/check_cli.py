@@ -106,7 +106,7 @@ def run_script(path, argv=()) -> "CheckReport":
             with tracing(check) if kind == "eager" else _nothing():
                 runpy.run_path(path, run_name="__main__")
         except StepDone:
-            report.steps = max(check.steps, 1)
+            report.steps = max(check.steps_done, 1)
         except Exception as e:  # noqa: BLE001 - the finding is the point
             f = finding(e, skip=(os.path.dirname(runpy.__file__),))
             stopped_at = f.line

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from dualgrad.ops import distributed as _mpi
-from .models import load
+from .models import load, make_trainer
 
 KINDS = ("ddp", "fsdp")
 
@@ -68,7 +68,6 @@ def _eager(model, mode, seed, kind):
     from dualgrad.eager import nn
     from dualgrad.eager.distributed.fsdp import FullyShardedDataParallel, ModuleWrapPolicy
     from dualgrad.eager.nn.parallel import DistributedDataParallel
-    from .training import make_trainer
     trainer = make_trainer(model, mode, seed)
     if kind == "ddp":
         wrapped = DistributedDataParallel(trainer.model)

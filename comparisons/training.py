@@ -14,18 +14,10 @@ from dataclasses import dataclass, field
 
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from .models import load
+from .models import load, make_trainer
 from .models.common import TASKS, evaluate
 
 MODES = ("eager", "graph", "compiled")
-
-
-def make_trainer(model, mode, seed=0, optimize=True, weights=None):
-    """A trainer of `model` in `mode` (eager, graph or compiled) from the shared weights."""
-    w = weights if weights is not None else load(model, "eager").initial_weights(seed)
-    if mode == "graph":
-        return load(model, "graph").build(weights=w, optimize=optimize)
-    return load(model, "eager").build(weights=w, compiled=mode == "compiled")
 
 
 @dataclass

@@ -37,9 +37,10 @@ from dualgrad import ops
 from dualgrad.ops import distributed as _mpi
 from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Module
-from dualgrad.eager.core import Tensor, owned_array, recorded
+from dualgrad.eager.core import Tensor, array_of, owned_array, recorded
 from dualgrad.ops.core import FRAMEWORK_DIRS, tracing, where_str
 
+from .ddp_sync import average_bucket
 from .signatures import Inline, ModuleState, describe, leaf_names, modules_reached, \
     python_reads, read_values, signature_key, tree_map
 from .tracer import KEEP, GraphBreak, Trace, Tracer, active_trace, flatten_out, rebuild_out
@@ -108,12 +109,12 @@ class _Entry:
         self.step = self.session.make_callable(self.fetches, self.feed_list)
 
     def run(self, tensors):
-        arrays = [t._array for t in tensors]
-        arrays += [t._array for t in self.live_tensors]
+        arrays = [array_of(t) for t in tensors]
+        arrays += [array_of(t) for t in self.live_tensors]
         for _, sample in self.randoms:
             arrays.append(sample())
         for source in self.sources:
-            arrays.append(source()._array)
+            arrays.append(array_of(source()))
         vals = self.step(*arrays)
         outs = [np.asarray(v) for v in vals[:self.n_out]]
         if self.effects:
@@ -134,7 +135,7 @@ class _Entry:
         taken = {id(a) for a in arrays}   # NOTE: a .grad keeps an array of its own
         for kind, target, key, i in self.effects:
             if kind == "write":   # NOTE: key "source": target() is the tensor at this call
-                np.copyto((target() if key else target)._array, vals[i], casting="same_kind")
+                np.copyto(array_of(target() if key else target), vals[i], casting="same_kind")
             elif kind == "step":
                 for p, k in key:
                     if k is None:
@@ -152,7 +153,7 @@ class _Entry:
             if (leaf.grad is None) is not none:
                 return False
         for t, then in self.constants:
-            now = t._array
+            now = array_of(t)
             if now.shape != then.shape or not np.array_equal(now, then, equal_nan=True):
                 return False
         return True
@@ -180,28 +181,8 @@ class _Entry:
         """d(y)/d(xs) as graph tensors, averaged over the ranks where a DDP model asked."""
         dxs = list(graph.gradients([y], self.xs, grad_ys=None if gy is None else [gy]))
         for pairs, find_unused in self.sync:
-            _average(dxs, pairs, find_unused, self.xs)
+            average_bucket(dxs, pairs, find_unused, self.xs)
         return dxs
-
-
-def _average(dxs, pairs, find_unused, xs):
-    """One bucket: its gradients replaced by their all-reduced mean (ops.all_reduce_many)."""
-    missing = [n for n, k in pairs if dxs[k] is None]
-    keep = [k for _, k in pairs]
-    if find_unused:   # NOTE: as torch: used on some rank -> zeros here; on none -> no .grad
-        used = np.array([dxs[k] is not None for k in keep], np.int64)
-        _mpi.all_reduce(used, "sum", what="DistributedDataParallel (compiled)")
-        keep = [k for k, u in zip(keep, used) if u]
-        for k in keep:
-            dxs[k] = ops.zeros_like(xs[k]) if dxs[k] is None else dxs[k]
-    elif missing:
-        raise RuntimeError(f"DistributedDataParallel under compile: no gradient reaches "
-                           f"{missing[:8]}, so the traced graph cannot average it. Every "
-                           f"parameter must take part in the loss, or pass "
-                           f"find_unused_parameters=True")
-    if keep:
-        for k, d in zip(keep, ops.all_reduce_many([dxs[k] for k in keep], "avg")):
-            dxs[k] = d
 
 
 class _Call:
@@ -213,11 +194,11 @@ class _Call:
 
     def vjp(self, g, index, needs):
         if self.stored is None:
-            grads = self.entry.gradients(index, self.arrays, g._array)
+            grads = self.entry.gradients(index, self.arrays, array_of(g))
             return [Tensor(np.asarray(d)) if d is not None and need else None
                     for d, need in zip(grads, needs)]
         # NOTE: the stored gradients are for an incoming 1; the rule is linear in g
-        ga = g._array
+        ga = array_of(g)
         one = not self.handed and ga.shape == () and ga.dtype.kind == "f" and float(ga) == 1.0
         self.handed = True   # a second backward (retain_graph) must not share the arrays
         if one:

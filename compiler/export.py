@@ -28,7 +28,7 @@ import numpy as np
 
 from dualgrad.ops.core import quiet_broadcast
 from dualgrad import graph, ops
-from dualgrad.eager.core import Tensor
+from dualgrad.eager.core import Tensor, array_of
 from dualgrad.graph.core import op_by_name
 from dualgrad.graph.errors import GraphFileError
 from dualgrad.ops.core import ShapeError, Spec, fmt_shape, tracing, where_str
@@ -39,7 +39,6 @@ from .tracer import GraphBreak, Trace, flatten_out
 __all__ = ["export", "load_exported", "ExportedProgram", "ExportError"]
 
 _CONST, _PLACEHOLDER = op_by_name("const"), op_by_name("placeholder")
-_PASS_THROUGH = {"stop_gradient", "identity"}   # no-ops at inference
 
 
 class ExportError(ValueError):
@@ -87,7 +86,7 @@ class ExportedProgram:
             raise TypeError(f"{self.name}: takes {len(self.inputs)} input(s) "
                             f"({', '.join(p.node.name for p in self.inputs)}), got {len(args)}")
         as_eager = any(isinstance(a, Tensor) for a in args)
-        feeds = {p: a._array if isinstance(a, Tensor) else a
+        feeds = {p: array_of(a) if isinstance(a, Tensor) else a
                  for p, a in zip(self.inputs, args)}
         vals = self.session.run(self.outputs, feeds)
         outs = [Tensor(np.asarray(v)) if as_eager else np.asarray(v) for v in vals]
@@ -217,7 +216,7 @@ def _trace(fn, tensors, names, roots, name, batch):
 
 def _as_tensor(a, i):
     if isinstance(a, Tensor):
-        return Tensor(np.asarray(a._array))
+        return Tensor(np.asarray(array_of(a)))
     if isinstance(a, np.ndarray):
         return Tensor(a)
     raise TypeError(f"export: example input {i} is {type(a).__name__}; pass eager tensors or "
@@ -282,7 +281,8 @@ class _Freezer:
         self.inputs = [None] * len(first.phs)
 
     def run(self):
-        na, nb = self.a.tr.graph._nodes, None if self.b is None else self.b.tr.graph._nodes
+        na = self.a.tr.graph.get_operations()
+        nb = None if self.b is None else self.b.tr.graph.get_operations()
         if nb is not None and len(na) != len(nb):
             raise ExportError(self._differs(na[min(len(na), len(nb)) - 1]))
         with self.g.as_default():
@@ -290,7 +290,7 @@ class _Freezer:
                 m = None if nb is None else nb[i]
                 if m is not None and (n.type != m.type or _wiring(n) != _wiring(m)):
                     raise ExportError(self._differs(n))
-                self._node(n, m)
+                self._copy_node(n, m)
         outputs = [self._out(t) for t in self.a.fetches]
         return self.g, self.inputs, outputs
 
@@ -303,13 +303,13 @@ class _Freezer:
                 f"{where_str(n.loc)}): Python code depends on the batch size (a loop or a "
                 f"branch on x.shape[0]?). Pass dynamic_batch=False to fix the batch size")
 
-    def _node(self, n, m):
+    def _copy_node(self, n, m):
         if n.type == "placeholder":
             return self._placeholder(n)
         if n.type == "const":
             return self._const(n, m)
         ins = [self.map[id(t)] for t in n.inputs]
-        if n.type in _PASS_THROUGH:
+        if n.op.inference_identity:
             self.map[id(n.outputs[0])] = ins[0]
             return
         if n.op.kernel is None:
@@ -336,7 +336,7 @@ class _Freezer:
             self.inputs[i] = p
         elif id(n) in self.live:
             t = self.live[id(n)]
-            p = self._constant(np.array(t._array, copy=True), n)
+            p = self._constant(np.array(array_of(t), copy=True), n)
         else:
             raise ExportError(f"export({self.name}): input {n.name} (built at "
                               f"{where_str(n.loc)}) is neither an argument nor a parameter")

@@ -22,8 +22,6 @@ from dualgrad import ops
 from dualgrad.graph.plan import Plan, Step, build_plan, fetch_nodes, needed_nodes, node_kernel, plan_frees
 from dualgrad.graph.core import Tensor as GTensor
 
-_MAY_ALIAS = {"cast", "sum_to_like", "stop_gradient"}   # kernels that can return their input
-
 
 class INode:
     __slots__ = ("tag", "op", "inputs", "attrs", "specs", "origin", "value", "controls",
@@ -51,7 +49,7 @@ class INode:
         return self.tag == "op" and not self.op.stateful and not self.controls
 
     def may_alias(self):
-        return self.tag == "op" and (self.op.view or self.op.name in _MAY_ALIAS)
+        return self.tag == "op" and self.op.may_alias
 
     def __repr__(self):
         return f"<{self.tag} {self.name} #{self.id}>"

@@ -14,7 +14,7 @@ from operator import itemgetter
 import numpy as np
 
 from dualgrad.eager.nn import STATE_VERSION, Module
-from dualgrad.eager.core import Tensor
+from dualgrad.eager.core import Tensor, array_of
 from dualgrad.ops.core import engine_of
 
 class Inline(Exception):
@@ -31,7 +31,8 @@ def signature_key(x, tensors, keep):
         if engine_of(x).level > 0:   # a tracer: the call is nested in a trace
             raise Inline
         tensors.append(x)
-        return (x._array.shape, x._array.dtype.str, x.requires_grad)
+        a = array_of(x)
+        return (a.shape, a.dtype.str, x.requires_grad)
     if isinstance(x, _VALUE_TYPES):
         return (type(x), x)
     if isinstance(x, (float, complex, np.generic)):

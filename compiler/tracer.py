@@ -23,9 +23,10 @@ from dualgrad import graph
 from dualgrad import ops
 from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Parameter
-from dualgrad.eager.core import Tensor
+from dualgrad.eager.core import Tensor, array_of
 from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
 from dualgrad.ops.rules import torch_needs_cast
+from .ddp_sync import average_bucket
 from dualgrad.ops.core import ELEMENTWISE, bind_args, current_trace, tracing, user_frame, \
     where_str
 
@@ -78,22 +79,18 @@ _BREAKS = {
 def _hooked(leaf, averaged):
     """leaf has gradient hooks a traced backward would skip: any register_hook hook, or a
     post-accumulate hook other than DistributedDataParallel's for a bucket averaged here."""
-    from dualgrad.eager import core as eager_core
-    from dualgrad.eager.nn.parallel import DistributedDataParallel
-    entry = eager_core._LEAF_HOOKS.get(id(leaf))
-    if entry is not None and entry[0]() is leaf and entry[1]:
+    from dualgrad.eager.core import grad_hooks
+    from dualgrad.eager.nn.parallel import is_bucket_hook
+    on_grad, after = grad_hooks(leaf)
+    if on_grad:
         return True
-    entry = eager_core._POST_ACCUMULATE_HOOKS.get(id(leaf))
-    if entry is None or entry[0]() is not leaf:
-        return False
     ddp = {id(p) for buckets, _ in averaged for bucket in buckets for _, p in bucket}
-    return any([getattr(h, "__func__", None) is not DistributedDataParallel._grad_ready or
-                id(leaf) not in ddp for h in entry[1]])
+    return any([not is_bucket_hook(h) or id(leaf) not in ddp for h in after])
 
 
 def _overlap(u, t):
     """Two eager tensors whose arrays share memory."""
-    a, b = u._array, t._array
+    a, b = array_of(u), array_of(t)
     return np.may_share_memory(a, b) and np.shares_memory(a, b)
 
 
@@ -318,14 +315,14 @@ class Trace:
         tensor that requires grad, a touched module's buffer, or a tensor too large to check
         by value at every call."""
         return _is_live(a) or isinstance(a, Tensor) and (
-            id(a) in self.buffers or a._array.size > CONSTANT_CHECK_MAX)
+            id(a) in self.buffers or array_of(a).size > CONSTANT_CHECK_MAX)
 
     def note_constant(self, t):
         """An eager tensor frozen into the graph (or into a value computed while tracing):
         its values are checked at every call, and a call that finds them changed traces
         again (compiled.py), so a global or closure tensor changed in place is never stale."""
         if id(t) not in self.constants:
-            self.constants[id(t)] = (t, np.array(t._array, copy=True))
+            self.constants[id(t)] = (t, np.array(array_of(t), copy=True))
 
     def touch(self, module):
         """module's forward runs in the trace, however fn reached it (a helper, a dict, an
@@ -427,12 +424,12 @@ class Trace:
             g = graph.placeholder(t.dtype, t.shape, name=name)
             self.live.append((t, g))
         else:
-            g = graph.constant(t._array, name=name)   # a copy, frozen at trace time
+            g = graph.constant(array_of(t), name=name)   # a copy, frozen at trace time
             self.frozen.add(id(t))
             self.note_constant(t)
         if self.assigned and any([_overlap(u, t) for u, _, _ in self.assigned.values()]):
             self.aliased()
-        self.snapshots.append((t, np.array(t._array, copy=True), user_frame()))
+        self.snapshots.append((t, np.array(array_of(t), copy=True), user_frame()))
         self.captured[id(t)] = g
         return g
 
@@ -470,7 +467,7 @@ class Trace:
                 self.live.append((t, g))
             else:
                 self.sourced.append((source, g))
-            self.snapshots.append((t, np.array(t._array, copy=True), user_frame()))
+            self.snapshots.append((t, np.array(array_of(t), copy=True), user_frame()))
             self.captured[id(t)] = g
         return self.wrap(g, False)
 
@@ -558,10 +555,10 @@ class Trace:
         if gradient is None and int(np.prod(y.shape)) != 1:
             raise RuntimeError(f"grad can be implicitly created only for scalar outputs; this "
                                f"output has shape {y.shape}")
-        if any(t._node is not None for t, _ in self.args):
+        if any(not t.is_leaf for t, _ in self.args):
             _graph_break(y, "backward")   # NOTE: eager's walk goes on past such an argument
         leaves = self.args + [(t, g) for t, g in self.live
-                              if t.requires_grad and t._node is None]
+                              if t.requires_grad and t.is_leaf]
         if any([_hooked(t, self.averaged) for t, _ in leaves]):
             _graph_break(y, "backward")   # NOTE: hooks see each gradient: eager's walk
         gy = None if gradient is None else [self.lift(gradient)]
@@ -569,11 +566,11 @@ class Trace:
         with tracing(GraphEngine):   # NOTE: graph nodes, built as graph code builds them
             dxs = list(graph.gradients([y._g], xs, grad_ys=gy))
             if self.averaged:   # NOTE: DistributedDataParallel's buckets, averaged in the graph
-                from .compiled import _average
                 at = {id(t): k for k, (t, _) in enumerate(leaves)}
                 for buckets, find_unused in self.averaged:
                     for bucket in buckets:
-                        _average(dxs, [(n, at[id(p)]) for n, p in bucket], find_unused, xs)
+                        average_bucket(dxs, [(n, at[id(p)]) for n, p in bucket], find_unused,
+                                       xs)
         for (t, _), d in zip(leaves, dxs):
             if d is not None:
                 self.note_grad(t, "read")
@@ -614,7 +611,7 @@ class Trace:
     def changed_in_place(self):
         """A GraphBreak if fn changed a captured tensor in place (a replay would not)."""
         for t, before, loc in self.snapshots:
-            if t._array.shape != before.shape or not np.array_equal(t._array, before,
+            if array_of(t).shape != before.shape or not np.array_equal(array_of(t), before,
                                                                   equal_nan=True):
                 return GraphBreak("an eager tensor used here was changed in place by the "
                                   "function (.data[...] =, zero_(), an optimizer step), which",
@@ -624,9 +621,9 @@ class Trace:
     def undo_changes(self):
         """Put captured tensors back as they were, so the eager run starts where eager would."""
         for t, before, _ in self.snapshots:
-            if t._array.shape == before.shape and not np.array_equal(t._array, before,
+            if array_of(t).shape == before.shape and not np.array_equal(array_of(t), before,
                                                                    equal_nan=True):
-                t._array[...] = before
+                array_of(t)[...] = before
 
 
 

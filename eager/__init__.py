@@ -13,7 +13,6 @@ if __name__ != "dualgrad.eager":  # NOTE: a second copy would mean a second op r
                       f"not `import {__name__}` (found {__file__})")
 
 import builtins
-from contextlib import contextmanager
 
 import numpy as np
 
@@ -63,49 +62,9 @@ def is_tensor(obj):
     return isinstance(obj, Tensor)
 
 
-# -- grad mode --------------------------------------------------------------------------------
-@contextmanager
-def no_grad():
-    """Ops inside record no tape (for evaluation and parameter updates)."""
-    prev = _GRAD.enabled
-    _GRAD.enabled = False
-    try:
-        yield
-    finally:
-        _GRAD.enabled = prev
-
-
-@contextmanager
-def enable_grad():
-    prev = _GRAD.enabled
-    _GRAD.enabled = True
-    try:
-        yield
-    finally:
-        _GRAD.enabled = prev
-
-
-class set_grad_enabled:
-    """Turn grad mode on or off: at once as a call, or for a `with` block (torch's both forms)."""
-
-    def __init__(self, mode):
-        self.prev = _GRAD.enabled
-        _GRAD.enabled = builtins.bool(mode)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        _GRAD.enabled = self.prev
-
-
-def inference_mode(mode=True):
-    """torch.inference_mode: here the same as no_grad() (nothing is recorded)."""
-    return no_grad() if mode else enable_grad()
-
-
-def is_grad_enabled():
-    return _GRAD.enabled
+# -- grad mode (grad_mode.py) ------------------------------------------------------------------
+from .grad_mode import (enable_grad, inference_mode, is_grad_enabled, no_grad,  # noqa: E402
+                        set_grad_enabled)
 
 
 # -- functions, with torch's names ------------------------------------------------------------

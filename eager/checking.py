@@ -95,7 +95,8 @@ class Check:
         self.first_batch = None         # (file, line) it was made at
         self.t_first = None             # perf_counter() when the first meta batch was made
         self.stop_after_step = stop_after_step
-        self.steps = 0
+        # NOTE: not `steps`: core.traced_step() reads a trace's `steps` (effects.TraceEffects)
+        self.steps_done = 0
         self._loops = {}                # file -> [(first, last) line of each loop]
 
     def apply(self, op, args, attrs):
@@ -125,7 +126,7 @@ class Check:
 
     def stepped(self):
         """An optimizer step on meta gradients finished (meta.optimizer_step)."""
-        self.steps += 1
+        self.steps_done += 1
         if self.stop_after_step:
             raise StepDone
 
@@ -177,7 +178,7 @@ def check(model, loss_fn, example_shapes, optimizer=None) -> CheckReport:
     finally:
         for p, g in zip(params, grads):
             p.grad = g
-    report.seconds, report.steps = time.perf_counter() - t0, tr.steps
+    report.seconds, report.steps = time.perf_counter() - t0, tr.steps_done
     return report
 
 

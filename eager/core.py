@@ -269,6 +269,21 @@ def _accumulate_grad(t, g, create_graph, owned):
             hook(t)
 
 
+def array_of(t):
+    """The NumPy array that holds t's values, itself (not a copy): what compile() feeds its
+    plans from and writes a step's results back into. Reading it records nothing."""
+    return t._array
+
+
+def grad_hooks(t):
+    """The hooks a backward() runs for t: (register_hook's, register_post_accumulate_grad_hook's),
+    each a list; compile() reads them to know when a traced backward would skip one."""
+    def live(table):
+        entry = table.get(id(t))
+        return list(entry[1]) if entry is not None and entry[0]() is t else []
+    return live(_LEAF_HOOKS), live(_POST_ACCUMULATE_HOOKS)
+
+
 def traced_step():
     """The compile() trace running in this thread when it records a training step's side
     effects (compiler/tracer.py), else None."""

@@ -519,7 +519,8 @@ POINTWISE_INPLACE = (
     "erfc lgamma digamma "
     "round trunc fix frac fmod remainder floor_divide true_divide divide multiply subtract "
     "nan_to_num cumsum cumprod bitwise_and bitwise_or bitwise_xor bitwise_not "
-    "bitwise_left_shift bitwise_right_shift").split()
+    "bitwise_left_shift bitwise_right_shift").split() + [
+    op.front["torch"] for op in ops.REGISTRY.values() if "torch" in op.front and op.scalar]
 for _name in POINTWISE_INPLACE:
     if not hasattr(MoreInPlace, _name + "_"):
         setattr(MoreInPlace, _name + "_", _inplace_of(_name))

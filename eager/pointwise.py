@@ -391,6 +391,10 @@ __all__ = TORCH_NAMES = [
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
     "bitwise_right_shift"]
 
+# NOTE: registry ops offered unchanged under torch's names declare it (Op.front, ops/api.py)
+FROM_REGISTRY = ops.api.functions("torch")
+globals().update(FROM_REGISTRY)
+TORCH_NAMES += list(FROM_REGISTRY)
 for _name in TORCH_NAMES:
     setattr(FunctionMethods, _name, _method(globals()[_name]))
 FunctionMethods.polygamma = lambda self, n: polygamma(n, self)   # NOTE: x.polygamma(n)

@@ -64,7 +64,8 @@ def _identity_kernel(node):
     return (lambda x: x), False
 
 
-IDENTITY = graph_op("identity", _identity_kernel, vjp=lambda g, x, **kw: (g,))
+IDENTITY = graph_op("identity", _identity_kernel, vjp=lambda g, x, **kw: (g,),
+                    inference_identity=True)
 
 
 def identity(x, name=None) -> Tensor:

@@ -49,11 +49,11 @@ class GraphOp:
 GRAPH_OPS: dict[str, GraphOp] = {}
 
 
-def graph_op(name, make_kernel, vjp=None) -> ops.Op:
-    """Declare a graph-only op (not an arithmetic op: those live in ops/)."""
+def graph_op(name, make_kernel, vjp=None, **fields) -> ops.Op:
+    """Declare a graph-only op (not an arithmetic op: those live in ops/); `fields` are `Op`'s."""
     if name in ops.REGISTRY or name in GRAPH_OPS:
         raise ValueError(f"graph op {name!r} clashes with an existing op")
-    op = ops.Op(name, None, None, vjp)
+    op = ops.Op(name, None, None, vjp, **fields)
     GRAPH_OPS[name] = GraphOp(op, make_kernel)
     return op
 

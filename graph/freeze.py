@@ -30,8 +30,6 @@ from .core import Graph, op_by_name
 
 __all__ = ["freeze", "FreezeError", "describe_node"]
 
-_PASS_THROUGH = {"identity", "stop_gradient"}
-
 
 class FreezeError(ValueError):
     """A node that cannot be part of a frozen inference graph."""
@@ -88,7 +86,7 @@ def _copy(g, n, ins, stop, session):
             raise FreezeError(f"freeze: variable '{n.name}' needs a session to read its value "
                               f"from (pass session=)")
         return _const(g, n, np.array(session.run(n.outputs[0]), copy=True), None)
-    if t in _PASS_THROUGH:
+    if n.op.inference_identity:
         return ins[0]
     if n.op.kernel is None or len(n.outputs) != 1:
         raise FreezeError(f"freeze: {describe_node(n)} cannot be part of an inference graph")

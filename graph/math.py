@@ -17,7 +17,7 @@ from .math_ops import (abs, add, add_n, argmax, argmin, ceil, cos, count_nonzero
                        reduce_mean, reduce_min, reduce_prod, reduce_sum, round, rsqrt,
                        sigmoid, sign, sin, sqrt, square, squared_difference, subtract, tanh,
                        truediv)
-from .math_ops import reduce_euclidean_norm, realdiv
+from .math_ops import MATH_FROM_REGISTRY, reduce_euclidean_norm, realdiv
 from .nn import log_softmax, softmax, softplus, softsign, zero_fraction
 from .select_ops import in_top_k, segment_mean, segment_sum, top_k, unsorted_segment_sum
 
@@ -52,3 +52,7 @@ def reduce_variance(input_tensor, axis=None, keepdims=False):
 @old_names(keep_dims="keepdims")
 def reduce_std(input_tensor, axis=None, keepdims=False):
     return ops.sqrt(ops.var(input_tensor, axis=axis, keepdims=bool(keepdims)))
+
+
+globals().update(MATH_FROM_REGISTRY)   # expm1, erfinv, bessel_i0e, …: declared by their ops
+__all__ += list(MATH_FROM_REGISTRY)

@@ -780,3 +780,11 @@ def random_uniform(shape, minval=0, maxval=None, dtype="float32", seed=None, nam
     if dt.kind in "iu":
         raise NotImplementedError("random_uniform: integer dtypes are not supported")
     return _random("uniform", shape, minval, maxval, dtype, seed, name or "random_uniform")
+
+
+# -- registry ops offered under TF's names (Op.front, ops/api.py): graph.expm1, … --------------
+FROM_REGISTRY = {n: named(f) for n, f in ops.api.functions("tf").items()}
+MATH_FROM_REGISTRY = {**FROM_REGISTRY,
+                      **{n: named(f) for n, f in ops.api.functions("tf.math").items()}}
+globals().update(FROM_REGISTRY)
+__all__ += list(FROM_REGISTRY)

@@ -24,6 +24,7 @@ from dualgrad.ops.core import fmt_shape
 
 from .array_ops import zeros
 from .core import Tensor, get_default_graph
+from .nn_dropout import dropout
 from .dtypes import as_dtype
 from .init_ops import constant_initializer, zeros_initializer
 from .variable_scope import get_variable, variable_scope
@@ -280,7 +281,6 @@ class DropoutWrapper(RNNCell):
         self.built = True
 
     def _drop(self, x, keep):
-        from .nn import dropout
         if not isinstance(keep, Tensor) and float(keep) == 1.0:
             return x
         return dropout(x, keep, seed=self.seed)

@@ -49,6 +49,6 @@ from .linalg_np import *  # noqa: E402,F401,F403 - inv, solve, cholesky, eigh_*,
 from .strided import as_strided, strided_positions  # noqa: E402,F401
 from .special_math import *  # noqa: E402,F401,F403 - i0, ndtri, bessel_j0, the polynomials, …
 from .collective import all_reduce, all_reduce_many
-from . import autodiff
+from . import api, autodiff
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -90,10 +90,13 @@ class Sample:
 class Op:
     """One primitive. docs/architecture.md ('One op, one entry') says what each field means."""
     __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "reduce", "category", "samples", "ref",
-                 "stateful", "view", "onnx", "nondiff", "fn", "decompose", "promote")
+                 "stateful", "view", "onnx", "nondiff", "fn", "decompose", "promote",
+                 "shape_only_from", "zero_from", "may_alias", "inference_identity", "front")
 
     def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, reduce=None, category=None,
-                 samples=(), ref=None, stateful=False, view=False, onnx=None, promote=None):
+                 samples=(), ref=None, stateful=False, view=False, onnx=None, promote=None,
+                 shape_only_from=None, zero_from=(), may_alias=False, inference_identity=False,
+                 front=()):
         self.name, self.infer, self.kernel, self.vjp = name, infer, kernel, vjp
         self.scalar, self.reduce, self.samples, self.ref = scalar, reduce, tuple(samples), ref
         self.onnx = onnx   # the ONNX operator that computes the same from the same inputs
@@ -103,6 +106,15 @@ class Op:
         # how operands of several dtypes combine under PyTorch's rules: None, "common",
         # "divide" or "where" (ops.rules.torch_compute_dtype)
         self.promote = promote
+        # inputs from this position on are read for their spec only (CSE compares those by spec)
+        self.shape_only_from = shape_only_from
+        # positions of inputs any of which all zeros makes the result all zeros (simplify)
+        self.zero_from = tuple(zero_from)
+        # the kernel may return its input itself (a view always may): buffer planning keeps it
+        self.may_alias = may_alias or view
+        self.inference_identity = inference_identity   # its input at inference (freeze, export)
+        # the front ends that offer the op unchanged, and under which name (ops/api.py)
+        self.front = dict(front) if isinstance(front, dict) else {f: name for f in front}
         self.nondiff = vjp is None
         self.fn = None  # the public function, e.g. ops.add
         self.decompose = None   # the same as a composite of other ops: what compile() traces
@@ -124,6 +136,7 @@ REGISTRY: dict[str, Op] = {}
 ELEMENTWISE: set[str] = set()   # ops with a scalar form, fusable into one loop
 REDUCTION: set[str] = set()     # ops with a `reduce` form: what the fuse pass may fold into a loop
 FLOATING: set[str] = set()      # ops whose result is floating point whatever the input
+FRONTS = ("torch", "tf", "tf.math")   # where an op may be offered unchanged (Op.front, ops/api.py)
 
 
 def register(name, infer, kernel, vjp=None, floating=False, **kw) -> Op:
@@ -136,6 +149,9 @@ def register(name, infer, kernel, vjp=None, floating=False, **kw) -> Op:
         infer, kernel = _floating_infer(infer), _floating_kernel(kernel)
         FLOATING.add(name)
     op = Op(name, infer, kernel, vjp, **kw)
+    if set(op.front) - set(FRONTS):
+        raise ValueError(f"op {name!r}: front {sorted(op.front)} is not among {FRONTS}")
+    op.fn = _binder(op)
     _check_fusion_forms(op)
     REGISTRY[name] = op
     if op.scalar is not None:
@@ -306,7 +322,13 @@ def is_value(x) -> bool:
 
 
 def primitive(op: Op):
-    """The plain function that binds `op` (`ops.exp`, `ops.add`, ...); it becomes `op.fn`."""
+    """The op's public function (`ops.exp`, `ops.add`, ...): `op.fn`, which `register` made."""
+    return op.fn
+
+
+def _binder(op: Op):
+    """The plain function that binds `op`; `register` makes it `op.fn`. A module whose public
+    function normalises its arguments first (`ops.reshape`) puts that one there instead."""
     def fn(*args, **attrs):
         if TRACING[0]:
             return bind(op, *args, **attrs)
@@ -317,7 +339,6 @@ def primitive(op: Op):
         return engine.apply(op, args, attrs)
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = f"The `{op.name}` primitive (see ops.REGISTRY[{op.name!r}])."
-    op.fn = fn
     return fn
 
 

@@ -12,8 +12,7 @@ import math
 import numpy as np
 
 from . import refs
-from .core import (REGISTRY, Sample, Spec, ShapeError, bind, fmt_shape, is_value, primitive,
-                   register)
+from .core import (REGISTRY, Sample, Spec, ShapeError, bind, fmt_shape, is_value, register)
 from .rules import broadcast, result_dtype, same, warn_outer
 from .shape import sum_to_like
 
@@ -172,12 +171,13 @@ SIGMOID_GRAD = register("sigmoid_grad",
                         _float_only("sigmoid_grad", _binary_infer("sigmoid_grad")),
                         _sigmoid_grad_kernel,
                         _sigmoid_grad_vjp, scalar="({1} * ({0} * (1 - {0})))", category=_EW,
+                        zero_from=(1,),
                         samples=tuple(Sample(s.args, domain=(0.05, 0.95))
                                       for s in _ACT_GRAD_SAMPLES),
                         ref=lambda np, y, dy: dy * (y * (1 - y)))
 TANH_GRAD = register("tanh_grad", _float_only("tanh_grad", _binary_infer("tanh_grad")),
                      _tanh_grad_kernel, _tanh_grad_vjp,
-                     scalar="({1} * (1 - {0} * {0}))", category=_EW,
+                     scalar="({1} * (1 - {0} * {0}))", category=_EW, zero_from=(1,),
                      samples=tuple(Sample(s.args, domain=(-0.9, 0.9)) for s in _ACT_GRAD_SAMPLES),
                      ref=lambda np, y, dy: dy * (1 - y * y))
 
@@ -230,7 +230,7 @@ COS = register("cos", _unary_infer, np.cos, lambda g, x, **kw: (-(g * sin(x)),),
                ref=lambda np, x: np.cos(x))
 
 EXPM1 = register("expm1", _unary_infer, np.expm1, lambda g, x, out, **kw: (g * (out + 1.0),),
-                 category="other", floating=True, samples=_UNARY_SAMPLES + (
+                 category="other", floating=True, front=("tf",), samples=_UNARY_SAMPLES + (
                      _S((5,), domain=(-1e-6, 1e-6)),),
                  ref=lambda np, x: np.expm1(x))   # NOTE: exact where exp(x) - 1 cancels
 
@@ -285,7 +285,7 @@ _ERFINV_HI = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.
               -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
 ERFINV = register("erfinv", _unary_infer, _erfinv_kernel,
                   lambda g, x, out, **kw: (g * (0.5 * math.sqrt(math.pi)) * exp(out * out),),
-                  category="other", floating=True,
+                  category="other", floating=True, front=("tf.math",),
                   samples=tuple(Sample(s.args, domain=(-0.9, 0.9)) for s in _UNARY_SAMPLES),
                   ref=lambda np, x: refs.special(np).erfinv(x).astype(x.dtype))
 
@@ -306,7 +306,8 @@ def _cast_vjp(g, x, dtype, **kw):
 
 CAST = register("cast", _cast_infer, _cast_kernel, _cast_vjp,
                 scalar=lambda dtype: f"cast_{dtype}({{0}})",
-                category=_EW, samples=(_S((3, 4), attrs={"dtype": "float64"}),
+                category=_EW, may_alias=True,
+                samples=(_S((3, 4), attrs={"dtype": "float64"}),
                                    _S((2,), attrs={"dtype": "int64"}, grad=False)),
                 ref=lambda np, x, dtype: x.astype(dtype))
 
@@ -317,7 +318,7 @@ def _stop_gradient_kernel(x):
 
 STOP_GRADIENT = register("stop_gradient", _unary_infer, _stop_gradient_kernel, None,
                          scalar="{0}", category=_EW, samples=(_S((3,)),), ref=lambda np, x: x,
-                         view=True)
+                         view=True, inference_identity=True)
 
 
 # -- binary -----------------------------------------------------------------------------------
@@ -561,9 +562,6 @@ FLOORMOD = register("floormod", _divmod_infer("floormod"), _floormod_kernel, _fl
                     ref=lambda np, x, y: x - np.floor(x / y) * y)
 
 # public functions: ops.add(x, y), ops.exp(x), …
-for _op in list(REGISTRY.values()):
-    globals()[_op.name] = primitive(_op)
-
 neg, exp, log, sqrt, tanh, sigmoid, relu, abs, sign, erf = (  # noqa: A001 - op names
     NEG.fn, EXP.fn, LOG.fn, SQRT.fn, TANH.fn, SIGMOID.fn, RELU.fn, ABS.fn, SIGN.fn, ERF.fn)
 log1p, expm1, floordiv, floormod = LOG1P.fn, EXPM1.fn, FLOORDIV.fn, FLOORMOD.fn

@@ -129,7 +129,7 @@ def _reshape_like_kernel(x, like):
 
 RESHAPE_LIKE = register("reshape_like", _like_shape_infer("reshape_like"), _reshape_like_kernel,
                         lambda g, x, like, **kw: (reshape_like(g, x), None), category=_SHAPE,
-                        view=True, samples=(_S((3, 4), (2, 6)),),
+                        view=True, shape_only_from=1, samples=(_S((3, 4), (2, 6)),),
                         ref=lambda np, x, like: np.reshape(x, like.shape))
 
 
@@ -158,7 +158,7 @@ def _transpose_vjp(g, x, axes, **kw):
 
 
 TRANSPOSE = register("transpose", _transpose_infer, _transpose_kernel, _transpose_vjp,
-                     category=_SHAPE, view=True,
+                     category=_SHAPE, view=True, zero_from=(0,),
                      samples=(_S((3, 4), attrs={"axes": (1, 0)}),
                               _S((2, 3, 4), attrs={"axes": (2, 0, 1)}),
                               _S((2, 3), attrs={"axes": (0, 0)}, match="not a permutation")),
@@ -205,7 +205,7 @@ def _broadcast_like_kernel(x, like):
 
 BROADCAST_LIKE = register("broadcast_like", _broadcast_like_infer, _broadcast_like_kernel,
                           lambda g, x, like, **kw: (sum_to_like(g, x), None), category=_SHAPE,
-                          view=True, samples=(_S((3, 1), (2, 3, 4)), _S((), (3,))),
+                          view=True, shape_only_from=1, samples=(_S((3, 1), (2, 3, 4)), _S((), (3,))),
                           ref=lambda np, x, like: np.broadcast_to(x, like.shape))
 
 
@@ -294,6 +294,7 @@ def _sum_to_like_ref(np, x, like):
 
 SUM_TO_LIKE = register("sum_to_like", _sum_to_like_infer, _sum_to_like_kernel,
                        lambda g, x, like, **kw: (broadcast_like(g, x), None), category=_SHAPE,
+                       shape_only_from=1, may_alias=True,
                        samples=(_S((2, 3, 4), (3, 1)), _S((2, 3), ()), _S((4, 3), (4, 3)),
                                 _S((2, 3, 4), (2, 3, 1)), _S((5, 2, 3), (2, 3))),
                        ref=_sum_to_like_ref)
@@ -414,7 +415,7 @@ def _concat_part_vjp(gg, g, *xs, axis, index, **kw):
 
 
 CONCAT_PART = register("concat_part", _concat_part_infer, _concat_part_kernel, _concat_part_vjp,
-                       category=_SHAPE, view=True,
+                       category=_SHAPE, view=True, shape_only_from=1,
                        samples=(_S((6, 3), (2, 3), (4, 3), attrs={"axis": 0, "index": 1}),),
                        ref=lambda np, g, *xs, axis, index: np.split(
                            g, [sum(x.shape[axis] for x in xs[:i]) for i in range(1, len(xs))],
@@ -509,7 +510,8 @@ def _slice_grad_kernel(g, x, index):
 SLICE_GRAD = register("slice_grad", lambda g, x, index, **_: same(x, dtype=g.dtype),
                       _slice_grad_kernel,
                       lambda gg, g, x, index, **kw: (slice_(gg, index=index), None),
-                      category=_SHAPE, samples=(_S((2, 5), (4, 5), attrs={"index": (slice(1, 3),)}),),
+                      category=_SHAPE, shape_only_from=1, zero_from=(0,),
+                      samples=(_S((2, 5), (4, 5), attrs={"index": (slice(1, 3),)}),),
                       ref=lambda np, g, x, index: refs.scatter(np, g, refs.positions(x.shape)[index],
                                                                x.shape))
 
@@ -616,15 +618,11 @@ def _ones_like_kernel(x, dtype=None):
 
 
 ZEROS_LIKE = register("zeros_like", _fill_like_infer, _zeros_like_kernel, None, category="other",
+                      shape_only_from=0,
                       samples=(_S((2, 3)),), ref=lambda np, x, dtype=None: np.zeros_like(x))
 ONES_LIKE = register("ones_like", _fill_like_infer, _ones_like_kernel, None, category="other",
+                     shape_only_from=0,
                      samples=(_S((2, 3)),), ref=lambda np, x, dtype=None: np.ones_like(x))
-
-# NOTE: these ops read their inputs from this position on only for the shape and dtype; the
-# optimiser's CSE merges two calls whose such inputs have equal known specs (the LSTM's
-# bias_ih and bias_hh gradients: one sum_to_like per step instead of two).
-SHAPE_ONLY_FROM = {"reshape_like": 1, "broadcast_like": 1, "sum_to_like": 1, "concat_part": 1,
-                   "slice_grad": 1, "zeros_like": 0, "ones_like": 0}
 
 reshape_like, transpose, broadcast_to, broadcast_like, sum_to_like, expand_dims, squeeze = (
     primitive(o) for o in (RESHAPE_LIKE, TRANSPOSE, BROADCAST_TO, BROADCAST_LIKE, SUM_TO_LIKE,

@@ -104,18 +104,18 @@ def _no_higher(g, x, **kw):
 
 ERFC = register("erfc", _infer, _elementwise(math.erfc),
                 lambda g, x, **kw: (-(g * _TWO_OVER_SQRT_PI * exp(-(x * x))),),
-                category="other", floating=True, samples=_SAMPLES,
+                category="other", floating=True, front=("tf",), samples=_SAMPLES,
                 ref=lambda np, x: refs.special(np).erfc(x).astype(x.dtype))
 TRIGAMMA = register("trigamma", _infer, _trigamma_kernel, _no_higher, category="other",
                     samples=tuple(Sample(s.args, domain=s.domain, grad=False) for s in _POSITIVE),
                     ref=lambda np, x: refs.special(np).polygamma(1, x).astype(x.dtype))
 DIGAMMA = register("digamma", _infer, _digamma_kernel,
                    lambda g, x, **kw: (g * TRIGAMMA.fn(x),), category="other", floating=True,
-                   samples=_POSITIVE,
+                   front=("tf",), samples=_POSITIVE,
                    ref=lambda np, x: refs.special(np).digamma(x).astype(x.dtype))
 LGAMMA = register("lgamma", _infer, _elementwise(_lgamma_scalar),
                   lambda g, x, **kw: (g * DIGAMMA.fn(x),), category="other", floating=True,
-                  samples=_POSITIVE,
+                  front=("tf",), samples=_POSITIVE,
                   ref=lambda np, x: refs.special(np).gammaln(x).astype(x.dtype))
 
 erfc, lgamma, digamma, trigamma = (primitive(op) for op in (ERFC, LGAMMA, DIGAMMA, TRIGAMMA))

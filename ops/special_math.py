@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from . import refs
 from .core import Sample, Spec, primitive, register
 from .elementwise import eq, exp, sign, unbroadcast, where
 from .rules import broadcast, result_dtype, same
@@ -47,10 +48,10 @@ def _float64(fn):
     return kernel
 
 
-def _unary(name, fn, vjp=None, samples=_SAMPLES):
-    op = register(name, _infer, _float64(fn), vjp, category="other", floating=True,
+def _unary(name, fn, vjp=None, samples=_SAMPLES, front=(), ref=None):
+    op = register(name, _infer, _float64(fn), vjp, category="other", floating=True, front=front,
                   samples=samples if vjp else tuple(
-                      Sample(s.args, domain=s.domain, grad=False) for s in samples), ref=None)
+                      Sample(s.args, domain=s.domain, grad=False) for s in samples), ref=ref)
     return primitive(op)
 
 
@@ -60,19 +61,28 @@ def _at_zero(x, value, expr):
     return where(zero, value, expr(where(zero, 1.0, x)))
 
 
-i0 = _unary("i0", lambda sp: sp.i0, lambda g, x, **kw: (g * i1(x),))
+i0 = _unary("i0", lambda sp: sp.i0, lambda g, x, **kw: (g * i1(x),),
+            front={"tf.math": "bessel_i0"})
 i0e = _unary("i0e", lambda sp: sp.i0e,
-             lambda g, x, **kw: (g * (i1e(x) - sign(x) * i0e(x)),))
+             lambda g, x, **kw: (g * (i1e(x) - sign(x) * i0e(x)),), front={"tf.math": "bessel_i0e"})
 i1 = _unary("i1", lambda sp: sp.i1,
-            lambda g, x, **kw: (g * _at_zero(x, 0.5, lambda v: i0(v) - i1(v) / v),))
+            lambda g, x, **kw: (g * _at_zero(x, 0.5, lambda v: i0(v) - i1(v) / v),),
+            front={"tf.math": "bessel_i1"})
 i1e = _unary("i1e", lambda sp: sp.i1e, lambda g, x, **kw: (g * _at_zero(
-    x, 0.5, lambda v: i0e(v) - i1e(v) * (sign(v) + 1.0 / v)),))
+    x, 0.5, lambda v: i0e(v) - i1e(v) * (sign(v) + 1.0 / v)),), front={"tf.math": "bessel_i1e"})
 ndtri = _unary("ndtri", lambda sp: sp.ndtri,
-               lambda g, x, out, **kw: (g * _SQRT_2PI * exp(out * out * 0.5),), samples=_UNIT)
+               lambda g, x, out, **kw: (g * _SQRT_2PI * exp(out * out * 0.5),), samples=_UNIT,
+               front=("tf.math",))
 log_ndtr = _unary("log_ndtr", lambda sp: sp.log_ndtr,
                   lambda g, x, out, **kw: (g * exp(x * x * -0.5 - out) / _SQRT_2PI,))
 erfcx = _unary("erfcx", lambda sp: sp.erfcx,
                lambda g, x, out, **kw: (g * (2.0 * x * out - 2.0 / math.sqrt(math.pi)),))
+# NOTE: tf.math.erfcinv; the reference is TF's own formula, -ndtri(x / 2) / sqrt(2)
+erfcinv = _unary("erfcinv", lambda sp: sp.erfcinv,
+                 lambda g, x, out, **kw: (g * (-0.5 * math.sqrt(math.pi)) * exp(out * out),),
+                 samples=tuple(Sample(s.args, domain=(0.05, 1.95)) for s in _SAMPLES),
+                 front=("tf.math",),
+                 ref=lambda np, x: (-refs.special(np).ndtri(x / 2) / np.sqrt(2)).astype(x.dtype))
 
 # torch defines no gradient for these: they are values only
 bessel_j0 = _unary("bessel_j0", lambda sp: sp.j0)

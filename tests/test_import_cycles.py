@@ -17,13 +17,6 @@ KNOWN_CYCLES = {
     frozenset({"eager.core", "eager.factories", "eager.functions", "eager.hooks", "eager.info",
                "eager.inplace", "eager.methods", "eager.pointwise", "eager.reductions",
                "eager.shaping"}): _EAGER_CORE,
-    frozenset({"eager.nn", "eager.nn.activation", "eager.nn.attention", "eager.nn.containers",
-               "eager.nn.layers", "eager.nn.loss", "eager.nn.rnn", "eager.nn.transformer"}):
-        "Module and Parameter live in nn/__init__; issue 33 moves them to nn/module.py",
-    frozenset({"eager", "eager.optim", "eager.optim.lbfgs", "eager.optim.lr_scheduler",
-               "eager.optim.optimizer", "eager.optim.scheduler_base",
-               "eager.optim.schedulers_cyclic"}):
-        "Optimizer and LBFGS import enable_grad late from eager's package root, which imports optim",
     frozenset({"compiler.ir", "compiler.optimize", "compiler.passes",
                "compiler.passes.constant_fold", "compiler.passes.cse", "compiler.passes.fuse",
                "compiler.passes.layout", "compiler.passes.simplify", "graph.array_ops",
@@ -35,12 +28,6 @@ KNOWN_CYCLES = {
     frozenset({"eager.nn.functional", "eager.nn.extra_functional", "eager.nn.extra_conv3d"}):
         "functional re-exports the extra functions, which use functional's helpers (_reduce, "
         "pad, interpolate); the helpers belong in a module below both",
-    frozenset({"graph.nn", "graph.rnn_cell"}):
-        "graph.nn imports rnn_cell to offer tf.nn.rnn_cell; the cells import nn's dropout late",
-    frozenset({"compiler.compiled", "compiler.tracer"}):
-        "the tracer's DDP bucket path calls compiled's _average (a late import); issue 33 splits Trace",
-    frozenset({"comparisons.distributed", "comparisons.training"}):
-        "make_trainer builds the distributed trainer, which builds its inner trainer with make_trainer",
     frozenset({"comparisons.shapes.cli", "comparisons.shapes.runner"}):
         "runner.main hands over to the CLI (a late import), which runs the runner",
 }

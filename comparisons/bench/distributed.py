@@ -45,11 +45,11 @@ def _batches(model, steps):
 def _state_bytes(trainer):
     """This rank's bytes of parameters, their gradients and the optimizer's state."""
     params = list(trainer.model.parameters())
-    total = sum(p._array.nbytes + (p.grad._array.nbytes if p.grad is not None else 0)
-                for p in params)
+    from dualgrad.eager import Tensor
+    total = sum(p.nbytes + (p.grad.nbytes if p.grad is not None else 0) for p in params)
     for state in trainer.opt.state.values():
-        arrays = [getattr(v, "_array", v) for v in state.values()]
-        total += sum(a.nbytes for a in arrays if isinstance(a, np.ndarray) and a.ndim)
+        total += sum(v.nbytes for v in state.values()
+                     if isinstance(v, (np.ndarray, Tensor)) and v.ndim)
     return total
 
 

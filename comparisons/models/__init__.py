@@ -22,3 +22,11 @@ def load(name: str, mode: str):
     if mode not in MODES:
         raise KeyError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     return importlib.import_module(f"{__name__}.{name}_{mode}")
+
+
+def make_trainer(model, mode, seed=0, optimize=True, weights=None):
+    """A trainer of `model` in `mode` (eager, graph or compiled) from the shared weights."""
+    w = weights if weights is not None else load(model, "eager").initial_weights(seed)
+    if mode == "graph":
+        return load(model, "graph").build(weights=w, optimize=optimize)
+    return load(model, "eager").build(weights=w, compiled=mode == "compiled")

@@ -72,7 +72,8 @@ class EncoderClassifier(nn.Module):
 def initial_weights(seed=0) -> dict:
     eager.manual_seed(seed)
     model = EncoderClassifier()
-    model.pos._array[...] = 0.1 * eager.randn(TOKENS, D_MODEL).numpy()
+    with eager.no_grad():
+        model.pos.copy_(0.1 * eager.randn(TOKENS, D_MODEL))
     return numpy_state(model)
 
 

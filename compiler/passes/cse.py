@@ -1,12 +1,11 @@
 """Common-subexpression elimination: pure nodes with the same op, inputs and attrs merge.
 
 Small constants with equal values merge too. An input an op reads only for its shape
-(`ops.shape.SHAPE_ONLY_FROM`: sum_to_like's `like`, …) is compared by its spec when known.
+(`Op.shape_only_from`: sum_to_like's `like`, …) is compared by its spec when known.
 Stateful nodes (random, variables, assign) never merge.
 """
 from __future__ import annotations
 
-from dualgrad.ops.shape import SHAPE_ONLY_FROM
 from ..ir import known
 
 NAME = "cse"
@@ -21,7 +20,9 @@ def _key(n):
         return None
     if not n.pure():
         return None
-    shape_from = SHAPE_ONLY_FROM.get(n.op.name, len(n.inputs))
+    shape_from = n.op.shape_only_from
+    if shape_from is None:
+        shape_from = len(n.inputs)
     ins = tuple((id(src), i) if k < shape_from or not known(src.specs[i]) else
                 ("spec", tuple(src.specs[i].shape), src.specs[i].dtype.name)
                 for k, (src, i) in enumerate(n.inputs))

@@ -63,18 +63,14 @@ def mul_zero(n, users):
     return None
 
 
-# NOTE: the inputs whose being all zeros makes the op's result all zeros (a product, a zero
-# slice's gradient): the zero initial state of a recurrent cell, and its gradient
-_ZERO_FROM = {"matmul": (0, 1), "slice_grad": (0,), "sigmoid_grad": (1,), "tanh_grad": (1,),
-              "transpose": (0,)}
-
-
 def zero_product(n, users):
     """matmul(0, w), matmul(x, 0), slice_grad(0, x), sigmoid_grad(y, 0), tanh_grad(y, 0),
     transpose(0) -> zeros (as x * 0: inf * 0 ignored)."""
-    if n.op.name not in _ZERO_FROM or None in n.spec.shape:
+    # NOTE: the op declares which inputs (Op.zero_from): the zero initial state of a recurrent
+    # cell, and its gradient
+    if not n.op.zero_from or None in n.spec.shape:
         return None
-    if any(_const_eq(n.inputs[k], 0) for k in _ZERO_FROM[n.op.name]):
+    if any(_const_eq(n.inputs[k], 0) for k in n.op.zero_from):
         return _new_const(np.zeros(n.spec.shape, n.spec.dtype), n)
     return None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import Module, Parameter
+from .module import Module, Parameter
 from . import functional as F
 
 

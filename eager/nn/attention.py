@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from dualgrad import ops
-from . import Linear, Module, Parameter
+from .basic import Linear
+from .module import Module, Parameter
 from . import functional as F
 from . import init
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-from . import Module, Parameter
+from .module import Module, Parameter
 
 
 class ModuleDict(Module):

@@ -15,7 +15,8 @@ import math
 import numpy as np
 
 from dualgrad import ops
-from . import Dropout, Module, Parameter, _Cell, _uniform
+from .basic import Dropout, _Cell
+from .module import Module, Parameter, _uniform
 from . import functional as F
 
 

@@ -8,7 +8,7 @@ size_average / reduce raise a TypeError asking for reduction=.
 """
 from __future__ import annotations
 
-from . import Module
+from .module import Module
 from . import functional as F
 
 

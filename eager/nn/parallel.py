@@ -24,7 +24,7 @@ import numpy as np
 from dualgrad.ops import distributed as _mpi
 from dualgrad.ops.core import current_trace
 from ..core import _GRAD, Tensor, leaves_reached
-from . import Module
+from .module import Module
 
 __all__ = ["DistributedDataParallel"]
 
@@ -175,6 +175,12 @@ class DistributedDataParallel(Module):
 
     def extra_repr(self):
         return f"world_size={_mpi.size()}, buckets={len(self._buckets)}"
+
+
+def is_bucket_hook(hook) -> bool:
+    """hook is a DistributedDataParallel's own post-accumulate hook (its bucket reducer): what
+    compile() may average in its graph instead of calling."""
+    return getattr(hook, "__func__", None) is DistributedDataParallel._grad_ready
 
 
 def _buckets(params, cap_bytes):

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from dualgrad import ops
-from . import Module, _uniform
+from .module import Module, _uniform
 from . import functional as F
 from ..core import Tensor
 from .utils.rnn import PackedSequence, packed_data, padded

@@ -15,7 +15,8 @@ import copy
 
 import numpy as np
 
-from . import Dropout, LayerNorm, Linear, Module, ModuleList
+from .basic import Dropout, LayerNorm, Linear, ModuleList
+from .module import Module
 from . import init
 from . import functional as F
 from ..core import Tensor

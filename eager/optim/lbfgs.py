@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from dualgrad.ops.updates import lbfgs_direction
+from ..grad_mode import enable_grad
 from .optimizer import Optimizer
 
 
@@ -52,7 +53,6 @@ class LBFGS(Optimizer):
         if closure is None:
             raise RuntimeError("LBFGS.step needs a closure that re-evaluates the model and "
                                "returns the loss")
-        from .. import enable_grad
         group = self.param_groups[0]
         st = self.state[self._params[0]]
         st.setdefault("func_evals", 0)
@@ -68,7 +68,6 @@ class LBFGS(Optimizer):
         return orig_loss
 
     def _iterate(self, closure, group, st, loss, g, evals):
-        from .. import enable_grad
         d, t = st.get("d"), st.get("t")
         old_dirs, old_stps, ro = st.get("old_dirs"), st.get("old_stps"), st.get("ro")
         h_diag, prev_g = st.get("H_diag"), st.get("prev_flat_grad")

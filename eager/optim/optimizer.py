@@ -17,6 +17,7 @@ from collections import defaultdict
 import numpy as np
 
 from ..core import Tensor, traced_step, zero_grads
+from ..grad_mode import enable_grad
 from ..meta import optimizer_step
 from .flat import FlatState, gather
 
@@ -93,7 +94,6 @@ class Optimizer:
             return None    # NOTE: meta tensors (eager/meta.py): gradients' shapes checked only
         loss = None
         if closure is not None:
-            from .. import enable_grad
             with enable_grad():
                 loss = closure()
         for group in self.param_groups:

@@ -1,9 +1,13 @@
-"""`dualgrad` end to end: each subcommand runs (quick settings) and exits 0; `--json` holds
-every column; command-line mistakes are one line on stderr and a non-zero exit."""
+"""`dualgrad` end to end: each subcommand runs (quick settings), exits 0 and prints what it
+claims (the timings table, the training summary line, the graph's gradient nodes); `--json`
+holds every column; command-line mistakes are one line on stderr, naming the mistake, and a
+non-zero exit."""
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 import subprocess
 import sys
 
@@ -58,15 +62,29 @@ def test_bench_all_quick(tmp_path):
         assert all(w["columns"][c]["status"] == "ok" for c in ("eager", "graph")), w["name"]
 
 
+_TIME = r"([\d.]+) (?:ns|µs|ms)"
+
+
 def test_bench_micro_quick(capsys):
     assert main(["bench", "dispatch", "--quick"]) == 0
-    assert "dispatch" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # NOTE: the row of per-op times: eager, graph, graph optimised, compiled (then jax, torch)
+    row = re.search(rf"^dispatch\s+{_TIME}\s+{_TIME}\s+{_TIME}\s+{_TIME}", out, re.M)
+    assert row and all(float(t) > 0 for t in row.groups()), out
+    assert re.search(r"^\s+1\.00x\s", out, re.M), "eager is the speed-up baseline"
+    before, after = map(int, re.search(r"dispatch: (\d+) -> (\d+) nodes", out).groups())
+    assert after < before
 
 
 @pytest.mark.parametrize("mode", ["eager", "graph"])
 def test_train(mode, capsys):
     assert main(["train", "mlp", "--mode", mode, "--epochs", "2"]) == 0
-    assert "held-out accuracy" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    summary = re.search(rf"mlp \({mode}\): 2 epochs, 42 steps in [\d.]+ s; final loss ([\d.]+); "
+                        r"held-out accuracy ([\d.]+) on 449 digits", " ".join(out.split()))
+    assert summary, out
+    loss, acc = map(float, summary.groups())
+    assert math.isfinite(loss) and loss < 1.0 and 0.8 < acc <= 1.0
 
 
 def test_train_and_tour_run_blas_on_one_thread_by_default(monkeypatch):
@@ -178,7 +196,11 @@ def test_optimized_view_explains_itself(capsys):
 
 def test_graph_view_training_step(capsys):
     assert main(["graph", "rnn", "--train"]) == 0
-    assert "gradients" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert re.search(r"rnn training step: \d+ nodes as built \(3 placeholders, fed", out)
+    tree = out.split("gradients/")[1]
+    assert "matmul_grad/" in tree and "softmax_cross_entropy_grad" in tree
+    assert re.search(r"Momentum\s+variable\s+\(72, 256\)", out), "the LSTM kernel's slot"
 
 
 def test_tour(capsys):
@@ -191,19 +213,19 @@ def test_tour(capsys):
     assert out.count("done in") == 1
 
 
-@pytest.mark.parametrize("argv", [
-    ["train", "resnet"],                          # unknown model
-    ["bench", "nope"],                            # unknown workload
-    ["train", "mlp", "--mode", "jit"],            # unknown mode
-    ["train", "mlp", "--epochs", "0"],            # bad value
-    ["bench", "--frobnicate"],                    # unknown flag
-    ["fly"],                                      # unknown command
-    [],                                           # no command
-    ["bench", "mlp", "--json", "/nonexistent-dir/x.json"],
-    ["graph", "mlp", "--dot", "/proc/dualgrad.dot"],
+@pytest.mark.parametrize("argv, says", [
+    (["train", "resnet"], "invalid choice: 'resnet'"),              # unknown model
+    (["bench", "nope"], "invalid choice: 'nope'"),                  # unknown workload
+    (["train", "mlp", "--mode", "jit"], "--mode: invalid choice: 'jit'"),
+    (["train", "mlp", "--epochs", "0"], "--epochs: expected a positive integer, got '0'"),
+    (["bench", "--frobnicate"], "unrecognized arguments: --frobnicate"),
+    (["fly"], "invalid choice: 'fly'"),                              # unknown command
+    ([], "the following arguments are required: COMMAND"),
+    (["bench", "mlp", "--json", "/nonexistent-dir/x.json"], "directory /nonexistent-dir does not exist"),
+    (["graph", "mlp", "--dot", "/proc/dualgrad.dot"], "/proc/dualgrad.dot"),
 ])
-def test_cli_errors_are_one_line(argv, capsys):
-    _one_line_error(capsys, main(argv))
+def test_cli_errors_are_one_line(argv, says, capsys):
+    assert says in _one_line_error(capsys, main(argv))
 
 
 def test_plot_without_matplotlib_is_one_line(tmp_path, capsys):
@@ -214,7 +236,7 @@ def test_plot_without_matplotlib_is_one_line(tmp_path, capsys):
                                       str(tmp_path / "p.png")]))
     else:
         assert main(["bench", "dispatch", "--quick", "--plot", str(tmp_path / "p.png")]) == 0
-        assert (tmp_path / "p.png").stat().st_size > 0
+        assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_console_script_error_has_no_traceback():

@@ -1,0 +1,399 @@
+"""The layers torch.nn defines beside Module: Linear, the batch norms, LayerNorm, Embedding,
+Dropout, the simple activations, Sequential and ModuleList, and the recurrent cells' base.
+
+>>> from dualgrad import eager
+>>> from dualgrad.eager import nn
+>>> nn.Linear(3, 2)(eager.ones(4, 3)).shape
+(4, 2)
+"""
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+
+import numpy as np
+
+from dualgrad import ops
+from dualgrad.ops.core import ShapeError, user_frame, where_str
+from .. import devices as _device
+from ..core import Tensor
+from . import functional as F
+from .module import Module, Parameter, _uniform
+
+
+class DataParallel(Module):
+    """torch's DataParallel on a machine without GPUs: the module runs as it is (torch keeps
+    `module`, sets `device_ids = []` and calls it directly); state dict keys get torch's
+    `module.` prefix. Train on several processes with DistributedDataParallel."""
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0):
+        super().__init__()
+        self.module, self.device_ids, self.output_device, self.dim = module, [], None, dim
+
+    def forward(self, *inputs, **kwargs):
+        return self.module(*inputs, **kwargs)
+
+
+# -- layers -----------------------------------------------------------------------------------
+def _factory_kwargs(module, device, dtype):
+    """A layer's `device=` / `dtype=`, as torch's factory kwargs: the CPU (else torch's
+    CPU-only error) and the parameters' floating dtype."""
+    _device.check(device)
+    if dtype is not None:
+        module.to(dtype)
+
+
+class Linear(Module):
+    """y = x @ weight.T + bias, weight (out_features, in_features), torch's init."""
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
+        self.weight = _uniform((out_features, in_features), bound)
+        self.bias = _uniform((out_features,), bound) if bias else None
+        _factory_kwargs(self, device, dtype)
+
+    def forward(self, x):
+        return F.linear(x, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
+class _BatchNorm(Module):
+    """torch's BatchNorm: batch statistics in training (updating running_mean/running_var,
+    momentum 0.1, unbiased variance for running_var), running statistics in eval."""
+    _ndims = ()
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, *, bias=True):
+        super().__init__()
+        if momentum is None:
+            raise NotImplementedError(f"{type(self).__name__}(momentum=None) (a cumulative "
+                                      f"moving average) is not supported by dualgrad")
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        self.weight = Parameter(np.ones(num_features, np.float32)) if affine else None
+        self.bias = Parameter(np.zeros(num_features, np.float32)) if affine and bias else None
+        if track_running_stats:
+            self.register_buffer("running_mean", Tensor(np.zeros(num_features, np.float32)))
+            self.register_buffer("running_var", Tensor(np.ones(num_features, np.float32)))
+            self.register_buffer("num_batches_tracked", Tensor(np.array(0, np.int64)))
+
+    def forward(self, x):
+        if len(x.shape) not in self._ndims:
+            want = " or ".join(f"{d}-d" for d in self._ndims)
+            raise ShapeError(f"{type(self).__name__}: expected {want} input (N, C, ...), got "
+                             f"{tuple(x.shape)} (at {where_str(user_frame())})")
+        track = self.track_running_stats
+        if self.training and track:
+            F.count_batch(self.num_batches_tracked)
+        stats = (self.running_mean, self.running_var) if track else (None, None)
+        return F.batch_norm(x, *stats, self.weight, self.bias, self.training or not track,
+                            self.momentum, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch norm of (N, C) or (N, C, L) input over all dims but the channels (dim 1)."""
+    _ndims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch norm of (N, C, H, W) input over N, H and W, per channel."""
+    _ndims = (4,)
+
+
+class Flatten(Module):
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x):
+        return x.flatten(self.start_dim, self.end_dim)
+
+
+class LayerNorm(Module):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True):
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
+            tuple(normalized_shape)
+        self.normalized_shape, self.eps = shape, eps
+        self.weight = Parameter(np.ones(shape, np.float32)) if elementwise_affine else None
+        self.bias = Parameter(np.zeros(shape, np.float32)) if elementwise_affine and bias \
+            else None
+
+    def forward(self, x):
+        return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return f"{self.normalized_shape}, eps={self.eps}"
+
+
+class Embedding(Module):
+    """A lookup table: rows of weight (num_embeddings, embedding_dim) picked by index; the
+    padding_idx row starts at zero and gets no gradient. max_norm, scale_grad_by_freq and
+    sparse raise NotImplementedError."""
+
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
+                 norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
+                 _freeze=False, device=None, dtype=None):
+        super().__init__()
+        F._refuse("Embedding", max_norm=(max_norm, None),
+                  scale_grad_by_freq=(scale_grad_by_freq, False), sparse=(sparse, False))
+        if padding_idx is not None:
+            if not -num_embeddings <= padding_idx < num_embeddings:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx %= num_embeddings
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        self.padding_idx, self.max_norm, self.norm_type = padding_idx, max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        if _weight is None:
+            w = ops.generator().standard_normal((num_embeddings, embedding_dim))
+            w = w.astype(np.float32)
+            if padding_idx is not None:
+                w[padding_idx] = 0.0
+        else:
+            w = np.asarray(_weight)
+            if w.shape != (num_embeddings, embedding_dim):
+                raise AssertionError("Shape of weight does not match num_embeddings and "
+                                     "embedding_dim")
+        self.weight = Parameter(w, requires_grad=not _freeze)
+        _factory_kwargs(self, device, dtype)
+
+    def reset_parameters(self):
+        """Draw the weight anew from N(0, 1), the padding row zero, as torch's."""
+        w = ops.generator().standard_normal(self.weight.shape).astype(self.weight._array.dtype)
+        if self.padding_idx is not None:
+            w[self.padding_idx] = 0.0
+        self.weight._array[...] = w
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None,
+                        norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+        rows, cols = embeddings.shape
+        return cls(rows, cols, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
+                   _weight=embeddings, _freeze=freeze)
+
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        return F.embedding(input, self.weight, self.padding_idx)
+
+    def extra_repr(self):
+        pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
+        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
+
+
+class Dropout(Module):
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p, self.inplace = p, inplace
+
+    def forward(self, input):  # noqa: A002
+        return F.dropout(input, self.p, self.training, self.inplace)
+
+    def extra_repr(self):
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+def _activation(name, fn, doc):
+    cls = type(name, (Module,), {"forward": lambda self, x: fn(x), "__doc__": doc})
+    return cls
+
+
+Tanh = _activation("Tanh", F.tanh, "tanh(x)")
+Sigmoid = _activation("Sigmoid", F.sigmoid, "1 / (1 + exp(-x))")
+
+
+class Identity(Module):
+    """Returns its input; any constructor arguments are ignored (as torch)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, x):
+        return x
+
+
+class Softplus(Module):
+    """log(1 + exp(beta * x)) / beta, linear where beta * x > threshold (torch.nn.Softplus)."""
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta, self.threshold = beta, threshold
+
+    def forward(self, x):
+        return F.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class GELU(Module):
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.approximate = approximate
+
+    def forward(self, x):
+        return F.gelu(x, self.approximate)
+
+
+class Softmax(Module):
+    """dim=None is torch's legacy implicit dim: 0 for 0-, 1- and 3-d inputs, else 1."""
+
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return F.softmax(x, self.dim)
+
+
+class LogSoftmax(Softmax):
+    def forward(self, x):
+        return F.log_softmax(x, self.dim)
+
+
+class Softmin(Softmax):
+    def forward(self, x):
+        return F.softmin(x, self.dim)
+
+
+class _ListOps:
+    """What Sequential and ModuleList share with torch's: append, extend, insert, pop,
+    item assignment and deletion (the keys stay "0", "1", … in order)."""
+
+    def append(self, module):
+        self.add_module(str(len(self._modules)), module)
+        return self
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index, module):
+        items = list(self._modules.values())
+        items.insert(index if index >= 0 else index + len(items), module)
+        self._renumber(items)
+
+    def pop(self, index=-1):
+        items = list(self._modules.values())
+        out = items.pop(index)
+        self._renumber(items)
+        return out
+
+    def __setitem__(self, index, module):
+        key = list(self._modules)[index]
+        self._modules[key] = module
+
+    def __delitem__(self, index):
+        items = list(self._modules.values())
+        del items[index]
+        self._renumber(items)
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
+
+    def _renumber(self, items):
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self.add_module(str(i), m)
+
+
+class Sequential(_ListOps, Module):
+    def __init__(self, *modules):
+        super().__init__()
+        if len(modules) == 1 and isinstance(modules[0], OrderedDict):
+            for name, m in modules[0].items():
+                self.add_module(name, m)
+            return
+        for i, m in enumerate(modules):
+            self.add_module(str(i), m)
+
+    def forward(self, x):
+        for m in self._modules.values():
+            x = m(x)
+        return x
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):   # torch returns a Sequential that keeps the names
+            return Sequential(OrderedDict(list(self._modules.items())[i]))
+        return list(self._modules.values())[i]
+
+    __len__, __iter__ = (lambda self: len(self._modules),
+                         lambda self: iter(self._modules.values()))
+
+
+class ModuleList(_ListOps, Module):
+    def __init__(self, modules=()):
+        super().__init__()
+        for m in modules:
+            self.append(m)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):   # NOTE: torch gives a ModuleList
+            return ModuleList(list(self._modules.values())[i])
+        return list(self._modules.values())[i]
+
+    def __add__(self, other):
+        return ModuleList(list(self) + list(other))
+
+    __len__, __iter__ = (lambda self: len(self._modules),
+                         lambda self: iter(self._modules.values()))
+
+
+# -- recurrent cells --------------------------------------------------------------------------
+class _Cell(Module):
+    def __init__(self, input_size, hidden_size, gates, bias=True):
+        super().__init__()
+        self.input_size, self.hidden_size = input_size, hidden_size
+        b = 1.0 / math.sqrt(hidden_size)
+        self.weight_ih = _uniform((gates * hidden_size, input_size), b)
+        self.weight_hh = _uniform((gates * hidden_size, hidden_size), b)
+        self.bias_ih = _uniform((gates * hidden_size,), b) if bias else None
+        self.bias_hh = _uniform((gates * hidden_size,), b) if bias else None
+
+    def _zeros(self, x):
+        from ..factories import zeros   # NOTE: a meta tensor when x's shape is symbolic
+        return zeros(tuple(x.shape[:-1]) + (self.hidden_size,), dtype=x.dtype)
+
+    def extra_repr(self):
+        return f"{self.input_size}, {self.hidden_size}"
+
+
+class LSTMCell(_Cell):
+    """(h, c) = cell(x, (h, c)); gates in torch's order i, f, g, o."""
+
+    def __init__(self, input_size, hidden_size, bias=True):
+        super().__init__(input_size, hidden_size, 4, bias)
+
+    def forward(self, x, state=None):
+        h, c = state if state is not None else (self._zeros(x), self._zeros(x))
+        z = F.linear(x, self.weight_ih) + F.linear(h, self.weight_hh)
+        if self.bias_ih is not None:
+            z = z + (self.bias_ih + self.bias_hh)   # NOTE: the biases' gradient summed once
+        c = ops.lstm_cell_c(z, c)    # NOTE: one kernel each way for the pointwise part
+        return ops.lstm_cell_h(z, c), c
+
+
+class GRUCell(_Cell):
+    """h = cell(x, h); gates in torch's order r, z, n."""
+
+    def __init__(self, input_size, hidden_size, bias=True):
+        super().__init__(input_size, hidden_size, 3, bias)
+
+    def forward(self, x, h=None):
+        h = h if h is not None else self._zeros(x)
+        gi = ops.split(F.linear(x, self.weight_ih, self.bias_ih), self.hidden_size, axis=-1)
+        gh = ops.split(F.linear(h, self.weight_hh, self.bias_hh), self.hidden_size, axis=-1)
+        r = F.sigmoid(gi[0] + gh[0])
+        z = F.sigmoid(gi[1] + gh[1])
+        n = F.tanh(gi[2] + r * gh[2])
+        return (1.0 - z) * n + z * h

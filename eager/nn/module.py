@@ -1,0 +1,319 @@
+"""torch.nn's Module and Parameter (torch.nn.modules.module): every layer in eager.nn is a
+Module; the package's `__init__` only re-exports.
+
+>>> from dualgrad.eager import nn
+>>> nn.Module is nn.module.Module
+True
+"""
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+
+import numpy as np
+
+from dualgrad import ops
+from dualgrad.ops.core import ShapeError, user_frame, where_str
+from .. import devices as _device
+from ..core import Tensor, _to_args, zero_grads
+from ..devices import META_IMPL
+from . import module_hooks
+
+
+class Parameter(Tensor):
+    """A Tensor that a Module registers as a parameter (requires_grad=True by default)."""
+    __slots__ = ()
+
+    def __init__(self, data, requires_grad=True):
+        if isinstance(data, Tensor):
+            data = data._array
+        super().__init__(np.array(data, copy=True), requires_grad)
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+
+def _name_layer(module, err):
+    """Add the line that built the failing layer to a shape error passing out of it.
+
+    The error's own `at FILE:LINE` is the call (`model(x)`); a wrong layer size is written
+    where the layer was built (`nn.Linear(64, 10)`), so the message names that line too.
+    Only the innermost built-in layer does this, once.
+    """
+    loc = module.__dict__.get("_loc")
+    if loc is None or getattr(err, "layer", None) is not None or module._modules \
+            or not type(module).__module__.startswith(__package__):
+        return
+    err.layer = module
+    err.args = (f"{err.args[0]}\n  in layer {type(module).__name__}({module.extra_repr()}) "
+                f"created at {where_str(loc)}",) + err.args[1:]
+
+
+def _uniform(shape, bound, dtype=np.float32):
+    return Parameter(ops.generator().uniform(-bound, bound, shape).astype(dtype))
+
+
+IncompatibleKeys = namedtuple("IncompatibleKeys", "missing_keys unexpected_keys")
+
+
+# NOTE: counts changes of any module's attributes, flags, buffers or parameters (not their
+# values): compile() re-reads its guarded module state only when it moved (signatures.py)
+STATE_VERSION = [0]
+
+
+class Module:
+    """Base class: assign Parameters and Modules as attributes and they are registered."""
+
+    def __init__(self):
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_loc", user_frame())   # the user's line that built it
+
+    def __setattr__(self, name, value):
+        STATE_VERSION[0] += 1
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("call super().__init__() before assigning attributes in a "
+                                 "Module's __init__")
+        if name in self._buffers and (value is None or isinstance(value, Tensor)) \
+                and not isinstance(value, Parameter):
+            self._buffers[name] = value          # `self.mask = ...` updates the buffer
+            return
+        for d in (self._parameters, self._modules, self._buffers):
+            d.pop(name, None)
+        if isinstance(value, Parameter):
+            self._parameters[name] = value
+        elif isinstance(value, Module):
+            self._modules[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        d = self.__dict__
+        for key in ("_parameters", "_modules", "_buffers"):
+            if key in d and name in d[key]:
+                return d[key][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name):
+        for d in (self._parameters, self._modules, self._buffers):
+            if name in d:
+                del d[name]
+                return
+        STATE_VERSION[0] += 1
+        object.__delattr__(self, name)
+
+    def register_buffer(self, name, tensor, persistent=True):
+        """A tensor kept with the module but not trained (a running statistic, a causal mask);
+        saved in state_dict unless persistent=False."""
+        if "." in name or not name:
+            raise KeyError(f"buffer name can't contain \".\" or be empty, got {name!r}")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                            f"(torch Tensor or None required)")
+        self.__dict__.pop(name, None)
+        self._buffers[name] = tensor
+        STATE_VERSION[0] += 1
+        nonpersistent = self.__dict__.setdefault("_non_persistent", set())
+        (nonpersistent.discard if persistent else nonpersistent.add)(name)
+
+    def register_parameter(self, name, param):
+        self._parameters[name] = param
+        STATE_VERSION[0] += 1
+
+    def add_module(self, name, module):
+        self._modules[name] = module
+        STATE_VERSION[0] += 1
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} must define forward()")
+
+    def __call__(self, *args, **kwargs):
+        if ops.core.TRACING[0]:   # NOTE: a compile() trace guards on what this module reads
+            tr = ops.core.current_trace()
+            if hasattr(tr, "touch"):
+                tr.touch(self)
+        try:
+            if "_hooked" in self.__dict__:
+                return module_hooks.call(self, args, kwargs)
+            return self.forward(*args, **kwargs)
+        except ShapeError as e:
+            _name_layer(self, e)
+            raise
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """hook(module, args) (or (module, args, kwargs)) before each forward; what it returns
+        (if not None) replaces the inputs."""
+        return module_hooks.add(self, module_hooks.PRE, hook, with_kwargs, prepend)
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
+                              always_call=False):
+        """hook(module, args, output) (or (module, args, kwargs, output)) after each forward;
+        what it returns (if not None) replaces the output."""
+        return module_hooks.add(self, module_hooks.POST, hook, with_kwargs, prepend)
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """hook(module, grad_input, grad_output) when the input's gradient is computed; what it
+        returns (if not None) replaces grad_input. One tensor input and output only."""
+        return module_hooks.add(self, module_hooks.BACKWARD, hook, False, prepend)
+
+    def register_backward_hook(self, hook):
+        raise NotImplementedError("Module.register_backward_hook (deprecated in torch) is not "
+                                  "supported by dualgrad; use register_full_backward_hook")
+
+    # -- traversal ----------------------------------------------------------------------------
+    def named_modules(self, prefix=""):
+        yield prefix, self
+        for name, m in self._modules.items():
+            yield from m.named_modules(f"{prefix}.{name}" if prefix else name)
+
+    def modules(self):
+        return (m for _, m in self.named_modules())
+
+    def children(self):
+        return iter(self._modules.values())
+
+    def named_children(self):
+        return iter(self._modules.items())
+
+    def named_parameters(self, prefix="", recurse=True):
+        seen = set()
+        for mprefix, m in self.named_modules(prefix) if recurse else [(prefix, self)]:
+            for name, p in m._parameters.items():
+                if p is not None and id(p) not in seen:
+                    seen.add(id(p))
+                    yield (f"{mprefix}.{name}" if mprefix else name), p
+
+    def parameters(self, recurse=True):
+        # NOTE: a subclass may override named_parameters(prefix) alone (FSDP does)
+        named = self.named_parameters() if recurse else self.named_parameters(recurse=False)
+        return (p for _, p in named)
+
+    def named_buffers(self, prefix="", recurse=True):
+        for mprefix, m in self.named_modules(prefix) if recurse else [(prefix, self)]:
+            for name, b in m._buffers.items():
+                if b is not None:
+                    yield (f"{mprefix}.{name}" if mprefix else name), b
+
+    def buffers(self, recurse=True):
+        named = self.named_buffers() if recurse else self.named_buffers(recurse=False)
+        return (b for _, b in named)
+
+    def apply(self, fn):
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    # -- state --------------------------------------------------------------------------------
+    def state_dict(self, *, destination=None, prefix="", keep_vars=False):
+        """name -> detached tensor (the tensors themselves with keep_vars), in torch's order:
+        each module's parameters, then its persistent buffers, then its children's; a shared
+        (tied) parameter is listed under every name it has, as torch."""
+        out = OrderedDict() if destination is None else destination
+        self._state_into(out, prefix, keep_vars)
+        return out
+
+    def _state_into(self, out, prefix, keep_vars):
+        skip = self.__dict__.get("_non_persistent", ())
+        for name, v in list(self._parameters.items()) + [
+                (n, b) for n, b in self._buffers.items() if n not in skip]:
+            if v is not None:
+                out[prefix + name] = v if keep_vars else v.detach()
+        for name, m in self._modules.items():
+            if m is not None:
+                m._state_into(out, f"{prefix}{name}.", keep_vars)
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copy values in place; missing, unexpected or mis-shaped entries are a clear error
+        (with strict=False the missing and unexpected keys are returned, as torch's
+        `_IncompatibleKeys(missing_keys, unexpected_keys)`)."""
+        if assign:
+            raise NotImplementedError("load_state_dict(assign=True) is not supported by "
+                                      "dualgrad; the values are copied into the parameters")
+        own = self.state_dict(keep_vars=True)
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        if strict and (missing or unexpected):
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}: "
+                               f"missing keys {missing}, unexpected keys {unexpected}")
+        values = {k: np.asarray(state_dict[k]._array if isinstance(state_dict[k], Tensor)
+                                else state_dict[k]) for k in own if k in state_dict}
+        # NOTE: every shape is checked before anything is copied: a failed load leaves the
+        # model as it was, never half-loaded.
+        bad = [f"size mismatch for {k}: checkpoint has {v.shape}, the model has "
+               f"{own[k].shape}" for k, v in values.items() if v.shape != own[k].shape]
+        if bad:
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}: "
+                               + "; ".join(bad))
+        for k, v in values.items():
+            own[k]._array[...] = v
+        return IncompatibleKeys(missing, unexpected)
+
+    def train(self, mode=True):
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        STATE_VERSION[0] += 1
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def zero_grad(self, set_to_none=True):
+        """Drop every parameter's .grad, or (set_to_none=False) fill the existing ones with
+        zeros, as torch."""
+        zero_grads(self.parameters(), set_to_none)
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad = requires_grad
+        return self
+
+    # -- device and dtype ---------------------------------------------------------------------
+    def to(self, *args, **kwargs):
+        """to(device), to(dtype), to(device, dtype), to(tensor): casts floating-point parameters
+        and buffers (and their gradients) in place, keeping the same Parameter objects;
+        to("meta") moves them to the meta device (eager/meta.py), dropping their values."""
+        dtype, _, meta = _to_args(args, kwargs)
+        if meta is not None:
+            META_IMPL["module"](self, Parameter)
+        if dtype is not None and np.dtype(dtype).kind not in "fc":
+            raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
+                            f"got desired dtype={np.dtype(dtype)}")
+        return self._cast(dtype) if dtype is not None else self
+
+    def _cast(self, dtype):
+        for t in list(self.parameters()) + [b for _, b in self.named_buffers()]:
+            if t._array.dtype.kind in "fc" and t._array.dtype != dtype:
+                t._array = t._array.astype(dtype)
+                if t.grad is not None:
+                    t.grad._array = t.grad._array.astype(dtype)
+        return self
+
+    def float(self):
+        return self._cast(np.dtype(np.float32))
+
+    def double(self):
+        return self._cast(np.dtype(np.float64))
+
+    def half(self):
+        return self._cast(np.dtype(np.float16))
+
+    def type(self, dst_type):
+        return self._cast(np.dtype(dst_type))
+
+    def cpu(self):
+        return self
+
+    def cuda(self, device=None):
+        raise AssertionError(_device.NO_CUDA)
+
+    def extra_repr(self):
+        return ""
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__}({self.extra_repr()}"]
+        for name, m in self._modules.items():
+            sub = repr(m).replace("\n", "\n  ")
+            lines.append(f"  ({name}): {sub}")
+        return "\n".join(lines) + ("\n)" if self._modules else ")")
