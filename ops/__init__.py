@@ -44,7 +44,7 @@ from .activations import (celu, cosine_similarity, elu, glu, group_norm, hardsig
                           logsigmoid, mish, normalize, pairwise_distance, prelu, relu6, selu,
                           smooth_l1_loss, softsign, tanhshrink)
 from .linalg import einsum
-from .special import digamma, erfc, lgamma, trigamma
+from .special import digamma, erfc, lgamma, polygamma, trigamma
 from .linalg_np import *  # noqa: E402,F401,F403 - inv, solve, cholesky, eigh_*, svd_*, matrix_exp
 from .strided import as_strided, diagonal, strided_positions  # noqa: E402,F401
 from .special_math import *  # noqa: E402,F401,F403 - i0, ndtri, bessel_j0, the polynomials, …

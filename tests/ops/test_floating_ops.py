@@ -2,6 +2,7 @@
 integer and bool inputs in every engine, as PyTorch does; generated from the registry."""
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -19,14 +20,19 @@ INPUTS = {
 }
 
 
+# ops with a required attribute: its value here (torch takes it as the first argument)
+ATTRS = {"polygamma": {"n": 2}}
+
+
 def torch_fn(name):
-    return (getattr(torch, name, None) or getattr(torch.special, name, None)
-            or getattr(torch.nn.functional, name))
+    fn = (getattr(torch, name, None) or getattr(torch.special, name, None)
+          or getattr(torch.nn.functional, name))
+    return (lambda t: fn(*ATTRS[name].values(), t)) if name in ATTRS else fn
 
 
 def engines(name, x):
     """{engine: result} of the op on x in eager, compile(), the graph and the fused graph."""
-    fn = ops.REGISTRY[name].fn
+    fn = functools.partial(ops.REGISTRY[name].fn, **ATTRS.get(name, {}))
     out = {"eager": fn(eager.tensor(x)).numpy(),
            "compile": compiler.compile(lambda t: fn(t) * 2.0)(eager.tensor(x)).numpy() / 2}
     g = graph.Graph()
