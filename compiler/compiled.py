@@ -107,6 +107,8 @@ class _Entry:
             [p for p, _ in tr.randoms] + [g for _, g in tr.sourced]
         self.live_tensors = [t for t, _ in tr.live]
         self.step = self.session.make_callable(self.fetches, self.feed_list)
+        sources = list(arg_phs) + [p for _, p in tr.live]
+        self.views = [view_chain(y, sources) for y in fetches]
 
     def run(self, tensors):
         arrays = [array_of(t) for t in tensors]
@@ -128,7 +130,19 @@ class _Entry:
             for i in self.rg_outs:
                 outs[i] = recorded(outs[i], self.op, inputs, {"call": call, "index": i})
         outs = [o if type(o) is not np.ndarray else Tensor(o) for o in outs]
+        for i, chain in enumerate(self.views):
+            if chain is not None:
+                outs[i] = self._view(tensors, *chain)
         return rebuild_out(self.out_tree, outs)
+
+    def _view(self, tensors, k, chain):
+        """An output that is a view of an input in eager (transpose, slice, diagonal, ...):
+        the same view ops run eagerly on this call's input, so writes through it reach the
+        input exactly as eager's (and torch's) do, and backward goes through their rules."""
+        out = tensors[k] if k < len(tensors) else self.live_tensors[k - len(tensors)]
+        for op, attrs in chain:
+            out = ops.bind(op, out, **attrs)
+        return out
 
     def _effects(self, vals, arrays):
         """What the traced step changes, done with this call's values (Trace.effects)."""
@@ -432,6 +446,22 @@ class Compiled:
     def _params(self):
         """(name, parameter) of the modules fn reaches: placeholders get their names."""
         return [np for r in self._roots for np in r.named_parameters()]
+
+
+def view_chain(y, sources):
+    """(index of the source placeholder, [(op, attrs), ...]) when graph tensor y is that
+    placeholder seen through view ops only (`Op.view`, one tensor input each), else None."""
+    chain = []
+    while True:
+        for k, s in enumerate(sources):
+            if y is s or y.node is s.node and y.index == s.index:
+                return k, chain[::-1]
+        node = y.node
+        op = getattr(node, "op", None)
+        if not getattr(op, "view", False) or len(node.inputs) != 1 or y.index != 0:
+            return None
+        chain.append((op, dict(node.attrs)))
+        y = node.inputs[0]
 
 
 class _Failed(Exception):

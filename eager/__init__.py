@@ -160,7 +160,7 @@ def log_softmax(t, dim, dtype=None):
 
 
 def logsumexp(t, dim, keepdim=False):
-    return ops.logsumexp(t, axis=dim, keepdims=keepdim)
+    return t.logsumexp(dim, keepdim)
 
 
 def pow(t, exponent):  # noqa: A001

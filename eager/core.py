@@ -717,6 +717,8 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         return ops.argmin(self, axis=dim, keepdims=keepdim)
 
     def logsumexp(self, dim, keepdim=False):
+        if self.ndim == 0:      # NOTE: torch reads a 0-d tensor as one element along dim 0
+            return ops.logsumexp(ops.reshape(self, (1,)), axis=0).reshape(())
         return ops.logsumexp(self, axis=dim, keepdims=keepdim)
 
     def norm(self, p=2, dim=None, keepdim=False):
@@ -933,7 +935,7 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         return self._as("bool", memory_format)
 
     def clone(self):
-        return self + 0 if self._array.dtype.kind in "fc" else Tensor(self._array.copy())
+        return ops.copy(self)
 
 
 
@@ -954,15 +956,17 @@ def _to_args(args, kwargs):
         check_memory_format("to", kwargs.pop("memory_format"))
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    flags = []                            # positional non_blocking, then copy
     for a in args:
         if isinstance(a, Tensor):
             dtype = a._array.dtype
         elif _device.is_device_like(a):
             dev = a
         elif isinstance(a, bool):
-            continue                      # positional non_blocking / copy flags
+            flags.append(a)
         else:
             dtype = np.dtype(a)
+    copy = copy or (len(flags) > 1 and flags[1])
     if _device.is_meta(dev):
         return dtype, copy, _device.META
     _device.check(dev)

@@ -175,12 +175,9 @@ def _real_only(name):
     return fn
 
 
-real, conj, resolve_conj, resolve_neg = (_real_only(n) for n in (
-    "real", "conj", "resolve_conj", "resolve_neg"))
-
-
-def conj_physical(input):  # noqa: A002
-    return _real_only("conj_physical")(input).clone()
+# NOTE: conj_physical of a real tensor is the tensor itself in torch too (not a copy)
+real, conj, resolve_conj, resolve_neg, conj_physical = (_real_only(n) for n in (
+    "real", "conj", "resolve_conj", "resolve_neg", "conj_physical"))
 
 
 def angle(input):  # noqa: A002

@@ -114,8 +114,7 @@ def einsum(equation, *operands):
         x = x.reshape(tuple(shape))
         prod = x if prod is None else prod * x
     summed = tuple(i for i, c in enumerate(letters) if c not in rhs)
-    out = ops.sum(prod, axis=summed) if summed else prod
-    return out
+    return accumulate(ops.sum, prod, axis=summed) if summed else prod
 
 
 def _diagonals(x, term):
@@ -130,16 +129,11 @@ def _diagonals(x, term):
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):  # noqa: A002
-    """The diagonal over dim1, dim2 appended as the last dim (torch.diagonal)."""
+    """The diagonal over dim1, dim2 appended as the last dim: a view, as torch.diagonal."""
     x = _t(input)
     nd = x.ndim
     d1, d2 = norm_axis("diagonal", dim1, nd), norm_axis("diagonal", dim2, nd)
-    rest = [k for k in range(nd) if k not in (d1, d2)]
-    x = x.permute(*rest, d1, d2)
-    n1, n2 = x.shape[-2], x.shape[-1]
-    rows = np.arange(builtins.max(0, -offset), builtins.min(n1, n2 - offset))
-    flat = x.reshape(tuple(x.shape[:-2]) + (n1 * n2,))
-    return ops.take(flat, rows * n2 + rows + offset, axis=-1 % flat.ndim)
+    return ops.diagonal(x, offset=int(offset), axis1=d1, axis2=d2)
 
 
 def diag(input, diagonal=0):  # noqa: A002
@@ -155,7 +149,7 @@ def diag(input, diagonal=0):  # noqa: A002
         return ops.reshape(ops.matmul(x, onto.astype(x.dtype)), (n, n))
     if x.ndim != 2:
         raise RuntimeError(f"diag: expected a 1-D or 2-D tensor, got {x.ndim}-D")
-    return globals()["diagonal"](x, diagonal)
+    return ops.copy(globals()["diagonal"](x, diagonal))    # NOTE: a copy, as torch.diag
 
 
 def kron(input, other):  # noqa: A002
@@ -414,7 +408,7 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002
     """NaN -> nan, +inf -> posinf, -inf -> neginf (the dtype's largest values by default)."""
     x = _t(input)
     if x.dtype.kind != "f":
-        return x
+        return ops.copy(x)
     big = float(np.finfo(x.dtype).max)
     x = ops.where(isnan(x), nan, x)
     x = ops.where(ops.eq(x, np.inf), big if posinf is None else posinf, x)
@@ -472,7 +466,7 @@ def unbind(input, dim=0):  # noqa: A002
 
 
 def roll(input, shifts, dims=None):  # noqa: A002
-    x = _t(input)
+    x = x0 = _t(input)
     if dims is None:
         return roll(x.reshape(-1), shifts, 0).reshape(tuple(x.shape))
     shifts = (shifts,) if np.ndim(shifts) == 0 else tuple(shifts)
@@ -488,7 +482,7 @@ def roll(input, shifts, dims=None):  # noqa: A002
             lead = (slice(None),) * d
             x = ops.concat(ops.slice_(x, index=lead + (slice(n - s, n),)),
                            ops.slice_(x, index=lead + (slice(0, n - s),)), axis=d)
-    return x
+    return ops.copy(x) if x is x0 else x   # NOTE: shifts of 0: a copy, as torch
 
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # noqa: A002
@@ -599,7 +593,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
         m = x.shape[d]
         x = ops.slice_(x, index=lead + (slice(1, m),)) - ops.slice_(x, index=lead +
                                                                     (slice(0, m - 1),))
-    return x
+    return ops.copy(x) if len(parts) == 1 and not n else x   # NOTE: n=0: a copy, as torch
 
 
 def meshgrid(*tensors, indexing="ij"):
@@ -654,16 +648,39 @@ def _gen(generator):
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):  # noqa: A002
-    """Indices drawn from each row's (unnormalised) weights; NumPy's stream, not torch's."""
-    p = _arr(input).astype(np.float64)
-    rows = p.reshape(-1, p.shape[-1])
-    if not replacement and num_samples > (rows > 0).sum(-1).min():
+    """Indices drawn from each row's (unnormalised) weights, from uniform draws (NumPy's
+    stream, not torch's) by ops, so a compiled function draws anew at every call: with
+    replacement, by the inverse of each row's cumulative weights; without, the num_samples
+    largest keys log(u) / w (Efraimidis and Spirakis' weighted sampling)."""
+    from .generator import drawn
+    x = _t(input)
+    if x.ndim not in (1, 2):
+        raise RuntimeError(f"multinomial: prob_dist must be 1 or 2 dim, got {x.ndim}")
+    n = x.shape[-1]
+    w = ops.stop_gradient(ops.cast(x.reshape(-1, n), np.float64))
+    if not replacement:
+        _check_enough_categories(w, num_samples)
+    shape = (w.shape[0], num_samples if replacement else n)
+    u = _t(drawn(generator, shape, np.float64, lambda g: g.random(shape)))
+    if replacement:
+        cdf = ops.cumsum(w, axis=1)
+        cdf = ops.expand_dims(cdf / ops.slice_(cdf, index=(slice(None), slice(n - 1, n))), axis=1)
+        out = ops.sum(ops.cast(ops.le(cdf, ops.expand_dims(u, axis=2)), np.int64), axis=2)
+        out = ops.minimum(out, n - 1)        # NOTE: rounding of the last cumulative weight
+    else:
+        keys = ops.where(ops.gt(w, 0), ops.log(u) / ops.maximum(w, 1e-300), -np.inf)
+        out = keys.topk(num_samples, dim=1).indices
+    return out.reshape(tuple(x.shape[:-1]) + (num_samples,))
+
+
+def _check_enough_categories(w, num_samples):
+    """torch's error for more draws without replacement than nonzero weights (a value a
+    compiled function cannot read while tracing: checked in eager calls)."""
+    if ops.core.TRACING[0]:
+        return
+    if num_samples > int((_arr(w) > 0).sum(-1).min()):
         raise RuntimeError("multinomial: cannot sample n_sample > prob_dist.size(-1) samples "
                            "without replacement")
-    g = _gen(generator)
-    out = np.stack([g.choice(r.size, num_samples, replace=replacement, p=r / r.sum())
-                    for r in rows])
-    return _no_grad_tensor(out.reshape(p.shape[:-1] + (num_samples,)).astype(np.int64))
 
 
 def bernoulli(input, p=None, *, generator=None):  # noqa: A002

@@ -14,6 +14,7 @@ from collections import namedtuple
 import numpy as np
 
 from dualgrad import ops
+from dualgrad.ops.rules import norm_axis
 
 SortResult = namedtuple("SortResult", "values indices")
 TopkResult = namedtuple("TopkResult", "values indices")
@@ -59,6 +60,9 @@ class TensorMethods:
         return ops.gather(self, index, axis=dim)
 
     def index_select(self, dim, index):
+        if self.ndim == 0:      # NOTE: torch reads a 0-d tensor as one element along dim 0
+            norm_axis("index_select", dim, 1)
+            return ops.take(ops.reshape(self, (1,)), index, axis=0).reshape(())
         return ops.take(self, index, axis=dim)
 
     def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002

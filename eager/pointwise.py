@@ -66,14 +66,15 @@ def digamma(input):  # noqa: A002
 
 
 def polygamma(n, input):  # noqa: A002
-    """The n-th derivative of digamma: n = 0 (digamma) and n = 1 (trigamma) here."""
+    """The n-th derivative of digamma (torch.polygamma): n >= 0."""
+    if n < 0:
+        raise RuntimeError(f"polygamma(n, x) does not support negative n, got {n}")
     if n == 0:
         return ops.digamma(input)
     if n == 1:
         return ops.trigamma(ops.cast(input, np.float32) if _arr(input).dtype.kind in "biu"
                             else input)
-    raise NotImplementedError(f"polygamma of order {n} is not supported by dualgrad (orders 0 "
-                              f"and 1 are)")
+    return ops.polygamma(input, n=int(n))
 
 
 def absolute(input):  # noqa: A002

@@ -22,7 +22,8 @@ import numpy as np
 from dualgrad import ops
 from dualgrad.ops.rules import norm_axis
 
-from .functions import FunctionMethods, _arr, _method, _no_grad_tensor, _t, diagonal, isnan
+from .functions import FunctionMethods, _arr, _method, _no_grad_tensor, _t, accumulate, diagonal, \
+    isnan
 
 return_types = types.SimpleNamespace(**{
     n: namedtuple(n, "values indices") for n in ("median", "nanmedian", "kthvalue", "mode",
@@ -239,7 +240,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     x = _t(input) if dtype is None else ops.cast(_t(input), np.dtype(dtype))
     if x.dtype.kind == "f":
         x = ops.where(isnan(x), 0, x)
-    return ops.sum(x, axis=dim, keepdims=keepdim)
+    return accumulate(ops.sum, x, axis=dim, keepdims=keepdim)
 
 
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
@@ -256,7 +257,7 @@ def trace(input):  # noqa: A002
     x = _t(input)
     if x.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {x.ndim}")
-    return ops.sum(diagonal(x), axis=0)
+    return accumulate(ops.sum, diagonal(x), axis=0)
 
 
 def dist(input, other, p=2):  # noqa: A002
@@ -355,11 +356,14 @@ def vdot(input, other):  # noqa: A002
 
 
 def _beta_alpha(input, prod, beta, alpha):
-    """beta * input + alpha * prod; beta 0 ignores input's values (NaN included), as torch."""
+    """beta * input + alpha * prod; beta 0 ignores input's values (NaN included), as torch;
+    integer tensors take beta and alpha truncated to integers, as torch's do."""
+    if prod.dtype.kind in "iu":
+        beta, alpha = int(beta), int(alpha)
     prod = prod if alpha == 1 else prod * alpha
     if beta == 0:
         from .pointwise import zero_link
-        return prod + zero_link(input)
+        return prod + zero_link(input) if prod.dtype.kind in "fc" else ops.copy(prod)
     return (input if beta == 1 else input * beta) + prod
 
 

@@ -234,7 +234,10 @@ def sum_to_size(input, *size):  # noqa: A002
         raise RuntimeError(f"size {list(size)} is not expandable to size {list(x.shape)}")
     axes = tuple(range(lead)) + tuple(lead + k for k, (s, n) in
                                       enumerate(zip(size, x.shape[lead:])) if s == 1 and n != 1)
-    return ops.sum(x, axis=axes, keepdims=True).reshape(size) if axes else x
+    if axes:
+        return x.sum(dim=axes, keepdim=True).reshape(size)
+    # NOTE: nothing to sum: still a new tensor, of sum's dtype (int64 from bool and integers)
+    return ops.cast(x, "int64") if x.dtype.kind in "biu" and x.dtype != "int64" else ops.copy(x)
 
 
 # -- out-of-place index writes -------------------------------------------------------------
@@ -435,18 +438,28 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
     if reduce in ("sum", "mean"):
         out = ops.where(keep, x, 0) + ops.gather_grad(src, idx, x, axis=d)
         if reduce == "sum":
-            return out
+            return ops.cast(out, x.dtype) if x.dtype == np.bool_ else out   # NOTE: bool: or
         count = (hits + keep).astype(x.dtype)
         return out / np.maximum(count, 1) if x.dtype.kind == "f" else \
             floor_divide(out, np.maximum(count, 1))
     return _scatter_extreme(x, d, idx, src, keep, hits, reduce)
 
 
+def _identity_of(reduce, dtype):
+    """The start of an amax / amin where self is left out: the dtype's lowest / highest."""
+    hi = reduce == "amin"
+    if dtype.kind == "f":
+        return np.inf if hi else -np.inf
+    if dtype.kind == "b":
+        return hi
+    info = np.iinfo(dtype)
+    return info.max if hi else info.min
+
+
 def _scatter_extreme(x, d, idx, src, keep, hits, reduce):
     """amax / amin: the value with NumPy, the gradient shared among the equal elements."""
     ufunc = np.maximum if reduce == "amax" else np.minimum
-    res = np.where(keep, _arr(x), -np.inf if reduce == "amax" else np.inf).astype(x.dtype) \
-        if x.dtype.kind == "f" else np.where(keep, _arr(x), _arr(x))
+    res = np.where(keep, _arr(x), _identity_of(reduce, x.dtype)).astype(x.dtype)
     grid = np.indices(idx.shape, sparse=True)
     ufunc.at(res, tuple(idx if k == d else grid[k] for k in range(x.ndim)), _arr(src))
     if x.dtype.kind != "f":

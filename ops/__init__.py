@@ -13,7 +13,7 @@ if __name__ != "dualgrad.ops":  # NOTE: a second copy would mean a second op reg
 from .core import (ELEMENTWISE, FLOATING, REDUCTION, REGISTRY, KernelError, Op, Sample,
                    ShapeError, Spec, bind, fmt_shape, infer_spec, is_value, register, spec_of,
                    user_frame, where_str)
-from .elementwise import (abs, add, atan2, cast, ceil, cos, div, eq, erf, erfinv, exp, expm1,
+from .elementwise import (abs, add, atan2, cast, ceil, copy, cos, div, eq, erf, erfinv, exp, expm1,
                           floor,
                           floordiv, floormod, ge, gt, le, log, log1p, lt, round,
                           maximum, minimum, mul, ne, neg, pow, relu, sigmoid, sign, sin,
@@ -44,9 +44,9 @@ from .activations import (celu, cosine_similarity, elu, glu, group_norm, hardsig
                           logsigmoid, mish, normalize, pairwise_distance, prelu, relu6, selu,
                           smooth_l1_loss, softsign, tanhshrink)
 from .linalg import einsum
-from .special import digamma, erfc, lgamma, trigamma
+from .special import digamma, erfc, lgamma, polygamma, trigamma
 from .linalg_np import *  # noqa: E402,F401,F403 - inv, solve, cholesky, eigh_*, svd_*, matrix_exp
-from .strided import as_strided, strided_positions  # noqa: E402,F401
+from .strided import as_strided, diagonal, strided_positions  # noqa: E402,F401
 from .special_math import *  # noqa: E402,F401,F403 - i0, ndtri, bessel_j0, the polynomials, …
 from .collective import all_reduce, all_reduce_many
 from . import api, autodiff

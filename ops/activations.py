@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import Sample, fmt_shape, located
+from .core import Sample, fmt_shape, located, spec_of
 from .composite import (_reduce_loss, _shape, clamp, composite, logical_and,
                         moments, norm)
 from .elementwise import (abs, exp, log, maximum, minimum, sigmoid, softplus, stop_gradient,
@@ -49,7 +49,10 @@ def celu(x, alpha=1.0):
                     Sample(((5,),), {"min_val": -0.5, "max_val": 0.5})),
            ref=lambda np, x, min_val=-1.0, max_val=1.0: np.clip(x, min_val, max_val))
 def hardtanh(x, min_val=-1.0, max_val=1.0):
-    """clamp(x, min_val, max_val); gradient 1 strictly inside, 0 outside and at the bounds."""
+    """clamp(x, min_val, max_val); gradient 1 strictly inside, 0 outside and at the bounds.
+    Integer tensors stay integer, clamped to the bounds truncated to integers (as torch)."""
+    if np.dtype(spec_of(x).dtype).kind in "iu":
+        return clamp(x, int(min_val), int(max_val))
     inside = logical_and(x > min_val, x < max_val)
     return where(inside, x, stop_gradient(clamp(x, min_val, max_val)))
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from .core import (Sample, ShapeError, fmt_shape, located, spec_of, user_frame, user_stacklevel,
                    where_str)
-from .elementwise import cast, eq, erf, exp, log, ne, sqrt, stop_gradient, tanh, where
+from .elementwise import cast, copy, eq, erf, exp, log, ne, sqrt, stop_gradient, tanh, where
 from .losses import softmax_cross_entropy
 from .nn import matmul, matmul_nt, one_hot, rand_like, unfold
 from .reduce import count, max as max_, static_count, sum as sum_
@@ -22,7 +22,7 @@ from .symbolic import fixing
 from .rules import (broadcast, dims_match, norm_axes, norm_axis, quiet_broadcast,
                     torch_opmath_dtype)
 from .shape import (concat, expand_dims, pad, reshape, reverse, slice_, squeeze, take,
-                    transpose)
+                    transpose, zeros_like)
 
 
 @dataclass(frozen=True)
@@ -230,7 +230,9 @@ def norm(x, ord=2, axis=None, keepdims=False):  # noqa: A002 - numpy's name
 # -- small elementwise compositions: one definition for eager's and graph's names ------------
 @composite(samples=(Sample(((3, 4),)), Sample(((),))), ref=lambda np, x: np.square(x))
 def square(x):
-    """x * x (torch.square, tf.square)."""
+    """x * x (torch.square, tf.square); a bool tensor squares as int64, as torch's pow."""
+    if np.dtype(spec_of(x).dtype) == np.bool_:
+        x = cast(x, np.int64)
     return x * x
 
 
@@ -671,8 +673,9 @@ def stack(*xs, axis=0):
                     Sample(((2, 3),), {"axis": -1}), Sample(((2, 3, 4),), {"axis": (0, 2)})),
            ref=lambda np, x, axis: np.flip(x, axis))
 def flip(x, axis):
-    """Reverse the order of elements along `axis` (an int or a tuple, as torch.flip's dims)."""
-    return reverse(x, axis)
+    """Reverse the order of elements along `axis` (an int or a tuple, as torch.flip's dims):
+    a new tensor, as torch's (reverse alone is a negative-step view)."""
+    return copy(reverse(x, axis))
 
 
 def _band(x, k, lower, name):
@@ -681,7 +684,7 @@ def _band(x, k, lower, name):
         raise located(f"{name}: needs at least 2 dims with the last two known, got "
                        f"{fmt_shape(shape)}")
     keep = (np.tril if lower else np.triu)(np.ones(shape[-2:], dtype=bool), k)
-    return where(keep, x, False if spec_of(x).dtype.kind == "b" else 0)   # NOTE: x's dtype
+    return where(keep, x, zeros_like(x))     # NOTE: x's dtype, bool and integers too
 
 
 @composite(samples=(Sample(((4, 4),)), Sample(((2, 3, 5),), {"diagonal": 1}),
@@ -704,7 +707,10 @@ def triu(x, diagonal=0):
                     Sample(((2, 3), np.array([False, True, False])), {"value": 0.0})),
            ref=lambda np, x, mask, value: np.where(mask, value, x))
 def masked_fill(x, mask, value):
-    """x with `value` wherever the (broadcastable) boolean mask is True."""
+    """x with `value` wherever the (broadcastable) boolean mask is True; x's dtype, as torch's
+    (a float value into an integer tensor is truncated)."""
+    dt = np.dtype(spec_of(x).dtype)
+    value = cast(value, dt) if hasattr(value, "shape") else np.asarray(value).astype(dt)
     return where(mask, value, x)
 
 
@@ -723,7 +729,7 @@ def tile(x, reps):
     wide = tuple(d for pair in zip(reps, shape) for d in pair)
     from .shape import broadcast_to
     y = broadcast_to(reshape(x, inter), shape=wide)
-    return reshape(y, tuple(r * d for r, d in zip(reps, shape)))
+    return copy(reshape(y, tuple(r * d for r, d in zip(reps, shape))))   # NOTE: never a view
 
 
 def split(x, split_size_or_sections, axis=0):

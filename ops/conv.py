@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from .core import Sample, fmt_shape, located
+from .elementwise import copy
 from .composite import _shape, composite, in_opmath, mean
 from .nn import fold, matmul, pair, unfold, window_outs
 from .pool import max_pool, window_argmax, window_stack
@@ -482,7 +483,7 @@ def pixel_shuffle(x, upscale_factor):
                        f"divisible by upscale_factor^2 = {r * r}")
     c, h, w = xs[1] // (r * r), xs[2], xs[3]
     y = transpose(reshape(x, (-1, c, r, r, h, w)), axes=(0, 1, 4, 2, 5, 3))
-    return reshape(y, (-1, c, h * r, w * r))
+    return copy(reshape(y, (-1, c, h * r, w * r)))     # NOTE: a new tensor, as torch's
 
 
 def pixel_unshuffle(x, downscale_factor):
@@ -491,4 +492,4 @@ def pixel_unshuffle(x, downscale_factor):
     r = int(downscale_factor)
     c, h, w = xs[1], xs[2] // r, xs[3] // r
     y = transpose(reshape(x, (-1, c, h, r, w, r)), axes=(0, 1, 3, 5, 2, 4))
-    return reshape(y, (-1, c * r * r, h, w))
+    return copy(reshape(y, (-1, c * r * r, h, w)))

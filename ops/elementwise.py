@@ -321,6 +321,18 @@ STOP_GRADIENT = register("stop_gradient", _unary_infer, _stop_gradient_kernel, N
                          view=True, inference_identity=True)
 
 
+def _copy_kernel(x):
+    return np.array(x, copy=True)
+
+
+# NOTE: torch.clone, a result with memory of its own. Front ends end with it where torch
+# returns a new tensor and the computation may be a no-op on the input (roll by 0, tile by 1,
+# flip as a negative-step slice), so a write through the result never changes the input.
+COPY = register("copy", _unary_infer, _copy_kernel, lambda g, x, **kw: (g,),
+                scalar="{0}", category=_EW, onnx="Identity", samples=_UNARY_SAMPLES,
+                ref=lambda np, x: x.copy())
+
+
 # -- binary -----------------------------------------------------------------------------------
 _BINARY_SAMPLES = (
     _S((), ()), _S((3, 4), (3, 4)), _S((3, 4), ()), _S((4, 1), (1, 5)), _S((2, 3, 4), (4,)),
@@ -501,7 +513,7 @@ WHERE = register(
 def _rounding(name, fn, onnx):
     """floor / ceil / round: integers pass through; the gradient is zero (as torch's)."""
     def kernel(x):
-        return x if np.asarray(x).dtype.kind in "biu" else fn(x)
+        return np.array(x, copy=True) if np.asarray(x).dtype.kind in "biu" else fn(x)
     return register(name, _unary_infer, kernel, lambda g, x, **kw: (g * 0.0,),
                     category="other", onnx=onnx, samples=_UNARY_SAMPLES,
                     ref=lambda np, x: getattr(np, name)(x))
@@ -571,6 +583,7 @@ add, sub, mul, div, pow, maximum, minimum, where = (  # noqa: A001
     ADD.fn, SUB.fn, MUL.fn, DIV.fn, POW.fn, MAXIMUM.fn, MINIMUM.fn, WHERE.fn)
 eq, ne, lt, le, gt, ge = (REGISTRY[n].fn for n in ("eq", "ne", "lt", "le", "gt", "ge"))
 stop_gradient = STOP_GRADIENT.fn
+copy = COPY.fn
 floor, ceil, round = FLOOR.fn, CEIL.fn, ROUND.fn  # noqa: A001
 
 

@@ -1,4 +1,4 @@
-"""Special functions: erfc, lgamma, digamma and trigamma (polygamma of order 1), computed in
+"""Special functions: erfc, lgamma, digamma, trigamma and polygamma of any order, computed in
 float64 and returned in the input's dtype, with torch's values at the poles (lgamma of a
 non-positive integer is inf, digamma of 0 is -inf and of a negative integer NaN). NumPy has
 none of them: erfc and lgamma come from Python's math module; digamma and trigamma shift
@@ -90,24 +90,74 @@ def _trigamma_kernel(x):
     with np.errstate(all="ignore"):
         pos = _shifted(np.where(v > 0, v, 1.0), _trigamma_series, lambda y: 1.0 / (y * y))
         flip = np.where(v > 0, 1.0, 1.0 - v)     # NOTE: psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x)
-        neg = math.pi ** 2 / np.sin(math.pi * v) ** 2 - _shifted(
-            flip, _trigamma_series, lambda y: 1.0 / (y * y))
+        neg = _reflection(x) - _shifted(flip, _trigamma_series, lambda y: 1.0 / (y * y))
         out = np.where(v > 0, pos, neg)
-        out = np.where((v <= 0) & (v == np.floor(v)), np.inf, out)
     return out.astype(x.dtype)
 
 
-def _no_higher(g, x, **kw):
-    raise NotImplementedError("the gradient of trigamma (polygamma of order 2) is not "
-                              "implemented by dualgrad")
+def _reflection(x):
+    """pi^2 / sin^2(pi x) in the precision torch computes trigamma in (float32 below float64),
+    so at a negative integer it is torch's large finite value (sin(pi x) rounds to a tiny
+    nonzero number), and inf at 0."""
+    work = np.float64 if x.dtype == np.float64 else np.float32
+    pi = work(math.pi)
+    s = np.sin(pi * x.astype(work))
+    return (pi * pi / (s * s)).astype(np.float64)
+
+
+# B_2k / (2k)! for k = 1..7: the Euler-Maclaurin tail of the Hurwitz zeta function
+_BERNOULLI = (1 / 6 / 2, -1 / 30 / 24, 1 / 42 / 720, -1 / 30 / 40320, 5 / 66 / 3628800,
+              -691 / 2730 / 479001600, 7 / 6 / 87178291200)
+
+
+def _hurwitz_zeta(s, q):
+    """zeta(s, q) = sum over j >= 0 of (q + j)^-s for an integer s >= 2, as torch's (Cephes')
+    zeta: the terms summed directly until q + j >= 15 (any q, negative ones too), then the
+    Euler-Maclaurin tail (accurate to about 1e-15); inf at q = 0, -1, -2, ...; NaN at +inf."""
+    y, acc = q.copy(), np.zeros_like(q)
+    for _ in range(10000):
+        low = y < 15.0
+        if not low.any():
+            break
+        acc = np.where(low, acc + np.where(low, y, 1.0) ** -s, acc)
+        y = np.where(low, y + 1.0, y)
+    tail = y ** (1.0 - s) / (s - 1) + 0.5 * y ** -s
+    rising, ypow = float(s), y ** (-s - 1.0)
+    for k, b in enumerate(_BERNOULLI, 1):
+        tail = tail + b * rising * ypow
+        rising *= (s + 2 * k - 1) * (s + 2 * k)
+        ypow = ypow / (y * y)
+    out = acc + tail
+    return np.where((q <= 0) & (q == np.floor(q)), np.inf, np.where(np.isposinf(q), np.nan, out))
+
+
+def _polygamma_kernel(x, n):
+    """The n-th derivative of digamma for n >= 1: (-1)^(n+1) n! zeta(n + 1, x), as torch."""
+    x = np.asarray(x)
+    with np.errstate(all="ignore"):
+        out = (1.0 if n % 2 else -1.0) * math.factorial(n) * _hurwitz_zeta(
+            n + 1, x.astype(np.float64))
+    return out.astype(x.dtype)
+
+
+POLYGAMMA = register("polygamma", _infer, _polygamma_kernel,
+                     lambda g, x, n, **kw: (g * POLYGAMMA.fn(x, n=n + 1),), category="other",
+                     floating=True,
+                     samples=tuple(Sample(s.args, {"n": n}, domain=s.domain)
+                                   for s, n in zip(_POSITIVE, (2, 3, 4, 2))),
+                     ref=lambda np, x, n: refs.special(np).polygamma(n, x).astype(x.dtype))
+
+
+def _trigamma_vjp(g, x, **kw):
+    return (g * POLYGAMMA.fn(x, n=2),)
 
 
 ERFC = register("erfc", _infer, _elementwise(math.erfc),
                 lambda g, x, **kw: (-(g * _TWO_OVER_SQRT_PI * exp(-(x * x))),),
                 category="other", floating=True, front=("tf",), samples=_SAMPLES,
                 ref=lambda np, x: refs.special(np).erfc(x).astype(x.dtype))
-TRIGAMMA = register("trigamma", _infer, _trigamma_kernel, _no_higher, category="other",
-                    samples=tuple(Sample(s.args, domain=s.domain, grad=False) for s in _POSITIVE),
+TRIGAMMA = register("trigamma", _infer, _trigamma_kernel, _trigamma_vjp, category="other",
+                    samples=_POSITIVE,
                     ref=lambda np, x: refs.special(np).polygamma(1, x).astype(x.dtype))
 DIGAMMA = register("digamma", _infer, _digamma_kernel,
                    lambda g, x, **kw: (g * TRIGAMMA.fn(x),), category="other", floating=True,
@@ -118,4 +168,5 @@ LGAMMA = register("lgamma", _infer, _elementwise(_lgamma_scalar),
                   front=("tf",), samples=_POSITIVE,
                   ref=lambda np, x: refs.special(np).gammaln(x).astype(x.dtype))
 
-erfc, lgamma, digamma, trigamma = (primitive(op) for op in (ERFC, LGAMMA, DIGAMMA, TRIGAMMA))
+erfc, lgamma, digamma, trigamma, polygamma = (primitive(op) for op in (
+    ERFC, LGAMMA, DIGAMMA, TRIGAMMA, POLYGAMMA))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .core import Sample, ShapeError, Spec, fmt_shape, primitive, register
-from .shape import reshape, take_grad
+from .shape import reshape, reshape_like, take_grad, transpose
 
 
 def strided_positions(size, stride, storage_offset=0):
@@ -70,4 +70,49 @@ AS_STRIDED = register("as_strided", _infer, _kernel, _vjp, category="shape", vie
                                       match="need")),
                       ref=None)
 as_strided = primitive(AS_STRIDED)
-__all__ = ["as_strided", "strided_positions"]
+
+
+# -- diagonal: a view of any input, by its own strides ------------------------------------------
+def _diag_len(n1, n2, offset):
+    if n1 is None or n2 is None:
+        return None
+    return max(0, min(n1 + min(offset, 0), n2 - max(offset, 0)))
+
+
+def _diag_infer(x, offset=0, axis1=0, axis2=1):
+    if x.ndim < 2 or axis1 == axis2:
+        raise ShapeError(f"diagonal: needs two different dims of a tensor with at least 2, got "
+                         f"dims {axis1}, {axis2} of {fmt_shape(x)}")
+    rest = [n for k, n in enumerate(x.shape) if k not in (axis1, axis2)]
+    return Spec(tuple(rest) + (_diag_len(x.shape[axis1], x.shape[axis2], offset),), x.dtype)
+
+
+def _diag_kernel(x, offset=0, axis1=0, axis2=1):
+    x = np.asarray(x)
+    d = np.diagonal(x, offset, axis1, axis2)
+    if x.flags.writeable:      # NOTE: NumPy's diagonal is a read-only view; torch's is writable
+        d.flags.writeable = True
+    return d
+
+
+def _diag_vjp(g, x, offset=0, axis1=0, axis2=1, **kw):
+    nd = len(x.shape)
+    perm = [k for k in range(nd) if k not in (axis1, axis2)] + [axis1, axis2]
+    xt = transpose(x, axes=tuple(perm))
+    n1, n2 = x.shape[axis1], x.shape[axis2]
+    rows = np.arange(max(0, -offset), min(n1, n2 - offset))
+    flat = reshape(xt, tuple(xt.shape[:-2]) + (n1 * n2,))
+    gt = reshape_like(take_grad(g, rows * n2 + rows + offset, flat, axis=nd - 2), xt)
+    return (transpose(gt, axes=tuple(int(i) for i in np.argsort(perm))),)
+
+
+DIAGONAL = register("diagonal", _diag_infer, _diag_kernel, _diag_vjp, category="shape",
+                    view=True,
+                    samples=(Sample(((3, 4),)), Sample(((2, 3, 4),), {"offset": 1, "axis1": 2,
+                                                                       "axis2": 0}),
+                             Sample(((4, 3),), {"offset": -2}),
+                             Sample(((3,),), match="needs two different dims")),
+                    ref=lambda np, x, offset=0, axis1=0, axis2=1: np.diagonal(
+                        x, offset, axis1, axis2))
+diagonal = primitive(DIAGONAL)
+__all__ = ["as_strided", "diagonal", "strided_positions"]

@@ -69,7 +69,10 @@ def test_a_compiled_vae_step_draws_new_noise_each_call_and_trains_as_eager():
     lambda x: x + eager.zeros(3, 4).normal_(),
     lambda x: x + eager.normal(0.0, 2.0, size=(3, 4)),
     lambda x: nn.functional.dropout(x, 0.5, training=True),
-], ids=["rand", "randn", "randint", "bernoulli", "like", "normal_", "normal", "dropout"])
+    lambda x: x + eager.multinomial(x.softmax(1), 4, replacement=True),
+    lambda x: x + eager.multinomial(x + 1, 4),
+], ids=["rand", "randn", "randint", "bernoulli", "like", "normal_", "normal", "dropout",
+        "multinomial", "multinomial-without-replacement"])
 def test_random_ops_draw_as_eager_from_the_same_stream(draw):
     x = eager.ones(3, 4)
     eager.manual_seed(3)
@@ -85,6 +88,34 @@ def test_random_ops_draw_as_eager_from_the_same_stream(draw):
         np.testing.assert_allclose(g, e, rtol=1e-6)
     assert not np.array_equal(got[0], got[1])
     assert f.traces == 1
+
+
+# -- views --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fn", [
+    lambda t: t.t(), lambda t: t[1], lambda t: t[:, 1:], lambda t: t.diagonal(),
+    lambda t: t.reshape(-1), lambda t: t.unsqueeze(0), lambda t: t.detach(), lambda t: t,
+    lambda t: t * 1, lambda t: t + 0, lambda t: t.flip(0), lambda t: t.roll(0, 0),
+    lambda t: t.repeat(1, 1), lambda t: t.clone(), lambda t: t.t().float(),
+], ids=["t", "select", "slice", "diagonal", "reshape", "unsqueeze", "detach", "itself",
+        "mul1", "add0", "flip", "roll0", "repeat1", "clone", "same-dtype"])
+def test_a_write_through_a_compiled_result_reaches_the_input_exactly_as_eager(fn):
+    def written(f):
+        x = eager.arange(9.0).reshape(3, 3)
+        with eager.no_grad():
+            f(x).add_(100)
+        return x.numpy()
+    w = _quiet()
+    try:
+        np.testing.assert_array_equal(written(compiler.compile(fn)), written(fn))
+    finally:
+        w.__exit__(None, None, None)
+
+
+def test_a_compiled_view_result_passes_gradients_to_its_input():
+    x = eager.ones(2, 3, requires_grad=True)
+    a, b = compiler.compile(lambda t: (t.t(), (t * 2).sum()))(x)
+    (a.sum() * 3 + b).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), np.full((2, 3), 5.0))
 
 
 # -- guards -----------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ NO_ONNX = {"fold", "slice_grad", "take_grad", "gather_grad", "concat_part", "sum
            "atan2", "erfinv", "floordiv", "floormod", "log1p", "prod",
            "expm1", "lstm_cell_c", "lstm_cell_h", "lstm_cell_c_grad", "lstm_cell_h_grad",
            "layer_norm_last", "layer_norm_last_grad",
-           "matmul_nt", "matmul_sum_nt", "erfc", "lgamma", "digamma", "trigamma",
+           "matmul_nt", "matmul_sum_nt", "erfc", "lgamma", "digamma", "trigamma", "polygamma",
+           "diagonal",
            *ops.special_math.__all__,   # NOTE: scipy.special's functions: ONNX has none
            *ops.linalg_np.__all__,      # LAPACK's factorisations: none in standard ONNX
            "as_strided"}

@@ -4,6 +4,7 @@ does; a TF1 graph refuses them at build time, as tf.compat.v1 does. Generated fr
 registry."""
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -21,9 +22,16 @@ INPUTS = {
 }
 
 
+# ops with a required attribute: its value here (torch takes it as the first argument)
+ATTRS = {"polygamma": {"n": 2}}
+
+
 def torch_fn(name):
-    return (getattr(torch, name, None) or getattr(torch.special, name, None)
-            or getattr(torch.nn.functional, name, None))
+    fn = (getattr(torch, name, None) or getattr(torch.special, name, None)
+          or getattr(torch.nn.functional, name, None))
+    if fn is None or name not in ATTRS:
+        return fn
+    return lambda t: fn(*ATTRS[name].values(), t)
 
 
 def expected(name, x):
@@ -31,7 +39,7 @@ def expected(name, x):
     NumPy-API reference on it."""
     fn = torch_fn(name)
     if fn is None:
-        return ops.REGISTRY[name].ref(np, x.astype(np.float32)), None
+        return ops.REGISTRY[name].ref(np, x.astype(np.float32), **ATTRS.get(name, {})), None
     want = fn(torch.from_numpy(x).to(torch.float32)).numpy()
     try:
         return want, fn(torch.from_numpy(x))
@@ -41,7 +49,7 @@ def expected(name, x):
 
 def engines(name, x):
     """{engine: result} of the op on x in eager, compile(), the graph and the fused graph."""
-    fn = ops.REGISTRY[name].fn
+    fn = functools.partial(ops.REGISTRY[name].fn, **ATTRS.get(name, {}))
     out = {"eager": fn(eager.tensor(x)).numpy(),
            "compile": compiler.compile(lambda t: fn(t) * 2.0)(eager.tensor(x)).numpy() / 2}
     g = graph.Graph()
