@@ -18,6 +18,7 @@ whose methods work unchanged; what needs a value in Python (`bool(t)`, `.item()`
 from __future__ import annotations
 
 import numpy as np
+from dualgrad.ops.rules import inexact
 
 from dualgrad import graph
 from dualgrad import ops
@@ -355,7 +356,7 @@ class Trace:
         if op.promote is not None:
             lifted = _promoted(op, lifted)
         out = GraphEngine.apply(op, lifted, attrs)
-        grad = out.dtype.kind in "fc" and any(
+        grad = inexact(out.dtype) and any(
             isinstance(a, Tensor) and a.requires_grad for a in args)
         if grad and not is_grad_enabled():   # no_grad() inside fn: no gradient flows through here
             out, grad = GraphEngine.apply(_STOP, [out], {}), False

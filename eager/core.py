@@ -20,9 +20,10 @@ from dualgrad.ops import REGISTRY as R
 from dualgrad.ops.autodiff import backprop, toposort
 from dualgrad.ops.composite import current_composite
 from dualgrad.ops.core import TRACING, current_trace, explain_failure, spec_of, user_frame, where_str
-from dualgrad.ops.rules import norm_axis, torch_needs_cast, warn_outer
+from dualgrad.ops.rules import BFLOAT16, inexact, norm_axis, torch_needs_cast, warn_outer
 
 from . import devices as _device
+from .amp import AUTOCAST as _AUTOCAST, lowers as _lowers
 from .hooks import (HOOK as _HOOK, LEAF_HOOKS as _LEAF_HOOKS, RemovableHandle as _HookHandle,
                     leaf_hooked)
 from .inplace import CLOCK, InPlaceMixin, MoreInPlace, getitem as _getitem
@@ -108,7 +109,7 @@ class EagerEngine:
         t = _new(Tensor)
         t._array = out
         t.grad = None
-        if track and _GRAD.enabled and out.dtype.kind in "fc":
+        if track and _GRAD.enabled and inexact(out.dtype):
             t.requires_grad = True
             t._node = (op, args, attrs, CLOCK[0])
         else:
@@ -149,7 +150,7 @@ def _one_dtype(op, arrays):
             return False
     if dt is None:
         return False
-    return dt.kind in "fc" or not num and op.promote != "divide"
+    return inexact(dt) or not num and op.promote != "divide"
 
 
 def _binary(op, a, b):
@@ -179,7 +180,7 @@ def _binary(op, a, b):
     t._array = out if type(out) is np.ndarray else np.asarray(out)
     t.grad = None
     if _GRAD.enabled and (a.requires_grad or isinstance(b, Tensor) and b.requires_grad) \
-            and t._array.dtype.kind in "fc":
+            and inexact(t._array.dtype):
         t.requires_grad = True
         t._node = (op, (a, b), {}, CLOCK[0])
     else:
@@ -203,6 +204,11 @@ def leaves_reached(outputs):
     the autograd graph the same way to find unused parameters)."""
     return [t for t in toposort([o for o in outputs if _needs_grad(o)], _node_of, _needs_grad)
             if t._node is None]
+
+
+@_lowers
+def _autocast_matmul(a, b):
+    return ops.matmul(a, b)
 
 
 def _rbinary(op, a, b):
@@ -443,7 +449,8 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         return self._array.shape[0]
 
     def __repr__(self):
-        body = np.array2string(self._array, separator=", ", prefix="tensor(", precision=4,
+        arr = self._array.astype(np.float32) if self._array.dtype == BFLOAT16 else self._array
+        body = np.array2string(arr, separator=", ", prefix="tensor(", precision=4,
                                threshold=200, edgeitems=3)
         extra = [f"shape={self._array.shape}", f"dtype={self._array.dtype}"]
         if self.grad_fn is not None:
@@ -459,6 +466,8 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on a Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
+        if self._array.dtype == BFLOAT16:   # NOTE: as torch: NumPy has no bfloat16
+            raise TypeError("Got unsupported ScalarType BFloat16")
         return self._array
 
     def item(self):
@@ -507,7 +516,7 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
                                "you want to use a computed variable in a subgraph that doesn't "
                                "require differentiation use var_no_grad = var.detach().")
-        if requires_grad and self._array.dtype.kind not in "fc":
+        if requires_grad and not inexact(self._array.dtype):
             raise RuntimeError(f"only Tensors of floating point dtype can require gradients, "
                                f"got {self._array.dtype}")
         self.requires_grad = bool(requires_grad)
@@ -603,9 +612,13 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         return _rbinary(_POW, self, o)
 
     def __matmul__(self, o):
+        if _AUTOCAST.enabled:   # NOTE: CPU autocast lowers matmul (eager/amp.py)
+            return _autocast_matmul(self, o)
         return _binary(_MATMUL, self, o)
 
     def __rmatmul__(self, o):
+        if _AUTOCAST.enabled:
+            return _autocast_matmul(o, self)
         return _rbinary(_MATMUL, self, o)
 
     def __neg__(self):
@@ -772,7 +785,7 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         return self ** exponent
 
     def matmul(self, other):
-        return ops.matmul(self, other)
+        return _autocast_matmul(self, other)
 
     def clamp(self, min=None, max=None):  # noqa: A002 - torch's names
         return ops.clamp(self, min, max)
@@ -906,13 +919,17 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
     def bool(self, memory_format=None):
         return self._as("bool", memory_format)
 
+    def bfloat16(self, memory_format=None):
+        return self._as(BFLOAT16, memory_format)
+
     def clone(self):
-        return self + 0 if self._array.dtype.kind in "fc" else Tensor(self._array.copy())
+        return self + 0 if inexact(self._array.dtype) else Tensor(self._array.copy())
 
 
 
 _TYPE_NAMES = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor",
-               "float16": "torch.HalfTensor", "int64": "torch.LongTensor",
+               "float16": "torch.HalfTensor", "bfloat16": "torch.BFloat16Tensor",
+               "int64": "torch.LongTensor",
                "int32": "torch.IntTensor", "bool": "torch.BoolTensor"}
 _TYPE_DTYPES = {v: k for k, v in _TYPE_NAMES.items()}
 

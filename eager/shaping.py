@@ -14,6 +14,7 @@ the tensor written into and the values written.
 from __future__ import annotations
 
 import numpy as np
+from dualgrad.ops.rules import floating
 
 from dualgrad import ops
 from dualgrad.ops.rules import norm_axis
@@ -379,7 +380,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002
     n = x.shape[-1] + abs(offset)
     i = np.arange(x.shape[-1])
     r, c = (i, i + offset) if offset >= 0 else (i - offset, i)
-    onto = np.zeros((x.shape[-1], n * n), x.dtype if x.dtype.kind == "f" else np.float32)
+    onto = np.zeros((x.shape[-1], n * n), x.dtype if floating(x.dtype) else np.float32)
     onto[i, r * n + c] = 1
     mats = ops.reshape(ops.matmul(x, onto.astype(x.dtype)), tuple(x.shape[:-1]) + (n, n))
     rest = [k for k in range(nd) if k not in (d1, d2)]
@@ -437,7 +438,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
         if reduce == "sum":
             return out
         count = (hits + keep).astype(x.dtype)
-        return out / np.maximum(count, 1) if x.dtype.kind == "f" else \
+        return out / np.maximum(count, 1) if floating(x.dtype) else \
             floor_divide(out, np.maximum(count, 1))
     return _scatter_extreme(x, d, idx, src, keep, hits, reduce)
 
@@ -446,10 +447,10 @@ def _scatter_extreme(x, d, idx, src, keep, hits, reduce):
     """amax / amin: the value with NumPy, the gradient shared among the equal elements."""
     ufunc = np.maximum if reduce == "amax" else np.minimum
     res = np.where(keep, _arr(x), -np.inf if reduce == "amax" else np.inf).astype(x.dtype) \
-        if x.dtype.kind == "f" else np.where(keep, _arr(x), _arr(x))
+        if floating(x.dtype) else np.where(keep, _arr(x), _arr(x))
     grid = np.indices(idx.shape, sparse=True)
     ufunc.at(res, tuple(idx if k == d else grid[k] for k in range(x.ndim)), _arr(src))
-    if x.dtype.kind != "f":
+    if not floating(x.dtype):
         return _t(res)
     at_src = np.take_along_axis(res, idx, axis=d)
     m_self = keep & (_arr(x) == res)

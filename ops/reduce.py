@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+from .rules import floating, inexact
 
 from .core import Sample, ShapeError, Spec, bind, primitive, register
 from .elementwise import cast, div, eq, mul, where
@@ -162,7 +163,7 @@ ARGMAX = register("argmax", _argmax_infer, _argmax_kernel, None, category="other
 
 def _count_infer(x, axis=None, **_):
     norm_axes("count", axis, x.ndim, x)
-    return Spec((), x.dtype if x.dtype.kind in "fc" else np.dtype(np.float32))
+    return Spec((), x.dtype if inexact(x.dtype) else np.dtype(np.float32))
 
 
 def _count_kernel(x, axis=None):
@@ -172,14 +173,14 @@ def _count_kernel(x, axis=None):
     for a in axes:
         n *= shape[a]
     dt = np.asarray(x).dtype
-    return np.array(n, dtype=dt if dt.kind in "fc" else np.float32)
+    return np.array(n, dtype=dt if inexact(dt) else np.float32)
 
 
 COUNT = register("count", _count_infer, _count_kernel, None, category="other",
                  samples=(Sample(((3, 4),), {"axis": 1}, grad=False),),
                  ref=lambda np, x, axis=None: np.asarray(
                      x.size if axis is None else x.shape[axis],
-                     dtype=x.dtype if x.dtype.kind == "f" else np.float32))
+                     dtype=x.dtype if floating(x.dtype) else np.float32))
 
 def _cumsum_infer(x, axis, **_):
     norm_axes("cumsum", axis, x.ndim, x)
