@@ -37,6 +37,7 @@ from dualgrad import graph
 from dualgrad import ops
 from dualgrad.ops import distributed as _mpi
 from dualgrad.eager import is_grad_enabled
+from dualgrad.eager.amp import state as autocast_state
 from dualgrad.eager.nn import Module
 from dualgrad.eager.core import Tensor, owned_array, recorded
 from dualgrad.ops.core import FRAMEWORK_DIRS, tracing, where_str
@@ -325,8 +326,8 @@ class Compiled:
     def _state(self):
         """The guarded Python state: every reached module's flags, plain attributes and tensor
         objects (module_state), and the plain globals and closure values fn and its helpers
-        read (read_values)."""
-        return (self._mods.now(), read_values(self._reads))
+        read (read_values), and CPU autocast's state (the casts a trace records depend on it)."""
+        return (self._mods.now(), read_values(self._reads), autocast_state())
 
     def _hit(self, key):
         entry = self._entries.get(key)

@@ -26,7 +26,7 @@ from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Parameter
 from dualgrad.eager.core import Tensor
 from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
-from dualgrad.ops.rules import torch_needs_cast
+from dualgrad.ops.rules import as_operand, torch_needs_cast
 from dualgrad.ops.core import ELEMENTWISE, bind_args, current_trace, tracing, user_frame, \
     where_str
 
@@ -260,7 +260,7 @@ def _promoted(op, args):
     skip = 1 if op.promote == "where" else 0
     return [GraphEngine.apply(_CAST, [a], {"dtype": want})
             if i >= skip and isinstance(a, GraphTensor) and a.dtype != want else
-            np.asarray(a, want) if i >= skip and isinstance(a, (np.ndarray, np.generic)) else a
+            as_operand(a, want) if i >= skip else a
             for i, a in enumerate(args)]
 
 

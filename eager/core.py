@@ -20,7 +20,8 @@ from dualgrad.ops import REGISTRY as R
 from dualgrad.ops.autodiff import backprop, toposort
 from dualgrad.ops.composite import current_composite
 from dualgrad.ops.core import TRACING, current_trace, explain_failure, spec_of, user_frame, where_str
-from dualgrad.ops.rules import BFLOAT16, inexact, norm_axis, torch_needs_cast, warn_outer
+from dualgrad.ops.rules import (BFLOAT16, as_operand, inexact, norm_axis, torch_needs_cast,
+                                warn_outer)
 
 from . import devices as _device
 from .amp import AUTOCAST as _AUTOCAST, lowers as _lowers
@@ -128,15 +129,13 @@ def _promote_arrays(op, arrays):
     if want is None:
         return arrays
     skip = 1 if op.promote == "where" else 0
-    return [a.astype(want) if i >= skip and isinstance(a, np.ndarray) and a.dtype != want
-            else np.asarray(a, want) if i >= skip and isinstance(a, np.generic) else a
-            for i, a in enumerate(arrays)]
+    return [as_operand(a, want) if i >= skip else a for i, a in enumerate(arrays)]
 
 
 def _one_dtype(op, arrays):
     """The common case, asked in a few identity tests: arrays of one dtype (and Python
     numbers that do not lift an integer one to float), so the kernel gives PyTorch's dtype."""
-    dt, num = None, False
+    dt, num, anynum = None, False, False
     for a in arrays[op.promote == "where":]:
         t = type(a)
         if t is np.ndarray:
@@ -145,10 +144,12 @@ def _one_dtype(op, arrays):
             elif a.dtype is not dt:
                 return False
         elif t is float:
-            num = True
-        elif t is not int and t is not bool:
+            num = anynum = True
+        elif t is int:
+            anynum = True
+        elif t is not bool:
             return False
-    if dt is None:
+    if dt is None or anynum and dt is BFLOAT16:
         return False
     return inexact(dt) or not num and op.promote != "divide"
 

@@ -16,6 +16,8 @@ import functools
 import numpy as np
 from numba import njit
 
+from .rules import BFLOAT16
+
 
 @njit(cache=True, nogil=True)
 def _unfold(x, out, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo):
@@ -98,6 +100,8 @@ def unfold(x, kernel, stride, padding, dilation, ho, wo):
     dilation are (height, width) pairs."""
     kh, kw = kernel
     x = np.ascontiguousarray(x)
+    if x.dtype == BFLOAT16:   # NOTE: numba has no bfloat16; a gather moves bits alone
+        return unfold(x.view(np.uint16), kernel, stride, padding, dilation, ho, wo).view(x.dtype)
     n, c, h, w = x.shape
     out = np.empty((n, c * kh * kw, ho * wo), x.dtype)
     if wo < _SHORT_ROW:
@@ -111,6 +115,9 @@ def unfold(x, kernel, stride, padding, dilation, ho, wo):
 def fold(cols, shape, kernel, stride, padding, dilation, ho, wo):
     """Scatter-add (N, C*kh*kw, Ho*Wo) columns into a zero image of `shape`."""
     kh, kw = kernel
+    if cols.dtype == BFLOAT16:   # NOTE: numba has no bfloat16: sums in float32, rounded once
+        return fold(cols.astype(np.float32), shape, kernel, stride, padding, dilation, ho,
+                    wo).astype(cols.dtype)
     n, c, h, w = shape
     cols = np.ascontiguousarray(cols).reshape(n, c * kh * kw, ho * wo)
     img = np.zeros(shape, cols.dtype)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from .rules import floating, inexact
+from .rules import BFLOAT16, floating, inexact
 
 from .core import Sample, ShapeError, Spec, bind, primitive, register
 from .elementwise import cast, div, eq, mul, where
@@ -46,8 +46,20 @@ def _keep(g, x, axis, keepdims):
     return g
 
 
+def _in_opmath(kernel):
+    """kernel computing a bfloat16 input in float32 and rounding its result once, as torch's
+    CPU kernels accumulate (rules.torch_opmath_dtype); NumPy's bfloat16 loops round each step."""
+    def run(x, *args, **kwargs):
+        if getattr(x, "dtype", None) != BFLOAT16:
+            return kernel(x, *args, **kwargs)
+        return np.asarray(kernel(np.asarray(x, np.float32), *args, **kwargs)).astype(BFLOAT16)
+    run.__name__ = kernel.__name__
+    return run
+
+
 # NOTE: the ufuncs' reduce is what np.sum / np.max call, minus about 1 us of Python wrapping
 # per call (the same dtypes, including int32 -> int64 sums, and the same errors).
+@_in_opmath
 def _sum_kernel(x, axis=None, keepdims=False):
     if axis is not None and type(x) is np.ndarray and x.ndim >= 2 and \
             axis in (-1, x.ndim - 1, (-1,), (x.ndim - 1,)):
@@ -120,6 +132,7 @@ MAX = register("max", _reduce_infer("max"), _max_kernel, _max_vjp, reduce="max",
                                                                     keepdims=keepdims))
 
 
+@_in_opmath
 def _prod_kernel(x, axis=None, keepdims=False):
     x = np.asarray(x)
     return np.multiply.reduce(x, axis=axis, keepdims=keepdims,
@@ -187,6 +200,7 @@ def _cumsum_infer(x, axis, **_):
     return x
 
 
+@_in_opmath
 def _cumsum_kernel(x, axis):
     return np.cumsum(x, axis=axis, dtype=np.asarray(x).dtype)
 
@@ -210,6 +224,7 @@ def cumsum(x, axis):
 CUMSUM.fn = cumsum
 
 
+@_in_opmath
 def _cumprod_kernel(x, axis):
     return np.cumprod(x, axis=axis, dtype=np.asarray(x).dtype)
 

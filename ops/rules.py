@@ -308,12 +308,23 @@ def torch_needs_cast(op, operands, default_float=np.dtype(np.float32)):
     if want is None:
         return None
     vals = operands[1:] if op.promote == "where" else operands
+    if want == BFLOAT16 and any(isinstance(v, (int, float)) for v in vals):
+        return want   # NOTE: NumPy lifts bfloat16 with a Python number to float32 (where, clip)
     for dt, _, weak in map(_operand, vals):
         if weak is None and dt != want:
             return want
     if any(isinstance(v, float) for v in vals) or op.promote == "divide":
         return want   # NOTE: NumPy's int * 2.5 and int / int give float64: cast first
     return None
+
+
+def as_operand(x, want):
+    """An operand of a cast-to-`want` op call as the kernel takes it: arrays in `want`, and
+    Python numbers too when `want` is bfloat16 (NumPy would compute those in float32)."""
+    if isinstance(x, (np.ndarray, np.generic)) or want == BFLOAT16 and \
+            isinstance(x, (int, float)) and not isinstance(x, bool):
+        return np.asarray(x, want)
+    return x
 
 
 def torch_sum_dtype(dtype, requested=None) -> np.dtype:
