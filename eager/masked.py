@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from dualgrad.ops.rules import HALF, floating
+from dualgrad.ops.rules import BFLOAT16, floating
 
 from dualgrad import ops
 
@@ -75,7 +75,7 @@ def _half(fn):
     """float16 computed in float32 and rounded once, as torch's CPU kernels do."""
     def run(input, *args, dtype=None, **kwargs):  # noqa: A002
         x = _t(input)
-        if x.dtype in HALF and dtype is None:
+        if x.dtype == np.float16 and dtype is None:   # NOTE: bfloat16's ops accumulate in float32
             return ops.cast(fn(ops.cast(x, np.float32), *args, **kwargs), x.dtype)
         return fn(x, *args, dtype=dtype, **kwargs)
     run.__name__ = run.__qualname__ = fn.__name__
@@ -236,6 +236,6 @@ def prod(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A00
     """The product of the unmasked elements (1 where none is)."""
     if isinstance(input, FunctionMethods) and input.ndim == 0 and mask is None and \
             dim is None and dtype in (None, input.dtype) and input.dtype in (
-                np.int64, np.float16, np.float32, np.float64):
+                np.int64, np.float16, BFLOAT16, np.float32, np.float64):
         return input   # NOTE: torch returns the 0-d input itself (a write through it shows)
     return _prod(input, dim, keepdim=keepdim, dtype=dtype, mask=mask)

@@ -28,7 +28,6 @@ SPECIAL = "special function: not implemented yet"
 THREE_D = "3-d convolution, pooling or padding: dualgrad's are 1-d and 2-d"
 ATEN = "an ATen internal (torch.ops.aten or a leading underscore), not torch's public API"
 CUDA = "torch.cuda.jiterator compiles CUDA kernels: CUDA only"
-BF16 = "bfloat16: dualgrad has no bfloat16 dtype yet"
 NOT_YET = "not implemented yet"
 
 ABSENT = {
@@ -40,7 +39,6 @@ ABSENT = {
     "_unsafe_masked_index": ATEN,
     "_unsafe_masked_index_put_accumulate": ATEN,
     "_upsample_bilinear2d_aa": ATEN,
-    "bfloat16": BF16,
     "cdouble": COMPLEX,
     "cfloat": COMPLEX,
     "chalf": COMPLEX,
@@ -110,7 +108,6 @@ ABSENT = {
 }
 
 DIFFERS = {
-    ("*", "bfloat16", "*", "*"): BF16,
     ("*", "*", "compile", "aliasing"): (
         "compile() returns its results as new tensors: a view of an input (transpose, "
         "narrow, split, ...) comes back as a copy, where torch.compile keeps the view"),

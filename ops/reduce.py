@@ -46,20 +46,22 @@ def _keep(g, x, axis, keepdims):
     return g
 
 
-def _in_opmath(kernel):
-    """kernel computing a bfloat16 input in float32 and rounding its result once, as torch's
+def in_opmath(kernel):
+    """kernel computing bfloat16 inputs in float32 and rounding its result once, as torch's
     CPU kernels accumulate (rules.torch_opmath_dtype); NumPy's bfloat16 loops round each step."""
     def run(x, *args, **kwargs):
         if getattr(x, "dtype", None) != BFLOAT16:
             return kernel(x, *args, **kwargs)
-        return np.asarray(kernel(np.asarray(x, np.float32), *args, **kwargs)).astype(BFLOAT16)
+        wide = [np.asarray(a, np.float32) if getattr(a, "dtype", None) == BFLOAT16 else a
+                for a in (x,) + args]
+        return np.asarray(kernel(*wide, **kwargs)).astype(BFLOAT16)
     run.__name__ = kernel.__name__
     return run
 
 
 # NOTE: the ufuncs' reduce is what np.sum / np.max call, minus about 1 us of Python wrapping
 # per call (the same dtypes, including int32 -> int64 sums, and the same errors).
-@_in_opmath
+@in_opmath
 def _sum_kernel(x, axis=None, keepdims=False):
     if axis is not None and type(x) is np.ndarray and x.ndim >= 2 and \
             axis in (-1, x.ndim - 1, (-1,), (x.ndim - 1,)):
@@ -132,7 +134,7 @@ MAX = register("max", _reduce_infer("max"), _max_kernel, _max_vjp, reduce="max",
                                                                     keepdims=keepdims))
 
 
-@_in_opmath
+@in_opmath
 def _prod_kernel(x, axis=None, keepdims=False):
     x = np.asarray(x)
     return np.multiply.reduce(x, axis=axis, keepdims=keepdims,
@@ -200,7 +202,7 @@ def _cumsum_infer(x, axis, **_):
     return x
 
 
-@_in_opmath
+@in_opmath
 def _cumsum_kernel(x, axis):
     return np.cumsum(x, axis=axis, dtype=np.asarray(x).dtype)
 
@@ -224,7 +226,7 @@ def cumsum(x, axis):
 CUMSUM.fn = cumsum
 
 
-@_in_opmath
+@in_opmath
 def _cumprod_kernel(x, axis):
     return np.cumprod(x, axis=axis, dtype=np.asarray(x).dtype)
 
