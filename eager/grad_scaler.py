@@ -22,6 +22,7 @@ import warnings
 
 import numpy as np
 
+from dualgrad import ops
 from dualgrad.ops.core import is_value
 
 _READY, _UNSCALED, _STEPPED = "ready", "unscaled", "stepped"
@@ -187,8 +188,7 @@ class GradScaler:
 
 def _times(outputs, scale):
     if is_value(outputs):
-        from .core import Tensor
-        return outputs * Tensor(np.asarray(scale))   # NOTE: a 0-d float32: keeps bf16 bf16
+        return ops.mul(outputs, np.asarray(scale))   # NOTE: a 0-d float32: bf16 stays bf16
     if isinstance(outputs, (list, tuple)):
         return type(outputs)(_times(o, scale) for o in outputs)
     if hasattr(outputs, "__iter__"):
