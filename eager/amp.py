@@ -85,19 +85,15 @@ def _cast(v, to):
 
 
 def _marked(fn, policy):
+    inner = not_autocast(fn)     # NOTE: as torch runs the op's own kernel: no cast inside
+
     @functools.wraps(fn)
     def run(*args, **kwargs):
-        if not AUTOCAST.enabled or AUTOCAST.inside:
+        if not AUTOCAST.enabled or AUTOCAST.inside or \
+                policy == "fp32" and not policy_applies(fn, args, kwargs):
             return fn(*args, **kwargs)
         to = AUTOCAST.dtype if policy == "lower" else _FLOAT32
-        if policy == "fp32" and not policy_applies(fn, args, kwargs):
-            return fn(*args, **kwargs)
-        args, kwargs = _cast(args, to), {k: _cast(v, to) for k, v in kwargs.items()}
-        AUTOCAST.inside = True
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            AUTOCAST.inside = False
+        return inner(*_cast(args, to), **{k: _cast(v, to) for k, v in kwargs.items()})
     run.__autocast__ = policy
     return run
 
@@ -108,6 +104,21 @@ def policy_applies(fn, args, kwargs):
         mode = kwargs.get("mode", args[2] if len(args) > 2 else "constant")
         return mode in ("reflect", "replicate")
     return True
+
+
+def not_autocast(fn):
+    """fn run without autocast: the in-place forms (`x.addmm_(a, b)`), which torch never
+    autocasts."""
+    @functools.wraps(fn)
+    def run(*args, **kwargs):
+        if not AUTOCAST.enabled or AUTOCAST.inside:
+            return fn(*args, **kwargs)
+        AUTOCAST.inside = True
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            AUTOCAST.inside = False
+    return run
 
 
 def lowers(fn):
@@ -121,7 +132,9 @@ def keeps_fp32(fn):
 
 
 def is_autocast_available(device_type):
-    return device_type == "cpu"
+    """True for the device types torch's build knows (on "cuda" autocast then turns itself
+    off without a GPU)."""
+    return device_type in ("cpu", "cuda", "mps", "xpu", "hpu", "xla")
 
 
 class autocast:  # noqa: N801 - torch's name

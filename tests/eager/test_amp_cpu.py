@@ -197,6 +197,13 @@ def test_autocast_state_and_names_as_torch():
     def f(a):
         return a @ a
     assert f(eager.ones(2, 2)).dtype == eager.bfloat16 and not eager.is_autocast_enabled("cpu")
+    for lib in (torch, eager):      # in-place forms are never autocast
+        with lib.autocast("cpu"):
+            acc = lib.ones(2, 2)
+            acc.addmm_(lib.ones(2, 2), lib.ones(2, 2) * 1.001)
+        assert acc.dtype == lib.float32 and abs(acc[0, 0].item() - 3.002) < 1e-6
+    for dev in ("cpu", "cuda"):
+        assert eager.amp.is_autocast_available(dev) == torch.amp.is_autocast_available(dev)
     with pytest.warns(UserWarning, match="CPU Autocast only supports"):
         with eager.autocast("cpu", dtype=eager.float64):
             assert not eager.is_autocast_enabled("cpu")
