@@ -110,7 +110,7 @@ class EagerEngine:
         t = _new(Tensor)
         t._array = out
         t.grad = None
-        if track and _GRAD.enabled and inexact(out.dtype):
+        if track and _GRAD.enabled and (out.dtype.kind in "fc" or out.dtype is BFLOAT16):
             t.requires_grad = True
             t._node = (op, args, attrs, CLOCK[0])
         else:
@@ -151,7 +151,8 @@ def _one_dtype(op, arrays):
             return False
     if dt is None or anynum and dt is BFLOAT16:
         return False
-    return inexact(dt) or not num and op.promote != "divide"
+    # NOTE: rules.inexact inlined: this runs on every call of a promoting op
+    return dt.kind in "fc" or dt is BFLOAT16 or not num and op.promote != "divide"
 
 
 def _binary(op, a, b):
