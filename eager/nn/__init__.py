@@ -15,7 +15,7 @@ import math
 from collections import OrderedDict, namedtuple
 
 import numpy as np
-from dualgrad.ops.rules import inexact
+from dualgrad.ops.rules import BFLOAT16, inexact
 
 from dualgrad import ops
 from dualgrad.ops.core import ShapeError, user_frame, where_str
@@ -306,6 +306,9 @@ class Module:
 
     def half(self):
         return self._cast(np.dtype(np.float16))
+
+    def bfloat16(self):
+        return self._cast(BFLOAT16)
 
     def type(self, dst_type):
         return self._cast(np.dtype(dst_type))

@@ -58,6 +58,9 @@ def test_bfloat16_tensor_api_as_torch():
         rx.numpy()
     with pytest.raises(TypeError, match="Got unsupported ScalarType BFloat16"):
         x.numpy()
+    for lib in (torch, eager):
+        net = lib.nn.Linear(3, 2).bfloat16()
+        assert net.weight.dtype == net(lib.ones(1, 3).bfloat16()).dtype == lib.bfloat16
     fi, rfi = eager.finfo(eager.bfloat16), torch.finfo(torch.bfloat16)
     assert (fi.eps, fi.max, fi.tiny, fi.bits) == (rfi.eps, rfi.max, rfi.tiny, rfi.bits)
 
