@@ -31,11 +31,13 @@ import warnings
 from collections import OrderedDict
 
 import numpy as np
+from dualgrad.ops.rules import floating, inexact
 
 from dualgrad import graph
 from dualgrad import ops
 from dualgrad.ops import distributed as _mpi
 from dualgrad.eager import is_grad_enabled
+from dualgrad.eager.amp import state as autocast_state
 from dualgrad.eager.nn import Module
 from dualgrad.eager.core import Tensor, array_of, owned_array, recorded
 from dualgrad.ops.core import FRAMEWORK_DIRS, tracing, where_str
@@ -213,7 +215,7 @@ class _Call:
                     for d, need in zip(grads, needs)]
         # NOTE: the stored gradients are for an incoming 1; the rule is linear in g
         ga = array_of(g)
-        one = not self.handed and ga.shape == () and ga.dtype.kind == "f" and float(ga) == 1.0
+        one = not self.handed and ga.shape == () and floating(ga.dtype) and float(ga) == 1.0
         self.handed = True   # a second backward (retain_graph) must not share the arrays
         if one:
             return [None if s is None or not need else Tensor(s)
@@ -319,8 +321,8 @@ class Compiled:
     def _state(self):
         """The guarded Python state: every reached module's flags, plain attributes and tensor
         objects (module_state), and the plain globals and closure values fn and its helpers
-        read (read_values)."""
-        return (self._mods.now(), read_values(self._reads))
+        read (read_values), and CPU autocast's state (the casts a trace records depend on it)."""
+        return (self._mods.now(), read_values(self._reads), autocast_state())
 
     def _hit(self, key):
         entry = self._entries.get(key)
@@ -418,7 +420,7 @@ class Compiled:
             tr.note_grad(p, "snap")   # NOTE: fn may set a .grad (p.grad = None) directly
         with tr.graph.as_default(), tracing(tr):
             phs = [graph.placeholder(t.dtype, t.shape, name=n) for t, n in zip(tensors, names)]
-            arg_rg = [t.requires_grad and t.dtype.kind in "fc" for t in tensors]
+            arg_rg = [t.requires_grad and inexact(t.dtype) for t in tensors]
             tr.args = [(t, p) for t, p, rg in zip(tensors, phs, arg_rg) if rg]
             tracers = iter([tr.wrap(p, rg) for p, rg in zip(phs, arg_rg)])
             try:
@@ -440,7 +442,7 @@ class Compiled:
         # NOTE: after a backward() inside fn, the results hand no gradients back (a second
         # backward through them would be through a freed graph in torch)
         rg_outs = [] if tr.did_backward else \
-            [i for i, (g, rg) in enumerate(leaves) if rg and g.dtype.kind in "fc"]
+            [i for i, (g, rg) in enumerate(leaves) if rg and inexact(g.dtype)]
         return _Entry(tr, phs, arg_rg, tree, fetches, rg_outs, is_grad_enabled(), effects)
 
     def _params(self):

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from dualgrad.ops.rules import floating
 
 from ._template import DTYPES
 
@@ -36,7 +37,7 @@ def reduce_seed(how: str, dtype: str):
         return 0
     if dtype == "bool":
         return how == "min"
-    if np.dtype(dtype).kind == "f":
+    if floating(np.dtype(dtype)):
         return float("-inf") if how == "max" else float("inf")
     info = np.iinfo(dtype)
     return int(info.min if how == "max" else info.max)

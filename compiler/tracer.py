@@ -18,6 +18,7 @@ whose methods work unchanged; what needs a value in Python (`bool(t)`, `.item()`
 from __future__ import annotations
 
 import numpy as np
+from dualgrad.ops.rules import inexact
 
 from dualgrad import graph
 from dualgrad import ops
@@ -25,7 +26,7 @@ from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Parameter
 from dualgrad.eager.core import Tensor, array_of
 from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
-from dualgrad.ops.rules import torch_needs_cast
+from dualgrad.ops.rules import as_operand, torch_needs_cast
 from .ddp_sync import average_bucket
 from dualgrad.ops.core import ELEMENTWISE, bind_args, current_trace, tracing, user_frame, \
     where_str
@@ -256,7 +257,7 @@ def _promoted(op, args):
     skip = 1 if op.promote == "where" else 0
     return [GraphEngine.apply(_CAST, [a], {"dtype": want})
             if i >= skip and isinstance(a, GraphTensor) and a.dtype != want else
-            np.asarray(a, want) if i >= skip and isinstance(a, (np.ndarray, np.generic)) else a
+            as_operand(a, want) if i >= skip else a
             for i, a in enumerate(args)]
 
 
@@ -352,7 +353,7 @@ class Trace:
         if op.promote is not None:
             lifted = _promoted(op, lifted)
         out = GraphEngine.apply(op, lifted, attrs)
-        grad = out.dtype.kind in "fc" and any(
+        grad = inexact(out.dtype) and any(
             isinstance(a, Tensor) and a.requires_grad for a in args)
         if grad and not is_grad_enabled():   # no_grad() inside fn: no gradient flows through here
             out, grad = GraphEngine.apply(_STOP, [out], {}), False

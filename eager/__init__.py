@@ -23,6 +23,7 @@ from .core import Tensor, _GRAD
 float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
 int8, int16, int32, int64 = (np.dtype(n) for n in ("int8", "int16", "int32", "int64"))
 uint8, bool_, complex64 = np.dtype("uint8"), np.dtype("bool"), np.dtype("complex64")
+from dualgrad.ops.rules import BFLOAT16 as bfloat16  # noqa: E402 - ml_dtypes' (NumPy has none)
 bool = bool_  # noqa: A001 - torch.bool
 float, double, half, long, int, short = (  # noqa: A001 - torch's aliases
     float32, float64, float16, int64, int32, int16)
@@ -31,12 +32,15 @@ dtype = np.dtype
 from .devices import (accelerator, backends, cpu, cuda, device, get_default_device,  # noqa: E402
                      set_default_device)
 from . import amp  # noqa: E402
-from .amp import autocast  # noqa: E402
+from .amp import autocast, get_autocast_dtype, is_autocast_enabled, lowers as _lowers  # noqa: E402
 
 
-def is_autocast_enabled(device_type=None):
-    """False: dualgrad never autocasts (see eager/amp.py)."""
-    return False
+def is_autocast_cpu_enabled():
+    return is_autocast_enabled("cpu")
+
+
+def get_autocast_cpu_dtype():
+    return get_autocast_dtype("cpu")
 from .generator import Generator, default_generator  # noqa: E402
 from .factories import (arange, as_tensor, empty, empty_like, eye, from_numpy,  # noqa: E402
                         full, full_like, get_default_dtype, linspace, logspace, ones,
@@ -97,6 +101,7 @@ def where(condition, input=None, other=None):  # noqa: A002 - torch's names
     return ops.where(_lift(condition), input, other)
 
 
+@_lowers
 def matmul(a, b):
     return ops.matmul(a, b)
 

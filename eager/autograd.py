@@ -23,6 +23,7 @@ op whose backward is its own `backward(ctx, *grad_outputs)`, joined to the tape 
 from __future__ import annotations
 
 import numpy as np
+from dualgrad.ops.rules import floating
 
 from dualgrad import ops
 from dualgrad.ops.autodiff import backprop
@@ -215,7 +216,7 @@ def _join(cls, ctx, args, out):
     op = ops.Op(f"{cls.__name__}Backward", None, None, _function_vjp)
     joined = []
     for i, o in enumerate(outs):
-        if isinstance(o, Tensor) and o._array.dtype.kind == "f" and \
+        if isinstance(o, Tensor) and floating(o._array.dtype) and \
                 id(o) not in ctx.non_differentiable:
             o = recorded(o._array, op, inputs, {"fn": cls, "ctx": ctx, "index": i,
                                                 "outs": outs, "positions": positions})

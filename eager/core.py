@@ -20,9 +20,11 @@ from dualgrad.ops import REGISTRY as R
 from dualgrad.ops.autodiff import backprop, toposort
 from dualgrad.ops.composite import current_composite
 from dualgrad.ops.core import TRACING, current_trace, explain_failure, spec_of, user_frame, where_str
-from dualgrad.ops.rules import norm_axis, torch_needs_cast, warn_outer
+from dualgrad.ops.rules import (BFLOAT16, as_operand, inexact, norm_axis, torch_needs_cast,
+                                warn_outer)
 
 from . import devices as _device
+from .amp import AUTOCAST as _AUTOCAST, lowers as _lowers
 from .hooks import (HOOK as _HOOK, LEAF_HOOKS as _LEAF_HOOKS, RemovableHandle as _HookHandle,
                     leaf_hooked)
 from .inplace import CLOCK, InPlaceMixin, MoreInPlace, getitem as _getitem
@@ -108,7 +110,7 @@ class EagerEngine:
         t = _new(Tensor)
         t._array = out
         t.grad = None
-        if track and _GRAD.enabled and out.dtype.kind in "fc":
+        if track and _GRAD.enabled and (out.dtype.kind in "fc" or out.dtype is BFLOAT16):
             t.requires_grad = True
             t._node = (op, args, attrs, CLOCK[0])
         else:
@@ -127,15 +129,13 @@ def _promote_arrays(op, arrays):
     if want is None:
         return arrays
     skip = 1 if op.promote == "where" else 0
-    return [a.astype(want) if i >= skip and isinstance(a, np.ndarray) and a.dtype != want
-            else np.asarray(a, want) if i >= skip and isinstance(a, np.generic) else a
-            for i, a in enumerate(arrays)]
+    return [as_operand(a, want) if i >= skip else a for i, a in enumerate(arrays)]
 
 
 def _one_dtype(op, arrays):
     """The common case, asked in a few identity tests: arrays of one dtype (and Python
     numbers that do not lift an integer one to float), so the kernel gives PyTorch's dtype."""
-    dt, num = None, False
+    dt, num, anynum = None, False, False
     for a in arrays[op.promote == "where":]:
         t = type(a)
         if t is np.ndarray:
@@ -144,12 +144,15 @@ def _one_dtype(op, arrays):
             elif a.dtype is not dt:
                 return False
         elif t is float:
-            num = True
-        elif t is not int and t is not bool:
+            num = anynum = True
+        elif t is int:
+            anynum = True
+        elif t is not bool:
             return False
-    if dt is None:
+    if dt is None or anynum and dt is BFLOAT16:
         return False
-    return dt.kind in "fc" or not num and op.promote != "divide"
+    # NOTE: rules.inexact inlined: this runs on every call of a promoting op
+    return dt.kind in "fc" or dt is BFLOAT16 or not num and op.promote != "divide"
 
 
 def _binary(op, a, b):
@@ -179,7 +182,7 @@ def _binary(op, a, b):
     t._array = out if type(out) is np.ndarray else np.asarray(out)
     t.grad = None
     if _GRAD.enabled and (a.requires_grad or isinstance(b, Tensor) and b.requires_grad) \
-            and t._array.dtype.kind in "fc":
+            and inexact(t._array.dtype):
         t.requires_grad = True
         t._node = (op, (a, b), {}, CLOCK[0])
     else:
@@ -203,6 +206,11 @@ def leaves_reached(outputs):
     the autograd graph the same way to find unused parameters)."""
     return [t for t in toposort([o for o in outputs if _needs_grad(o)], _node_of, _needs_grad)
             if t._node is None]
+
+
+@_lowers
+def _autocast_matmul(a, b):
+    return ops.matmul(a, b)
 
 
 def _rbinary(op, a, b):
@@ -469,7 +477,8 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         return self._array.shape[0]
 
     def __repr__(self):
-        body = np.array2string(self._array, separator=", ", prefix="tensor(", precision=4,
+        arr = self._array.astype(np.float32) if self._array.dtype == BFLOAT16 else self._array
+        body = np.array2string(arr, separator=", ", prefix="tensor(", precision=4,
                                threshold=200, edgeitems=3)
         extra = [f"shape={self._array.shape}", f"dtype={self._array.dtype}"]
         if self.grad_fn is not None:
@@ -485,6 +494,8 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on a Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
+        if self._array.dtype == BFLOAT16:   # NOTE: as torch: NumPy has no bfloat16
+            raise TypeError("Got unsupported ScalarType BFloat16")
         return self._array
 
     def item(self):
@@ -533,7 +544,7 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
                                "you want to use a computed variable in a subgraph that doesn't "
                                "require differentiation use var_no_grad = var.detach().")
-        if requires_grad and self._array.dtype.kind not in "fc":
+        if requires_grad and not inexact(self._array.dtype):
             raise RuntimeError(f"only Tensors of floating point dtype can require gradients, "
                                f"got {self._array.dtype}")
         self.requires_grad = bool(requires_grad)
@@ -629,9 +640,13 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         return _rbinary(_POW, self, o)
 
     def __matmul__(self, o):
+        if _AUTOCAST.enabled:   # NOTE: CPU autocast lowers matmul (eager/amp.py)
+            return _autocast_matmul(self, o)
         return _binary(_MATMUL, self, o)
 
     def __rmatmul__(self, o):
+        if _AUTOCAST.enabled:
+            return _autocast_matmul(o, self)
         return _rbinary(_MATMUL, self, o)
 
     def __neg__(self):
@@ -800,7 +815,7 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         return self ** exponent
 
     def matmul(self, other):
-        return ops.matmul(self, other)
+        return _autocast_matmul(self, other)
 
     def clamp(self, min=None, max=None):  # noqa: A002 - torch's names
         return ops.clamp(self, min, max)
@@ -934,13 +949,17 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
     def bool(self, memory_format=None):
         return self._as("bool", memory_format)
 
+    def bfloat16(self, memory_format=None):
+        return self._as(BFLOAT16, memory_format)
+
     def clone(self):
         return ops.copy(self)
 
 
 
 _TYPE_NAMES = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor",
-               "float16": "torch.HalfTensor", "int64": "torch.LongTensor",
+               "float16": "torch.HalfTensor", "bfloat16": "torch.BFloat16Tensor",
+               "int64": "torch.LongTensor",
                "int32": "torch.IntTensor", "bool": "torch.BoolTensor"}
 _TYPE_DTYPES = {v: k for k, v in _TYPE_NAMES.items()}
 

@@ -150,6 +150,7 @@ cpu = types.ModuleType("dualgrad.eager.cpu", "torch.cpu")
 cpu.amp = types.ModuleType("dualgrad.eager.cpu.amp", "torch.cpu.amp")
 cpu.amp.autocast = lambda enabled=True, dtype=None, cache_enabled=True: _amp.autocast(
     "cpu", dtype, enabled, cache_enabled)
+cpu.amp.GradScaler = functools.partial(_amp.GradScaler, "cpu")
 cpu.is_available = lambda: True
 
 mps = types.ModuleType("dualgrad.eager.backends.mps", "torch.backends.mps: not built")

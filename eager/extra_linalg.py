@@ -13,6 +13,8 @@ import math
 from collections import namedtuple
 
 import numpy as np
+from dualgrad.eager.amp import keeps_fp32, lowers
+from dualgrad.ops.rules import floating
 
 from dualgrad import ops
 
@@ -34,7 +36,7 @@ TriangularSolveResult = namedtuple("triangular_solve", "solution cloned_coeffici
 
 def _float(name, A):  # noqa: N803 - torch's argument names
     a = _t(A)
-    if a.dtype.kind != "f":
+    if not floating(a.dtype):
         raise RuntimeError(f"linalg.{name}: Expected a floating point tensor as input. Got "
                            f"{a.dtype}")
     return a
@@ -59,6 +61,7 @@ def _empty_batch(a, fn):
 
 
 # -- inverse and determinant -------------------------------------------------------------------
+@keeps_fp32
 def inv(A, *, out=None):  # noqa: N803
     return _empty_batch(_square("inv", A), ops.inv)
 
@@ -94,6 +97,7 @@ def _vector_rhs(a, b):
     return b.ndim == 1 or (b.ndim == a.ndim - 1 and tuple(b.shape) == tuple(a.shape[:-1]))
 
 
+@keeps_fp32
 def solve(A, B, *, left=True, out=None):  # noqa: N803
     a, b = _square("solve", A), _t(B)
     if not left:   # X A = B  <=>  A^T X^T = B^T
@@ -160,6 +164,7 @@ def cholesky_solve(B, L, upper=False):  # noqa: N803
 
 
 # -- eigenvalues and singular values -----------------------------------------------------------
+@keeps_fp32
 def eigh(A, UPLO="L", *, out=None):  # noqa: N803
     a = _square("eigh", A)
     if UPLO == "U":   # NOTE: numpy reads the lower triangle: mirror the upper one into it
@@ -172,6 +177,7 @@ def eigvalsh(A, UPLO="L", *, out=None):  # noqa: N803
     return ops.eigh_values(a.mT if UPLO == "U" else a)
 
 
+@keeps_fp32
 def svd(A, full_matrices=True, *, driver=None, out=None):  # noqa: N803
     a = _float("svd", A)
     m, n = a.shape[-2:]
@@ -190,6 +196,7 @@ def svdvals(A, *, driver=None, out=None):  # noqa: N803
     return ops.svd_s(_float("svdvals", A))
 
 
+@keeps_fp32
 def qr(A, mode="reduced", *, out=None):  # noqa: N803
     """Q R with Q's columns orthonormal (LAPACK's signs); mode "reduced", "complete" (equal
     to reduced for m <= n... and square inputs) or "r" (Q empty)."""
@@ -337,10 +344,12 @@ def _tolerance(s, a, atol, rtol):
     return np.maximum(atol, rtol * smax)
 
 
+@keeps_fp32
 def pinverse(input, rcond=1e-15):  # noqa: A002
     return pinv(input, rtol=rcond)
 
 
+@keeps_fp32
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):  # noqa: N803
     a = _arr(_float("matrix_rank", A))
     if a.size == 0:
@@ -367,6 +376,7 @@ def matrix_power(A, n, *, out=None):  # noqa: N803
     return out
 
 
+@lowers
 def multi_dot(tensors, *, out=None):
     ts = [_t(t) for t in tensors]
     if len(ts) < 2:
@@ -386,6 +396,7 @@ def multi_dot(tensors, *, out=None):
     return out
 
 
+@lowers
 def vecdot(x, y, *, dim=-1, out=None):
     return ops.sum(_t(x) * y, axis=dim)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from dualgrad.ops.rules import HALF, floating
 
 from dualgrad import ops
 from dualgrad.ops.rules import torch_result_dtype
@@ -53,7 +54,7 @@ def lcm(input, other):  # noqa: A002
 
 def nextafter(input, other):  # noqa: A002
     x, y = _t(input), _t(other)
-    if x.dtype.kind != "f" or x.dtype != y.dtype:
+    if not floating(x.dtype) or x.dtype != y.dtype:
         raise RuntimeError(f"nextafter: expected two floating tensors of one dtype, got "
                            f"{x.dtype} and {y.dtype}")
     return ops.nextafter(x, y)
@@ -68,7 +69,7 @@ def ldexp(input, other):  # noqa: A002
 def frexp(input):  # noqa: A002
     """(mantissa, exponent): input = mantissa * 2**exponent, |mantissa| in [0.5, 1)."""
     x = _t(input)
-    if x.dtype.kind != "f":
+    if not floating(x.dtype):
         raise RuntimeError(f"torch.frexp() only supports floating-point dtypes, got {x.dtype}")
     e = ops.frexp_exponent(x)
     return x * 2.0 ** ops.cast(-e, x.dtype), e
@@ -78,9 +79,9 @@ def mvlgamma(input, p):  # noqa: A002
     """The multivariate log-gamma of dimension p: sum of lgamma(x - i/2), i < p, plus
     p(p-1)/4 log(pi); every element must exceed (p - 1) / 2."""
     x = _t(input)
-    x = x if x.dtype.kind == "f" else ops.cast(x, np.float32)
-    if x.dtype == np.float16:   # NOTE: torch computes half in float32, rounding once
-        return ops.cast(mvlgamma(ops.cast(x, np.float32), p), np.float16)
+    x = x if floating(x.dtype) else ops.cast(x, np.float32)
+    if x.dtype in HALF:   # NOTE: torch computes half in float32, rounding once
+        return ops.cast(mvlgamma(ops.cast(x, np.float32), p), x.dtype)
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     if not bool(np.all(_arr(x) > (p - 1) / 2)):
@@ -101,7 +102,7 @@ def xlog1py(input, other):  # noqa: A002
 def entr(input):  # noqa: A002
     """-x log x for x > 0, 0 at 0, -inf below."""
     x = _t(input)
-    x = x if x.dtype.kind == "f" else ops.cast(x, np.float32)
+    x = x if floating(x.dtype) else ops.cast(x, np.float32)
     pos = ops.gt(x, 0)
     v = -x * ops.log(ops.where(pos, x, 1.0))
     return ops.where(pos, v, ops.where(ops.eq(x, 0), 0.0, ops.where(ops.lt(x, 0), -math.inf, x)))

@@ -16,6 +16,8 @@ import itertools
 import math
 
 import numpy as np
+from dualgrad.eager.amp import lowers
+from dualgrad.ops.rules import HALF, floating, inexact
 
 from dualgrad import ops
 
@@ -145,7 +147,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):  # noqa: A002
     one-sided at the edges (edge_order 1 or 2); spacing a number, one per dim, or each dim's
     coordinates."""
     f = _t(input)
-    f = f if f.dtype.kind in "fc" else ops.cast(f, np.float32)
+    f = f if inexact(f.dtype) else ops.cast(f, np.float32)
     dims = list(range(f.ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
     dims = [d % f.ndim for d in dims]
     spacing = 1 if spacing is None else spacing
@@ -183,7 +185,7 @@ real, conj, resolve_conj, resolve_neg, conj_physical = (_real_only(n) for n in (
 def angle(input):  # noqa: A002
     """The argument of a real number: 0 for x >= 0, pi for x < 0, NaN for NaN (gradient 0)."""
     x = _t(input)
-    x = x if x.dtype.kind == "f" else ops.cast(x, np.float32)
+    x = x if floating(x.dtype) else ops.cast(x, np.float32)
     return ops.where(ops.lt(x, 0), math.pi, ops.where(ops.ne(x, x), x, 0.0)) + x * 0.0
 
 
@@ -209,6 +211,7 @@ def combinations(input, r=2, with_replacement=False):  # noqa: A002
     return ops.take(x, idx, axis=0)
 
 
+@lowers
 def tensordot(a, b, dims=2, out=None):
     """Sum of products over a's last `dims` dims and b's first (or the listed pairs)."""
     a, b = _t(a), _t(b)
@@ -235,6 +238,7 @@ def _match_ones(a, da, b, db):
     return a if size == list(a.shape) else a.expand(*size)
 
 
+@lowers
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     """beta * input + alpha * the sum over the batch of batch1[i] @ batch2[i]."""
     from .reductions import _beta_alpha
@@ -279,8 +283,8 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
 def renorm(input, p, dim, maxnorm):  # noqa: A002
     """Each slice along dim rescaled to p-norm at most maxnorm."""
     x = _t(input)
-    if x.dtype == np.float16:   # NOTE: torch computes half in float32, rounding once
-        return ops.cast(renorm(ops.cast(x, np.float32), p, dim, maxnorm), np.float16)
+    if x.dtype in HALF:   # NOTE: torch computes half in float32, rounding once
+        return ops.cast(renorm(ops.cast(x, np.float32), p, dim, maxnorm), x.dtype)
     d = dim % x.ndim
     others = tuple(i for i in range(x.ndim) if i != d)
     norms = ops.norm(x, ord=p, axis=others, keepdims=True)
@@ -384,7 +388,7 @@ METHODS = {
     "new_empty_strided": lambda self, size, stride, *, dtype=None, **kw:
         empty_strided(size, stride, dtype=dtype or self.dtype),
     "__rdiv__": lambda self, other: _t(other) / self if isinstance(other, FunctionMethods)
-        else ops.div(other, self) if self.dtype.kind == "f" else
+        else ops.div(other, self) if floating(self.dtype) else
         ops.div(float(other), ops.cast(self, np.float32)),
 }
 

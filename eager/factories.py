@@ -11,6 +11,7 @@ import builtins
 import numpy as np
 
 from dualgrad.ops.core import TRACING
+from dualgrad.ops.rules import floating, inexact
 from dualgrad.ops.symbolic import Dim
 
 from .devices import META_IMPL as _META, check as _check_device, is_meta as _is_meta
@@ -25,7 +26,7 @@ def default_float():
 
 def set_default_dtype(d):
     dtype = np.dtype(d)
-    if dtype.kind != "f":
+    if not floating(dtype):
         raise TypeError(f"set_default_dtype: only floating-point types are supported as the "
                         f"default type, got {dtype}")
     _DEFAULT_FLOAT[0] = dtype
@@ -40,7 +41,7 @@ def _make(arr, dtype, device, requires_grad):
     _check_device(device)
     if dtype is not None and arr.dtype != np.dtype(dtype):
         arr = arr.astype(dtype)
-    if requires_grad and arr.dtype.kind not in "fc":
+    if requires_grad and not inexact(arr.dtype):
         raise RuntimeError(f"Only Tensors of floating point and complex dtype can require "
                            f"gradients, got {arr.dtype}")
     return Tensor(arr, requires_grad)
@@ -53,7 +54,7 @@ def _dtype_of(data):
     arr = np.asarray(data)
     if isinstance(data, np.ndarray) or isinstance(data, np.generic):
         return arr.dtype
-    if arr.dtype.kind == "f":
+    if floating(arr.dtype):
         return _DEFAULT_FLOAT[0]
     if arr.dtype.kind in "iu":
         return np.dtype(np.int64)

@@ -16,6 +16,8 @@ import builtins
 import math
 
 import numpy as np
+from dualgrad.eager.amp import keeps_fp32, lowers
+from dualgrad.ops.rules import floating
 
 from dualgrad import ops
 from dualgrad.ops.linalg import parse_einsum
@@ -48,12 +50,14 @@ def _need_ndim(name, t, nd):
                            f"{tuple(t.shape)}")
 
 
+@lowers
 def mm(input, mat2):  # noqa: A002 - torch's argument names
     _need_ndim("mm", input, 2)
     _need_ndim("mm", mat2, 2)
     return ops.matmul(input, mat2)
 
 
+@lowers
 def bmm(input, mat2):  # noqa: A002
     _need_ndim("bmm", input, 3)
     _need_ndim("bmm", mat2, 3)
@@ -73,12 +77,14 @@ def outer(input, vec2):  # noqa: A002
 ger = outer
 
 
+@lowers
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
     """beta * input + alpha * (mat1 @ mat2); beta=0 ignores input's values (NaN too), as torch."""
     from .reductions import _beta_alpha   # NOTE: reductions imports this module
     return _beta_alpha(input, mm(mat1, mat2), beta, alpha)
 
 
+@lowers
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     from .reductions import _beta_alpha
     return _beta_alpha(input, bmm(batch1, batch2), beta, alpha)
@@ -96,6 +102,7 @@ def _scaled(x, k):
     return x if k == 1 else x * k
 
 
+@lowers
 def einsum(equation, *operands):
     """torch.einsum: each operand is laid out over every index letter (size 1 where it has
     none), the product is summed over the letters not in the output. Gradients come from
@@ -162,6 +169,7 @@ def kron(input, other):  # noqa: A002
     return (ax * bx).reshape(tuple(p * q for p, q in zip(a.shape, b.shape)))
 
 
+@keeps_fp32
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """Pairwise p-norm distances between the rows of x1 (.., P, M) and x2 (.., R, M)."""
     diff = ops.expand_dims(x1, axis=-2) - ops.expand_dims(x2, axis=-3)
@@ -235,6 +243,7 @@ def accumulate(op, x, dtype=None, **attrs):
     return ops.cast(op(ops.cast(x, wide), **attrs), x.dtype)
 
 
+@keeps_fp32
 def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     """The product along dim (every element by default), as a chain of multiplies so the
     gradient is exact with zeros present."""
@@ -407,7 +416,7 @@ def isfinite(input):  # noqa: A002
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002
     """NaN -> nan, +inf -> posinf, -inf -> neginf (the dtype's largest values by default)."""
     x = _t(input)
-    if x.dtype.kind != "f":
+    if not floating(x.dtype):
         return ops.copy(x)
     big = float(np.finfo(x.dtype).max)
     x = ops.where(isnan(x), nan, x)
@@ -702,7 +711,7 @@ def normal(mean, std=1.0, size=None, *, generator=None):
         shape = np.broadcast_shapes(*[tuple(getattr(v, "shape", ())) for v in (mean, std)])
     noise = _t(drawn(generator, shape, np.float32, lambda g: g.standard_normal(shape)))
     dtype = next((np.dtype(v.dtype) for v in (mean, std)
-                  if hasattr(v, "dtype") and np.dtype(v.dtype).kind == "f"),
+                  if hasattr(v, "dtype") and floating(np.dtype(v.dtype))),
                  np.dtype(np.float32))
     mean, std = [ops.stop_gradient(v) if isinstance(v, FunctionMethods) else v
                  for v in (mean, std)]

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
+
+from dualgrad.ops.rules import floating
 
 from .factories import get_default_dtype
 
@@ -49,9 +52,9 @@ class finfo:  # noqa: N801 - torch's name
 
     def __init__(self, type=None):  # noqa: A002 - torch's argument name
         dt = np.dtype(get_default_dtype() if type is None else type)
-        if dt.kind != "f":
+        if not floating(dt):
             raise TypeError(f"torch.finfo() requires a floating point input type, got {dt}")
-        fi = np.finfo(dt)
+        fi = ml_dtypes.finfo(dt)   # NOTE: NumPy's finfo knows no bfloat16
         self.dtype, self.bits = dt.name, int(fi.bits)
         self.eps, self.max, self.min = float(fi.eps), float(fi.max), float(fi.min)
         self.tiny = self.smallest_normal = float(fi.smallest_normal)

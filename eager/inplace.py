@@ -29,6 +29,7 @@ from dualgrad.ops.core import TRACING, user_frame, where_str
 from dualgrad.ops.index import staged
 
 from . import core as _core
+from .amp import AUTOCAST as _AUTOCAST, not_autocast
 from .generator import drawn
 
 CLOCK = [0]   # ticks once per in-place write; tape entries record the tick they were made at
@@ -96,6 +97,8 @@ def _stamp(t):
 
 def apply_inplace(t, name, compute, *others):
     """t <- compute(t, *others) in place, following the three rules of this module."""
+    if _AUTOCAST.enabled:
+        compute = not_autocast(compute)
     if TRACING[0] and not _needs_tape(t, others) and getattr(t, "_trace", None) is None:
         tr = _core.traced_step()
         if tr is not None:   # NOTE: in compile(): recorded, written at every call

@@ -14,6 +14,7 @@ import math
 
 from dualgrad import ops
 
+from .amp import keeps_fp32
 from .extra_linalg import LINALG, _float, inv
 from .not_provided import absent
 
@@ -74,6 +75,7 @@ def __getattr__(name):
 __all__ = ["norm", "vector_norm", "matrix_norm", *LINALG]
 
 
+@keeps_fp32
 def cond(A, p=None):  # noqa: N803
     a = _float("cond", A)
     if p in (None, 2, -2):

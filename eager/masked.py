@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from dualgrad.ops.rules import BFLOAT16, floating
 
 from dualgrad import ops
 
@@ -34,7 +35,7 @@ def _prep(input, mask, dtype=None):  # noqa: A002
 
 
 def _extreme(dt, high):
-    if dt.kind == "f":
+    if floating(dt):
         return math.inf if high else -math.inf
     if dt.kind == "b":
         return high
@@ -74,8 +75,8 @@ def _half(fn):
     """float16 computed in float32 and rounded once, as torch's CPU kernels do."""
     def run(input, *args, dtype=None, **kwargs):  # noqa: A002
         x = _t(input)
-        if x.dtype == np.float16 and dtype is None:
-            return ops.cast(fn(ops.cast(x, np.float32), *args, **kwargs), np.float16)
+        if x.dtype == np.float16 and dtype is None:   # NOTE: bfloat16's ops accumulate in float32
+            return ops.cast(fn(ops.cast(x, np.float32), *args, **kwargs), x.dtype)
         return fn(x, *args, dtype=dtype, **kwargs)
     run.__name__ = run.__qualname__ = fn.__name__
     return run
@@ -140,13 +141,13 @@ def mean(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A00
     x, m = _prep(input, mask, dtype)
     dims = _dims(dim, x.ndim)
     total = ops.where(m, x, 0).sum(dims, keepdim)
-    return total / _count(m, dims, keepdim, total.dtype if total.dtype.kind == "f"
+    return total / _count(m, dims, keepdim, total.dtype if floating(total.dtype)
                           else np.float32)
 
 
 def median(input, dim=-1, *, keepdim=False, dtype=None, mask=None):  # noqa: A002
     x, m = _prep(input, mask, dtype)
-    if x.dtype.kind != "f":
+    if not floating(x.dtype):
         x = ops.cast(x, np.float32)
     return ops.where(m, x, math.nan).nanmedian(dim, keepdim).values
 
@@ -161,7 +162,7 @@ def norm(input, ord, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa
 def var(input, dim=None, unbiased=None, *, correction=None, keepdim=False, dtype=None,  # noqa: A002
         mask=None):
     x, m = _prep(input, mask, dtype)
-    if x.dtype.kind != "f":
+    if not floating(x.dtype):
         x = ops.cast(x, np.float32)
     dims = _dims(dim, x.ndim)
     corr = correction if correction is not None else (0 if unbiased is False else 1)
@@ -235,6 +236,6 @@ def prod(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A00
     """The product of the unmasked elements (1 where none is)."""
     if isinstance(input, FunctionMethods) and input.ndim == 0 and mask is None and \
             dim is None and dtype in (None, input.dtype) and input.dtype in (
-                np.int64, np.float16, np.float32, np.float64):
+                np.int64, np.float16, BFLOAT16, np.float32, np.float64):
         return input   # NOTE: torch returns the 0-d input itself (a write through it shows)
     return _prod(input, dim, keepdim=keepdim, dtype=dtype, mask=mask)

@@ -22,6 +22,7 @@ values (`.item()`, `bool()`, `.numpy()`, `.tolist()`, `.to("cpu")`) raises PyTor
 from __future__ import annotations
 
 import numpy as np
+from dualgrad.ops.rules import inexact
 
 from dualgrad import ops
 from dualgrad.ops.composite import current_composite
@@ -133,7 +134,7 @@ def run(op, args, attrs, mixed=False):
                                       f"{e}")) from None
     dtype = _promoted(op, args, specs, out.dtype)
     t = _wrap(MetaArray(out.shape, dtype))
-    if _core.EagerEngine.records() and dtype.kind in "fc" and any(
+    if _core.EagerEngine.records() and inexact(dtype) and any(
             [isinstance(a, Tensor) and a.requires_grad for a in args]):
         t.requires_grad = True
         t._node = (op, args, attrs, _core.CLOCK[0])
@@ -225,7 +226,7 @@ class MetaTensor(Tensor):
         return _wrap(self._array)
 
     def clone(self):
-        return ops.cast(self, self.dtype) if self.dtype.kind in "fc" else _wrap(self._array)
+        return ops.cast(self, self.dtype) if inexact(self.dtype) else _wrap(self._array)
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False):
         if gradient is None and self.requires_grad:
@@ -275,7 +276,7 @@ def empty(shape, dtype=None, requires_grad=False) -> MetaTensor:
     """A meta tensor of `shape` (ints and `Dim`s) and `dtype` (the default float)."""
     from .factories import default_float
     arr = MetaArray(shape, dtype if dtype is not None else default_float())
-    if requires_grad and arr.dtype.kind not in "fc":
+    if requires_grad and not inexact(arr.dtype):
         raise RuntimeError(f"Only Tensors of floating point and complex dtype can require "
                            f"gradients, got {arr.dtype}")
     return _wrap(arr, requires_grad)

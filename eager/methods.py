@@ -14,7 +14,7 @@ from collections import namedtuple
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.rules import norm_axis
+from dualgrad.ops.rules import floating, norm_axis
 
 SortResult = namedtuple("SortResult", "values indices")
 TopkResult = namedtuple("TopkResult", "values indices")
@@ -157,7 +157,7 @@ class TensorMethods:
         return self.T if self.ndim == 2 else self
 
     def is_floating_point(self):
-        return self._array.dtype.kind == "f"
+        return floating(self._array.dtype)
 
     def half(self, memory_format=None):
         return self._as("float16", memory_format)
@@ -187,7 +187,7 @@ class TensorMethods:
         return self.t()
 
     def is_signed(self):
-        return self._array.dtype.kind in "ifc"
+        return self._array.dtype.kind in "ifc" or floating(self._array.dtype)
 
     def is_complex(self):
         return self._array.dtype.kind == "c"

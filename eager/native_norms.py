@@ -10,6 +10,7 @@ ops, so each output is differentiable.
 from __future__ import annotations
 
 import numpy as np
+from dualgrad.ops.rules import HALF
 
 from dualgrad import ops
 
@@ -20,7 +21,7 @@ __all__ = ["native_layer_norm", "native_batch_norm", "native_group_norm"]
 
 def _wide(x):
     """float16 computed in float32, as torch's CPU kernels do."""
-    return ops.cast(x, np.float32) if x.dtype == np.float16 else x
+    return ops.cast(x, np.float32) if x.dtype in HALF else x
 
 
 def _back(y, dt):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from dualgrad.ops.rules import floating, inexact
 
 from dualgrad import ops
 from dualgrad.ops.rules import torch_result_dtype
@@ -27,7 +28,7 @@ _LN2 = math.log(2.0)
 def _floating(x):
     """x as a float tensor (float32 for integers and bools, as torch's float ops)."""
     x = _t(x)
-    return x if x.dtype.kind in "fc" else ops.cast(x, np.float32)
+    return x if inexact(x.dtype) else ops.cast(x, np.float32)
 
 
 def sign(input):  # noqa: A002 - torch's argument names
@@ -35,7 +36,7 @@ def sign(input):  # noqa: A002 - torch's argument names
     x = _t(input)
     if x.dtype == np.bool_:
         return x.clone()
-    return ops.where(isnan(x), 0, ops.sign(x)) if x.dtype.kind == "f" else ops.sign(x)
+    return ops.where(isnan(x), 0, ops.sign(x)) if floating(x.dtype) else ops.sign(x)
 
 
 def sgn(input):  # noqa: A002
@@ -150,7 +151,7 @@ def xlogy(input, other):  # noqa: A002
 def hypot(input, other):  # noqa: A002
     """sqrt(x^2 + y^2), scaled by max(|x|, |y|) so that it overflows only where it should."""
     x, y = _t(input), _t(other)
-    if x.dtype.kind != "f" or y.dtype.kind != "f":
+    if not floating(x.dtype) or not floating(y.dtype):
         raise RuntimeError(f"hypot: expected floating point tensors, got {x.dtype} and "
                            f"{y.dtype}")
     m = ops.stop_gradient(ops.maximum(ops.abs(x), ops.abs(y)))
@@ -165,7 +166,7 @@ def _extremum(x, y, first, name):
     from .factories import default_float
     x = _t(x)
     dt = torch_result_dtype([x, y], default_float())   # NOTE: dtypes only: a tracer has no values
-    if dt.kind not in "fc":
+    if not inexact(dt):
         return getattr(ops, name)(x, y)
     x = x if x.dtype == dt else ops.cast(x, dt)
     y = ops.cast(y, dt) if isinstance(y, FunctionMethods) and y.dtype != dt else y

@@ -18,6 +18,8 @@ import types
 from collections import namedtuple
 
 import numpy as np
+from dualgrad.eager.amp import keeps_fp32
+from dualgrad.ops.rules import floating
 
 from dualgrad import ops
 from dualgrad.ops.rules import norm_axis
@@ -71,7 +73,7 @@ def _kth_smallest(k, skip_nan=False):
 def _first_nan_or(pick):
     """A row holding NaN selects its first NaN (torch's median and kthvalue propagate it)."""
     def chosen(rows):
-        nan = np.isnan(rows) if rows.dtype.kind == "f" else np.zeros(rows.shape, bool)
+        nan = np.isnan(rows) if floating(rows.dtype) else np.zeros(rows.shape, bool)
         return np.where(nan.any(-1), np.argmax(nan, axis=-1), pick(rows))
     return chosen
 
@@ -99,9 +101,9 @@ def _overall(input, nan_aware):
     flat = x.reshape(-1)
     arr = _arr(flat)
     if arr.size == 0:
-        return ops.cast(ops.sum(flat) * np.nan, x.dtype) if x.dtype.kind == "f" else \
+        return ops.cast(ops.sum(flat) * np.nan, x.dtype) if floating(x.dtype) else \
             _no_grad_tensor(np.array(np.nan, np.float32))
-    nan = np.isnan(arr) if arr.dtype.kind == "f" else np.zeros(arr.shape, bool)
+    nan = np.isnan(arr) if floating(arr.dtype) else np.zeros(arr.shape, bool)
     if nan.any() and not (nan_aware and not nan.all()):
         return ops.take(flat, np.argmax(nan), axis=0)    # torch: the first NaN, all its own
     valid = np.sort(arr[~nan])
@@ -146,7 +148,7 @@ def _running(name, input, dim, better):
     best = rows[0] if len(rows) else None
     for i in range(1, len(rows)):
         r = rows[i]
-        take = np.isnan(r) | (~np.isnan(best) & better(r, best)) if r.dtype.kind == "f" \
+        take = np.isnan(r) | (~np.isnan(best) & better(r, best)) if floating(r.dtype) \
             else better(r, best)
         best = np.where(take, r, best)
         idx[i] = np.where(take, i, idx[i - 1])
@@ -171,7 +173,7 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 def _quantile(name, input, q, dim, keepdim, interpolation, skip_nan):
     x = _t(input)
-    if x.dtype.kind != "f":
+    if not floating(x.dtype):
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
     if interpolation not in _INTERPOLATIONS:
         raise ValueError(f"{name}() interpolation must be one of {', '.join(_INTERPOLATIONS)}. "
@@ -226,11 +228,13 @@ def _interpolate(srt, rank, how):
     return a + (b - a) * w
 
 
+@keeps_fp32
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # noqa: A002
     """The q-th quantiles along dim (all elements by default); NaN propagates."""
     return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
 
 
+@keeps_fp32
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  # noqa: A002
     return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
 
@@ -238,14 +242,14 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):  
 # -- NaN-ignoring sums, and the rest -------------------------------------------------------
 def nansum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     x = _t(input) if dtype is None else ops.cast(_t(input), np.dtype(dtype))
-    if x.dtype.kind == "f":
+    if floating(x.dtype):
         x = ops.where(isnan(x), 0, x)
     return accumulate(ops.sum, x, axis=dim, keepdims=keepdim)
 
 
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     x = _t(input) if dtype is None else ops.cast(_t(input), np.dtype(dtype))
-    if x.dtype.kind != "f":
+    if not floating(x.dtype):
         raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got "
                            f"{x.dtype}")
     keep = ops.logical_not(isnan(x))
@@ -253,6 +257,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
                                              keepdims=keepdim)
 
 
+@keeps_fp32
 def trace(input):  # noqa: A002
     x = _t(input)
     if x.ndim != 2:
@@ -278,7 +283,7 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
     """Counts in `bins` equal bins over [min, max] (the data's range when min == max);
     values outside are ignored. No gradient, as torch."""
     arr = _arr(input)
-    if arr.dtype.kind != "f":
+    if not floating(arr.dtype):
         raise NotImplementedError(f"histc: \"histogram_cpu\" not implemented for "
                                   f"'{arr.dtype}'")
     lo, hi = float(min), float(max)
@@ -389,7 +394,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):  # noqa: A002
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
                            f"input with {x.ndim} dimensions")
     x = x.reshape(1, -1) if x.ndim < 2 else x
-    if x.dtype.kind != "f":
+    if not floating(x.dtype):
         x = ops.cast(x, np.float32)
     n = x.shape[1]
     centred = x - ops.mean(x, axis=1, keepdims=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.rules import norm_axis
+from dualgrad.ops.rules import floating, norm_axis
 
 from .functions import FunctionMethods, _arr, _method, _t
 
@@ -382,7 +382,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):  # noqa: A002
     n = x.shape[-1] + abs(offset)
     i = np.arange(x.shape[-1])
     r, c = (i, i + offset) if offset >= 0 else (i - offset, i)
-    onto = np.zeros((x.shape[-1], n * n), x.dtype if x.dtype.kind == "f" else np.float32)
+    onto = np.zeros((x.shape[-1], n * n), x.dtype if floating(x.dtype) else np.float32)
     onto[i, r * n + c] = 1
     mats = ops.reshape(ops.matmul(x, onto.astype(x.dtype)), tuple(x.shape[:-1]) + (n, n))
     rest = [k for k in range(nd) if k not in (d1, d2)]
@@ -440,7 +440,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
         if reduce == "sum":
             return ops.cast(out, x.dtype) if x.dtype == np.bool_ else out   # NOTE: bool: or
         count = (hits + keep).astype(x.dtype)
-        return out / np.maximum(count, 1) if x.dtype.kind == "f" else \
+        return out / np.maximum(count, 1) if floating(x.dtype) else \
             floor_divide(out, np.maximum(count, 1))
     return _scatter_extreme(x, d, idx, src, keep, hits, reduce)
 
@@ -448,7 +448,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
 def _identity_of(reduce, dtype):
     """The start of an amax / amin where self is left out: the dtype's lowest / highest."""
     hi = reduce == "amin"
-    if dtype.kind == "f":
+    if floating(dtype):
         return np.inf if hi else -np.inf
     if dtype.kind == "b":
         return hi
@@ -462,7 +462,7 @@ def _scatter_extreme(x, d, idx, src, keep, hits, reduce):
     res = np.where(keep, _arr(x), _identity_of(reduce, x.dtype)).astype(x.dtype)
     grid = np.indices(idx.shape, sparse=True)
     ufunc.at(res, tuple(idx if k == d else grid[k] for k in range(x.ndim)), _arr(src))
-    if x.dtype.kind != "f":
+    if not floating(x.dtype):
         return _t(res)
     at_src = np.take_along_axis(res, idx, axis=d)
     m_self = keep & (_arr(x) == res)

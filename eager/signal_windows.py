@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from dualgrad.ops.rules import floating
 
 __all__ = ["bartlett", "blackman", "cosine", "exponential", "gaussian", "general_cosine",
            "general_hamming", "hamming", "hann", "kaiser", "nuttall"]
@@ -22,7 +23,7 @@ def _window(name, M, dtype, requires_grad, values):
     if not isinstance(M, int) or M < 0:
         raise ValueError(f"{name} requires non-negative window length, got M={M}")
     dt = np.dtype(dtype or get_default_dtype())
-    if dt.kind != "f":
+    if not floating(dt):
         raise ValueError(f"{name} expects float32 or float64 dtypes, got: {dt}")
     if M == 0:
         arr = np.zeros(0)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dualgrad.ops.rules import BFLOAT16 as bfloat16   # NOTE: ml_dtypes' (NumPy has none)
+
 float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
 int8, int16, int32, int64 = (np.dtype(f"int{b}") for b in (8, 16, 32, 64))
 uint8 = np.dtype("uint8")
@@ -20,7 +22,7 @@ string = np.dtype(object)   # tf.string: bytes values in object arrays (tf.data,
 # TF's names whose NumPy reading differs ("float" is float64 to NumPy, float32 to TF)
 _TF_NAMES = {"float": float32, "double": float64, "half": float16, "bool": bool_,
              "string": string}
-_SUPPORTED = {float16, float32, float64, int8, int16, int32, int64, uint8, bool_, string}
+_SUPPORTED = {float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8, bool_, string}
 
 
 def as_dtype(dtype) -> np.dtype:

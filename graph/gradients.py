@@ -19,6 +19,7 @@ import contextlib
 
 from dualgrad import ops
 from dualgrad.ops.autodiff import backprop
+from dualgrad.ops.rules import inexact
 
 from .core import Tensor, gradient_of
 
@@ -79,7 +80,7 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
     live = _reaching(ys, xs) - stops if xs else set()
 
     def needs_grad(v):
-        return isinstance(v, Tensor) and id(v) in live and v.dtype.kind in "fc"
+        return isinstance(v, Tensor) and id(v) in live and inexact(v.dtype)
 
     with g.name_scope(name) as scope:
         if grad_ys is None:

@@ -11,6 +11,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from .rules import floating
 
 from .core import (Sample, ShapeError, fmt_shape, located, spec_of, user_frame, user_stacklevel,
                    where_str)
@@ -151,7 +152,7 @@ def _finite_max(x, axis):
 def _shift(x, axis):
     """The gradient-free row max the softmax family subtracts; -inf over an empty axis
     (where max alone raises), so softmax of a (3, 0) tensor is empty, as torch's is."""
-    initial = -np.inf if spec_of(x).dtype.kind == "f" else None
+    initial = -np.inf if floating(spec_of(x).dtype) else None
     return stop_gradient(max_(x, axis=axis, keepdims=True, initial=initial))
 
 

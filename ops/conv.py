@@ -11,12 +11,13 @@ import math
 
 import numpy as np
 
-from .core import Sample, fmt_shape, located
+from .core import Sample, fmt_shape, located, spec_of
 from .elementwise import copy
 from .composite import _shape, composite, in_opmath, mean
 from .nn import fold, matmul, pair, unfold, window_outs
 from .pool import max_pool, window_argmax, window_stack
 from .reduce import max as max_, sum as sum_
+from .rules import floating
 from .shape import (concat, expand_dims, pad, reshape, slice_, squeeze, take, transpose,
                     zeros_like)
 
@@ -265,6 +266,8 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
         if scale == k[0] * k[1]:
             return reshape(mean(cols, axis=1), (-1, xs[1]) + outs)
         return reshape(sum_(cols, axis=1), (-1, xs[1]) + outs) / scale
+    if floating(spec_of(x).dtype):   # NOTE: the divisor in x's dtype: half stays half
+        div = div.astype(spec_of(x).dtype)
     return reshape(sum_(cols, axis=1), (-1, xs[1]) + outs) / div
 
 

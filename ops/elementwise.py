@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from .rules import floating, inexact
 
 from . import refs
 from .core import (REGISTRY, Sample, Spec, ShapeError, bind, fmt_shape, is_value, register)
@@ -47,7 +48,7 @@ def _div_infer(x, y, **_):
     shape = broadcast("div", x, y)
     warn_outer("div", x, y)
     dt = result_dtype(x, y)
-    return Spec(shape, dt if dt.kind in "fc" else np.dtype(np.float64))
+    return Spec(shape, dt if inexact(dt) else np.dtype(np.float64))
 
 
 # -- unary ------------------------------------------------------------------------------------
@@ -86,7 +87,7 @@ def _sigmoid_kernel(x):
     # NOTE: exp(min(x, 0)) / (1 + exp(-|x|)): neither exp overflows, and for x < 0 the
     # quotient is e / (1 + e), which keeps its relative precision (sigmoid(-20) = 2.06e-9,
     # sigmoid(-100) a float32 subnormal), as torch; no branch and no where: 2/3 of the time
-    if type(x) is np.ndarray and x.size >= _NATIVE_SIGMOID and x.dtype.kind == "f" \
+    if type(x) is np.ndarray and x.size >= _NATIVE_SIGMOID and floating(x.dtype) \
             and x.dtype.itemsize >= 4:
         from . import native
         return native.sigmoid(x)
@@ -109,7 +110,7 @@ SIGMOID = register("sigmoid", _unary_infer, _sigmoid_kernel,
 # -- the gradients of sigmoid and tanh from their output y (TF's SigmoidGrad, TanhGrad): one
 # kernel call where dy * y * (1 - y) op by op is three, in every engine's backward pass
 def _sigmoid_grad_kernel(y, dy):
-    if getattr(y, "dtype", _F64).kind != "f" or getattr(dy, "dtype", _F64).kind != "f":
+    if not floating(getattr(y, "dtype", _F64)) or not floating(getattr(dy, "dtype", _F64)):
         _refuse("sigmoid_grad", np.asarray(y), np.asarray(dy))
     if _alike(y, dy):   # NOTE: the same products in one buffer: 2 of 3 allocations saved
         t = 1.0 - y
@@ -121,7 +122,7 @@ def _sigmoid_grad_kernel(y, dy):
 def _alike(y, dy):
     """Two float arrays of one shape and dtype: the result's buffer can hold each step."""
     return (type(y) is np.ndarray and type(dy) is np.ndarray and y.dtype is dy.dtype
-            and y.shape == dy.shape and y.ndim and y.dtype.kind == "f")
+            and y.shape == dy.shape and y.ndim and floating(y.dtype))
 
 
 def _sigmoid_grad_vjp(g, y, dy, needs=(True, True), **kw):
@@ -130,7 +131,7 @@ def _sigmoid_grad_vjp(g, y, dy, needs=(True, True), **kw):
 
 
 def _tanh_grad_kernel(y, dy):
-    if getattr(y, "dtype", _F64).kind != "f" or getattr(dy, "dtype", _F64).kind != "f":
+    if not floating(getattr(y, "dtype", _F64)) or not floating(getattr(dy, "dtype", _F64)):
         _refuse("tanh_grad", np.asarray(y), np.asarray(dy))
     if _alike(y, dy):
         t = y * y
@@ -299,7 +300,7 @@ def _cast_kernel(x, dtype):
 
 
 def _cast_vjp(g, x, dtype, **kw):
-    if np.dtype(x.dtype).kind not in "fc":
+    if not inexact(np.dtype(x.dtype)):
         return (None,)
     return (cast(g, dtype=str(np.dtype(x.dtype))),)
 
@@ -440,13 +441,13 @@ MINIMUM = register("minimum", _binary_infer("minimum"), np.minimum, _minimum_vjp
 
 def _atan2_infer(y, x, **_):
     spec = _binary_infer("atan2")(y, x)
-    return spec if spec.dtype.kind == "f" else Spec(spec.shape, np.dtype(np.float32))
+    return spec if floating(spec.dtype) else Spec(spec.shape, np.dtype(np.float32))
 
 
 def _atan2_kernel(y, x):
     # NOTE: as torch: integers give float32; an integer or Python-number operand takes the
     # float dtype of the other
-    floats = [a.dtype for a in (y, x) if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+    floats = [a.dtype for a in (y, x) if isinstance(a, np.ndarray) and floating(a.dtype)]
     dt = np.result_type(*floats) if floats else np.dtype(np.float32)
     return np.arctan2(np.asarray(y, dt), np.asarray(x, dt))
 
@@ -548,7 +549,7 @@ def _divmod_infer(name):
 
 def _floordiv_kernel(x, y):
     _int_divisor("floordiv", x, y)
-    if np.result_type(x, y).kind in "fc":   # NOTE: floor(x / y) as TF; np's // gives 1 // 0.1 = 9
+    if inexact(np.result_type(x, y)):   # NOTE: floor(x / y) as TF; np's // gives 1 // 0.1 = 9
         return np.floor(np.divide(x, y))
     return np.floor_divide(x, y)
 

@@ -27,6 +27,8 @@ import time
 
 import numpy as np
 
+from .rules import BFLOAT16
+
 SUFFIX = ".dualgrad-tmp"
 STALE_SECONDS = 24 * 3600
 STALE_LIBRARY_SECONDS = 600
@@ -154,13 +156,13 @@ def _alive(pid) -> bool:
 
 # -- reading safetensors: refuse what NumPy cannot hold, by name ------------------------------
 NUMPY_DTYPES = {"BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64", "F16", "F32",
-                "F64"}
-_NAMES = {"BF16": "bfloat16", "F8_E4M3": "float8_e4m3", "F8_E5M2": "float8_e5m2"}
+                "F64", "BF16"}
+_NAMES = {"F8_E4M3": "float8_e4m3", "F8_E5M2": "float8_e5m2"}
 
 
 class UnreadableWeights(ValueError):
-    """A safetensors file holds a tensor NumPy (so dualgrad) has no dtype for (bfloat16, the
-    float8 formats): each loader reports it as its own error, naming the file."""
+    """A safetensors file holds a tensor dualgrad has no dtype for (the float8 formats): each
+    loader reports it as its own error, naming the file."""
 
 
 def read_safetensors(path):
@@ -171,14 +173,36 @@ def read_safetensors(path):
     with safe_open(path, "np") as handle:
         metadata = handle.metadata() or {}
         bad = [(k, handle.get_slice(k).get_dtype()) for k in handle.keys()]
+    dtypes = {d for _, d in bad}
     bad = [(k, d) for k, d in bad if d not in NUMPY_DTYPES]
     if bad:
         names = ", ".join(f"{k!r} ({_NAMES.get(d, d)})" for k, d in bad[:3]) + \
             (" …" if len(bad) > 3 else "")
         raise UnreadableWeights(
-            f"tensor {names} has a dtype NumPy cannot hold; dualgrad reads bool, (u)int8-64 "
-            f"and float16/32/64 (convert first, e.g. torch's t.float())")
+            f"tensor {names} has a dtype NumPy cannot hold; dualgrad reads bool, (u)int8-64, "
+            f"bfloat16 and float16/32/64 (convert first, e.g. torch's t.float())")
+    if "BF16" in dtypes:
+        return _read_raw(path), metadata
     return load_file(path), metadata
+
+
+def _read_raw(path):
+    """Every tensor of a safetensors file read from its header and bytes: the safetensors
+    library's NumPy reader knows no bfloat16 (ml_dtypes' is a NumPy dtype all the same)."""
+    names = {"BF16": BFLOAT16, "BOOL": np.bool_, "U8": np.uint8, "I8": np.int8,
+             "U16": np.uint16, "I16": np.int16, "U32": np.uint32, "I32": np.int32,
+             "U64": np.uint64, "I64": np.int64, "F16": np.float16, "F32": np.float32,
+             "F64": np.float64}
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+        data = f.read()
+    header.pop("__metadata__", None)
+    out = {}
+    for k, v in header.items():
+        a, b = v["data_offsets"]
+        out[k] = np.frombuffer(data[a:b], dtype=names[v["dtype"]]).reshape(v["shape"]).copy()
+    return out
 
 
 # -- writing safetensors ourselves: no library temporary, fsync'ed ----------------------------
@@ -188,6 +212,8 @@ _DTYPE_NAMES = {"b": "BOOL", "u1": "U8", "i1": "I8", "u2": "U16", "i2": "I16", "
 
 
 def _dtype_name(name, arr):
+    if arr.dtype == BFLOAT16:
+        return "BF16"
     key = "b" if arr.dtype.kind == "b" else f"{arr.dtype.kind}{arr.dtype.itemsize}"
     if key not in _DTYPE_NAMES:
         raise TypeError(f"safetensors cannot store {name!r}: dtype {arr.dtype} (it stores "

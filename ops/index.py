@@ -7,6 +7,7 @@ gather's rule; indices have none.
 from __future__ import annotations
 
 import numpy as np
+from .rules import floating
 
 from . import refs
 from .core import Sample, ShapeError, Spec, bind, fmt_shape, is_value, register
@@ -81,7 +82,7 @@ def _argsort_kernel(x, axis=-1, descending=False):
         return np.zeros((), np.int64)
     if descending:     # NOTE: negating keeps equal values in their original order (stable)
         neg = -(x.astype(np.int64) if x.dtype.kind in "bu" else x)
-        if x.dtype.kind == "f" and np.isnan(x).any():
+        if floating(x.dtype) and np.isnan(x).any():
             # NOTE: NaN counts as the largest value (first when descending), as torch's sort
             return np.moveaxis(np.lexsort((np.moveaxis(neg, axis, -1),
                                            ~np.isnan(np.moveaxis(x, axis, -1))), axis=-1), -1,

@@ -17,7 +17,7 @@ import numpy as np
 from .core import Sample, ShapeError, Spec, fmt_shape, primitive, register
 from .elementwise import eq, unbroadcast, where
 from .nn import matmul
-from .rules import broadcast
+from .rules import HALF, broadcast
 from .composite import tril
 from .shape import concat, expand_dims, matrix_transpose, slice_, zeros_like
 
@@ -275,7 +275,7 @@ qr_r = _register("qr_r", _qr_r_infer, _qr(1), _qr_r_vjp, samples=_TALL)
 def _expm_kernel(x):
     import scipy.linalg   # NOTE: on first use
     x = np.asarray(x)
-    wide = x.astype(np.float32) if x.dtype == np.float16 else x   # NOTE: LAPACK has no half
+    wide = x.astype(np.float32) if x.dtype in HALF else x   # NOTE: LAPACK has no half
     return scipy.linalg.expm(wide).astype(x.dtype) if x.size else x.copy()
 
 

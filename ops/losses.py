@@ -22,7 +22,7 @@ import numpy as np
 
 from .core import Sample, ShapeError, Spec, bind, fmt_shape, register
 from .elementwise import abs as abs_, exp, log, lt, stop_gradient, where
-from .reduce import max as max_, sum as sum_
+from .reduce import in_opmath, max as max_, sum as sum_
 from .rules import dims_match, result_dtype
 from .shape import expand_dims, last_axis_sum
 
@@ -69,6 +69,7 @@ def _common(logits, labels):
     return np.asarray(logits).astype(t.dtype, copy=False), t
 
 
+@in_opmath
 def _sce_kernel(logits, labels):
     from . import native         # NOTE: on first use: importing dualgrad does not import numba
     out = native.sce_rows(logits, labels)
@@ -83,6 +84,7 @@ def _sce_kernel(logits, labels):
     return loss
 
 
+@in_opmath
 def _sce_grad_kernel(logits, labels, g):
     from . import native
     out = native.sce_grad_rows(logits, labels, g)

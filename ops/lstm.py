@@ -26,6 +26,7 @@ array([[0.2311]], dtype=float32)
 from __future__ import annotations
 
 import numpy as np
+from .rules import floating
 
 from .core import Sample, ShapeError, Spec, bind, fmt_shape, register
 from .elementwise import sigmoid, tanh
@@ -59,7 +60,7 @@ def _infer(name, grad):
         lead = tuple(b if a is None else a for a, b in zip(z.shape[:-1], c.shape[:-1]))
         dt = result_dtype(z, c, *u)
         last = None if h is None else 5 * h if grad else h
-        return Spec(lead + (last,), dt if dt.kind == "f" else
+        return Spec(lead + (last,), dt if floating(dt) else
                     np.dtype(np.float32))
     return rule
 
@@ -81,7 +82,7 @@ def _kernel(name, grad):
         args = [z2, c2] + [a.reshape(-1, h).astype(work, copy=False) for a in u]
         out = fn(*args)
         out = out.reshape(c.shape[:-1] + out.shape[-1:])
-        return out if dt.kind != "f" or dt == work else out.astype(dt)
+        return out if not floating(dt) or dt == work else out.astype(dt)
     return run
 
 

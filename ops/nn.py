@@ -12,7 +12,7 @@ from .core import Sample, ShapeError, Spec, bind, fmt_shape, primitive, register
 from .elementwise import unbroadcast
 from .gemm import matmul2d, sum_nt
 from .symbolic import fixing
-from .rules import broadcast, dims_match, result_dtype, shapes_str
+from .rules import HALF, broadcast, dims_match, result_dtype, shapes_str
 from .shape import expand_dims, matrix_transpose, reshape, reshape_like, transpose
 
 
@@ -90,8 +90,8 @@ def _matmul_kernel(x, y):
 
     NOTE: NumPy runs the stack as one small gemm per matrix, and with a transposed weight view
     (eager's and the traced `x @ W.T`) slower still: (64, 8, 32) @ (32, 96)^T 57 -> 40 µs."""
-    if getattr(x, "dtype", None) == np.float16 or getattr(y, "dtype", None) == np.float16:
-        # NOTE: float16 dot products summed in float32 and rounded once, as torch's CPU
+    if getattr(x, "dtype", None) in HALF or getattr(y, "dtype", None) in HALF:
+        # NOTE: float16 and bfloat16 dot products summed in float32 and rounded once, as torch's CPU
         # kernels do (rules.torch_opmath_dtype); NumPy's float16 loop rounds every step
         out = np.result_type(x, y)
         return np.matmul(np.asarray(x, np.float32), np.asarray(y, np.float32)).astype(out)

@@ -17,6 +17,7 @@ written in differentiable ops instead, so double backward works as through the c
 from __future__ import annotations
 
 import numpy as np
+from .rules import floating
 
 from .core import Sample, ShapeError, Spec, bind, engine_of, fmt_shape, register
 from .rules import dims_match, result_dtype
@@ -35,7 +36,7 @@ def _check(name, x, w, b):
         raise ShapeError(f"{name}: weight {fmt_shape(w)} and bias {fmt_shape(b)} must have the "
                          f"shape ({d},) of the last axis of input {fmt_shape(x)}")
     dt = result_dtype(x, w, b)
-    return dt if dt.kind == "f" else np.dtype(np.float32)
+    return dt if floating(dt) else np.dtype(np.float32)
 
 
 def _ln_infer(x, w, b, eps=1e-5):
@@ -56,7 +57,7 @@ def _rows(*arrays):
     """(the result's dtype, the arrays as C-contiguous float32/float64 of one dtype, x's and
     g's as (rows, D)): float16 computes in float32 and is cast back, as the composite's ops."""
     dt = np.result_type(*arrays)
-    dt = dt if dt.kind == "f" else np.dtype(np.float32)
+    dt = dt if floating(dt) else np.dtype(np.float32)
     work = dt if dt in (np.float32, np.float64) else np.dtype(np.float32)
     out = [np.ascontiguousarray(a, dtype=work) for a in arrays]
     return dt, [a.reshape(-1, a.shape[-1]) if a.ndim > 1 else a for a in out]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+from .rules import BFLOAT16, floating, inexact
 
 from .core import Sample, ShapeError, Spec, bind, primitive, register
 from .elementwise import cast, div, eq, mul, where
@@ -45,8 +46,22 @@ def _keep(g, x, axis, keepdims):
     return g
 
 
+def in_opmath(kernel):
+    """kernel computing bfloat16 inputs in float32 and rounding its result once, as torch's
+    CPU kernels accumulate (rules.torch_opmath_dtype); NumPy's bfloat16 loops round each step."""
+    def run(x, *args, **kwargs):
+        if getattr(x, "dtype", None) != BFLOAT16:
+            return kernel(x, *args, **kwargs)
+        wide = [np.asarray(a, np.float32) if getattr(a, "dtype", None) == BFLOAT16 else a
+                for a in (x,) + args]
+        return np.asarray(kernel(*wide, **kwargs)).astype(BFLOAT16)
+    run.__name__ = kernel.__name__
+    return run
+
+
 # NOTE: the ufuncs' reduce is what np.sum / np.max call, minus about 1 us of Python wrapping
 # per call (the same dtypes, including int32 -> int64 sums, and the same errors).
+@in_opmath
 def _sum_kernel(x, axis=None, keepdims=False):
     if axis is not None and type(x) is np.ndarray and x.ndim >= 2 and \
             axis in (-1, x.ndim - 1, (-1,), (x.ndim - 1,)):
@@ -119,6 +134,7 @@ MAX = register("max", _reduce_infer("max"), _max_kernel, _max_vjp, reduce="max",
                                                                     keepdims=keepdims))
 
 
+@in_opmath
 def _prod_kernel(x, axis=None, keepdims=False):
     x = np.asarray(x)
     return np.multiply.reduce(x, axis=axis, keepdims=keepdims,
@@ -162,7 +178,7 @@ ARGMAX = register("argmax", _argmax_infer, _argmax_kernel, None, category="other
 
 def _count_infer(x, axis=None, **_):
     norm_axes("count", axis, x.ndim, x)
-    return Spec((), x.dtype if x.dtype.kind in "fc" else np.dtype(np.float32))
+    return Spec((), x.dtype if inexact(x.dtype) else np.dtype(np.float32))
 
 
 def _count_kernel(x, axis=None):
@@ -172,20 +188,21 @@ def _count_kernel(x, axis=None):
     for a in axes:
         n *= shape[a]
     dt = np.asarray(x).dtype
-    return np.array(n, dtype=dt if dt.kind in "fc" else np.float32)
+    return np.array(n, dtype=dt if inexact(dt) else np.float32)
 
 
 COUNT = register("count", _count_infer, _count_kernel, None, category="other",
                  samples=(Sample(((3, 4),), {"axis": 1}, grad=False),),
                  ref=lambda np, x, axis=None: np.asarray(
                      x.size if axis is None else x.shape[axis],
-                     dtype=x.dtype if x.dtype.kind == "f" else np.float32))
+                     dtype=x.dtype if floating(x.dtype) else np.float32))
 
 def _cumsum_infer(x, axis, **_):
     norm_axes("cumsum", axis, x.ndim, x)
     return x
 
 
+@in_opmath
 def _cumsum_kernel(x, axis):
     return np.cumsum(x, axis=axis, dtype=np.asarray(x).dtype)
 
@@ -209,6 +226,7 @@ def cumsum(x, axis):
 CUMSUM.fn = cumsum
 
 
+@in_opmath
 def _cumprod_kernel(x, axis):
     return np.cumprod(x, axis=axis, dtype=np.asarray(x).dtype)
 

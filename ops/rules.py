@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 import threading
 
+import ml_dtypes
 import numpy as np
 
 from .symbolic import fixing
@@ -182,8 +183,28 @@ def same(spec: Spec, shape=None, dtype=None) -> Spec:
                 spec.dtype if dtype is None else np.dtype(dtype))
 
 
+# NOTE: NumPy has no bfloat16; ml_dtypes' is a NumPy dtype whose kind is "V", so a test of
+# `dtype.kind in "fc"` misses it: ask `floating` / `inexact`
+BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+
+
+def floating(dtype) -> bool:
+    """A real floating dtype: float16/32/64 or bfloat16."""
+    return dtype.kind == "f" or dtype == BFLOAT16
+
+
+def inexact(dtype) -> bool:
+    """A floating or complex dtype (what a gradient can flow through)."""
+    return dtype.kind in "fc" or dtype == BFLOAT16
+
+
+# the half-width floats torch's CPU kernels compute in float32 (`torch_opmath_dtype`)
+HALF = frozenset({np.dtype(np.float16), BFLOAT16})
+
+
 def _category(dt) -> int:
-    return {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}.get(np.dtype(dt).kind, 1)
+    dt = np.dtype(dt)
+    return 2 if dt == BFLOAT16 else {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}.get(dt.kind, 1)
 
 
 def _promote(a, b):
@@ -287,12 +308,23 @@ def torch_needs_cast(op, operands, default_float=np.dtype(np.float32)):
     if want is None:
         return None
     vals = operands[1:] if op.promote == "where" else operands
+    if want == BFLOAT16 and any(isinstance(v, (int, float)) for v in vals):
+        return want   # NOTE: NumPy lifts bfloat16 with a Python number to float32 (where, clip)
     for dt, _, weak in map(_operand, vals):
         if weak is None and dt != want:
             return want
     if any(isinstance(v, float) for v in vals) or op.promote == "divide":
         return want   # NOTE: NumPy's int * 2.5 and int / int give float64: cast first
     return None
+
+
+def as_operand(x, want):
+    """An operand of a cast-to-`want` op call as the kernel takes it: arrays in `want`, and
+    Python numbers too when `want` is bfloat16 (NumPy would compute those in float32)."""
+    if isinstance(x, (np.ndarray, np.generic)) or want == BFLOAT16 and \
+            isinstance(x, (int, float)) and not isinstance(x, bool):
+        return np.asarray(x, want)
+    return x
 
 
 def torch_sum_dtype(dtype, requested=None) -> np.dtype:
@@ -304,13 +336,13 @@ def torch_sum_dtype(dtype, requested=None) -> np.dtype:
     return np.dtype(np.int64) if dtype.kind in "biu" else dtype
 
 
-# PyTorch's CPU kernels compute float16 reductions in float32 (their "opmath" type)
-_OPMATH = {np.dtype(np.float16): np.dtype(np.float32)}
+# PyTorch's CPU kernels compute float16 and bfloat16 reductions in float32 (their "opmath")
+_OPMATH = {np.dtype(np.float16): np.dtype(np.float32), BFLOAT16: np.dtype(np.float32)}
 
 
 def torch_opmath_dtype(dtype) -> np.dtype:
     """The dtype torch's CPU kernels compute a reduction (sum, mean, cumsum, softmax's sum,
-    matmul's dot products) in: float32 for float16, the dtype itself otherwise; the result is
+    matmul's dot products) in: float32 for float16 and bfloat16, the dtype itself otherwise; the result is
     rounded back to the input's dtype once, at the end.
 
     >>> torch_opmath_dtype(np.dtype("float16")), torch_opmath_dtype(np.dtype("int64"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from .rules import floating
 
 from .core import (Sample, ShapeError, Spec, bind, fmt_shape, is_value, primitive, register,
                    spec_of)
@@ -243,7 +244,7 @@ def _outer_axes_sum(x, axes):
     while k < n and axes[k] == k:
         k += 1
     j = n - k
-    if (axes[k:] != tuple(range(nd - j, nd)) or nd - j <= k or x.dtype.kind != "f"
+    if (axes[k:] != tuple(range(nd - j, nd)) or nd - j <= k or not floating(x.dtype)
             or x.dtype.itemsize < 4 or not x.flags.c_contiguous or x.size == 0):
         return None
     a, b = math.prod(x.shape[:k]), math.prod(x.shape[nd - j:])

@@ -8,6 +8,7 @@ node's shape and dtype; rules never change results except `x * 0 -> 0`, which (l
 from __future__ import annotations
 
 import numpy as np
+from dualgrad.ops.rules import floating
 
 from dualgrad import ops
 from dualgrad.ops.rules import broadcast
@@ -318,7 +319,7 @@ def row_sum_to_like(n, users):
     x = _spec_of(n.inputs[0])
     shape = tuple(n.spec.shape)
     if None in x.shape or None in shape or len(x.shape) < 2 or \
-            shape != tuple(x.shape[:-1]) + (1,) or x.shape[-1] == 1 or x.dtype.kind != "f":
+            shape != tuple(x.shape[:-1]) + (1,) or x.shape[-1] == 1 or not floating(x.dtype):
         return None
     return _new_op(ops.REGISTRY["sum"], [n.inputs[0]], {"axis": len(shape) - 1,
                                                         "keepdims": True}, n)

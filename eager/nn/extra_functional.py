@@ -16,6 +16,7 @@ import numpy as np
 
 from dualgrad import ops
 
+from ..amp import keeps_fp32
 from ..functions import _arr, _t
 from .functional import _channel_dropout, _inplace, _no_legacy, _reduce, interpolate
 
@@ -87,12 +88,14 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A00
 
 
 # -- losses ------------------------------------------------------------------------------------
+@keeps_fp32
 def soft_margin_loss(input, target, size_average=None, reduce=None,  # noqa: A002
                      reduction="mean"):
     _no_legacy("soft_margin_loss", size_average, reduce)
     return _reduce(ops.log1p(ops.exp(-_t(target) * input)), reduction)   # NOTE: torch's form
 
 
+@keeps_fp32
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,  # noqa: A002
                          reduction="mean"):
     _no_legacy("hinge_embedding_loss", size_average, reduce)
@@ -116,6 +119,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None,  
     return _reduce(ops.mean(loss, axis=-1), reduction)
 
 
+@keeps_fp32
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,  # noqa: A002
                       reduce=None, reduction="mean"):
     """sum over i != y of max(0, margin - x[y] + x[i])**p, divided by the class count."""
@@ -137,6 +141,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return _reduce(loss, reduction)
 
 
+@keeps_fp32
 def multilabel_margin_loss(input, target, size_average=None, reduce=None,  # noqa: A002
                            reduction="mean"):
     """For each target class j (the labels before the first -1) and each non-target class i:
@@ -180,6 +185,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _reduce(loss, reduction)
 
 
+@keeps_fp32
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None,  # noqa: A002
                      eps=1e-8, reduce=None, reduction="mean"):
     _no_legacy("poisson_nll_loss", size_average, reduce)

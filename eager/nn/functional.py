@@ -7,6 +7,8 @@ size_average / reduce raise a TypeError asking for reduction=.
 from __future__ import annotations
 
 import numpy as np
+from dualgrad.eager.amp import keeps_fp32, lowers
+from dualgrad.ops.rules import floating
 
 from dualgrad import ops
 from dualgrad.ops.core import TRACING
@@ -81,6 +83,7 @@ def mish(input, inplace=False):  # noqa: A002
     return _inplace(input, inplace, "mish", ops.mish)
 
 
+@lowers
 def prelu(input, weight):  # noqa: A002
     return ops.prelu(input, weight)
 
@@ -143,6 +146,7 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
 
 
 # -- layers -----------------------------------------------------------------------------------
+@lowers
 def linear(input, weight, bias=None):  # noqa: A002
     return ops.linear(input, weight, bias)
 
@@ -155,20 +159,24 @@ def _unbatched(fn, input, spatial, *args):  # noqa: A002
     return fn(input, *args)
 
 
+@lowers
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     return _unbatched(ops.conv1d, input, 1, weight, bias, stride, padding, dilation, groups)
 
 
+@lowers
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
     return _unbatched(ops.conv2d, input, 2, weight, bias, stride, padding, dilation, groups)
 
 
+@lowers
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
                      groups=1, dilation=1):
     return _unbatched(ops.conv_transpose2d, input, 2, weight, bias, stride, padding,
                       output_padding, groups, dilation)
 
 
+@lowers
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
                      groups=1, dilation=1):
     """The 2-d form over a height of one."""
@@ -395,13 +403,14 @@ def _classes_last(x):
     return x.permute(0, *range(2, x.ndim), 1) if x.ndim > 2 else x
 
 
+@keeps_fp32
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,  # noqa: A002
                   reduce=None, reduction="mean", label_smoothing=0.0):
     """torch.nn.functional.cross_entropy: logits (N, C) or (N, C, d1, ...) and class indices
     (N, ...) or class probabilities shaped like the logits; weight, ignore_index and
     label_smoothing as torch."""
     _no_legacy("cross_entropy", size_average, reduce)
-    prob = np.dtype(target.dtype).kind == "f" if hasattr(target, "dtype") else False
+    prob = floating(np.dtype(target.dtype)) if hasattr(target, "dtype") else False
     return ops.cross_entropy(_classes_last(input), _classes_last(target) if prob else target,
                              reduction=reduction, weight=weight, ignore_index=ignore_index,
                              label_smoothing=label_smoothing)
@@ -424,6 +433,7 @@ def _none(reduction, loss):
     return loss
 
 
+@keeps_fp32
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
              weight=None):
     _no_legacy("mse_loss", size_average, reduce)
@@ -433,6 +443,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean",  #
                      reduction)
 
 
+@keeps_fp32
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
             weight=None):
     _no_legacy("l1_loss", size_average, reduce)
@@ -442,12 +453,14 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean",  # 
                      reduction)
 
 
+@keeps_fp32
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
                    beta=1.0):
     _no_legacy("smooth_l1_loss", size_average, reduce)
     return ops.smooth_l1_loss(input, target, reduction=reduction, beta=beta)
 
 
+@keeps_fp32
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa: A002
     if weight is None:
         return ops.huber_loss(input, target, reduction=reduction, delta=delta)
@@ -455,6 +468,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa
                                                   delta=delta), weight, reduction, by_weight=False)
 
 
+@keeps_fp32
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
            log_target=False):
     _no_legacy("kl_div", size_average, reduce)
@@ -471,6 +485,7 @@ def _may_ignore(target, ignore_index):
     return bool((arr == ignore_index).any())
 
 
+@keeps_fp32
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,  # noqa: A002
              reduce=None, reduction="mean"):
     """Negative log-likelihood: log-probabilities (N, C) and class indices (N,)."""
@@ -480,6 +495,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,  
     return cross_entropy(input, target, weight, size_average, ignore_index, reduce, reduction)
 
 
+@keeps_fp32
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean"):
     """max(0, -target * (input1 - input2) + margin), target +1 or -1."""
@@ -487,6 +503,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     return _reduce(ops.relu(-target * (input1 - input2) + margin), reduction)
 
 
+@keeps_fp32
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     """max(0, d(anchor, positive) - d(anchor, negative) + margin) with the p-norm distance
@@ -499,6 +516,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6,
     return _reduce(ops.relu(margin + d_pos - d_neg), reduction)
 
 
+@keeps_fp32
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
     """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where it is -1 (the
@@ -518,6 +536,7 @@ def _reduce(loss, reduction):
     return ops.sum(loss) if reduction == "sum" else _none(reduction, loss)
 
 
+@keeps_fp32
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,  # noqa: A002
                                      reduce=None, reduction="mean", pos_weight=None):
     """BCE on logits; weight rescales each element's loss, pos_weight the positive term
@@ -532,6 +551,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     return _reduce(loss if weight is None else loss * weight, reduction)
 
 
+@keeps_fp32
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
                          reduction="mean"):
     _no_legacy("binary_cross_entropy", size_average, reduce)
@@ -541,6 +561,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(loss * weight, reduction)
 
 
+@lowers
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """softmax(q @ k^T * scale + mask) @ v over the last two dims, as torch's.
@@ -568,6 +589,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     return ops.matmul(weights, value)
 
 
+@keeps_fp32
 def pad(input, pad, mode="constant", value=0.0):  # noqa: A002 - torch's names
     """torch.nn.functional.pad: `pad` lists (left, right) pairs from the last dim backwards;
     mode "constant" (value), "reflect" (mirrored without the edge), "replicate" (the edge

@@ -12,6 +12,7 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from dualgrad import ops
+from dualgrad.ops.rules import BFLOAT16, inexact
 from dualgrad.ops.core import ShapeError, user_frame, where_str
 from .. import devices as _device
 from ..core import Tensor, _to_args, zero_grads
@@ -277,14 +278,14 @@ class Module:
         dtype, _, meta = _to_args(args, kwargs)
         if meta is not None:
             META_IMPL["module"](self, Parameter)
-        if dtype is not None and np.dtype(dtype).kind not in "fc":
+        if dtype is not None and not inexact(np.dtype(dtype)):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
                             f"got desired dtype={np.dtype(dtype)}")
         return self._cast(dtype) if dtype is not None else self
 
     def _cast(self, dtype):
         for t in list(self.parameters()) + [b for _, b in self.named_buffers()]:
-            if t._array.dtype.kind in "fc" and t._array.dtype != dtype:
+            if inexact(t._array.dtype) and t._array.dtype != dtype:
                 t._array = t._array.astype(dtype)
                 if t.grad is not None:
                     t.grad._array = t.grad._array.astype(dtype)
@@ -298,6 +299,9 @@ class Module:
 
     def half(self):
         return self._cast(np.dtype(np.float16))
+
+    def bfloat16(self):
+        return self._cast(BFLOAT16)
 
     def type(self, dst_type):
         return self._cast(np.dtype(dst_type))

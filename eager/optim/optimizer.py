@@ -15,6 +15,7 @@ import copy
 from collections import defaultdict
 
 import numpy as np
+from dualgrad.ops.rules import floating
 
 from ..core import Tensor, traced_step, zero_grads
 from ..grad_mode import enable_grad
@@ -223,7 +224,7 @@ def _cast_like(v, p):
     """A loaded state value as a tensor of its own, floats in the parameter's dtype."""
     if isinstance(v, Tensor) or isinstance(v, np.ndarray):
         arr = np.array(getattr(v, "_array", v), copy=True)
-        if arr.dtype.kind == "f" and arr.ndim:
+        if floating(arr.dtype) and arr.ndim:
             arr = arr.astype(p._array.dtype)
         return Tensor(arr)
     return copy.deepcopy(v)

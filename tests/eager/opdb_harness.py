@@ -173,7 +173,7 @@ def to_eager(v, leaves):
 
 # -- comparing results -----------------------------------------------------------------------
 def _np(t):
-    return t.detach().numpy() if isinstance(t, eager.Tensor) else np.asarray(t)
+    return np.asarray(t.detach()) if isinstance(t, eager.Tensor) else np.asarray(t)   # bf16 too
 
 
 def _tolerances(dtype):

@@ -55,8 +55,3 @@ def test_amp_recipe_without_a_gpu_equals_torch():
         ref = amp_program(real_torch, weights, x, y)
     assert_same_results(ours, ref, rtol=1e-5, atol=1e-6)
 
-
-def test_cpu_autocast_raises_rather_than_computing_in_float32():
-    with pytest.raises(NotImplementedError, match="autocast"):
-        with dualgrad.eager.autocast(device_type="cpu", dtype=dualgrad.eager.float16):
-            pass

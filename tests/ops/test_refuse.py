@@ -96,20 +96,20 @@ def test_graph_load_refuses_deeply_nested_attributes(tmp_path, depth):
         graph.load(str(tmp_path / "m"))
 
 
-def _bfloat16_file(path):
-    """A safetensors file holding var:v as bfloat16 (written by hand: NumPy has no bfloat16)."""
+def _float8_file(path):
+    """A safetensors file holding var:v as float8_e4m3 (written by hand: NumPy has none)."""
     import json
     import struct
-    header = json.dumps({"var:v": {"dtype": "BF16", "shape": [2], "data_offsets": [0, 4]}})
+    header = json.dumps({"var:v": {"dtype": "F8_E4M3", "shape": [2], "data_offsets": [0, 2]}})
     header += " " * (-len(header) % 8)
-    path.write_bytes(struct.pack("<Q", len(header)) + header.encode() + b"\x80\x3f" * 2)
+    path.write_bytes(struct.pack("<Q", len(header)) + header.encode() + b"\x38\x38")
 
 
-def test_bfloat16_weights_are_refused_by_name(tmp_path):
+def test_float8_weights_are_refused_by_name(tmp_path):
     s = _saved_graph(tmp_path)
-    _bfloat16_file(tmp_path / "m.safetensors")
+    _float8_file(tmp_path / "m.safetensors")
     file = re.escape(str(tmp_path / "m.safetensors"))
-    want = rf"{file}.*'var:v' \(bfloat16\).*NumPy cannot hold"
+    want = rf"{file}.*'var:v' \(float8_e4m3\).*NumPy cannot hold"
     with pytest.raises(graph.errors.GraphFileError, match=want):
         graph.load(str(tmp_path / "m"))
     with pytest.raises(graph.errors.GraphFileError, match=want):
