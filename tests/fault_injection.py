@@ -59,6 +59,12 @@ def count_boundaries(fn) -> int:
     return stop.seen
 
 
+def fire_at(k, fn, fault=KeyboardInterrupt):
+    """Run fn in this process with `fault` at boundary k ("kill" ends this process there).
+    For a process that is already one of several (an MPI rank), where forking is no option."""
+    return _traced(_Stop(k, fault), fn)
+
+
 def interrupt_at(k, fn, fault=KeyboardInterrupt):
     """Run fn with `fault` at boundary k; returns the exception it raised (None if none).
     fault="kill" runs fn in a forked child that dies there; returns its exit status."""
@@ -71,7 +77,7 @@ def interrupt_at(k, fn, fault=KeyboardInterrupt):
                 os._exit(0)
         return os.waitpid(pid, 0)[1]
     try:
-        _traced(_Stop(k, fault), fn)
+        fire_at(k, fn, fault)
     except BaseException as e:  # noqa: BLE001 - the fault (or what it turned into) is the result
         return e
     return None

@@ -3,9 +3,14 @@ fault_injection.py) with an exception, SIGINT and (for saves) a kill: the previo
 always loads whole, a later save leaves no temporary, a restore leaves the session's values
 all old or all new, a DataLoader leaves no worker process and iterates again correctly.
 
+compile(): a first call (trace, optimise, run) interrupted anywhere leaves eager state whole:
+no tracer in any .grad, grad mode and the trace stack as before, every parameter, buffer and
+momentum as before the call, or all as after a whole step; the next eager step runs.
+
 Budget: every boundary of eager.save / graph.save / Saver.restore (a few hundred each, cheap);
 the kills (a fork each) and the DataLoader with workers (two processes each) take CAP
-boundaries spread evenly over the call (tests/fault_injection.boundaries).
+boundaries spread evenly over the call (tests/fault_injection.boundaries); compile's first
+call CAP_COMPILE of them.
 """
 from __future__ import annotations
 
@@ -16,7 +21,9 @@ import time
 import numpy as np
 import pytest
 
-from dualgrad import eager, graph
+from dualgrad import compiler, eager, graph
+from dualgrad.eager import nn
+from dualgrad.ops import core as ops_core
 from dualgrad.eager.utils.data import DataLoader, TensorDataset
 from dualgrad.ops import files
 
@@ -24,6 +31,7 @@ from .fault_injection import boundaries, count_boundaries, interrupt_at
 
 pytestmark = pytest.mark.usefixtures("hang_guard")
 CAP = 25
+CAP_COMPILE = 40     # of the ~150k boundaries of a first compiled call (trace, optimise, run)
 
 
 def _leftovers(folder, keep):
@@ -106,3 +114,58 @@ def test_fault_helper_reaches_every_boundary(tmp_path):
                                                           tmp_path / "b.pt")), KeyboardInterrupt)
     assert interrupt_at(n + 1, lambda: None) is None
     assert files.SUFFIX not in "".join(os.listdir(tmp_path))
+
+
+def _trained_model():
+    eager.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.ReLU(), nn.Linear(4, 1))
+    opt = eager.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+
+    def step(x):
+        opt.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        opt.step()
+        return loss
+    return model, opt, step
+
+
+def _values(model, opt):
+    state = [t.detach().numpy().copy() for t in [*model.parameters(), *model.buffers()]]
+    return state + [b.numpy().copy() for b in _momenta(opt)]
+
+
+def _momenta(opt):
+    return [s["momentum_buffer"] for s in opt.state.values() if "momentum_buffer" in s]
+
+
+def _whole(got, before, after):
+    """All of the state as before the call or all of it as after a whole step: a trace
+    writes nothing (BatchNorm's batch counter was bumped while tracing, found here), and
+    the compiled run applies its parameter and buffer writes together at its end."""
+    return (all(np.array_equal(g, b) for g, b in zip(got, before)) or
+            all(np.allclose(g, a, rtol=1e-6, atol=1e-7) for g, a in zip(got, after)))
+
+
+@pytest.mark.parametrize("fault", [KeyboardInterrupt, "sigint"], ids=["exception", "SIGINT"])
+def test_compile_interrupted_anywhere_leaves_eager_state_whole(fault):
+    x = eager.randn(5, 3, generator=eager.Generator().manual_seed(1))
+    model, opt, step = _trained_model()
+    before = _values(model, opt)
+    step(x)
+    after = _values(model, opt)
+    n = count_boundaries(lambda: compiler.compile(_trained_model()[2])(x))
+    for k in boundaries(n, CAP_COMPILE):
+        model, opt, step = _trained_model()
+        interrupt_at(k, lambda: compiler.compile(step)(x), fault)
+        assert ops_core.current_trace() is None and not ops_core.TRACING[0], k
+        assert eager.is_grad_enabled(), k
+        for p in model.parameters():
+            assert p.grad is None or type(p.grad) is eager.Tensor, (k, type(p.grad))
+        got = _values(model, opt)
+        assert _whole(got[:len(before)], before, after), k
+        opt.step()                                   # the next eager step runs
+    model, opt, step = _trained_model()              # and nothing global was left behind
+    compiled = compiler.compile(step)(x).item()
+    model, opt, step = _trained_model()
+    np.testing.assert_allclose(compiled, step(x).item(), rtol=1e-6)

@@ -401,7 +401,7 @@ class _BatchNorm(Module):
                              f"{tuple(x.shape)} (at {where_str(user_frame())})")
         track = self.track_running_stats
         if self.training and track:
-            self.num_batches_tracked._array[...] += 1
+            F.count_batch(self.num_batches_tracked)
         stats = (self.running_mean, self.running_var) if track else (None, None)
         return F.batch_norm(x, *stats, self.weight, self.bias, self.training or not track,
                             self.momentum, self.eps)

@@ -273,16 +273,30 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
 def _update_running(buf, batch, momentum):
     """running = (1 - momentum) * running + momentum * batch, in place, outside autograd."""
     if TRACING[0]:   # NOTE: a compile() trace records the write as an effect of the call
-        from ..core import _GRAD
-        prev, _GRAD.enabled = _GRAD.enabled, False
-        try:
-            buf.mul_(1.0 - momentum).add_(batch.detach() * momentum)   # running_average's order
-        finally:
-            _GRAD.enabled = prev
-        return
+        _traced_write(lambda: buf.mul_(1.0 - momentum).add_(batch.detach() * momentum))
+        return       # running_average's order
     # NOTE: plain arrays, nothing recorded: the buffers are not part of the autograd graph
     np.copyto(buf._array, running_average(buf._array, batch._array, momentum),
               casting="same_kind")
+
+
+def count_batch(counter):
+    """num_batches_tracked += 1, in place, outside autograd; under compile() an effect of
+    every call, not a write done once while tracing."""
+    if TRACING[0]:
+        _traced_write(lambda: counter.add_(1))
+    else:
+        counter._array[...] += 1
+
+
+def _traced_write(write):
+    """Run an in-place buffer write with grad mode off, so the trace records it as an effect."""
+    from ..core import _GRAD
+    prev, _GRAD.enabled = _GRAD.enabled, False
+    try:
+        write()
+    finally:
+        _GRAD.enabled = prev
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002

@@ -266,3 +266,18 @@ def test_a_global_or_closure_tensor_changed_in_place_is_never_stale():
     np.testing.assert_allclose(f(x).numpy(), [2.0, 3.0, 4.0])
     assert f.traces == 2
     np.testing.assert_allclose(f(x).numpy(), (x * table + shift * 2.0).numpy())
+
+
+def test_batchnorm_counts_every_compiled_call_as_eager_does():
+    eager.manual_seed(0)
+    model = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    twin = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    twin.load_state_dict(model.state_dict())
+    f = compiler.compile(lambda x: model(x).sum())
+    x = eager.randn(5, 3)
+    for _ in range(3):
+        f(x)
+        twin(x)
+    assert int(model[1].num_batches_tracked) == int(twin[1].num_batches_tracked) == 3
+    np.testing.assert_allclose(model[1].running_mean.numpy(), twin[1].running_mean.numpy(),
+                               rtol=1e-6)
