@@ -170,15 +170,30 @@ def read_safetensors(path):
     from safetensors.numpy import load_file
     with safe_open(path, "np") as handle:
         metadata = handle.metadata() or {}
-        bad = [(k, handle.get_slice(k).get_dtype()) for k in handle.keys()]
-    bad = [(k, d) for k, d in bad if d not in NUMPY_DTYPES]
+        _refuse_dtypes([(k, handle.get_slice(k).get_dtype()) for k in handle.keys()])
+    return load_file(path), metadata
+
+
+def read_safetensors_bytes(data):
+    """(arrays, metadata) of safetensors bytes (read from a stream), as read_safetensors."""
+    from safetensors.numpy import load
+    if len(data) < 8:
+        raise ValueError("fewer than 8 bytes: no safetensors header")
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    metadata = header.pop("__metadata__", None) or {}
+    _refuse_dtypes([(k, v["dtype"]) for k, v in header.items()])
+    return load(bytes(data)), metadata
+
+
+def _refuse_dtypes(dtypes):
+    bad = [(k, d) for k, d in dtypes if d not in NUMPY_DTYPES]
     if bad:
         names = ", ".join(f"{k!r} ({_NAMES.get(d, d)})" for k, d in bad[:3]) + \
             (" …" if len(bad) > 3 else "")
         raise UnreadableWeights(
             f"tensor {names} has a dtype NumPy cannot hold; dualgrad reads bool, (u)int8-64 "
             f"and float16/32/64 (convert first, e.g. torch's t.float())")
-    return load_file(path), metadata
 
 
 # -- writing safetensors ourselves: no library temporary, fsync'ed ----------------------------
@@ -213,13 +228,19 @@ def safetensors_header(arrays, metadata=None) -> bytes:
 def write_safetensors(path, arrays, metadata=None):
     """Write {name: array} (+ string metadata) as a safetensors file at `path` (the caller's
     temporary), streaming each array's bytes, then fsync. No extra copy of the data."""
-    arrays = {k: np.asarray(v) for k, v in arrays.items()}
     with open(path, "wb") as f:
-        f.write(safetensors_header(arrays, metadata))
-        for arr in arrays.values():
-            if arr.dtype.byteorder == ">":
-                arr = arr.astype(arr.dtype.newbyteorder("<"))
-            if arr.size:
-                f.write(np.ascontiguousarray(arr).reshape(-1).view(np.uint8).data)
+        stream_safetensors(f, arrays, metadata)
         f.flush()
         os.fsync(f.fileno())
+
+
+def stream_safetensors(f, arrays, metadata=None):
+    """The safetensors bytes of {name: array} written to the binary stream f (a file, or an
+    io.BytesIO as torch.save accepts)."""
+    arrays = {k: np.asarray(v) for k, v in arrays.items()}
+    f.write(safetensors_header(arrays, metadata))
+    for arr in arrays.values():
+        if arr.dtype.byteorder == ">":
+            arr = arr.astype(arr.dtype.newbyteorder("<"))
+        if arr.size:
+            f.write(np.ascontiguousarray(arr).reshape(-1).view(np.uint8).data)
