@@ -173,6 +173,10 @@ class ConstantLR(LRScheduler):
             return self._lrs()
         return [lr * (1.0 / self.factor) for lr in self._lrs()]
 
+    def _closed_form(self):   # NOTE: what SequentialLR's milestone step(0) sets, as torch's
+        f = self.factor if self.last_epoch < self.total_iters else 1.0
+        return [b * f for b in self.base_lrs]
+
 
 class CosineAnnealingWarmRestarts(LRScheduler):
     """Cosine annealing restarted every T_0 * T_mult**k epochs."""

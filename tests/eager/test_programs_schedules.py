@@ -26,6 +26,9 @@ def _schedule(torch, opt, kind):
     if kind == "constant_then_linear":
         return S.SequentialLR(opt, [S.ConstantLR(opt, factor=0.5, total_iters=2),
                                     S.LinearLR(opt, 0.2, 1.0, 3)], milestones=[2])
+    if kind == "linear_then_constant":   # a milestone step(0): ConstantLR's closed form
+        return S.SequentialLR(opt, [S.LinearLR(opt, 0.2, total_iters=3),
+                                    S.ConstantLR(opt, factor=0.5, total_iters=2)], milestones=[3])
     if kind == "chained":
         return S.ChainedScheduler([S.ConstantLR(opt, factor=0.1, total_iters=2),
                                    S.ExponentialLR(opt, gamma=0.9)])
@@ -53,7 +56,7 @@ def schedule_program(torch, kind):
     return {"lrs": lrs, "group_lrs": group_lrs, "weight": model.weight, "bias": model.bias}
 
 
-@pytest.mark.parametrize("kind", ["warmup_cosine", "three_phases", "constant_then_linear",
+@pytest.mark.parametrize("kind", ["warmup_cosine", "three_phases", "constant_then_linear", "linear_then_constant",
                                   "chained", "polynomial"])
 def test_schedule_equals_torch(kind):
     with warnings.catch_warnings():
