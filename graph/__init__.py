@@ -59,11 +59,12 @@ from .variable_scope import (AUTO_REUSE, VariableScope, get_variable, get_variab
                              variable_scope)
 from . import nn, layers, losses, metrics, train, contrib
 from . import image, math, random, initializers, linalg  # noqa: A004 - tf.math, tf.random, …
-from .linalg import band_part as matrix_band_part, matrix_transpose
+from .linalg import band_part as matrix_band_part, det as matrix_determinant, matrix_transpose
 from . import onnx  # noqa: F401 - graph.onnx.export / load; the onnx package loads lazily
 from .serialize import load, restore, save
 from .inspect import describe, to_dot
-from . import summary
+from . import keras, summary
+from .summary import Summary
 from . import data, flags, gfile, io, mnist, tf_logging as logging  # noqa: A004 - tf.logging
 from .dtypes import string
 from .io import FixedLenFeature, decode_raw, parse_example, parse_single_example
@@ -114,6 +115,6 @@ __all__ = [
     "read_file", "estimator", "python", "concat_v2", "compat",
     "argsort", "boolean_mask", "einsum", "gather_nd", "sequence_mask", "slice", "sort", "strided_slice",
     "tensordot", "unique", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "image", "math", "random", "initializers", "linalg", "matrix_band_part",
-    "matrix_transpose", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
+    "matrix_transpose", "matrix_determinant", "keras", "Summary", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
     *_math_all, *_init_all, *_array_all, *_checks_all, *_scatter_all,
 ]
