@@ -114,3 +114,42 @@ def test_keras_mnist_reads_the_cached_file_and_never_downloads(tmp_path, monkeyp
     np.testing.assert_array_equal(x_train, parts["x_train"])
     assert y_test.tolist() == [3, 4] and x_test.shape == (2, 28, 28)
     assert not hasattr(tf.keras, "layers")   # no Keras beyond its data: AttributeError
+
+
+def _init_from_checkpoint_program(lib, tmp, mapping):
+    """Save scoped variables, then initialise a new model's variables from the checkpoint
+    through `mapping(new_vars)`; what the new variables hold (or the error's type)."""
+    os.makedirs(tmp)
+    g = lib.Graph()
+    with g.as_default():
+        with lib.variable_scope("old"):
+            lib.get_variable("w", initializer=np.arange(6, dtype=np.float32).reshape(2, 3))
+            lib.get_variable("b", initializer=np.full(3, 5.0, np.float32))
+        lib.get_variable("top", initializer=np.ones(2, np.float32))
+        with lib.Session(graph=g) as sess:
+            sess.run(lib.global_variables_initializer())
+            lib.train.Saver().save(sess, os.path.join(tmp, "model"), global_step=7)
+    g = lib.Graph()
+    with g.as_default():
+        with lib.variable_scope("new"):
+            new = {"w": lib.get_variable("w", shape=[2, 3], initializer=lib.zeros_initializer()),
+                   "b": lib.get_variable("b", shape=[3], initializer=lib.zeros_initializer())}
+        new["top"] = lib.get_variable("top", shape=[2], initializer=lib.zeros_initializer())
+        try:
+            lib.train.init_from_checkpoint(tmp, mapping(new))
+        except (ValueError, NotImplementedError) as e:
+            return type(e).__name__
+        with lib.Session(graph=g) as sess:
+            sess.run(lib.global_variables_initializer())
+            return {k: sess.run(v).tolist() for k, v in sorted(new.items())}
+
+
+@pytest.mark.parametrize("mapping", [
+    lambda v: {"old/": "new/"}, lambda v: {"old/b": "new/b", "top": "top"},
+    lambda v: [("old/w", v["w"]), ("old/b", v["b"])], lambda v: {"old/w": "new/b"},
+    lambda v: {"old/missing": "new/w"}, lambda v: {"old/": "new"}],
+    ids=["scope", "names", "variables", "shape-mismatch", "missing", "scope-to-name"])
+def test_init_from_checkpoint_does_what_tensorflows_does(rtf, tmp_path, mapping):
+    ours = _init_from_checkpoint_program(tf, str(tmp_path / "ours"), mapping)
+    theirs = _init_from_checkpoint_program(rtf.compat.v1, str(tmp_path / "theirs"), mapping)
+    assert ours == theirs
