@@ -80,7 +80,12 @@ from .augment import decode_csv, diag, multinomial, random_crop, read_file
 from .shapes import TensorShape as _TensorShape
 estimator = _NS(ModeKeys=contrib.ModeKeys)   # the constants only: no Estimator (docs say why)
 python = _NS(framework=_NS(tensor_shape=_NS(TensorShape=_TensorShape, Dimension=Dimension,
-                                            scalar=lambda: _TensorShape([]))))
+                                            scalar=lambda: _TensorShape([])),
+                           ops=_NS(convert_to_tensor=convert_to_tensor, name_scope=name_scope)),
+              platform=_NS(gfile=gfile),   # tensorflow.python.*: the same objects as tf.*
+              ops=_NS(array_ops=_NS(identity=identity, shape=shape),
+                      math_ops=_NS(floor=floor), random_ops=_NS(random_uniform=random_uniform),
+                      variables=_NS(Variable=Variable)))
 concat_v2 = concat   # TF 0.12's name
 compat = _NS(as_bytes=lambda s, encoding="utf-8": s.encode(encoding) if isinstance(s, str)
              else bytes(s),
@@ -88,6 +93,7 @@ compat = _NS(as_bytes=lambda s, encoding="utf-8": s.encode(encoding) if isinstan
              else str(s))
 compat.as_text = compat.as_str
 compat.v1 = compat.v2 = __import__("sys").modules[__name__]   # tf.compat.v1 is this module
+python.util = _NS(compat=compat)
 
 Operation = Node
 bool = bool_  # noqa: A001 - graph.bool, as tf.bool

@@ -153,3 +153,24 @@ def test_init_from_checkpoint_does_what_tensorflows_does(rtf, tmp_path, mapping)
     ours = _init_from_checkpoint_program(tf, str(tmp_path / "ours"), mapping)
     theirs = _init_from_checkpoint_program(rtf.compat.v1, str(tmp_path / "theirs"), mapping)
     assert ours == theirs
+
+
+def test_contrib_layers_dropout_drops_while_training_only():
+    x = tf.placeholder(tf.float32, [8, 500])
+    training = tf.placeholder(tf.bool, [])
+    y = tf.contrib.layers.dropout(x, keep_prob=0.8, is_training=training)
+    z = tf.contrib.layers.dropout(x, 0.5, is_training=False)
+    ones = np.ones((8, 500), np.float32)
+    with tf.Session() as sess:
+        on, off, fixed = sess.run(y, {x: ones, training: True}), \
+            sess.run(y, {x: ones, training: False}), sess.run(z, {x: ones})
+    assert set(np.unique(on)) == {0.0, 1.25} and abs((on == 0).mean() - 0.2) < 0.03
+    assert (off == 1).all() and (fixed == 1).all()
+
+
+def test_tensorflow_python_paths_are_the_public_objects():
+    assert tf.python.platform.gfile is tf.gfile
+    assert tf.python.framework.ops.convert_to_tensor is tf.convert_to_tensor
+    assert tf.python.ops.array_ops.identity is tf.identity
+    assert tf.python.ops.random_ops.random_uniform is tf.random_uniform
+    assert tf.python.util.compat.as_bytes("ab") == b"ab"
