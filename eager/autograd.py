@@ -27,6 +27,7 @@ from dualgrad.ops.rules import floating
 
 from dualgrad import ops
 from dualgrad.ops.autodiff import backprop
+from dualgrad.ops.core import TRACING, current_trace, tracing
 from .core import _GRAD, Tensor, _free, _keep, _needs_grad, _node_of, recorded, seed_gradient
 
 __all__ = ["grad", "backward", "Function", "Variable"]
@@ -208,28 +209,57 @@ class _disabled:
 
 
 def _join(cls, ctx, args, out):
-    """forward's floating outputs as tape entries whose rule calls cls.backward."""
+    """forward's floating outputs as tape entries whose rule calls cls.backward. Inside a
+    compile() trace each becomes a graph node (its forward value passed through, the tracer
+    inputs beside it) whose gradient rule runs cls.backward on tracers of the same trace, so
+    the user's backward is traced into the gradient graph, not a graph break."""
     single = isinstance(out, Tensor)
     outs = [out] if single else list(out)
     positions = [k for k, a in enumerate(args) if isinstance(a, Tensor)]
     inputs = tuple(args[k] for k in positions)
-    op = ops.Op(f"{cls.__name__}Backward", None, None, _function_vjp)
+    trace = current_trace() if TRACING[0] else None
+    name = f"{cls.__name__}Backward"
+    op = ops.Op(name, None, None, _function_vjp) if trace is None else \
+        ops.Op(name, _passed_spec, _passed_value, _traced_vjp)
+    ctx._trace = trace
     joined = []
     for i, o in enumerate(outs):
         if isinstance(o, Tensor) and floating(o._array.dtype) and \
                 id(o) not in ctx.non_differentiable:
-            o = recorded(o._array, op, inputs, {"fn": cls, "ctx": ctx, "index": i,
-                                                "outs": outs, "positions": positions})
+            attrs = {"fn": cls, "ctx": ctx, "index": i, "outs": outs, "positions": positions}
+            o = recorded(o._array, op, inputs, attrs) if trace is None else \
+                ops.bind(op, o, *inputs, **attrs)
         joined.append(o)
     return joined[0] if single else type(out)(joined)
+
+
+def _passed_spec(spec, *inputs, **attrs):
+    return spec
+
+
+def _passed_value(value, *inputs, **attrs):
+    return value
+
+
+def _traced_vjp(g, value, *inputs, out, needs, **attrs):
+    """The traced join's rule (graph.gradients hands it graph tensors): cls.backward on
+    tracers of the trace forward ran in, its results lifted back into that trace's graph."""
+    trace = attrs["ctx"]._trace
+    with tracing(trace):
+        grads = _function_vjp(trace.wrap(g, False), *[trace.wrap(x, False) for x in inputs],
+                              out=out, needs=needs[1:], **attrs)
+        return (None,) + tuple(None if r is None else trace.lift(r) for r in grads)
+
+
+def _zeros(o):
+    return Tensor(np.zeros_like(o._array)) if type(o) is Tensor else ops.zeros_like(o)
 
 
 def _function_vjp(g, *inputs, out, needs, fn, ctx, index, outs, positions):
     """cls.backward with this output's gradient (the others' zeros, or None without
     materialized grads: a vector-Jacobian product is linear, so the sum over outputs is the
     gradient torch's single call gives)."""
-    grads = [g if i == index else
-             (Tensor(np.zeros_like(o._array)) if ctx.materialize_grads else None)
+    grads = [g if i == index else (_zeros(o) if ctx.materialize_grads else None)
              if isinstance(o, Tensor) else None for i, o in enumerate(outs)]
     result = fn.backward(ctx, *grads)
     result = result if isinstance(result, tuple) else (result,)
@@ -241,7 +271,7 @@ def _function_vjp(g, *inputs, out, needs, fn, ctx, index, outs, positions):
     for k, x in zip(positions, inputs):
         r = result[k]
         if r is not None:
-            r = r if isinstance(r, Tensor) else Tensor(np.asarray(r, x._array.dtype))
+            r = r if isinstance(r, Tensor) else Tensor(np.asarray(r, x.dtype))
             if tuple(r.shape) != tuple(x.shape):
                 raise RuntimeError(f"Function {fn.__name__}Backward returned an invalid "
                                    f"gradient at index {k} - got {list(r.shape)} but "

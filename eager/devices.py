@@ -171,6 +171,32 @@ accelerator = types.ModuleType("dualgrad.eager.accelerator", "torch.accelerator:
 accelerator.is_available = _false
 accelerator.device_count = lambda: 0
 accelerator.current_accelerator = lambda check_available=False: None
+_NO_ACCELERATOR = "Cannot access accelerator device when none is available."
+
+
+def _no_accelerator(*args, **kwargs):
+    raise RuntimeError(_NO_ACCELERATOR)
+
+
+class _device_index:  # noqa: N801 - torch's name
+    """torch.accelerator.device_index(i): a context that switches to accelerator i; with
+    None it does nothing, as torch's; with an index it raises torch's CPU-only error."""
+
+    def __init__(self, device, /):
+        self.device = device
+
+    def __enter__(self):
+        if self.device is not None:
+            _no_accelerator()
+
+    def __exit__(self, *exc):
+        return False
+
+
+accelerator.set_device_index = accelerator.set_device_idx = _no_accelerator
+accelerator.current_device_index = accelerator.current_device_idx = _no_accelerator
+accelerator.synchronize = _no_accelerator
+accelerator.device_index = _device_index
 
 
 def get_default_device():

@@ -358,7 +358,8 @@ def bitwise_right_shift(input, other):  # noqa: A002
 
 
 def _is_bool(x):
-    return _arr(x).dtype == np.bool_ if isinstance(x, FunctionMethods) else isinstance(x, bool)
+    # NOTE: the dtype, not the values (a compile() tracer has none)
+    return x.dtype == np.bool_ if isinstance(x, FunctionMethods) else isinstance(x, bool)
 
 
 def _operator(logical, bitwise):

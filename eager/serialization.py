@@ -39,7 +39,7 @@ import numpy as np
 from safetensors import SafetensorError
 
 from dualgrad.ops.files import UnreadableWeights, atomic_path, read_safetensors, \
-    write_safetensors
+    read_safetensors_bytes, stream_safetensors, write_safetensors
 
 from .devices import check as check_device
 from .core import Tensor
@@ -169,7 +169,8 @@ def _float(text):
 
 def save(obj, f):
     """Write `obj` (a state dict, an optimizer's state dict, a checkpoint dict, a tensor) to
-    the path `f` as safetensors, atomically, whatever the extension."""
+    the path `f` as safetensors, atomically, whatever the extension; or to `f`'s `write` (a
+    binary stream such as io.BytesIO, as torch.save takes)."""
     arrays = _flat_tensors(obj)
     metadata = {"format": "dualgrad-state-dict"}
     if arrays is None:
@@ -178,6 +179,9 @@ def save(obj, f):
                     "tree": json.dumps(_encode(obj, arrays, ""))}
     else:
         arrays = {k: _contiguous(v) for k, v in arrays.items()}
+    if hasattr(f, "write"):
+        stream_safetensors(f, arrays, metadata)
+        return
     _write_atomic(arrays, os.fspath(f), metadata)
 
 
@@ -195,9 +199,10 @@ def load(f, map_location=None, weights_only=True, **kwargs):
     if map_location is not None and not callable(map_location) \
             and not isinstance(map_location, dict):
         check_device(map_location)
-    path = os.fspath(f)
+    path = repr(f) if hasattr(f, "read") else os.fspath(f)
     try:
-        arrays, metadata = read_safetensors(path)
+        arrays, metadata = read_safetensors_bytes(f.read()) if hasattr(f, "read") else \
+            read_safetensors(path)
     except UnreadableWeights as e:
         raise ValueError(f"eager.load: {path}: {e}") from None
     except (SafetensorError, ValueError, OSError) as e:

@@ -59,11 +59,12 @@ from .variable_scope import (AUTO_REUSE, VariableScope, get_variable, get_variab
                              variable_scope)
 from . import nn, layers, losses, metrics, train, contrib
 from . import image, math, random, initializers, linalg  # noqa: A004 - tf.math, tf.random, …
-from .linalg import band_part as matrix_band_part, matrix_transpose
+from .linalg import band_part as matrix_band_part, det as matrix_determinant, matrix_transpose
 from . import onnx  # noqa: F401 - graph.onnx.export / load; the onnx package loads lazily
 from .serialize import load, restore, save
 from .inspect import describe, to_dot
-from . import summary
+from . import keras, summary
+from .summary import Summary
 from . import data, flags, gfile, io, mnist, tf_logging as logging  # noqa: A004 - tf.logging
 from .dtypes import string
 from .io import FixedLenFeature, decode_raw, parse_example, parse_single_example
@@ -79,7 +80,12 @@ from .augment import decode_csv, diag, multinomial, random_crop, read_file
 from .shapes import TensorShape as _TensorShape
 estimator = _NS(ModeKeys=contrib.ModeKeys)   # the constants only: no Estimator (docs say why)
 python = _NS(framework=_NS(tensor_shape=_NS(TensorShape=_TensorShape, Dimension=Dimension,
-                                            scalar=lambda: _TensorShape([]))))
+                                            scalar=lambda: _TensorShape([])),
+                           ops=_NS(convert_to_tensor=convert_to_tensor, name_scope=name_scope)),
+              platform=_NS(gfile=gfile),   # tensorflow.python.*: the same objects as tf.*
+              ops=_NS(array_ops=_NS(identity=identity, shape=shape),
+                      math_ops=_NS(floor=floor), random_ops=_NS(random_uniform=random_uniform),
+                      variables=_NS(Variable=Variable)))
 concat_v2 = concat   # TF 0.12's name
 compat = _NS(as_bytes=lambda s, encoding="utf-8": s.encode(encoding) if isinstance(s, str)
              else bytes(s),
@@ -87,6 +93,7 @@ compat = _NS(as_bytes=lambda s, encoding="utf-8": s.encode(encoding) if isinstan
              else str(s))
 compat.as_text = compat.as_str
 compat.v1 = compat.v2 = __import__("sys").modules[__name__]   # tf.compat.v1 is this module
+python.util = _NS(compat=compat)
 
 Operation = Node
 bool = bool_  # noqa: A001 - graph.bool, as tf.bool
@@ -114,6 +121,6 @@ __all__ = [
     "read_file", "estimator", "python", "concat_v2", "compat",
     "argsort", "boolean_mask", "einsum", "gather_nd", "sequence_mask", "slice", "sort", "strided_slice",
     "tensordot", "unique", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "image", "math", "random", "initializers", "linalg", "matrix_band_part",
-    "matrix_transpose", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
+    "matrix_transpose", "matrix_determinant", "keras", "Summary", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
     *_math_all, *_init_all, *_array_all, *_checks_all, *_scatter_all,
 ]

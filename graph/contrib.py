@@ -85,7 +85,7 @@ layers = SimpleNamespace(l1_regularizer=l1_regularizer, l2_regularizer=l2_regula
                          flatten=_cl.flatten, fully_connected=_cl.fully_connected,
                          linear=lambda inputs, num_outputs, **kw: _cl.fully_connected(
                              inputs, num_outputs, activation_fn=None, **kw),
-                         batch_norm=_cl.batch_norm,
+                         batch_norm=_cl.batch_norm, dropout=_cl.dropout,
                          variance_scaling_initializer=_cl.variance_scaling_initializer)
 seq2seq = SimpleNamespace(sequence_loss=_cl.sequence_loss, tile_batch=_cl.tile_batch)
 rnn.DeviceWrapper = _cl.DeviceWrapper

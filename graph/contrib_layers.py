@@ -15,11 +15,11 @@ import numpy as np
 from .init_ops import variance_scaling_initializer as _core_vs
 from .layers import batch_normalization, flatten as _flatten
 from .math_ops import reduce_sum, truncated_normal
-from .nn import relu, sparse_softmax_cross_entropy_with_logits
+from .nn import dropout as _dropout, relu, sparse_softmax_cross_entropy_with_logits
 from .variable_scope import layer_scope, layer_variable, regularize_output
 from .init_ops import compute_fans, glorot_uniform_initializer, zeros_initializer
 
-__all__ = ["flatten", "fully_connected", "batch_norm", "variance_scaling_initializer",
+__all__ = ["flatten", "fully_connected", "batch_norm", "dropout", "variance_scaling_initializer",
            "sequence_loss", "tile_batch", "DeviceWrapper", "map_and_batch", "HParams",
            "analyze_vars"]
 
@@ -49,6 +49,22 @@ def fully_connected(inputs, num_outputs, activation_fn=relu, normalizer_fn=None,
                                    zeros_initializer(), biases_regularizer, trainable)
         y = activation_fn(y) if activation_fn is not None else y
         return regularize_output(y, None)
+
+
+def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True,
+            outputs_collections=None, scope=None, seed=None):
+    """contrib.layers.dropout: nn.dropout(inputs, keep_prob) while training, the inputs
+    (an identity) otherwise; is_training a Python bool or a bool tensor (then a cond, as
+    TF's smart_cond)."""
+    from .control_flow import cond, identity
+    from .core import Tensor, name_scope
+
+    def dropped():
+        return _dropout(inputs, keep_prob, noise_shape=noise_shape, seed=seed)
+    with name_scope(scope, "Dropout", [inputs]):
+        if isinstance(is_training, Tensor):
+            return cond(is_training, dropped, lambda: identity(inputs))
+        return dropped() if is_training else identity(inputs)
 
 
 def batch_norm(inputs, decay=0.999, center=True, scale=False, epsilon=0.001, activation_fn=None,

@@ -12,8 +12,14 @@ from dualgrad import ops
 from .math_ops import l2_normalize, matmul, named, norm
 from .select_ops import einsum, tensordot
 
-__all__ = ["band_part", "einsum", "l2_normalize", "matmul", "matrix_transpose", "norm",
+__all__ = ["band_part", "det", "einsum", "l2_normalize", "matmul", "matrix_transpose", "norm",
            "tensordot", "transpose"]
+
+
+@named
+def det(input):  # noqa: A002 - TF's name
+    """tf.linalg.det / tf.matrix_determinant: the determinant of each trailing square matrix."""
+    return ops.det(input)
 
 
 @named

@@ -25,7 +25,7 @@ from dualgrad.ops.core import Spec
 
 from .core import (Graph, GraphKeys, Tensor, _graph_of, _lift, get_default_graph, graph_op)
 
-__all__ = ["scalar", "histogram", "merge", "merge_all", "FileWriter"]
+__all__ = ["scalar", "histogram", "image", "merge", "merge_all", "FileWriter", "Summary"]
 
 STRING = np.dtype(object)   # TF's tf.string: a fetched summary is `bytes`
 
@@ -49,6 +49,44 @@ def _histogram_kernel(node):
     return run, False
 
 
+def _image_kernel(node):
+    tag, n = node.attrs["tag"], node.attrs["max_outputs"]
+
+    def run(x):
+        a = np.asarray(x)
+        if a.ndim != 4 or a.shape[-1] not in (1, 3, 4):
+            raise ValueError(f"summary.image {tag!r}: expected images [batch, height, width, "
+                             f"channels] with 1, 3 or 4 channels, got shape {a.shape}")
+        tags = [f"{tag}/image"] if n == 1 else [f"{tag}/image/{i}" for i in range(n)]
+        return _string(events.Summary([events.image_value(t, _to_uint8(im))
+                                       for t, im in zip(tags, a[:n])]))
+    return run, False
+
+
+_BAD_COLOR = np.array([255, 0, 0, 255], np.uint8)   # TF's: non-finite pixels are red
+
+
+def _to_uint8(image):
+    """TF1's per-image normalisation: uint8 as it is; floats scaled so the largest finite
+    value is 255 when none is negative, else 0.0 at 128 and the largest magnitude at 1 or
+    255 (x * 127 / max|x| + 128), truncated; non-finite pixels the bad colour."""
+    if image.dtype == np.uint8:
+        return image
+    im = image.astype(np.float32)
+    finite = np.isfinite(im)
+    vals = im[finite]
+    lo, hi = (vals.min(), vals.max()) if vals.size else (np.float32(0), np.float32(0))
+    if lo >= 0:
+        scale, offset = (np.float32(255) / hi if hi > 0 else np.float32(0)), np.float32(0)
+    else:
+        big = max(abs(lo), abs(hi))
+        scale, offset = np.float32(127) / big, np.float32(128)
+    out = (np.where(finite, im, 0) * scale + offset).astype(np.uint8)
+    bad = ~finite.all(axis=-1)
+    out[bad] = _BAD_COLOR[:im.shape[-1]]
+    return out
+
+
 def _merge_kernel(node):
     def run(*parts):
         out = events.Summary([])
@@ -60,6 +98,7 @@ def _merge_kernel(node):
 
 SCALAR = graph_op("summary_scalar", _scalar_kernel)
 HISTOGRAM = graph_op("summary_histogram", _histogram_kernel)
+IMAGE = graph_op("summary_image", _image_kernel)
 MERGE = graph_op("summary_merge", _merge_kernel)
 
 
@@ -80,11 +119,12 @@ def _bytes(value) -> bytes:
     return bytes(value)
 
 
-def _summary(kind, name, tensor, collections, family):
+def _summary(kind, name, tensor, collections, family, **attrs):
     g = _graph_of([tensor])
     t = _lift(g, tensor, [tensor])
     tag = f"{family}/{name}" if family else str(name)
-    node = g.create_node(kind, (t,), {"tag": tag}, [Spec((), STRING)], tag.replace(" ", "_"))
+    node = g.create_node(kind, (t,), {"tag": tag, **attrs}, [Spec((), STRING)],
+                         tag.replace(" ", "_"))
     for key in (collections if collections is not None else [GraphKeys.SUMMARIES]):
         g.add_to_collection(key, node.outputs[0])
     return node.outputs[0]
@@ -99,6 +139,15 @@ def scalar(name, tensor, collections=None, family=None) -> Tensor:
 def histogram(name, values, collections=None, family=None) -> Tensor:
     """A summary op holding a histogram of `values` (e.g. a weight or an activation)."""
     return _summary(HISTOGRAM, name, values, collections, family)
+
+
+def image(name, tensor, max_outputs=3, collections=None, family=None) -> Tensor:
+    """A summary op holding up to max_outputs images of a [batch, height, width, channels]
+    tensor (1, 3 or 4 channels) as PNGs, tagged 'name/image/0', ... ('name/image' when
+    max_outputs is 1); floats are normalised per image as TF1's (see _to_uint8)."""
+    if max_outputs < 1:
+        raise ValueError(f"summary.image: max_outputs must be at least 1, got {max_outputs}")
+    return _summary(IMAGE, name, tensor, collections, family, max_outputs=int(max_outputs))
 
 
 def merge(inputs, collections=None, name=None) -> Tensor:
@@ -120,6 +169,28 @@ def merge_all(key=GraphKeys.SUMMARIES, scope=None, name=None):
     found = [t for t in get_default_graph().get_collection(key)
              if scope is None or t.node.name.startswith(scope)]
     return merge(found, name=name) if found else None
+
+
+class _ProtoClass(type):
+    def __getattr__(cls, name):   # Summary.Value, Summary.Image, ...: the protocol buffer's
+        return getattr(events.Summary_class(), name)
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, events.Summary_class())
+
+
+class Summary(metaclass=_ProtoClass):
+    """tf.Summary: TensorBoard's Summary protocol buffer (`Summary(value=[Summary.Value(
+    tag=, simple_value=)])` for a value computed in Python, `ParseFromString` to read a
+    fetched summary); FileWriter.add_summary takes it."""
+
+    def __new__(cls, *args, **kwargs):
+        return events.Summary_class()(*args, **kwargs)
+
+    @staticmethod
+    def Value(**fields):  # noqa: N802 - the protocol buffer's name
+        """Summary.Value(tag=, simple_value= | image= | histo= ...)."""
+        return events.Summary_class().Value(**fields)
 
 
 class FileWriter:

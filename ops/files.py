@@ -172,36 +172,54 @@ def read_safetensors(path):
     from safetensors.numpy import load_file
     with safe_open(path, "np") as handle:
         metadata = handle.metadata() or {}
-        bad = [(k, handle.get_slice(k).get_dtype()) for k in handle.keys()]
-    dtypes = {d for _, d in bad}
-    bad = [(k, d) for k, d in bad if d not in NUMPY_DTYPES]
+        dtypes = [(k, handle.get_slice(k).get_dtype()) for k in handle.keys()]
+    _refuse_dtypes(dtypes)
+    if any(d == "BF16" for _, d in dtypes):
+        with open(path, "rb") as f:
+            return _read_raw(f.read()), metadata
+    return load_file(path), metadata
+
+
+def read_safetensors_bytes(data):
+    """(arrays, metadata) of safetensors bytes (read from a stream), as read_safetensors."""
+    from safetensors.numpy import load
+    if len(data) < 8:
+        raise ValueError("fewer than 8 bytes: no safetensors header")
+    n = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + n])
+    metadata = header.pop("__metadata__", None) or {}
+    dtypes = [(k, v["dtype"]) for k, v in header.items()]
+    _refuse_dtypes(dtypes)
+    if any(d == "BF16" for _, d in dtypes):
+        return _read_raw(bytes(data)), metadata
+    return load(bytes(data)), metadata
+
+
+def _refuse_dtypes(dtypes):
+    bad = [(k, d) for k, d in dtypes if d not in NUMPY_DTYPES]
     if bad:
         names = ", ".join(f"{k!r} ({_NAMES.get(d, d)})" for k, d in bad[:3]) + \
             (" …" if len(bad) > 3 else "")
         raise UnreadableWeights(
             f"tensor {names} has a dtype NumPy cannot hold; dualgrad reads bool, (u)int8-64, "
             f"bfloat16 and float16/32/64 (convert first, e.g. torch's t.float())")
-    if "BF16" in dtypes:
-        return _read_raw(path), metadata
-    return load_file(path), metadata
 
 
-def _read_raw(path):
-    """Every tensor of a safetensors file read from its header and bytes: the safetensors
-    library's NumPy reader knows no bfloat16 (ml_dtypes' is a NumPy dtype all the same)."""
+def _read_raw(data):
+    """Every tensor of safetensors bytes read from its header: the safetensors library's
+    NumPy reader knows no bfloat16 (ml_dtypes' is a NumPy dtype all the same)."""
     names = {"BF16": BFLOAT16, "BOOL": np.bool_, "U8": np.uint8, "I8": np.int8,
              "U16": np.uint16, "I16": np.int16, "U32": np.uint32, "I32": np.int32,
              "U64": np.uint64, "I64": np.int64, "F16": np.float16, "F32": np.float32,
              "F64": np.float64}
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(n))
-        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
     header.pop("__metadata__", None)
+    body = memoryview(data)[8 + n:]
     out = {}
     for k, v in header.items():
         a, b = v["data_offsets"]
-        out[k] = np.frombuffer(data[a:b], dtype=names[v["dtype"]]).reshape(v["shape"]).copy()
+        out[k] = np.frombuffer(body[a:b], dtype=names[v["dtype"]]).reshape(v["shape"]).copy()
     return out
 
 
@@ -239,13 +257,19 @@ def safetensors_header(arrays, metadata=None) -> bytes:
 def write_safetensors(path, arrays, metadata=None):
     """Write {name: array} (+ string metadata) as a safetensors file at `path` (the caller's
     temporary), streaming each array's bytes, then fsync. No extra copy of the data."""
-    arrays = {k: np.asarray(v) for k, v in arrays.items()}
     with open(path, "wb") as f:
-        f.write(safetensors_header(arrays, metadata))
-        for arr in arrays.values():
-            if arr.dtype.byteorder == ">":
-                arr = arr.astype(arr.dtype.newbyteorder("<"))
-            if arr.size:
-                f.write(np.ascontiguousarray(arr).reshape(-1).view(np.uint8).data)
+        stream_safetensors(f, arrays, metadata)
         f.flush()
         os.fsync(f.fileno())
+
+
+def stream_safetensors(f, arrays, metadata=None):
+    """The safetensors bytes of {name: array} written to the binary stream f (a file, or an
+    io.BytesIO as torch.save accepts)."""
+    arrays = {k: np.asarray(v) for k, v in arrays.items()}
+    f.write(safetensors_header(arrays, metadata))
+    for arr in arrays.values():
+        if arr.dtype.byteorder == ">":
+            arr = arr.astype(arr.dtype.newbyteorder("<"))
+        if arr.size:
+            f.write(np.ascontiguousarray(arr).reshape(-1).view(np.uint8).data)

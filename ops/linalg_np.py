@@ -290,5 +290,12 @@ def _expm_vjp(g, x, **kw):
 
 matrix_exp = _register("matrix_exp", _square("matrix_exp"), _expm_kernel, _expm_vjp)
 
-__all__ = ["inv", "logabsdet", "det_sign", "solve", "cholesky", "eigh_values", "eigh_vectors",
+def det(a):
+    """The determinant, as the sign times exp(log|det|): both engines' det (its gradient
+    det * inv(a)^T comes through logabsdet's rule)."""
+    from .elementwise import exp
+    return det_sign(a) * exp(logabsdet(a))
+
+
+__all__ = ["inv", "logabsdet", "det_sign", "det", "solve", "cholesky", "eigh_values", "eigh_vectors",
            "svd_u", "svd_s", "svd_vh", "qr_q", "qr_r", "matrix_exp"]

@@ -40,6 +40,10 @@ def _tb():
             "writer": EventFileWriter}
 
 
+def Summary_class():  # noqa: N802 - the protocol buffer class itself
+    return _tb()["summary"].Summary
+
+
 def Summary(values):
     """A Summary protocol buffer holding `values` (from scalar_value / histogram_value)."""
     return _tb()["summary"].Summary(value=list(values))
@@ -48,6 +52,31 @@ def Summary(values):
 def scalar_value(tag, value):
     """One scalar, e.g. a loss: a Summary.Value."""
     return _tb()["summary"].Summary.Value(tag=str(tag), simple_value=float(value))
+
+
+def png(image):
+    """PNG bytes of a uint8 (height, width, channels) array, channels 1 (grey), 3 (RGB) or 4
+    (RGBA): one IDAT chunk of zlib-compressed rows, each with filter byte 0."""
+    import struct
+    import zlib
+    h, w, c = image.shape
+    color = {1: 0, 3: 2, 4: 6}[c]
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + \
+            struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    rows = np.concatenate([np.zeros((h, 1), np.uint8),
+                           np.ascontiguousarray(image, np.uint8).reshape(h, w * c)], axis=1)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, color, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows.tobytes())) + chunk(b"IEND", b""))
+
+
+def image_value(tag, image):
+    """One image (uint8, (height, width, channels)) as a Summary.Value with a PNG."""
+    h, w, c = image.shape
+    s = _tb()["summary"]
+    return s.Summary.Value(tag=str(tag), image=s.Summary.Image(
+        height=h, width=w, colorspace=c, encoded_image_string=png(image)))
 
 
 def _tensorflow_edges(lo, hi):

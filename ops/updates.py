@@ -9,7 +9,7 @@ nn.BatchNorm and graph.layers.batch_normalization.
 """
 from __future__ import annotations
 
-from .elementwise import sqrt
+from .elementwise import maximum, sqrt
 from .reduce import sum as sum_
 
 
@@ -28,21 +28,28 @@ def sgd_update(p, g, buf, lr, momentum=0.0, weight_decay=0.0, nesterov=False, fi
     return p - lr * step, buf
 
 
-def adam_update(p, g, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
-    """One Adam step at step number t (1-based): returns (new_p, new_m, new_v)."""
+def adam_update(p, g, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0,
+                vmax=None):
+    """One Adam step at step number t (1-based): returns (new_p, new_m, new_v). With `vmax`
+    (AMSGrad: the largest second moment so far) the step divides by the new maximum, which
+    is returned fourth."""
     if weight_decay:
         g = g + weight_decay * p
     m = beta1 * m + (1.0 - beta1) * g
     v = beta2 * v + (1.0 - beta2) * (g * g)
     m_hat = m / (1.0 - beta1 ** t)
-    v_hat = v / (1.0 - beta2 ** t)
-    return p - lr * m_hat / (sqrt(v_hat) + eps), m, v
+    if vmax is None:
+        return p - lr * m_hat / (sqrt(v / (1.0 - beta2 ** t)) + eps), m, v
+    vmax = maximum(vmax, v)
+    return p - lr * m_hat / (sqrt(vmax / (1.0 - beta2 ** t)) + eps), m, v, vmax
 
 
-def adamw_update(p, g, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=1e-2):
+def adamw_update(p, g, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=1e-2,
+                 vmax=None):
     """One AdamW step (torch.optim.AdamW): the parameter decays by lr * weight_decay first,
-    then takes the Adam step on the plain gradient. Returns (new_p, new_m, new_v)."""
-    return adam_update(p * (1.0 - lr * weight_decay), g, m, v, t, lr, beta1, beta2, eps)
+    then takes the Adam step on the plain gradient. Returns adam_update's."""
+    return adam_update(p * (1.0 - lr * weight_decay), g, m, v, t, lr, beta1, beta2, eps,
+                       vmax=vmax)
 
 
 def rmsprop_update(p, g, square_avg, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0,

@@ -32,13 +32,8 @@ RUN_ALL = str(HERE / "_run_all.py")
 DUALGRAD = [sys.executable, "-c", "import sys; from dualgrad.comparisons.cli import main; "
             "sys.exit(main(sys.argv[1:]))"]
 KNOWN_BREAKS = {
-    "torch_custom_function": "an autograd.Function's own backward is not traced: the call "
-                             "joins the eager tape (eager/autograd.py), a graph break",
     "torch_bilstm_tagger": "pack_padded_sequence reads the lengths' values: the packed "
                            "batch's shapes depend on them",
-    "torch_transformer_classifier": "nn.MultiheadAttention reads its masks as NumPy arrays "
-                                    "(eager/nn/attention.py), so a src_key_padding_mask "
-                                    "breaks the trace",
 }
 # the --compile run stops with an error (documented in docs/compile.md), not a break
 COMPILE_FAILS = {

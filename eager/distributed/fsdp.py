@@ -18,8 +18,11 @@ Under `mpiexec -n 2`:
 """
 from __future__ import annotations
 
+import enum
+import types
 from collections import OrderedDict
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,7 +32,7 @@ from ..nn import Module, Parameter
 from ..core import Tensor, _GRAD
 
 __all__ = ["FullyShardedDataParallel", "ModuleWrapPolicy", "ShardingStrategy",
-           "size_based_auto_wrap_policy"]
+           "size_based_auto_wrap_policy", "StateDictType", "FullStateDictConfig"]
 _PREFIX = "_fsdp_wrapped_module."
 
 
@@ -67,6 +70,22 @@ class ShardingStrategy:
     """torch's names; dualgrad shards parameters, gradients and optimizer state (FULL_SHARD)."""
     FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD = (
         "FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD")
+
+
+class StateDictType(enum.Enum):
+    """What FSDP's state_dict() returns: FULL_STATE_DICT (full tensors, the wrapped module's
+    keys; the default, and the one dualgrad provides) or torch's sharded / local forms."""
+    FULL_STATE_DICT = enum.auto()
+    LOCAL_STATE_DICT = enum.auto()
+    SHARDED_STATE_DICT = enum.auto()
+
+
+@dataclass
+class FullStateDictConfig:
+    """FULL_STATE_DICT's options: rank0_only (the other ranks get an empty dict, as torch's);
+    offload_to_cpu changes nothing here (every tensor is in CPU memory)."""
+    offload_to_cpu: bool = False
+    rank0_only: bool = False
 
 
 def _check_options(sharding_strategy, mixed_precision, device_id):
@@ -236,8 +255,33 @@ class FullyShardedDataParallel(Module):
         out.update((_clean(n), b) for n, b in inner.named_buffers())
         return out
 
+    @staticmethod
+    @contextmanager
+    def state_dict_type(module, state_dict_type, state_dict_config=None,
+                        optim_state_dict_config=None):
+        """Inside, state_dict() of every FSDP unit in `module` is of `state_dict_type` with
+        `state_dict_config`; FULL_STATE_DICT only (the sharded forms raise here)."""
+        if StateDictType(state_dict_type) is not StateDictType.FULL_STATE_DICT:
+            raise NotImplementedError(f"FullyShardedDataParallel.state_dict_type: "
+                                      f"{StateDictType(state_dict_type).name} is not supported "
+                                      f"by dualgrad; use StateDictType.FULL_STATE_DICT")
+        units = [m for m in module.modules() if isinstance(m, FullyShardedDataParallel)]
+        before = [u.__dict__.get("_state_config") for u in units]
+        for u in units:
+            object.__setattr__(u, "_state_config", state_dict_config or FullStateDictConfig())
+        try:
+            yield
+        finally:
+            for u, b in zip(units, before):
+                object.__setattr__(u, "_state_config", b)
+
     def state_dict(self):
-        """Full, unsharded tensors on every rank, keyed as the wrapped module's own."""
+        """Full, unsharded tensors on every rank, keyed as the wrapped module's own (with
+        state_dict_type's FullStateDictConfig(rank0_only=True): only rank 0 gets them)."""
+        config = self.__dict__.get("_state_config")
+        if config is not None and config.rank0_only and _mpi.rank() != 0:
+            with self.summon_full_params(self, writeback=False):   # NOTE: collective still
+                return OrderedDict()
         with self.summon_full_params(self, writeback=False):
             return OrderedDict((k, Tensor(np.array(t._array, copy=True)))
                                for k, t in self._full_entries().items())
@@ -336,3 +380,12 @@ def _map_tensors(x, fn):
     if isinstance(x, dict):
         return type(x)((k, _map_tensors(v, fn)) for k, v in x.items())
     return x
+
+
+# torch.distributed.fsdp.fully_sharded_data_parallel: the module the classes live in
+fully_sharded_data_parallel = types.ModuleType(
+    "dualgrad.eager.distributed.fsdp.fully_sharded_data_parallel",
+    "torch.distributed.fsdp.fully_sharded_data_parallel")
+for _name in ("FullyShardedDataParallel", "StateDictType", "FullStateDictConfig",
+              "ShardingStrategy"):
+    setattr(fully_sharded_data_parallel, _name, globals()[_name])

@@ -14,14 +14,16 @@ from __future__ import annotations
 import numpy as np
 
 from dualgrad import ops
+from ..core import Tensor
 from .basic import Linear
 from .module import Module, Parameter
 from . import functional as F
 from . import init
 
 
-def _as_array(mask):
-    return None if mask is None else np.asarray(getattr(mask, "_array", mask))
+def _as_tensor(mask):
+    """A mask as a tensor: read with ops (a compile() tracer's values are not there to read)."""
+    return mask if mask is None or isinstance(mask, Tensor) else Tensor(np.asarray(mask))
 
 
 class MultiheadAttention(Module):
@@ -60,7 +62,7 @@ class MultiheadAttention(Module):
         heads = [self._heads(F.linear(t, wi, bi), n, N)
                  for t, wi, bi, n in zip((q, k, v), w, b, (L, S, S))]
         scores = ops.matmul(heads[0], heads[1].transpose(-2, -1)) * (self.head_dim ** -0.5)
-        scores = self._masked(scores, _as_array(attn_mask), _as_array(key_padding_mask), N, L, S)
+        scores = self._masked(scores, _as_tensor(attn_mask), _as_tensor(key_padding_mask), N, L, S)
         weights = ops.softmax(scores, axis=-1)
         if self.dropout and self.training:
             weights = F.dropout(weights, self.dropout, True)
@@ -82,13 +84,13 @@ class MultiheadAttention(Module):
     def _masked(self, scores, attn_mask, key_padding_mask, N, L, S):
         H = self.num_heads
         if attn_mask is not None:
-            m = attn_mask.reshape(N, H, L, S) if attn_mask.ndim == 3 else attn_mask
+            m = ops.reshape(attn_mask, (N, H, L, S)) if attn_mask.ndim == 3 else attn_mask
             scores = ops.masked_fill(scores, m, -np.inf) if m.dtype == np.bool_ \
-                else scores + m.astype(scores.dtype)
+                else scores + ops.cast(m, scores.dtype)
         if key_padding_mask is not None:
-            m = key_padding_mask.reshape(N, 1, 1, S)
+            m = ops.reshape(key_padding_mask, (N, 1, 1, S))
             scores = ops.masked_fill(scores, m, -np.inf) if m.dtype == np.bool_ \
-                else scores + m.astype(scores.dtype)
+                else scores + ops.cast(m, scores.dtype)
         return scores
 
     def extra_repr(self):

@@ -54,6 +54,13 @@ class Linear(Module):
         self.bias = _uniform((out_features,), bound) if bias else None
         _factory_kwargs(self, device, dtype)
 
+    def reset_parameters(self):
+        """Draw weight and bias anew, in place, as __init__ does (torch's bound 1/sqrt(in))."""
+        bound = 1.0 / math.sqrt(self.in_features) if self.in_features else 0.0
+        for p in (self.weight, self.bias):
+            if p is not None:
+                p._array[...] = _uniform(p.shape, bound, p._array.dtype)._array
+
     def forward(self, x):
         return F.linear(x, self.weight, self.bias)
 
@@ -127,6 +134,13 @@ class LayerNorm(Module):
         self.weight = Parameter(np.ones(shape, np.float32)) if elementwise_affine else None
         self.bias = Parameter(np.zeros(shape, np.float32)) if elementwise_affine and bias \
             else None
+
+    def reset_parameters(self):
+        """weight back to ones and bias to zeros, in place."""
+        if self.weight is not None:
+            self.weight._array[...] = 1
+        if self.bias is not None:
+            self.bias._array[...] = 0
 
     def forward(self, x):
         return F.layer_norm(x, self.normalized_shape, self.weight, self.bias, self.eps)

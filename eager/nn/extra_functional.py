@@ -11,6 +11,7 @@ the upsample_* names, dropout3d and the alpha dropouts, and the max_unpool funct
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -283,6 +284,13 @@ def bilinear(input1, input2, weight, bias=None):
     return out if out.dtype == dt else ops.cast(out, dt)   # NOTE: integers keep their dtype
 
 
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
+    """The deprecated name of interpolate (the same, with torch's UserWarning)."""
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
+                  "instead.", UserWarning, stacklevel=2)
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
 def upsample_nearest(input, size=None, scale_factor=None):  # noqa: A002
     return interpolate(input, size, scale_factor, mode="nearest")
 
@@ -379,5 +387,5 @@ __all__ = ["threshold", "softshrink", "hardshrink", "rrelu", "rms_norm", "local_
            "soft_margin_loss", "hinge_embedding_loss", "multilabel_soft_margin_loss",
            "multi_margin_loss", "multilabel_margin_loss", "gaussian_nll_loss",
            "poisson_nll_loss", "triplet_margin_with_distance_loss", "pdist", "channel_shuffle",
-           "bilinear", "linear_cross_entropy", "embedding_bag", "upsample_nearest", "upsample_bilinear", "dropout3d", "alpha_dropout",
+           "bilinear", "linear_cross_entropy", "embedding_bag", "upsample", "upsample_nearest", "upsample_bilinear", "dropout3d", "alpha_dropout",
            "feature_alpha_dropout", "max_unpool1d", "max_unpool2d", "max_unpool3d"]

@@ -124,20 +124,20 @@ class Adam(Optimizer):
         _check("epsilon value", eps)
         if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
             raise ValueError(f"Invalid beta parameters: {betas}")
-        if amsgrad:
-            raise NotImplementedError(f"{type(self).__name__}(amsgrad=True) is not supported "
-                                      f"by dualgrad")
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                      weight_decay=weight_decay, amsgrad=False,
+                                      weight_decay=weight_decay, amsgrad=bool(amsgrad),
                                       maximize=maximize))
 
     def _update(self, p, g, state, group):
         m, v = _buf(state, "exp_avg", p._array), _buf(state, "exp_avg_sq", p._array)
         t = _count(state)
         b1, b2 = group["betas"]
-        new_p, m2, v2 = self._rule(p._array, g, m, v, t, group["lr"], b1, b2, group["eps"],
-                                   group["weight_decay"])
+        vmax = _buf(state, "max_exp_avg_sq", p._array) if group.get("amsgrad") else None
+        new_p, m2, v2, *vmax = self._rule(p._array, g, m, v, t, group["lr"], b1, b2,
+                                          group["eps"], group["weight_decay"], vmax=vmax)
         state["exp_avg"]._array, state["exp_avg_sq"]._array = m2, v2
+        if vmax:   # NOTE: AMSGrad's running maximum, torch's state name
+            state["max_exp_avg_sq"]._array = vmax[0]
         self._write(p, new_p)
 
     # NOTE: after the first step, one in-place loop over all the group's parameters and the

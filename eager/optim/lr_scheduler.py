@@ -173,6 +173,10 @@ class ConstantLR(LRScheduler):
             return self._lrs()
         return [lr * (1.0 / self.factor) for lr in self._lrs()]
 
+    def _closed_form(self):   # NOTE: what SequentialLR's milestone step(0) sets, as torch's
+        f = self.factor if self.last_epoch < self.total_iters else 1.0
+        return [b * f for b in self.base_lrs]
+
 
 class CosineAnnealingWarmRestarts(LRScheduler):
     """Cosine annealing restarted every T_0 * T_mult**k epochs."""
@@ -191,20 +195,34 @@ class CosineAnnealingWarmRestarts(LRScheduler):
                 for b in self.base_lrs]
 
     def step(self, epoch=None):
+        """The next epoch, or `epoch` (fractional too: step(epoch + i / iters) per batch, as
+        torch's docs show), placed in its restart cycle."""
         refuse_in_trace()
         if epoch is None:
             self.T_cur += 1
             if self.T_cur >= self.T_i:
                 self.T_cur -= self.T_i
                 self.T_i *= self.T_mult
-            self._step_count += 1
             self.last_epoch += 1
-            for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
-                group["lr"] = lr
-            self._last_lr = self._lrs()
-            return
-        raise NotImplementedError("CosineAnnealingWarmRestarts.step(epoch) with an explicit "
-                                  "epoch is not supported by dualgrad; call step() each epoch")
+        else:
+            self._place(epoch)
+        self._step_count += 1
+        for group, lr in zip(self.optimizer.param_groups, self.get_lr()):
+            group["lr"] = lr
+        self._last_lr = self._lrs()
+
+    def _place(self, epoch):
+        if epoch < 0:
+            raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+        self.T_i, self.T_cur = self.T_0, epoch
+        if epoch >= self.T_0:
+            if self.T_mult == 1:
+                self.T_cur = epoch % self.T_0
+            else:
+                n = int(math.log(epoch / self.T_0 * (self.T_mult - 1) + 1, self.T_mult))
+                self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                self.T_i = self.T_0 * self.T_mult ** n
+        self.last_epoch = math.floor(epoch)
 
 
 class PolynomialLR(LRScheduler):

@@ -40,6 +40,18 @@ def test_cuda_raises_pytorchs_cpu_only_error(make):
         make()
 
 
+@pytest.mark.parametrize("use", [
+    lambda a: a.set_device_index(0), lambda a: a.current_device_index(),
+    lambda a: a.synchronize(), lambda a: a.device_index(0).__enter__()])
+def test_accelerator_device_calls_raise_as_torchs_without_one(use):
+    torch = pytest.importorskip("torch")
+    for a in (torch.accelerator, eager.accelerator):
+        with pytest.raises(RuntimeError, match="none is available"):
+            use(a)
+    with eager.accelerator.device_index(None):   # None: no switch, as in torch
+        pass
+
+
 def test_other_accelerators_raise_clearly():
     with pytest.raises(RuntimeError, match="'mps' is not available"):
         eager.zeros(2, device="mps")

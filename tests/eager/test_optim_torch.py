@@ -47,6 +47,8 @@ OPTIMIZERS = [
     ("Adam", dict(lr=1e-2), {"lr": 1e-3, "betas": (0.8, 0.99)}),
     ("Adam", dict(lr=1e-2, weight_decay=0.1, maximize=False), {}),
     ("AdamW", dict(lr=1e-2), {"weight_decay": 0.5}),
+    ("Adam", dict(lr=1e-2, amsgrad=True), {"betas": (0.5, 0.6)}),
+    ("AdamW", dict(lr=1e-2, amsgrad=True, weight_decay=0.1), {}),
     ("RMSprop", dict(lr=1e-2), {"alpha": 0.9}),
     ("RMSprop", dict(lr=1e-2, momentum=0.9, centered=True, weight_decay=1e-3), {}),
     ("Adagrad", dict(lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1), {"lr": 0.05}),

@@ -26,6 +26,9 @@ def _schedule(torch, opt, kind):
     if kind == "constant_then_linear":
         return S.SequentialLR(opt, [S.ConstantLR(opt, factor=0.5, total_iters=2),
                                     S.LinearLR(opt, 0.2, 1.0, 3)], milestones=[2])
+    if kind == "linear_then_constant":   # a milestone step(0): ConstantLR's closed form
+        return S.SequentialLR(opt, [S.LinearLR(opt, 0.2, total_iters=3),
+                                    S.ConstantLR(opt, factor=0.5, total_iters=2)], milestones=[3])
     if kind == "chained":
         return S.ChainedScheduler([S.ConstantLR(opt, factor=0.1, total_iters=2),
                                    S.ExponentialLR(opt, gamma=0.9)])
@@ -54,13 +57,31 @@ def schedule_program(torch, kind):
 
 
 @pytest.mark.parametrize("kind", ["warmup_cosine", "three_phases", "constant_then_linear",
-                                  "chained", "polynomial"])
+                                  "linear_then_constant", "chained", "polynomial"])
 def test_schedule_equals_torch(kind):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ours, ref = schedule_program(dualgrad.eager, kind), schedule_program(real_torch, kind)
     np.testing.assert_array_equal(ours["lrs"], ref["lrs"])   # NOTE: to the last bit
     assert_same_results(ours, ref, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("t_mult", [1, 2])
+def test_warm_restarts_stepped_with_fractional_epochs_equal_torch(t_mult):
+    """torch's documented per-batch form, step(epoch + i / iters), and a jump to epoch 20."""
+    rates = []
+    for torch in (dualgrad.eager, real_torch):
+        opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.5)
+        sched = torch.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=3, T_mult=t_mult,
+                                                                     eta_min=0.01)
+        seen = []
+        for epoch in range(8):
+            for i in range(4):
+                sched.step(epoch + i / 4)
+                seen.append(opt.param_groups[0]["lr"])
+        sched.step(20)
+        rates.append(seen + [opt.param_groups[0]["lr"], sched.last_epoch])
+    np.testing.assert_allclose(rates[0], rates[1], rtol=1e-12)
 
 
 def flat_vector_program(torch):

@@ -48,6 +48,24 @@ def test_model_state_dict_round_trip(tmp_path):
     np.testing.assert_array_equal(a(x).detach().numpy(), b(x).detach().numpy())
 
 
+def test_save_and_load_through_a_bytes_buffer_as_torch_allows():
+    import io
+    eager.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 3), nn.ReLU(), nn.Linear(3, 2))
+    opt = eager.optim.Adam(model.parameters())
+    model(eager.randn(2, 4)).sum().backward()
+    opt.step()
+    buf = io.BytesIO()
+    eager.save({"model": model.state_dict(), "opt": opt.state_dict(), "epoch": 3}, buf)
+    buf.seek(0)
+    got = eager.load(buf)
+    assert got["epoch"] == 3 and list(got["model"]) == list(model.state_dict())
+    for k, v in model.state_dict().items():
+        np.testing.assert_array_equal(got["model"][k].numpy(), v.numpy())
+    with pytest.raises(ValueError, match="not a valid safetensors"):
+        eager.load(io.BytesIO(b"\x80\x02 a pickle"))
+
+
 def test_an_interrupted_write_leaves_the_old_file_intact_and_no_temp_files(tmp_path,
                                                                             monkeypatch):
     path = tmp_path / "ckpt.safetensors"

@@ -122,3 +122,43 @@ def test_serialization_and_distributed_helpers():
         dist.get_default_backend_for_device("cuda")
     with dg.serialization.safe_globals([dict]):   # nothing to allow: load never unpickles
         pass
+
+
+def test_reset_parameters_draws_as_init_does():
+    dg.manual_seed(0)
+    fresh = dg.nn.Linear(5, 3)
+    dg.manual_seed(0)
+    layer = dg.nn.Linear(5, 3)
+    layer.weight.data.zero_()
+    weight = layer.weight
+    dg.manual_seed(0)
+    layer.reset_parameters()
+    assert layer.weight is weight   # in place, as torch's
+    np.testing.assert_array_equal(layer.weight.detach().numpy(), fresh.weight.detach().numpy())
+    np.testing.assert_array_equal(layer.bias.detach().numpy(), fresh.bias.detach().numpy())
+    ref = torch.nn.Linear(5, 3)
+    ref.reset_parameters()
+    assert abs(ref.weight).max() <= 5 ** -0.5 and abs(layer.weight).max().item() <= 5 ** -0.5
+    norm = dg.nn.LayerNorm(4)
+    with dg.no_grad():
+        norm.weight.mul_(3)
+        norm.bias.add_(2)
+    norm.reset_parameters()
+    assert norm.weight.tolist() == [1.0] * 4 and norm.bias.tolist() == [0.0] * 4
+
+
+def test_deprecated_names_warn_as_torch_and_do_the_new_ones_work():
+    x = np.arange(4, dtype=np.float32).reshape(1, 1, 2, 2)
+    with pytest.warns(UserWarning, match="upsample` is deprecated"):
+        got = dg.nn.functional.upsample(dg.tensor(x), scale_factor=2, mode="nearest")
+    with pytest.warns(UserWarning, match="upsample` is deprecated"):
+        want = torch.nn.functional.upsample(torch.tensor(x), scale_factor=2, mode="nearest")
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    grads = []
+    for lib in (dg, torch):
+        p = lib.nn.Parameter(lib.ones(3))
+        p.grad = lib.ones(3) * 5
+        with pytest.warns(FutureWarning, match="clip_grad_norm_"):
+            norm = lib.nn.utils.clip_grad_norm([p], 1.0)
+        grads.append([float(norm)] + p.grad.tolist())
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
