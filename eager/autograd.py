@@ -221,14 +221,13 @@ def _join(cls, ctx, args, out):
     name = f"{cls.__name__}Backward"
     op = ops.Op(name, None, None, _function_vjp) if trace is None else \
         ops.Op(name, _passed_spec, _passed_value, _traced_vjp)
-    ctx._trace = trace
     joined = []
     for i, o in enumerate(outs):
         if isinstance(o, Tensor) and floating(o._array.dtype) and \
                 id(o) not in ctx.non_differentiable:
             attrs = {"fn": cls, "ctx": ctx, "index": i, "outs": outs, "positions": positions}
             o = recorded(o._array, op, inputs, attrs) if trace is None else \
-                ops.bind(op, o, *inputs, **attrs)
+                ops.bind(op, o, *inputs, trace=trace, **attrs)
         joined.append(o)
     return joined[0] if single else type(out)(joined)
 
@@ -241,10 +240,9 @@ def _passed_value(value, *inputs, **attrs):
     return value
 
 
-def _traced_vjp(g, value, *inputs, out, needs, **attrs):
+def _traced_vjp(g, value, *inputs, out, needs, trace, **attrs):
     """The traced join's rule (graph.gradients hands it graph tensors): cls.backward on
     tracers of the trace forward ran in, its results lifted back into that trace's graph."""
-    trace = attrs["ctx"]._trace
     with tracing(trace):
         grads = _function_vjp(trace.wrap(g, False), *[trace.wrap(x, False) for x in inputs],
                               out=out, needs=needs[1:], **attrs)

@@ -61,6 +61,12 @@ class TraceEffects(Protocol):
     def average_gradients(self, buckets, find_unused=False):
         """DistributedDataParallel's buckets: the graph averages these gradients over ranks."""
 
+    def wrap(self, g, requires_grad):
+        """A tracer of this trace for graph tensor g (a custom Function's backward runs on it)."""
+
+    def lift(self, a):
+        """a (a tracer of this trace, an eager tensor or an array) as a tensor of its graph."""
+
 
 class CheckEffects(Protocol):
     """`eager.check`'s interpreter (checking.py), as the rest of eager sees it."""
