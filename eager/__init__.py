@@ -165,7 +165,7 @@ def log_softmax(t, dim, dtype=None):
 
 
 def logsumexp(t, dim, keepdim=False):
-    return t.logsumexp(dim, keepdim)
+    return Tensor.logsumexp(t, dim, keepdim)
 
 
 def pow(t, exponent):  # noqa: A001

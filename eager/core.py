@@ -732,8 +732,9 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         return ops.argmin(self, axis=dim, keepdims=keepdim)
 
     def logsumexp(self, dim, keepdim=False):
-        if self.ndim == 0:      # NOTE: torch reads a 0-d tensor as one element along dim 0
-            return ops.logsumexp(ops.reshape(self, (1,)), axis=0).reshape(())
+        """(ops only: eager.logsumexp runs it on a compile() tracer or a graph tensor too)"""
+        if len(self.shape) == 0:    # NOTE: torch reads a 0-d tensor as one element along dim 0
+            return ops.reshape(ops.logsumexp(ops.reshape(self, (1,)), axis=0), ())
         return ops.logsumexp(self, axis=dim, keepdims=keepdim)
 
     def norm(self, p=2, dim=None, keepdim=False):

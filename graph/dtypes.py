@@ -46,7 +46,7 @@ def as_dtype(dtype) -> np.dtype:
 # tf.compat.v1 accepts on the CPU, measured by tests/graph/test_tf_oracle.py: keyed by the
 # registry op a graph node is built with (checked in graph/core.py `_build`) or by a graph
 # function's name (checked by `check_tf1_types`). Unlisted ops take every dtype; ops in
-# ops.core.FLOATING (exp, log, sin, …) take floating dtypes only.
+# ops.core.FLOATING (exp, log, sin, …) take floating dtypes only, unless listed.
 FLOATS = frozenset({float16, float32, float64})
 SIGNED = FLOATS | {int8, int16, int32, int64}
 NUMBERS = SIGNED | {uint8}
@@ -62,13 +62,15 @@ TF1_TYPES = {
                     FLOATS | {int32, int64}),
     **dict.fromkeys(("conv2d", "conv2d_transpose"), FLOATS | {int32}),
     "in_top_k": frozenset({float32}),
+    # NOTE: floating ops whose CPU kernel TF registers without float16 (TF fails at run time)
+    **dict.fromkeys(("erfinv", "ndtri", "erfcinv"), frozenset({float32, float64})),
 }
 
 
 def tf1_refused(name, dtypes, floating=False):
     """(the first of `dtypes` TF1's op `name` is not defined for, the dtypes it is), or None.
     `floating`: the op is one of ops.core.FLOATING (exp, log, …): floating dtypes only."""
-    allowed = FLOATS if floating else TF1_TYPES.get(name)
+    allowed = TF1_TYPES.get(name, FLOATS if floating else None)
     bad = None if allowed is None else \
         next((np.dtype(d) for d in dtypes if np.dtype(d) not in allowed), None)
     return None if bad is None else (bad, allowed)

@@ -59,8 +59,12 @@ def test_negative_binomial_program_equals_torch():
                         negative_binomial_program(real_torch), rtol=1e-5, atol=1e-6)
 
 
-def test_second_derivative_of_digamma_raises_naming_it():
-    x = dualgrad.eager.tensor([1.5], requires_grad=True)
+def test_second_and_third_derivatives_of_digamma_are_polygamma():
+    x = dualgrad.eager.tensor([0.3, 1.5, 4.0], dtype=dualgrad.eager.float64, requires_grad=True)
     g, = dualgrad.eager.autograd.grad(dualgrad.eager.digamma(x).sum(), x, create_graph=True)
-    with pytest.raises(NotImplementedError, match="trigamma"):
-        g.sum().backward()
+    h, = dualgrad.eager.autograd.grad(g.sum(), x, create_graph=True)
+    h.sum().backward()
+    xt = real_torch.tensor([0.3, 1.5, 4.0], dtype=real_torch.float64)
+    for n, got in ((1, g), (2, h), (3, x.grad)):
+        np.testing.assert_allclose(got.detach().numpy(), real_torch.polygamma(n, xt).numpy(),
+                                   rtol=1e-9)   # NOTE: torch's trigamma is good to ~1e-10
