@@ -237,6 +237,8 @@ def _graph_step(graph, torch, step, vals, dtypes, out):
     if kind in ("binary", "scalar"):
         op = step[1]
         dt = _compute_dtype(torch, step, dtypes, out_dt) if op in _COMPARE else out_dt
+        # NOTE: TF1 compares and does arithmetic on bools only with equal/not_equal: as int8
+        dt = np.int8 if np.dtype(dt) == np.bool_ and op not in ("eq", "ne") else dt
         x = cast(vals[step[2]], dt)
         y = cast(vals[step[3]], dt) if kind == "binary" else \
             graph.constant(np.asarray(step[3], dt))
@@ -245,9 +247,11 @@ def _graph_step(graph, torch, step, vals, dtypes, out):
               "maximum": graph.maximum, "minimum": graph.minimum, "eq": graph.equal,
               "ne": graph.not_equal, "lt": graph.less, "le": graph.less_equal,
               "gt": graph.greater, "ge": graph.greater_equal}[op]
-        return fn(x, y)
+        return cast(fn(x, y), out_dt)
     if kind == "unary":
         x = vals[step[2]]
+        if x.dtype == np.uint8:     # NOTE: TF1's neg and abs are for signed types: wrap as torch
+            return graph.subtract(graph.zeros_like(x), x) if step[1] == "neg" else x
         return graph.negative(x) if step[1] == "neg" else graph.abs(x)
     if kind == "cast":
         return cast(vals[step[2]], step[1])
