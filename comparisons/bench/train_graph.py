@@ -68,7 +68,7 @@ def _attention(x, w, b, size):
     q, k, v = qkv[0], qkv[1], qkv[2]
     scores = graph.matmul(q, k, transpose_b=True) * (1.0 / math.sqrt(d // heads))
     causal = graph.matrix_band_part(graph.ones((t, t)), -1, 0) > 0.0
-    att = graph.nn.softmax(graph.where(causal, scores, -1e9), axis=-1)
+    att = graph.nn.softmax(graph.where_v2(causal, scores, -1e9), axis=-1)
     y = graph.reshape(graph.transpose(graph.matmul(att, v), (0, 2, 1, 3)), (n, t, d))
     return dense(y, w, f"{b}.proj")
 

@@ -152,7 +152,8 @@ def small_markdown(res, commit) -> str:
 
 
 def write_section(path, markers, text):
-    """Replace what lies between `markers` on the page at `path` with `text`."""
+    """Replace what lies between `markers` on the page at `path` with `text` (or what the
+    callable `text` returns, made only once the page is known to have the section)."""
     begin, end = markers
     with open(path) as f:
         page = f.read()
@@ -160,13 +161,14 @@ def write_section(path, markers, text):
         raise ValueError(f"{path}: no generated section (the markers {begin!r} and {end!r})")
     head, rest = page.split(begin, 1)
     tail = rest.split(end, 1)[1]
+    text = text() if callable(text) else text
     with open(path, "w") as f:
         f.write(f"{head}{begin}\n{text}\n{end}{tail}")
 
 
 def write_docs(res, path):
     """Replace the realistic tier's generated section of docs/benchmarks.md with `res`."""
-    write_section(path, (BEGIN, END), markdown(res))
+    write_section(path, (BEGIN, END), lambda: markdown(res))
 
 
 def main(argv=None):
