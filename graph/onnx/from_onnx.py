@@ -138,7 +138,8 @@ class Reader:
 
     def describe(self, node):
         ins = ", ".join(_dtype_name(self.values.get(i)) if i else "-" for i in node.input)
-        return (f"{node.op_type} (opset {self.opset}, node '{node.name or node.output[0]}', "
+        label = node.name or (node.output[0] if node.output else "(no name, no output)")
+        return (f"{node.op_type} (opset {self.opset}, node '{label}', "
                 f"input dtypes [{ins}])")
 
     def fail(self, node, msg):

@@ -144,6 +144,8 @@ X = ("x", TensorProto.FLOAT, [2, 3])
      r"node 'n1'.*input 'b' is produced by node 'n2', which does not come before it"),
     ([helper.make_node("Relu", ["x"], ["z"], name="n1")], [X], ["y"],
      r"graph output 'y' is not produced"),
+    ([helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Add", ["nowhere", "y"], [])],
+     [X], ["y"], r"Add \(opset 17, node '\(no name, no output\)'.*'nowhere' is not produced"),
     ([helper.make_node("Relu", ["x"], ["y"], name="n1"),
       helper.make_node("Relu", ["x"], ["y"], name="n2")], [X], ["y"],
      r"node 'n2'.*output 'y' is already defined"),
