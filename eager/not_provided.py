@@ -154,8 +154,6 @@ DIFFERS = {
         'float16: result: values differ (Tensor-likes are not close! Mismatched elements: 7 / 125 (5.6%) Greatest absolute difference: 0.3046875 at index (1, 0, 0) (up to 0.001 a',
     ('matrix_exp', '*', '*', 'result'):
         'float16, float32: result: values differ (Tensor-likes are not close! Mismatched elements: 25 / 25 (100.0%) Greatest absolute difference: nan at index (0, 0) (up to 0.001 allowed)',
-    ('min.reduction_with_dim', '*', '*', 'result'):
-        'bool, uint8: raised InvalidArgumentError: neg: failed on inputs (5, 5, 5): The numpy boolean negative, the `-` operator, is not supported, use the `~` operator or the logica',
     ('native_batch_norm', '*', '*', 'result'):
         "float16: result[1]: dtype float32 != torch's torch.float16",
     ('nn.functional.adaptive_avg_pool1d', '*', '*', 'result'):
@@ -168,8 +166,6 @@ DIFFERS = {
         'float16, float32, float64: raised NotImplementedError: adaptive_max_pool2d(return_indices=True) is supported by dualgrad only when the output size divides the input size',
     ('nn.functional.adaptive_max_pool2d', '*', '*', 'result'):
         'float16, float32, float64: raised NotImplementedError: adaptive_max_pool2d(return_indices=True) is supported by dualgrad only when the output size divides the input size',
-    ('nn.functional.adaptive_max_pool3d', '*', '*', 'result'):
-        'float16: raised KernelError: unfold: failed on inputs (4, 1, 3, 5): float16 (in adaptive_max_pool2d, at tests/eager/opdb_harness.py:293)',
     ('nn.functional.avg_pool1d', '*', '*', 'result'):
         "float16, int64: raised InvalidArgumentError: unfold: failed on inputs (6, 1, 1, 9): float16 in node 'unfold' (op unfold, part of avg_pool2d) defined at tests/eager/opdb_harness",
     ('nn.functional.avg_pool2d', '*', '*', 'result'):
@@ -204,8 +200,6 @@ DIFFERS = {
         "float16: raised InvalidArgumentError: softmax_cross_entropy: failed on inputs (4,), (4,): 'numpy.float16' object does not support item assignment in node 'softmax_cross_",
     ('nn.functional.local_response_norm', '*', '*', 'result'):
         'int64: result: values differ (Tensor-likes are not close! Mismatched elements: 7 / 18 (38.9%) Greatest absolute difference: 4.863739013671875e-05 at index (0, 0, 2) (u',
-    ('nn.functional.max_pool1d', '*', '*', 'result'):
-        "float16: raised InvalidArgumentError: unfold: failed on inputs (2, 1, 1, 3): float16 in node 'unfold' (op unfold, part of max_pool2d) defined at tests/eager/opdb_harness",
     ('nn.functional.max_pool2d', '*', '*', 'result'):
         "float16, int16, int32, int64, int8: raised InvalidArgumentError: unfold: failed on inputs (2, 1, 3, 7): float16 in node 'unfold' (op unfold, part of max_pool2d) defined at tests/eager/opdb_harness",
     ('nn.functional.max_pool3d', '*', '*', 'result'):
@@ -214,8 +208,6 @@ DIFFERS = {
         'float16, float32, float64: result: values differ (Tensor-likes are not close! Mismatched elements: 2 / 2 (100.0%) Greatest absolute difference: 4.8359375 at index (0,) (up to 0.001 allowe',
     ('nn.functional.triplet_margin_with_distance_loss', '*', '*', 'result'):
         'float16, float32, float64, int16, int32, int64, int8, uint8: sample: a callable argument (PairwiseDistance())',
-    ('nn.functional.unfold', '*', '*', 'result'):
-        "float16: raised InvalidArgumentError: unfold: failed on inputs (0, 1, 5, 5): float16 in node 'unfold' (op unfold) defined at tests/eager/opdb_harness.py:284 with input s",
     ('nn.functional.upsample_bilinear', '*', '*', 'result'):
         'uint8: result: values differ (Tensor-likes are not equal! Mismatched elements: 30 / 54 (55.6%) Greatest absolute difference: 9 at index (0, 0, 2, 1) Greatest relative ',
     ('norm', '*', 'eager', 'gradient'):
@@ -224,26 +216,6 @@ DIFFERS = {
         "float32, float64: raised ValueError: norm: ord must be a positive number, inf, -inf, 0 or 'fro', got 'nuc'",
     ('normal.number_mean', '*', '*', 'result'):
         "float16, float32, float64: raised TypeError: normal() got an unexpected keyword argument 'dtype'",
-    ('polygamma.polygamma_n_0', '*', '*', 'gradient'):
-        'float64: gradient: raised NotImplementedError: the gradient of trigamma (polygamma of order 2) is not implemented by dualgrad',
-    ('polygamma.polygamma_n_0', '*', '*', 'result'):
-        'bool, float16, float32, int16, int32, int64, int8, uint8: raised NotImplementedError: polygamma of order 2 is not supported by dualgrad (orders 0 and 1 are)',
-    ('polygamma.polygamma_n_1', '*', '*', 'gradient'):
-        'float64: gradient: raised NotImplementedError: the gradient of trigamma (polygamma of order 2) is not implemented by dualgrad',
-    ('polygamma.polygamma_n_1', '*', '*', 'result'):
-        'bool, float32, int16, int32, int64, int8, uint8: raised NotImplementedError: polygamma of order 2 is not supported by dualgrad (orders 0 and 1 are)',
-    ('polygamma.polygamma_n_2', '*', '*', 'gradient'):
-        'float64: gradient: raised NotImplementedError: the gradient of trigamma (polygamma of order 2) is not implemented by dualgrad',
-    ('polygamma.polygamma_n_2', '*', '*', 'result'):
-        'bool, float32, int16, int32, int64, int8, uint8: raised NotImplementedError: polygamma of order 2 is not supported by dualgrad (orders 0 and 1 are)',
-    ('polygamma.polygamma_n_3', '*', '*', 'gradient'):
-        'float64: gradient: raised NotImplementedError: the gradient of trigamma (polygamma of order 2) is not implemented by dualgrad',
-    ('polygamma.polygamma_n_3', '*', '*', 'result'):
-        'bool, float32, int16, int32, int64, int8, uint8: raised NotImplementedError: polygamma of order 2 is not supported by dualgrad (orders 0 and 1 are)',
-    ('polygamma.polygamma_n_4', '*', '*', 'gradient'):
-        'float64: gradient: raised NotImplementedError: the gradient of trigamma (polygamma of order 2) is not implemented by dualgrad',
-    ('polygamma.polygamma_n_4', '*', '*', 'result'):
-        'bool, float32, int16, int32, int64, int8, uint8: raised NotImplementedError: polygamma of order 2 is not supported by dualgrad (orders 0 and 1 are)',
     ('rsqrt', '*', 'compile', 'result'):
         'bool, int32, int64: result: values differ (Tensor-likes are not close! Mismatched elements: 9 / 20 (45.0%) Greatest absolute difference: nan at index (0,) (up to 1e-05 allowed) Gre',
     ('scatter_reduce.prod', '*', '*', 'result'):
@@ -260,10 +232,6 @@ DIFFERS = {
         'float64: result: values differ (Tensor-likes are not close! Mismatched elements: 2 / 20 (10.0%) Greatest absolute difference: 2.768350350623727e-07 at index (19,) (up to',
     ('special.bessel_y1', '*', '*', 'result'):
         'float64: result: values differ (Tensor-likes are not close! Mismatched elements: 2 / 20 (10.0%) Greatest absolute difference: 7.136235621735265e-07 at index (19,) (up to',
-    ('special.polygamma.special_polygamma_n_0', '*', '*', 'gradient'):
-        'float64: gradient: raised NotImplementedError: the gradient of trigamma (polygamma of order 2) is not implemented by dualgrad',
-    ('special.polygamma.special_polygamma_n_0', '*', '*', 'result'):
-        'bool, float16, float32, int16, int32, int64, int8, uint8: raised NotImplementedError: polygamma of order 2 is not supported by dualgrad (orders 0 and 1 are)',
     ('to', '*', 'eager', 'result'):
         'bool, float16, float32, int16, int32, int64, int8, uint8: raised NotImplementedError: to(memory_format=torch.channels_last) is not supported by dualgrad: its tensors are row-major (contiguous) only',
     ('topk', '*', '*', 'result'):
