@@ -181,10 +181,13 @@ def argmin(t, dim=None, keepdim=False):
 
 
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):  # noqa: A002
-    """The vector p-norm (p 1 or 2; 'fro', the default, is the 2-norm of all elements)."""
+    """The vector p-norm ('fro', the default, is the 2-norm of all elements); p='nuc' the
+    nuclear norm over dim (a pair; the last two dims by default)."""
     if out is not None:
         raise NotImplementedError("norm(out=) is not supported by dualgrad")
     x = input if dtype is None else ops.cast(input, np.dtype(dtype))
+    if p == "nuc":
+        return Tensor.norm(x, "nuc", dim, keepdim)
     return ops.norm(x, ord=2 if p == "fro" else p, axis=dim, keepdims=keepdim)
 
 

@@ -20,7 +20,7 @@ from dualgrad.ops import REGISTRY as R
 from dualgrad.ops.autodiff import backprop, toposort
 from dualgrad.ops.composite import current_composite
 from dualgrad.ops.core import TRACING, current_trace, explain_failure, spec_of, user_frame, where_str
-from dualgrad.ops.rules import (BFLOAT16, as_operand, inexact, norm_axis, torch_needs_cast,
+from dualgrad.ops.rules import (BFLOAT16, as_operand, inexact, ints_fit, norm_axis, torch_needs_cast,
                                 warn_outer)
 
 from . import devices as _device
@@ -135,7 +135,7 @@ def _promote_arrays(op, arrays):
 def _one_dtype(op, arrays):
     """The common case, asked in a few identity tests: arrays of one dtype (and Python
     numbers that do not lift an integer one to float), so the kernel gives PyTorch's dtype."""
-    dt, num, anynum = None, False, False
+    dt, num, anynum, wide = None, False, False, False
     for a in arrays[op.promote == "where":]:
         t = type(a)
         if t is np.ndarray:
@@ -146,11 +146,13 @@ def _one_dtype(op, arrays):
         elif t is float:
             num = anynum = True
         elif t is int:
-            anynum = True
+            anynum, wide = True, wide or not 0 <= a <= 127
         elif t is not bool:
             return False
     if dt is None or anynum and dt is BFLOAT16:
         return False
+    if wide and dt.kind in "iu" and not ints_fit(arrays, dt):
+        return False    # NOTE: a Python int outside an integer dtype wraps, as torch's
     # NOTE: rules.inexact inlined: this runs on every call of a promoting op
     return dt.kind in "fc" or dt is BFLOAT16 or not num and op.promote != "divide"
 
@@ -167,6 +169,8 @@ def _binary(op, a, b):
             x, y = _promote_arrays(op, [x, y])
     elif x.dtype.kind in "biu" and (bt is float or op.promote == "divide"):
         x, y = _promote_arrays(op, [x, y])
+    elif bt is int and not 0 <= b <= 127 and x.dtype.kind in "iu":
+        x, y = _promote_arrays(op, [x, y])   # NOTE: uint8 - 1 adds 255, as torch's
     try:
         out = op.kernel(x, y)
     except Exception as err:  # noqa: BLE001
@@ -738,6 +742,9 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         return ops.logsumexp(self, axis=dim, keepdims=keepdim)
 
     def norm(self, p=2, dim=None, keepdim=False):
+        if p == "nuc":      # NOTE: torch.norm's nuclear norm: over dim, a pair (the last two)
+            return ops.singular_value_norm(self, "nuc", (-2, -1) if dim is None else tuple(dim),
+                                           keepdim)
         return ops.norm(self, ord=p, axis=dim, keepdims=keepdim)
 
     def cumsum(self, dim, *, dtype=None):

@@ -11,7 +11,7 @@ import builtins
 import numpy as np
 
 from dualgrad.ops.core import TRACING
-from dualgrad.ops.rules import floating, inexact
+from dualgrad.ops.rules import as_operand, floating, inexact
 from dualgrad.ops.symbolic import Dim
 
 from .devices import META_IMPL as _META, check as _check_device, is_meta as _is_meta
@@ -150,8 +150,10 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     m = _meta(size, dtype, device, requires_grad)
     if m is not None:
         return m
-    return _make(np.full(size, getattr(fill_value, "_array", fill_value), dtype), None, device,
-                 requires_grad)
+    value = getattr(fill_value, "_array", fill_value)
+    if type(value) is int and np.dtype(dtype).kind in "iu":
+        value = as_operand(value, np.dtype(dtype))   # NOTE: full((2,), -5, uint8) is 251, as torch
+    return _make(np.full(size, value, dtype), None, device, requires_grad)
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):

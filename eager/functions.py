@@ -703,19 +703,30 @@ def bernoulli(input, p=None, *, generator=None):  # noqa: A002
                     x.dtype)
 
 
-def normal(mean, std=1.0, size=None, *, generator=None):
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, layout=None, device=None,
+           requires_grad=False):
+    """torch.normal: a tensor mean or std (shape broadcast from them, their dtype), or
+    numbers mean and std with `size` (then dtype=, float32 by default)."""
     from .generator import drawn
+    from .info import check_layout
+    check_layout("normal", layout)
+    tensors = [v for v in (mean, std) if hasattr(v, "dtype")]
+    if dtype is not None and (tensors or size is None):
+        raise TypeError("normal(): dtype= is taken only with numbers mean and std and a size "
+                        "(torch.normal(2.0, 3.0, (4,), dtype=torch.float64)); a tensor mean or "
+                        "std gives its own dtype")
     if size is not None:
         shape = tuple(size)
     else:
         shape = np.broadcast_shapes(*[tuple(getattr(v, "shape", ())) for v in (mean, std)])
     noise = _t(drawn(generator, shape, np.float32, lambda g: g.standard_normal(shape)))
-    dtype = next((np.dtype(v.dtype) for v in (mean, std)
-                  if hasattr(v, "dtype") and floating(np.dtype(v.dtype))),
-                 np.dtype(np.float32))
+    dtype = np.dtype(dtype) if dtype is not None else next(
+        (np.dtype(v.dtype) for v in tensors if floating(np.dtype(v.dtype))),
+        np.dtype(np.float32))
     mean, std = [ops.stop_gradient(v) if isinstance(v, FunctionMethods) else v
                  for v in (mean, std)]
-    return ops.cast(ops.add(mean, ops.mul(std, noise)), dtype)
+    out = ops.cast(ops.add(mean, ops.mul(std, noise)), dtype)
+    return out.requires_grad_() if requires_grad else out
 
 
 __all__ = TORCH_NAMES = [

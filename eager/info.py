@@ -46,6 +46,27 @@ def check_memory_format(name, fmt):
                                   f"its tensors are row-major (contiguous) only")
 
 
+class layout:  # noqa: N801 - torch's name
+    """torch's tensor layouts, as arguments: every dualgrad tensor is dense (`strided`);
+    sparse layouts are not provided (docs/pytorch-compat.md)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return f"torch.{self.name}"
+
+
+strided = layout("strided")
+
+
+def check_layout(name, lay):
+    """A layout argument dualgrad can honour (None or strided), else a clear error."""
+    if lay is not None and lay is not strided:
+        raise NotImplementedError(f"{name}(layout={lay!r}) is not supported by dualgrad: its "
+                                  f"tensors are dense (torch.strided) only")
+
+
 class finfo:  # noqa: N801 - torch's name
     """Machine limits of a floating dtype (the default dtype when none is given), as Python
     floats: bits, eps, max, min, tiny (= smallest_normal), resolution."""
@@ -129,7 +150,7 @@ def is_same_size(input, other):  # noqa: A002
 
 
 __all__ = ["pi", "e", "inf", "nan", "newaxis", "memory_format", "contiguous_format",
-           "preserve_format", "channels_last", "channels_last_3d", "finfo", "iinfo", "Size", "FloatTensor",
+           "preserve_format", "channels_last", "channels_last_3d", "layout", "strided", "finfo", "iinfo", "Size", "FloatTensor",
            "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "ByteTensor",
            "CharTensor", "BoolTensor", "is_floating_point",
            "is_complex", "is_nonzero", "is_same_size"]

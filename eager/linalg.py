@@ -36,15 +36,14 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):  # 
 
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):  # noqa: N803
     """The matrix norm over the two dims: 'fro', 1, -1 (max / min column sum of |A|), inf,
-    -inf (max / min row sum); 'nuc', 2 and -2 need singular values and raise."""
+    -inf (max / min row sum); 'nuc', 2 and -2 from the singular values."""
     if out is not None:
         raise NotImplementedError("linalg.matrix_norm(out=) is not supported by dualgrad")
     A = _cast(A, dtype)
     if ord == "fro":
         return ops.norm(A, ord=2, axis=tuple(dim), keepdims=keepdim)
     if ord in ("nuc", 2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm(ord={ord!r}) needs singular values, "
-                                  f"which dualgrad does not compute")
+        return ops.singular_value_norm(A, ord, tuple(dim), keepdim)
     if ord not in (1, -1, math.inf, -math.inf):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     rows, cols = (d % A.ndim for d in dim)

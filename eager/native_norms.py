@@ -60,6 +60,9 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
     v = _wide(x)
     shape = (1, -1) + (1,) * (x.ndim - 2)
     axes = tuple(d for d in range(x.ndim) if d != 1)
+    # NOTE: torch saves the statistics in the running buffers' dtype (float32 buffers of a
+    # float16 model), else in the input's
+    saved_dt = np.dtype(x.dtype if running_mean is None else running_mean.dtype)
     if training or running_mean is None:
         mean, rstd = _stats(v, axes, eps)
         if training and running_mean is not None:
@@ -68,11 +71,11 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
             running_mean.copy_(running_mean * (1 - momentum) +
                                ops.reshape(mean, (-1,)).detach() * momentum)
             running_var.copy_(running_var * (1 - momentum) + unbiased.detach() * momentum)
-        saved = (ops.reshape(mean, (-1,)), ops.reshape(rstd, (-1,)))
+        saved = tuple(ops.cast(ops.reshape(s, (-1,)), saved_dt) for s in (mean, rstd))
     else:
         mean = ops.reshape(running_mean, shape)
         rstd = ops.rsqrt(ops.reshape(running_var, shape) + eps)
-        saved = (_no_grad_tensor(np.zeros(0, x.dtype)), _no_grad_tensor(np.zeros(0, x.dtype)))
+        saved = (_no_grad_tensor(np.zeros(0, saved_dt)), _no_grad_tensor(np.zeros(0, saved_dt)))
     return (_back(_affine((v - mean) * rstd, weight, bias, shape), x.dtype),) + saved
 
 

@@ -11,7 +11,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from .rules import floating
+from .rules import floating, ints_fit
 
 from .core import (Sample, ShapeError, fmt_shape, located, spec_of, user_frame, user_stacklevel,
                    where_str)
@@ -247,8 +247,16 @@ def rsqrt(x):
                     Sample(((3, 4), (4,), (3, 1)))),
            ref=lambda np, x, min=None, max=None: np.clip(x, min, max))
 def clamp(x, min=None, max=None):  # noqa: A002 - torch's names
-    """max(x, min) then min(., max), either bound optional (torch.clamp, tf.clip_by_value)."""
+    """max(x, min) then min(., max), either bound optional (torch.clamp, tf.clip_by_value).
+    A Python int bound outside x's integer dtype is refused (torch raises for it too), never
+    wrapped around as arithmetic's operands are (rules.as_operand)."""
     from .elementwise import maximum, minimum
+    dt = np.dtype(getattr(x, "dtype", np.float64))
+    for b in (min, max):
+        if dt.kind in "iu" and type(b) is int and not ints_fit((b,), dt):
+            raise RuntimeError(f"clamp: the bound {b} cannot be converted to {dt} without "
+                               f"overflow (torch's error too); cast the tensor to a wider "
+                               f"dtype first")
     if min is not None:
         x = maximum(x, min)
     if max is not None:

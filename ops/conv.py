@@ -385,12 +385,12 @@ def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
 
 
 def adaptive_avg_pool1d(x, output_size):
-    return squeeze(adaptive_avg_pool2d(_as_2d("adaptive_avg_pool1d", x), (1, output_size)),
+    return squeeze(adaptive_avg_pool2d(_as_2d("adaptive_avg_pool1d", x), _one(output_size)),
                    axis=2)
 
 
 def adaptive_max_pool1d(x, output_size, return_indices=False):
-    out = adaptive_max_pool2d(_as_2d("adaptive_max_pool1d", x), (1, output_size),
+    out = adaptive_max_pool2d(_as_2d("adaptive_max_pool1d", x), _one(output_size),
                               return_indices)
     if return_indices:
         return squeeze(out[0], axis=2), squeeze(out[1], axis=2)

@@ -297,5 +297,21 @@ def det(a):
     return det_sign(a) * exp(logabsdet(a))
 
 
+def singular_value_norm(a, ord, axis=(-2, -1), keepdims=False):  # noqa: A002 - torch's name
+    """The matrix norms of singular values over the two `axis` dims: 'nuc' (their sum), 2
+    (the largest), -2 (the smallest); torch.linalg.matrix_norm's, with svd_s's gradient."""
+    from .composite import min as min_
+    from .reduce import max as max_, sum as sum_
+    from .shape import transpose
+    nd = len(a.shape)
+    rows, cols = (d % nd for d in axis)
+    rest = [d for d in range(nd) if d not in (rows, cols)]
+    s = svd_s(transpose(a, tuple(rest) + (rows, cols)))
+    out = {"nuc": sum_, 2: max_, -2: min_}[ord](s, axis=-1)
+    if keepdims:
+        out = expand_dims(expand_dims(out, axis=min(rows, cols)), axis=max(rows, cols))
+    return out
+
+
 __all__ = ["inv", "logabsdet", "det_sign", "det", "solve", "cholesky", "eigh_values", "eigh_vectors",
-           "svd_u", "svd_s", "svd_vh", "qr_q", "qr_r", "matrix_exp"]
+           "svd_u", "svd_s", "svd_vh", "qr_q", "qr_r", "matrix_exp", "singular_value_norm"]

@@ -310,6 +310,8 @@ def torch_needs_cast(op, operands, default_float=np.dtype(np.float32)):
     vals = operands[1:] if op.promote == "where" else operands
     if want == BFLOAT16 and any(isinstance(v, (int, float)) for v in vals):
         return want   # NOTE: NumPy lifts bfloat16 with a Python number to float32 (where, clip)
+    if want.kind in "iu" and op.promote != "where" and not ints_fit(vals, want):
+        return want   # NOTE: NumPy 2 refuses uint8 + 300; torch wraps it (as_operand does)
     for dt, _, weak in map(_operand, vals):
         if weak is None and dt != want:
             return want
@@ -320,11 +322,21 @@ def torch_needs_cast(op, operands, default_float=np.dtype(np.float32)):
 
 def as_operand(x, want):
     """An operand of a cast-to-`want` op call as the kernel takes it: arrays in `want`, and
-    Python numbers too when `want` is bfloat16 (NumPy would compute those in float32)."""
+    Python numbers too when `want` is bfloat16 (NumPy would compute those in float32), or a
+    Python int outside the integer dtype `want` (wrapped modulo 2**bits, as torch does:
+    uint8 tensor - 1 adds 255)."""
     if isinstance(x, (np.ndarray, np.generic)) or want == BFLOAT16 and \
             isinstance(x, (int, float)) and not isinstance(x, bool):
         return np.asarray(x, want)
+    if type(x) is int and want.kind in "iu" and not ints_fit((x,), want):
+        return np.asarray(x).astype(want)
     return x
+
+
+def ints_fit(operands, dtype) -> bool:
+    """Every Python int among operands lies in the integer dtype's range."""
+    info = np.iinfo(dtype)
+    return all(info.min <= v <= info.max for v in operands if type(v) is int)
 
 
 def torch_sum_dtype(dtype, requested=None) -> np.dtype:

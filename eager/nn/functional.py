@@ -227,7 +227,7 @@ def adaptive_avg_pool2d(input, output_size):  # noqa: A002
 
 
 def adaptive_avg_pool1d(input, output_size):  # noqa: A002
-    return ops.adaptive_avg_pool1d(input, output_size)
+    return _unbatched(ops.adaptive_avg_pool1d, input, 1, output_size)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002

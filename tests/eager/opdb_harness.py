@@ -161,7 +161,10 @@ def to_eager(v, leaves):
             raise Unconvertible(f"a memory_format argument ({v})")
         return fmt
     if isinstance(v, torch.layout):
-        raise Unconvertible(f"a layout argument ({v})")
+        lay = getattr(eager, str(v).split(".")[-1], None)
+        if lay is None:
+            raise Unconvertible(f"a layout argument ({v})")
+        return lay
     if isinstance(v, (list, tuple)):
         return type(v)(to_eager(x, leaves) for x in v)
     if isinstance(v, dict):
