@@ -39,11 +39,13 @@ from . import kernel_cache, prelude
 from ._template import FLOATS, TemplateError, cast, lower_template, typed_literal
 from .fused_spec import CodegenError, FusedSpec, SpecInfo, reduce_seed
 
-CODEGEN_VERSION = 3
+CODEGEN_VERSION = 4
 # NOTE: fastmath without 'nnan'/'ninf': reductions need only 'reassoc' to vectorise, and
 # keeping NaN/inf semantics makes isnan-style templates (x != x), -inf max seeds and NaN
-# propagation behave as in NumPy.
-FASTMATH = frozenset({"nsz", "arcp", "contract", "afn", "reassoc"})
+# propagation behave as in NumPy. Without 'arcp' too: with it LLVM turns 1 / sqrt(x) into an
+# approximate reciprocal square root and a Newton step, NaN at x = 0 (NumPy: inf) and a few
+# ulps off elsewhere, and x / 3 into x * (1/3): the optimiser must not change a result.
+FASTMATH = frozenset({"nsz", "contract", "afn", "reassoc"})
 # Full values worth keeping in a scratch row (one per block of rows) rather than computing
 # again in a later pass: vectorised exp costs ~0.55 ns/element, an L1/L2 load far less.
 EXPENSIVE = ("exp(", "log(", "log1p(", "tanh(", "erf(")  # and ** with a general exponent

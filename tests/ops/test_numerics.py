@@ -208,3 +208,15 @@ def test_bias_gradients_of_an_empty_batch_are_zeros_as_torch(shape):
     conv = eager.nn.Conv2d(2, 4, 3)
     conv(eager.zeros(0, 2, 5, 5)).sum().backward()
     np.testing.assert_array_equal(conv.bias.grad.numpy(), np.zeros(4, np.float32))
+
+
+def test_fused_division_is_exact_and_keeps_inf():
+    """Fused kernels divide as NumPy does: 1 / sqrt(0) is inf (not an approximate reciprocal
+    square root's NaN) and x / 3 is bit for bit NumPy's (not x * (1/3))."""
+    x = np.array([0.0, -0.0, 1e-3, 2.0, 3.0, 7.0, 1e30, 0.1], np.float32)
+    want = [np.float32(1) / np.sqrt(x), x / np.float32(3)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)   # NOTE: NumPy warns on 1 / 0
+        for k, fn in enumerate((lambda t: 1.0 / eager.sqrt(t), lambda t: t / 3.0)):
+            for got in all_engines(lambda t: fn(t * 1.0), x):
+                np.testing.assert_array_equal(got, want[k])
