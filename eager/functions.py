@@ -21,6 +21,7 @@ from dualgrad.ops.rules import floating
 
 from dualgrad import ops
 from dualgrad.ops.linalg import parse_einsum
+from dualgrad.ops.composite import in_opmath
 from dualgrad.ops.rules import norm_axis, torch_opmath_dtype, torch_sum_dtype
 
 
@@ -172,14 +173,11 @@ def kron(input, other):  # noqa: A002
 @keeps_fp32
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     """Pairwise p-norm distances between the rows of x1 (.., P, M) and x2 (.., R, M)."""
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
     diff = ops.expand_dims(x1, axis=-2) - ops.expand_dims(x2, axis=-3)
-    if p == 0:
-        return ops.sum(ops.cast(diff != 0, diff.dtype), axis=-1)
-    if p == float("inf"):
-        return ops.max(ops.abs(diff), axis=-1)
-    if p in (1, 2):
-        return ops.norm(diff, ord=int(p), axis=-1)
-    return ops.sum(ops.abs(diff) ** p, axis=-1) ** (1.0 / p)
+    # NOTE: ops.norm: torch's zero gradient at a zero distance, float16 computed in float32
+    return ops.norm(diff, ord=int(p) if p in (0, 1, 2) else p, axis=-1)
 
 
 # -- reductions -------------------------------------------------------------------------------
@@ -279,8 +277,11 @@ def count_nonzero(input, dim=None):  # noqa: A002
     return ops.sum(ops.cast(ops.ne(input, 0), "int64"), axis=dim)
 
 
+@in_opmath
 def logcumsumexp(input, dim):  # noqa: A002
     x = _t(input)
+    if x.ndim == 0:     # NOTE: torch: a 0-d tensor's running log-sum-exp is itself
+        return x * 1
     m = ops.stop_gradient(ops.max(x, axis=dim, keepdims=True))
     return ops.log(ops.cumsum(ops.exp(x - m), axis=dim)) + m
 
@@ -432,6 +433,7 @@ def clamp_max(input, max):  # noqa: A002
     return ops.clamp(input, max=max)
 
 
+@in_opmath
 def lerp(input, end, weight):  # noqa: A002
     return input + weight * (end - input)
 

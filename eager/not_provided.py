@@ -124,30 +124,16 @@ DIFFERS = {
         'bool, float16, float32, float64, int16, int32, int64, int8, uint8: result: values differ (Tensor-likes are not equal! Mismatched elements: 2 / 4 (50.0%) Greatest absolute difference: 1 at index (0, 0) Greatest relative differen',
     ('as_strided_scatter', '*', '*', 'gradient'):
         'float64: gradient of input 0: values differ (Tensor-likes are not close! Mismatched elements: 1 / 1 (100.0%) Greatest absolute difference: 0.1257302210933933 at index (0',
-    ('cdist', '*', '*', 'gradient'):
-        "float64: gradient: dualgrad's result does not require grad where torch's does",
-    ('cosh', '*', '*', 'result'):
-        'float16: result: values differ (Tensor-likes are not close! Mismatched elements: 8 / 20 (40.0%) Greatest absolute difference: 6.0 at index (12,) (up to 0.001 allowed) Gr',
-    ('dist', '*', 'eager', 'result'):
-        'float16: result: values differ (Scalars are not close! Expected 32.8125 but got inf. Absolute difference: inf (up to 0.001 allowed) Relative difference: inf (up to 0.001',
     ('index_reduce.prod', '*', '*', 'result'):
         "float16, float32, float64, int16, int32, int64, int8, uint8: raised NotImplementedError: scatter_reduce(reduce='prod') is not supported by dualgrad",
     ('kthvalue', '*', '*', 'result'):
         'int16, int32, int64, int8, uint8: result[1]: values differ (Tensor-likes are not equal! Mismatched elements: 5 / 25 (20.0%) Greatest absolute difference: 4 at index (4, 1) Greatest relative diff',
-    ('lerp', '*', 'eager', 'result'):
-        'float16: result: values differ (Tensor-likes are not close! Mismatched elements: 1 / 25 (4.0%) Greatest absolute difference: 0.00244140625 at index (4, 0) (up to 0.001 a',
     ('linalg.eigh', '*', '*', 'result'):
         'float32: result[1]: values differ (Tensor-likes are not close! Mismatched elements: 10 / 25 (40.0%) Greatest absolute difference: 1.2503085136413574 at index (0, 2) (up ',
-    ('linalg.norm.subgradients_at_zero', '*', 'eager', 'gradient'):
-        "float64: gradient: dualgrad's result does not require grad where torch's does",
     ('linalg.pinv.hermitian', '*', '*', 'gradient'):
         'float64: gradient of input 0: values differ (Tensor-likes are not close! Mismatched elements: 25 / 25 (100.0%) Greatest absolute difference: 10716.197521286986 at index ',
     ('linalg.pinv.hermitian', '*', '*', 'result'):
         'float32: result: values differ (Tensor-likes are not close! Mismatched elements: 4 / 25 (16.0%) Greatest absolute difference: 4.00543212890625e-05 at index (3, 3) (up to',
-    ('linalg.vector_norm', '*', '*', 'result'):
-        'float16: result: values differ (Scalars are not close! Expected 0.0673828125 but got 0.0701904296875. Absolute difference: 0.0028076171875 (up to 0.001 allowed) Relative',
-    ('logcumsumexp', '*', 'eager', 'result'):
-        'float16: result: values differ (Tensor-likes are not close! Mismatched elements: 7 / 125 (5.6%) Greatest absolute difference: 0.3046875 at index (1, 0, 0) (up to 0.001 a',
     ('matrix_exp', '*', '*', 'result'):
         'float16, float32: result: values differ (Tensor-likes are not close! Mismatched elements: 25 / 25 (100.0%) Greatest absolute difference: nan at index (0, 0) (up to 0.001 allowed)',
     ('nn.functional.adaptive_avg_pool2d', '*', '*', 'result'):
@@ -200,14 +186,8 @@ DIFFERS = {
         'float16, float32, float64, int16, int32, int64, int8, uint8: sample: a callable argument (PairwiseDistance())',
     ('nn.functional.upsample_bilinear', '*', '*', 'result'):
         'uint8: result: values differ (Tensor-likes are not equal! Mismatched elements: 30 / 54 (55.6%) Greatest absolute difference: 9 at index (0, 0, 2, 1) Greatest relative ',
-    ('norm', '*', 'eager', 'gradient'):
-        "float64: gradient: dualgrad's result does not require grad where torch's does",
-    ('rsqrt', '*', 'compile', 'result'):
-        'bool, int32, int64: result: values differ (Tensor-likes are not close! Mismatched elements: 9 / 20 (45.0%) Greatest absolute difference: nan at index (0,) (up to 1e-05 allowed) Gre',
     ('scatter_reduce.prod', '*', '*', 'result'):
         "bool, float16, float32, float64, int16, int32, int64, int8, uint8: raised NotImplementedError: scatter_reduce(reduce='prod') is not supported by dualgrad",
-    ('sinh', '*', '*', 'result'):
-        'float16: result: values differ (Tensor-likes are not close! Mismatched elements: 195 / 400 (48.8%) Greatest absolute difference: 10.0 at index (2, 11) (up to 0.001 allow',
     ('slice_scatter', '*', '*', 'result'):
         "float16: raised InvalidArgumentError: where: failed on inputs (20, 20, 20), (20, 20, 20), (20, 20, 20): float16 in node 'where' (op where) defined at tests/eager/opdb_ha",
     ('sort', '*', '*', 'result'):

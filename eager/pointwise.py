@@ -18,6 +18,7 @@ import numpy as np
 from dualgrad.ops.rules import floating, inexact
 
 from dualgrad import ops
+from dualgrad.ops.composite import in_opmath
 from dualgrad.ops.rules import torch_result_dtype
 
 from .functions import FunctionMethods, _arr, _method, _no_grad_tensor, _t, isinf, isnan
@@ -82,16 +83,19 @@ def absolute(input):  # noqa: A002
     return ops.abs(input)
 
 
+@in_opmath    # NOTE: composites: float16 computed in float32 and rounded once, as torch's kernels
 def tan(input):  # noqa: A002
     return ops.sin(input) / ops.cos(input)
 
 
+@in_opmath
 def cosh(input):  # noqa: A002
     """exp(x - ln 2) + exp(-x - ln 2): no cancellation, and finite as far as cosh is."""
     x = _floating(input)
     return ops.exp(x - _LN2) + ops.exp(-x - _LN2)
 
 
+@in_opmath
 def sinh(input):  # noqa: A002
     """tanh(x / 2) * (cosh(x) + 1): exact near 0, where (e^x - e^-x) / 2 cancels."""
     x = _floating(input)

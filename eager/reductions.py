@@ -268,14 +268,8 @@ def trace(input):  # noqa: A002
 def dist(input, other, p=2):  # noqa: A002
     """The p-norm of input - other over all elements."""
     diff = (_t(input) - other).reshape(-1)
-    if p == 2 or p == 1:
-        return ops.norm(diff, ord=int(p), axis=0)
-    if p == float("inf"):
-        return ops.max(ops.abs(diff), axis=0)
-    if p == float("-inf"):
-        return ops.min(ops.abs(diff), axis=0)
-    if p == 0:   # NOTE: no gradient (torch's backward of p=0 fails)
-        return ops.sum(ops.cast(ops.ne(diff, 0), diff.dtype), axis=0)
+    if p >= 0 or p == float("-inf"):   # NOTE: ops.norm: float16 in float32, as torch's kernel
+        return ops.norm(diff, ord=int(p) if p in (1, 2) else p, axis=0)
     return ops.sum(ops.abs(diff) ** p, axis=0) ** (1.0 / p)
 
 

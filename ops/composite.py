@@ -200,17 +200,18 @@ def argmin(x, axis=-1, keepdims=False):
                     Sample(((5,),), {"ord": 1})),
            ref=lambda np, x, ord=2, axis=None, keepdims=False: np.sum(
                np.abs(x) ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord))
+@in_opmath
 def norm(x, ord=2, axis=None, keepdims=False):  # noqa: A002 - numpy's name
     """The vector p-norm over `axis` (all elements by default): ord 2 (or "fro"), 1, any
     other positive p (sum |x|^p)^(1/p), inf (max |x|), -inf (min |x|), 0 (the count of
-    nonzeros, without gradient), as torch's vector norms."""
+    nonzeros, its gradient zero), as torch's vector norms."""
     from .elementwise import abs as abs_, gt
     if ord == 1:
         return sum_(abs_(x), axis=axis, keepdims=keepdims)
     if ord in (math.inf, -math.inf):
         return (max_ if ord > 0 else min)(abs_(x), axis=axis, keepdims=keepdims)
-    if ord == 0:
-        return sum_(cast(ne(x, 0.0), spec_of(x).dtype), axis=axis, keepdims=keepdims)
+    if ord == 0:    # NOTE: x * 0 is taken only where x is 0: the count, with torch's zero gradient
+        return sum_(where(ne(x, 0.0), 1.0, x * 0.0), axis=axis, keepdims=keepdims)
     if ord == "fro" or isinstance(ord, (int, float)) and ord > 0:
         # NOTE: the root's gradient at 0 is inf (and inf * 0 nan); torch's there is 0
         p = 2 if ord == "fro" else ord
