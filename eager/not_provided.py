@@ -180,8 +180,6 @@ DIFFERS = {
         "float16, int16, int32, int64, int8: raised InvalidArgumentError: unfold: failed on inputs (2, 1, 3, 7): float16 in node 'unfold' (op unfold, part of max_pool2d) defined at tests/eager/opdb_harness",
     ('nn.functional.max_pool3d', '*', '*', 'result'):
         'float16, int16, int32, int64, int8: raised KernelError: unfold: failed on inputs (2, 1, 7, 5): float16 (in max_pool2d, at tests/eager/opdb_harness.py:293)',
-    ('nn.functional.nll_loss', '*', '*', 'result'):
-        'float16, float32, float64: result: values differ (Tensor-likes are not close! Mismatched elements: 2 / 2 (100.0%) Greatest absolute difference: 4.8359375 at index (0,) (up to 0.001 allowe',
     ('nn.functional.triplet_margin_with_distance_loss', '*', '*', 'result'):
         'float16, float32, float64, int16, int32, int64, int8, uint8: sample: a callable argument (PairwiseDistance())',
     ('nn.functional.upsample_bilinear', '*', '*', 'result'):

@@ -521,9 +521,15 @@ def _may_ignore(target, ignore_index):
 
 
 def _weighted_ce(logits, target, t_dtype, reduction, weight, ignore_index, eps):
-    c = _shape(logits)[-1]
-    dt = logits.dtype
-    logp = log_softmax(logits, axis=-1)
+    return _weighted_nll(log_softmax(logits, axis=-1), target, t_dtype, reduction, weight,
+                         ignore_index, eps)
+
+
+def _weighted_nll(logp, target, t_dtype, reduction, weight, ignore_index, eps):
+    """The cross-entropy of log-probabilities logp (..., C) (classes last) with targets:
+    torch's weight, ignore_index and label smoothing `eps`."""
+    c = _shape(logp)[-1]
+    dt = logp.dtype
     if t_dtype.kind in "iu":
         if ignore_index is None:
             hot = one_hot(target, c, dtype=dt)
@@ -600,15 +606,22 @@ def _nll_ref(np, lp, t, reduction="mean"):
                     Sample(((4, 5), np.array([[0], [4], [2], [2]])),
                            match=r"nll_loss: target \(4, 1\) must have shape \(4,\)")),
            ref=_nll_ref)
-def nll_loss(log_probs, target, reduction="mean"):
+def nll_loss(log_probs, target, reduction="mean", weight=None, ignore_index=None):
     """Negative log-likelihood of integer class targets, classes in dim 1 as torch:
-    log_probs (N, C) or (N, C, d1, ...) with target (N,) or (N, d1, ...); (C,) with ()."""
+    log_probs (N, C) or (N, C, d1, ...) with target (N,) or (N, d1, ...); (C,) with ().
+    torch's per-class `weight` and `ignore_index` ('mean' divides by the summed weight of the
+    counted targets); ignore_index=None ignores nothing (eager's F.nll_loss passes -100)."""
     ls, ts = _shape(log_probs), _shape(target)
     ax = 1 if len(ls) >= 2 else 0
     want = ls[:1] + ls[2:] if len(ls) >= 2 else ()
     if not ls or not dims_match(ts, want) or ls[ax] is None:
         raise located(f"nll_loss: target {fmt_shape(ts)} must have shape {fmt_shape(want)} "
                        f"(class indices) for input {fmt_shape(ls)} (classes in dim 1, known)")
+    if weight is not None or ignore_index is not None and _may_ignore(target, ignore_index):
+        last = log_probs if len(ls) <= 2 else \
+            transpose(log_probs, axes=(0,) + tuple(range(2, len(ls))) + (1,))
+        return _weighted_nll(last, target, np.dtype(target.dtype), reduction, weight,
+                             ignore_index, 0.0)
     hit = one_hot(target, ls[ax], dtype=log_probs.dtype)         # classes last
     if len(ls) > 2:
         hit = transpose(hit, axes=(0, len(ls) - 1) + tuple(range(1, len(ls) - 1)))

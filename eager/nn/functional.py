@@ -13,7 +13,6 @@ from dualgrad.ops.rules import floating
 from dualgrad import ops
 from dualgrad.ops.core import TRACING
 from dualgrad.ops.updates import running_average
-from ..core import Tensor
 from ..not_provided import absent
 
 
@@ -475,24 +474,14 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean",  # n
     return ops.kl_div(input, target, reduction=reduction, log_target=log_target)
 
 
-def _may_ignore(target, ignore_index):
-    """Whether some target may be ignore_index (torch's default -100 included); an eager
-    tensor's values tell, anything else (a trace) may."""
-    arr = target._array if type(target) is Tensor else target \
-        if isinstance(target, np.ndarray) else None
-    if arr is None or TRACING[0]:
-        return True
-    return bool((arr == ignore_index).any())
-
-
 @keeps_fp32
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,  # noqa: A002
              reduce=None, reduction="mean"):
-    """Negative log-likelihood: log-probabilities (N, C) and class indices (N,)."""
-    if weight is None and input.ndim == 2 and not _may_ignore(target, ignore_index):
-        return ops.nll_loss(input, target, reduction=reduction)
-    # NOTE: cross_entropy of log-probabilities is the NLL: log_softmax leaves them unchanged
-    return cross_entropy(input, target, weight, size_average, ignore_index, reduce, reduction)
+    """Negative log-likelihood: minus input at each target class (classes in dim 1), with
+    torch's weight and ignore_index; input need not be normalised log-probabilities."""
+    _no_legacy("nll_loss", size_average, reduce)
+    return ops.nll_loss(input, target, reduction=reduction, weight=weight,
+                        ignore_index=ignore_index)
 
 
 @keeps_fp32
