@@ -421,27 +421,63 @@ def _linear_matrix(out, size, scale, align_corners):
     return m
 
 
-_MODES = {"nearest", "nearest-exact", "linear", "bilinear"}
+def _cubic_matrix(out, size, scale, align_corners):
+    """torch's bicubic weights along one axis: the cubic convolution kernel (A = -0.75) at the
+    four neighbours of each source coordinate (not clamped at 0, as torch), their indices
+    clamped to the edge."""
+    dst = np.arange(out, dtype=np.float64)
+    if align_corners:
+        src = dst * ((size - 1) / (out - 1) if out > 1 else 0.0)
+    else:
+        src = (dst + 0.5) * scale - 0.5
+    x0 = np.floor(src)
+    t = src - x0
+    a = -0.75
+    near = lambda d: ((a + 2) * d - (a + 3)) * d * d + 1               # noqa: E731 - |d| <= 1
+    far = lambda d: ((a * d - 5 * a) * d + 8 * a) * d - 4 * a         # noqa: E731 - 1 < |d| < 2
+    m = np.zeros((out, size))
+    for k, w in zip((-1, 0, 1, 2), (far(t + 1), near(t), near(1 - t), far(2 - t))):
+        idx = np.clip(x0.astype(np.int64) + k, 0, size - 1)
+        np.add.at(m, (np.arange(out), idx), w)
+    return m
 
 
+def _area_matrix(out, size):
+    """mode='area': adaptive average pooling along one axis (row i averages the inputs from
+    floor(i * size / out) to ceil((i + 1) * size / out))."""
+    m = np.zeros((out, size))
+    for i in range(out):
+        lo, hi = (i * size) // out, -((-(i + 1) * size) // out)
+        m[i, lo:hi] = 1.0 / (hi - lo)
+    return m
+
+
+_MODES = {"nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area"}
+# the spatial dims each mode takes (None: any of 1, 2, 3)
+_MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
+
+
+@in_opmath
 def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    """torch.nn.functional.interpolate for modes nearest, nearest-exact, linear (3-d input)
-    and bilinear (4-d input): each output axis is a gather (nearest) or a matmul by an
-    interpolation matrix (linear), so gradients come from take / matmul."""
+    """torch.nn.functional.interpolate: modes nearest, nearest-exact and area (1 to 3
+    spatial dims), linear (3-d input), bilinear and bicubic (4-d), trilinear (5-d). Each
+    output axis is a gather (nearest) or a matmul by that axis's interpolation or averaging
+    matrix, so gradients come from take / matmul. Integer inputs: nearest modes only."""
     if mode not in _MODES:
         raise NotImplementedError(f"interpolate(mode={mode!r}) is not supported by dualgrad; "
                                   f"supported: {sorted(_MODES)}")
     if antialias:
         raise NotImplementedError("interpolate(antialias=True) is not supported by dualgrad")
-    if align_corners is not None and mode.startswith("nearest"):
+    if align_corners is not None and (mode.startswith("nearest") or mode == "area"):
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
     xs = _shape(x)
     nd = len(xs) - 2
-    if nd not in (1, 2) or (mode == "linear" and nd != 1) or (mode == "bilinear" and nd != 2):
+    if nd not in (1, 2, 3) or _MODE_DIMS.get(mode, nd) != nd:
         raise NotImplementedError(f"interpolate: mode {mode!r} on a {len(xs)}-d input "
-                                  f"{fmt_shape(xs)} is not supported by dualgrad")
+                                  f"{fmt_shape(xs)} is not supported (torch: "
+                                  f"{_MODE_DIMS.get(mode, '1 to 3') } spatial dims)")
     if (size is None) == (scale_factor is None):
         raise ValueError("only one of size or scale_factor should be defined")
     sizes = xs[2:]
@@ -454,12 +490,18 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
         scales = [s / o if recompute_scale_factor else 1.0 / f
                   for s, o, f in zip(sizes, outs, fs)]
     dt = np.dtype(getattr(x, "dtype", np.float32))
+    if not mode.startswith("nearest") and not floating(dt):
+        raise NotImplementedError(f"interpolate(mode={mode!r}) of a {dt} input is not "
+                                  f"supported by dualgrad (torch rounds its integer "
+                                  f"arithmetic its own way): cast to float32 first")
     for i, (size_i, out, scale) in enumerate(zip(sizes, outs, scales)):
         axis = 2 + i
         if mode.startswith("nearest"):
             x = take(x, _source_index(out, size_i, scale, mode, False), axis=axis)
         else:
-            m = _linear_matrix(out, size_i, scale, bool(align_corners)).astype(dt)
+            m = (_area_matrix(out, size_i) if mode == "area" else
+                 _cubic_matrix(out, size_i, scale, bool(align_corners)) if mode == "bicubic"
+                 else _linear_matrix(out, size_i, scale, bool(align_corners))).astype(dt)
             x = matmul(x, m.T) if axis == len(xs) - 1 else \
                 transpose(matmul(transpose(x, axes=_swap(len(xs), axis)), m.T),
                           axes=_swap(len(xs), axis))
