@@ -124,8 +124,6 @@ DIFFERS = {
         'bool, float16, float32, float64, int16, int32, int64, int8, uint8: result: values differ (Tensor-likes are not equal! Mismatched elements: 2 / 4 (50.0%) Greatest absolute difference: 1 at index (0, 0) Greatest relative differen',
     ('as_strided_scatter', '*', '*', 'gradient'):
         'float64: gradient of input 0: values differ (Tensor-likes are not close! Mismatched elements: 1 / 1 (100.0%) Greatest absolute difference: 0.1257302210933933 at index (0',
-    ('index_reduce.prod', '*', '*', 'result'):
-        "float16, float32, float64, int16, int32, int64, int8, uint8: raised NotImplementedError: scatter_reduce(reduce='prod') is not supported by dualgrad",
     ('kthvalue', '*', '*', 'result'):
         'int16, int32, int64, int8, uint8: result[1]: values differ (Tensor-likes are not equal! Mismatched elements: 5 / 25 (20.0%) Greatest absolute difference: 4 at index (4, 1) Greatest relative diff',
     ('linalg.eigh', '*', '*', 'result'):
@@ -180,8 +178,6 @@ DIFFERS = {
         'float16, float32, float64, int16, int32, int64, int8, uint8: sample: a callable argument (PairwiseDistance())',
     ('nn.functional.upsample_bilinear', '*', '*', 'result'):
         "uint8: refused with NotImplementedError (torch's integer bilinear rounds its own way; dualgrad interpolates floating inputs only)",
-    ('scatter_reduce.prod', '*', '*', 'result'):
-        "bool, float16, float32, float64, int16, int32, int64, int8, uint8: raised NotImplementedError: scatter_reduce(reduce='prod') is not supported by dualgrad",
     ('slice_scatter', '*', '*', 'result'):
         "float16: raised InvalidArgumentError: where: failed on inputs (20, 20, 20), (20, 20, 20), (20, 20, 20): float16 in node 'where' (op where) defined at tests/eager/opdb_ha",
     ('sort', '*', '*', 'result'):

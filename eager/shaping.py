@@ -420,15 +420,14 @@ _REDUCES = ("sum", "prod", "mean", "amax", "amin")
 
 
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noqa: A002
-    """input with src's values reduced into it at index along dim: "sum", "mean", "amax",
-    "amin" (torch's gradients: amax/amin share among the elements equal to the result)."""
+    """input with src's values reduced into it at index along dim: "sum", "prod", "mean",
+    "amax", "amin" (torch's gradients: amax/amin share among the elements equal to the
+    result, prod's factors get the product of the others)."""
     from .functions import _scatter_prep, floor_divide
     reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)   # NOTE: torch's aliases
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
-    if reduce == "prod":
-        raise NotImplementedError("scatter_reduce(reduce='prod') is not supported by dualgrad")
     x = _t(input)
     idx, d, src = _scatter_prep("scatter_reduce", x, dim, index, src)
     src = ops.cast(_t(src), x.dtype)
@@ -442,7 +441,46 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
         count = (hits + keep).astype(x.dtype)
         return out / np.maximum(count, 1) if floating(x.dtype) else \
             floor_divide(out, np.maximum(count, 1))
+    if reduce == "prod":
+        return _scatter_prod(x, d, idx, src, keep)
     return _scatter_extreme(x, d, idx, src, keep, hits, reduce)
+
+
+def _at_index(arr, idx, d):
+    """arr at idx along d and at idx's own positions elsewhere (idx may be smaller than arr in
+    the other dims, as torch's scatter index may): gather's value."""
+    grid = np.indices(idx.shape, sparse=True)
+    return arr[tuple(idx if k == d else grid[k] for k in range(arr.ndim))]
+
+
+def _scatter_prod(x, d, idx, src, keep):
+    """prod: the value with NumPy; each factor's gradient the product of the others in its
+    group, as torch's (result / factor where the group has no zero; with one zero, that
+    factor's the product of the rest and the others' 0; with more, 0)."""
+    xa, sa = _arr(x), _arr(src)
+    grid = np.indices(idx.shape, sparse=True)
+    at = tuple(idx if k == d else grid[k] for k in range(x.ndim))
+    mine = np.where(keep, xa, 1).astype(x.dtype)
+    res = mine.copy()
+    np.multiply.at(res, at, sa)
+    if x.dtype == np.bool_ or not floating(x.dtype):
+        return _t(res)
+    nonzero = np.where(mine == 0, 1, mine).astype(x.dtype)         # product of the non-zeros
+    np.multiply.at(nonzero, at, np.where(sa == 0, 1, sa).astype(x.dtype))
+    zeros = (keep & (xa == 0)).astype(np.int64)
+    np.add.at(zeros, at, (sa == 0).astype(np.int64))
+
+    def coef(v, n_zero, prod_nz, total):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(n_zero == 0, total / np.where(v == 0, 1, v),
+                            np.where((n_zero == 1) & (v == 0), prod_nz, 0)).astype(x.dtype)
+    c_self = np.where(keep, coef(xa, zeros, nonzero, res), 0).astype(x.dtype)
+    c_src = coef(sa, _at_index(zeros, idx, d), _at_index(nonzero, idx, d), _at_index(res, idx, d))
+    fx = ops.where(np.isfinite(xa), x, 0)      # NOTE: x - x is NaN at inf: no slope there
+    fs = ops.where(np.isfinite(sa), src, 0)
+    moved = (fx - ops.stop_gradient(fx)) * c_self + ops.gather_grad(
+        (fs - ops.stop_gradient(fs)) * c_src, idx, x, axis=d)
+    return moved + res
 
 
 def _identity_of(reduce, dtype):
@@ -464,7 +502,7 @@ def _scatter_extreme(x, d, idx, src, keep, hits, reduce):
     ufunc.at(res, tuple(idx if k == d else grid[k] for k in range(x.ndim)), _arr(src))
     if not floating(x.dtype):
         return _t(res)
-    at_src = np.take_along_axis(res, idx, axis=d)
+    at_src = _at_index(res, idx, d)
     m_self = keep & (_arr(x) == res)
     m_src = _arr(src) == at_src
     count = m_self + _arr(ops.gather_grad(m_src.astype(np.int64), idx,
