@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 from dualgrad.eager.amp import lowers
-from dualgrad.ops.rules import HALF, floating, inexact
+from dualgrad.ops.rules import HALF, floating, inexact, torch_opmath_dtype
 
 from dualgrad import ops
 
@@ -242,14 +242,22 @@ def _match_ones(a, da, b, db):
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     """beta * input + alpha * the sum over the batch of batch1[i] @ batch2[i]."""
     from .reductions import _beta_alpha
-    prods = ops.matmul(batch1, batch2)
-    if prods.dtype.kind in "biu":   # NOTE: torch truncates the factors for integer tensors
+    b1, b2 = _t(batch1), _t(batch2)
+    dt = np.result_type(_arr(b1).dtype, _arr(b2).dtype)
+    if dt.kind in "biu":   # NOTE: torch truncates the factors for integer tensors
         beta, alpha = int(beta), int(alpha)
-    total = ops.sum(prods, axis=0)
-    if total.dtype != prods.dtype:   # NOTE: torch sums integers in their own dtype here
-        total = ops.cast(total, prods.dtype)
-    out = _beta_alpha(input, total, beta, alpha)
-    return out if out.dtype == prods.dtype else ops.cast(out, prods.dtype)
+    if b1.shape[0] == 0:
+        return _beta_alpha(input, ops.zeros((b1.shape[1], b2.shape[2]), dtype=dt), beta, alpha)
+    # NOTE: as torch's kernel: one addmm per batch element into the result (beta on the
+    # first only), each rounded to the result's dtype: float16 sums round per batch
+    wide = torch_opmath_dtype(dt)
+    out = _t(input)
+    for i in range(b1.shape[0]):
+        step = _beta_alpha(ops.cast(out, wide), ops.matmul(ops.cast(b1[i], wide),
+                                                           ops.cast(b2[i], wide)),
+                           beta if i == 0 else 1, alpha)
+        out = ops.cast(step, dt)
+    return out
 
 
 # -- the trapezoid rule ------------------------------------------------------------------------
