@@ -142,10 +142,6 @@ DIFFERS = {
         'float16, float32, float64: raised NotImplementedError: adaptive_max_pool2d(return_indices=True) is supported by dualgrad only when the output size divides the input size',
     ('nn.functional.adaptive_max_pool2d', '*', '*', 'result'):
         'float16, float32, float64: raised NotImplementedError: adaptive_max_pool2d(return_indices=True) is supported by dualgrad only when the output size divides the input size',
-    ('nn.functional.avg_pool1d', '*', '*', 'result'):
-        "float16, int64: raised InvalidArgumentError: unfold: failed on inputs (6, 1, 1, 9): float16 in node 'unfold' (op unfold, part of avg_pool2d) defined at tests/eager/opdb_harness",
-    ('nn.functional.avg_pool2d', '*', '*', 'result'):
-        "float16, int64: raised InvalidArgumentError: unfold: failed on inputs (3, 1, 11, 11): float16 in node 'unfold' (op unfold, part of avg_pool2d) defined at tests/eager/opdb_harne",
     ('nn.functional.batch_norm', '*', '*', 'result'):
         'float16: result: values differ (Tensor-likes are not close! Mismatched elements: 2 / 125 (1.6%) Greatest absolute difference: 0.0078125 at index (4, 1, 4) (up to 0.001 a',
     ('nn.functional.conv_transpose2d', '*', '*', 'result'):
@@ -170,10 +166,6 @@ DIFFERS = {
         "float16: raised InvalidArgumentError: softmax_cross_entropy: failed on inputs (4,), (4,): 'numpy.float16' object does not support item assignment in node 'softmax_cross_",
     ('nn.functional.local_response_norm', '*', '*', 'result'):
         'int64: result: values differ (Tensor-likes are not close! Mismatched elements: 7 / 18 (38.9%) Greatest absolute difference: 4.863739013671875e-05 at index (0, 0, 2) (u',
-    ('nn.functional.max_pool2d', '*', '*', 'result'):
-        "float16, int16, int32, int64, int8: raised InvalidArgumentError: unfold: failed on inputs (2, 1, 3, 7): float16 in node 'unfold' (op unfold, part of max_pool2d) defined at tests/eager/opdb_harness",
-    ('nn.functional.max_pool3d', '*', '*', 'result'):
-        'float16, int16, int32, int64, int8: raised KernelError: unfold: failed on inputs (2, 1, 7, 5): float16 (in max_pool2d, at tests/eager/opdb_harness.py:293)',
     ('nn.functional.triplet_margin_with_distance_loss', '*', '*', 'result'):
         'float16, float32, float64, int16, int32, int64, int8, uint8: sample: a callable argument (PairwiseDistance())',
     ('nn.functional.upsample_bilinear', '*', '*', 'result'):

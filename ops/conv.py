@@ -12,12 +12,12 @@ import math
 import numpy as np
 
 from .core import Sample, fmt_shape, located, spec_of
-from .elementwise import copy
+from .elementwise import abs as abs_, cast, copy, floordiv, sign
 from .composite import _shape, composite, in_opmath, mean
 from .nn import fold, matmul, pair, unfold, window_outs
 from .pool import max_pool, window_argmax, window_stack
 from .reduce import max as max_, sum as sum_
-from .rules import floating
+from .rules import floating, torch_opmath_dtype
 from .shape import (concat, expand_dims, pad, reshape, slice_, squeeze, take, transpose,
                     zeros_like)
 
@@ -255,12 +255,22 @@ def _avg_ref(np, x, kernel_size, stride=None, padding=0, ceil_mode=False,
            ref=_avg_ref)
 def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    """Mean over windows of an (N, C, H, W) input (torch.nn.functional.avg_pool2d)."""
+    """Mean over windows of an (N, C, H, W) input (torch.nn.functional.avg_pool2d); float16
+    summed in float32 as torch's kernel; an integer input's mean is its window sum divided by
+    the divisor with truncation toward zero, in the input's dtype (torch's integer kernel)."""
     xs = _need("avg_pool2d", x, 4, "(N, C, H, W)")
     k, s, p, d, outs, extra = _pool_geometry("avg_pool2d", xs[2:], kernel_size, stride,
                                              padding, 1, ceil_mode)
-    cols = _windows(x, k, s, p, d, extra, 0.0)
+    dt = np.dtype(spec_of(x).dtype)
+    if torch_opmath_dtype(dt) != dt:
+        return cast(avg_pool2d(cast(x, torch_opmath_dtype(dt)), kernel_size, stride, padding,
+                               ceil_mode, count_include_pad, divisor_override), dt)
+    cols = _windows(x, k, s, p, d, extra, 0)
     div = _avg_divisor(xs[2:], k, s, p, outs, count_include_pad, divisor_override)
+    if dt.kind in "iub":
+        total = reshape(sum_(cols, axis=1), (-1, xs[1]) + outs)        # int64 sums
+        q = floordiv(abs_(total), np.asarray(div, np.int64)) * sign(total)
+        return cast(q, dt if dt.kind != "b" else np.dtype(np.int64))
     if np.ndim(div) == 0 or np.all(div == k[0] * k[1]):
         scale = div if np.ndim(div) == 0 else k[0] * k[1]
         if scale == k[0] * k[1]:

@@ -198,10 +198,14 @@ MATMUL_NT.decompose = lambda x, w: matmul(x, transpose(w, axes=(1, 0)))
 
 # -- unfold / fold (im2col) -------------------------------------------------------------------
 def pair(v):
-    """An int or a (height, width) pair as a pair of ints (torch's `_pair`)."""
+    """An int or a (height, width) pair as a pair of ints (torch's `_pair`; a 1-tuple, which
+    torch's pooling takes, counts for both)."""
     if type(v) is int:      # NOTE: the common case, ~60 calls per CNN step: np.ndim costs 1 µs
         return (v, v)
-    return (int(v), int(v)) if np.ndim(v) == 0 else tuple(int(a) for a in v)
+    if np.ndim(v) == 0:
+        return (int(v), int(v))
+    v = tuple(int(a) for a in v)
+    return v * 2 if len(v) == 1 else v
 
 
 def _attr(v):

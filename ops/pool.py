@@ -98,6 +98,13 @@ def _max_pool_grad_vjp(u, x, g, out=None, needs=(True, True), **attrs):
     return None, reshape(picked, (-1, xs[1], ho, wo))
 
 
+def lowest(dtype):
+    """The value padding takes in a max over windows: -inf, or an integer dtype's minimum."""
+    if dtype.kind in "iu":
+        return int(np.iinfo(dtype).min)
+    return False if dtype.kind == "b" else -np.inf
+
+
 def window_argmax(x, kernel, stride, padding, dilation, extra=(0, 0)):
     """(N, C, Ho * Wo): each window's first maximum as a flat index into its channel's H * W
     (torch's return_indices), over the windows unfolded with -inf padding."""
@@ -106,7 +113,8 @@ def window_argmax(x, kernel, stride, padding, dilation, extra=(0, 0)):
     (eh, ew), (_, c, h, w) = extra, _shape(x)
     ho, wo = _outs((h, w), (kh, kw), (sh, sw), (ph, pw), (dh, dw), extra)
     if ph or pw or eh or ew:
-        x = pad(x, ((0, 0), (0, 0), (ph, ph + eh), (pw, pw + ew)), value=-np.inf)
+        x = pad(x, ((0, 0), (0, 0), (ph, ph + eh), (pw, pw + ew)),
+                value=lowest(np.dtype(getattr(x, "dtype", np.float64))))
     hp, wp = _shape(x)[2:]
     cols = unfold(reshape(x, (-1, 1, hp, wp)), kernel=(kh, kw), stride=(sh, sw),
                   dilation=(dh, dw))
