@@ -134,8 +134,6 @@ DIFFERS = {
         'float32: result: values differ (Tensor-likes are not close! Mismatched elements: 4 / 25 (16.0%) Greatest absolute difference: 4.00543212890625e-05 at index (3, 3) (up to',
     ('matrix_exp', '*', '*', 'result'):
         'float16, float32: result: values differ (Tensor-likes are not close! Mismatched elements: 25 / 25 (100.0%) Greatest absolute difference: nan at index (0, 0) (up to 0.001 allowed)',
-    ('nn.functional.adaptive_avg_pool2d', '*', '*', 'result'):
-        'float16, float32, float64: result: values differ (Tensor-likes are not close! Mismatched elements: 2 / 280 (0.7%) Greatest absolute difference: 0.001953125 at index (0, 4, 2, 2) (up to 0.',
     ('nn.functional.adaptive_avg_pool3d', '*', 'eager', 'result'):
         'float16: result: values differ (Tensor-likes are not close! Mismatched elements: 12 / 1120 (1.1%) Greatest absolute difference: 0.0029296875 at index (0, 2, 5, 0) (up to',
     ('nn.functional.adaptive_max_pool1d', '*', '*', 'result'):
@@ -145,7 +143,7 @@ DIFFERS = {
     ('nn.functional.batch_norm', '*', '*', 'result'):
         'float16: result: values differ (Tensor-likes are not close! Mismatched elements: 2 / 125 (1.6%) Greatest absolute difference: 0.0078125 at index (4, 1, 4) (up to 0.001 a',
     ('nn.functional.conv_transpose2d', '*', '*', 'result'):
-        'float16: result: values differ (Tensor-likes are not close! Mismatched elements: 8 / 108 (7.4%) Greatest absolute difference: 0.0625 at index (0, 2, 0, 3) (up to 0.001 a',
+        "float16: a few elements differ beyond torch's half tolerance (torch's half transposed convolution accumulates differently; dualgrad computes in float32 and rounds once)",
     ('nn.functional.conv_transpose3d', '*', '*', 'result'):
         'float16, float32: result: values differ (Tensor-likes are not close! Mismatched elements: 64 / 648 (9.9%) Greatest absolute difference: 0.09375 at index (0, 0, 0, 4, 4) (up to 0.',
     ('nn.functional.group_norm', '*', 'eager', 'result'):

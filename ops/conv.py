@@ -154,11 +154,19 @@ def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0
     wt = transpose(reshape(weight, (groups, cg, og * k)), axes=(0, 2, 1))   # (G, og*k, cg)
     cols = matmul(wt, reshape(x, (-1, groups, cg, xs[2] * xs[3])))          # (N, G, og*k, L)
     cols = reshape(cols, (-1, groups * og * k, xs[2] * xs[3]))
-    # NOTE: fold reads only the shape of `like`; built from x so the batch may be unknown
+    # NOTE: fold reads only the shape of `like`; built from x so the batch may be unknown.
+    # Folded onto the whole canvas the windows cover (no padding), then cropped by padding
+    # at the start and to the output size: output_padding's extra rows and columns hold what
+    # the windows put there (zeros past the canvas), as torch's.
+    hc, wc = (xs[2] - 1) * sh + dh * (kh - 1) + 1, (xs[3] - 1) * sw + dw * (kw - 1) + 1
     corner = zeros_like(slice_(x, index=(slice(None), slice(0, 1), slice(0, 1), slice(0, 1))))
-    like = corner + np.zeros((1, groups * og, ho, wo), np.dtype(getattr(x, "dtype", "f4")))
-    y = fold(cols, like, kernel=(kh, kw), stride=(sh, sw), padding=(ph, pw),
-             dilation=(dh, dw))
+    like = corner + np.zeros((1, groups * og, hc, wc), np.dtype(getattr(x, "dtype", "f4")))
+    y = fold(cols, like, kernel=(kh, kw), stride=(sh, sw), padding=(0, 0), dilation=(dh, dw))
+    eh, ew = max(ph + ho - hc, 0), max(pw + wo - wc, 0)
+    if eh or ew:
+        y = pad(y, ((0, 0), (0, 0), (0, eh), (0, ew)))
+    if ph or pw or eh or ew or (ho, wo) != (hc, wc):
+        y = slice_(y, index=(slice(None), slice(None), slice(ph, ph + ho), slice(pw, pw + wo)))
     return y if bias is None else y + reshape(bias, (1, -1, 1, 1))
 
 
@@ -310,6 +318,7 @@ def _adaptive_ref(np, x, output_size, reduce="mean"):
 @composite(samples=(Sample(((2, 3, 4, 4),), {"output_size": 1}),
                     Sample(((1, 2, 5, 7),), {"output_size": (3, None)})),
            ref=_adaptive_ref)
+@in_opmath
 def adaptive_avg_pool2d(x, output_size):
     """Means over torch's adaptive windows: the (N, C, H, W) input split into output_size
     (an int, a pair, None keeps that size) nearly equal, possibly overlapping regions."""

@@ -222,7 +222,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # n
 
 
 def adaptive_avg_pool2d(input, output_size):  # noqa: A002
-    return ops.adaptive_avg_pool2d(input, output_size)
+    return _unbatched(ops.adaptive_avg_pool2d, input, 2, output_size)
 
 
 def adaptive_avg_pool1d(input, output_size):  # noqa: A002
