@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .core import Sample, fmt_shape, located, spec_of
-from .composite import (_reduce_loss, _shape, clamp, composite, logical_and,
+from .composite import (_reduce_loss, _shape, clamp, composite, in_opmath, logical_and,
                         moments, norm)
 from .elementwise import (abs, exp, log, maximum, minimum, sigmoid, softplus, stop_gradient,
                           tanh, where)  # noqa: A004
@@ -232,6 +232,7 @@ def _gn_ref(np, x, weight=None, bias=None, num_groups=1, eps=1e-5):
                     Sample(((2, 4, 5),), {"num_groups": 4}),
                     Sample(((2, 6, 3),), {"num_groups": 4}, match="divisible by num_groups")),
            ref=_gn_ref)
+@in_opmath
 def group_norm(x, weight=None, bias=None, num_groups=1, eps=1e-5):
     """Normalise (N, C, ...) over each group of C / num_groups channels and the other dims,
     then scale and shift per channel (torch.nn.GroupNorm)."""

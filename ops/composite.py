@@ -345,6 +345,7 @@ def _ln_ref(np, x, weight=None, bias=None, eps=1e-5, normalized_ndim=1):
 @composite(samples=(Sample(((4, 6), (6,), (6,))), Sample(((2, 3, 5), (5,), (5,))),
                     Sample(((2, 3, 4), (3, 4), (3, 4)), {"normalized_ndim": 2})),
            ref=_ln_ref)
+@in_opmath
 def layer_norm(x, weight=None, bias=None, eps=1e-5, normalized_ndim=1):
     """Normalise over the last `normalized_ndim` dims, then scale and shift."""
     nd = len(_shape(x))

@@ -320,11 +320,24 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A0
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,  # noqa: A002
                   use_input_stats=True, momentum=0.1, eps=1e-5):
     """Normalise each channel of each sample over its other dims (group_norm with one
-    channel per group). Running statistics are not implemented."""
-    if running_mean is not None or running_var is not None or not use_input_stats:
-        raise NotImplementedError("instance_norm with running statistics "
-                                  "(track_running_stats=True) is not supported by dualgrad")
-    return ops.group_norm(input, weight, bias, num_groups=input.shape[1], eps=eps)
+    channel per group). With running buffers and use_input_stats, they take the batch's
+    average of the instance statistics (the unbiased variance), as torch; use_input_stats=
+    False normalises with the running statistics instead."""
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise ValueError("instance_norm: use_input_stats=False needs running_mean and "
+                             "running_var")
+        return ops.batch_norm(input, running_mean, running_var, weight, bias, eps=eps)
+    out = ops.group_norm(input, weight, bias, num_groups=input.shape[1], eps=eps)
+    if running_mean is not None or running_var is not None:
+        axes = tuple(range(2, input.ndim))
+        n = int(np.prod([input.shape[a] for a in axes], dtype=np.int64))
+        mean, var = ops.moments(input, axes)            # (N, C) each
+        if running_mean is not None:
+            _update_running(running_mean, ops.mean(mean, axis=0), momentum)
+        if running_var is not None:
+            _update_running(running_var, ops.mean(var, axis=0) * (n / max(n - 1, 1)), momentum)
+    return out
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):  # noqa: A002

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from dualgrad import ops
+from ..core import Tensor
 from .basic import Dropout, _Cell
 from .module import Module, Parameter, _uniform
 from . import functional as F
@@ -225,21 +226,26 @@ class GroupNorm(Module):
 
 
 class InstanceNorm2d(Module):
-    """Each channel of each sample normalised over its own H, W (no running statistics:
-    track_running_stats=True raises NotImplementedError)."""
+    """Each channel of each sample normalised over its own H, W. track_running_stats=True
+    keeps running_mean / running_var (the batch's average instance statistics, updated in
+    training) and normalises with them in eval mode, as torch (num_batches_tracked stays 0
+    and momentum=None means 0, as in torch's instance norm)."""
     _ndims = (3, 4)
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
                  track_running_stats=False, *, bias=True):
         super().__init__()
-        if track_running_stats:
-            raise NotImplementedError(f"{type(self).__name__}(track_running_stats=True) is not "
-                                      f"supported by dualgrad")
         self.num_features, self.eps, self.momentum, self.affine = (num_features, eps, momentum,
                                                                    affine)
-        self.track_running_stats = False
+        self.track_running_stats = track_running_stats
         self.weight = Parameter(np.ones(num_features, np.float32)) if affine else None
         self.bias = Parameter(np.zeros(num_features, np.float32)) if affine and bias else None
+        if track_running_stats:
+            self.register_buffer("running_mean", Tensor(np.zeros(num_features, np.float32)))
+            self.register_buffer("running_var", Tensor(np.ones(num_features, np.float32)))
+            self.register_buffer("num_batches_tracked", Tensor(np.array(0, np.int64)))
+        else:
+            self.running_mean = self.running_var = None
 
     def forward(self, input):  # noqa: A002
         if input.ndim not in self._ndims:
@@ -247,7 +253,9 @@ class InstanceNorm2d(Module):
                              f"{self._ndims[0]}-d unbatched), got {tuple(input.shape)}")
         unbatched = input.ndim == self._ndims[0]
         x = ops.expand_dims(input, axis=0) if unbatched else input
-        y = F.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)
+        y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            self.training or not self.track_running_stats,
+                            0.0 if self.momentum is None else self.momentum, self.eps)
         return ops.squeeze(y, axis=0) if unbatched else y
 
 

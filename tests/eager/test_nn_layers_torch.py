@@ -337,7 +337,6 @@ def test_rnn_cell_and_cells_without_bias_match_torch():
 @pytest.mark.parametrize("make", [
     lambda: nn.Conv2d(2, 2, 3, padding_mode="reflect"),
     lambda: nn.ConvTranspose2d(2, 2, 3, padding_mode="circular"),
-    lambda: nn.InstanceNorm2d(3, track_running_stats=True),
     lambda: nn.BatchNorm2d(3, momentum=None),
 ])
 def test_unimplemented_options_raise(make):
@@ -347,12 +346,27 @@ def test_unimplemented_options_raise(make):
 
 def test_unimplemented_call_options_raise():
     x = eager.randn(1, 2, 4, 4)
-    with pytest.raises(NotImplementedError, match="bicubic"):
-        F.interpolate(x, scale_factor=2, mode="bicubic")
+    with pytest.raises(NotImplementedError, match="bilinear.*uint8"):
+        F.interpolate(x.to(eager.uint8), scale_factor=2, mode="bilinear")
     with pytest.raises(NotImplementedError, match="output_size"):
         nn.ConvTranspose2d(2, 2, 3, stride=2)(x, output_size=(9, 9))
-    with pytest.raises(NotImplementedError, match="running statistics"):
-        F.instance_norm(x, running_mean=eager.zeros(2), running_var=eager.ones(2))
+
+
+@pytest.mark.parametrize("momentum", [0.1, None])
+def test_instance_norm_tracks_running_statistics_as_torch(momentum):
+    ours, ref = _module_pair("InstanceNorm2d", 3, track_running_stats=True, affine=True,
+                             momentum=momentum)
+    for seed in range(3):
+        x, tx = _pair(2, 3, 4, 5, seed=seed)
+        _close(ours(x), ref(tx))
+    for name in ("running_mean", "running_var", "num_batches_tracked"):
+        _close(getattr(ours, name), getattr(ref, name))
+    ours.eval(), ref.eval()
+    x, tx = _pair(2, 3, 4, 5, seed=9)
+    out, tout = ours(x), ref(tx)
+    _close(out, tout)
+    out.sum().backward(), tout.sum().backward()
+    _close(x.grad, tx.grad)
 
 
 def test_a_torchvision_style_cnn_and_dcgan_generator_train():
