@@ -377,6 +377,9 @@ def _pow_kernel(x, y):
     if k is None and np.ndim(y) == 0 and y < 0 and np.result_type(x, y).kind in "iu":
         # NOTE: as torch, also for an empty x (NumPy checks element by element)
         raise ValueError("Integers to negative integer powers are not allowed.")
+    if k is None and np.ndim(y) > 0 and np.result_type(x, y).kind in "iu" and \
+            np.asarray(y).dtype.kind == "i" and (np.asarray(y) < 0).any():
+        return _int_pow_negative(x, np.asarray(y))
     if k is None or np.ndim(x) == 0 and not isinstance(x, np.ndarray):
         return np.power(x, y)
     if k == 0:
@@ -385,6 +388,18 @@ def _pow_kernel(x, y):
     for _ in range(k - 1):
         r = r * x
     return r if k > 1 else np.array(x, dtype=np.result_type(x, y), copy=True)
+
+
+def _int_pow_negative(x, y):
+    """Integer x ** y where a tensor exponent y has negative entries, as torch computes it
+    (NumPy raises): x ** -k truncates 1 / x ** k, so it is 1 for x = 1, +-1 for x = -1 (by
+    k's parity) and 0 otherwise (0 too, as torch)."""
+    neg = y < 0
+    x, y = np.broadcast_arrays(np.asarray(x), y)
+    dt = np.result_type(x, y)
+    pos = np.power(x, np.where(neg, 0, y)).astype(dt)
+    inv = np.where(x == 1, 1, np.where(x == -1, np.where(y % 2 == 0, 1, -1), 0)).astype(dt)
+    return np.where(neg, inv, pos)
 
 
 def _pow_vjp(g, x, y, out=None, needs=(True, True), **kw):
@@ -399,7 +414,11 @@ def _pow_vjp(g, x, y, out=None, needs=(True, True), **kw):
             gx = g * y * (x ** (y - 1))
         gx = unbroadcast(gx, x)
     if needs[1] and is_value(y):
-        gy = unbroadcast(g * where(x > 0, out * log(where(x > 0, x, 1.0)), 0.0), y)
+        # NOTE: torch's rule: out * log(x), NaN for x < 0, and 0 at x = 0 with y >= 0 (-inf
+        # with y < 0); log is taken of positive values only (no NumPy warning)
+        lg = where(x > 0, log(where(x > 0, x, 1.0)), where(x == 0, -np.inf, np.nan))
+        term = out * lg
+        gy = unbroadcast(g * where(x == 0, where(y >= 0, 0.0, term), term), y)
     return gx, gy
 
 
