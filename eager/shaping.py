@@ -588,8 +588,8 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
 
 
 def unfold(input, dimension, size, step):  # noqa: A002 - Tensor.unfold's names
-    """Every slice of `size` along dimension, `step` apart, as a new last dim (a copy here,
-    torch's is a view)."""
+    """Every slice of `size` along dimension, `step` apart, as a new last dim: a view, as
+    torch's (writes through it reach the input)."""
     x = _t(input)
     xs, d = (x.reshape(1), 0) if x.ndim == 0 else (x, norm_axis("unfold", dimension, x.ndim))
     n = xs.shape[d]
@@ -598,9 +598,7 @@ def unfold(input, dimension, size, step):  # noqa: A002 - Tensor.unfold's names
     if size > n:
         raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is "
                            f"{size}")
-    starts = np.arange(0, n - size + 1, step)
-    win = ops.take(xs, starts[:, None] + np.arange(size), axis=d)
-    out = win.permute(*[k for k in range(win.ndim) if k != d + 1], d + 1)
+    out = ops.sliding_windows(xs, axis=d, size=size, step=step)
     return out.reshape(size) if x.ndim == 0 else out
 
 

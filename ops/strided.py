@@ -115,4 +115,41 @@ DIAGONAL = register("diagonal", _diag_infer, _diag_kernel, _diag_vjp, category="
                     ref=lambda np, x, offset=0, axis1=0, axis2=1: np.diagonal(
                         x, offset, axis1, axis2))
 diagonal = primitive(DIAGONAL)
-__all__ = ["as_strided", "diagonal", "strided_positions"]
+# -- sliding windows: torch's Tensor.unfold, a view of any input ---------------------------------
+def _win_count(n, size, step):
+    return None if n is None else (n - size) // step + 1
+
+
+def _win_infer(x, axis=0, size=1, step=1):
+    n = x.shape[axis]
+    if size < 1 or step < 1 or (n is not None and size > n):
+        raise ShapeError(f"sliding_windows: size {size} and step {step} must be >= 1 and size "
+                         f"at most dim {axis} of {fmt_shape(x)}")
+    shape = list(x.shape)
+    shape[axis] = _win_count(n, size, step)
+    return Spec(tuple(shape) + (size,), x.dtype)
+
+
+def _win_kernel(x, axis=0, size=1, step=1):
+    x = np.asarray(x)
+    v = np.lib.stride_tricks.sliding_window_view(x, size, axis=axis,
+                                                 writeable=x.flags.writeable)
+    return v[(slice(None),) * axis + (slice(None, None, step),)]
+
+
+def _win_vjp(g, x, axis=0, size=1, step=1, **kw):
+    nd = len(x.shape)
+    idx = (np.arange(_win_count(x.shape[axis], size, step)) * step)[:, None] + np.arange(size)
+    perm = list(range(axis + 1)) + [nd] + list(range(axis + 1, nd))   # windows' dim after axis
+    return (take_grad(transpose(g, axes=tuple(perm)), idx, x, axis=axis),)
+
+
+SLIDING_WINDOWS = register(
+    "sliding_windows", _win_infer, _win_kernel, _win_vjp, category="shape", view=True,
+    samples=(Sample(((7,),), {"size": 3, "step": 2}),
+             Sample(((2, 6, 3),), {"axis": 1, "size": 2, "step": 1}),
+             Sample(((2, 3),), {"axis": 1, "size": 4}, match="at most")),
+    ref=lambda np, x, axis=0, size=1, step=1: np.lib.stride_tricks.sliding_window_view(
+        x, size, axis=axis)[(slice(None),) * axis + (slice(None, None, step),)])
+sliding_windows = primitive(SLIDING_WINDOWS)
+__all__ = ["as_strided", "diagonal", "sliding_windows", "strided_positions"]
