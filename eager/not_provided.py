@@ -132,10 +132,6 @@ DIFFERS = {
         "float16, float32: the op_db samples' exponentials overflow float16 (both give inf/nan, in different places) and differ by 6e-4 relative in float32 on a batch with entries near 9e4 (SciPy's Pade approximant vs torch's Taylor-based kernel)",
     ('nn.functional.adaptive_avg_pool3d', '*', 'eager', 'result'):
         'float16: result: values differ (Tensor-likes are not close! Mismatched elements: 12 / 1120 (1.1%) Greatest absolute difference: 0.0029296875 at index (0, 2, 5, 0) (up to',
-    ('nn.functional.adaptive_max_pool1d', '*', '*', 'result'):
-        'float16, float32, float64: raised NotImplementedError: adaptive_max_pool2d(return_indices=True) is supported by dualgrad only when the output size divides the input size',
-    ('nn.functional.adaptive_max_pool2d', '*', '*', 'result'):
-        'float16, float32, float64: raised NotImplementedError: adaptive_max_pool2d(return_indices=True) is supported by dualgrad only when the output size divides the input size',
     ('nn.functional.batch_norm', '*', '*', 'result'):
         'float16: result: values differ (Tensor-likes are not close! Mismatched elements: 2 / 125 (1.6%) Greatest absolute difference: 0.0078125 at index (4, 1, 4) (up to 0.001 a',
     ('nn.functional.conv_transpose2d', '*', '*', 'result'):

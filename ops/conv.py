@@ -13,10 +13,11 @@ import numpy as np
 
 from .core import Sample, fmt_shape, located, spec_of
 from .elementwise import abs as abs_, cast, copy, floordiv, sign
+from .index import gather
 from .composite import _shape, composite, in_opmath, mean
 from .nn import fold, matmul, pair, unfold, window_outs
 from .pool import max_pool, window_argmax, window_stack
-from .reduce import max as max_, sum as sum_
+from .reduce import argmax, max as max_, sum as sum_
 from .rules import floating, torch_opmath_dtype
 from .shape import (concat, expand_dims, pad, reshape, slice_, squeeze, take, transpose,
                     zeros_like)
@@ -341,15 +342,29 @@ def adaptive_max_pool2d(x, output_size, return_indices=False):
     if xs[2] % ho == 0 and xs[3] % wo == 0:
         k = (xs[2] // ho, xs[3] // wo)
         return max_pool2d(x, k, k, return_indices=return_indices)
-    if return_indices:
-        raise NotImplementedError("adaptive_max_pool2d(return_indices=True) is supported by "
-                                  "dualgrad only when the output size divides the input size")
-    rows = []
-    for a, b in _adaptive_bounds(xs[2], ho):
-        cells = [max_(slice_(x, index=(slice(None), slice(None), slice(a, b), slice(c, d))),
-                      axis=(2, 3)) for c, d in _adaptive_bounds(xs[3], wo)]
-        rows.append(expand_dims(_stack(cells, -1), axis=-2))
-    return concat(*rows, axis=2)
+    # NOTE: windows of unequal sizes: every window's flat positions, each padded to the
+    # longest with copies of its first element (they come after the real ones, so the first
+    # maximum in row-major order wins, as torch's); the gradient reaches that element only
+    pos = _adaptive_positions(xs[2], xs[3], ho, wo)                   # (Ho*Wo, K)
+    cells, k = pos.shape
+    flat = reshape(x, (-1, xs[1], xs[2] * xs[3]))
+    vals = reshape(take(flat, pos.reshape(-1), axis=2), (-1, xs[1], cells, k))
+    idx = take(pos.reshape(-1), argmax(vals, axis=-1) + np.arange(cells) * k, axis=0)
+    out = reshape(gather(flat, idx, axis=2), (-1, xs[1], ho, wo))
+    return (out, reshape(idx, (-1, xs[1], ho, wo))) if return_indices else out
+
+
+def _adaptive_positions(h, w, ho, wo):
+    """(Ho*Wo, K): each adaptive window's flat positions into H*W, padded to the longest."""
+    bh, bw = _adaptive_bounds(h, ho), _adaptive_bounds(w, wo)
+    lh, lw = max(b - a for a, b in bh), max(b - a for a, b in bw)
+    pos = np.empty((ho, wo, lh * lw), np.int64)
+    for i, (a, b) in enumerate(bh):
+        rows = np.array(list(range(a, b)) + [a] * (lh - (b - a)))
+        for j, (c, d) in enumerate(bw):
+            cols = np.array(list(range(c, d)) + [c] * (lw - (d - c)))
+            pos[i, j] = (rows[:, None] * w + cols[None, :]).reshape(-1)
+    return pos.reshape(ho * wo, lh * lw)
 
 
 def _stack(xs, axis):

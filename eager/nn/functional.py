@@ -154,7 +154,9 @@ def _unbatched(fn, input, spatial, *args):  # noqa: A002
     """fn on an input without its batch dim ((C, L) for 1-d, (C, H, W) for 2-d), as torch
     accepts: run with a batch of one, and drop it again."""
     if input.ndim == spatial + 1:
-        return ops.squeeze(fn(ops.expand_dims(input, axis=0), *args), axis=0)
+        out = fn(ops.expand_dims(input, axis=0), *args)
+        return tuple(ops.squeeze(o, axis=0) for o in out) if isinstance(out, tuple) else \
+            ops.squeeze(out, axis=0)     # NOTE: (values, indices) of return_indices=True
     return fn(input, *args)
 
 
@@ -230,11 +232,11 @@ def adaptive_avg_pool1d(input, output_size):  # noqa: A002
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
-    return ops.adaptive_max_pool2d(input, output_size, return_indices)
+    return _unbatched(ops.adaptive_max_pool2d, input, 2, output_size, return_indices)
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):  # noqa: A002
-    return ops.adaptive_max_pool1d(input, output_size, return_indices)
+    return _unbatched(ops.adaptive_max_pool1d, input, 1, output_size, return_indices)
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,  # noqa: A002
