@@ -156,8 +156,6 @@ DIFFERS = {
         'float16, float32, float64, int16, int32, int64, int8, uint8: sample: a callable argument (PairwiseDistance())',
     ('nn.functional.upsample_bilinear', '*', '*', 'result'):
         "uint8: refused with NotImplementedError (torch's integer bilinear rounds its own way; dualgrad interpolates floating inputs only)",
-    ('slice_scatter', '*', '*', 'result'):
-        "float16: raised InvalidArgumentError: where: failed on inputs (20, 20, 20), (20, 20, 20), (20, 20, 20): float16 in node 'where' (op where) defined at tests/eager/opdb_ha",
     ('sort', '*', '*', 'result'):
         'bool, float16, int8, uint8: result[1]: values differ (Tensor-likes are not equal! Mismatched elements: 7999 / 8000 (100.0%) Greatest absolute difference: 7985 at index (7985,) Greatest rel',
     ('special.bessel_j0', '*', '*', 'result'):

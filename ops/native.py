@@ -161,13 +161,13 @@ def _where_sa(c, s, y, out):
 
 
 def where(c, x, y):
-    """np.where(c, x, y) for a contiguous bool c and x, y each a float array of c's shape (a
+    """np.where(c, x, y) for a contiguous bool c and x, y each a float32 or float64 array of c's shape (a
     strided one is copied first: still 2-3x faster than np.where on it), a 0-d array of that
     dtype (a graph constant) or a Python number (NumPy's weak scalar: the array's dtype
     wins), at least one an array of c's shape; None when the arguments are not of that kind."""
     arr = x if type(x) is np.ndarray and x.shape == c.shape else y
-    if type(arr) is not np.ndarray or arr.dtype.kind != "f" or arr.shape != c.shape:
-        return None
+    if type(arr) is not np.ndarray or arr.dtype.char not in "fd" or arr.shape != c.shape:
+        return None     # NOTE: float32/float64 only: numba has no float16 (nor bfloat16)
     vals = []
     for v in (x, y):
         if type(v) is np.ndarray:

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pytest
 
-from dualgrad import compiler, eager, graph
+from dualgrad import compiler, eager, graph, ops
 import dualgrad.eager.nn.functional as F
 
 
@@ -223,3 +223,12 @@ def test_fused_division_is_exact_and_keeps_inf():
         for k, fn in enumerate((lambda t: 1.0 / eager.sqrt(t), lambda t: t / 3.0)):
             for got in all_engines(lambda t: fn(t * 1.0), x):
                 np.testing.assert_array_equal(got, want[k])
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_where_on_a_large_half_tensor_in_every_engine(dtype):
+    """Past the size where `where` takes its numba loop (float32/64 only), float16 still
+    selects as NumPy does (it raised a KernelError there)."""
+    x = np.random.default_rng(0).standard_normal((20, 20, 20)).astype(dtype)
+    for got in all_engines(lambda t: ops.where(t > 0, t, t * 0.5), x):
+        np.testing.assert_array_equal(got, np.where(x > 0, x, x * np.asarray(0.5, dtype)))
