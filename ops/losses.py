@@ -79,7 +79,7 @@ def _sce_kernel(logits, labels):
     logp, _, s = _log_softmax_rows(x)
     prod = t * logp
     prod[t == 0] = 0
-    loss = -_row_sum(prod)[..., 0]
+    loss = np.array(-_row_sum(prod)[..., 0])   # NOTE: an array even for one row (0-d)
     loss[~(s[..., 0] < np.inf)] = np.nan      # a row holding +inf (or nan): nan, as torch
     return loss
 
