@@ -31,7 +31,10 @@ from .control_flow import group
 from .core import Tensor, get_default_graph
 from .gradients import gradients
 from .saver import Saver, checkpoint_exists, get_checkpoint_state, latest_checkpoint
-from .checkpoint_init import init_from_checkpoint
+from .checkpoint_init import init_from_checkpoint, list_variables, load_variable
+from .hooks import (LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook, Scaffold,
+                    SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues,
+                    StopAtStepHook, CheckpointSaverHook)
 from .lr_decay import (cosine_decay, inverse_time_decay, natural_exp_decay, piecewise_constant,
                        polynomial_decay)
 from .variables import Variable, assign, assign_add
@@ -45,7 +48,10 @@ __all__ = ["ExponentialMovingAverage", "SummaryWriter", "Coordinator", "start_qu
            "RMSPropOptimizer", "AdagradOptimizer", "AdadeltaOptimizer", "exponential_decay",
            "get_or_create_global_step", "get_global_step", "Saver", "latest_checkpoint",
            "get_checkpoint_state", "checkpoint_exists", "piecewise_constant", "polynomial_decay",
-           "natural_exp_decay", "inverse_time_decay", "cosine_decay", "init_from_checkpoint"]
+           "natural_exp_decay", "inverse_time_decay", "cosine_decay", "init_from_checkpoint",
+           "list_variables", "load_variable", "SessionRunHook", "SessionRunArgs",
+           "SessionRunContext", "SessionRunValues", "StopAtStepHook", "LoggingTensorHook",
+           "NanTensorHook", "NanLossDuringTrainingError", "CheckpointSaverHook", "Scaffold"]
 
 
 class Optimizer:

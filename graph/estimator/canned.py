@@ -1,0 +1,232 @@
+"""Canned Estimators: `DNNClassifier` and `DNNRegressor`, TF 1.15's networks and heads.
+
+The network (TF's names): `dnn/input_from_feature_columns/input_layer` (feature columns,
+`feature_column.input_layer`), then for each of `hidden_units` a dense layer
+`dnn/hiddenlayer_<i>` (kernel Glorot-uniform, bias zeros, `activation_fn`, default relu;
+with `dropout`, dropped at that rate in training), and `dnn/logits`. The training loss is the
+SUM over the batch of the examples' losses (TF 1.15's canned estimators' default
+loss_reduction): sigmoid cross-entropy for two classes, softmax cross-entropy for more,
+squared error for the regressor. The optimizer is a name ('Adagrad' by default, 'Adam',
+'RMSProp', 'SGD'; learning rate 0.05), an Optimizer, or a callable returning one; 'Ftrl' is
+not provided. Not provided: weight_column, label_vocabulary, batch_norm, and the AUC
+metrics of the binary head (its other metrics are).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..contrib import ModeKeys
+from ..array_ops import shape
+from ..core import constant
+from ..feature_column import input_layer
+from ..layers import dropout as layers_dropout
+from ..losses import Reduction
+from ..math_ops import (argmax, cast, concat, equal, expand_dims, gather, maximum, reduce_mean,
+                        reduce_sum, reshape, square, stack, tile)
+from ..metrics import accuracy, mean
+from ..nn import (dense, relu, sigmoid, sigmoid_cross_entropy_with_logits, softmax,
+                  sparse_softmax_cross_entropy_with_logits)
+from ..train import (AdagradOptimizer, AdamOptimizer, GradientDescentOptimizer, Optimizer,
+                     RMSPropOptimizer, get_global_step)
+from ..variable_scope import variable_scope
+from .estimator import Estimator
+from .spec import EstimatorSpec
+
+__all__ = ["DNNClassifier", "DNNRegressor"]
+
+_LEARNING_RATE = 0.05
+_OPTIMIZERS = {"Adagrad": AdagradOptimizer, "Adam": AdamOptimizer,
+               "RMSProp": RMSPropOptimizer, "SGD": GradientDescentOptimizer}
+
+
+def _optimizer(opt):
+    if isinstance(opt, str):
+        if opt == "Ftrl":
+            raise NotImplementedError("optimizer='Ftrl': dualgrad has no FtrlOptimizer; pass "
+                                      "'Adagrad', 'Adam', 'RMSProp', 'SGD' or an Optimizer")
+        if opt not in _OPTIMIZERS:
+            raise ValueError(f"Unsupported optimizer name: {opt}. Supported names are: "
+                             f"{sorted(_OPTIMIZERS)}")
+        return _OPTIMIZERS[opt](_LEARNING_RATE)
+    if callable(opt) and not isinstance(opt, Optimizer):
+        opt = opt()
+    if not isinstance(opt, Optimizer):
+        raise ValueError(f"The given object is not an Optimizer instance. Given: {opt}")
+    return opt
+
+
+def _logits(features, columns, hidden_units, units, activation_fn, rate, mode):
+    with variable_scope("dnn"):
+        with variable_scope("input_from_feature_columns"):
+            net = input_layer(features, columns)
+        for i, n in enumerate(hidden_units):
+            net = dense(net, n, activation=activation_fn, name=f"hiddenlayer_{i}")
+            if rate is not None and mode == ModeKeys.TRAIN:
+                net = layers_dropout(net, rate=rate, training=True)
+        return dense(net, units, name="logits")
+
+
+def _labels_2d(labels, what):
+    """Labels as (batch, 1), from (batch,) or (batch, 1)."""
+    if labels is None:
+        raise ValueError(f"{what}: labels must not be None in training and evaluation")
+    if labels.ndim == 1:
+        return expand_dims(labels, -1)
+    if labels.ndim != 2 or labels.shape[1] not in (1, None):
+        raise ValueError(f"{what}: labels shape must be [D0, 1] or [D0], given: "
+                         f"{labels.shape}")
+    return labels
+
+
+class _Head:
+    """What a head adds to the network's logits: loss, predictions, metrics."""
+
+    def spec(self, mode, logits, labels, optimizer):
+        predictions = self.predictions(logits)
+        if mode == ModeKeys.PREDICT:
+            return EstimatorSpec(mode, predictions=predictions)
+        per_example = self.losses(logits, labels)
+        loss = reduce_sum(per_example) if self.reduction == Reduction.SUM \
+            else reduce_mean(per_example)
+        if mode == ModeKeys.EVAL:
+            metrics = self.metrics(labels, predictions)
+            metrics["average_loss"] = mean(per_example)
+            return EstimatorSpec(mode, predictions=predictions, loss=loss,
+                                 eval_metric_ops=metrics)
+        train_op = optimizer.minimize(loss, global_step=get_global_step())
+        return EstimatorSpec(mode, predictions=predictions, loss=loss, train_op=train_op)
+
+
+class _ClassifierHead(_Head):
+    def __init__(self, n_classes, reduction):
+        if n_classes < 2:
+            raise ValueError(f"n_classes must be > 1: {n_classes}")
+        self.n, self.reduction = n_classes, reduction
+        self.units = 1 if n_classes == 2 else n_classes
+
+    def predictions(self, logits):
+        out = {"logits": logits}
+        if self.n == 2:
+            out["logistic"] = sigmoid(logits)
+            out["probabilities"] = concat([1.0 - out["logistic"], out["logistic"]], 1)
+        else:
+            out["probabilities"] = softmax(logits)
+        out["class_ids"] = expand_dims(argmax(out["probabilities"], 1), -1)
+        names = constant(np.array([str(i).encode() for i in range(self.n)], dtype=object))
+        out["classes"] = gather(names, out["class_ids"])
+        ids = constant(np.arange(self.n, dtype=np.int32)[None, :])
+        out["all_class_ids"] = tile(ids, stack([shape(logits)[0], 1]))
+        out["all_classes"] = gather(names, out["all_class_ids"])
+        return out
+
+    def losses(self, logits, labels):
+        labels = _labels_2d(labels, "DNNClassifier")
+        if labels.dtype.kind not in "iu":
+            raise ValueError(f"Labels dtype should be integer. Instead got {labels.dtype}.")
+        if self.n == 2:
+            return sigmoid_cross_entropy_with_logits(labels=cast(labels, logits.dtype),
+                                                     logits=logits)
+        per = sparse_softmax_cross_entropy_with_logits(labels=reshape(labels, [-1]),
+                                                       logits=logits)
+        return expand_dims(per, -1)
+
+    def metrics(self, labels, predictions):
+        labels = _labels_2d(labels, "DNNClassifier")
+        ids = predictions["class_ids"]
+        out = {"accuracy": accuracy(labels, ids, name="accuracy")}
+        if self.n == 2:
+            positive = cast(labels, np.float32)
+            out["label/mean"] = mean(positive, name="label/mean")
+            out["prediction/mean"] = mean(predictions["logistic"], name="prediction/mean")
+            label_mean, update = out["label/mean"]
+            out["accuracy_baseline"] = (maximum(label_mean, 1.0 - label_mean),
+                                        maximum(update, 1.0 - update))
+            said = cast(equal(ids, 1), np.float32)
+            out["precision"] = mean(positive, weights=said, name="precision")
+            out["recall"] = mean(said, weights=positive, name="recall")
+        return out
+
+
+class _RegressionHead(_Head):
+    def __init__(self, label_dimension, reduction):
+        if label_dimension < 1:
+            raise ValueError(f"Invalid label_dimension {label_dimension}.")
+        self.units, self.reduction = label_dimension, reduction
+
+    def predictions(self, logits):
+        return {"predictions": logits}
+
+    def losses(self, logits, labels):
+        labels = cast(labels, logits.dtype) if labels.dtype != logits.dtype else labels
+        if labels.ndim == 1:
+            labels = expand_dims(labels, -1)
+        return square(logits - labels)
+
+    def metrics(self, labels, predictions):
+        return {"prediction/mean": mean(predictions["predictions"], name="prediction/mean"),
+                "label/mean": mean(cast(labels, np.float32), name="label/mean")}
+
+
+def _dnn_model_fn(head, hidden_units, feature_columns, activation_fn, dropout, optimizer):
+    def model_fn(features, labels, mode, config):
+        logits = _logits(features, feature_columns, hidden_units, head.units, activation_fn,
+                         dropout, mode)
+        opt = _optimizer(optimizer) if mode == ModeKeys.TRAIN else None
+        return head.spec(mode, logits, labels, opt)
+    return model_fn
+
+
+def _check_dnn(hidden_units, feature_columns, weight_column, label_vocabulary, batch_norm,
+               loss_reduction):
+    if not feature_columns:
+        raise ValueError("feature_columns must be defined.")
+    if weight_column is not None:
+        raise NotImplementedError("DNN estimators: weight_column is not supported")
+    if label_vocabulary is not None:
+        raise NotImplementedError("DNN estimators: label_vocabulary is not supported; give "
+                                  "integer class ids as labels")
+    if batch_norm:
+        raise NotImplementedError("DNN estimators: batch_norm=True is not supported")
+    if loss_reduction not in (Reduction.SUM, Reduction.SUM_OVER_BATCH_SIZE, Reduction.MEAN):
+        raise ValueError(f"Invalid loss_reduction: {loss_reduction}")
+    return list(hidden_units), list(feature_columns)
+
+
+class DNNClassifier(Estimator):
+    """`DNNClassifier(hidden_units, feature_columns, model_dir=None, n_classes=2, ...)`:
+    predictions `logits`, `probabilities`, `class_ids`, `classes` (bytes), `all_class_ids`,
+    `all_classes` (and `logistic` for two classes); evaluate gives `accuracy`,
+    `average_loss`, `loss`, `global_step` (and for two classes `accuracy_baseline`,
+    `label/mean`, `prediction/mean`, `precision`, `recall`). Labels are integer class ids
+    of shape (batch,) or (batch, 1)."""
+
+    def __init__(self, hidden_units, feature_columns, model_dir=None, n_classes=2,
+                 weight_column=None, label_vocabulary=None, optimizer="Adagrad",
+                 activation_fn=relu, dropout=None, input_layer_partitioner=None, config=None,
+                 warm_start_from=None, loss_reduction=Reduction.SUM, batch_norm=False):
+        hidden_units, feature_columns = _check_dnn(hidden_units, feature_columns,
+                                                   weight_column, label_vocabulary,
+                                                   batch_norm, loss_reduction)
+        head = _ClassifierHead(int(n_classes), loss_reduction)
+        super().__init__(_dnn_model_fn(head, hidden_units, feature_columns, activation_fn,
+                                       dropout, optimizer),
+                         model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+
+
+class DNNRegressor(Estimator):
+    """`DNNRegressor(hidden_units, feature_columns, model_dir=None, label_dimension=1, ...)`:
+    predictions `predictions` (batch, label_dimension); evaluate gives `average_loss` (mean
+    squared error), `loss`, `label/mean`, `prediction/mean`, `global_step`."""
+
+    def __init__(self, hidden_units, feature_columns, model_dir=None, label_dimension=1,
+                 weight_column=None, optimizer="Adagrad", activation_fn=relu, dropout=None,
+                 input_layer_partitioner=None, config=None, warm_start_from=None,
+                 loss_reduction=Reduction.SUM, batch_norm=False):
+        hidden_units, feature_columns = _check_dnn(hidden_units, feature_columns,
+                                                   weight_column, None, batch_norm,
+                                                   loss_reduction)
+        head = _RegressionHead(int(label_dimension), loss_reduction)
+        super().__init__(_dnn_model_fn(head, hidden_units, feature_columns, activation_fn,
+                                       dropout, optimizer),
+                         model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+
