@@ -229,8 +229,8 @@ class NanTensorHook(SessionRunHook):
 
 
 class CheckpointSaverHook(SessionRunHook):
-    """Save a checkpoint `checkpoint_dir/checkpoint_basename-<global step>` when the session
-    is created, every `save_steps` steps or `save_secs` seconds (exactly one), and at the
+    """Save a checkpoint `checkpoint_dir/checkpoint_basename-<global step>` (the directory
+    is made if missing) when the session is created, every `save_steps` steps or `save_secs` seconds (exactly one), and at the
     end, with `saver` (or `scaffold.saver`). Each listener's before_save / after_save
     (session, global_step) is called around every save."""
 
@@ -247,6 +247,7 @@ class CheckpointSaverHook(SessionRunHook):
 
     def begin(self):
         self._step_tensor = _global_step_tensor()
+        os.makedirs(self._dir, exist_ok=True)
         for ls in self._listeners:
             ls.begin()
 

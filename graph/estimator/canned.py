@@ -16,13 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..contrib import ModeKeys
-from ..array_ops import shape
 from ..core import constant
 from ..feature_column import input_layer
 from ..layers import dropout as layers_dropout
 from ..losses import Reduction
 from ..math_ops import (argmax, cast, concat, equal, expand_dims, gather, maximum, reduce_mean,
-                        reduce_sum, reshape, square, stack, tile)
+                        reduce_sum, reshape, square, zeros_like)
 from ..metrics import accuracy, mean
 from ..nn import (dense, relu, sigmoid, sigmoid_cross_entropy_with_logits, softmax,
                   sparse_softmax_cross_entropy_with_logits)
@@ -115,7 +114,7 @@ class _ClassifierHead(_Head):
         names = constant(np.array([str(i).encode() for i in range(self.n)], dtype=object))
         out["classes"] = gather(names, out["class_ids"])
         ids = constant(np.arange(self.n, dtype=np.int32)[None, :])
-        out["all_class_ids"] = tile(ids, stack([shape(logits)[0], 1]))
+        out["all_class_ids"] = zeros_like(cast(out["class_ids"], np.int32)) + ids   # (batch, n)
         out["all_classes"] = gather(names, out["all_class_ids"])
         return out
 

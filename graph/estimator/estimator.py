@@ -112,7 +112,7 @@ class Estimator:
     ...                                         shuffle=False)
     >>> est = tf.estimator.Estimator(model_fn)
     >>> _ = est.train(fn, steps=50)
-    >>> round(float(est.get_variable_value("w")[0]), 3), est.evaluate(fn, steps=1)["global_step"]
+    >>> round(float(est.get_variable_value("w")[0]), 3), int(est.evaluate(fn, steps=1)["global_step"])
     (3.0, 50)
     """
 
@@ -192,13 +192,13 @@ class Estimator:
             if mode == ModeKeys.PREDICT:
                 labels = None
             spec = self._call_model_fn(features, labels, mode)
-            spec.scaffold.finalize(self._config.keep_checkpoint_max,
-                                   self._config.keep_checkpoint_every_n_hours)
         return g, spec, step
 
     def _session(self, g, spec, checkpoint, hooks):
         """A session of g with the variables restored or initialised; hooks began."""
         with g.as_default():
+            spec.scaffold.finalize(self._config.keep_checkpoint_max,
+                                   self._config.keep_checkpoint_every_n_hours)
             for h in hooks:
                 h.begin()
         sess = Session(graph=g, config=self._config.session_config)
