@@ -30,6 +30,7 @@ import time
 import numpy as np
 
 from .errors import NotFoundError
+from .variables import get_global_step
 
 __all__ = ["SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues",
            "StopAtStepHook", "LoggingTensorHook", "NanTensorHook", "NanLossDuringTrainingError",
@@ -106,7 +107,6 @@ def run_hooked(sess, fetches, hooks, feed_dict=None):
 
 
 def _global_step_tensor():
-    from .train import get_global_step
     step = get_global_step()
     if step is None:
         raise RuntimeError("Global step should be created to use StopAtStepHook.")

@@ -28,7 +28,7 @@ from dualgrad.ops.updates import (adadelta_update, adagrad_update, adam_update_t
                                   rmsprop_update_tf, sgd_update)
 
 from .control_flow import group
-from .core import Tensor, get_default_graph
+from .core import Tensor
 from .gradients import gradients
 from .saver import Saver, checkpoint_exists, get_checkpoint_state, latest_checkpoint
 from .checkpoint_init import init_from_checkpoint, list_variables, load_variable
@@ -37,7 +37,7 @@ from .hooks import (LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook
                     StopAtStepHook, CheckpointSaverHook)
 from .lr_decay import (cosine_decay, inverse_time_decay, natural_exp_decay, piecewise_constant,
                        polynomial_decay)
-from .variables import Variable, assign, assign_add
+from .variables import Variable, assign, assign_add, get_global_step, get_or_create_global_step
 from .coordinator import Coordinator, start_queue_runners
 from .moving_averages import ExponentialMovingAverage
 from .summary import FileWriter as SummaryWriter   # TF 0.x's name of summary.FileWriter
@@ -234,21 +234,6 @@ class AdadeltaOptimizer(Optimizer):
         new_var, sq, delta = adadelta_update(var, grad, acc, upd, self._lr(var),
                                              self.rho, self.epsilon)
         return [assign(acc, sq).node, assign(upd, delta).node, assign(var, new_var).node]
-
-
-# -- global step ---------------------------------------------------------------------------------
-def get_global_step(graph=None):
-    g = graph or get_default_graph()
-    return next((v for v in g.variables if v.node.name == "global_step"), None)
-
-
-def get_or_create_global_step(graph=None):
-    g = graph or get_default_graph()
-    step = get_global_step(g)
-    if step is None:
-        with g.as_default(), g.name_scope(None):
-            step = Variable(np.array(0, np.int64), name="global_step", trainable=False)
-    return step
 
 
 def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,
