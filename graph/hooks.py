@@ -34,7 +34,7 @@ from .variables import get_global_step
 
 __all__ = ["SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues",
            "StopAtStepHook", "LoggingTensorHook", "NanTensorHook", "NanLossDuringTrainingError",
-           "CheckpointSaverHook", "Scaffold", "run_hooked"]
+           "CheckpointSaverHook", "CheckpointSaverListener", "Scaffold", "run_hooked"]
 
 
 class SessionRunArgs(collections.namedtuple("SessionRunArgs", "fetches feed_dict options")):
@@ -150,9 +150,9 @@ class StopAtStepHook(SessionRunHook):
 
 
 class LoggingTensorHook(SessionRunHook):
-    """Log the values of `tensors` (a dict of names to tensors, or a list of tensors) every
-    `every_n_iter` steps or `every_n_secs` seconds, and at the end with at_end=True, through
-    `graph.logging.info` ("name = value, name = value (0.123 sec)")."""
+    """Log the values of `tensors` (a dict of tags to tensors or tensor names, or a list of
+    them) every `every_n_iter` steps or `every_n_secs` seconds, and at the end with
+    at_end=True, through `graph.logging.info` ("tag = value, tag = value (0.123 sec)")."""
 
     def __init__(self, tensors, every_n_iter=None, every_n_secs=None, at_end=False,
                  formatter=None):
@@ -163,12 +163,18 @@ class LoggingTensorHook(SessionRunHook):
         if every_n_iter is not None and every_n_iter <= 0:
             raise ValueError(f"invalid every_n_iter={every_n_iter}.")
         if not isinstance(tensors, dict):
-            tensors = {getattr(t, "name", str(t)): t for t in tensors}
+            tensors = {t if isinstance(t, str) else t.name: t for t in tensors}
         self._tensors, self._order = tensors, list(tensors)
         self._every_iter, self._every_secs = every_n_iter, every_n_secs
         self._at_end, self._formatter = at_end, formatter
 
     def begin(self):
+        """Tensors given by name (`"softmax_tensor"` or `"softmax_tensor:0"`) are looked up
+        in the default graph now, as TF does."""
+        from .core import get_default_graph
+        g = get_default_graph()
+        self._fetch = {k: g.get_tensor_by_name(t if ":" in t else f"{t}:0")
+                       if isinstance(t, str) else t for k, t in self._tensors.items()}
         self._iter, self._last_time = 0, None
 
     def _due(self):
@@ -180,7 +186,7 @@ class LoggingTensorHook(SessionRunHook):
 
     def before_run(self, run_context):
         self._now = self._due()
-        return SessionRunArgs(self._tensors) if self._now else None
+        return SessionRunArgs(self._fetch) if self._now else None
 
     def after_run(self, run_context, run_values):
         if self._now:
@@ -189,7 +195,7 @@ class LoggingTensorHook(SessionRunHook):
 
     def end(self, session):
         if self._at_end:
-            self._log(session.run(self._tensors))
+            self._log(session.run(self._fetch))
 
     def _log(self, values):
         from .tf_logging import info
@@ -279,6 +285,24 @@ class CheckpointSaverHook(SessionRunHook):
         saver.save(session, self._path, global_step=step)
         self._last, self._time = step, time.time()
         return any([ls.after_save(session, step) for ls in self._listeners])
+
+
+class CheckpointSaverListener:
+    """Called by CheckpointSaverHook around each save: begin(), before_save(session,
+    global_step_value), after_save(session, global_step_value) (returning True stops
+    training) and end(session, global_step_value). Every method does nothing here."""
+
+    def begin(self):
+        pass
+
+    def before_save(self, session, global_step_value):
+        pass
+
+    def after_save(self, session, global_step_value):
+        pass
+
+    def end(self, session, global_step_value):
+        pass
 
 
 class Scaffold:

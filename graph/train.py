@@ -34,7 +34,7 @@ from .saver import Saver, checkpoint_exists, get_checkpoint_state, latest_checkp
 from .checkpoint_init import init_from_checkpoint, list_variables, load_variable
 from .hooks import (LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook, Scaffold,
                     SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues,
-                    StopAtStepHook, CheckpointSaverHook)
+                    StopAtStepHook, CheckpointSaverHook, CheckpointSaverListener)
 from .lr_decay import (cosine_decay, inverse_time_decay, natural_exp_decay, piecewise_constant,
                        polynomial_decay)
 from .variables import Variable, assign, assign_add, get_global_step, get_or_create_global_step
@@ -51,7 +51,8 @@ __all__ = ["ExponentialMovingAverage", "SummaryWriter", "Coordinator", "start_qu
            "natural_exp_decay", "inverse_time_decay", "cosine_decay", "init_from_checkpoint",
            "list_variables", "load_variable", "SessionRunHook", "SessionRunArgs",
            "SessionRunContext", "SessionRunValues", "StopAtStepHook", "LoggingTensorHook",
-           "NanTensorHook", "NanLossDuringTrainingError", "CheckpointSaverHook", "Scaffold"]
+           "NanTensorHook", "NanLossDuringTrainingError", "CheckpointSaverHook",
+           "CheckpointSaverListener", "Scaffold"]
 
 
 class Optimizer:

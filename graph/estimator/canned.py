@@ -16,7 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..contrib import ModeKeys
-from ..core import constant
+from ..checks import assert_less, assert_non_negative
+from ..control_flow import identity
+from ..core import constant, control_dependencies
 from ..feature_column import input_layer
 from ..layers import dropout as layers_dropout
 from ..losses import Reduction
@@ -119,9 +121,7 @@ class _ClassifierHead(_Head):
         return out
 
     def losses(self, logits, labels):
-        labels = _labels_2d(labels, "DNNClassifier")
-        if labels.dtype.kind not in "iu":
-            raise ValueError(f"Labels dtype should be integer. Instead got {labels.dtype}.")
+        labels = self._checked(labels)
         if self.n == 2:
             return sigmoid_cross_entropy_with_logits(labels=cast(labels, logits.dtype),
                                                      logits=logits)
@@ -129,8 +129,20 @@ class _ClassifierHead(_Head):
                                                        logits=logits)
         return expand_dims(per, -1)
 
-    def metrics(self, labels, predictions):
+    def _checked(self, labels):
+        """(batch, 1) integer labels that raise InvalidArgumentError, at run time, outside
+        [0, n_classes), as TF's head does."""
         labels = _labels_2d(labels, "DNNClassifier")
+        if labels.dtype.kind not in "iu":
+            raise ValueError(f"Labels dtype should be integer. Instead got {labels.dtype}.")
+        checks = [assert_less(labels, np.asarray(self.n, labels.dtype),
+                              message="Labels must <= n_classes - 1"),
+                  assert_non_negative(labels, message="Labels must >= 0")]
+        with control_dependencies(checks):
+            return identity(labels)
+
+    def metrics(self, labels, predictions):
+        labels = self._checked(labels)
         ids = predictions["class_ids"]
         out = {"accuracy": accuracy(labels, ids, name="accuracy")}
         if self.n == 2:

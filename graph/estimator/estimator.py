@@ -32,7 +32,7 @@ from ..math_ops import set_random_seed
 from ..metrics import mean
 from ..checkpoint_init import list_variables, load_variable
 from ..control_flow import group
-from ..saver import Saver, latest_checkpoint
+from ..saver import Saver, checkpoint_exists, latest_checkpoint
 from ..session import Session
 from ..train import get_or_create_global_step
 from ..variables import trainable_variables
@@ -147,6 +147,14 @@ class Estimator:
         if found is None:
             raise ValueError(f"Could not find trained model in model_dir: {self._model_dir}.")
         return found
+
+    def _checkpoint_at(self, path):
+        """`path` (which must exist) or the latest checkpoint, or None."""
+        if path is None:
+            return self.latest_checkpoint()
+        if not checkpoint_exists(path):
+            raise ValueError(f"Could not find trained model at {path}.")
+        return path
 
     def get_variable_names(self):
         return [name for name, _ in list_variables(self._checkpoint())]
@@ -297,7 +305,7 @@ class Estimator:
         if steps is not None and steps <= 0:
             raise ValueError(f"Must specify steps > 0, given: {steps}")
         hooks = list(_hooks(hooks, "evaluate(hooks=...)"))
-        checkpoint = checkpoint_path or self.latest_checkpoint()
+        checkpoint = self._checkpoint_at(checkpoint_path)
         if checkpoint is None:
             logging.info(f"Could not find trained model in model_dir: {self._model_dir}, "
                          f"running initialization to evaluate.")
@@ -336,7 +344,7 @@ class Estimator:
         predictions are a dict; with yield_single_examples=False, batch by batch), until
         the input ends."""
         hooks = list(_hooks(hooks, "predict(hooks=...)"))
-        checkpoint = checkpoint_path or self.latest_checkpoint()
+        checkpoint = self._checkpoint_at(checkpoint_path)
         if checkpoint is None:
             logging.info(f"Could not find trained model in model_dir: {self._model_dir}, "
                          f"running initialization to predict.")

@@ -164,6 +164,8 @@ def test_dataset_input_fn_params_and_config_reach_the_functions(tmp_path):
     est = tf.estimator.Estimator(model_fn, str(tmp_path), params={"lr": 0.5})
     est.train(input_fn, steps=3)
     assert seen == {"input": (0.5, "train"), "model": str(tmp_path)}
+    features_only = tf.data.Dataset.from_tensor_slices({"x": X}).batch(16)   # labels=None
+    assert len(list(est.predict(lambda: features_only))) == 40
 
 
 def test_hooks_see_each_step_and_can_stop(tmp_path):
@@ -382,3 +384,57 @@ def test_dnn_regressor_fits_a_line(tmp_path):
         tf.estimator.DNNRegressor([2], cols, model_dir=str(tmp_path / "f"),
                                   optimizer="Ftrl").train(
             tf.estimator.inputs.numpy_input_fn({"x": x}, y, shuffle=False), steps=1)
+
+
+def test_classifier_labels_out_of_range_raise_at_run_time(tmp_path):
+    cols = [tf.feature_column.numeric_column("x", shape=(2,))]
+    est = tf.estimator.DNNClassifier([3], cols, model_dir=str(tmp_path), n_classes=3)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Labels must <= n_classes - 1"):
+        est.train(_input(y=np.full(40, 3)), steps=1)
+    with pytest.raises(ValueError, match="Could not find trained model at"):
+        next(est.predict(_input(num_epochs=1), checkpoint_path=str(tmp_path / "nothing")))
+
+
+def _cnn_model_fn(features, labels, mode):
+    """The TF 1.x layers tutorial's model_fn (cnn_mnist.py), on 8x8 images."""
+    net = tf.reshape(features["x"], [-1, 8, 8, 1])
+    net = tf.layers.conv2d(net, filters=4, kernel_size=[3, 3], padding="same",
+                           activation=tf.nn.relu)
+    net = tf.layers.max_pooling2d(net, pool_size=[2, 2], strides=2)
+    net = tf.layers.dense(tf.reshape(net, [-1, 4 * 4 * 4]), units=16, activation=tf.nn.relu)
+    net = tf.layers.dropout(net, rate=0.2, training=mode == tf.estimator.ModeKeys.TRAIN)
+    logits = tf.layers.dense(net, units=2)
+    predictions = {"classes": tf.argmax(input=logits, axis=1),
+                   "probabilities": tf.nn.softmax(logits, name="softmax_tensor")}
+    if mode == tf.estimator.ModeKeys.PREDICT:
+        return tf.estimator.EstimatorSpec(mode=mode, predictions=predictions)
+    loss = tf.losses.sparse_softmax_cross_entropy(labels=labels, logits=logits)
+    if mode == tf.estimator.ModeKeys.TRAIN:
+        optimizer = tf.train.GradientDescentOptimizer(learning_rate=0.1)
+        train_op = optimizer.minimize(loss=loss, global_step=tf.train.get_global_step())
+        return tf.estimator.EstimatorSpec(mode=mode, loss=loss, train_op=train_op)
+    eval_metric_ops = {"accuracy": tf.metrics.accuracy(labels=labels,
+                                                       predictions=predictions["classes"])}
+    return tf.estimator.EstimatorSpec(mode=mode, loss=loss, eval_metric_ops=eval_metric_ops)
+
+
+def test_the_layers_tutorial_model_fn_with_a_logging_hook_by_tensor_name(tmp_path):
+    images = RNG.random((64, 64)).astype(np.float32)
+    labels = (images[:, :32].mean(1) > images[:, 32:].mean(1)).astype(np.int32)
+    images[labels == 1, :32] += 0.5
+    classifier = tf.estimator.Estimator(model_fn=_cnn_model_fn, model_dir=str(tmp_path),
+                                        config=tf.estimator.RunConfig(tf_random_seed=0))
+    logged = []
+    hook = tf.train.LoggingTensorHook(tensors={"probabilities": "softmax_tensor"},
+                                      every_n_iter=10, formatter=logged.append)
+    train_input_fn = tf.estimator.inputs.numpy_input_fn(x={"x": images}, y=labels,
+                                                        batch_size=16, num_epochs=None,
+                                                        shuffle=True)
+    classifier.train(input_fn=train_input_fn, steps=60, hooks=[hook])
+    assert len(logged) == 6 and logged[0]["probabilities"].shape == (16, 2)
+    eval_input_fn = tf.estimator.inputs.numpy_input_fn(x={"x": images}, y=labels,
+                                                       num_epochs=1, shuffle=False)
+    result = classifier.evaluate(input_fn=eval_input_fn)
+    assert result["accuracy"] > 0.9 and result["global_step"] == 60
+    classes = [p["classes"] for p in classifier.predict(eval_input_fn)]
+    np.testing.assert_allclose(np.mean(np.array(classes) == labels), result["accuracy"])
