@@ -29,7 +29,6 @@ import time
 
 import numpy as np
 
-from .errors import NotFoundError
 from .variables import get_global_step
 
 __all__ = ["SessionRunHook", "SessionRunArgs", "SessionRunContext", "SessionRunValues",
@@ -352,12 +351,9 @@ class Scaffold:
 
     def prepare_session(self, sess, checkpoint):
         """Restore `checkpoint` into sess (when not None) or run init_op, init_fn; then the
-        local init op. NotFoundError names a checkpoint that cannot be read."""
+        local init op."""
         if checkpoint is not None:
-            try:
-                self.saver.restore(sess, checkpoint)
-            except FileNotFoundError as e:
-                raise NotFoundError(f"cannot restore checkpoint {checkpoint}: {e}") from None
+            self.saver.restore(sess, checkpoint)
         else:
             sess.run(self.init_op, self.init_feed_dict)
             if self._init_fn is not None:

@@ -67,6 +67,18 @@ def _batches(n, batch_size, count):
     return [order[i * batch_size:(i + 1) * batch_size] for i in range(count)]
 
 
+@pytest.mark.parametrize("module", ["hooks", "feature_column", "estimator.inputs",
+                                    "estimator.estimator"])
+def test_docstring_examples_run(module, tmp_path, monkeypatch):
+    import doctest
+    import importlib
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))   # model_dir=None's directory
+    with tf.Graph().as_default():
+        result = doctest.testmod(importlib.import_module(f"dualgrad.graph.{module}"))
+    assert result.failed == 0 and result.attempted > 0
+
+
 # -- a custom model_fn --------------------------------------------------------------------------
 def test_train_evaluate_predict_agree_with_the_graph_run_by_hand(tmp_path):
     est = _estimator(tmp_path)
