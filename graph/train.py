@@ -25,7 +25,7 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops.updates import (adadelta_update, adagrad_update, adam_update_tf,
-                                  rmsprop_update_tf, sgd_update)
+                                  ftrl_update_tf, rmsprop_update_tf, sgd_update)
 
 from .control_flow import group
 from .core import Tensor
@@ -45,7 +45,8 @@ from .io import BytesList, Example, Feature, Features, FloatList, Int64List
 
 __all__ = ["ExponentialMovingAverage", "SummaryWriter", "Coordinator", "start_queue_runners", "Example", "Features", "Feature", "Int64List",
            "FloatList", "BytesList", "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
-           "RMSPropOptimizer", "AdagradOptimizer", "AdadeltaOptimizer", "exponential_decay",
+           "RMSPropOptimizer", "AdagradOptimizer", "AdadeltaOptimizer", "FtrlOptimizer",
+           "exponential_decay",
            "get_or_create_global_step", "get_global_step", "Saver", "latest_checkpoint",
            "get_checkpoint_state", "checkpoint_exists", "piecewise_constant", "polynomial_decay",
            "natural_exp_decay", "inverse_time_decay", "cosine_decay", "init_from_checkpoint",
@@ -204,6 +205,43 @@ class RMSPropOptimizer(Optimizer):
                                                    mg)
         nodes = [assign(rms, ms).node, assign(mom, m).node, assign(var, new_var).node]
         return nodes + ([assign(mg, new_mg).node] if self.centered else [])
+
+
+class FtrlOptimizer(Optimizer):
+    """TF1's FTRL-Proximal (rule in ops/updates.py: ftrl_update_tf): the accumulator
+    `<var>/Ftrl` (starting at initial_accumulator_value) and the linear term `<var>/Ftrl_1`
+    (zeros), TF1's variable names (get_slot takes those names, not TF's "accum" / "linear")."""
+
+    def __init__(self, learning_rate, learning_rate_power=-0.5, initial_accumulator_value=0.1,
+                 l1_regularization_strength=0.0, l2_regularization_strength=0.0,
+                 use_locking=False, name="Ftrl", accum_name=None, linear_name=None,
+                 l2_shrinkage_regularization_strength=0.0):
+        if learning_rate_power > 0.0:
+            raise ValueError(f"learning_rate_power ({learning_rate_power}) must be less than "
+                             f"or equal to 0.")
+        if initial_accumulator_value <= 0.0:
+            raise ValueError(f"initial_accumulator_value ({initial_accumulator_value}) must be "
+                             f"positive.")
+        for what, v in (("l1_regularization_strength", l1_regularization_strength),
+                        ("l2_regularization_strength", l2_regularization_strength),
+                        ("l2_shrinkage_regularization_strength",
+                         l2_shrinkage_regularization_strength)):
+            if v < 0.0:
+                raise ValueError(f"{what} {v} must be greater than or equal to 0.")
+        super().__init__(learning_rate, name)
+        self.power, self.initial = learning_rate_power, initial_accumulator_value
+        self.l1, self.l2 = l1_regularization_strength, l2_regularization_strength
+        self.shrinkage = l2_shrinkage_regularization_strength
+        self.accum_name, self.linear_name = accum_name or name, linear_name or f"{name}_1"
+
+    def _apply_one(self, grad, var):
+        acc = self.slot(var, self.accum_name, np.full(var.shape, self.initial, var.dtype))
+        lin = self.slot(var, self.linear_name)
+        new_var, new_acc, new_lin = ftrl_update_tf(var, grad, acc, lin, self._lr(var),
+                                                   self.power, self.l1, self.l2,
+                                                   self.shrinkage)
+        return [assign(acc, new_acc).node, assign(lin, new_lin).node,
+                assign(var, new_var).node]
 
 
 class AdagradOptimizer(Optimizer):

@@ -1,17 +1,23 @@
-"""Canned Estimators: `DNNClassifier` and `DNNRegressor`, TF 1.15's networks and heads.
+"""Canned Estimators: `DNNClassifier`, `DNNRegressor`, `LinearClassifier`, `LinearRegressor`,
+TF 1.15's networks and heads.
 
-The network (TF's names): `dnn/input_from_feature_columns/input_layer` (feature columns,
+The DNN network (TF's names): `dnn/input_from_feature_columns/input_layer` (feature columns,
 `feature_column.input_layer`), then for each of `hidden_units` a dense layer
 `dnn/hiddenlayer_<i>` (kernel Glorot-uniform, bias zeros, `activation_fn`, default relu;
-with `dropout`, dropped at that rate in training), and `dnn/logits`. The training loss is the
-SUM over the batch of the examples' losses (TF 1.15's canned estimators' default
-loss_reduction): sigmoid cross-entropy for two classes, softmax cross-entropy for more,
-squared error for the regressor. The optimizer is a name ('Adagrad' by default, 'Adam',
-'RMSProp', 'SGD'; learning rate 0.05), an Optimizer, or a callable returning one; 'Ftrl' is
-not provided. Not provided: weight_column, label_vocabulary, batch_norm, and the AUC
-metrics of the binary head (its other metrics are).
+with `dropout`, dropped at that rate in training), and `dnn/logits`. The linear model:
+`linear/linear_model/<column>/weights` per column and `linear/linear_model/bias_weights`,
+zeros. The training loss is the SUM over the batch of the examples' losses (TF 1.15's
+canned estimators' default loss_reduction): sigmoid cross-entropy for two classes, softmax
+cross-entropy for more, squared error for the regressors. The optimizer is a name
+('Adagrad', DNN's default, at learning rate 0.05; 'Ftrl', linear's default, at min(0.2,
+1/sqrt(number of columns)); 'Adam', 'RMSProp', 'SGD'), an Optimizer, or a callable
+returning one. Not provided: weight_column, label_vocabulary, batch_norm, sparse columns
+(so sparse_combiner and partitioner change nothing), and the AUC metrics of the binary head
+(its other metrics are).
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -23,32 +29,30 @@ from ..feature_column import input_layer
 from ..layers import dropout as layers_dropout
 from ..losses import Reduction
 from ..math_ops import (argmax, cast, concat, equal, expand_dims, gather, maximum, reduce_mean,
-                        reduce_sum, reshape, square, zeros_like)
+                        matmul, reduce_sum, reshape, square, zeros_like)
 from ..metrics import accuracy, mean
 from ..nn import (dense, relu, sigmoid, sigmoid_cross_entropy_with_logits, softmax,
                   sparse_softmax_cross_entropy_with_logits)
-from ..train import (AdagradOptimizer, AdamOptimizer, GradientDescentOptimizer, Optimizer,
-                     RMSPropOptimizer, get_global_step)
-from ..variable_scope import variable_scope
+from ..init_ops import zeros_initializer
+from ..train import (AdagradOptimizer, AdamOptimizer, FtrlOptimizer, GradientDescentOptimizer,
+                     Optimizer, RMSPropOptimizer, get_global_step)
+from ..variable_scope import get_variable, variable_scope
 from .estimator import Estimator
 from .spec import EstimatorSpec
 
-__all__ = ["DNNClassifier", "DNNRegressor"]
+__all__ = ["DNNClassifier", "DNNRegressor", "LinearClassifier", "LinearRegressor"]
 
-_LEARNING_RATE = 0.05
-_OPTIMIZERS = {"Adagrad": AdagradOptimizer, "Adam": AdamOptimizer,
+_DNN_LEARNING_RATE, _LINEAR_LEARNING_RATE = 0.05, 0.2
+_OPTIMIZERS = {"Adagrad": AdagradOptimizer, "Adam": AdamOptimizer, "Ftrl": FtrlOptimizer,
                "RMSProp": RMSPropOptimizer, "SGD": GradientDescentOptimizer}
 
 
-def _optimizer(opt):
+def _optimizer(opt, learning_rate):
     if isinstance(opt, str):
-        if opt == "Ftrl":
-            raise NotImplementedError("optimizer='Ftrl': dualgrad has no FtrlOptimizer; pass "
-                                      "'Adagrad', 'Adam', 'RMSProp', 'SGD' or an Optimizer")
         if opt not in _OPTIMIZERS:
             raise ValueError(f"Unsupported optimizer name: {opt}. Supported names are: "
                              f"{sorted(_OPTIMIZERS)}")
-        return _OPTIMIZERS[opt](_LEARNING_RATE)
+        return _OPTIMIZERS[opt](learning_rate)
     if callable(opt) and not isinstance(opt, Optimizer):
         opt = opt()
     if not isinstance(opt, Optimizer):
@@ -56,7 +60,7 @@ def _optimizer(opt):
     return opt
 
 
-def _logits(features, columns, hidden_units, units, activation_fn, rate, mode):
+def _dnn_logits(features, columns, hidden_units, units, activation_fn, rate, mode):
     with variable_scope("dnn"):
         with variable_scope("input_from_feature_columns"):
             net = input_layer(features, columns)
@@ -178,23 +182,50 @@ class _RegressionHead(_Head):
                 "label/mean": mean(cast(labels, np.float32), name="label/mean")}
 
 
-def _dnn_model_fn(head, hidden_units, feature_columns, activation_fn, dropout, optimizer):
+def _linear_logits(features, columns, units):
+    """TF's linear_model: per column (by name) `linear/linear_model/<name>/weights` (zeros),
+    the products summed, plus `linear/linear_model/bias_weights` (zeros)."""
+    with variable_scope("linear"), variable_scope("linear_model"):
+        total = None
+        for c in sorted(columns, key=lambda c: c.name):
+            with variable_scope(c.name):
+                x = c.dense(features)
+                w = get_variable("weights", [x.shape[1], units], initializer=zeros_initializer())
+                part = matmul(x, w)
+            total = part if total is None else total + part
+        bias = get_variable("bias_weights", [units], initializer=zeros_initializer())
+        return total + bias
+
+
+def _model_fn(head, logits_fn, optimizer, learning_rate):
     def model_fn(features, labels, mode, config):
-        logits = _logits(features, feature_columns, hidden_units, head.units, activation_fn,
-                         dropout, mode)
-        opt = _optimizer(optimizer) if mode == ModeKeys.TRAIN else None
+        logits = logits_fn(features, mode)
+        opt = _optimizer(optimizer, learning_rate) if mode == ModeKeys.TRAIN else None
         return head.spec(mode, logits, labels, opt)
     return model_fn
 
 
-def _check_dnn(hidden_units, feature_columns, weight_column, label_vocabulary, batch_norm,
-               loss_reduction):
+def _dnn_model_fn(head, hidden_units, feature_columns, activation_fn, dropout, optimizer):
+    return _model_fn(head, lambda features, mode: _dnn_logits(
+        features, feature_columns, hidden_units, head.units, activation_fn, dropout, mode),
+        optimizer, _DNN_LEARNING_RATE)
+
+
+def _linear_model_fn(head, feature_columns, optimizer):
+    rate = min(_LINEAR_LEARNING_RATE, 1.0 / math.sqrt(len(feature_columns)))
+    return _model_fn(head, lambda features, mode: _linear_logits(features, feature_columns,
+                                                                 head.units),
+                     optimizer, rate)
+
+
+def _check(hidden_units, feature_columns, weight_column, label_vocabulary, batch_norm,
+           loss_reduction):
     if not feature_columns:
         raise ValueError("feature_columns must be defined.")
     if weight_column is not None:
-        raise NotImplementedError("DNN estimators: weight_column is not supported")
+        raise NotImplementedError("canned estimators: weight_column is not supported")
     if label_vocabulary is not None:
-        raise NotImplementedError("DNN estimators: label_vocabulary is not supported; give "
+        raise NotImplementedError("canned estimators: label_vocabulary is not supported; give "
                                   "integer class ids as labels")
     if batch_norm:
         raise NotImplementedError("DNN estimators: batch_norm=True is not supported")
@@ -215,7 +246,7 @@ class DNNClassifier(Estimator):
                  weight_column=None, label_vocabulary=None, optimizer="Adagrad",
                  activation_fn=relu, dropout=None, input_layer_partitioner=None, config=None,
                  warm_start_from=None, loss_reduction=Reduction.SUM, batch_norm=False):
-        hidden_units, feature_columns = _check_dnn(hidden_units, feature_columns,
+        hidden_units, feature_columns = _check(hidden_units, feature_columns,
                                                    weight_column, label_vocabulary,
                                                    batch_norm, loss_reduction)
         head = _ClassifierHead(int(n_classes), loss_reduction)
@@ -233,7 +264,7 @@ class DNNRegressor(Estimator):
                  weight_column=None, optimizer="Adagrad", activation_fn=relu, dropout=None,
                  input_layer_partitioner=None, config=None, warm_start_from=None,
                  loss_reduction=Reduction.SUM, batch_norm=False):
-        hidden_units, feature_columns = _check_dnn(hidden_units, feature_columns,
+        hidden_units, feature_columns = _check(hidden_units, feature_columns,
                                                    weight_column, None, batch_norm,
                                                    loss_reduction)
         head = _RegressionHead(int(label_dimension), loss_reduction)
@@ -241,3 +272,33 @@ class DNNRegressor(Estimator):
                                        dropout, optimizer),
                          model_dir=model_dir, config=config, warm_start_from=warm_start_from)
 
+
+
+class LinearClassifier(Estimator):
+    """`LinearClassifier(feature_columns, model_dir=None, n_classes=2, optimizer='Ftrl', ...)`:
+    logits from TF's linear_model (see `_linear_logits`), the classifier head of
+    DNNClassifier (the same predictions and metrics); 'Ftrl' learns at min(0.2,
+    1/sqrt(number of columns)), TF's default."""
+
+    def __init__(self, feature_columns, model_dir=None, n_classes=2, weight_column=None,
+                 label_vocabulary=None, optimizer="Ftrl", config=None, partitioner=None,
+                 warm_start_from=None, loss_reduction=Reduction.SUM, sparse_combiner="sum"):
+        _, feature_columns = _check((), feature_columns, weight_column, label_vocabulary, False,
+                                    loss_reduction)
+        head = _ClassifierHead(int(n_classes), loss_reduction)
+        super().__init__(_linear_model_fn(head, feature_columns, optimizer),
+                         model_dir=model_dir, config=config, warm_start_from=warm_start_from)
+
+
+class LinearRegressor(Estimator):
+    """`LinearRegressor(feature_columns, model_dir=None, label_dimension=1, optimizer='Ftrl',
+    ...)`: TF's linear_model with DNNRegressor's head."""
+
+    def __init__(self, feature_columns, model_dir=None, label_dimension=1, weight_column=None,
+                 optimizer="Ftrl", config=None, partitioner=None, warm_start_from=None,
+                 loss_reduction=Reduction.SUM, sparse_combiner="sum"):
+        _, feature_columns = _check((), feature_columns, weight_column, None, False,
+                                    loss_reduction)
+        head = _RegressionHead(int(label_dimension), loss_reduction)
+        super().__init__(_linear_model_fn(head, feature_columns, optimizer),
+                         model_dir=model_dir, config=config, warm_start_from=warm_start_from)

@@ -392,9 +392,9 @@ def test_dnn_regressor_fits_a_line(tmp_path):
                                                          shuffle=False))
     assert ev["average_loss"] < 0.05
     np.testing.assert_allclose(ev["loss"], ev["average_loss"] * 32, rtol=1e-5)   # SUM
-    with pytest.raises(NotImplementedError, match="Ftrl"):
+    with pytest.raises(ValueError, match="Unsupported optimizer name: Momentum"):
         tf.estimator.DNNRegressor([2], cols, model_dir=str(tmp_path / "f"),
-                                  optimizer="Ftrl").train(
+                                  optimizer="Momentum").train(
             tf.estimator.inputs.numpy_input_fn({"x": x}, y, shuffle=False), steps=1)
 
 
@@ -450,3 +450,44 @@ def test_the_layers_tutorial_model_fn_with_a_logging_hook_by_tensor_name(tmp_pat
     assert result["accuracy"] > 0.9 and result["global_step"] == 60
     classes = [p["classes"] for p in classifier.predict(eval_input_fn)]
     np.testing.assert_allclose(np.mean(np.array(classes) == labels), result["accuracy"])
+
+
+def test_linear_classifier_matches_tf_trained_by_hand(tmp_path):
+    """TF's linear_model (a weight per column, in name order, and a bias; zeros) with the
+    softmax head and FTRL at min(0.2, 1/sqrt(2)), in real tf.compat.v1, on the same batches."""
+    tf1 = pytest.importorskip("tensorflow").compat.v1
+    x, _ = _separable(24)
+    y = (np.argsort(np.argsort(x[:, 1])) * 3 // 24).astype(np.int64)
+    cols = [tf.feature_column.numeric_column("b"), tf.feature_column.numeric_column("a")]
+    est = tf.estimator.LinearClassifier(cols, model_dir=str(tmp_path), n_classes=3)
+    est.train(tf.estimator.inputs.numpy_input_fn({"a": x[:, 0], "b": x[:, 1]}, y,
+                                                 batch_size=10, num_epochs=None,
+                                                 shuffle=False), steps=5)
+    g = tf1.Graph()
+    with g.as_default():
+        wa, wb = (tf1.Variable(np.zeros((1, 3), np.float32)) for _ in "ab")
+        bias = tf1.Variable(np.zeros(3, np.float32))
+        xs, ys = tf1.placeholder(tf1.float32, [None, 2]), tf1.placeholder(tf1.int64, [None])
+        logits = tf1.matmul(xs[:, :1], wa) + tf1.matmul(xs[:, 1:], wb) + bias
+        loss = tf1.reduce_sum(tf1.nn.sparse_softmax_cross_entropy_with_logits(labels=ys,
+                                                                              logits=logits))
+        step = tf1.train.FtrlOptimizer(0.2).minimize(loss)
+        with tf1.Session(graph=g) as sess:
+            sess.run(tf1.global_variables_initializer())
+            for rows in _batches(24, 10, 5):
+                sess.run(step, {xs: x[rows], ys: y[rows]})
+            want = sess.run([wa, wb, bias])
+    names = ["linear/linear_model/a/weights", "linear/linear_model/b/weights",
+             "linear/linear_model/bias_weights"]
+    for n, w in zip(names, want):
+        np.testing.assert_allclose(est.get_variable_value(n), w, rtol=1e-4, atol=1e-6,
+                                   err_msg=n)
+    x1 = np.linspace(-1, 1, 16).astype(np.float32)
+    reg = tf.estimator.LinearRegressor([tf.feature_column.numeric_column("x")],
+                                       model_dir=str(tmp_path / "r"),
+                                       optimizer=lambda: tf.train.GradientDescentOptimizer(0.02))
+    fn = tf.estimator.inputs.numpy_input_fn({"x": x1}, 3 * x1 - 1, batch_size=16,
+                                            num_epochs=None, shuffle=False)
+    reg.train(fn, steps=60)
+    np.testing.assert_allclose(reg.get_variable_value("linear/linear_model/x/weights"), [[3.0]],
+                               rtol=1e-3)
