@@ -202,17 +202,24 @@ class Estimator:
             spec = self._call_model_fn(features, labels, mode)
         return g, spec, step
 
-    def _session(self, g, spec, checkpoint, hooks):
-        """A session of g with the variables restored or initialised; hooks began."""
+    def _session(self, g, spec, checkpoint, hooks, warm_start=False):
+        """A session of g with the variables restored or initialised (and warm-started, on
+        a first training), then the hooks' after_create_session; hooks began before."""
         with g.as_default():
             spec.scaffold.finalize(self._config.keep_checkpoint_max,
                                    self._config.keep_checkpoint_every_n_hours)
             for h in hooks:
                 h.begin()
         sess = Session(graph=g, config=self._config.session_config)
-        spec.scaffold.prepare_session(sess, checkpoint)
-        for h in hooks:
-            h.after_create_session(sess, None)
+        try:
+            spec.scaffold.prepare_session(sess, checkpoint)
+            if warm_start and checkpoint is None and self._warm_start is not None:
+                self._warm_start_into(sess, g)
+            for h in hooks:
+                h.after_create_session(sess, None)
+        except BaseException:
+            sess.close()
+            raise
         return sess
 
     # -- train -----------------------------------------------------------------------------
@@ -256,10 +263,7 @@ class Estimator:
     def _train(self, g, spec, step, hooks, listeners):
         hooks = self._train_hooks(spec, step, hooks, listeners)
         checkpoint = self.latest_checkpoint()
-        sess = self._session(g, spec, checkpoint, hooks)
-        with sess:
-            if checkpoint is None and self._warm_start is not None:
-                self._warm_start_into(sess, g)
+        with self._session(g, spec, checkpoint, hooks, warm_start=True) as sess:
             loss, before = None, int(sess.run(step))
             try:
                 while True:
@@ -325,7 +329,8 @@ class Estimator:
                 while steps is None or done < steps:
                     _, stop = run_hooked(sess, update, hooks)
                     done += 1
-                    logging.info(f"Evaluation [{done}/{steps if steps else '?'}]")
+                    if steps is not None and done % max(1, steps // 10) == 0:
+                        logging.info(f"Evaluation [{done}/{steps}]")
                     if stop:
                         break
             except OutOfRangeError:
@@ -356,7 +361,7 @@ class Estimator:
                 while True:
                     batch, stop = run_hooked(sess, predictions, hooks)
                     if yield_single_examples:
-                        yield from _rows(batch, predictions)
+                        yield from _rows(batch)
                     else:
                         yield batch
                     if stop:
@@ -380,7 +385,7 @@ def _pick(predictions, keys):
     return picked
 
 
-def _rows(batch, tensors):
+def _rows(batch):
     """One example at a time from a batch of predictions (all of one batch length)."""
     items = batch if isinstance(batch, dict) else {None: batch}
     lengths = set()

@@ -219,6 +219,8 @@ def test_warm_start_from_another_model_dir(tmp_path):
     np.testing.assert_allclose(second.get_variable_value("w"), w - 0.5 * (x.T @ g)[:, None],
                                rtol=1e-5, atol=1e-6)
     assert second.get_variable_value("global_step") == 1
+    np.testing.assert_array_equal(   # the first checkpoint holds the warm-started values
+        tf.train.load_variable(str(tmp_path / "b" / "model.ckpt-0"), "w"), w)
 
 
 # -- errors, as TF raises them ------------------------------------------------------------------
@@ -491,3 +493,17 @@ def test_linear_classifier_matches_tf_trained_by_hand(tmp_path):
     reg.train(fn, steps=60)
     np.testing.assert_allclose(reg.get_variable_value("linear/linear_model/x/weights"), [[3.0]],
                                rtol=1e-3)
+
+
+def test_run_config_defaults_and_replace():
+    c = tf.estimator.RunConfig()
+    assert (c.save_checkpoints_secs, c.save_checkpoints_steps, c.keep_checkpoint_max,
+            c.log_step_count_steps, c.save_summary_steps, c.model_dir) == (600, None, 5, 100,
+                                                                         100, None)
+    d = c.replace(save_checkpoints_steps=10, tf_random_seed=3)
+    assert (d.save_checkpoints_secs, d.save_checkpoints_steps, d.tf_random_seed) == (None, 10, 3)
+    assert c.save_checkpoints_steps is None   # replace makes a copy
+    with pytest.raises(ValueError, match="not supported"):
+        c.replace(master="grpc://x")
+    with pytest.raises(NotImplementedError, match="distribution strategies"):
+        tf.estimator.RunConfig(train_distribute=object())
