@@ -32,6 +32,7 @@ from .core import Tensor
 from .gradients import gradients
 from .saver import Saver, checkpoint_exists, get_checkpoint_state, latest_checkpoint
 from .checkpoint_init import init_from_checkpoint, list_variables, load_variable
+from .monitored import ChiefSessionCreator, MonitoredSession, MonitoredTrainingSession
 from .hooks import (LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook, Scaffold,
                     SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues,
                     StopAtStepHook, CheckpointSaverHook, CheckpointSaverListener)
@@ -53,7 +54,8 @@ __all__ = ["ExponentialMovingAverage", "SummaryWriter", "Coordinator", "start_qu
            "list_variables", "load_variable", "SessionRunHook", "SessionRunArgs",
            "SessionRunContext", "SessionRunValues", "StopAtStepHook", "LoggingTensorHook",
            "NanTensorHook", "NanLossDuringTrainingError", "CheckpointSaverHook",
-           "CheckpointSaverListener", "Scaffold"]
+           "CheckpointSaverListener", "Scaffold", "MonitoredSession", "MonitoredTrainingSession",
+           "ChiefSessionCreator"]
 
 
 class Optimizer:

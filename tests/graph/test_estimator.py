@@ -68,7 +68,7 @@ def _batches(n, batch_size, count):
 
 
 @pytest.mark.parametrize("module", ["hooks", "feature_column", "estimator.inputs",
-                                    "estimator.estimator"])
+                                    "estimator.estimator", "monitored"])
 def test_docstring_examples_run(module, tmp_path, monkeypatch):
     import doctest
     import importlib
@@ -507,3 +507,41 @@ def test_run_config_defaults_and_replace():
         c.replace(master="grpc://x")
     with pytest.raises(NotImplementedError, match="distribution strategies"):
         tf.estimator.RunConfig(train_distribute=object())
+
+
+def test_monitored_training_session_resumes_and_ends_with_the_input(tmp_path):
+    class Ends(tf.train.SessionRunHook):
+        ended = 0
+
+        def end(self, session):
+            Ends.ended += 1
+
+    def build():
+        step = tf.train.get_or_create_global_step()
+        x = tf.data.Dataset.range(4).make_one_shot_iterator().get_next()
+        return step, tf.group(tf.assign_add(step, 1), x)
+    with tf.Graph().as_default():
+        _, train_op = build()
+        with tf.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path),
+                                               hooks=[Ends()]) as sess:
+            while not sess.should_stop():   # the dataset's end leaves the block quietly
+                sess.run(train_op)
+        assert Ends.ended == 1 and sess.should_stop()
+        with pytest.raises(RuntimeError, match="closed MonitoredSession"):
+            sess.run(train_op)
+    assert os.path.basename(tf.train.latest_checkpoint(str(tmp_path))) == "model.ckpt-4"
+    with tf.Graph().as_default():
+        step, train_op = build()
+        with tf.train.MonitoredTrainingSession(
+                checkpoint_dir=str(tmp_path), save_checkpoint_steps=1,
+                hooks=[tf.train.StopAtStepHook(num_steps=2), Ends()]) as sess:
+            assert sess.run(step) == 4   # restored
+            while not sess.should_stop():
+                sess.run(train_op)
+            assert sess.run(step) == 6
+        with pytest.raises(ZeroDivisionError):
+            with tf.train.MonitoredTrainingSession(hooks=[Ends()]) as sess:
+                1 / 0
+    assert Ends.ended == 2   # not called when the block raised
+    with pytest.raises(NotImplementedError, match="is_chief=False"):
+        tf.train.MonitoredTrainingSession(is_chief=False)

@@ -279,7 +279,8 @@ EXCLUDED = {
          "initializers.variables", "losses.add_loss", "losses.get_losses",
          "losses.get_regularization_losses", "losses.get_regularization_loss",
          "losses.get_total_loss", "train.get_or_create_global_step", "train.get_global_step",
-         "metrics.accuracy", "metrics.mean", "device", "disable_eager_execution",
+         "metrics.accuracy", "metrics.mean", "train.MonitoredTrainingSession", "device",
+         "disable_eager_execution",
          "disable_v2_behavior", "executing_eagerly", "initialize_all_variables",
          "train.start_queue_runners"), _GRAPH_API),
     "enable_eager_execution": "graph-only engine: raises NotImplementedError naming "
