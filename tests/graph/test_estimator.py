@@ -545,3 +545,36 @@ def test_monitored_training_session_resumes_and_ends_with_the_input(tmp_path):
     assert Ends.ended == 2   # not called when the block raised
     with pytest.raises(NotImplementedError, match="is_chief=False"):
         tf.train.MonitoredTrainingSession(is_chief=False)
+
+
+def test_spec_hooks_scaffold_init_fn_and_nan_loss(tmp_path):
+    calls = []
+
+    class Seen(tf.train.SessionRunHook):
+        def __init__(self, tag):
+            self.tag = tag
+
+        def begin(self):
+            calls.append(self.tag)
+
+    def model_fn(features, labels, mode, params):
+        spec = _linear_model_fn(features, labels, mode, params)
+        w = [v for v in tf.global_variables() if v.name == "w:0"][0]
+        return spec._replace(
+            training_hooks=(Seen("train"),), evaluation_hooks=(Seen("eval"),),
+            prediction_hooks=(Seen("predict"),),
+            scaffold=tf.train.Scaffold(init_fn=lambda scaffold, sess: w.load(
+                np.full((2, 1), 0.25, np.float32), sess)))
+    est = tf.estimator.Estimator(model_fn, str(tmp_path), params={"lr": 0.0})
+    est.train(_input(), steps=1)
+    np.testing.assert_array_equal(est.get_variable_value("w"), np.full((2, 1), 0.25))
+    est.evaluate(_input(num_epochs=1))
+    list(est.predict(_input(num_epochs=1)))
+    assert calls == ["train", "eval", "predict"]
+
+    def nan_model_fn(features, labels, mode, params):
+        spec = _linear_model_fn(features, labels, mode, params)
+        return spec._replace(loss=spec.loss * np.float32("nan"))
+    nan = tf.estimator.Estimator(nan_model_fn, str(tmp_path / "nan"), params={"lr": 0.1})
+    with pytest.raises(tf.train.NanLossDuringTrainingError, match="NaN loss during training"):
+        nan.train(_input(), steps=3)
