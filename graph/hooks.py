@@ -235,9 +235,10 @@ class NanTensorHook(SessionRunHook):
 
 class CheckpointSaverHook(SessionRunHook):
     """Save a checkpoint `checkpoint_dir/checkpoint_basename-<global step>` (the directory
-    is made if missing) when the session is created, every `save_steps` steps or `save_secs` seconds (exactly one), and at the
-    end, with `saver` (or `scaffold.saver`). Each listener's before_save / after_save
-    (session, global_step) is called around every save."""
+    is made if missing) when the session is created, every `save_steps` steps or
+    `save_secs` seconds (exactly one), and at the end, with `saver` (or `scaffold.saver`).
+    Each listener's before_save / after_save (session, global_step) is called around every
+    save."""
 
     def __init__(self, checkpoint_dir, save_secs=None, save_steps=None, saver=None,
                  checkpoint_basename="model.ckpt", scaffold=None, listeners=None):
@@ -323,8 +324,8 @@ class Scaffold:
             init_op, init_feed_dict = init_op or c.init_op, init_feed_dict or c.init_feed_dict
             init_fn, ready_op = init_fn or c._user_init_fn, ready_op or c.ready_op
             ready_for_local_init_op = ready_for_local_init_op or c.ready_for_local_init_op
-            local_init_op, summary_op = local_init_op or c.local_init_op, summary_op or c.summary_op
-            saver = saver or c.saver
+            local_init_op = local_init_op or c.local_init_op
+            summary_op, saver = summary_op or c.summary_op, saver or c.saver
         self._user_init_fn = init_fn
         self._init_fn = (lambda sess: init_fn(self, sess)) if init_fn else None
         self.init_op, self.init_feed_dict, self.ready_op = init_op, init_feed_dict, ready_op

@@ -101,8 +101,8 @@ class MonitoredSession:
         return ended and exc_type is not None
 
 
-def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaffold=None,  # noqa: N802 - TF's name
-                             hooks=None, chief_only_hooks=None,
+def MonitoredTrainingSession(master="", is_chief=True,  # noqa: N802 - TF's name
+                             checkpoint_dir=None, scaffold=None, hooks=None, chief_only_hooks=None,
                              save_checkpoint_secs=_DEFAULT, save_summaries_steps=_DEFAULT,
                              save_summaries_secs=_DEFAULT, config=None,
                              stop_grace_period_secs=120, log_step_count_steps=100,

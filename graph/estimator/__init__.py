@@ -15,6 +15,7 @@ from .estimator import Estimator
 from .spec import EstimatorSpec, RunConfig
 
 __all__ = ["Estimator", "EstimatorSpec", "RunConfig", "ModeKeys", "DNNClassifier",
-           "DNNRegressor", "LinearClassifier", "LinearRegressor", "inputs", "SessionRunHook", "SessionRunArgs", "SessionRunContext",
+           "DNNRegressor", "LinearClassifier", "LinearRegressor", "inputs", "SessionRunHook",
+           "SessionRunArgs", "SessionRunContext",
            "SessionRunValues", "StopAtStepHook", "LoggingTensorHook", "NanTensorHook",
            "NanLossDuringTrainingError", "CheckpointSaverHook", "CheckpointSaverListener"]

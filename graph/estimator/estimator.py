@@ -112,7 +112,8 @@ class Estimator:
     ...                                         shuffle=False)
     >>> est = tf.estimator.Estimator(model_fn)
     >>> _ = est.train(fn, steps=50)
-    >>> round(float(est.get_variable_value("w")[0]), 3), int(est.evaluate(fn, steps=1)["global_step"])
+    >>> metrics = est.evaluate(fn, steps=1)
+    >>> round(float(est.get_variable_value("w")[0]), 3), int(metrics["global_step"])
     (3.0, 50)
     """
 

@@ -6,6 +6,7 @@ import collections
 from ..contrib import ModeKeys
 from ..core import Node, Tensor
 from ..hooks import Scaffold, SessionRunHook
+from ..math_ops import reshape
 
 __all__ = ["EstimatorSpec", "RunConfig", "ModeKeys"]
 
@@ -29,8 +30,11 @@ def _check_loss(loss, mode):
         return None
     if not isinstance(loss, Tensor):
         raise TypeError(f"loss must be Tensor, given: {loss}")
-    if loss.shape not in ((), (1,)):
+    if loss.shape.num_elements() not in (None, 1):
         raise ValueError(f"Loss must be scalar, given: {loss.shape}")
+    if loss.shape != ():   # NOTE: as TF, a loss of shape (1,) or unknown is reshaped to ()
+        with loss.graph.as_default():
+            loss = reshape(loss, [])
     return loss
 
 
