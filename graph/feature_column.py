@@ -22,6 +22,7 @@ import collections
 
 import numpy as np
 
+from dualgrad.ops.core import located
 from .core import convert_to_tensor, get_default_graph
 from .dtypes import as_dtype, float32
 from .math_ops import cast, concat, expand_dims, reshape
@@ -40,7 +41,7 @@ class NumericColumn(collections.namedtuple(
     def dense(self, features):
         """The feature as float32 of shape (batch, prod(shape))."""
         if self.key not in features:
-            raise ValueError(f"Feature {self.key} is not in features dictionary.")
+            raise located(f"Feature {self.key} is not in features dictionary.", ValueError)
         x = convert_to_tensor(features[self.key])
         if self.normalizer_fn is not None:
             x = self.normalizer_fn(x)
@@ -56,19 +57,21 @@ def numeric_column(key, shape=(1,), default_value=None, dtype=float32, normalize
     float32 after `normalizer_fn` (if given) is applied. default_value (a number, or values
     of `shape`) is kept for parsers of tf.Example; input_layer never needs it."""
     if not isinstance(key, str):
-        raise ValueError(f"key must be a string. Given: key: {key}")
+        raise located(f"key must be a string. Given: key: {key}", ValueError)
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     if not shape or any(not isinstance(d, (int, np.integer)) or d < 1 for d in shape):
-        raise ValueError(f"shape dimensions must be greater than 0. shape: {shape}, key: {key}")
+        raise located(f"shape dimensions must be greater than 0. shape: {shape}, key: {key}",
+                      ValueError)
     dtype = as_dtype(dtype)
     if dtype.kind not in "fiu":
-        raise ValueError(f"dtype must be convertible to float. dtype: {dtype}, key: {key}")
+        raise located(f"dtype must be convertible to float. dtype: {dtype}, key: {key}",
+                      ValueError)
     if default_value is not None:
         default_value = np.broadcast_to(np.asarray(default_value, dtype),
                                         shape)
         default_value = tuple(default_value.ravel().tolist())
     if normalizer_fn is not None and not callable(normalizer_fn):
-        raise TypeError(f"normalizer_fn must be a callable. Given: {normalizer_fn}")
+        raise located(f"normalizer_fn must be a callable. Given: {normalizer_fn}", TypeError)
     return NumericColumn(key, tuple(int(d) for d in shape), default_value, dtype, normalizer_fn)
 
 
@@ -81,16 +84,16 @@ def input_layer(features, feature_columns, weight_collections=None, trainable=Tr
         feature_columns = [feature_columns]
     feature_columns = list(feature_columns)
     if not feature_columns:
-        raise ValueError("feature_columns must not be empty.")
+        raise located("feature_columns must not be empty.", ValueError)
     for c in feature_columns:
         if not isinstance(c, NumericColumn):
-            raise ValueError(f"Items of feature_columns must be a _DenseColumn. You can wrap "
-                             f"a categorical column with an embedding_column or "
-                             f"indicator_column (dualgrad provides numeric_column only). "
-                             f"Given: {c}")
+            raise located(f"Items of feature_columns must be a _DenseColumn. You can wrap "
+                          f"a categorical column with an embedding_column or "
+                          f"indicator_column (dualgrad provides numeric_column only). "
+                          f"Given: {c}", ValueError)
     if not isinstance(features, dict):
-        raise ValueError(f"input_layer: features must be a dict of tensors keyed by feature "
-                         f"name, got {type(features).__name__}")
+        raise located(f"input_layer: features must be a dict of tensors keyed by feature "
+                      f"name, got {type(features).__name__}", ValueError)
     with get_default_graph().name_scope("input_layer"):
         parts = []
         for c in sorted(feature_columns, key=lambda c: c.name):

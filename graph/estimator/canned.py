@@ -21,6 +21,8 @@ import math
 
 import numpy as np
 
+from dualgrad.ops.core import located
+
 from ..contrib import ModeKeys
 from ..checks import assert_less, assert_non_negative
 from ..control_flow import identity
@@ -50,13 +52,13 @@ _OPTIMIZERS = {"Adagrad": AdagradOptimizer, "Adam": AdamOptimizer, "Ftrl": FtrlO
 def _optimizer(opt, learning_rate):
     if isinstance(opt, str):
         if opt not in _OPTIMIZERS:
-            raise ValueError(f"Unsupported optimizer name: {opt}. Supported names are: "
-                             f"{sorted(_OPTIMIZERS)}")
+            raise located(f"Unsupported optimizer name: {opt}. Supported names are: "
+                          f"{sorted(_OPTIMIZERS)}", ValueError)
         return _OPTIMIZERS[opt](learning_rate)
     if callable(opt) and not isinstance(opt, Optimizer):
         opt = opt()
     if not isinstance(opt, Optimizer):
-        raise ValueError(f"The given object is not an Optimizer instance. Given: {opt}")
+        raise located(f"The given object is not an Optimizer instance. Given: {opt}", ValueError)
     return opt
 
 
@@ -74,12 +76,12 @@ def _dnn_logits(features, columns, hidden_units, units, activation_fn, rate, mod
 def _labels_2d(labels, what):
     """Labels as (batch, 1), from (batch,) or (batch, 1)."""
     if labels is None:
-        raise ValueError(f"{what}: labels must not be None in training and evaluation")
+        raise located(f"{what}: labels must not be None in training and evaluation", ValueError)
     if labels.ndim == 1:
         return expand_dims(labels, -1)
     if labels.ndim != 2 or labels.shape[1] not in (1, None):
-        raise ValueError(f"{what}: labels shape must be [D0, 1] or [D0], given: "
-                         f"{labels.shape}")
+        raise located(f"{what}: labels shape must be [D0, 1] or [D0], given: "
+                      f"{labels.shape}", ValueError)
     return labels
 
 
@@ -105,7 +107,7 @@ class _Head:
 class _ClassifierHead(_Head):
     def __init__(self, n_classes, reduction):
         if n_classes < 2:
-            raise ValueError(f"n_classes must be > 1: {n_classes}")
+            raise located(f"n_classes must be > 1: {n_classes}", ValueError)
         self.n, self.reduction = n_classes, reduction
         self.units = 1 if n_classes == 2 else n_classes
 
@@ -138,7 +140,8 @@ class _ClassifierHead(_Head):
         [0, n_classes), as TF's head does."""
         labels = _labels_2d(labels, "DNNClassifier")
         if labels.dtype.kind not in "iu":
-            raise ValueError(f"Labels dtype should be integer. Instead got {labels.dtype}.")
+            raise located(f"Labels dtype should be integer. Instead got {labels.dtype}.",
+                          ValueError)
         checks = [assert_less(labels, np.asarray(self.n, labels.dtype),
                               message="Labels must <= n_classes - 1"),
                   assert_non_negative(labels, message="Labels must >= 0")]
@@ -165,7 +168,7 @@ class _ClassifierHead(_Head):
 class _RegressionHead(_Head):
     def __init__(self, label_dimension, reduction):
         if label_dimension < 1:
-            raise ValueError(f"Invalid label_dimension {label_dimension}.")
+            raise located(f"Invalid label_dimension {label_dimension}.", ValueError)
         self.units, self.reduction = label_dimension, reduction
 
     def predictions(self, logits):
@@ -221,16 +224,16 @@ def _linear_model_fn(head, feature_columns, optimizer):
 def _check(hidden_units, feature_columns, weight_column, label_vocabulary, batch_norm,
            loss_reduction):
     if not feature_columns:
-        raise ValueError("feature_columns must be defined.")
+        raise located("feature_columns must be defined.", ValueError)
     if weight_column is not None:
-        raise NotImplementedError("canned estimators: weight_column is not supported")
+        raise located("canned estimators: weight_column is not supported", NotImplementedError)
     if label_vocabulary is not None:
-        raise NotImplementedError("canned estimators: label_vocabulary is not supported; give "
-                                  "integer class ids as labels")
+        raise located("canned estimators: label_vocabulary is not supported; give "
+                      "integer class ids as labels", NotImplementedError)
     if batch_norm:
-        raise NotImplementedError("DNN estimators: batch_norm=True is not supported")
+        raise located("DNN estimators: batch_norm=True is not supported", NotImplementedError)
     if loss_reduction not in (Reduction.SUM, Reduction.SUM_OVER_BATCH_SIZE, Reduction.MEAN):
-        raise ValueError(f"Invalid loss_reduction: {loss_reduction}")
+        raise located(f"Invalid loss_reduction: {loss_reduction}", ValueError)
     return list(hidden_units), list(feature_columns)
 
 

@@ -21,6 +21,8 @@ import tempfile
 
 import numpy as np
 
+from dualgrad.ops.core import located
+
 from .. import tf_logging as logging
 from ..contrib import ModeKeys
 from ..core import Graph
@@ -54,26 +56,27 @@ def _arg_names(fn):
 
 def _check_model_fn(model_fn, params):
     if model_fn is None:
-        raise ValueError("model_fn must be provided to Estimator.")
+        raise located("model_fn must be provided to Estimator.", ValueError)
     if not callable(model_fn):
-        raise TypeError(f"model_fn must be callable, given: {model_fn}")
+        raise located(f"model_fn must be callable, given: {model_fn}", TypeError)
     args = _arg_names(model_fn)
     if "features" not in args:
-        raise ValueError(f"model_fn ({model_fn}) must include features argument.")
+        raise located(f"model_fn ({model_fn}) must include features argument.", ValueError)
     if params is not None and "params" not in args:
-        raise ValueError(f"model_fn ({model_fn}) does not include params argument, but "
-                         f"params ({params}) is passed to Estimator.")
+        raise located(f"model_fn ({model_fn}) does not include params argument, but "
+                      f"params ({params}) is passed to Estimator.", ValueError)
     extra = sorted(args - _MODEL_FN_ARGS)
     if extra:
-        raise ValueError(f"model_fn ({model_fn}) has following not expected args: {extra}")
+        raise located(f"model_fn ({model_fn}) has following not expected args: {extra}",
+                      ValueError)
 
 
 def _model_dir(model_dir, config):
     if model_dir is not None and config.model_dir is not None \
             and os.path.abspath(model_dir) != os.path.abspath(config.model_dir):
-        raise ValueError(f"`model_dir` are set both in constructor and `RunConfig`, but with "
-                         f"different values. In constructor: '{model_dir}', in `RunConfig`: "
-                         f"'{config.model_dir}' ")
+        raise located(f"`model_dir` are set both in constructor and `RunConfig`, but with "
+                      f"different values. In constructor: '{model_dir}', in `RunConfig`: "
+                      f"'{config.model_dir}' ", ValueError)
     model_dir = model_dir if model_dir is not None else config.model_dir
     if model_dir is None:
         model_dir = tempfile.mkdtemp()
@@ -87,8 +90,8 @@ def _split(result):
         result = result.make_one_shot_iterator().get_next()
     if isinstance(result, (tuple, list)):
         if len(result) != 2:
-            raise ValueError(f"input_fn should return (features, labels) or features; it "
-                             f"returned a {type(result).__name__} of {len(result)} items")
+            raise located(f"input_fn should return (features, labels) or features; it "
+                          f"returned a {type(result).__name__} of {len(result)} items", ValueError)
         return result[0], result[1]
     return result, None
 
@@ -122,15 +125,15 @@ class Estimator:
         if config is None:
             config = RunConfig()
         elif not isinstance(config, RunConfig):
-            raise ValueError(f"config must be an instance of `RunConfig`, but provided "
-                             f"{config}.")
+            raise located(f"config must be an instance of `RunConfig`, but provided "
+                          f"{config}.", ValueError)
         _check_model_fn(model_fn, params)
         self._model_dir = _model_dir(model_dir, config)
         self._config = config.replace(model_dir=self._model_dir)
         self._model_fn, self._params = model_fn, copy.deepcopy(params or {})
         if warm_start_from is not None and not isinstance(warm_start_from, (str, os.PathLike)):
-            raise NotImplementedError("warm_start_from: only a checkpoint path or directory "
-                                      "is supported (no WarmStartSettings)")
+            raise located("warm_start_from: only a checkpoint path or directory "
+                          "is supported (no WarmStartSettings)", NotImplementedError)
         self._warm_start = warm_start_from
 
     model_dir = property(lambda self: self._model_dir)
@@ -146,7 +149,8 @@ class Estimator:
     def _checkpoint(self):
         found = self.latest_checkpoint()
         if found is None:
-            raise ValueError(f"Could not find trained model in model_dir: {self._model_dir}.")
+            raise located(f"Could not find trained model in model_dir: {self._model_dir}.",
+                          ValueError)
         return found
 
     def _checkpoint_at(self, path):
@@ -154,7 +158,7 @@ class Estimator:
         if path is None:
             return self.latest_checkpoint()
         if not checkpoint_exists(path):
-            raise ValueError(f"Could not find trained model at {path}.")
+            raise located(f"Could not find trained model at {path}.", ValueError)
         return path
 
     def get_variable_names(self):
@@ -181,14 +185,15 @@ class Estimator:
         if "labels" in args:
             kw["labels"] = labels
         elif labels is not None:
-            raise ValueError("model_fn does not take labels, but input_fn returns labels.")
+            raise located("model_fn does not take labels, but input_fn returns labels.",
+                          ValueError)
         for name, value in (("mode", mode), ("params", self.params), ("config", self._config)):
             if name in args:
                 kw[name] = value
         spec = self._model_fn(features=features, **kw)
         if not isinstance(spec, EstimatorSpec):
-            raise ValueError(f"model_fn should return an EstimatorSpec, it returned "
-                             f"{type(spec).__name__}.")
+            raise located(f"model_fn should return an EstimatorSpec, it returned "
+                          f"{type(spec).__name__}.", ValueError)
         return spec
 
     def _build(self, input_fn, mode):
@@ -228,11 +233,11 @@ class Estimator:
         """Train until the input ends, `steps` more steps, or the global step reaches
         `max_steps` (not both); returns self."""
         if steps is not None and max_steps is not None:
-            raise ValueError("Can not provide both steps and max_steps.")
+            raise located("Can not provide both steps and max_steps.", ValueError)
         if steps is not None and steps <= 0:
-            raise ValueError(f"Must specify steps > 0, given: {steps}")
+            raise located(f"Must specify steps > 0, given: {steps}", ValueError)
         if max_steps is not None and max_steps <= 0:
-            raise ValueError(f"Must specify max_steps > 0, given: {max_steps}")
+            raise located(f"Must specify max_steps > 0, given: {max_steps}", ValueError)
         if max_steps is not None and self._saved_step() >= max_steps:
             logging.info("Skipping training since max_steps has already saved.")
             return self
@@ -252,9 +257,9 @@ class Estimator:
                                              c.save_checkpoints_steps, scaffold=spec.scaffold,
                                              listeners=listeners))
         elif listeners:
-            raise ValueError("There should be a CheckpointSaverHook to use saving_listeners. "
-                             "Please set one of the RunConfig.save_checkpoints_steps or "
-                             "RunConfig.save_checkpoints_secs.")
+            raise located("There should be a CheckpointSaverHook to use saving_listeners. "
+                          "Please set one of the RunConfig.save_checkpoints_steps or "
+                          "RunConfig.save_checkpoints_secs.", ValueError)
         every = [NanTensorHook(spec.loss)]
         if c.log_step_count_steps:
             every.append(LoggingTensorHook({"loss": spec.loss, "step": step},
@@ -297,7 +302,7 @@ class Estimator:
         path = os.fspath(self._warm_start)
         found = latest_checkpoint(path) if os.path.isdir(path) else path
         if found is None:
-            raise ValueError(f"warm_start_from: no checkpoint in {path}")
+            raise located(f"warm_start_from: no checkpoint in {path}", ValueError)
         with g.as_default():
             Saver(var_list=trainable_variables()).restore(sess, found)
         logging.info(f"Warm-starting from: {found}")
@@ -308,7 +313,7 @@ class Estimator:
         batches): a dict of their values, with `loss` (the mean of the batches' losses) and
         `global_step` (the checkpoint's)."""
         if steps is not None and steps <= 0:
-            raise ValueError(f"Must specify steps > 0, given: {steps}")
+            raise located(f"Must specify steps > 0, given: {steps}", ValueError)
         hooks = list(_hooks(hooks, "evaluate(hooks=...)"))
         checkpoint = self._checkpoint_at(checkpoint_path)
         if checkpoint is None:
@@ -316,8 +321,8 @@ class Estimator:
                          f"running initialization to evaluate.")
         g, spec, step = self._build(input_fn, ModeKeys.EVAL)
         if "loss" in spec.eval_metric_ops:
-            raise ValueError('Metric with name "loss" is not allowed, because Estimator '
-                             'already defines a default metric with the same name.')
+            raise located('Metric with name "loss" is not allowed, because Estimator '
+                          'already defines a default metric with the same name.', ValueError)
         with g.as_default():
             metrics = dict(spec.eval_metric_ops, loss=mean(spec.loss))
             update = group(*[u for _, u in metrics.values()])
@@ -377,12 +382,13 @@ def _pick(predictions, keys):
     if keys is None:
         return predictions
     if not isinstance(predictions, dict):
-        raise ValueError("predict_keys argument is not valid in case of non-dict predictions.")
+        raise located("predict_keys argument is not valid in case of non-dict predictions.",
+                      ValueError)
     keys = [keys] if isinstance(keys, str) else list(keys)
     picked = {k: predictions[k] for k in keys if k in predictions}
     if not picked:
-        raise ValueError(f"Expected to run at least one output from {sorted(predictions)}, "
-                         f"provided {keys}.")
+        raise located(f"Expected to run at least one output from {sorted(predictions)}, "
+                      f"provided {keys}.", ValueError)
     return picked
 
 
@@ -393,11 +399,11 @@ def _rows(batch):
     for k, v in items.items():
         if np.ndim(v) == 0:
             what = "Predictions" if k is None else f"Prediction {k!r}"
-            raise ValueError(f"{what} must have rank >= 1 (a batch) to yield single "
-                             f"examples; pass yield_single_examples=False")
+            raise located(f"{what} must have rank >= 1 (a batch) to yield single "
+                          f"examples; pass yield_single_examples=False", ValueError)
         lengths.add(len(v))
     if len(lengths) > 1:
-        raise ValueError(f"Batch length of predictions should be same. The predictions have "
-                         f"batch lengths {sorted(lengths)}: {sorted(map(str, items))}")
+        raise located(f"Batch length of predictions should be same. The predictions have "
+                      f"batch lengths {sorted(lengths)}: {sorted(map(str, items))}", ValueError)
     for i in range(lengths.pop()):
         yield {k: v[i] for k, v in batch.items()} if isinstance(batch, dict) else batch[i]

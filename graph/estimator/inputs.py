@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from dualgrad.ops.core import located
+
 from ..data import Dataset
 
 __all__ = ["numpy_input_fn"]
@@ -39,7 +41,7 @@ __all__ = ["numpy_input_fn"]
 def _arrays(d, what):
     if isinstance(d, dict):
         if not d:
-            raise ValueError(f"{what} cannot be an empty dict")
+            raise located(f"{what} cannot be an empty dict", ValueError)
         return {k: np.asarray(v) for k, v in d.items()}
     return np.asarray(d)
 
@@ -48,8 +50,8 @@ def _lengths(x, y):
     shapes = [(k, a.shape) for part in (x, y) if part is not None
               for k, a in (part.items() if isinstance(part, dict) else [(None, part)])]
     if any(len(s) == 0 for _, s in shapes) or len({s[0] for _, s in shapes}) != 1:
-        raise ValueError(f"Length of tensors in x and y is mismatched. All elements in x and y "
-                         f"must have the same length (axis 0).\nShapes: {shapes}")
+        raise located(f"Length of tensors in x and y is mismatched. All elements in x and y "
+                      f"must have the same length (axis 0).\nShapes: {shapes}", ValueError)
     return shapes[0][1][0]
 
 
@@ -61,20 +63,20 @@ def numpy_input_fn(x, y=None, batch_size=128, num_epochs=1, shuffle=None, queue_
     False (ValueError otherwise, as TF); num_epochs=None repeats forever. queue_capacity and
     num_threads are accepted: there is no queue, and the order does not depend on them."""
     if not isinstance(shuffle, bool):
-        raise ValueError(f"shuffle must be provided and explicitly set as boolean (it is "
-                         f"recommended to set it as True for training); got {shuffle}")
+        raise located(f"shuffle must be provided and explicitly set as boolean (it is "
+                      f"recommended to set it as True for training); got {shuffle}", ValueError)
     if not isinstance(x, (dict, np.ndarray)):
-        raise TypeError(f"x must be a dict or array; got {type(x).__name__}")
+        raise located(f"x must be a dict or array; got {type(x).__name__}", TypeError)
     if num_epochs is not None and int(num_epochs) < 1:
-        raise ValueError(f"num_epochs must be a positive integer or None (forever), got "
-                         f"{num_epochs}")
+        raise located(f"num_epochs must be a positive integer or None (forever), got "
+                      f"{num_epochs}", ValueError)
     if int(batch_size) < 1:
-        raise ValueError(f"batch_size must be positive, got {batch_size}")
+        raise located(f"batch_size must be positive, got {batch_size}", ValueError)
     x = _arrays(x, "x")
     y = None if y is None else _arrays(y, "y")
     if isinstance(x, dict) and isinstance(y, dict) and set(x) & set(y):
-        raise ValueError(f"{len(set(x) & set(y))} duplicate keys are found in both x and y: "
-                         f"{sorted(set(x) & set(y))}")
+        raise located(f"{len(set(x) & set(y))} duplicate keys are found in both x and y: "
+                      f"{sorted(set(x) & set(y))}", ValueError)
     n = _lengths(x, y)
 
     def input_fn():

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import collections
 
+from dualgrad.ops.core import located
+
 from ..contrib import ModeKeys
 from ..core import Node, Tensor
 from ..hooks import Scaffold, SessionRunHook
@@ -17,21 +19,21 @@ def _hooks(hooks, what):
     hooks = tuple(hooks or ())
     for h in hooks:
         if not isinstance(h, SessionRunHook):
-            raise TypeError(f"All hooks must be SessionRunHook instances, given: {h} "
-                            f"(in {what})")
+            raise located(f"All hooks must be SessionRunHook instances, given: {h} "
+                          f"(in {what})", TypeError)
     return hooks
 
 
 def _check_loss(loss, mode):
     if loss is None:
         if mode in (ModeKeys.TRAIN, ModeKeys.EVAL):
-            raise ValueError(f"Missing loss. (EstimatorSpec in mode {mode!r} needs the loss "
-                             f"the model_fn computes)")
+            raise located(f"Missing loss. (EstimatorSpec in mode {mode!r} needs the loss "
+                          f"the model_fn computes)", ValueError)
         return None
     if not isinstance(loss, Tensor):
-        raise TypeError(f"loss must be Tensor, given: {loss}")
+        raise located(f"loss must be Tensor, given: {loss}", TypeError)
     if loss.shape.num_elements() not in (None, 1):
-        raise ValueError(f"Loss must be scalar, given: {loss.shape}")
+        raise located(f"Loss must be scalar, given: {loss.shape}", ValueError)
     if loss.shape != ():   # NOTE: as TF, a loss of shape (1,) or unknown is reshaped to ()
         with loss.graph.as_default():
             loss = reshape(loss, [])
@@ -41,14 +43,14 @@ def _check_loss(loss, mode):
 def _check_predictions(predictions, mode):
     if predictions is None:
         if mode == ModeKeys.PREDICT:
-            raise ValueError("Missing predictions. (EstimatorSpec in mode 'infer' needs the "
-                             "predictions tensor or dict of tensors)")
+            raise located("Missing predictions. (EstimatorSpec in mode 'infer' needs the "
+                          "predictions tensor or dict of tensors)", ValueError)
         return {}
     items = predictions.items() if isinstance(predictions, dict) else [(None, predictions)]
     for key, value in items:
         if not isinstance(value, Tensor):
             what = "predictions" if key is None else f"predictions[{key}]"
-            raise TypeError(f"{what} must be Tensor, given: {value}")
+            raise located(f"{what} must be Tensor, given: {value}", TypeError)
     return predictions
 
 
@@ -56,8 +58,8 @@ def _check_metrics(eval_metric_ops):
     metrics = dict(eval_metric_ops or {})
     for key, pair in metrics.items():
         if not (isinstance(pair, tuple) and len(pair) == 2):
-            raise TypeError(f"Values of eval_metric_ops must be (metric_value, update_op) "
-                            f"tuples, given: {pair} for key: {key}")
+            raise located(f"Values of eval_metric_ops must be (metric_value, update_op) "
+                          f"tuples, given: {pair} for key: {key}", TypeError)
     return metrics
 
 
@@ -74,18 +76,19 @@ class EstimatorSpec(collections.namedtuple("EstimatorSpec", [
                 export_outputs=None, training_chief_hooks=None, training_hooks=None,
                 scaffold=None, evaluation_hooks=None, prediction_hooks=None):
         if mode not in _MODES:
-            raise ValueError(f"mode={mode!r} unrecognized; expected one of "
-                             f"tf.estimator.ModeKeys' {_MODES}")
+            raise located(f"mode={mode!r} unrecognized; expected one of "
+                          f"tf.estimator.ModeKeys' {_MODES}", ValueError)
         predictions = _check_predictions(predictions, mode)
         loss = _check_loss(loss, mode)
         if train_op is None and mode == ModeKeys.TRAIN:
-            raise ValueError("Missing train_op. (EstimatorSpec in mode 'train' needs the op "
-                             "that trains, e.g. optimizer.minimize(loss, global_step=...))")
+            raise located("Missing train_op. (EstimatorSpec in mode 'train' needs the op "
+                          "that trains, e.g. optimizer.minimize(loss, global_step=...))",
+                          ValueError)
         if train_op is not None and not isinstance(train_op, (Tensor, Node)):
-            raise TypeError(f"train_op must be Operation or Tensor, given: {train_op}")
+            raise located(f"train_op must be Operation or Tensor, given: {train_op}", TypeError)
         scaffold = Scaffold() if scaffold is None else scaffold
         if not isinstance(scaffold, Scaffold):
-            raise TypeError(f"scaffold must be tf.train.Scaffold. Given: {scaffold}")
+            raise located(f"scaffold must be tf.train.Scaffold. Given: {scaffold}", TypeError)
         return super().__new__(
             cls, mode, predictions, loss, train_op, _check_metrics(eval_metric_ops),
             export_outputs, _hooks(training_chief_hooks, "training_chief_hooks"),
@@ -124,16 +127,16 @@ class RunConfig:
         steps = None if save_checkpoints_steps is _DEFAULT else save_checkpoints_steps
         secs = None if save_checkpoints_secs is _DEFAULT else save_checkpoints_secs
         if steps is not None and secs is not None:
-            raise ValueError("save_checkpoints_steps and save_checkpoints_secs cannot be both "
-                             "set.")
+            raise located("save_checkpoints_steps and save_checkpoints_secs cannot be both "
+                          "set.", ValueError)
         if steps is None and save_checkpoints_secs is _DEFAULT:
             secs = 600
         for what, d in (("train_distribute", train_distribute),
                         ("eval_distribute", eval_distribute),
                         ("experimental_distribute", experimental_distribute)):
             if d is not None:
-                raise NotImplementedError(f"RunConfig({what}=...): no distribution "
-                                          f"strategies; use dualgrad.graph.distributed")
+                raise located(f"RunConfig({what}=...): no distribution "
+                              f"strategies; use dualgrad.graph.distributed", NotImplementedError)
         values = dict(locals())
         values.update(save_checkpoints_steps=steps, save_checkpoints_secs=secs)
         self._values = {k: values[k] for k in _FIELDS}
@@ -149,8 +152,8 @@ class RunConfig:
         takes: ValueError for another)."""
         wrong = sorted(set(kwargs) - set(_FIELDS))
         if wrong:
-            raise ValueError(f"Replacing {wrong} is not supported. Allowed properties are "
-                             f"{sorted(_FIELDS)}.")
+            raise located(f"Replacing {wrong} is not supported. Allowed properties are "
+                          f"{sorted(_FIELDS)}.", ValueError)
         values = {**self._values, **kwargs}
         if "save_checkpoints_steps" in kwargs and "save_checkpoints_secs" not in kwargs \
                 and kwargs["save_checkpoints_steps"] is not None:

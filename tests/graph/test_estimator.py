@@ -227,7 +227,7 @@ def test_warm_start_from_another_model_dir(tmp_path):
 def test_model_fn_without_loss_in_train_and_other_misuse(tmp_path):
     def no_loss(features, labels, mode):
         return tf.estimator.EstimatorSpec(mode, predictions=features["x"])
-    with pytest.raises(ValueError, match="Missing loss"):
+    with pytest.raises(ValueError, match=r"Missing loss.*test_estimator.py:\d+"):
         tf.estimator.Estimator(no_loss, str(tmp_path)).train(_input(), steps=1)
     with pytest.raises(ValueError, match="must include features"):
         tf.estimator.Estimator(lambda x, labels: None)
@@ -288,7 +288,8 @@ def test_numpy_input_fn_batches_epochs_and_shuffle():
 
 def test_numpy_input_fn_errors():
     fn = tf.estimator.inputs.numpy_input_fn
-    with pytest.raises(ValueError, match="shuffle must be provided and explicitly set"):
+    with pytest.raises(ValueError, match=r"shuffle must be provided and explicitly set.*"
+                                         r"\(at tests/graph/test_estimator.py:\d+\)"):
         fn({"a": np.zeros(3)}, np.zeros(3))
     with pytest.raises(ValueError, match="Length of tensors in x and y is mismatched"):
         fn({"a": np.zeros(3)}, np.zeros(4), shuffle=False)
