@@ -135,9 +135,9 @@ class RunConfig:
                         ("eval_distribute", eval_distribute),
                         ("experimental_distribute", experimental_distribute)):
             if d is not None:
-                raise located(f"RunConfig({what}=...): no distribution "
-                              f"strategies; use dualgrad.graph.distributed", NotImplementedError)
-        values = dict(locals())
+                raise located(f"RunConfig({what}=...): no distribution strategies; use "
+                              f"dualgrad.graph.distributed", NotImplementedError)
+        values = dict(locals())   # NOTE: the arguments by name: _FIELDS picks them
         values.update(save_checkpoints_steps=steps, save_checkpoints_secs=secs)
         self._values = {k: values[k] for k in _FIELDS}
         self._values["model_dir"] = None if model_dir is None else str(model_dir)
