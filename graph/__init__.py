@@ -78,7 +78,7 @@ python_io = _NS(TFRecordWriter=io.TFRecordWriter, tf_record_iterator=io.tf_recor
 examples = _NS(tutorials=_NS(mnist=_NS(input_data=mnist)))   # tf.examples.tutorials.mnist
 from .augment import decode_csv, diag, multinomial, random_crop, read_file
 from .shapes import TensorShape as _TensorShape
-estimator = _NS(ModeKeys=contrib.ModeKeys)   # the constants only: no Estimator (docs say why)
+from . import estimator, feature_column
 python = _NS(framework=_NS(tensor_shape=_NS(TensorShape=_TensorShape, Dimension=Dimension,
                                             scalar=lambda: _TensorShape([])),
                            ops=_NS(convert_to_tensor=convert_to_tensor, name_scope=name_scope)),
@@ -118,7 +118,7 @@ __all__ = [
     "parse_single_example", "VERSION", "device", "disable_eager_execution",
     "disable_v2_behavior", "enable_eager_execution", "executing_eagerly",
     "initialize_all_variables", "decode_csv", "diag", "multinomial", "random_crop",
-    "read_file", "estimator", "python", "concat_v2", "compat",
+    "read_file", "estimator", "feature_column", "python", "concat_v2", "compat",
     "argsort", "boolean_mask", "einsum", "gather_nd", "sequence_mask", "slice", "sort", "strided_slice",
     "tensordot", "unique", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "image", "math", "random", "initializers", "linalg", "matrix_band_part",
     "matrix_transpose", "matrix_determinant", "keras", "Summary", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",

@@ -37,12 +37,13 @@ import numpy as np
 from dualgrad.ops.core import Spec
 
 from .core import get_default_graph, graph_op
+from .errors import NotFoundError
 from .saver import latest_checkpoint
 from .serialize import _paths, _read
 from .variable_scope import _store
 from .variables import Variable, assign
 
-__all__ = ["init_from_checkpoint"]
+__all__ = ["init_from_checkpoint", "list_variables", "load_variable"]
 
 
 def _read_kernel(node):
@@ -127,3 +128,21 @@ def init_from_checkpoint(ckpt_dir_or_file, assignment_map):
             raise ValueError(f"Tensor {ckpt_name} is not found in {ckpt_dir_or_file} "
                              f"checkpoint {sorted(stored)}")
         _set_initializer(var, prefix, ckpt_name, stored)
+
+
+def list_variables(ckpt_dir_or_file):
+    """[(name, shape)] of the variables saved in a checkpoint (a directory means its latest
+    one), sorted by name, as tf.train.list_variables."""
+    stored = _stored(_prefix(ckpt_dir_or_file))
+    return [(k, list(stored[k].shape)) for k in sorted(stored)]
+
+
+def load_variable(ckpt_dir_or_file, name):
+    """The saved value of variable `name` (a NumPy array), as tf.train.load_variable; a
+    name the checkpoint lacks raises NotFoundError."""
+    stored = _stored(_prefix(ckpt_dir_or_file))
+    name = name[:-2] if name.endswith(":0") else name
+    if name not in stored:
+        raise NotFoundError(f"Key {name} not found in checkpoint {ckpt_dir_or_file} (it holds "
+                            f"{sorted(stored)})")
+    return np.array(stored[name])

@@ -95,8 +95,7 @@ slim = SimpleNamespace(model_analyzer=SimpleNamespace(analyze_vars=_cl.analyze_v
 
 
 class ModeKeys:
-    """The mode names model functions compare against (tf.estimator.ModeKeys); dualgrad has
-    no Estimator to pass them, programs use them as constants."""
+    """The mode an Estimator calls its model_fn in (tf.estimator.ModeKeys)."""
     TRAIN, EVAL, PREDICT = "train", "eval", "infer"
     INFER = PREDICT   # contrib.learn's name
 

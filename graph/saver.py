@@ -87,8 +87,9 @@ class Saver:
              meta_graph_suffix="meta", write_meta_graph=True, write_state=True,
              strip_default_attrs=False, save_debug_info=False):
         """Write checkpoint `save_path` (`save_path-N` with global_step N, an int or a
-        tensor / variable read in `sess`); returns that prefix. The graph is always written
-        (the JSON file), whatever write_meta_graph says."""
+        tensor / variable read in `sess`); returns that prefix. The graph is written (the
+        JSON file) whatever write_meta_graph says, unless it holds what cannot be written (a
+        tf.data iterator): then the file holds the values only, which restore reads."""
         prefix = os.fspath(save_path)
         if global_step is not None:
             step = int(sess.run(global_step)) if isinstance(global_step, Tensor) \
@@ -100,7 +101,7 @@ class Saver:
             raise FailedPreconditionError(
                 f"Saver.save: attempting to use uninitialized value {missing[0]!r}; run "
                 f"graph.global_variables_initializer() in this session first")
-        _save(prefix, sess, var_list=vs)
+        _save(prefix, sess, var_list=vs, values_only_if=True)
         if write_state:
             self._record(prefix)
             self._delete_old()

@@ -120,16 +120,24 @@ class _Encoder:
         return key
 
 
-def save(path, session=None, graph=None, var_list=None, *, extra=None):
+def save(path, session=None, graph=None, var_list=None, *, extra=None, values_only_if=False):
     """Write the graph (default: the session's, else the default graph) and, given a
     session, its variable values (only those of var_list, when given). Returns the path of
     the JSON file. `extra`: more top-level JSON fields, written in the same atomic save
-    (compiler.export's program signature)."""
+    (compiler.export's program signature). values_only_if=True (train.Saver's checkpoints):
+    a graph holding what cannot be written (a tf.data iterator) is left out, the file says
+    why, and the values are written; `load` of such a file raises GraphFileError."""
     g = graph if graph is not None else session.graph if session is not None else \
         get_default_graph()
     enc = _Encoder()
-    doc = {"format": FORMAT, "version": VERSION, "graph": enc.graph(g, "")}
-    doc["bodies"] = enc.bodies
+    try:
+        doc = {"format": FORMAT, "version": VERSION, "graph": enc.graph(g, "")}
+        doc["bodies"] = enc.bodies
+    except TypeError as e:
+        if not values_only_if:
+            raise
+        enc = _Encoder()
+        doc = {"format": FORMAT, "version": VERSION, "values_only": str(e)}
     doc.update(extra or {})
     if session is not None:
         state = session.variable_values()
@@ -316,6 +324,10 @@ def _read(path):
 def load(path) -> Graph:
     """Rebuild a saved graph; Sessions on it start with the saved variable values."""
     doc, arrays = _read(path)
+    if "values_only" in doc:
+        raise GraphFileError(f"{_paths(path)[0]} holds variable values only (a checkpoint "
+                             f"whose graph could not be written: {doc['values_only']}); "
+                             f"rebuild the graph with its code and restore the values")
     dec = _Decoder(doc, arrays)
     g = dec.top = Graph()
     try:

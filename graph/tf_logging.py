@@ -21,12 +21,26 @@ _LOGGER = None
 _COUNTS: dict = {}
 
 
+class _Stderr(_logging.StreamHandler):
+    """Writes to `sys.stderr` as it is at each message, not as it was when the logger was
+    made: a stderr redirected later (contextlib.redirect_stderr, pytest's capture) gets the
+    messages, as with TF's handler."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value):
+        pass
+
+
 def get_logger():
     global _LOGGER
     if _LOGGER is None:
         logger = _logging.getLogger("dualgrad.graph")
         if not logger.handlers:
-            handler = _logging.StreamHandler(sys.stderr)
+            handler = _Stderr()
             handler.setFormatter(_logging.Formatter("%(levelname)s:tensorflow:%(message)s"))
             logger.addHandler(handler)
             logger.propagate = False

@@ -25,16 +25,20 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops.updates import (adadelta_update, adagrad_update, adam_update_tf,
-                                  rmsprop_update_tf, sgd_update)
+                                  ftrl_update_tf, rmsprop_update_tf, sgd_update)
 
 from .control_flow import group
-from .core import Tensor, get_default_graph
+from .core import Tensor
 from .gradients import gradients
 from .saver import Saver, checkpoint_exists, get_checkpoint_state, latest_checkpoint
-from .checkpoint_init import init_from_checkpoint
+from .checkpoint_init import init_from_checkpoint, list_variables, load_variable
+from .monitored import ChiefSessionCreator, MonitoredSession, MonitoredTrainingSession
+from .hooks import (LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook, Scaffold,
+                    SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues,
+                    StopAtStepHook, CheckpointSaverHook, CheckpointSaverListener)
 from .lr_decay import (cosine_decay, inverse_time_decay, natural_exp_decay, piecewise_constant,
                        polynomial_decay)
-from .variables import Variable, assign, assign_add
+from .variables import Variable, assign, assign_add, get_global_step, get_or_create_global_step
 from .coordinator import Coordinator, start_queue_runners
 from .moving_averages import ExponentialMovingAverage
 from .summary import FileWriter as SummaryWriter   # TF 0.x's name of summary.FileWriter
@@ -42,10 +46,16 @@ from .io import BytesList, Example, Feature, Features, FloatList, Int64List
 
 __all__ = ["ExponentialMovingAverage", "SummaryWriter", "Coordinator", "start_queue_runners", "Example", "Features", "Feature", "Int64List",
            "FloatList", "BytesList", "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
-           "RMSPropOptimizer", "AdagradOptimizer", "AdadeltaOptimizer", "exponential_decay",
+           "RMSPropOptimizer", "AdagradOptimizer", "AdadeltaOptimizer", "FtrlOptimizer",
+           "exponential_decay",
            "get_or_create_global_step", "get_global_step", "Saver", "latest_checkpoint",
            "get_checkpoint_state", "checkpoint_exists", "piecewise_constant", "polynomial_decay",
-           "natural_exp_decay", "inverse_time_decay", "cosine_decay", "init_from_checkpoint"]
+           "natural_exp_decay", "inverse_time_decay", "cosine_decay", "init_from_checkpoint",
+           "list_variables", "load_variable", "SessionRunHook", "SessionRunArgs",
+           "SessionRunContext", "SessionRunValues", "StopAtStepHook", "LoggingTensorHook",
+           "NanTensorHook", "NanLossDuringTrainingError", "CheckpointSaverHook",
+           "CheckpointSaverListener", "Scaffold", "MonitoredSession", "MonitoredTrainingSession",
+           "ChiefSessionCreator"]
 
 
 class Optimizer:
@@ -199,6 +209,43 @@ class RMSPropOptimizer(Optimizer):
         return nodes + ([assign(mg, new_mg).node] if self.centered else [])
 
 
+class FtrlOptimizer(Optimizer):
+    """TF1's FTRL-Proximal (rule in ops/updates.py: ftrl_update_tf): the accumulator
+    `<var>/Ftrl` (starting at initial_accumulator_value) and the linear term `<var>/Ftrl_1`
+    (zeros), TF1's variable names (get_slot takes those names, not TF's "accum" / "linear")."""
+
+    def __init__(self, learning_rate, learning_rate_power=-0.5, initial_accumulator_value=0.1,
+                 l1_regularization_strength=0.0, l2_regularization_strength=0.0,
+                 use_locking=False, name="Ftrl", accum_name=None, linear_name=None,
+                 l2_shrinkage_regularization_strength=0.0):
+        if learning_rate_power > 0.0:
+            raise ValueError(f"learning_rate_power ({learning_rate_power}) must be less than "
+                             f"or equal to 0.")
+        if initial_accumulator_value <= 0.0:
+            raise ValueError(f"initial_accumulator_value ({initial_accumulator_value}) must be "
+                             f"positive.")
+        for what, v in (("l1_regularization_strength", l1_regularization_strength),
+                        ("l2_regularization_strength", l2_regularization_strength),
+                        ("l2_shrinkage_regularization_strength",
+                         l2_shrinkage_regularization_strength)):
+            if v < 0.0:
+                raise ValueError(f"{what} {v} must be greater than or equal to 0.")
+        super().__init__(learning_rate, name)
+        self.power, self.initial = learning_rate_power, initial_accumulator_value
+        self.l1, self.l2 = l1_regularization_strength, l2_regularization_strength
+        self.shrinkage = l2_shrinkage_regularization_strength
+        self.accum_name, self.linear_name = accum_name or name, linear_name or f"{name}_1"
+
+    def _apply_one(self, grad, var):
+        acc = self.slot(var, self.accum_name, np.full(var.shape, self.initial, var.dtype))
+        lin = self.slot(var, self.linear_name)
+        new_var, new_acc, new_lin = ftrl_update_tf(var, grad, acc, lin, self._lr(var),
+                                                   self.power, self.l1, self.l2,
+                                                   self.shrinkage)
+        return [assign(acc, new_acc).node, assign(lin, new_lin).node,
+                assign(var, new_var).node]
+
+
 class AdagradOptimizer(Optimizer):
     """TF1's Adagrad: accum += g^2; var -= lr g / sqrt(accum), the accumulator starting at
     initial_accumulator_value (rule in ops/updates.py, without eps)."""
@@ -228,21 +275,6 @@ class AdadeltaOptimizer(Optimizer):
         new_var, sq, delta = adadelta_update(var, grad, acc, upd, self._lr(var),
                                              self.rho, self.epsilon)
         return [assign(acc, sq).node, assign(upd, delta).node, assign(var, new_var).node]
-
-
-# -- global step ---------------------------------------------------------------------------------
-def get_global_step(graph=None):
-    g = graph or get_default_graph()
-    return next((v for v in g.variables if v.node.name == "global_step"), None)
-
-
-def get_or_create_global_step(graph=None):
-    g = graph or get_default_graph()
-    step = get_global_step(g)
-    if step is None:
-        with g.as_default(), g.name_scope(None):
-            step = Variable(np.array(0, np.int64), name="global_step", trainable=False)
-    return step
 
 
 def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False,

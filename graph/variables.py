@@ -258,3 +258,20 @@ def global_variables_initializer():
 def local_variables_initializer():
     """One op that initialises the default graph's LOCAL_VARIABLES (e.g. metrics' counts)."""
     return variables_initializer(local_variables(), name="init_local")
+
+
+# -- global step (train.get_global_step / get_or_create_global_step) ----------------------------
+def get_global_step(graph=None):
+    """The graph's (default: the default graph's) `global_step` variable, or None."""
+    g = graph or get_default_graph()
+    return next((v for v in g.variables if v.node.name == "global_step"), None)
+
+
+def get_or_create_global_step(graph=None):
+    """The graph's `global_step` variable (int64, not trainable), made when missing."""
+    g = graph or get_default_graph()
+    step = get_global_step(g)
+    if step is None:
+        with g.as_default(), g.name_scope(None):
+            step = Variable(np.array(0, np.int64), name="global_step", trainable=False)
+    return step

@@ -648,10 +648,12 @@ def _bce_logits_ref(np, x, t, reduction="mean"):
                                  r"have the shape of input \(4, 3\)")),
            ref=_bce_logits_ref)
 def binary_cross_entropy_with_logits(logits, target, reduction="mean"):
-    """Sigmoid cross-entropy in the stable form max(x, 0) - x*t + log(1 + exp(-|x|))."""
-    from .elementwise import abs as abs_, maximum
+    """Sigmoid cross-entropy softplus(x) - x*t (softplus: max(x, 0) + log(1 + exp(-|x|)))."""
+    # NOTE: softplus's rule gives sigmoid(x) - t at x = 0 too, as torch and TF; max(x, 0) and
+    # |x| differentiated apart gave 1 - t there
+    from .elementwise import softplus
     _same_shape("binary_cross_entropy_with_logits", logits, target)
-    loss = maximum(logits, 0.0) - logits * target + log(1.0 + exp(-abs_(logits)))
+    loss = softplus(logits) - logits * target
     return _reduce_loss(loss, reduction)
 
 

@@ -9,7 +9,7 @@ nn.BatchNorm and graph.layers.batch_normalization.
 """
 from __future__ import annotations
 
-from .elementwise import maximum, sqrt
+from .elementwise import maximum, minimum, sqrt
 from .reduce import sum as sum_
 
 
@@ -102,6 +102,23 @@ def adam_update_tf(p, g, m, v, lr_t, beta1=0.9, beta2=0.999, eps=1e-8):
     m = m * beta1 + g * (1.0 - beta1)
     v = v * beta2 + (g * g) * (1.0 - beta2)
     return p - lr_t * m / (sqrt(v) + eps), m, v
+
+
+def ftrl_update_tf(p, g, accum, linear, lr, lr_power=-0.5, l1=0.0, l2=0.0, l2_shrinkage=0.0):
+    """TF1's FTRL-Proximal step (ApplyFtrlV2): accum' = accum + g^2; linear += g' -
+    (accum'^-lr_power - accum^-lr_power) / lr * p, g' = g + 2 l2_shrinkage p; the new p is
+    (clip(linear, -l1, l1) - linear) / (accum'^-lr_power / lr + 2 l2), zero where
+    |linear| <= l1. Returns (new_p, accum', linear)."""
+    new_accum = accum + g * g
+    if lr_power == -0.5:
+        now, before = sqrt(new_accum), sqrt(accum)
+    else:
+        now, before = new_accum ** -lr_power, accum ** -lr_power
+    shrunk = g + (2.0 * l2_shrinkage) * p if l2_shrinkage else g
+    linear = linear + shrunk - (now - before) / lr * p
+    quadratic = now / lr + 2.0 * l2 if l2 else now / lr
+    clipped = maximum(minimum(linear, l1), -l1) if l1 else 0.0 * linear
+    return (clipped - linear) / quadratic, new_accum, linear
 
 
 def rmsprop_update_tf(p, g, ms, mom, lr, decay=0.9, momentum=0.0, eps=1e-10, mg=None):

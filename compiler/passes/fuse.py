@@ -308,6 +308,10 @@ def run(prog):
         except CodegenError as e:
             skipped.append(f"{'+'.join(m.op.name for m in g.members)}: {e}")
             continue
+        except _NoOutputs:
+            skipped.append(f"{'+'.join(m.op.name for m in g.members)}: only control "
+                           f"dependencies read the group (nothing to compute)")
+            continue
         fused += 1
         sizes.append(n_ops)
     from ..ir import topo_sort
@@ -315,6 +319,10 @@ def run(prog):
     topo_sort(prog)
     dead_code(prog)
     return {"groups": fused, "sizes": sizes, "unfused": skipped}
+
+
+class _NoOutputs(Exception):
+    """No value of the group is read by an op or fetched: the group stays unfused."""
 
 
 def _fuse(prog, g, users, fetched):
@@ -348,6 +356,8 @@ def _fuse(prog, g, users, fetched):
         index[(id(m), 0)] = len(nodes) - 1
     outs = [m for m in g.members
             if id(m) in fetched or any(id(u) not in member_ids for u, _ in users[id(m)])]
+    if not outs:   # NOTE: e.g. a metric's update value run only as a tf.group's control input
+        raise _NoOutputs
     spec = FusedSpec(
         inputs=tuple((src.specs[i].dtype.name, r) for (src, i), r in inputs),
         nodes=tuple(nodes), outputs=tuple(index[(id(m), 0)] for m in outs))

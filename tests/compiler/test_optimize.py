@@ -354,6 +354,21 @@ def test_unfusable_group_is_left_unfused_with_reason(monkeypatch):
         xv + 0.044715 * xv ** 3))), rtol=1e-5, atol=1e-6)
 
 
+def test_a_group_read_only_by_control_dependencies_stays_unfused():
+    """A metric's update value run as a tf.group's control input: no op reads the chain,
+    so there is nothing to fuse (it raised ValueError from FusedSpec before)."""
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, [None])
+        value, update = graph.metrics.mean(graph.square(x - 1.0))
+        step = graph.group(update)
+    with graph.Session(g) as s:
+        s.run(graph.variables_initializer(g.get_collection("local_variables")))
+        s.run(step, {x: np.full(3, 3.0, np.float32)})
+        s.run(step, {x: np.full(1, 1.0, np.float32)})
+        assert s.run(value) == 3.0
+
+
 def test_report_renders():
     g, x, y = _gelu_graph()
     _, report = compiler.optimize(g, [y], {x: ops.Spec((10,), np.dtype(np.float32))})

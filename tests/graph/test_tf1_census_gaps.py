@@ -379,3 +379,13 @@ def test_contrib_helpers_and_old_names():
         assert sess.run(tiled)[:, 0].tolist() == [0.0, 0.0, 3.0, 3.0]
         assert sess.run(nxt).tolist() == [0, 2]
         assert sess.run(tf.concat_v2([t, t], 0)).shape == (4, 3)
+
+
+def test_logging_writes_to_the_stderr_of_the_moment():
+    import contextlib
+    import io
+    tf.logging.warning("first")   # the logger exists before stderr is redirected
+    buf = io.StringIO()
+    with contextlib.redirect_stderr(buf):
+        tf.logging.warning("later %d", 2)
+    assert "WARNING:tensorflow:later 2" in buf.getvalue()

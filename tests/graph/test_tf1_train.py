@@ -96,3 +96,21 @@ def test_compute_apply_gradients_with_clipping_global_step_and_decay():
         np.testing.assert_allclose(s.run(w), wv, rtol=1e-5)
         assert int(s.run(step)) == 4
     assert lrs == pytest.approx([0.1, 0.1, 0.05, 0.05])
+
+
+@pytest.mark.parametrize("kw", [{}, {"l1_regularization_strength": 0.5,
+                                     "l2_regularization_strength": 0.1},
+                                {"learning_rate_power": -0.7, "initial_accumulator_value": 0.5,
+                                 "l2_shrinkage_regularization_strength": 0.2}])
+def test_ftrl_equals_tf1(kw):
+    tf1 = pytest.importorskip("tensorflow").compat.v1
+    g = tf1.Graph()
+    with g.as_default():
+        w = tf1.Variable(W0)
+        train = tf1.train.FtrlOptimizer(0.3, **kw).minimize(tf1.reduce_sum(w * w * SCALE))
+        with tf1.Session(graph=g) as s:
+            s.run(tf1.global_variables_initializer())
+            want = [(s.run(train), s.run(w))[1] for _ in range(4)]
+    with tf.Graph().as_default():
+        got = steps(tf.train.FtrlOptimizer(0.3, **kw), n=4)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)

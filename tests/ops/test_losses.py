@@ -79,3 +79,17 @@ def test_double_backward_through_the_loss_matches_finite_differences():
 def test_the_primitive_names_itself_in_shape_errors():
     with pytest.raises(ops.ShapeError, match="softmax_cross_entropy: logits"):
         ops.softmax_cross_entropy(np.zeros((2, 3), np.float32), np.zeros((2, 4), np.float32))
+
+
+def test_sigmoid_cross_entropy_gradient_at_zero_logits_matches_torch():
+    """sigmoid(x) - t at x = 0 as well (max(x, 0) and |x| differentiated apart gave 1 - t:
+    every zero-initialised logistic model took a wrong first step)."""
+    torch = pytest.importorskip("torch")
+    x = np.array([0.0, 0.0, 2.0, -3.0], np.float32)
+    t = np.array([0.0, 1.0, 1.0, 0.0], np.float32)
+    xe = eager.tensor(x, requires_grad=True)
+    F.binary_cross_entropy_with_logits(xe, eager.tensor(t), reduction="sum").backward()
+    xt = torch.tensor(x, requires_grad=True)
+    torch.nn.functional.binary_cross_entropy_with_logits(xt, torch.tensor(t),
+                                                         reduction="sum").backward()
+    np.testing.assert_allclose(xe.grad.numpy(), xt.grad.numpy(), rtol=1e-6)
