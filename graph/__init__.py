@@ -34,7 +34,7 @@ from .dtypes import (as_dtype, bool_, float16, float32, float64, int8, int16, in
 from .variables import (Variable, assign, assign_add, assign_sub, global_variables,
                         global_variables_initializer, local_variables,
                         local_variables_initializer, trainable_variables,
-                        variables_initializer)
+                        variables_initializer, count_up_to)
 from .control_flow import case, cond, group, identity, map_fn, no_op, print_, while_loop
 from . import while_grad as _while_grad  # noqa: F401 - registers the while_grad graph op
 from .gradients import gradients
@@ -77,6 +77,9 @@ app = _NS(run=flags.run, flags=flags)
 python_io = _NS(TFRecordWriter=io.TFRecordWriter, tf_record_iterator=io.tf_record_iterator)
 examples = _NS(tutorials=_NS(mnist=_NS(input_data=mnist)))   # tf.examples.tutorials.mnist
 from .augment import decode_csv, diag, multinomial, random_crop, read_file
+from .queues import FIFOQueue, QueueBase, RandomShuffleQueue
+from .readers import ReaderBase, TextLineReader, TFRecordReader, WholeFileReader
+from .input_pipeline import random_shuffle
 from .shapes import TensorShape as _TensorShape
 estimator = _NS(ModeKeys=contrib.ModeKeys)   # the constants only: no Estimator (docs say why)
 python = _NS(framework=_NS(tensor_shape=_NS(TensorShape=_TensorShape, Dimension=Dimension,
@@ -118,7 +121,8 @@ __all__ = [
     "parse_single_example", "VERSION", "device", "disable_eager_execution",
     "disable_v2_behavior", "enable_eager_execution", "executing_eagerly",
     "initialize_all_variables", "decode_csv", "diag", "multinomial", "random_crop",
-    "read_file", "estimator", "python", "concat_v2", "compat",
+    "read_file", "FIFOQueue", "QueueBase", "RandomShuffleQueue", "ReaderBase", "TextLineReader",
+    "TFRecordReader", "WholeFileReader", "random_shuffle", "count_up_to", "estimator", "python", "concat_v2", "compat",
     "argsort", "boolean_mask", "einsum", "gather_nd", "sequence_mask", "slice", "sort", "strided_slice",
     "tensordot", "unique", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "image", "math", "random", "initializers", "linalg", "matrix_band_part",
     "matrix_transpose", "matrix_determinant", "keras", "Summary", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",

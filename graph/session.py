@@ -51,13 +51,27 @@ def _session_or_default(session):
 
 
 class RunState:
-    """What stateful kernels see: the session's variable values (by node name) and RNGs."""
+    """What stateful kernels see: the session's variable values (by node name) and RNGs.
+
+    `run` may be called from several threads at once (a queue runner's threads and the
+    training loop): a kernel that reads and then writes this state (`count_up_to`, making a
+    queue's store) holds `lock`. A resource with a `session_closed()` method (a queue) hears
+    of `Session.close`, so ops waiting on it end."""
 
     def __init__(self, session, graph):
         self.session = session
         self.variables = {k: np.array(v, copy=True) for k, v in graph.saved_values.items()}
         self.rngs = {}
-        self.resources = {}   # per-session state of graph objects (tf.data iterators)
+        self.resources = {}   # per-session state of graph objects (tf.data iterators, queues)
+        self.lock = threading.RLock()
+
+    def close(self):
+        with self.lock:
+            resources = list(self.resources.values())
+        for r in resources:
+            hook = getattr(r, "session_closed", None)
+            if hook is not None:
+                hook()
 
 
 def _optimizer():
@@ -114,6 +128,7 @@ class Session:
 
     def close(self):
         self._closed = True
+        self._state.close()
         self._plans.clear()
         self._state.variables.clear()
 
@@ -172,7 +187,10 @@ class Session:
             key += (tuple(sorted((id(t), a.shape, a.dtype.str) for t, a in feeds.items())),)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = self._new_plan(flat, feeds)
+            with self._state.lock:   # NOTE: one thread builds a plan others then share
+                plan = self._plans.get(key)
+                if plan is None:
+                    plan = self._plans[key] = self._new_plan(flat, feeds)
         return plan
 
     def _new_plan(self, flat, feeds):
