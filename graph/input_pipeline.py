@@ -340,8 +340,8 @@ def _batch(tensor_lists, original, batch_size, capacity, enqueue_many, shapes, d
                       capacity - min_after)
         ops = [q.enqueue_many(ts) if enqueue_many else q.enqueue(ts) for ts in lists]
         add_queue_runner(QueueRunner(q, ops))
-        dequeued = q.dequeue_up_to(batch_size) if allow_smaller else \
-            q.dequeue_many(batch_size)
+        dequeued = q.dequeue_up_to(batch_size, name=scope) if allow_smaller else \
+            q.dequeue_many(batch_size, name=scope)
         return _restructure(original, dequeued)
 
 

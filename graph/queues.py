@@ -284,6 +284,7 @@ class QueueBase:
         self._graph = get_default_graph()
         # NOTE: a name ending in '/' is a name scope's, used as is (TF1's producers do so)
         self.name = name[:-1] if name.endswith("/") else self._graph.unique_name(name)
+        self._base = self.name.rsplit("/", 1)[-1]   # its ops' names, in the scope they are built
 
     # -- TF's properties ---------------------------------------------------------------------
     @property
@@ -312,40 +313,40 @@ class QueueBase:
     # -- ops -------------------------------------------------------------------------------
     def enqueue(self, vals, name=None):
         """An op adding one element (a value per component)."""
-        return self._enqueue(vals, False, name or f"{self.name}_enqueue")
+        return self._enqueue(vals, False, name or f"{self._base}_enqueue")
 
     def enqueue_many(self, vals, name=None):
         """An op adding the slices along axis 0 of each component, as many elements."""
-        return self._enqueue(vals, True, name or f"{self.name}_EnqueueMany")
+        return self._enqueue(vals, True, name or f"{self._base}_EnqueueMany")
 
     def dequeue(self, name=None):
         """One element: a tensor (one component), a list, or a dict (`names`)."""
-        return self._dequeue(None, False, name or f"{self.name}_Dequeue")
+        return self._dequeue(None, False, name or f"{self._base}_Dequeue")
 
     def dequeue_many(self, n, name=None):
         """n elements, stacked along a new axis 0; waits until n are there."""
-        return self._dequeue(n, False, name or f"{self.name}_DequeueMany")
+        return self._dequeue(n, False, name or f"{self._base}_DequeueMany")
 
     def dequeue_up_to(self, n, name=None):
         """As dequeue_many, but a closed queue gives what it has left (at least one)."""
-        return self._dequeue(n, True, name or f"{self.name}_DequeueUpTo")
+        return self._dequeue(n, True, name or f"{self._base}_DequeueUpTo")
 
     def close(self, cancel_pending_enqueues=False, name=None):
         """An op closing the queue: enqueues then fail; dequeues get what is left, then
         raise OutOfRangeError. With cancel_pending_enqueues, waiting enqueues fail too."""
         node = self._graph.create_node(
             CLOSE, (), {"queue": self, "cancel_pending_enqueues": bool(
-                cancel_pending_enqueues)}, [], name or f"{self.name}_Close")
+                cancel_pending_enqueues)}, [], name or f"{self._base}_Close")
         return node
 
     def is_closed(self, name=None):
         return self._graph.create_node(IS_CLOSED, (), {"queue": self}, [Spec((), bool_)],
-                                       name or f"{self.name}_IsClosed").outputs[0]
+                                       name or f"{self._base}_IsClosed").outputs[0]
 
     def size(self, name=None):
         """The number of elements in the queue, as an int32 scalar."""
         return self._graph.create_node(SIZE, (), {"queue": self}, [Spec((), int32)],
-                                       name or f"{self.name}_Size").outputs[0]
+                                       name or f"{self._base}_Size").outputs[0]
 
     # -- building ----------------------------------------------------------------------------
     def _where(self, what):
@@ -413,8 +414,12 @@ class QueueBase:
             if n is not None:
                 shape = ((None if up_to else n),) + shape
             specs.append(Spec(shape, dt))
+        # NOTE: a name scope's name ('batch/'): the node takes it as is (train.batch's 'batch')
+        exact = name.endswith("/") and name[:-1] not in {n.name for n in
+                                                         self._graph.get_operations()}
         node = self._graph.create_node(DEQUEUE, (), {"queue": self, "n": n, "up_to": up_to},
-                                       specs, name)
+                                       specs, name[:-1] if exact else name.rstrip("/"),
+                                       exact_name=exact)
         outs = list(node.outputs)
         if self._names is not None:
             return dict(zip(self._names, outs))
@@ -458,7 +463,7 @@ def _value(v, dt, i, what):
                             otypes=[object])(arr) if arr.size else arr
     arr = np.asarray(v)
     if arr.dtype.kind in "USO" or not np.can_cast(arr.dtype, dt, "same_kind"):
-        first = arr.flat[0] if arr.size else arr
+        first = arr.flat[0].item() if arr.size else arr
         raise TypeError(f"{what}: component {i}: expected {dt.name}, got {first!r} of "
                         f"type '{type(first).__name__}'")
     return arr.astype(dt)
