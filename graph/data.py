@@ -101,6 +101,7 @@ class _Elements:
 class Dataset(_Elements):
     """A lazy sequence of elements. Subclasses give `_elements()` (a fresh generator of
     flat lists of arrays) and `_specs` (a flat list of (dtype, TensorShape))."""
+    runtime_object = True   # NOTE: graph.save writes a marker graph.load refuses
 
     def _elements(self):
         raise NotImplementedError
@@ -506,6 +507,7 @@ ITERATOR_INIT = graph_op("make_iterator", _init_kernel)
 class Iterator(_Elements):
     """TF1's iterator: `get_next()` gives tensors that, each time a Session runs them, hold
     the next element; `initializer` (re)starts it on its dataset."""
+    runtime_object = True   # NOTE: graph.save writes a marker graph.load refuses
 
     def __init__(self, structure, specs, dataset=None):
         self._structure, self._specs, self._one_shot = structure, list(specs), dataset

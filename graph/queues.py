@@ -266,6 +266,7 @@ class QueueBase:
     """What TF1's queues share: the component dtypes / shapes / names and the ops
     `enqueue`, `enqueue_many`, `dequeue`, `dequeue_many`, `dequeue_up_to`, `close`,
     `is_closed`, `size`."""
+    runtime_object = True   # NOTE: graph.save writes a marker graph.load refuses
     _kind = "Queue"
     min_after_dequeue = 0
 

@@ -128,6 +128,7 @@ QUERY = graph_op("reader_query", _query_kernel)
 class ReaderBase:
     """What TF1's readers share: `read(queue)`, `read_up_to(queue, num_records)`,
     `num_records_produced()`, `num_work_units_completed()`, `reset()`."""
+    runtime_object = True   # NOTE: graph.save writes a marker graph.load refuses
     supports_serialize = False
 
     def __init__(self, name):

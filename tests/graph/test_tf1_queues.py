@@ -334,3 +334,18 @@ def test_one_session_runs_from_many_threads_with_count_up_to():
         for t in threads:
             t.join(30)
         assert sorted(got) == list(range(400)) and s.run(v) == 400
+
+
+def test_a_saver_checkpoints_a_graph_with_queues(tmp_path):
+    q = graph.FIFOQueue(4, graph.float32, shapes=[()])
+    w = graph.Variable(2.0)
+    step = w.assign_add(q.dequeue())
+    with graph.Session() as sess:
+        sess.run([w.initializer, q.enqueue_many([[1.0, 2.0]])])
+        sess.run(step)
+        prefix = graph.train.Saver().save(sess, str(tmp_path / "model"))
+        sess.run(step)
+        graph.train.Saver().restore(sess, prefix)
+        assert sess.run(w) == 3.0
+    with pytest.raises(graph.errors.GraphFileError, match="FIFOQueue 'fifo_queue'.*restore"):
+        graph.load(prefix)
