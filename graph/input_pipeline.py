@@ -111,12 +111,18 @@ class QueueRunner:
         return threads
 
     def _run(self, sess, op, coord):
+        counted = False
         try:
             while coord is None or not coord.should_stop():
                 try:
                     sess.run(op)
                 except self._closed_types:
-                    self._last_one_closes(sess)
+                    counted = True
+                    if self._done(sess) == 0:   # NOTE: the last thread of sess closes
+                        try:
+                            sess.run(self._close_op)
+                        except Exception:  # noqa: BLE001, S110 - a closed session
+                            pass
                     return
         except Exception as e:  # noqa: BLE001 - handed to the coordinator, as TF's runner
             if coord is not None:
@@ -126,17 +132,14 @@ class QueueRunner:
                     self._exceptions.append(e)
                 raise
         finally:
-            with self._lock:
-                self._runs[sess] = max(0, self._runs.get(sess, 1) - 1)
+            if not counted:
+                self._done(sess)
 
-    def _last_one_closes(self, sess):
+    def _done(self, sess):
+        """Count one thread of `sess` as ended; how many are left."""
         with self._lock:
-            last = self._runs.get(sess, 1) <= 1
-        if last:
-            try:
-                sess.run(self._close_op)
-            except Exception:  # noqa: BLE001, S110 - a closed session: nothing left to close
-                pass
+            self._runs[sess] = left = max(0, self._runs.get(sess, 1) - 1)
+        return left
 
     def _close_on_stop(self, sess, coord):
         coord.wait_for_stop()

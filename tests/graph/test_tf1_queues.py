@@ -349,3 +349,29 @@ def test_a_saver_checkpoints_a_graph_with_queues(tmp_path):
         assert sess.run(w) == 3.0
     with pytest.raises(graph.errors.GraphFileError, match="FIFOQueue 'fifo_queue'.*restore"):
         graph.load(prefix)
+
+
+def test_queue_runner_threads_end_when_the_coordinator_stops(tf1):
+    """An endless producer: its threads wait on a full queue until request_stop, then the
+    close-on-stop thread cancels the waiting enqueues and join returns (as TF's)."""
+    def run(tf):
+        g = tf.Graph()
+        with g.as_default():
+            q = tf.FIFOQueue(3, [tf.int64], shapes=[()])
+            counter = tf.Variable(np.int64(0))
+            qr = tf.train.QueueRunner(q, [q.enqueue([counter.assign_add(1)])] * 2)
+            tf.train.add_queue_runner(qr)
+            take = q.dequeue()
+            init = tf.global_variables_initializer()
+        with tf.Session(graph=g) as sess:
+            sess.run(init)
+            coord = tf.train.Coordinator()
+            threads = qr.create_threads(sess, coord=coord, start=True)
+            again = qr.create_threads(sess, coord=coord, start=True)   # already running
+            got = [int(sess.run(take)) for _ in range(6)]
+            coord.request_stop()
+            coord.join(threads, stop_grace_period_secs=10)
+            return len(threads), again, got, [t.is_alive() for t in threads]
+    want, got = run(tf1), run(graph)
+    assert got[:2] == want[:2] == (3, [])
+    assert len(set(got[2])) == 6 and not any(got[3])
