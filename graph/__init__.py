@@ -78,7 +78,8 @@ python_io = _NS(TFRecordWriter=io.TFRecordWriter, tf_record_iterator=io.tf_recor
 examples = _NS(tutorials=_NS(mnist=_NS(input_data=mnist)))   # tf.examples.tutorials.mnist
 from .augment import decode_csv, diag, multinomial, random_crop, read_file
 from .queues import FIFOQueue, QueueBase, RandomShuffleQueue
-from .readers import ReaderBase, TextLineReader, TFRecordReader, WholeFileReader
+from .readers import (FixedLengthRecordReader, ReaderBase, TextLineReader, TFRecordReader,
+                      WholeFileReader)
 from .input_pipeline import random_shuffle
 from .shapes import TensorShape as _TensorShape
 estimator = _NS(ModeKeys=contrib.ModeKeys)   # the constants only: no Estimator (docs say why)
@@ -122,7 +123,7 @@ __all__ = [
     "disable_v2_behavior", "enable_eager_execution", "executing_eagerly",
     "initialize_all_variables", "decode_csv", "diag", "multinomial", "random_crop",
     "read_file", "FIFOQueue", "QueueBase", "RandomShuffleQueue", "ReaderBase", "TextLineReader",
-    "TFRecordReader", "WholeFileReader", "random_shuffle", "count_up_to", "estimator", "python", "concat_v2", "compat",
+    "TFRecordReader", "WholeFileReader", "FixedLengthRecordReader", "random_shuffle", "count_up_to", "estimator", "python", "concat_v2", "compat",
     "argsort", "boolean_mask", "einsum", "gather_nd", "sequence_mask", "slice", "sort", "strided_slice",
     "tensordot", "unique", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "image", "math", "random", "initializers", "linalg", "matrix_band_part",
     "matrix_transpose", "matrix_determinant", "keras", "Summary", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",

@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import struct
 import threading
+from collections import namedtuple
 
 import numpy as np
 
@@ -39,7 +40,10 @@ from .dtypes import int64, string
 from .errors import NotFoundError, describe
 from .queues import QueueBase, store_of
 
-__all__ = ["ReaderBase", "TextLineReader", "TFRecordReader", "WholeFileReader"]
+__all__ = ["ReaderBase", "TextLineReader", "TFRecordReader", "WholeFileReader",
+           "FixedLengthRecordReader"]
+
+ReaderReadResult = namedtuple("ReaderReadResult", ["key", "value"])   # TF's (key, value)
 
 
 class _Position:
@@ -157,7 +161,7 @@ class ReaderBase:
         node = self._graph.create_node(READ, (), {"reader": self, "queue": queue},
                                        [Spec((), string), Spec((), string)],
                                        name or "ReaderRead")
-        return node.outputs[0], node.outputs[1]
+        return ReaderReadResult(*node.outputs)
 
     def read_up_to(self, queue, num_records, name=None):
         """(keys, values): up to num_records records (fewer at the end of a file)."""
@@ -168,7 +172,7 @@ class ReaderBase:
         node = self._graph.create_node(READ_UP_TO, (), {"reader": self, "queue": queue, "n": n},
                                        [Spec((None,), string), Spec((None,), string)],
                                        name or "ReaderReadUpTo")
-        return node.outputs[0], node.outputs[1]
+        return ReaderReadResult(*node.outputs)
 
     def _query(self, what, name, specs):
         return self._graph.create_node(QUERY, (), {"reader": self, "what": what}, specs, name)
@@ -229,3 +233,32 @@ class WholeFileReader(ReaderBase):
         with open(path, "rb") as f:
             data = f.read()
         yield name, data
+
+
+class FixedLengthRecordReader(ReaderBase):
+    """Records of `record_bytes` bytes, between `header_bytes` at the start of each file and
+    `footer_bytes` at its end, starting every `hop_bytes` (default: record_bytes); a last
+    record cut short is dropped. Keys are `file:record number`."""
+
+    def __init__(self, record_bytes, header_bytes=None, footer_bytes=None, hop_bytes=None,
+                 name=None, encoding=None):
+        if encoding:
+            raise NotImplementedError("FixedLengthRecordReader(encoding=...): compressed "
+                                      "files are not supported")
+        super().__init__(name or "FixedLengthRecordReader")
+        self.record_bytes = int(record_bytes)
+        if self.record_bytes < 1:
+            raise ValueError(f"FixedLengthRecordReader: record_bytes must be positive, got "
+                             f"{record_bytes}")
+        self.header_bytes, self.footer_bytes = int(header_bytes or 0), int(footer_bytes or 0)
+        self.hop_bytes = int(hop_bytes or 0) or self.record_bytes
+
+    def _records(self, path, name):
+        with open(path, "rb") as f:
+            data = f.read()
+        end = len(data) - self.footer_bytes
+        start, number = self.header_bytes, 0
+        while start + self.record_bytes <= end:
+            yield b"%s:%d" % (name, number), data[start:start + self.record_bytes]
+            start += self.hop_bytes
+            number += 1

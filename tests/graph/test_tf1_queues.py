@@ -112,6 +112,22 @@ def test_tfrecords_and_whole_files_as_tf(tf1, files, tmp_path):
     assert got[1][0][0] == f"{path}:19".encode()   # a record's key is its byte offset
 
 
+def test_fixed_length_records_as_tf(tf1, tmp_path):
+    path = str(tmp_path / "r.bin")
+    with open(path, "wb") as f:
+        f.write(b"HHabcdefghijFF")
+
+    def build(tf):
+        q = tf.train.string_input_producer([path], num_epochs=2, shuffle=False)
+        plain = tf.FixedLengthRecordReader(3, header_bytes=2, footer_bytes=2).read(q)
+        q2 = tf.train.string_input_producer([path], num_epochs=1, shuffle=False)
+        return [plain, tf.FixedLengthRecordReader(4, hop_bytes=3).read(q2)]
+    want, _ = drain(tf1, build)
+    got, _ = drain(graph, build)
+    same(got, want)
+    assert got[0][0].key == f"{path}:0".encode()   # TF's namedtuple (key, value)
+
+
 def test_slice_input_producer_and_batch_shapes_as_tf(tf1):
     data = np.arange(14, dtype=np.float32).reshape(7, 2)
 
@@ -375,3 +391,17 @@ def test_queue_runner_threads_end_when_the_coordinator_stops(tf1):
     want, got = run(tf1), run(graph)
     assert got[:2] == want[:2] == (3, [])
     assert len(set(got[2])) == 6 and not any(got[3])
+
+
+def test_a_dequeue_nothing_feeds_says_why(monkeypatch):
+    from dualgrad.graph import queues
+    monkeypatch.setattr(queues, "_HINT_AFTER", 0.4)
+    q = graph.FIFOQueue(2, graph.float32, shapes=[()])
+    take = q.dequeue()
+    with graph.Session() as s:
+        closer = threading.Timer(1.5, lambda: s.run(q.close()))
+        closer.start()
+        with pytest.warns(RuntimeWarning, match="start_queue_runners"):
+            with pytest.raises(graph.errors.OutOfRangeError):
+                s.run(take)
+        closer.join()
