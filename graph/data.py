@@ -25,6 +25,7 @@ end
 from __future__ import annotations
 
 import itertools
+import threading
 from collections import deque
 
 import numpy as np
@@ -546,18 +547,21 @@ class Iterator(_Elements):
         return _pack(self._structure, node.outputs)
 
     def _next(self, state):
-        elements = state.resources.get(self)
-        if elements is None:
-            if self._one_shot is None:
-                raise FailedPreconditionError(
-                    "GetNext() failed because the iterator has not been initialized. Ensure "
-                    "that you have run the initializer operation for this iterator before "
-                    "getting the next element.")
-            elements = state.resources[self] = self._one_shot._elements()
-        try:
-            flat = next(elements)
-        except StopIteration:
-            raise OutOfRangeError("End of sequence") from None
+        with state.lock:   # NOTE: runs from several threads take turns (a generator is not
+            lock = state.resources.setdefault((self, "lock"), threading.Lock())  # re-entrant)
+        with lock:
+            elements = state.resources.get(self)
+            if elements is None:
+                if self._one_shot is None:
+                    raise FailedPreconditionError(
+                        "GetNext() failed because the iterator has not been initialized. "
+                        "Ensure that you have run the initializer operation for this iterator "
+                        "before getting the next element.")
+                elements = state.resources[self] = self._one_shot._elements()
+            try:
+                flat = next(elements)
+            except StopIteration:
+                raise OutOfRangeError("End of sequence") from None
         return tuple(flat) if len(flat) > 1 else flat[0]
 
 

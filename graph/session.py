@@ -291,7 +291,8 @@ def _results(values, state, feeds):
     NumPy scalars. An array made by this run is handed over as it is (a view of one too);
     a copy is made of a variable's buffer, a fed array, a constant (read-only), a view of
     one of those, and of a second fetch sharing memory with an earlier one."""
-    taken = {id(_owner(a)) for a in state.variables.values()}
+    # NOTE: a list first: another thread's run may add a variable meanwhile
+    taken = {id(_owner(a)) for a in list(state.variables.values())}
     taken.update([id(_owner(a)) for a in feeds.values()])
     return [_result(v, taken) for v in values]
 
