@@ -42,7 +42,7 @@ from dualgrad.ops.core import user_frame, where_str
 from .core import (GraphKeys, Tensor, control_dependencies, convert_to_tensor,
                    get_default_graph, graph_op, name_scope)
 from .errors import OutOfRangeError
-from .queues import FIFOQueue, RandomShuffleQueue, _value
+from .queues import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue, _value
 from .shapes import TensorShape
 
 __all__ = ["QueueRunner", "add_queue_runner", "limit_epochs", "input_producer",
@@ -284,7 +284,7 @@ def _tensor_list(tensors, what):
     return [t if isinstance(t, Tensor) else convert_to_tensor(t) for t in items]
 
 
-def _shapes(tensor_lists, shapes, enqueue_many, what):
+def _shapes(tensor_lists, shapes, enqueue_many, what, dynamic_pad=False):
     if shapes is not None:
         return [TensorShape(s) for s in shapes]
     out = []
@@ -295,11 +295,13 @@ def _shapes(tensor_lists, shapes, enqueue_many, what):
             o = None if o is None else (o[1:] if enqueue_many else o)
             s = s if o is None else o if s is None else TensorShape(s).merge_with(o)
         out.append(TensorShape(s))
-    bad = [s for s in out if s.ndims is None or not s.is_fully_defined()]
+    bad = [s for s in out if s.ndims is None or not (dynamic_pad or s.is_fully_defined())]
     if bad:
-        raise ValueError(f"{what} (at {where_str(user_frame())}): All shapes must be fully "
-                         f"defined: {[str(s) if s.ndims is not None else '<unknown>' for s in out]}"
-                         f"; pass shapes= (one per tensor)")
+        found = [str(s) if s.ndims is not None else '<unknown rank>' for s in out]
+        raise ValueError(f"{what} (at {where_str(user_frame())}): " + (
+            f"with dynamic_pad every tensor needs a known rank: {found}" if dynamic_pad else
+            f"All shapes must be fully defined: {found}; pass shapes= (one per tensor), or "
+            f"dynamic_pad=True to pad dims of unknown size"))
     return out
 
 
@@ -322,18 +324,16 @@ def _fullness(tag, q, offset, span):
 
 def _batch(tensor_lists, original, batch_size, capacity, enqueue_many, shapes, dynamic_pad,
            allow_smaller, shared_name, name, what, shuffle=None):
-    if dynamic_pad:
-        raise NotImplementedError(f"{what}(dynamic_pad=True): dualgrad has no PaddingFIFOQueue; "
-                                  f"pad the examples to one shape first (or give shapes=)")
     with name_scope(name, what, tensor_lists[0]) as scope:
         lists = [_tensor_list(ts, what) for ts in tensor_lists]
         dtypes = [t.dtype for t in lists[0]]
         for ts in lists[1:]:
             if [t.dtype for t in ts] != dtypes:
                 raise TypeError(f"{what}: the tensor lists have different dtypes")
-        shapes = _shapes(lists, shapes, enqueue_many, what)
+        shapes = _shapes(lists, shapes, enqueue_many, what, dynamic_pad)
         if shuffle is None:
-            q = FIFOQueue(capacity, dtypes, shapes, shared_name=shared_name)
+            kind = PaddingFIFOQueue if dynamic_pad else FIFOQueue
+            q = kind(capacity, dtypes, shapes, shared_name=shared_name)
             _fullness(f"fraction_of_{capacity}_full", q, 0, capacity)
         else:
             min_after, seed = shuffle
@@ -352,7 +352,8 @@ def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, s
           dynamic_pad=False, allow_smaller_final_batch=False, shared_name=None, name=None):
     """Batches of `batch_size` examples of `tensors` (a list or dict of tensors, each one
     example, or a batch of them with enqueue_many=True), in order with one thread; the
-    final, smaller batch only with allow_smaller_final_batch=True."""
+    final, smaller batch only with allow_smaller_final_batch=True. With dynamic_pad=True,
+    dims of unknown size are padded per batch to its largest example (PaddingFIFOQueue)."""
     return _batch([tensors] * int(num_threads), tensors, batch_size, capacity, enqueue_many,
                   shapes, dynamic_pad, allow_smaller_final_batch, shared_name, name, "batch")
 

@@ -38,7 +38,7 @@ from .dtypes import as_dtype, int32, bool_, string
 from .errors import CancelledError, InvalidArgumentError, OutOfRangeError, describe
 from .shapes import TensorShape
 
-__all__ = ["QueueBase", "FIFOQueue", "RandomShuffleQueue"]
+__all__ = ["QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue"]
 
 _POLL = 0.5          # seconds between checks for a cancelled wait
 _HINT_AFTER = 10.0   # a dequeue waiting this long on a never-fed queue says why
@@ -198,11 +198,15 @@ def _dequeue_kernel(node):
 
 
 def _stack(values, dtype, shape):
+    """The elements stacked along a new axis 0; elements of different sizes (a
+    PaddingFIFOQueue's) padded at the end of each axis with 0 (b"" for strings)."""
     if not values:
-        return np.empty((0,) + tuple(shape), dtype)
-    out = np.empty((len(values),) + np.shape(values[0]), dtype)
+        return np.empty((0,) + tuple(d or 0 for d in shape), dtype)
+    dims = tuple(max(sizes) for sizes in zip(*[np.shape(v) for v in values]))
+    out = np.full((len(values),) + dims, b"" if dtype == string else 0, dtype)
     for i, v in enumerate(values):
-        out[i] = v
+        # NOTE: the Ellipsis makes a 0-d target a view: a string is copied in, not its array
+        out[(i,) + tuple(slice(0, d) for d in np.shape(v)) + (Ellipsis,)] = v
     return out
 
 
@@ -243,9 +247,9 @@ def _dtype_list(dtypes):
     return [string if d is str or d == "string" else as_dtype(d) for d in dts]
 
 
-def _shape_list(shapes, n, what):
+def _shape_list(shapes, n, what, unknown_dims=False):
     """TF's shape list: None (unknown), one shape per component; a list of ints (or
-    Nones) alone is the one component's shape."""
+    Nones) alone is the one component's shape. Dims may be None only with unknown_dims."""
     if shapes is None:
         return None
     shapes = list(shapes) if isinstance(shapes, (list, tuple)) else [shapes]
@@ -256,9 +260,11 @@ def _shape_list(shapes, n, what):
         raise ValueError(f"{what}: {len(shapes)} shapes for {n} dtypes: give one shape per "
                          f"component")
     for s in shapes:
-        if s.ndims is None or not s.is_fully_defined():
+        if s.ndims is None or not (unknown_dims or s.is_fully_defined()):
             raise ValueError(f"{what}: all shapes must be fully defined, got {shapes} "
-                             f"(a queue's elements have one fixed shape per component)")
+                             f"(a queue's elements have one fixed shape per component)"
+                             if not unknown_dims else f"{what}: every shape needs a known "
+                             f"rank (its dims may be None), got {shapes}")
     return shapes
 
 
@@ -268,6 +274,7 @@ class QueueBase:
     `is_closed`, `size`."""
     runtime_object = True   # NOTE: graph.save writes a marker graph.load refuses
     _kind = "Queue"
+    _unknown_dims = False   # PaddingFIFOQueue: shapes' dims may be None
     min_after_dequeue = 0
 
     def __init__(self, capacity, dtypes, shapes, names, shared_name, name):
@@ -276,7 +283,7 @@ class QueueBase:
             raise ValueError(f"{type(self).__name__}: capacity must be positive, got {capacity}")
         self._dtypes = _dtype_list(dtypes)
         what = f"{type(self).__name__}({name!r})"
-        self._shapes = _shape_list(shapes, len(self._dtypes), what)
+        self._shapes = _shape_list(shapes, len(self._dtypes), what, self._unknown_dims)
         self._names = None if names is None else list(names)
         if self._names is not None and len(self._names) != len(self._dtypes):
             raise ValueError(f"{what}: {len(self._names)} names for {len(self._dtypes)} "
@@ -437,7 +444,8 @@ class QueueBase:
             return
         for i, (v, want) in enumerate(zip(values, self._shapes)):
             got = np.shape(v)[1:] if many else np.shape(v)
-            if tuple(got) != tuple(want.as_list()):
+            if len(got) != len(want) or any(w is not None and w != g
+                                            for w, g in zip(want.as_list(), got)):
                 raise InvalidArgumentError(
                     f"Shape mismatch in tuple component {i} of {self._kind} '{self.name}': "
                     f"expected {fmt_shape(tuple(want.as_list()))}, got {fmt_shape(got)}\n"
@@ -477,6 +485,21 @@ class FIFOQueue(QueueBase):
 
     def __init__(self, capacity, dtypes, shapes=None, names=None, shared_name=None,
                  name="fifo_queue"):
+        super().__init__(capacity, dtypes, shapes, names, shared_name, name)
+
+
+class PaddingFIFOQueue(QueueBase):
+    """`PaddingFIFOQueue(capacity, dtypes, shapes, names=None, shared_name=None,
+    name="padding_fifo_queue")`: a FIFOQueue whose shapes may have None dims (the rank is
+    required); `dequeue_many` / `dequeue_up_to` pad each batch to its largest element, with
+    0 (b"" for strings), as `train.batch(dynamic_pad=True)` needs."""
+    _kind = "PaddingFIFOQueue"
+    _unknown_dims = True
+
+    def __init__(self, capacity, dtypes, shapes, names=None, shared_name=None,
+                 name="padding_fifo_queue"):
+        if shapes is None:
+            raise ValueError("PaddingFIFOQueue: shapes are required (their dims may be None)")
         super().__init__(capacity, dtypes, shapes, names, shared_name, name)
 
 

@@ -50,7 +50,9 @@ def drain(tfm, build, limit=500):
 def same(a, b):
     assert len(a) == len(b), (a, b)
     for x, y in zip(a, b):
-        if isinstance(x, (list, tuple)):
+        if x is None or y is None:   # an op's result
+            assert x is None and y is None, (x, y)
+        elif isinstance(x, (list, tuple)):
             same(x, y)
         elif isinstance(x, dict):
             assert sorted(x) == sorted(y)
@@ -60,6 +62,8 @@ def same(a, b):
             assert x.shape == y.shape and x.dtype.kind == y.dtype.kind or \
                 x.dtype == object and y.dtype.kind == "S", (x, y)
             assert x.tolist() == y.tolist(), (x, y)
+            if x.dtype == object:   # strings are bytes, as TF gives them (not 0-d arrays)
+                assert all(type(e) is bytes for e in x.flat), x
 
 
 @pytest.fixture
@@ -89,7 +93,7 @@ def test_csv_through_batch_in_order_as_tf(tf1, tmp_path):
         q = tf.train.string_input_producer(files, num_epochs=3, shuffle=False)
         _, line = tf.TextLineReader(skip_header_lines=1).read(q)
         x, y = tf.decode_csv(line, record_defaults=[[0.0], [0]])
-        return tf.train.batch([x, y], batch_size=4, allow_smaller_final_batch=True)
+        return tf.train.batch([x, y, line], batch_size=4, allow_smaller_final_batch=True)
     want, _ = drain(tf1, build)
     got, _ = drain(graph, build)
     same(got, want)
@@ -126,6 +130,28 @@ def test_fixed_length_records_as_tf(tf1, tmp_path):
     got, _ = drain(graph, build)
     same(got, want)
     assert got[0][0].key == f"{path}:0".encode()   # TF's namedtuple (key, value)
+
+
+def test_dynamic_pad_batches_as_tf(tf1, tmp_path):
+    (tmp_path / "t.txt").write_bytes(b"ab\ncde\nf\nghij\nkl\n")
+    path = str(tmp_path / "t.txt")
+
+    def build(tf):
+        q = tf.train.string_input_producer([path], num_epochs=1, shuffle=False)
+        _, line = tf.TextLineReader().read(q)
+        codes = tf.decode_raw(line, tf.uint8)
+        return tf.train.batch([codes, line], batch_size=2, dynamic_pad=True,
+                              allow_smaller_final_batch=True)
+    want, _ = drain(tf1, build)
+    got, _ = drain(graph, build)
+    same(got, want)
+    assert got[0][0].tolist() == [[97, 98, 0], [99, 100, 101]]   # padded per batch
+    assert got[0][1].tolist() == [b"ab", b"cde"]   # strings, not arrays of them
+    with tf1.Graph().as_default():   # NOTE: built eagerly, TF's dequeue would run and wait
+        pq = tf1.PaddingFIFOQueue(3, [tf1.string], shapes=[[None]])
+        want_shape = tuple(pq.dequeue_many(2).shape.as_list())
+    mine = graph.queue.PaddingFIFOQueue(3, [graph.string], shapes=[[None]])
+    assert mine.dequeue_many(2).shape == want_shape == (2, None)
 
 
 def test_slice_input_producer_and_batch_shapes_as_tf(tf1):
