@@ -31,13 +31,16 @@ def drain(tfm, build, limit=500):
         fetch = build(tfm)
         init = [tfm.global_variables_initializer(), tfm.local_variables_initializer()]
     out = []
+    # NOTE: TF waits in C, where hang_guard's alarm cannot reach: its own deadline ends a
+    # wait that would hang (dualgrad accepts the option and waits where signals reach it)
+    deadline = tfm.RunOptions(timeout_in_ms=30_000)
     with tfm.Session(graph=g) as sess:
         sess.run(init)
         coord = tfm.train.Coordinator()
         threads = tfm.train.start_queue_runners(sess, coord)
         try:
             while not coord.should_stop() and len(out) < limit:
-                out.append(sess.run(fetch))
+                out.append(sess.run(fetch, options=deadline))
         except tfm.errors.OutOfRangeError:
             pass
         finally:
@@ -410,7 +413,8 @@ def test_queue_runner_threads_end_when_the_coordinator_stops(tf1):
             coord = tf.train.Coordinator()
             threads = qr.create_threads(sess, coord=coord, start=True)
             again = qr.create_threads(sess, coord=coord, start=True)   # already running
-            got = [int(sess.run(take)) for _ in range(6)]
+            deadline = tf.RunOptions(timeout_in_ms=30_000)   # see drain()
+            got = [int(sess.run(take, options=deadline)) for _ in range(6)]
             coord.request_stop()
             coord.join(threads, stop_grace_period_secs=10)
             return len(threads), again, got, [t.is_alive() for t in threads]
