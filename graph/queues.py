@@ -26,6 +26,7 @@ closed, 1 element left
 from __future__ import annotations
 
 import threading
+import time
 import warnings
 from collections import deque
 
@@ -35,7 +36,9 @@ from dualgrad.ops.core import Spec, fmt_shape, user_frame, where_str
 
 from .core import Tensor, _graph_of, constant, get_default_graph, graph_op
 from .dtypes import as_dtype, int32, bool_, string
-from .errors import CancelledError, InvalidArgumentError, OutOfRangeError, describe
+from .errors import (CancelledError, DeadlineExceededError, InvalidArgumentError,
+                     OutOfRangeError, describe)
+from .session import run_deadline
 from .shapes import TensorShape
 
 __all__ = ["QueueBase", "FIFOQueue", "PaddingFIFOQueue", "RandomShuffleQueue"]
@@ -64,8 +67,18 @@ class _Store:
         if self.cancelled:
             raise CancelledError(f"{self.queue._kind} '{self.queue.name}': {self.cancelled}",
                                  node=node)
-        if not self.cond.wait(_POLL) and dequeuing and not self.enqueued:
-            self.waited += _POLL
+        deadline, poll = run_deadline(), _POLL
+        if deadline is not None:
+            poll = deadline - time.monotonic()
+            if poll <= 0:
+                raise DeadlineExceededError(
+                    f"Timed out waiting for notification: {describe(node)} waited on "
+                    f"{self.queue._kind} '{self.queue.name}' longer than the run's timeout "
+                    f"(RunOptions.timeout_in_ms / ConfigProto.operation_timeout_in_ms)",
+                    node=node)
+            poll = min(poll, _POLL)
+        if not self.cond.wait(poll) and dequeuing and not self.enqueued:
+            self.waited += poll
             if self.waited >= _HINT_AFTER and not self.hinted:
                 self.hinted = True
                 warnings.warn(f"{describe(node)} has waited {self.waited:g} s on queue "

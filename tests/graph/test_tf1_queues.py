@@ -435,3 +435,18 @@ def test_a_dequeue_nothing_feeds_says_why(monkeypatch):
             with pytest.raises(graph.errors.OutOfRangeError):
                 s.run(take)
         closer.join()
+
+
+def test_a_run_timeout_ends_a_wait_as_tf(tf1):
+    for tfm in (tf1, graph):
+        g = tfm.Graph()
+        with g.as_default():
+            q = tfm.FIFOQueue(2, tfm.float32, shapes=[()])
+            take = q.dequeue()
+        with tfm.Session(graph=g) as s:
+            with pytest.raises(tfm.errors.DeadlineExceededError):
+                s.run(take, options=tfm.RunOptions(timeout_in_ms=200))
+        config = tfm.ConfigProto(operation_timeout_in_ms=200)
+        with tfm.Session(graph=g, config=config) as s:
+            with pytest.raises(tfm.errors.DeadlineExceededError):
+                s.run(take)
