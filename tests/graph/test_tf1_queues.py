@@ -358,6 +358,7 @@ def test_coordinator_stops_cleanly_on_out_of_range_and_rejects_live_threads():
     release.set()
     with pytest.raises(ValueError):
         graph.train.start_queue_runners()   # no default session
+    assert graph.train.queue_runner.QueueRunner is graph.train.QueueRunner   # TF's module path
 
 
 def test_one_session_runs_from_many_threads_with_count_up_to():
