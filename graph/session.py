@@ -130,6 +130,7 @@ class Session:
         self.optimize = bool(optimize)
         self._state = RunState(self, self.graph)
         self._plans = {}
+        self._plan_lock = threading.Lock()
         self._closed = False
         self.last_report = None   # the optimiser's report for the last plan it built
 
@@ -211,7 +212,7 @@ class Session:
             key += (tuple(sorted((id(t), a.shape, a.dtype.str) for t, a in feeds.items())),)
         plan = self._plans.get(key)
         if plan is None:
-            with self._state.lock:   # NOTE: one thread builds a plan others then share
+            with self._plan_lock:   # NOTE: one thread builds a plan others then share
                 plan = self._plans.get(key)
                 if plan is None:
                     plan = self._plans[key] = self._new_plan(flat, feeds)
