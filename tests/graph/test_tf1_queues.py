@@ -451,3 +451,31 @@ def test_a_run_timeout_ends_a_wait_as_tf(tf1):
         with tfm.Session(graph=g, config=config) as s:
             with pytest.raises(tfm.errors.DeadlineExceededError):
                 s.run(take)
+
+
+def test_read_up_to_and_reader_counts_as_tf(tf1, files):
+    def run(tf):
+        g = tf.Graph()
+        with g.as_default():
+            q = tf.train.string_input_producer(files, num_epochs=2, shuffle=False)
+            r = tf.TextLineReader()
+            batch = r.read_up_to(q, 2)   # never across the end of a file
+            counts = [r.num_records_produced(), r.num_work_units_completed()]
+            init = tf.local_variables_initializer()
+        with tf.Session(graph=g) as s:
+            s.run(init)
+            coord = tf.train.Coordinator()
+            threads = tf.train.start_queue_runners(s, coord)
+            out = []
+            try:
+                while len(out) < 50:
+                    out.append(s.run(list(batch), options=tf.RunOptions(timeout_in_ms=30_000)))
+            except tf.errors.OutOfRangeError:
+                pass
+            out.append(s.run(counts))
+            coord.request_stop()
+            coord.join(threads)
+        return out
+    want, got = run(tf1), run(graph)
+    same(got, want)
+    assert got[-1] == [14, 4]   # 7 lines (headers included) and 2 files, twice
