@@ -37,7 +37,7 @@ from dualgrad.ops.core import Spec, fmt_shape, user_frame, where_str
 from .core import Tensor, _graph_of, constant, get_default_graph, graph_op
 from .dtypes import as_dtype, int32, bool_, string
 from .errors import (CancelledError, DeadlineExceededError, InvalidArgumentError,
-                     OutOfRangeError, describe)
+                     NotFoundError, OutOfRangeError, describe)
 from .session import run_deadline
 from .shapes import TensorShape
 
@@ -436,8 +436,7 @@ class QueueBase:
                 shape = ((None if up_to else n),) + shape
             specs.append(Spec(shape, dt))
         # NOTE: a name scope's name ('batch/'): the node takes it as is (train.batch's 'batch')
-        exact = name.endswith("/") and name[:-1] not in {n.name for n in
-                                                         self._graph.get_operations()}
+        exact = name.endswith("/") and not _has_node(self._graph, name[:-1])
         node = self._graph.create_node(DEQUEUE, (), {"queue": self, "n": n, "up_to": up_to},
                                        specs, name[:-1] if exact else name.rstrip("/"),
                                        exact_name=exact)
@@ -463,6 +462,14 @@ class QueueBase:
                     f"Shape mismatch in tuple component {i} of {self._kind} '{self.name}': "
                     f"expected {fmt_shape(tuple(want.as_list()))}, got {fmt_shape(got)}\n"
                     f"  in node {describe(node)}", node=node)
+
+
+def _has_node(g, name):
+    try:
+        g.get_operation_by_name(name)
+    except NotFoundError:
+        return False
+    return True
 
 
 def _count(n, what):
