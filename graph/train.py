@@ -49,9 +49,10 @@ queue_runner = _NS(QueueRunner=QueueRunner, add_queue_runner=add_queue_runner,  
                    start_queue_runners=start_queue_runners)
 
 __all__ = ["ExponentialMovingAverage", "SummaryWriter", "Coordinator", "start_queue_runners",
-           "QueueRunner", "add_queue_runner", "queue_runner", "batch", "batch_join", "input_producer",
-           "limit_epochs", "range_input_producer", "shuffle_batch", "shuffle_batch_join",
-           "slice_input_producer", "string_input_producer", "Example", "Features", "Feature", "Int64List",
+           "QueueRunner", "add_queue_runner", "queue_runner", "batch", "batch_join",
+           "input_producer", "limit_epochs", "range_input_producer", "shuffle_batch",
+           "shuffle_batch_join", "slice_input_producer", "string_input_producer", "Example",
+           "Features", "Feature", "Int64List",
            "FloatList", "BytesList", "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
            "RMSPropOptimizer", "AdagradOptimizer", "AdadeltaOptimizer", "exponential_decay",
            "get_or_create_global_step", "get_global_step", "Saver", "latest_checkpoint",
