@@ -34,7 +34,7 @@ from .dtypes import (as_dtype, bool_, float16, float32, float64, int8, int16, in
 from .variables import (Variable, assign, assign_add, assign_sub, global_variables,
                         global_variables_initializer, local_variables,
                         local_variables_initializer, trainable_variables,
-                        variables_initializer)
+                        variables_initializer, count_up_to)
 from .control_flow import case, cond, group, identity, map_fn, no_op, print_, while_loop
 from . import while_grad as _while_grad  # noqa: F401 - registers the while_grad graph op
 from .gradients import gradients
@@ -77,6 +77,12 @@ app = _NS(run=flags.run, flags=flags)
 python_io = _NS(TFRecordWriter=io.TFRecordWriter, tf_record_iterator=io.tf_record_iterator)
 examples = _NS(tutorials=_NS(mnist=_NS(input_data=mnist)))   # tf.examples.tutorials.mnist
 from .augment import decode_csv, diag, multinomial, random_crop, read_file
+from .queues import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue
+from .readers import (FixedLengthRecordReader, ReaderBase, TextLineReader, TFRecordReader,
+                      WholeFileReader)
+from .input_pipeline import random_shuffle
+queue = _NS(FIFOQueue=FIFOQueue, PaddingFIFOQueue=PaddingFIFOQueue,   # tf.queue (TF 1.14+)
+            RandomShuffleQueue=RandomShuffleQueue, QueueBase=QueueBase)
 from .shapes import TensorShape as _TensorShape
 from . import estimator, feature_column
 python = _NS(framework=_NS(tensor_shape=_NS(TensorShape=_TensorShape, Dimension=Dimension,
@@ -114,11 +120,13 @@ __all__ = [
     "GraphOptions", "OptimizerOptions", "RunMetadata", "RunOptions", "Plan", "Step", "build_plan",
     "node_kernel", "nn", "layers", "losses", "metrics", "onnx", "train", "load", "restore", "save", "summary",
     "describe", "to_dot", "data", "flags", "gfile", "io", "logging", "string", "app",
-    "python_io", "examples", "FixedLenFeature", "decode_raw", "parse_example",
+    "python_io", "queue", "examples", "FixedLenFeature", "decode_raw", "parse_example",
     "parse_single_example", "VERSION", "device", "disable_eager_execution",
     "disable_v2_behavior", "enable_eager_execution", "executing_eagerly",
     "initialize_all_variables", "decode_csv", "diag", "multinomial", "random_crop",
-    "read_file", "estimator", "feature_column", "python", "concat_v2", "compat",
+    "read_file", "FIFOQueue", "PaddingFIFOQueue", "QueueBase", "RandomShuffleQueue", "ReaderBase", "TextLineReader",
+    "TFRecordReader", "WholeFileReader", "FixedLengthRecordReader", "random_shuffle", "count_up_to",
+    "estimator", "feature_column", "python", "concat_v2", "compat",
     "argsort", "boolean_mask", "einsum", "gather_nd", "sequence_mask", "slice", "sort", "strided_slice",
     "tensordot", "unique", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "image", "math", "random", "initializers", "linalg", "matrix_band_part",
     "matrix_transpose", "matrix_determinant", "keras", "Summary", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",

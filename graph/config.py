@@ -1,7 +1,9 @@
 """TF1's session configuration messages, accepted so that TF1 programs run unmodified.
 
 `Session(config=ConfigProto(...))` and `Session.run(options=RunOptions(...),
-run_metadata=RunMetadata())` take them and change nothing: dualgrad runs on the CPU, places
+run_metadata=RunMetadata())` take them and change nothing but the time limits
+(`RunOptions.timeout_in_ms`, `ConfigProto.operation_timeout_in_ms`: a queue op waiting
+longer raises errors.DeadlineExceededError, as TF1's): dualgrad runs on the CPU, places
 nothing, and does not set the process's thread counts (a library is a guest in the user's
 process: NumPy's and numba's threads are the user's to set, e.g. with NUMBA_NUM_THREADS).
 `RunMetadata` stays empty. Fields are checked as protobuf checks them: an unknown field name

@@ -513,6 +513,7 @@ class GraphKeys:
     LOSSES = "losses"           # every graph.losses loss, for losses.get_total_loss
     REGULARIZATION_LOSSES = "regularization_losses"
     WEIGHTS = "weights"
+    QUEUE_RUNNERS = "queue_runners"   # train.QueueRunner objects, for start_queue_runners
 
 
 def add_to_collection(name, value):

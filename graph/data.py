@@ -25,6 +25,7 @@ end
 from __future__ import annotations
 
 import itertools
+import threading
 from collections import deque
 
 import numpy as np
@@ -101,6 +102,7 @@ class _Elements:
 class Dataset(_Elements):
     """A lazy sequence of elements. Subclasses give `_elements()` (a fresh generator of
     flat lists of arrays) and `_specs` (a flat list of (dtype, TensorShape))."""
+    runtime_object = True   # NOTE: graph.save writes a marker graph.load refuses
 
     def _elements(self):
         raise NotImplementedError
@@ -506,6 +508,7 @@ ITERATOR_INIT = graph_op("make_iterator", _init_kernel)
 class Iterator(_Elements):
     """TF1's iterator: `get_next()` gives tensors that, each time a Session runs them, hold
     the next element; `initializer` (re)starts it on its dataset."""
+    runtime_object = True   # NOTE: graph.save writes a marker graph.load refuses
 
     def __init__(self, structure, specs, dataset=None):
         self._structure, self._specs, self._one_shot = structure, list(specs), dataset
@@ -544,18 +547,21 @@ class Iterator(_Elements):
         return _pack(self._structure, node.outputs)
 
     def _next(self, state):
-        elements = state.resources.get(self)
-        if elements is None:
-            if self._one_shot is None:
-                raise FailedPreconditionError(
-                    "GetNext() failed because the iterator has not been initialized. Ensure "
-                    "that you have run the initializer operation for this iterator before "
-                    "getting the next element.")
-            elements = state.resources[self] = self._one_shot._elements()
-        try:
-            flat = next(elements)
-        except StopIteration:
-            raise OutOfRangeError("End of sequence") from None
+        with state.lock:   # NOTE: runs from several threads take turns (a generator is not
+            lock = state.resources.setdefault((self, "lock"), threading.Lock())  # re-entrant)
+        with lock:
+            elements = state.resources.get(self)
+            if elements is None:
+                if self._one_shot is None:
+                    raise FailedPreconditionError(
+                        "GetNext() failed because the iterator has not been initialized. "
+                        "Ensure that you have run the initializer operation for this iterator "
+                        "before getting the next element.")
+                elements = state.resources[self] = self._one_shot._elements()
+            try:
+                flat = next(elements)
+            except StopIteration:
+                raise OutOfRangeError("End of sequence") from None
         return tuple(flat) if len(flat) > 1 else flat[0]
 
 

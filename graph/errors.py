@@ -54,7 +54,18 @@ class FailedPreconditionError(OpError):
 
 
 class OutOfRangeError(OpError):
-    """An iterator (`tf.data`) has no more elements: the end of the input, as TF's."""
+    """The end of the input, as TF's: an iterator (`tf.data`) has no more elements, or a
+    closed queue too few (`num_epochs` reached)."""
+
+
+class DeadlineExceededError(OpError):
+    """An op waited longer than `RunOptions(timeout_in_ms=)` or
+    `ConfigProto(operation_timeout_in_ms=)` allows (a dequeue on an empty queue)."""
+
+
+class CancelledError(OpError):
+    """An op was cancelled: an enqueue to a closed queue, or a blocked queue op when its
+    queue closed with `cancel_pending_enqueues` or its Session closed."""
 
 
 class NotFoundError(OpError, KeyError):

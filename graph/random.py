@@ -10,9 +10,10 @@ from .math_ops import (get_seed, random_normal as normal, random_uniform as unif
                        set_random_seed, truncated_normal)
 
 from .augment import categorical, multinomial
+from .input_pipeline import random_shuffle as shuffle
 
 # NOTE: TF2's name for the graph-level seed; under tf.compat.v1 it sets the same seed
 set_seed = set_random_seed
 
 __all__ = ["normal", "uniform", "truncated_normal", "set_random_seed", "set_seed", "get_seed",
-           "categorical", "multinomial"]
+           "categorical", "multinomial", "shuffle"]

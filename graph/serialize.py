@@ -110,6 +110,8 @@ class _Encoder:
             return {"__function__": {"body": self.body(v.body),
                                      "inputs": [t.name for t in v.inputs],
                                      "outputs": [t.name for t in v.outputs]}}
+        if getattr(v, "runtime_object", False):   # NOTE: a queue, reader, iterator: see below
+            return {"__runtime__": repr(v)}
         raise TypeError(f"save: cannot encode attribute value {v!r} of type {type(v).__name__}")
 
     def body(self, b):
@@ -221,6 +223,12 @@ class _Decoder:
             return Ellipsis
         if tag == "__float__":
             return float(x)
+        if tag == "__runtime__":
+            raise GraphFileError(
+                f"the graph holds {str(x)[:200]}, an object that lives only in the program "
+                f"that built it (a queue, reader or iterator): graph.load cannot rebuild it. "
+                f"Build the graph with its code and restore the values (Saver.restore / "
+                f"graph.restore)")
         if tag == "__dtype__":
             return np.dtype(x)
         if tag == "__array__":

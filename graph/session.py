@@ -17,6 +17,7 @@ placeholders[, feed shapes when optimised]).
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 
@@ -27,14 +28,35 @@ from .core import Graph, Node, Tensor, get_default_graph
 from .errors import InvalidArgumentError, describe
 from .plan import build_plan
 
-__all__ = ["Session", "InteractiveSession", "get_default_session"]
+__all__ = ["Session", "InteractiveSession", "get_default_session", "run_deadline"]
 
 class _Defaults(threading.local):
     def __init__(self):
         self.sessions: list = []    # as TF1, the default-session stack is per thread
+        self.deadline = None        # time.monotonic() by which this run's waits must end
 
 
 _TLS = _Defaults()
+
+
+def run_deadline():
+    """When the run on this thread must stop waiting (`RunOptions(timeout_in_ms=)`, else
+    `ConfigProto(operation_timeout_in_ms=)`), as time.monotonic(); None: no limit. Ops that
+    wait (queues) raise errors.DeadlineExceededError past it, as TF1's."""
+    return _TLS.deadline
+
+
+class _Deadline:
+    def __init__(self, options, config):
+        ms = (options.timeout_in_ms if options is not None else 0) or \
+            (config.operation_timeout_in_ms if config is not None else 0)
+        self.at = time.monotonic() + ms / 1000.0 if ms and ms > 0 else None
+
+    def __enter__(self):
+        self.before, _TLS.deadline = _TLS.deadline, self.at
+
+    def __exit__(self, *exc):
+        _TLS.deadline = self.before
 
 
 def get_default_session():
@@ -51,13 +73,27 @@ def _session_or_default(session):
 
 
 class RunState:
-    """What stateful kernels see: the session's variable values (by node name) and RNGs."""
+    """What stateful kernels see: the session's variable values (by node name) and RNGs.
+
+    `run` may be called from several threads at once (a queue runner's threads and the
+    training loop): a kernel that reads and then writes this state (`count_up_to`, making a
+    queue's store) holds `lock`. A resource with a `session_closed()` method (a queue) hears
+    of `Session.close`, so ops waiting on it end."""
 
     def __init__(self, session, graph):
         self.session = session
         self.variables = {k: np.array(v, copy=True) for k, v in graph.saved_values.items()}
         self.rngs = {}
-        self.resources = {}   # per-session state of graph objects (tf.data iterators)
+        self.resources = {}   # per-session state of graph objects (tf.data iterators, queues)
+        self.lock = threading.RLock()
+
+    def close(self):
+        with self.lock:
+            resources = list(self.resources.values())
+        for r in resources:
+            hook = getattr(r, "session_closed", None)
+            if hook is not None:
+                hook()
 
 
 def _optimizer():
@@ -73,7 +109,8 @@ class Session:
     """`Session(graph=None, optimize=True, config=None)`: a context manager with
     `run(fetches, feed_dict, options=None, run_metadata=None)`. `config` (a ConfigProto),
     `options` (RunOptions) and `run_metadata` (RunMetadata) are accepted as TF1 programs pass
-    them and change nothing (graph/config.py says why).
+    them and change nothing (graph/config.py says why), except `RunOptions.timeout_in_ms` and
+    `ConfigProto.operation_timeout_in_ms`: how long an op may wait (a queue's dequeue).
 
     fetches: a Tensor, a Variable, a Node (an op: its result is None), a name ("x:0" or
     "train"), or a nested list / tuple / dict of them; the result has the same structure.
@@ -93,6 +130,7 @@ class Session:
         self.optimize = bool(optimize)
         self._state = RunState(self, self.graph)
         self._plans = {}
+        self._plan_lock = threading.Lock()
         self._closed = False
         self.last_report = None   # the optimiser's report for the last plan it built
 
@@ -114,6 +152,7 @@ class Session:
 
     def close(self):
         self._closed = True
+        self._state.close()
         self._plans.clear()
         self._state.variables.clear()
 
@@ -140,7 +179,8 @@ class Session:
         check(run_metadata, RunMetadata, "run(run_metadata=...)")  # stays empty
         flat, rebuild = _flatten(fetches, self._element)
         feeds = self._check_feeds(feed_dict or {})
-        values = self._plan(flat, feeds).run(self._state, feeds)
+        with _Deadline(options, self.config):
+            values = self._plan(flat, feeds).run(self._state, feeds)
         return rebuild(_results(values, self._state, feeds))
 
     def make_callable(self, fetches, feed_list=None, accept_options=False):
@@ -172,7 +212,10 @@ class Session:
             key += (tuple(sorted((id(t), a.shape, a.dtype.str) for t, a in feeds.items())),)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = self._new_plan(flat, feeds)
+            with self._plan_lock:   # NOTE: one thread builds a plan others then share
+                plan = self._plans.get(key)
+                if plan is None:
+                    plan = self._plans[key] = self._new_plan(flat, feeds)
         return plan
 
     def _new_plan(self, flat, feeds):
@@ -273,7 +316,8 @@ def _results(values, state, feeds):
     NumPy scalars. An array made by this run is handed over as it is (a view of one too);
     a copy is made of a variable's buffer, a fed array, a constant (read-only), a view of
     one of those, and of a second fetch sharing memory with an earlier one."""
-    taken = {id(_owner(a)) for a in state.variables.values()}
+    # NOTE: a list first: another thread's run may add a variable meanwhile
+    taken = {id(_owner(a)) for a in list(state.variables.values())}
     taken.update([id(_owner(a)) for a in feeds.values()])
     return [_result(v, taken) for v in values]
 
@@ -344,7 +388,9 @@ class _Callable:
             raise TypeError(f"this callable takes {len(self.feed_list)} feed value(s), one "
                             f"per element of its feed_list, but {len(values)} were given")
         feeds, plan = self._feeds(values)
-        return self.rebuild(_results(plan.run(s._state, feeds), s._state, feeds))
+        with _Deadline(kwargs.get("options"), s.config):
+            out = plan.run(s._state, feeds)
+        return self.rebuild(_results(out, s._state, feeds))
 
     def _feeds(self, values):
         """({placeholder: array}, the plan to run them with)."""

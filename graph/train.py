@@ -21,6 +21,8 @@ array([0.], dtype=float32)
 """
 from __future__ import annotations
 
+from types import SimpleNamespace as _NS
+
 import numpy as np
 
 from dualgrad import ops
@@ -40,11 +42,21 @@ from .lr_decay import (cosine_decay, inverse_time_decay, natural_exp_decay, piec
                        polynomial_decay)
 from .variables import Variable, assign, assign_add, get_global_step, get_or_create_global_step
 from .coordinator import Coordinator, start_queue_runners
+from .input_pipeline import (QueueRunner, add_queue_runner, batch, batch_join, input_producer,
+                             limit_epochs, range_input_producer, shuffle_batch,
+                             shuffle_batch_join, slice_input_producer, string_input_producer)
 from .moving_averages import ExponentialMovingAverage
 from .summary import FileWriter as SummaryWriter   # TF 0.x's name of summary.FileWriter
 from .io import BytesList, Example, Feature, Features, FloatList, Int64List
 
-__all__ = ["ExponentialMovingAverage", "SummaryWriter", "Coordinator", "start_queue_runners", "Example", "Features", "Feature", "Int64List",
+queue_runner = _NS(QueueRunner=QueueRunner, add_queue_runner=add_queue_runner,   # its module
+                   start_queue_runners=start_queue_runners)
+
+__all__ = ["ExponentialMovingAverage", "SummaryWriter", "Coordinator", "start_queue_runners",
+           "QueueRunner", "add_queue_runner", "queue_runner", "batch", "batch_join",
+           "input_producer", "limit_epochs", "range_input_producer", "shuffle_batch",
+           "shuffle_batch_join", "slice_input_producer", "string_input_producer", "Example",
+           "Features", "Feature", "Int64List",
            "FloatList", "BytesList", "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
            "RMSPropOptimizer", "AdagradOptimizer", "AdadeltaOptimizer", "FtrlOptimizer",
            "exponential_decay",

@@ -26,11 +26,11 @@ from dualgrad.ops.core import ShapeError, Spec, fmt_shape, where_str
 from .core import (NON_GLOBAL, GraphKeys, Tensor, _graph_of, _lift, check_tf1_types,
                    get_default_graph, graph_op, constant, _at_user_line)
 from .dtypes import as_dtype
-from .errors import FailedPreconditionError, InvalidArgumentError
+from .errors import FailedPreconditionError, InvalidArgumentError, OutOfRangeError, describe
 
 __all__ = ["Variable", "global_variables_initializer", "variables_initializer",
            "global_variables", "trainable_variables", "assign", "assign_add", "assign_sub",
-           "local_variables", "local_variables_initializer"]
+           "local_variables", "local_variables_initializer", "count_up_to"]
 
 
 # -- node kinds ------------------------------------------------------------------------------
@@ -104,7 +104,30 @@ def _update_kernel(opname):
     return make_kernel
 
 
+def _count_up_to_kernel(node):
+    name, limit = node.attrs["var"], node.attrs["limit"]
+
+    def run(state):
+        with state.lock:   # NOTE: queue runners' threads count at once
+            try:
+                cur = state.variables[name]
+            except KeyError:
+                raise FailedPreconditionError(
+                    f"Attempting to use uninitialized value '{name}' in count_up_to "
+                    f"'{node.name}' (defined at {where_str(node.loc)}); run "
+                    f"graph.global_variables_initializer() (local variables, such as "
+                    f"num_epochs' counters: local_variables_initializer()) first",
+                    node=node) from None
+            if cur >= limit:
+                raise OutOfRangeError(f"Reached limit of {limit}\n  in node {describe(node)}",
+                                      node=node)
+            state.variables[name] = np.array(cur + 1, dtype=cur.dtype)
+            return cur
+    return run, True
+
+
 VARIABLE = graph_op("variable", _variable_kernel)
+COUNT_UP_TO = graph_op("count_up_to", _count_up_to_kernel)
 ASSIGN = graph_op("assign", _assign_kernel)
 ASSIGN_ADD = graph_op("assign_add", _update_kernel("add"))
 ASSIGN_SUB = graph_op("assign_sub", _update_kernel("sub"))
@@ -171,6 +194,9 @@ class Variable(Tensor):
     def assign_sub(self, delta, name=None):
         return assign_sub(self, delta, name)
 
+    def count_up_to(self, limit):
+        return count_up_to(self, limit)
+
     def load(self, value, session=None):
         """Set the value in `session` directly (TF's `Variable.load`)."""
         from .session import _session_or_default
@@ -231,6 +257,20 @@ def assign_add(ref, delta, name=None):
 def assign_sub(ref, delta, name=None):
     check_tf1_types("assign_add", ref)
     return _assign_node(ASSIGN_SUB, ref, delta, name)
+
+
+def count_up_to(ref, limit, name=None):
+    """Increment integer Variable `ref` when run, returning its value before; once it has
+    reached `limit`, running raises `errors.OutOfRangeError` (TF1's `count_up_to`, which
+    `train.limit_epochs` counts epochs with)."""
+    if not isinstance(ref, Variable):
+        raise TypeError(f"count_up_to: the target must be a graph.Variable, got {ref!r}")
+    if ref.dtype.kind not in "iu" or ref.shape != ():
+        raise TypeError(f"count_up_to: Variable '{ref.node.name}' must be an integer scalar, "
+                        f"got dtype {ref.dtype} shape {fmt_shape(ref.spec)}")
+    g = ref.graph
+    return g.create_node(COUNT_UP_TO, (), {"var": ref.node.name, "limit": int(limit)},
+                         [ref.spec], name or "CountUpTo").outputs[0]
 
 
 def global_variables(graph=None, scope=None):

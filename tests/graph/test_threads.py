@@ -129,3 +129,20 @@ def test_compile_from_many_threads():
     in_threads(4, work)
     assert bad == []
     assert f.traces == 4
+
+
+def test_one_iterator_read_from_many_threads_gives_each_element_once():
+    g = graph.Graph()
+    with g.as_default():
+        nxt = graph.data.Dataset.range(3000).map(lambda x: x * 2).make_one_shot_iterator() \
+            .get_next()
+    got = []
+    with graph.Session(g) as s:
+        def work(i):
+            try:
+                while True:
+                    got.append(int(s.run(nxt)))
+            except graph.errors.OutOfRangeError:
+                pass
+        in_threads(4, work)
+    assert sorted(got) == list(range(0, 6000, 2))
