@@ -39,13 +39,16 @@ from . import kernel_cache, prelude
 from ._template import FLOATS, TemplateError, cast, lower_template, typed_literal
 from .fused_spec import CodegenError, FusedSpec, SpecInfo, reduce_seed
 
-CODEGEN_VERSION = 4
-# NOTE: fastmath without 'nnan'/'ninf': reductions need only 'reassoc' to vectorise, and
-# keeping NaN/inf semantics makes isnan-style templates (x != x), -inf max seeds and NaN
-# propagation behave as in NumPy. Without 'arcp' too: with it LLVM turns 1 / sqrt(x) into an
-# approximate reciprocal square root and a Newton step, NaN at x = 0 (NumPy: inf) and a few
-# ulps off elsewhere, and x / 3 into x * (1/3): the optimiser must not change a result.
-FASTMATH = frozenset({"nsz", "contract", "afn", "reassoc"})
+CODEGEN_VERSION = 6
+# NOTE: fastmath 'reassoc' alone, and only in kernels with a reduction (`_fastmath`): reductions
+# need only it to vectorise (and their sums are not NumPy's pairwise ones anyway); every other flag
+# changes an elementwise result, which the optimiser must not do (tests/ops/test_numerics.py
+# and tests/compiler/test_fused_exact.py check bit equality with the unfused graph): 'nnan' /
+# 'ninf' break isnan-style templates (x != x), -inf max seeds and NaN propagation; 'arcp'
+# turned 1 / sqrt(x) into an approximate rsqrt plus a Newton step (NaN at 0, ulps off) and
+# x / 3 into x * (1/3); 'contract' fuses a*b+c into one rounding (1-2 float32 ulps off
+# NumPy's two); 'nsz' with 'reassoc' lets LLVM reassociate elementwise arithmetic.
+FASTMATH = frozenset({"reassoc"})
 # Full values worth keeping in a scratch row (one per block of rows) rather than computing
 # again in a later pass: vectorised exp costs ~0.55 ns/element, an L1/L2 load far less.
 EXPENSIVE = ("exp(", "log(", "log1p(", "tanh(", "erf(")  # and ** with a general exponent
@@ -295,11 +298,11 @@ def _params(spec):
                      [f"out{o}" for o in range(len(spec.outputs))])
 
 
-def _fastmath(body):
-    """FASTMATH, without 'afn' in a kernel that raises to a power: with it LLVM turns
-    pow(x, float(i)) for an int32 or bool i into powi, which numba's JIT cannot resolve, and
-    the kernel crashes the process (float_power of two int32 tensors did)."""
-    return FASTMATH - {"afn"} if "**" in body else FASTMATH
+def _fastmath(spec):
+    """FASTMATH for a kernel with a reduction (its accumulation must vectorise); none for a
+    purely elementwise one, so LLVM does not reassociate (a / b) * c into (a * c) / b: that
+    loop then rounds exactly as the op-by-op kernels do."""
+    return FASTMATH if any(n[0] == "reduce" for n in spec.nodes) else frozenset()
 
 
 def generate_source(spec: FusedSpec) -> tuple[str, bool]:
@@ -320,7 +323,7 @@ def generate_source(spec: FusedSpec) -> tuple[str, bool]:
         f"from {prelude.__name__} import (NoAliasPipeline, erf_f32, exp_f32, fmaximum, "
         "fminimum, log_f32, sum_step, sum_total, tanh_f32)",
         "",
-        f"FASTMATH = {sorted(_fastmath(text))!r}",
+        f"FASTMATH = {sorted(_fastmath(spec))!r}",
         *consts,
         "",
     ]

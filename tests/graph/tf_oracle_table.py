@@ -358,7 +358,6 @@ KNOWN = {
     "image.resize_bilinear[2]": (("float64",), _F32_INSIDE + " (the gradient)"),
     "image.resize_images": (("float64",), _F32_INSIDE + " (the gradient)"),
     "losses.huber_loss": (("float64",), _OPTIMISER_F32, "optimised"),
-    "losses.sigmoid_cross_entropy": (("float64",), _OPTIMISER_F32, "optimised"),
     "losses.mean_squared_error[1]": (("float64",), _OPTIMISER_F32, "optimised"),
     "losses.compute_weighted_loss": (("float64",), _OPTIMISER_F32, "optimised"),
 }
