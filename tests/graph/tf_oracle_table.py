@@ -336,8 +336,6 @@ _INTS = ("uint8", "int8", "int16", "int32", "int64")
 _FLOATS = ("float16", "float32", "float64")
 _F32_INSIDE = "TF's kernel computes in float32 for float64 inputs; dualgrad in float64 (a 1e-7 " \
     "relative difference)"
-_OPTIMISER_F32 = "the graph optimiser computes part of a float64 graph in float32 (2**-27 off); " \
-    "the optimiser's dtype preservation is being fixed separately (issue 30, part 5)"
 KNOWN = {
     "reduce_euclidean_norm": (_INTS, "integer input raises a TypeError in dualgrad (TF "
                               "returns the truncated integer norm)"),
@@ -357,9 +355,6 @@ KNOWN = {
     "image.resize_bilinear[1]": (("float64",), _F32_INSIDE + " (the gradient)"),
     "image.resize_bilinear[2]": (("float64",), _F32_INSIDE + " (the gradient)"),
     "image.resize_images": (("float64",), _F32_INSIDE + " (the gradient)"),
-    "losses.huber_loss": (("float64",), _OPTIMISER_F32, "optimised"),
-    "losses.mean_squared_error[1]": (("float64",), _OPTIMISER_F32, "optimised"),
-    "losses.compute_weighted_loss": (("float64",), _OPTIMISER_F32, "optimised"),
 }
 
 # aliases whose tf.compat.v1 path does not exist
