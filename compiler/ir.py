@@ -64,6 +64,9 @@ class Program:
     nodes: list            # INodes in topological order
     fetches: list          # (INode, index) for a fetched tensor, (INode, None) for a node
     feeds: list            # [(placeholder graph Tensor, INode)]
+    memory_budget: object = None   # bytes (int) or a fraction of the peak (float): remat
+    memory_target: tuple = (None, None)   # remat's (budget in bytes, peak without one)
+    recomputed: int = 0                   # nodes remat added
 
     def users(self):
         """id(INode) -> list of (user INode, input position)."""
@@ -188,6 +191,12 @@ def _fresh_value(ref, spec):
     return tuple(got.shape) == tuple(spec.shape) and got.dtype == spec.dtype
 
 
+def adopts(n) -> bool:
+    """`n` is an assign that keeps the array it is given as the variable's value."""
+    return n.tag == "graph" and n.origin.type == "assign" and \
+        _fresh_value(n.inputs[0], n.origin.outputs[0].spec)
+
+
 def _constant(v):
     """The kernel of a constant; `constant_value` lets generated plans bind the value."""
     def kernel():
@@ -199,7 +208,7 @@ def _constant(v):
 def _plan_step(n):
     if n.tag == "graph":
         kernel, stateful = node_kernel(n.origin)
-        if n.origin.type == "assign" and _fresh_value(n.inputs[0], n.origin.outputs[0].spec):
+        if adopts(n):
             from dualgrad.graph.variables import adopting_assign_kernel
             kernel = adopting_assign_kernel(n.origin)
         return n.origin, kernel, stateful

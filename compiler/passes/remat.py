@@ -1,0 +1,200 @@
+"""Rematerialisation: under a memory budget, recompute values instead of keeping them.
+
+Run only when the plan has a budget (`Session(memory_budget=...)`, `compile(fn,
+memory_budget=...)`; `prog.memory_budget`, in bytes or as a fraction of the unbudgeted peak).
+The forward pass of a training step computes activations the backward pass reads much later;
+between the two they only occupy memory. Greedily, while the planned peak
+(compiler/plan_memory.py) is over the budget: at the step where memory peaks, among the
+values alive there and read only before and after it, take the one that saves the most bytes
+there per operation recomputed (its bytes, less those of inputs it would keep alive across
+the peak) and compute it again, by a copy of its node, just before its first reader after the
+peak; views of it read after the peak are copied onto the copy. Cheap element-wise loops go
+first, then matrix products. Only pure ops and fused loops are copied (never a random or
+stateful node), with the same inputs: the copy computes the same bits as the original, so
+results are exactly those of the plan without a budget.
+
+The buffers pass runs after this one and preallocates the fused loops' outputs by shape, so
+the pass weighs each round by the peak the buffers will give, and tightens its own target when
+they waste some. When no copy lowers the peak any more it stops; optimize() then warns that
+the budget was not met, naming it and the peak reached.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import plan_memory as PM
+from . import buffers
+
+NAME = "remat"
+MAX_COPIES = 2000
+TRIES = 8          # candidates tried per step before giving up
+
+
+def run(prog):
+    budget = prog.memory_budget
+    unbudgeted = _peak(prog, budgeted=False)
+    target = budget_bytes(budget, unbudgeted)
+    prog.memory_target = (target, unbudgeted)
+    copies, goal = 0, target
+    for _ in range(8):
+        if _peak(prog) <= target:
+            break
+        made = _greedy(prog, goal)
+        copies += made
+        over = _peak(prog) - target
+        if over <= 0 or made == 0:
+            break
+        goal -= over
+    from .prune import dead_code
+    dead_code(prog)
+    prog.recomputed = prog.recomputed + copies
+    return {"recomputed": copies, "budget": target, "unbudgeted": unbudgeted,
+            "peak": _peak(prog)}
+
+
+def budget_bytes(budget, unbudgeted) -> int:
+    """A memory_budget in bytes: an int is bytes, a float in (0, 1] a fraction of the peak
+    the plan has without a budget."""
+    if isinstance(budget, float):
+        return int(budget * unbudgeted)
+    return int(budget)
+
+
+def _peak(prog, budgeted=None):
+    assigned, pool = buffers.plan(prog, budgeted)
+    return PM.summarise(prog, set(assigned), buffers.pool_bytes(pool)).peak
+
+
+def _greedy(prog, goal):
+    """Copy nodes until the all-transient peak is at most `goal` or no copy lowers it; a
+    copy that does not lower the peak (or the number of steps at it) is undone."""
+    from ..ir import topo_sort
+    made, skip = 0, set()      # skip: copies, and nodes whose copy did not help
+    while made < MAX_COPIES:
+        live, root, size, start, end = PM.profile(prog)
+        top = max(live)
+        if top <= goal:
+            break
+        p = live.index(top)
+        for n in _ranked(prog, p, root, size, end, skip)[:TRIES]:
+            saved = _snapshot(prog)
+            copies = _copy(prog, n, p)
+            topo_sort(prog)
+            after = PM.profile(prog)[0]
+            if max(after) < top or (max(after) == top and after.count(top) < live.count(top)):
+                skip.update(id(c) for c in copies)
+                made += 1
+                break
+            _restore(prog, saved)
+            skip.add(id(n))
+        else:
+            break
+    return made
+
+
+def _snapshot(prog):
+    return list(prog.nodes), [list(n.inputs) for n in prog.nodes], list(prog.fetches)
+
+
+def _restore(prog, saved):
+    from ..ir import topo_sort
+    nodes, inputs, fetches = saved
+    prog.nodes, prog.fetches = nodes, fetches
+    for n, ins in zip(nodes, inputs):
+        n.inputs = ins
+    topo_sort(prog)
+
+
+def _reads(prog, root):
+    reads = {}
+    for k, n in enumerate(prog.nodes):
+        for src, i in n.inputs:
+            r = root.get((id(src), i))
+            if r is not None:
+                reads.setdefault(r, []).append(k)
+    return reads
+
+
+def _ranked(prog, p, root, size, end, skip):
+    """Nodes before `p` whose copy after it would save bytes at `p`, best first (bytes saved
+    there per operation recomputed)."""
+    reads, last = _reads(prog, root), len(prog.nodes) - 1
+    scored = []
+    for n in prog.nodes[:p]:
+        if id(n) in skip or not _copyable(n):
+            continue
+        own = [(id(n), i) for i in range(len(n.specs)) if root.get((id(n), i)) == (id(n), i)]
+        if not own or any(end[r] >= last for r in own):
+            continue      # NOTE: fetched or stored: it lives to the end anyway
+        at_p = [r for r in own if end[r] > p]
+        uses = [u for r in own for u in reads.get(r, ())]
+        if not at_p or p in uses:
+            continue
+        gain = sum(size[r] for r in at_p) - sum(
+            size[r] for r in (root.get((id(src), i)) for src, i in n.inputs)
+            if r is not None and end[r] < p)
+        if gain > 0:
+            scored.append((gain / (_cost(n) + 1.0), n.id, n))
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    return [n for _, _, n in scored]
+
+
+def _copyable(n):
+    return (n.tag == "op" and n.pure() and not n.op.may_alias) or \
+        (n.tag == "fused" and not n.controls)
+
+
+def _cost(n):
+    """Operations to recompute `n`, roughly: multiply-adds for products, elements otherwise."""
+    out = sum(_elements(s) for s in n.specs)
+    if n.tag == "fused":
+        return out * len(n.members)
+    ins = [src.specs[i] for src, i in n.inputs]
+    if "matmul" in n.op.name and ins and ins[0].shape:
+        return out * (ins[0].shape[-1] or 1)
+    if "conv" in n.op.name and len(ins) > 1:
+        return out * max(_elements(ins[1]) // max(ins[1].shape[-1] or 1, 1), 1)
+    return out + sum(_elements(s) for s in ins)
+
+
+def _elements(spec):
+    return int(np.prod([d or 1 for d in spec.shape], dtype=np.int64)) if spec.shape else 1
+
+
+def _copy(prog, n, p):
+    """Recompute `n` (and the views of it read after `p`) just before its first reader after
+    `p`: those readers read the copies."""
+    position = {id(m): k for k, m in enumerate(prog.nodes)}
+    users = prog.users()
+    copies, first = {}, [len(prog.nodes)]
+
+    def copy_of(m):
+        if id(m) not in copies:
+            c = _clone(m)
+            if m is not n:
+                src, i = m.inputs[0]
+                c.inputs[0] = (copy_of(src), i)
+            copies[id(m)] = c
+        return copies[id(m)]
+
+    def visit(m):
+        for u, k in users[id(m)]:
+            if position[id(u)] > p:
+                first[0] = min(first[0], position[id(u)])
+                u.inputs[k] = (copy_of(m), u.inputs[k][1])
+            elif u.tag == "op" and u.op.may_alias and k == 0:
+                visit(u)
+
+    visit(n)
+    block = sorted(copies.values(), key=lambda c: c.id)
+    prog.nodes[first[0]:first[0]] = block
+    return block
+
+
+def _clone(m):
+    from ..ir import INode
+    c = INode(m.tag, m.op, list(m.inputs), dict(m.attrs), list(m.specs), origin=m.origin)
+    if m.tag == "fused":
+        c.fused, c.members = m.fused.copy(), m.members
+    c.id = m.id
+    return c
