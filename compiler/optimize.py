@@ -57,6 +57,7 @@ def optimize(graph, fetches, feed_specs=None, passes=None, memory_budget=None):
     plan.memory = _memory(prog, memory_budget)
     report = Report(before, prog.count(), records, seconds=time.perf_counter() - t0)
     report.program = prog
+    report.memory = plan.memory
     return plan, report
 
 

@@ -76,9 +76,15 @@ def _greedy(prog, goal):
         if top <= goal:
             break
         p = live.index(top)
-        for n in _ranked(prog, p, root, size, end, skip)[:TRIES]:
+        tries = [(n, "move") for n in _movable(prog, p, root, size, end, skip)[:TRIES]] + \
+            [(n, "copy") for n in _ranked(prog, p, root, size, end, skip)[:TRIES]]
+        for n, how in tries:
             saved = _snapshot(prog)
-            copies = _copy(prog, n, p)
+            if how == "copy":
+                n, also = n
+                copies = _copy(prog, n, p, also)
+            else:
+                copies = _move(prog, n, p)
             topo_sort(prog)
             after = PM.profile(prog)[0]
             if max(after) < top or (max(after) == top and after.count(top) < live.count(top)):
@@ -130,13 +136,73 @@ def _ranked(prog, p, root, size, end, skip):
         uses = [u for r in own for u in reads.get(r, ())]
         if not at_p or p in uses:
             continue
-        gain = sum(size[r] for r in at_p) - sum(
-            size[r] for r in (root.get((id(src), i)) for src, i in n.inputs)
-            if r is not None and end[r] < p)
+        extra, cost, also = 0, _cost(n), []
+        for src, i in n.inputs:
+            r = root.get((id(src), i))
+            if r is None or end[r] >= p:
+                continue          # NOTE: alive at p anyway (or not allocated by the run)
+            if _copyable(src) and all(root.get((id(s2), j)) is None or
+                                      end[root[(id(s2), j)]] >= p for s2, j in src.inputs):
+                also.append(src)  # NOTE: recomputed too, from what is alive at p
+                cost += _cost(src)
+            else:
+                extra += size[r]
+        gain = sum(size[r] for r in at_p) - extra
         if gain > 0:
-            scored.append((gain / (_cost(n) + 1.0), n.id, n))
+            scored.append((gain / (cost + 1.0), n.id, (n, also)))
     scored.sort(key=lambda t: (-t[0], t[1]))
     return [n for _, _, n in scored]
+
+
+def _movable(prog, p, root, size, end, skip):
+    """Nodes after `p` that could run before it (their inputs are ready) and are the last
+    reader of values alive at `p` larger than their own outputs (a weight's gradient, read
+    from an activation's gradient): run earlier, they free those sooner. Best first."""
+    position = {id(n): k for k, n in enumerate(prog.nodes)}
+    scored = []
+    for k in range(p + 1, len(prog.nodes)):
+        n = prog.nodes[k]
+        if id(n) in skip or not _copyable(n) or \
+                any(position[id(src)] >= p and not _ready_view(src, position, p)
+                    for src, _ in n.inputs):
+            continue
+        freed = {r for r in (root.get((id(src), i)) for src, i in n.inputs)
+                 if r is not None and end[r] == k}
+        gain = sum(size[r] for r in freed) - \
+            sum(size.get((id(n), i), 0) for i in range(len(n.specs)))
+        if gain > 0:
+            scored.append((-gain, k, n))
+    scored.sort(key=lambda t: t[:2])
+    return [n for _, _, n in scored]
+
+
+def _ready_view(n, position, p):
+    """`n` is a view whose input (through views) is computed before `p`."""
+    while _is_view(n) and not n.controls:
+        n = n.inputs[0][0]
+        if position[id(n)] < p:
+            return True
+    return False
+
+
+def _is_view(n):
+    return n.tag == "op" and n.op.may_alias and len(n.inputs) == 1
+
+
+def _move(prog, n, p=None):
+    """Run `n` right after the last of its inputs (a pure node: only its position moves), with
+    the views it reads that come later."""
+    moved = []
+    if p is None:
+        p = prog.nodes.index(n)
+    for src, _ in n.inputs:
+        if _is_view(src) and prog.nodes.index(src) >= p:
+            moved += _move(prog, src, p)
+    prog.nodes.remove(n)
+    position = {id(m): k for k, m in enumerate(prog.nodes)}
+    at = max([position[id(src)] for src, _ in n.inputs], default=-1) + 1
+    prog.nodes.insert(at, n)
+    return moved + [n]
 
 
 def _copyable(n):
@@ -161,9 +227,10 @@ def _elements(spec):
     return int(np.prod([d or 1 for d in spec.shape], dtype=np.int64)) if spec.shape else 1
 
 
-def _copy(prog, n, p):
+def _copy(prog, n, p, also=()):
     """Recompute `n` (and the views of it read after `p`) just before its first reader after
-    `p`: those readers read the copies."""
+    `p`: those readers read the copies. The inputs of `n` in `also` are recomputed too, for
+    the copy of `n` to read."""
     position = {id(m): k for k, m in enumerate(prog.nodes)}
     users = prog.users()
     copies, first = {}, [len(prog.nodes)]
@@ -186,6 +253,12 @@ def _copy(prog, n, p):
                 visit(u)
 
     visit(n)
+    if id(n) in copies:
+        c = copies[id(n)]
+        for a in also:
+            ca = _clone(a)
+            copies[id(a)] = ca
+            c.inputs = [(ca, i) if src is a else (src, i) for src, i in c.inputs]
     block = sorted(copies.values(), key=lambda c: c.id)
     prog.nodes[first[0]:first[0]] = block
     return block
