@@ -20,7 +20,8 @@ def optimize(graph, fetches, feed_specs=None, passes=None, memory_budget=None):
     placeholder it needs, with its declared spec; unknown dims stay unknown).
 
     passes: names to run (default: all, in the listed order: prune, constant_fold, cse,
-    simplify, cse again, layout, fuse, buffers; a subset keeps that order). A shape rule that fails with the actual feed shapes gives the
+    simplify, cse again, layout, fuse, remat (only with a memory_budget), buffers; a subset
+    keeps that order). A shape rule that fails with the actual feed shapes gives the
     unoptimised plan, so the error is raised at run time naming the node, as without
     the optimiser.
 

@@ -35,21 +35,21 @@ def run(prog):
     unbudgeted = _peak(prog, budgeted=False)
     target = budget_bytes(budget, unbudgeted)
     prog.memory_target = (target, unbudgeted)
-    copies, goal = 0, target
+    copies, moves, goal = 0, 0, target
     for _ in range(8):
         if _peak(prog) <= target:
             break
         made = _greedy(prog, goal)
-        copies += made
+        copies, moves = copies + made[0], moves + made[1]
         over = _peak(prog) - target
-        if over <= 0 or made == 0:
+        if over <= 0 or sum(made) == 0:
             break
         goal -= over
     from .prune import dead_code
     dead_code(prog)
     prog.recomputed = prog.recomputed + copies
-    return {"recomputed": copies, "budget": target, "unbudgeted": unbudgeted,
-            "peak": _peak(prog)}
+    return {"recomputed": copies, "moved": moves, "budget": target,
+            "unbudgeted": unbudgeted, "peak": _peak(prog)}
 
 
 def budget_bytes(budget, unbudgeted) -> int:
@@ -69,8 +69,8 @@ def _greedy(prog, goal):
     """Copy nodes until the all-transient peak is at most `goal` or no copy lowers it; a
     copy that does not lower the peak (or the number of steps at it) is undone."""
     from ..ir import topo_sort
-    made, skip = 0, set()      # skip: copies, and nodes whose copy did not help
-    while made < MAX_COPIES:
+    made, skip = [0, 0], set()      # copies, moves; skip: copies, and nodes that did not help
+    while sum(made) < MAX_COPIES:
         live, root, size, start, end = PM.profile(prog)
         top = max(live)
         if top <= goal:
@@ -89,7 +89,7 @@ def _greedy(prog, goal):
             after = PM.profile(prog)[0]
             if max(after) < top or (max(after) == top and after.count(top) < live.count(top)):
                 skip.update(id(c) for c in copies)
-                made += 1
+                made[how == "move"] += len(copies)
                 break
             _restore(prog, saved)
             skip.add(id(n))
