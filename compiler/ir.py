@@ -22,6 +22,8 @@ from dualgrad import ops
 from dualgrad.graph.plan import Plan, Step, build_plan, fetch_nodes, needed_nodes, node_kernel, plan_frees
 from dualgrad.graph.core import Tensor as GTensor
 
+from .plan_memory import adopts
+
 
 class INode:
     __slots__ = ("tag", "op", "inputs", "attrs", "specs", "origin", "value", "controls",
@@ -178,23 +180,6 @@ def to_plan(prog: Program) -> Plan:
     plan_frees(steps, set(fetch_slots))
     gnodes = [n.origin for n in prog.nodes if n.origin is not None]
     return Plan(steps, feed_slots, fetch_slots, len(slots), gnodes)
-
-
-def _fresh_value(ref, spec):
-    """The value is a fused kernel's output of exactly `spec` that leaves the plan: such an
-    output is allocated anew on every run (compiler/passes/buffers.py), so an assign may keep
-    it as the variable's value instead of copying it."""
-    src, i = ref
-    if src.tag != "fused":
-        return False
-    got = src.specs[i]
-    return tuple(got.shape) == tuple(spec.shape) and got.dtype == spec.dtype
-
-
-def adopts(n) -> bool:
-    """`n` is an assign that keeps the array it is given as the variable's value."""
-    return n.tag == "graph" and n.origin.type == "assign" and \
-        _fresh_value(n.inputs[0], n.origin.outputs[0].spec)
 
 
 def _constant(v):

@@ -64,6 +64,23 @@ _STRIDED = {"transpose", "slice", "diagonal", "as_strided", "concat_part", "broa
             "broadcast_to"}
 
 
+def _fresh_value(ref, spec):
+    """The value is a fused kernel's output of exactly `spec` that leaves the plan: such an
+    output is allocated anew on every run (compiler/passes/buffers.py), so an assign may keep
+    it as the variable's value instead of copying it."""
+    src, i = ref
+    if src.tag != "fused":
+        return False
+    got = src.specs[i]
+    return tuple(got.shape) == tuple(spec.shape) and got.dtype == spec.dtype
+
+
+def adopts(n) -> bool:
+    """`n` is an assign that keeps the array it is given as the variable's value."""
+    return n.tag == "graph" and n.origin.type == "assign" and \
+        _fresh_value(n.inputs[0], n.origin.outputs[0].spec)
+
+
 def _view(n, contiguous, i=0):
     """(is a view of input 0, its result is C-contiguous) for output `i` of node `n`."""
     if n.tag != "op" or not n.op.may_alias or not n.inputs:
@@ -97,7 +114,6 @@ def _gtype(n):
 def profile(prog, pooled=frozenset()):
     """Live bytes during each step of `prog.nodes` (feeds count as steps of 0), not counting
     the values in `pooled` ((id(node), index) pairs with a preallocated buffer)."""
-    from .ir import adopts
     N = len(prog.nodes)
     root, size, end, start, contiguous = {}, {}, {}, {}, {}
     release = [0] * (N + 1)

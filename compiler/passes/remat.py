@@ -20,6 +20,8 @@ the budget was not met, naming it and the peak reached.
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from .. import plan_memory as PM
@@ -68,7 +70,6 @@ def _peak(prog, budgeted=None):
 def _greedy(prog, goal):
     """Copy nodes until the all-transient peak is at most `goal` or no copy lowers it; a
     copy that does not lower the peak (or the number of steps at it) is undone."""
-    from ..ir import topo_sort
     made, skip = [0, 0], set()      # copies, moves; skip: copies, and nodes that did not help
     while sum(made) < MAX_COPIES:
         live, root, size, start, end = PM.profile(prog)
@@ -85,7 +86,7 @@ def _greedy(prog, goal):
                 copies = _copy(prog, n, p, also)
             else:
                 copies = _move(prog, n, p)
-            topo_sort(prog)
+            _renumber(prog)
             after = PM.profile(prog)[0]
             if max(after) < top or (max(after) == top and after.count(top) < live.count(top)):
                 skip.update(id(c) for c in copies)
@@ -103,12 +104,17 @@ def _snapshot(prog):
 
 
 def _restore(prog, saved):
-    from ..ir import topo_sort
     nodes, inputs, fetches = saved
     prog.nodes, prog.fetches = nodes, fetches
     for n, ins in zip(nodes, inputs):
         n.inputs = ins
-    topo_sort(prog)
+    _renumber(prog)
+
+
+def _renumber(prog):
+    """Node ids follow the order again (copies and moves keep it topological)."""
+    for k, n in enumerate(prog.nodes):
+        n.id = k
 
 
 def _reads(prog, root):
@@ -265,9 +271,8 @@ def _copy(prog, n, p, also=()):
 
 
 def _clone(m):
-    from ..ir import INode
-    c = INode(m.tag, m.op, list(m.inputs), dict(m.attrs), list(m.specs), origin=m.origin)
+    c = copy.copy(m)     # NOTE: the same op, attributes, specs and origin (for errors)
+    c.inputs, c.attrs, c.specs = list(m.inputs), dict(m.attrs), list(m.specs)
     if m.tag == "fused":
-        c.fused, c.members = m.fused.copy(), m.members
-    c.id = m.id
+        c.fused = m.fused.copy()
     return c
