@@ -9,6 +9,8 @@ import time
 import warnings
 
 from .ir import ReinferError, from_graph, to_plan, topo_sort
+from dualgrad.ops.core import user_stacklevel
+
 from . import plan_memory
 from .memory import pin_if_asked
 from .passes import BY_NAME, PASSES
@@ -86,7 +88,7 @@ def _memory(prog, budget):
         warnings.warn(f"memory_budget={budget!r} ({target} bytes) cannot be met: the plan's "
                       f"peak is {mem.peak} bytes at best ({mem.peak / max(target, 1):.2f}x the "
                       f"budget; {mem.unbudgeted} bytes without a budget), recomputing "
-                      f"{mem.recomputed} values", UserWarning, stacklevel=4)
+                      f"{mem.recomputed} values", UserWarning, stacklevel=user_stacklevel())
     return mem
 
 
