@@ -7,11 +7,12 @@ so that the run takes under a minute here) runs in one Session without a budget 
 `memory_budget` of 100%, 75%, 50% and 35% of the unbudgeted plan's peak. Per row: the
 planned peak (`Session.plan_memory`); the measured peak: tracemalloc's high-water mark of a
 steady-state run above what was live before it, plus the plan's preallocated buffers (which
-live across runs), the least and the most of three runs (a fused loop's own temporaries
-depend on whether it runs threaded, which it decides by timing); the median step time over
-rounds that run every session once in turn (so a busy machine slows all rows alike); the
-ratios to the unbudgeted row. Every row's losses must equal the unbudgeted row's bit for
-bit, or the script fails.
+live across runs), the least and the most of three runs, each row measured in a child
+process of its own (`--measure`; a fused loop's own temporaries depend on whether it runs
+threaded, which it decides by timing); the median step time over rounds that run every
+session once in turn in this process (so a busy machine slows all rows alike); the ratios
+to the unbudgeted row. Every row's losses must equal the unbudgeted row's bit for bit, in
+this process and in the children, or the script fails.
 glibc's thresholds are pinned first (`compiler.pin_malloc()`, as `dualgrad bench` does;
 DUALGRAD_MALLOC=glibc leaves them): a budgeted plan allocates per run what the default plan
 keeps in preallocated buffers, and with glibc's defaults those may be page-faulted in afresh.
@@ -20,7 +21,10 @@ keeps in preallocated buffers, and with glibc's defaults those may be page-fault
 from __future__ import annotations
 
 import gc
+import json
 import statistics
+import subprocess
+import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -55,38 +59,59 @@ def measured_peak(step, buffers):
         tracemalloc.stop()
 
 
+def measure(budget, batch, warmups=6, runs=3):
+    """In this process, alone: one session's planned peak, its measured peaks (`runs` of
+    them, after `warmups` runs) and every loss, as a dict."""
+    size = gpt_size(batch)
+    step = train_graph.make_step("gpt", size, memory_budget=budget)
+    mem = step.session.plan_memory(step.fetches, step.feed)
+    losses = [step() for _ in range(warmups)]
+    peaks = []
+    for _ in range(runs):
+        peak, more = measured_peak(step, mem.buffers)
+        peaks.append(peak)
+        losses += more
+    return {"budget": budget, "planned": mem.peak, "buffers": mem.buffers,
+            "target": mem.budget, "recomputed": mem.recomputed, "measured": peaks,
+            "losses": [float(x).hex() for x in losses]}
+
+
+def _measure_apart(budget, batch):
+    """`measure` in a child process (sessions sharing a process disturb tracemalloc's
+    figures: up to 20 MiB either way here), read back from its one JSON line."""
+    arg = "none" if budget is None else repr(budget)
+    out = subprocess.run([sys.executable, "-m", "dualgrad.comparisons.bench.memory",
+                          "--measure", arg, "--batch", str(batch)],
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def run(size, rounds=5):
-    """One row per budget: dict(budget, planned, buffers, measured, seconds, losses)."""
+    """One row per budget: dict(budget, planned, buffers, measured, seconds, ...)."""
     weights = train_models.initial_weights("gpt", size)
-    rows = []
-    for b in BUDGETS:
-        step = train_graph.make_step("gpt", size, weights=weights, memory_budget=b)
-        mem = step.session.plan_memory(step.fetches, step.feed)
-        rows.append({"budget": b, "step": step, "mem": mem, "losses": [], "times": []})
-    for r in rows:                   # NOTE: two warm-up runs (code generation, first faults)
-        r["losses"] += [r["step"](), r["step"]()]
+    steps = [train_graph.make_step("gpt", size, weights=weights, memory_budget=b)
+             for b in BUDGETS]
+    losses = [[s(), s()] for s in steps]   # NOTE: warm-up (code generation, first faults)
+    times = [[] for _ in steps]
     for _ in range(rounds):
-        for r in rows:
+        for s, ls, ts in zip(steps, losses, times):
             t = time.perf_counter()
-            r["losses"].append(r["step"]())
-            r["times"].append(time.perf_counter() - t)
-    for r in rows:
-        # NOTE: after the timed runs (a fused loop's first large calls compile and time its
-        # threaded variant); a kernel's own temporaries vary with the variant it picks
-        peaks = []
-        for _ in range(3):
-            peak, losses = measured_peak(r["step"], r["mem"].buffers)
-            peaks.append(peak)
-            r["losses"] += losses
-        r["measured"] = (min(peaks), max(peaks))
-    ref = rows[0]["losses"]
-    for r in rows[1:]:
-        if r["losses"] != ref:
-            raise AssertionError(f"memory_budget={r['budget']}: losses {r['losses']} differ "
-                                 f"from the unbudgeted run's {ref}")
-    return [{"budget": r["budget"], "planned": r["mem"].peak, "buffers": r["mem"].buffers,
-             "measured": r["measured"], "seconds": statistics.median(r["times"]),
-             "recomputed": r["mem"].recomputed, "target": r["mem"].budget} for r in rows]
+            ls.append(s())
+            ts.append(time.perf_counter() - t)
+    _same_losses([[float(x).hex() for x in ls] for ls in losses])
+    rows = [_measure_apart(b, size["batch"]) for b in BUDGETS]
+    _same_losses([r["losses"] for r in rows])
+    for r, ts in zip(rows, times):
+        r["seconds"] = statistics.median(ts)
+        r["measured"] = (min(r["measured"]), max(r["measured"]))
+    return rows
+
+
+def _same_losses(per_row):
+    for b, ls in zip(BUDGETS[1:], per_row[1:]):
+        if ls != per_row[0]:
+            raise AssertionError(f"memory_budget={b}: losses {ls} differ from the unbudgeted "
+                                 f"run's {per_row[0]}")
 
 
 def markdown(rows, size, rounds, malloc):
@@ -118,7 +143,16 @@ def main(argv=None):
                    help="replace the generated section of docs/compiler.md")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--measure", metavar="BUDGET", help=argparse.SUPPRESS)   # the child's part
     args = p.parse_args(argv)
+    if args.measure is not None:
+        from dualgrad.compiler import pin_malloc
+        pin_malloc()
+        budget = None if args.measure == "none" else float(args.measure)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            print(json.dumps(measure(budget, args.batch)))
+        return
     from dualgrad.compiler import pin_malloc
     from dualgrad.compiler.memory import malloc_mode
     print(f"malloc: {pin_malloc()}")   # NOTE: as `dualgrad bench` (DUALGRAD_MALLOC=glibc: not)
