@@ -58,14 +58,15 @@ def _same_bits(a, b):
 
 def _measured_transient(s, fetches, feed):
     """tracemalloc's high-water mark of a steady-state run above what was live before it,
-    the least of three (a fused loop's first large calls time its threaded variant)."""
+    the median of five (an array a worker thread still holds from the run before is freed
+    in a run, a fused loop run threaded has temporaries of its own: a run can differ)."""
     for _ in range(3):
         s.run(fetches, feed)
     tracemalloc.start()
     try:
         s.run(fetches, feed)   # NOTE: the variables' new values are traced from here on
         peaks = []
-        for _ in range(3):
+        for _ in range(5):
             gc.collect()
             gc.disable()       # NOTE: collecting earlier garbage would lower the figure
             before = tracemalloc.get_traced_memory()[0]
@@ -73,7 +74,7 @@ def _measured_transient(s, fetches, feed):
             s.run(fetches, feed)
             peaks.append(tracemalloc.get_traced_memory()[1] - before)
             gc.enable()
-        return min(peaks)
+        return sorted(peaks)[2]
     finally:
         gc.enable()
         tracemalloc.stop()
@@ -85,8 +86,8 @@ def test_planned_peak_matches_tracemalloc(budget):
     mem = s.plan_memory(fetches, feed)
     measured = _measured_transient(s, fetches, feed)
     # NOTE: the model does not see temporaries inside a kernel (NumPy's own); a run's
-    # Python objects are a few KiB: measured lies in [0.9, 1.25] x planned + 64 KiB
-    assert 0.9 * mem.transient <= measured <= 1.25 * mem.transient + 2**16, (mem, measured)
+    # Python objects are a few KiB: measured lies in [0.85, 1.25] x planned + 64 KiB
+    assert 0.85 * mem.transient <= measured <= 1.25 * mem.transient + 2**16, (mem, measured)
     assert mem.peak == mem.buffers + mem.transient
     if budget is None:
         assert mem.buffers > 0 and mem.budget is None
