@@ -86,8 +86,10 @@ def test_planned_peak_matches_tracemalloc(budget):
     mem = s.plan_memory(fetches, feed)
     measured = _measured_transient(s, fetches, feed)
     # NOTE: the model does not see temporaries inside a kernel (NumPy's own); a run's
-    # Python objects are a few KiB: measured lies in [0.85, 1.25] x planned + 64 KiB
-    assert 0.85 * mem.transient <= measured <= 1.25 * mem.transient + 2**16, (mem, measured)
+    # Python objects are a few KiB: measured lies in [0.8, 1.25] x planned + 64 KiB (0.85x
+    # in a session whose fused loops run threaded: the worker threads still hold an array
+    # of the run before, counted in `before` and released during the run)
+    assert 0.8 * mem.transient <= measured <= 1.25 * mem.transient + 2**16, (mem, measured)
     assert mem.peak == mem.buffers + mem.transient
     if budget is None:
         assert mem.buffers > 0 and mem.budget is None
