@@ -3,8 +3,8 @@
     python -m dualgrad.comparisons.bench.memory [--write-docs] [--rounds N] [--batch N]
 
 The graph (TF1-style) GPT step of train_graph.py (realistic tier's GPT, batch 8 by default
-so that the whole script takes about a minute here) runs in one Session without a budget and one per
-`memory_budget` of 100%, 75%, 50% and 35% of the unbudgeted plan's peak. Per row: the
+so that the whole script takes about a minute here) runs in one Session without a budget
+and one per `memory_budget` of 100%, 75%, 50% and 35% of the unbudgeted plan's peak. Per row: the
 planned peak (`Session.plan_memory`); the measured peak: tracemalloc's high-water mark of a
 steady-state run above what was live before it, plus the plan's preallocated buffers (which
 live across runs), the least and the most of three runs, each row measured in a child
