@@ -43,6 +43,7 @@ from dualgrad.eager.core import Tensor, array_of, owned_array, recorded
 from dualgrad.ops.core import FRAMEWORK_DIRS, tracing, where_str
 
 from .ddp_sync import average_bucket
+from .optimize import check_budget
 from .signatures import Inline, ModuleState, describe, leaf_names, modules_reached, \
     python_reads, read_values, signature_key, tree_map
 from .tracer import KEEP, GraphBreak, Trace, Tracer, active_trace, flatten_out, rebuild_out
@@ -60,12 +61,13 @@ _GRADS_LOCK = threading.Lock()   # building an entry's gradient nodes on first b
 class _Entry:
     """A traced signature: its graph, session, and how to feed it and read its results."""
 
-    def __init__(self, tr, arg_phs, arg_rg, out_tree, fetches, rg_outs, grad_mode, effects):
+    def __init__(self, tr, arg_phs, arg_rg, out_tree, fetches, rg_outs, grad_mode, effects,
+                 memory_budget=None):
         self.graph, self.arg_phs = tr.graph, arg_phs
         self.live, self.randoms = tr.live, tr.randoms
         self.live_rg = tuple([t.requires_grad for t, _ in tr.live])
         self.out_tree, self.n_out = out_tree, len(fetches)
-        self.session = graph.Session(tr.graph, optimize=True)
+        self.session = graph.Session(tr.graph, optimize=True, memory_budget=memory_budget)
         # the tape: which eager tensors get gradients, and the placeholders they were fed to
         self.grad_in = [("arg", i) for i, rg in enumerate(arg_rg) if rg] + \
             [("live", j) for j, (t, _) in enumerate(tr.live) if t.requires_grad]
@@ -242,9 +244,10 @@ def _tape_vjp(g, *inputs, out, needs, call, index):
 class Compiled:
     """What `compile(fn)` returns: call it like fn. See the module docstring."""
 
-    def __init__(self, fn, cache_size_limit=None):
+    def __init__(self, fn, cache_size_limit=None, memory_budget=None):
         self.fn = fn
         self.cache_size_limit = cache_size_limit
+        self.memory_budget = check_budget(memory_budget)
         self.evictions = 0       # traces dropped by the LRU cap
         self.module = fn if isinstance(fn, Module) else None
         self.__name__ = getattr(fn, "__name__", type(fn).__name__)
@@ -304,7 +307,8 @@ class Compiled:
         try:
             key = (is_grad_enabled(), self._state(),
                    tuple([signature_key(a, tensors, keep) for a in args]),
-                   tuple([(k, signature_key(v, tensors, keep)) for k, v in kwargs.items()]))
+                   tuple([(k, signature_key(v, tensors, keep)) for k, v in kwargs.items()]),
+                   self.memory_budget)
         except Inline:
             return self.fn(*args, **kwargs)
         entry = self._hit(key)
@@ -443,7 +447,8 @@ class Compiled:
         # backward through them would be through a freed graph in torch)
         rg_outs = [] if tr.did_backward else \
             [i for i, (g, rg) in enumerate(leaves) if rg and inexact(g.dtype)]
-        return _Entry(tr, phs, arg_rg, tree, fetches, rg_outs, is_grad_enabled(), effects)
+        return _Entry(tr, phs, arg_rg, tree, fetches, rg_outs, is_grad_enabled(), effects,
+                      self.memory_budget)
 
     def _params(self):
         """(name, parameter) of the modules fn reaches: placeholders get their names."""
@@ -498,21 +503,29 @@ def _user_line(err):
     return loc
 
 
-def compile(fn=None, *, cache_size_limit=None):  # noqa: A001 - torch.compile's name
+def compile(fn=None, *, cache_size_limit=None, memory_budget=None):  # noqa: A001 - torch's name
     """Trace `fn` (a function, a bound method or an eager.nn.Module) into an optimised graph.
 
     Usable as `compile(fn)`, `@compile` or `@compile()`. See the module docstring.
     cache_size_limit: traced signatures kept (least recently used dropped, with a warning);
     default CACHE_SIZE_LIMIT.
+    memory_budget: each traced plan's peak memory, in bytes (an int) or as a fraction of its
+    peak without a budget (a float in (0, 1]); activations are recomputed in the backward
+    pass to stay within it (compiler/passes/remat.py), with the same results bit for bit.
+    Not in torch.compile (there, torch.utils.checkpoint marks what to recompute by hand).
     """
     if cache_size_limit is not None and (not isinstance(cache_size_limit, int)
                                          or cache_size_limit < 1):
         raise ValueError(f"compile(): cache_size_limit must be a positive int, got "
                          f"{cache_size_limit!r}")
+    check_budget(memory_budget)
     if fn is None:
-        return lambda f: compile(f, cache_size_limit=cache_size_limit)
+        return lambda f: compile(f, cache_size_limit=cache_size_limit,
+                                 memory_budget=memory_budget)
     if isinstance(fn, Compiled):
-        return fn
+        if memory_budget is None or memory_budget == fn.memory_budget:
+            return fn
+        return Compiled(fn.fn, cache_size_limit or fn.cache_size_limit, memory_budget)
     if not callable(fn):
         raise TypeError(f"compile() needs a function or an eager.nn.Module, got {fn!r}")
-    return Compiled(fn, cache_size_limit)
+    return Compiled(fn, cache_size_limit, memory_budget)

@@ -22,6 +22,8 @@ from dualgrad import ops
 from dualgrad.graph.plan import Plan, Step, build_plan, fetch_nodes, needed_nodes, node_kernel, plan_frees
 from dualgrad.graph.core import Tensor as GTensor
 
+from .plan_memory import adopts
+
 
 class INode:
     __slots__ = ("tag", "op", "inputs", "attrs", "specs", "origin", "value", "controls",
@@ -64,6 +66,9 @@ class Program:
     nodes: list            # INodes in topological order
     fetches: list          # (INode, index) for a fetched tensor, (INode, None) for a node
     feeds: list            # [(placeholder graph Tensor, INode)]
+    memory_budget: object = None   # bytes (int) or a fraction of the peak (float): remat
+    memory_target: tuple = (None, None)   # remat's (budget in bytes, peak without one)
+    recomputed: int = 0                   # nodes remat added
 
     def users(self):
         """id(INode) -> list of (user INode, input position)."""
@@ -177,17 +182,6 @@ def to_plan(prog: Program) -> Plan:
     return Plan(steps, feed_slots, fetch_slots, len(slots), gnodes)
 
 
-def _fresh_value(ref, spec):
-    """The value is a fused kernel's output of exactly `spec` that leaves the plan: such an
-    output is allocated anew on every run (compiler/passes/buffers.py), so an assign may keep
-    it as the variable's value instead of copying it."""
-    src, i = ref
-    if src.tag != "fused":
-        return False
-    got = src.specs[i]
-    return tuple(got.shape) == tuple(spec.shape) and got.dtype == spec.dtype
-
-
 def _constant(v):
     """The kernel of a constant; `constant_value` lets generated plans bind the value."""
     def kernel():
@@ -199,7 +193,7 @@ def _constant(v):
 def _plan_step(n):
     if n.tag == "graph":
         kernel, stateful = node_kernel(n.origin)
-        if n.origin.type == "assign" and _fresh_value(n.inputs[0], n.origin.outputs[0].spec):
+        if adopts(n):
             from dualgrad.graph.variables import adopting_assign_kernel
             kernel = adopting_assign_kernel(n.origin)
         return n.origin, kernel, stateful

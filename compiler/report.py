@@ -31,6 +31,10 @@ class PassRecord:
             if d["unfused"]:
                 s += f"; left unfused: {'; '.join(d['unfused'])}"
             return s
+        if self.name == "remat":
+            return (f"budget {d['budget'] / 2**20:.2f} MiB: peak {d['unbudgeted'] / 2**20:.2f} "
+                    f"-> {d['peak'] / 2**20:.2f} MiB, {d['recomputed']} nodes recomputed, "
+                    f"{d['moved']} moved earlier")
         if self.name == "buffers":
             return (f"{d['buffers']} preallocated buffers ({d['shared']} shared), "
                     f"{d['bytes_per_run'] / 2**20:.2f} MiB of intermediates no longer "
@@ -47,6 +51,7 @@ class Report:
     note: str = ""
     seconds: float = 0.0
     program: object = None
+    memory: object = None     # the plan's MemoryReport (compiler/plan_memory.py)
 
     def __getitem__(self, name):
         for p in self.passes:

@@ -55,6 +55,7 @@ class Plan:
     fetch_slots: list
     num_slots: int
     nodes: list = field(default_factory=list)   # the graph nodes this plan covers
+    memory: object = None   # the optimiser's MemoryReport (compiler/plan_memory.py)
 
     _fn: object = field(default=None, repr=False, compare=False)
     _runs: int = field(default=0, repr=False, compare=False)
@@ -163,11 +164,14 @@ def build_plan(fetches, feeds=()) -> Plan:
 
 
 def plan_frees(steps, keep):
-    """Set each step's `free`: the slots (not in `keep`) it is the last reader of."""
+    """Set each step's `free`: the slots (not in `keep`) it is the last reader of, and its
+    own outputs that no step reads (dropped at once, not held to the end of the run)."""
     last = {}
     for i, s in enumerate(steps):
         for slot in s.inputs:
             last[slot] = i
+        for slot in s.outputs:
+            last.setdefault(slot, i)
     frees = [[] for _ in steps]
     for slot, i in last.items():
         if slot not in keep:

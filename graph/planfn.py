@@ -118,6 +118,7 @@ def _step_lines(i, step, env):
                 lines.append(f"        s{o} = _r[{k}]")
                 if not sure:
                     lines.append(f"        if type(s{o}) is not ndarray: s{o} = asarray(s{o})")
+            lines.append("        _r = None")   # NOTE: the tuple would keep freed outputs alive
         else:
             lines = [f"        {call}"]
     lines += [f"        s{slot} = None" for slot in step.free]

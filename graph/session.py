@@ -106,7 +106,8 @@ def _optimizer():
 
 
 class Session:
-    """`Session(graph=None, optimize=True, config=None)`: a context manager with
+    """`Session(graph=None, optimize=True, config=None, target="", *, memory_budget=None)`:
+    a context manager with
     `run(fetches, feed_dict, options=None, run_metadata=None)`. `config` (a ConfigProto),
     `options` (RunOptions) and `run_metadata` (RunMetadata) are accepted as TF1 programs pass
     them and change nothing (graph/config.py says why), except `RunOptions.timeout_in_ms` and
@@ -114,9 +115,14 @@ class Session:
 
     fetches: a Tensor, a Variable, a Node (an op: its result is None), a name ("x:0" or
     "train"), or a nested list / tuple / dict of them; the result has the same structure.
+
+    memory_budget (not in TF1): bytes (an int) or a fraction of the unbudgeted peak (a float
+    in (0, 1]); each plan then recomputes activations in the backward pass to keep its
+    planned peak within it (`plan_memory` reports it), with the same results bit for bit.
     """
 
-    def __init__(self, graph=None, optimize=True, config=None, target=""):
+    def __init__(self, graph=None, optimize=True, config=None, target="", *,
+                 memory_budget=None):
         if isinstance(graph, str):          # NOTE: TF1's Session(target, graph, config)
             graph, target = (optimize, graph) if isinstance(optimize, Graph) else (None, graph)
             optimize = True
@@ -128,6 +134,13 @@ class Session:
         if not isinstance(self.graph, Graph):
             raise TypeError(f"Session(graph=...) needs a graph.Graph, got {self.graph!r}")
         self.optimize = bool(optimize)
+        if memory_budget is not None and not self.optimize:
+            raise ValueError("Session(memory_budget=...) needs optimize=True: the optimiser "
+                             "plans memory (compiler/passes/remat.py)")
+        if memory_budget is not None:
+            from dualgrad.compiler.optimize import check_budget
+            check_budget(memory_budget)
+        self.memory_budget = memory_budget
         self._state = RunState(self, self.graph)
         self._plans = {}
         self._plan_lock = threading.Lock()
@@ -223,8 +236,29 @@ class Session:
         if optimize is None:
             return build_plan(flat, feeds)
         specs = {t: Spec(a.shape, a.dtype) for t, a in feeds.items()}
-        plan, self.last_report = optimize(self.graph, flat, specs)
+        if self.memory_budget is None:
+            plan, self.last_report = optimize(self.graph, flat, specs)
+        else:
+            plan, self.last_report = optimize(self.graph, flat, specs,
+                                              memory_budget=self.memory_budget)
         return plan
+
+    def plan_memory(self, fetches, feed_dict=None):
+        """The memory of the plan `run(fetches, feed_dict)` executes, without running it: a
+        `MemoryReport` (compiler/plan_memory.py) with `peak` in bytes, the fused kernels'
+        preallocated `buffers`, the `transient` high-water mark of the arrays a run
+        allocates and the step (`at`) where it is reached; with a memory_budget, also
+        `budget`, `unbudgeted` and `recomputed`. Only optimised plans are measured: with
+        optimize=False (or without compiler/) this raises ValueError.
+        """
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        flat, _ = _flatten(fetches, self._element)
+        plan = self._plan(flat, self._check_feeds(feed_dict or {}))
+        if plan.memory is None:
+            raise ValueError("plan_memory: only an optimised plan has a memory report "
+                             "(Session(optimize=True), with dualgrad.compiler installed)")
+        return plan.memory
 
     # -- fetches and feeds ------------------------------------------------------------------------
     def _element(self, f, what="fetch"):
@@ -432,8 +466,9 @@ class _AsDefault:
 class InteractiveSession(Session):
     """A Session that installs itself as the default session on creation (for notebooks)."""
 
-    def __init__(self, graph=None, optimize=True, config=None, target=""):
-        super().__init__(graph, optimize, config, target)
+    def __init__(self, graph=None, optimize=True, config=None, target="", *,
+                 memory_budget=None):
+        super().__init__(graph, optimize, config, target, memory_budget=memory_budget)
         _TLS.sessions.append(self)
 
     def close(self):

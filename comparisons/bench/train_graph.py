@@ -100,8 +100,9 @@ def lstm(x, w, size):
 FORWARD = {"mlp": mlp, "cnn": cnn, "gpt": gpt, "lstm": lstm}
 
 
-def make_step(name, size, optimize=True, weights=None):
-    """A zero-argument training step: one Session.run of the loss and Adam's update."""
+def make_step(name, size, optimize=True, weights=None, memory_budget=None):
+    """A zero-argument training step: one Session.run of the loss and Adam's update (its
+    Session is the step's `session`, its fetches and feeds `fetches` and `feed`)."""
     weights = M.initial_weights(name, size) if weights is None else weights
     x_np, y_np = M.batch(name, size)
     if name == "cnn":
@@ -118,5 +119,13 @@ def make_step(name, size, optimize=True, weights=None):
         init = graph.global_variables_initializer()
     sess = graph.Session(graph=g, optimize=optimize)
     sess.run(init)
+    if memory_budget is not None:   # NOTE: the initializer's plan has no budget to meet
+        values = sess.variable_values()
+        sess = graph.Session(graph=g, memory_budget=memory_budget)
+        sess.load_variable_values(values)
     feed = {x: x_np, y: y_np}
-    return lambda: float(sess.run([loss, train], feed)[0])
+
+    def step():
+        return float(sess.run([loss, train], feed)[0])
+    step.session, step.fetches, step.feed = sess, [loss, train], feed
+    return step

@@ -7,6 +7,10 @@ an array allocated once and rewritten on every run: no page faults for fresh mem
 same shape and dtype, share one array. Results handed back by Session.run are always fresh.
 The arrays are allocated per thread that runs the plan (`BufferPool`), so one Session can
 run from many threads at once.
+
+A plan made for a memory budget gets no buffers: they are held across runs, so they would
+count against the budget at every step, where a fresh array lives only until its last reader
+(the remat pass plans for exactly that).
 """
 from __future__ import annotations
 
@@ -58,21 +62,26 @@ class BufferPool:
         return arrs
 
 
-def run(prog):
+def plan(prog, budgeted=None):
+    """{(id(fused node), output index): buffer index} and the BufferPool: what `run` sets,
+    computed without changing the program (the remat pass weighs plans with it). A plan with
+    a memory budget (`budgeted`, default: whether prog has one) gets no buffers."""
+    pool, assigned = BufferPool(), {}
+    if budgeted is None:
+        budgeted = prog.memory_budget is not None
+    if budgeted:
+        return assigned, pool
     users = prog.users()
     position = {id(n): k for k, n in enumerate(prog.nodes)}
     fetched = {(id(n), i) for n, i in prog.fetches if i is not None}
-    pool = BufferPool()
-    free, planned, shared, saved = [], 0, 0, 0   # free: (last_use, shape, dtype, buffer)
+    free = []   # (last_use, shape, dtype, buffer)
     for n in prog.nodes:
         if n.tag != "fused":
             continue
         run_ = n.fused
-        bufs = []
         for k, shape in enumerate(run_.out_shapes):
             escapes, last = _escapes_and_last_use(prog, users, position, fetched, (n, k))
             if escapes:
-                bufs.append(None)
                 continue
             dtype = run_.out_dtypes[k]
             here = position[id(n)]
@@ -81,13 +90,30 @@ def run(prog):
             if reuse is not None:
                 free.remove(reuse)
                 buf = reuse[3]
-                shared += 1
             else:
                 buf = pool.add(shape, dtype)
             free.append((last, shape, dtype, buf))
-            planned += 1
-            saved += int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-            bufs.append(buf)
+            assigned[(id(n), k)] = buf
+    return assigned, pool
+
+
+def pool_bytes(pool) -> int:
+    return sum(int(np.prod(s, dtype=np.int64)) * np.dtype(d).itemsize for s, d in pool.specs)
+
+
+def run(prog):
+    assigned, pool = plan(prog)
+    saved = 0
+    for n in prog.nodes:
+        if n.tag != "fused":
+            continue
+        run_ = n.fused
+        bufs = [assigned.get((id(n), k)) for k in range(len(run_.out_shapes))]
+        for k, b in enumerate(bufs):
+            if b is not None:
+                saved += int(np.prod(run_.out_shapes[k], dtype=np.int64)) * \
+                    np.dtype(run_.out_dtypes[k]).itemsize
         if any(b is not None for b in bufs):
             run_.buffers = (pool, bufs)
-    return {"buffers": planned, "shared": shared, "bytes_per_run": saved}
+    return {"buffers": len(assigned), "shared": len(assigned) - len(pool.specs),
+            "bytes_per_run": saved}

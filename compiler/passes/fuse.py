@@ -12,6 +12,7 @@ A group numba cannot compile stays unfused, with the reason in the report.
 """
 from __future__ import annotations
 
+import copy
 import threading
 
 import numpy as np
@@ -412,6 +413,13 @@ class FusedRun:
         self._local = threading.local()               # this thread's resolved buffers
         self.fast, self._fast_pending = None, True   # see compiler/fastcall.py
         self.returns_ndarray = True                   # see graph/planfn.py
+
+    def copy(self):
+        """The same loop as a step of its own (its own buffers): rematerialisation's copy."""
+        c = copy.copy(self)
+        c.buffers, c._local = None, threading.local()
+        c.fast, c._fast_pending = None, True
+        return c
 
     def _thread_buffers(self):
         """Per output, this thread's preallocated array or None (see BufferPool)."""

@@ -9,7 +9,7 @@ import pytest
 
 from dualgrad import graph
 from dualgrad.graph.errors import InvalidArgumentError
-from dualgrad.graph.plan import Plan, Step, build_plan, node_kernel
+from dualgrad.graph.plan import Plan, Step, build_plan, node_kernel, plan_frees
 
 
 def _small():
@@ -107,3 +107,10 @@ def test_errors_from_a_rewritten_step_name_its_node(monkeypatch):
                                                        r"defined at model.py:7") as ei:
             s.run(y, {x: np.zeros((1, 2))})
     assert isinstance(ei.value.__cause__, ZeroDivisionError)
+
+
+def test_an_output_no_step_reads_is_freed_by_its_own_step():
+    steps = [Step(None, None, (), (0, 1)), Step(None, None, (0,), (2,)),
+             Step(None, None, (2,), (3,))]
+    plan_frees(steps, keep={3})
+    assert [s.free for s in steps] == [(1,), (0,), (2,)]
