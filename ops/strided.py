@@ -149,7 +149,8 @@ SLIDING_WINDOWS = register(
     samples=(Sample(((7,),), {"size": 3, "step": 2}),
              Sample(((2, 6, 3),), {"axis": 1, "size": 2, "step": 1}),
              Sample(((2, 3),), {"axis": 1, "size": 4}, match="at most")),
-    ref=lambda np, x, axis=0, size=1, step=1: np.lib.stride_tricks.sliding_window_view(
-        x, size, axis=axis)[(slice(None),) * axis + (slice(None, None, step),)])
+    ref=lambda np, x, axis=0, size=1, step=1: np.moveaxis(np.take(
+        x, (np.arange(0, x.shape[axis] - size + 1, step)[:, None] + np.arange(size)),
+        axis=axis), axis + 1, -1))
 sliding_windows = primitive(SLIDING_WINDOWS)
 __all__ = ["as_strided", "diagonal", "sliding_windows", "strided_positions"]
