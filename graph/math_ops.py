@@ -496,7 +496,14 @@ def count_nonzero(input_tensor=None, axis=None, keepdims=False, dtype="int64", i
 @named
 @old_names(**_AXIS)
 def reduce_euclidean_norm(input_tensor, axis=None, keepdims=False):
-    return ops.norm(input_tensor, ord=2, axis=axis, keepdims=bool(keepdims))
+    """sqrt(sum(x ** 2)); for integers as TF's kernel: squares and sum in the input's dtype
+    (wrapping around), the root truncated back to it (0 where the wrapped sum is negative)."""
+    dt = np.dtype(input_tensor.dtype)
+    if dt.kind not in "iu":
+        return ops.norm(input_tensor, ord=2, axis=axis, keepdims=bool(keepdims))
+    total = ops.cast(ops.sum(ops.square(input_tensor), axis=axis, keepdims=bool(keepdims)), dt)
+    root = ops.sqrt(ops.maximum(ops.cast(total, np.float64), 0.0))
+    return ops.cast(ops.floor(root), dt)
 
 
 @named
@@ -668,9 +675,33 @@ def gather(params, indices, axis=0):
 
 @named
 def pad(tensor, paddings, mode="CONSTANT", constant_values=0):
-    if str(mode).upper() != "CONSTANT":
-        raise NotImplementedError(f"pad: only mode='CONSTANT' is supported, got {mode!r}")
-    return ops.pad(tensor, paddings, value=constant_values)
+    """tf.pad: CONSTANT (constant_values), REFLECT (mirrored without the edge: each padding
+    less than its dim) or SYMMETRIC (mirrored with the edge: at most its dim), the last two
+    gathers along each padded dim (gradients flow back to where each value came from)."""
+    how = str(mode).upper()
+    if how == "CONSTANT":
+        return ops.pad(tensor, paddings, value=constant_values)
+    if how not in ("REFLECT", "SYMMETRIC"):
+        raise ValueError(f"pad: mode must be 'CONSTANT', 'REFLECT' or 'SYMMETRIC', got {mode!r}")
+    if isinstance(paddings, Tensor):
+        raise NotImplementedError(f"pad(mode={mode!r}): the paddings must be known when the "
+                                  f"graph is built")
+    pairs = np.asarray(paddings, np.int64).reshape(-1, 2)
+    out, shape = tensor, tuple(tensor.shape)
+    for axis, (lo, hi) in enumerate(pairs):
+        if not (lo or hi):
+            continue
+        n = shape[axis]
+        room = n - 1 if how == "REFLECT" else n
+        if n is None or lo < 0 or hi < 0 or max(lo, hi) > room:
+            raise ValueError(f"pad: {how} paddings ({lo}, {hi}) of dim {axis} must be "
+                             f"non-negative and {'less than' if how == 'REFLECT' else 'at most'}"
+                             f" its size {n}")
+        i = np.arange(-lo, n + hi)
+        back = 0 if how == "REFLECT" else 1
+        idx = np.where(i < 0, -i - back, np.where(i >= n, 2 * n - 2 + back - i, i))
+        out = ops.take(out, idx, axis=axis)
+    return out
 
 
 # -- filled tensors and random draws ------------------------------------------------------------

@@ -74,3 +74,25 @@ def test_docs_show_the_generated_tables():
     text = open(D.DOC).read()
     assert D.block(text) == D.generate(), \
         "docs/tf1-compat.md is out of date: run `python -m tests.graph.tf_oracle_docs`"
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int32", "int64"])
+def test_integer_euclidean_norm_wraps_and_truncates_as_tf(dtype):
+    """Integer squares that overflow their dtype wrap, and a negative wrapped sum gives 0, as
+    TF's kernel (the oracle rows' small inputs never overflow)."""
+    import numpy as np
+
+    from dualgrad import graph as dg
+    tf = O.load_tf()
+    big = {"int8": [[100, 100, 100], [10, 5, 2]], "uint8": [[200, 200], [10, 20]],
+           "int32": [[46341, 46341], [3, 4]], "int64": [[3000000000, 4000000000], [1, 2]]}
+    x = np.array(big[dtype], dtype)
+    want = tf.compat.v1.math.reduce_euclidean_norm(x, axis=1).numpy()
+    g = dg.Graph()
+    with g.as_default():
+        p = dg.placeholder(dtype, x.shape)
+        y = dg.math.reduce_euclidean_norm(p, axis=1)
+        for optimize in (False, True):
+            with dg.Session(optimize=optimize) as s:
+                got = s.run(y, {p: x})
+            assert got.dtype == want.dtype and np.array_equal(got, want), (optimize, got, want)

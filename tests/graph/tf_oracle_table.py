@@ -114,6 +114,8 @@ ROWS = [
     Row("nn.embedding_lookup", ("any", idx((5,), 2)), ((2, 3),)),
     Row("pad", ("any",), (S,), kw={"paddings": [[1, 0], [0, 2]]}),
     Row("pad", ("any",), (S,), kw={"paddings": [[1, 1], [2, 2]], "mode": "REFLECT"}),
+    Row("pad", ("any",), (S,), kw={"paddings": [[1, 2], [3, 1]], "mode": "SYMMETRIC"}),
+    Row("pad", ("any",), (S,), kw={"paddings": [[0, 0], [3, 0]], "mode": "REFLECT"}),
     Row("tile", ("any",), (S,), kw={"multiples": [2, 1]}),
     Row("reverse", ("any",), (S,), kw={"axis": [1]}),
     Row("broadcast_to", ("any",), ((3,),), kw={"shape": [2, 3]}),
@@ -337,11 +339,8 @@ _FLOATS = ("float16", "float32", "float64")
 _F32_INSIDE = "TF's kernel computes in float32 for float64 inputs; dualgrad in float64 (a 1e-7 " \
     "relative difference)"
 KNOWN = {
-    "reduce_euclidean_norm": (_INTS, "integer input raises a TypeError in dualgrad (TF "
-                              "returns the truncated integer norm)"),
     "nn.moments": (("int32", "int64"), "integer input raises a TypeError in dualgrad (TF "
                    "returns truncated integer means and variances)"),
-    "pad[1]": ("*", "mode='REFLECT' and 'SYMMETRIC' raise NotImplementedError (only CONSTANT)"),
     "linspace": (_INTS + _FLOATS, "start and stop must be Python numbers (NotImplementedError for tensors)"),
     "lin_space": (_INTS + _FLOATS, "start and stop must be Python numbers (NotImplementedError for tensors)"),
     "placeholder_with_default": (_INTS + _FLOATS, "the default must be a value or a constant "
