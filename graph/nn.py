@@ -29,7 +29,7 @@ from . import rnn_cell
 from .init_ops import glorot_uniform_initializer, zeros_initializer
 from .select_ops import in_top_k, top_k
 from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
-from .math_ops import l2_normalize, named, old_names, reduce_sum
+from .math_ops import l2_normalize, named, old_names, reduce_mean, reduce_sum, squared_difference
 from .sampled import log_uniform_candidate_sampler, nce_loss, sampled_softmax_loss
 from .variable_scope import layer_scope, layer_variable, regularize_output
 
@@ -455,13 +455,26 @@ def avg_pool(value, ksize, strides=None, padding="VALID", data_format="NHWC",
 max_pool2d, avg_pool2d = max_pool, avg_pool
 
 
-def moments(x, axes, keepdims=False, name=None):
-    """(mean, variance) of x over `axes`, as tf.nn.moments (the variance is biased)."""
+def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
+    """(mean, variance) of x over `axes`, as tf.nn.moments (the variance is biased); of
+    integers TF's: both truncated reduce_means in x's dtype. TF1's signature: `shift` is
+    unused (as in TF), `keep_dims` is keepdims' old name."""
+    keepdims = bool(keep_dims if keepdims is None else keepdims)
     g = _graph_of([x]) if isinstance(x, Tensor) else None
     if g is None or name is None:
-        return ops.moments(x, axes, keepdims=keepdims)
+        return _moments(x, axes, keepdims)
     with g.name_scope(name):
+        return _moments(x, axes, keepdims)
+
+
+def _moments(x, axes, keepdims):
+    if np.dtype(getattr(x, "dtype", np.float32)).kind not in "iu":
         return ops.moments(x, axes, keepdims=keepdims)
+    axes = tuple(axes) if isinstance(axes, (list, tuple)) else (axes,)
+    mean = reduce_mean(x, axis=axes, keepdims=True)
+    var = reduce_mean(squared_difference(x, ops.stop_gradient(mean)), axis=axes,
+                      keepdims=bool(keepdims))
+    return (mean if keepdims else ops.squeeze(mean, axis=axes)), var
 
 
 @named
