@@ -247,15 +247,37 @@ def eye(num_rows, num_columns=None, batch_shape=None, dtype="float32", name=None
 
 
 def linspace(start, stop, num, name=None, axis=0):
-    """num evenly spaced values from start to stop, both included (tf.linspace)."""
-    if any(isinstance(a, Tensor) for a in (start, stop, num)):
-        raise NotImplementedError("linspace: start, stop and num must be numbers")
+    """num evenly spaced values from start to stop, both included (tf.linspace). Tensor
+    start and stop (scalars or arrays of one shape) as TF computes them: start, then
+    start + i * (stop - start) / (num - 1), then stop exactly, along a new `axis`; integer
+    ones in float32 (8, 16 bits) or float64 (32, 64 bits), as TF. num must be known when the
+    graph is built."""
+    if isinstance(num, Tensor):
+        raise NotImplementedError("linspace: num must be a number when the graph is built")
+    if isinstance(start, Tensor) or isinstance(stop, Tensor):
+        return _linspace_tensors(start, stop, int(num), axis, name)
     if axis != 0:
-        raise NotImplementedError("linspace: only axis=0")
+        raise NotImplementedError("linspace: only axis=0 for numbers start and stop")
     dt = np.asarray(start).dtype
     if not isinstance(start, (np.ndarray, np.generic)) or dt.kind != "f":
         dt = np.dtype(np.float32)   # NOTE: TF's dtype for Python numbers
     return constant(np.linspace(start, stop, int(num)).astype(dt), name=name or "LinSpace")
+
+
+def _linspace_tensors(start, stop, num, axis, name):
+    start, stop = convert_to_tensor(start), convert_to_tensor(stop)
+    dt = np.dtype(start.dtype)
+    if dt.kind != "f":   # NOTE: TF's: float32 for 8- and 16-bit integers, float64 above
+        dt = np.promote_types(dt, np.float32)
+    start, stop = ops.cast(start, dt), ops.cast(stop, dt)
+    nd = len(start.shape) + 1
+    ax = axis % nd
+    first, last = ops.expand_dims(start, axis=ax), ops.expand_dims(stop, axis=ax)
+    if num <= 1:
+        return ops.slice_(first, index=(slice(None),) * ax + (slice(0, num),))
+    delta = (last - first) / np.asarray(num - 1, dt)
+    steps = np.arange(1, num - 1, dtype=dt).reshape((1,) * ax + (-1,) + (1,) * (nd - 1 - ax))
+    return ops.concat(first, first + steps * delta, last, axis=ax)
 
 
 lin_space = linspace
