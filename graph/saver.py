@@ -88,8 +88,9 @@ class Saver:
              strip_default_attrs=False, save_debug_info=False):
         """Write checkpoint `save_path` (`save_path-N` with global_step N, an int or a
         tensor / variable read in `sess`); returns that prefix. The graph is written (the
-        JSON file) whatever write_meta_graph says, unless it holds what cannot be written (a
-        tf.data iterator): then the file holds the values only, which restore reads."""
+        JSON file) whatever write_meta_graph says (a queue or iterator in it is marked, and
+        graph.load of the file says it cannot be rebuilt); should the graph hold anything
+        else that cannot be written, the file holds the values only, which restore reads."""
         prefix = os.fspath(save_path)
         if global_step is not None:
             step = int(sess.run(global_step)) if isinstance(global_step, Tensor) \

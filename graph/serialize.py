@@ -26,6 +26,7 @@ array([6.], dtype=float32)
 """
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
@@ -103,6 +104,14 @@ class _Encoder:
             return {"__ellipsis__": True}
         if isinstance(v, np.dtype):
             return {"__dtype__": v.name}
+        if isinstance(v, np.ndarray) and v.dtype == object:
+            # NOTE: TF's string tensors (bytes or str items): JSON, safetensors has no strings
+            items = v.reshape(-1).tolist()
+            if not all(isinstance(x, (bytes, str)) for x in items):
+                raise TypeError(f"save: cannot encode an object array of {type(items[0])}")
+            return {"__strings__": {"shape": list(v.shape), "items": [
+                "b:" + base64.b64encode(x).decode("ascii") if isinstance(x, bytes) else "s:" + x
+                for x in items]}}
         if isinstance(v, np.ndarray):
             self.arrays[key] = np.asarray(v, order="C")   # NOTE: ascontiguousarray makes 0-d 1-d
             return {"__array__": key}
@@ -235,6 +244,12 @@ class _Decoder:
             if x not in self.arrays:
                 raise GraphFileError(f"array {x!r} is missing from the weights file")
             return self.arrays[x]
+        if tag == "__strings__":
+            items = [base64.b64decode(i[2:]) if i.startswith("b:") else i[2:]
+                     for i in _get(x, "items", list) if isinstance(i, str)]
+            out = np.empty(len(items), object)
+            out[:] = items
+            return out.reshape(tuple(_get(x, "shape", list)))
         if tag == "__function__":
             body = self.body(_get(x, "body", str))
             return Function(body, [_tensor(body, t) for t in x["inputs"]],

@@ -148,7 +148,7 @@ def test_checkpoints_every_n_steps_in_model_dir_only(tmp_path):
     names = sorted(os.listdir(tmp_path))
     assert names == ["checkpoint", "model.ckpt-10.json", "model.ckpt-10.safetensors",
                      "model.ckpt-8.json", "model.ckpt-8.safetensors"]
-    with pytest.raises(tf.errors.GraphFileError, match="values only"):
+    with pytest.raises(tf.errors.GraphFileError, match="graph.load cannot rebuild it"):
         tf.load(str(tmp_path / "model.ckpt-10"))   # its graph holds a tf.data iterator
 
 

@@ -130,3 +130,17 @@ def test_dot_export_and_summary():
     text = graph.describe(width=300)
     assert "act" in text and "relu" in text and "(?, 2) float32" in text
     assert "grad of act" in text and "test_graph_serialize.py" in text
+
+
+def test_string_constants_round_trip(tmp_path):
+    """TF's string tensors (bytes items, any byte values) are saved in the JSON, as
+    safetensors has no strings, and load back equal."""
+    want = np.array([[b"ab", b"\x00\xff"], [b"x", b""]], dtype=object)
+    g = graph.Graph()
+    with g.as_default():
+        y = graph.identity(graph.constant(want, dtype=graph.string))
+    path = graph.save(str(tmp_path / "strings"), graph=g)
+    g2 = graph.load(path)
+    with graph.Session(graph=g2) as s:
+        got = s.run(g2.get_tensor_by_name(y.name))
+    assert got.dtype == object and got.tolist() == want.tolist()
