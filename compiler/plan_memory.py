@@ -58,12 +58,6 @@ def nbytes(spec) -> int:
     return int(np.prod(spec.shape, dtype=np.int64)) * np.dtype(spec.dtype).itemsize
 
 
-_SAME_SPEC_VIEW = {"cast", "sum_to_like"}          # the input itself only when nothing changes
-_RESHAPES = {"reshape", "reshape_like", "squeeze", "expand_dims"}   # copy a strided input
-_STRIDED = {"transpose", "slice", "diagonal", "as_strided", "concat_part", "broadcast_like",
-            "broadcast_to"}
-
-
 def _fresh_value(ref, spec):
     """The value is a fused kernel's output of exactly `spec` that leaves the plan: such an
     output is allocated anew on every run (compiler/passes/buffers.py), so an assign may keep
@@ -86,16 +80,16 @@ def _view(n, contiguous, i=0):
     if n.tag != "op" or not n.op.may_alias or not n.inputs:
         return False, True
     src, j = n.inputs[0]
-    name, c = n.op.name, contiguous.get((id(src), j), True)
-    if name in _SAME_SPEC_VIEW:
+    layout, c = n.op.alias_layout, contiguous.get((id(src), j), True)   # NOTE: ops/core.py Op
+    if layout == "same_spec":
         same = tuple(src.specs[j].shape) == tuple(n.specs[i].shape) and \
             src.specs[j].dtype == n.specs[i].dtype
         return same, c if same else True
-    if name in _RESHAPES:
+    if layout == "reshape":
         return c, True
-    if name == "transpose":
+    if layout == "transpose":
         return True, c and _moves_nothing(n.attrs.get("axes"), n.specs[i].shape)
-    if name in _STRIDED:
+    if layout == "strided":
         return True, False
     return True, c
 

@@ -91,12 +91,13 @@ class Op:
     """One primitive. docs/architecture.md ('One op, one entry') says what each field means."""
     __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "reduce", "category", "samples", "ref",
                  "stateful", "view", "onnx", "nondiff", "fn", "decompose", "promote",
-                 "shape_only_from", "zero_from", "may_alias", "inference_identity", "front")
+                 "shape_only_from", "zero_from", "may_alias", "inference_identity", "front",
+                 "alias_layout")
 
     def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, reduce=None, category=None,
                  samples=(), ref=None, stateful=False, view=False, onnx=None, promote=None,
                  shape_only_from=None, zero_from=(), may_alias=False, inference_identity=False,
-                 front=()):
+                 front=(), alias_layout=None):
         self.name, self.infer, self.kernel, self.vjp = name, infer, kernel, vjp
         self.scalar, self.reduce, self.samples, self.ref = scalar, reduce, tuple(samples), ref
         self.onnx = onnx   # the ONNX operator that computes the same from the same inputs
@@ -112,6 +113,11 @@ class Op:
         self.zero_from = tuple(zero_from)
         # the kernel may return its input itself (a view always may): buffer planning keeps it
         self.may_alias = may_alias or view
+        # what a result that aliases input 0 is (the plan's memory report reads it): "same_spec"
+        # (the input itself, only when shape and dtype are unchanged), "reshape" (a view of a
+        # contiguous input, a copy of a strided one), "transpose" (contiguous only when it
+        # moves nothing), "strided" (a strided view); None: a view as contiguous as its input
+        self.alias_layout = alias_layout
         self.inference_identity = inference_identity   # its input at inference (freeze, export)
         # the front ends that offer the op unchanged, and under which name (ops/api.py)
         self.front = dict(front) if isinstance(front, dict) else {f: name for f in front}

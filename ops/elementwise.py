@@ -310,7 +310,7 @@ CAST = register("cast", _cast_infer, _cast_kernel, _cast_vjp,
                 category=_EW, may_alias=True,
                 samples=(_S((3, 4), attrs={"dtype": "float64"}),
                                    _S((2,), attrs={"dtype": "int64"}, grad=False)),
-                ref=lambda np, x, dtype: x.astype(dtype))
+                ref=lambda np, x, dtype: x.astype(dtype), alias_layout="same_spec")
 
 
 def _stop_gradient_kernel(x):

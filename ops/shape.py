@@ -112,7 +112,7 @@ RESHAPE = register("reshape", _reshape_infer, _reshape_kernel,
                                      r"|not a multiple"),
                             _S((3, 4), attrs={"shape": (5, 2)},
                                match=r"reshape: cannot reshape \(3, 4\) \(12 elements\)")),
-                   ref=lambda np, x, shape: np.reshape(x, shape))
+                   ref=lambda np, x, shape: np.reshape(x, shape), alias_layout="reshape")
 
 
 def _like_shape_infer(name):
@@ -131,7 +131,7 @@ def _reshape_like_kernel(x, like):
 RESHAPE_LIKE = register("reshape_like", _like_shape_infer("reshape_like"), _reshape_like_kernel,
                         lambda g, x, like, **kw: (reshape_like(g, x), None), category=_SHAPE,
                         view=True, shape_only_from=1, samples=(_S((3, 4), (2, 6)),),
-                        ref=lambda np, x, like: np.reshape(x, like.shape))
+                        ref=lambda np, x, like: np.reshape(x, like.shape), alias_layout="reshape")
 
 
 # -- transpose --------------------------------------------------------------------------------
@@ -163,7 +163,7 @@ TRANSPOSE = register("transpose", _transpose_infer, _transpose_kernel, _transpos
                      samples=(_S((3, 4), attrs={"axes": (1, 0)}),
                               _S((2, 3, 4), attrs={"axes": (2, 0, 1)}),
                               _S((2, 3), attrs={"axes": (0, 0)}, match="not a permutation")),
-                     ref=lambda np, x, axes: np.transpose(x, axes))
+                     ref=lambda np, x, axes: np.transpose(x, axes), alias_layout="transpose")
 
 
 # -- broadcasting and its inverse -------------------------------------------------------------
@@ -193,7 +193,7 @@ BROADCAST_TO = register("broadcast_to", _broadcast_to_infer, _broadcast_to_kerne
                         samples=(_S((3, 1), attrs={"shape": (2, 3, 4)}),
                                  _S((), attrs={"shape": (2,)}),
                                  _S((3,), attrs={"shape": (4, 2)}, match="cannot broadcast")),
-                        ref=lambda np, x, shape: np.broadcast_to(x, shape))
+                        ref=lambda np, x, shape: np.broadcast_to(x, shape), alias_layout="strided")
 
 
 def _broadcast_like_infer(x, like, **_):
@@ -207,7 +207,7 @@ def _broadcast_like_kernel(x, like):
 BROADCAST_LIKE = register("broadcast_like", _broadcast_like_infer, _broadcast_like_kernel,
                           lambda g, x, like, **kw: (sum_to_like(g, x), None), category=_SHAPE,
                           view=True, shape_only_from=1, samples=(_S((3, 1), (2, 3, 4)), _S((), (3,))),
-                          ref=lambda np, x, like: np.broadcast_to(x, like.shape))
+                          ref=lambda np, x, like: np.broadcast_to(x, like.shape), alias_layout="strided")
 
 
 def _sum_to_like_infer(x, like, **_):
@@ -298,7 +298,7 @@ SUM_TO_LIKE = register("sum_to_like", _sum_to_like_infer, _sum_to_like_kernel,
                        shape_only_from=1, may_alias=True,
                        samples=(_S((2, 3, 4), (3, 1)), _S((2, 3), ()), _S((4, 3), (4, 3)),
                                 _S((2, 3, 4), (2, 3, 1)), _S((5, 2, 3), (2, 3))),
-                       ref=_sum_to_like_ref)
+                       ref=_sum_to_like_ref, alias_layout="same_spec")
 
 
 # -- squeeze / expand_dims --------------------------------------------------------------------
@@ -322,7 +322,7 @@ EXPAND_DIMS = register("expand_dims", _expand_dims_infer, _expand_dims_kernel,
                        samples=(_S((3, 4), attrs={"axis": 1}), _S((), attrs={"axis": 0}),
                                 _S((3,), attrs={"axis": -1}),
                                 _S((3,), attrs={"axis": 3}, match="out of range")),
-                       ref=lambda np, x, axis: np.expand_dims(x, axis))
+                       ref=lambda np, x, axis: np.expand_dims(x, axis), alias_layout="reshape")
 
 
 def _squeeze_axes(x, axis):
@@ -353,7 +353,7 @@ SQUEEZE = register("squeeze", _squeeze_infer, _squeeze_kernel,
                    lambda g, x, **kw: (reshape_like(g, x),), category=_SHAPE, view=True,
                    samples=(_S((3, 1, 4), attrs={"axis": 1}), _S((1, 3, 1), attrs={"axis": None}),
                             _S((3, 4), attrs={"axis": 0}, match="has size 3, not 1")),
-                   ref=lambda np, x, axis: np.squeeze(x, axis))
+                   ref=lambda np, x, axis: np.squeeze(x, axis), alias_layout="reshape")
 
 
 # -- concat -----------------------------------------------------------------------------------
@@ -420,7 +420,7 @@ CONCAT_PART = register("concat_part", _concat_part_infer, _concat_part_kernel, _
                        samples=(_S((6, 3), (2, 3), (4, 3), attrs={"axis": 0, "index": 1}),),
                        ref=lambda np, g, *xs, axis, index: np.split(
                            g, [sum(x.shape[axis] for x in xs[:i]) for i in range(1, len(xs))],
-                           axis=axis)[index])
+                           axis=axis)[index], alias_layout="strided")
 
 
 # -- basic slicing ----------------------------------------------------------------------------
@@ -496,7 +496,7 @@ SLICE = register("slice", _slice_infer, _slice_kernel,
                           _S((2, 3, 4), attrs={"index": (Ellipsis, -1)}),
                           _S((3, 4), attrs={"index": (None, slice(None), 2)}),
                           _S((3,), attrs={"index": (5,)}, match="index 5 is out of range")),
-                 ref=lambda np, x, index: x[index])
+                 ref=lambda np, x, index: x[index], alias_layout="strided")
 
 
 def _slice_grad_kernel(g, x, index):

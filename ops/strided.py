@@ -68,7 +68,7 @@ AS_STRIDED = register("as_strided", _infer, _kernel, _vjp, category="shape", vie
                                                 "storage_offset": 1}),
                                Sample(((2, 3),), {"size": (4, 4), "stride": (1, 1)},
                                       match="need")),
-                      ref=None)
+                      ref=None, alias_layout="strided")
 as_strided = primitive(AS_STRIDED)
 
 
@@ -113,7 +113,7 @@ DIAGONAL = register("diagonal", _diag_infer, _diag_kernel, _diag_vjp, category="
                              Sample(((4, 3),), {"offset": -2}),
                              Sample(((3,),), match="needs two different dims")),
                     ref=lambda np, x, offset=0, axis1=0, axis2=1: np.diagonal(
-                        x, offset, axis1, axis2))
+                        x, offset, axis1, axis2), alias_layout="strided")
 diagonal = primitive(DIAGONAL)
 # -- sliding windows: torch's Tensor.unfold, a view of any input ---------------------------------
 def _win_count(n, size, step):
@@ -146,6 +146,7 @@ def _win_vjp(g, x, axis=0, size=1, step=1, **kw):
 
 SLIDING_WINDOWS = register(
     "sliding_windows", _win_infer, _win_kernel, _win_vjp, category="shape", view=True,
+    alias_layout="strided",
     samples=(Sample(((7,),), {"size": 3, "step": 2}),
              Sample(((2, 6, 3),), {"axis": 1, "size": 2, "step": 1}),
              Sample(((2, 3),), {"axis": 1, "size": 4}, match="at most")),
