@@ -28,6 +28,7 @@ from dualgrad.ops.rules import norm_axis
 from .core import (PLACEHOLDER, Tensor, _graph_of, _lift, _norm_shape, constant,
                    convert_to_tensor, get_default_graph, graph_op)
 from .dtypes import as_dtype
+from .control_flow import IDENTITY
 from .math_ops import named
 
 __all__ = ["shape", "size", "rank", "fill", "zeros", "ones", "range", "unstack",
@@ -217,12 +218,11 @@ def unstack(value, num=None, axis=0, name="unstack"):
 # -- placeholders with a default, and constant helpers ---------------------------------------------
 def placeholder_with_default(input, shape, name=None):  # noqa: A002 - TF's names
     """A placeholder that gives `input` when it is not fed (tf.placeholder_with_default);
-    `shape` may have None dims, and input's shape must fit it. The default must be a value
-    (a number, a list, an array or a constant), not a computed tensor."""
+    `shape` may have None dims, and input's shape must fit it. A computed default is an
+    identity of it with the declared static shape (feeding it replaces the value, as TF)."""
     if isinstance(input, Tensor):
         if input.node.type != "const":
-            raise NotImplementedError(f"placeholder_with_default: the default '{input.name}' "
-                                      f"must be a value or a constant, not a computed tensor")
+            return _computed_default(input, shape, name)
         value = input.node.attrs["value"]
     else:
         value = constant(input).node.attrs["value"]   # NOTE: TF's dtypes for Python values
@@ -234,6 +234,18 @@ def placeholder_with_default(input, shape, name=None):  # noqa: A002 - TF's name
     g = get_default_graph()
     attrs = {"dtype": value.dtype.name, "shape": dims, "default": value}
     return g.create_node(PLACEHOLDER, (), attrs, [Spec(dims, value.dtype)],
+                         name or "PlaceholderWithDefault").outputs[0]
+
+
+def _computed_default(input, shape, name):  # noqa: A002 - TF's name
+    dims = _norm_shape(shape)
+    have = tuple(input.shape) if input.shape is not None else None
+    if dims is not None and have is not None and (len(dims) != len(have) or any(
+            d is not None and h is not None and d != h for d, h in zip(dims, have))):
+        raise ValueError(f"placeholder_with_default: the default's shape {fmt_shape(have)} "
+                         f"does not fit shape {fmt_shape(dims)}")
+    g = _graph_of([input])
+    return g.create_node(IDENTITY, (input,), {}, [Spec(dims, input.dtype)],
                          name or "PlaceholderWithDefault").outputs[0]
 
 

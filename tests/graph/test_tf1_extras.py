@@ -19,8 +19,12 @@ def test_placeholder_with_default_gives_its_default_unless_fed(tmp_path):
         s.run(y, {x: np.zeros((1, 4), np.float32)})
     with pytest.raises(ValueError, match=r"does not fit shape \(\?, 4\)"):
         tf.placeholder_with_default(np.ones((2, 3)), [None, 4])
-    with pytest.raises(NotImplementedError, match="not a computed tensor"):
-        tf.placeholder_with_default(x * 2.0, [None, 3])
+    z = tf.placeholder_with_default(x * 2.0, [None, 3])      # a computed default
+    assert z.shape == (None, 3)
+    assert run_both(z).tolist() == [[2.0] * 3] * 2
+    assert run_both(z, {z: np.full((1, 3), 5.0, np.float32)}).tolist() == [[5.0] * 3]
+    with pytest.raises(ValueError, match=r"does not fit shape \(\?, 4\)"):
+        tf.placeholder_with_default(x * 2.0, [None, 4])
     tf.save(tmp_path / "g", tf.Session())
     g2 = tf.load(tmp_path / "g")
     with tf.Session(g2) as s:

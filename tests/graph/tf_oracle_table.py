@@ -339,8 +339,6 @@ _FLOATS = ("float16", "float32", "float64")
 _F32_INSIDE = "TF's kernel computes in float32 for float64 inputs; dualgrad in float64 (a 1e-7 " \
     "relative difference)"
 KNOWN = {
-    "placeholder_with_default": (_INTS + _FLOATS, "the default must be a value or a constant "
-                                 "(NotImplementedError for a computed tensor)"),
     "losses.log_loss": (("bool",) + _INTS + ("float64",), "TF's graph optimiser (grappler) "
                         "rewrites (1 - p) + eps as (1 + eps) - p in float32, so log(1 - p + eps) "
                         "at p = 1 is log(1.19e-7), not log(1e-7): dualgrad's optimised graph "
