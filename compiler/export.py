@@ -122,7 +122,7 @@ def load_exported(path) -> ExportedProgram:
         inputs = [g.get_tensor_by_name(n) for n in ex["inputs"]]
         outputs = [g.get_tensor_by_name(n) for n in ex["outputs"]]
         _check_tree(ex["tree"], len(outputs))
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
+    except (LookupError, TypeError, ValueError, AttributeError, ArithmeticError) as e:
         raise GraphFileError(f"{jpath}: malformed 'exported' field: {e}") from None
     if any(p.node.type != "placeholder" for p in inputs):
         raise GraphFileError(f"{jpath}: an input of the exported program is not a placeholder")

@@ -357,7 +357,7 @@ def load(path) -> Graph:
         dec.graph(_get(doc, "graph", dict), g)
     except GraphFileError as e:
         raise GraphFileError(f"{_paths(path)[0]}: {e}") from None
-    except (KeyError, TypeError, ValueError, AttributeError) as e:
+    except (LookupError, TypeError, ValueError, AttributeError, ArithmeticError) as e:
         raise GraphFileError(f"{_paths(path)[0]} is malformed: {type(e).__name__}: {e}") \
             from None
     except RecursionError:   # NOTE: e.g. control-flow bodies nested hundreds deep

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
+import random
 import types
 import warnings
 
@@ -120,11 +121,18 @@ def samples(op, dtype, cap=None):
     out = []
     # NOTE: op.sample_inputs wraps this generator in a tracker that walks the Python stack
     # (inspect.stack) per sample to find a unittest method: 95% of the time, for nothing here
+    # NOTE: some entries draw arguments with Python's `random` (huber_loss's delta): seeded
+    # too, so every run checks the same samples (the previous state is put back)
     torch.manual_seed(0)
-    for s in op.sample_inputs_func(op, "cpu", dtype, rg):
-        out.append(s)
-        if cap is not None and len(out) >= cap:
-            break
+    state = random.getstate()
+    random.seed(0)
+    try:
+        for s in op.sample_inputs_func(op, "cpu", dtype, rg):
+            out.append(s)
+            if cap is not None and len(out) >= cap:
+                break
+    finally:
+        random.setstate(state)
     return out
 
 
