@@ -446,11 +446,16 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
     return _scatter_extreme(x, d, idx, src, keep, hits, reduce)
 
 
-def _at_index(arr, idx, d):
-    """arr at idx along d and at idx's own positions elsewhere (idx may be smaller than arr in
-    the other dims, as torch's scatter index may): gather's value."""
+def _where_at(idx, d):
+    """The NumPy index of idx along d and idx's own positions elsewhere (idx may be smaller
+    than the tensor in the other dims, as torch's scatter index may)."""
     grid = np.indices(idx.shape, sparse=True)
-    return arr[tuple(idx if k == d else grid[k] for k in range(arr.ndim))]
+    return tuple(idx if k == d else grid[k] for k in range(idx.ndim))
+
+
+def _at_index(arr, idx, d):
+    """arr at idx along d (gather's value)."""
+    return arr[_where_at(idx, d)]
 
 
 def _scatter_prod(x, d, idx, src, keep):
@@ -458,8 +463,7 @@ def _scatter_prod(x, d, idx, src, keep):
     group, as torch's (result / factor where the group has no zero; with one zero, that
     factor's the product of the rest and the others' 0; with more, 0)."""
     xa, sa = _arr(x), _arr(src)
-    grid = np.indices(idx.shape, sparse=True)
-    at = tuple(idx if k == d else grid[k] for k in range(x.ndim))
+    at = _where_at(idx, d)
     mine = np.where(keep, xa, 1).astype(x.dtype)
     res = mine.copy()
     np.multiply.at(res, at, sa)
@@ -498,8 +502,7 @@ def _scatter_extreme(x, d, idx, src, keep, hits, reduce):
     """amax / amin: the value with NumPy, the gradient shared among the equal elements."""
     ufunc = np.maximum if reduce == "amax" else np.minimum
     res = np.where(keep, _arr(x), _identity_of(reduce, x.dtype)).astype(x.dtype)
-    grid = np.indices(idx.shape, sparse=True)
-    ufunc.at(res, tuple(idx if k == d else grid[k] for k in range(x.ndim)), _arr(src))
+    ufunc.at(res, _where_at(idx, d), _arr(src))
     if not floating(x.dtype):
         return _t(res)
     at_src = _at_index(res, idx, d)

@@ -226,24 +226,27 @@ def placeholder_with_default(input, shape, name=None):  # noqa: A002 - TF's name
         value = input.node.attrs["value"]
     else:
         value = constant(input).node.attrs["value"]   # NOTE: TF's dtypes for Python values
-    dims = _norm_shape(shape)
-    if dims is not None and (len(dims) != value.ndim or any(
-            d is not None and d != v for d, v in zip(dims, value.shape))):
-        raise ValueError(f"placeholder_with_default: the default's shape {value.shape} does "
-                         f"not fit shape {fmt_shape(dims)}")
+    dims = _default_fits(value.shape, shape)
     g = get_default_graph()
     attrs = {"dtype": value.dtype.name, "shape": dims, "default": value}
     return g.create_node(PLACEHOLDER, (), attrs, [Spec(dims, value.dtype)],
                          name or "PlaceholderWithDefault").outputs[0]
 
 
-def _computed_default(input, shape, name):  # noqa: A002 - TF's name
+def _default_fits(have, shape):
+    """placeholder_with_default's declared dims, checked against the default's shape `have`
+    (unknown dims on either side fit anything)."""
     dims = _norm_shape(shape)
-    have = tuple(input.shape) if input.shape is not None else None
+    have = None if have is None else tuple(have)
     if dims is not None and have is not None and (len(dims) != len(have) or any(
             d is not None and h is not None and d != h for d, h in zip(dims, have))):
         raise ValueError(f"placeholder_with_default: the default's shape {fmt_shape(have)} "
                          f"does not fit shape {fmt_shape(dims)}")
+    return dims
+
+
+def _computed_default(input, shape, name):  # noqa: A002 - TF's name
+    dims = _default_fits(input.shape, shape)
     g = _graph_of([input])
     return g.create_node(IDENTITY, (input,), {}, [Spec(dims, input.dtype)],
                          name or "PlaceholderWithDefault").outputs[0]

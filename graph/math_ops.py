@@ -21,7 +21,7 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops.core import ShapeError, fmt_shape, located, tracing
-from dualgrad.ops.rules import norm_axis
+from dualgrad.ops.rules import mirrored, norm_axis
 
 from .core import GraphEngine, Tensor, _graph_of, check_tf1_types, constant, truediv as _truediv, convert_to_tensor, get_default_graph, graph_op
 from .dtypes import as_dtype
@@ -697,10 +697,8 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0):
             raise ValueError(f"pad: {how} paddings ({lo}, {hi}) of dim {axis} must be "
                              f"non-negative and {'less than' if how == 'REFLECT' else 'at most'}"
                              f" its size {n}")
-        i = np.arange(-lo, n + hi)
-        back = 0 if how == "REFLECT" else 1
-        idx = np.where(i < 0, -i - back, np.where(i >= n, 2 * n - 2 + back - i, i))
-        out = ops.take(out, idx, axis=axis)
+        out = ops.take(out, mirrored(np.arange(-lo, n + hi), n, edge=how == "SYMMETRIC"),
+                       axis=axis)
     return out
 
 

@@ -476,16 +476,6 @@ def _cubic_matrix(out, size, scale, align_corners):
     return m
 
 
-def _area_matrix(out, size):
-    """mode='area': adaptive average pooling along one axis (row i averages the inputs from
-    floor(i * size / out) to ceil((i + 1) * size / out))."""
-    m = np.zeros((out, size))
-    for i in range(out):
-        lo, hi = (i * size) // out, -((-(i + 1) * size) // out)
-        m[i, lo:hi] = 1.0 / (hi - lo)
-    return m
-
-
 _MODES = {"nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area"}
 # the spatial dims each mode takes (None: any of 1, 2, 3)
 _MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
@@ -533,7 +523,7 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
         if mode.startswith("nearest"):
             x = take(x, _source_index(out, size_i, scale, mode, False), axis=axis)
         else:
-            m = (_area_matrix(out, size_i) if mode == "area" else
+            m = (_average_matrix(size_i, out) if mode == "area" else
                  _cubic_matrix(out, size_i, scale, bool(align_corners)) if mode == "bicubic"
                  else _linear_matrix(out, size_i, scale, bool(align_corners))).astype(dt)
             x = matmul(x, m.T) if axis == len(xs) - 1 else \

@@ -333,6 +333,13 @@ def as_operand(x, want):
     return x
 
 
+def mirrored(i, n, edge=False):
+    """Indices i (some outside [0, n)) mirrored back into range at the edges: without the edge
+    element (torch's reflect, TF's REFLECT) or repeating it (edge=True: TF's SYMMETRIC)."""
+    back = 1 if edge else 0
+    return np.where(i < 0, -i - back, np.where(i >= n, 2 * n - 2 + back - i, i))
+
+
 def ints_fit(operands, dtype) -> bool:
     """Every Python int among operands lies in the integer dtype's range."""
     info = np.iinfo(dtype)

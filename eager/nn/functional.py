@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 from dualgrad.eager.amp import keeps_fp32, lowers
-from dualgrad.ops.rules import floating
+from dualgrad.ops.rules import floating, mirrored
 
 from dualgrad import ops
 from dualgrad.ops.core import TRACING
@@ -624,7 +624,7 @@ def _reflect(i, n, lo, hi):
         raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
                            f"input dimension, but got: padding ({lo}, {hi}) at dimension of "
                            f"input {n}")
-    return np.where(i < 0, -i, np.where(i >= n, 2 * (n - 1) - i, i))
+    return mirrored(i, n)
 
 
 def _circular(i, n, lo, hi):

@@ -307,6 +307,14 @@ class Estimator:
             Saver(var_list=trainable_variables()).restore(sess, found)
         logging.info(f"Warm-starting from: {found}")
 
+    def _checkpoint_or_init(self, checkpoint_path, what):
+        """The checkpoint to run from; None (logged, as TF) runs on the initial values."""
+        checkpoint = self._checkpoint_at(checkpoint_path)
+        if checkpoint is None:
+            logging.info(f"Could not find trained model in model_dir: {self._model_dir}, "
+                         f"running initialization to {what}.")
+        return checkpoint
+
     # -- evaluate --------------------------------------------------------------------------
     def evaluate(self, input_fn, steps=None, hooks=None, checkpoint_path=None, name=None):
         """Run the eval_metric_ops' update ops over the input (until it ends, or `steps`
@@ -315,10 +323,7 @@ class Estimator:
         if steps is not None and steps <= 0:
             raise located(f"Must specify steps > 0, given: {steps}", ValueError)
         hooks = list(_hooks(hooks, "evaluate(hooks=...)"))
-        checkpoint = self._checkpoint_at(checkpoint_path)
-        if checkpoint is None:
-            logging.info(f"Could not find trained model in model_dir: {self._model_dir}, "
-                         f"running initialization to evaluate.")
+        checkpoint = self._checkpoint_or_init(checkpoint_path, "evaluate")
         g, spec, step = self._build(input_fn, ModeKeys.EVAL)
         if "loss" in spec.eval_metric_ops:
             raise located('Metric with name "loss" is not allowed, because Estimator '
@@ -355,10 +360,7 @@ class Estimator:
         predictions are a dict; with yield_single_examples=False, batch by batch), until
         the input ends."""
         hooks = list(_hooks(hooks, "predict(hooks=...)"))
-        checkpoint = self._checkpoint_at(checkpoint_path)
-        if checkpoint is None:
-            logging.info(f"Could not find trained model in model_dir: {self._model_dir}, "
-                         f"running initialization to predict.")
+        checkpoint = self._checkpoint_or_init(checkpoint_path, "predict")
         g, spec, _ = self._build(input_fn, ModeKeys.PREDICT)
         predictions = _pick(spec.predictions, predict_keys)
         hooks = list(spec.prediction_hooks) + hooks
