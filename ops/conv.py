@@ -18,7 +18,7 @@ from .composite import _shape, composite, in_opmath, mean
 from .nn import fold, matmul, pair, unfold, window_outs
 from .pool import max_pool, window_argmax, window_stack
 from .reduce import argmax, max as max_, sum as sum_
-from .rules import floating, torch_opmath_dtype
+from .rules import floating
 from .shape import (concat, expand_dims, pad, reshape, slice_, squeeze, take, transpose,
                     zeros_like)
 
@@ -262,6 +262,7 @@ def _avg_ref(np, x, kernel_size, stride=None, padding=0, ceil_mode=False,
                            match=r"avg_pool2d: expects a 4-d input \(N, C, H, W\), got "
                                  r"\(3, 4, 4\)")),
            ref=_avg_ref)
+@in_opmath
 def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """Mean over windows of an (N, C, H, W) input (torch.nn.functional.avg_pool2d); float16
@@ -271,9 +272,6 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
     k, s, p, d, outs, extra = _pool_geometry("avg_pool2d", xs[2:], kernel_size, stride,
                                              padding, 1, ceil_mode)
     dt = np.dtype(spec_of(x).dtype)
-    if torch_opmath_dtype(dt) != dt:
-        return cast(avg_pool2d(cast(x, torch_opmath_dtype(dt)), kernel_size, stride, padding,
-                               ceil_mode, count_include_pad, divisor_override), dt)
     cols = _windows(x, k, s, p, d, extra, 0)
     div = _avg_divisor(xs[2:], k, s, p, outs, count_include_pad, divisor_override)
     if dt.kind in "iub":
@@ -285,8 +283,8 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
         if scale == k[0] * k[1]:
             return reshape(mean(cols, axis=1), (-1, xs[1]) + outs)
         return reshape(sum_(cols, axis=1), (-1, xs[1]) + outs) / scale
-    if floating(spec_of(x).dtype):   # NOTE: the divisor in x's dtype: half stays half
-        div = div.astype(spec_of(x).dtype)
+    if floating(dt):     # NOTE: the divisor in x's dtype (float16 came in as float32)
+        div = div.astype(dt)
     return reshape(sum_(cols, axis=1), (-1, xs[1]) + outs) / div
 
 
