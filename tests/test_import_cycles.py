@@ -25,11 +25,6 @@ KNOWN_CYCLES = {
                "graph.variables", "graph.while_grad"}):
         "graph's Session asks compiler.optimize for a plan (the one allowed late import) and "
         "graph's op modules import one another through graph.core",
-    frozenset({"eager.nn.functional", "eager.nn.extra_functional", "eager.nn.extra_conv3d"}):
-        "functional re-exports the extra functions, which use functional's helpers (_reduce, "
-        "pad, interpolate); the helpers belong in a module below both",
-    frozenset({"comparisons.shapes.cli", "comparisons.shapes.runner"}):
-        "runner.main hands over to the CLI (a late import), which runs the runner",
 }
 
 

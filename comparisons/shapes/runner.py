@@ -1,6 +1,6 @@
 """Run the shape-bug catalogue in every mode, each file in its own process, and judge the errors.
 
-    python -m dualgrad.comparisons.shapes.runner [BUG ...]        # the same as `dualgrad shapes`
+    python -m dualgrad.comparisons.shapes [BUG ...]        # the same as `dualgrad shapes`
 
 The catalogue is the files in `bugs/`: `<bug>_eager.py` and `<bug>_graph.py`, each a small
 training script with its bug on the line marked `# BUG`. Compiled mode runs the eager file
@@ -154,11 +154,3 @@ def judge(rec: dict) -> dict:
                       "framework failure")
     return rec
 
-
-def main(argv=None):
-    from .cli import main as cli_main
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -18,6 +18,7 @@ from dualgrad.ops.core import ShapeError, user_frame, where_str
 from .. import devices as _device
 from ..core import Tensor
 from . import functional as F
+from .core_functional import _refuse
 from .module import Module, Parameter, _uniform
 
 
@@ -158,7 +159,7 @@ class Embedding(Module):
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
                  _freeze=False, device=None, dtype=None):
         super().__init__()
-        F._refuse("Embedding", max_norm=(max_norm, None),
+        _refuse("Embedding", max_norm=(max_norm, None),
                   scale_grad_by_freq=(scale_grad_by_freq, False), sparse=(sparse, False))
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:

@@ -17,6 +17,7 @@ import numpy as np
 from dualgrad import ops
 
 from ..functions import _arr, _no_grad_tensor, _t
+from .core_functional import pad
 
 
 def _triple(v):
@@ -49,7 +50,6 @@ def _same_padding(x, k, dilation):
     for kk, dd in reversed(list(zip(k, dilation))):
         total = dd * (kk - 1)
         pads += [total // 2, total - total // 2]
-    from .functional import pad
     return pad(x, pads)
 
 

@@ -19,7 +19,8 @@ from dualgrad import ops
 
 from ..amp import keeps_fp32
 from ..functions import _arr, _t
-from .functional import _channel_dropout, _inplace, _no_legacy, _reduce, interpolate
+from .core_functional import (_channel_dropout, _inplace, _no_legacy, _reduce, cross_entropy,
+                              interpolate, linear)
 
 
 # -- activations -------------------------------------------------------------------------------
@@ -213,7 +214,6 @@ def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weig
                          reduction="mean", ignore_index=None, label_smoothing=0.0, options=None):
     """cross_entropy(linear(input, linear_weight, linear_bias), target): torch's chunking
     options change only its memory use, so they are accepted and ignored here."""
-    from .functional import cross_entropy, linear
     logits = linear(input, linear_weight, linear_bias)
     return cross_entropy(logits, target, weight, ignore_index=-100 if ignore_index is None
                          else ignore_index, reduction=reduction, label_smoothing=label_smoothing)

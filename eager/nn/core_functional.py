@@ -1,0 +1,633 @@
+"""eager.nn.core_functional: the functional forms used most (activations, convolution,
+pooling, normalisation, dropout, the common losses, pad); `eager.nn.functional` re-exports
+them with the rest."""
+from __future__ import annotations
+
+import numpy as np
+from dualgrad.eager.amp import keeps_fp32, lowers
+from dualgrad.ops.rules import floating, mirrored
+
+from dualgrad import ops
+from dualgrad.ops.core import TRACING
+from dualgrad.ops.updates import running_average
+
+
+def _inplace(x, inplace, name, fn, *args):
+    """fn(x, *args), written into x itself when inplace=True (torch's `inplace=` flag)."""
+    if not inplace:
+        return fn(x, *args)
+    from ..inplace import apply_inplace
+    return apply_inplace(x, name + "_", lambda t: fn(t, *args))
+
+
+def _no_legacy(name, size_average, reduce):
+    if size_average is not None or reduce is not None:
+        raise TypeError(f"{name}: size_average and reduce are deprecated in PyTorch and not "
+                        f"supported by dualgrad; use reduction=")
+
+
+def _refuse(name, **options):
+    """NotImplementedError for each option given a value dualgrad does not implement."""
+    for key, (value, default) in options.items():
+        if value is not default and value != default:
+            raise NotImplementedError(f"{name}({key}={value!r}) is not supported by dualgrad")
+
+
+# -- activations ------------------------------------------------------------------------------
+def relu(input, inplace=False):  # noqa: A002 - torch's argument names
+    return _inplace(input, inplace, "relu", ops.relu)
+
+
+def relu6(input, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "relu6", ops.relu6)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "leaky_relu", ops.leaky_relu, negative_slope)
+
+
+def elu(input, alpha=1.0, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "elu", ops.elu, alpha)
+
+
+def selu(input, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "selu", ops.selu)
+
+
+def celu(input, alpha=1.0, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "celu", ops.celu, alpha)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "hardtanh", ops.hardtanh, min_val, max_val)
+
+
+def hardswish(input, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "hardswish", ops.hardswish)
+
+
+def hardsigmoid(input, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "hardsigmoid", ops.hardsigmoid)
+
+
+def silu(input, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "silu", ops.silu)
+
+
+def mish(input, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "mish", ops.mish)
+
+
+@lowers
+def prelu(input, weight):  # noqa: A002
+    return ops.prelu(input, weight)
+
+
+def sigmoid(input):  # noqa: A002
+    return ops.sigmoid(input)
+
+
+def tanh(input):  # noqa: A002
+    return ops.tanh(input)
+
+
+def softsign(input):  # noqa: A002
+    return ops.softsign(input)
+
+
+def logsigmoid(input):  # noqa: A002
+    return ops.logsigmoid(input)
+
+
+def tanhshrink(input):  # noqa: A002
+    return ops.tanhshrink(input)
+
+
+def glu(input, dim=-1):  # noqa: A002
+    return ops.glu(input, dim)
+
+
+def gelu(input, approximate="none"):  # noqa: A002
+    return ops.gelu(input, approximate=approximate)
+
+
+def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
+    """log(1 + exp(beta * x)) / beta, and x itself where beta * x > threshold (torch's)."""
+    bx = input if beta == 1 else input * beta
+    out = ops.softplus(bx) if beta == 1 else ops.softplus(bx) / beta
+    return ops.where(bx > threshold, input, out)
+
+
+def _softmax_dim(name, input, dim, dtype):
+    if dtype is not None:
+        input = ops.cast(input, np.dtype(dtype))
+    if dim is None:   # NOTE: torch's legacy implicit dim (it warns): 0 for 0-, 1- and 3-d
+        dim = 0 if input.ndim in (0, 1, 3) else 1
+    return input, dim
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+    input, dim = _softmax_dim("softmax", input, dim, dtype)
+    return ops.softmax(input, axis=dim)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+    input, dim = _softmax_dim("log_softmax", input, dim, dtype)
+    return ops.log_softmax(input, axis=dim)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
+    return softmax(-input, dim, _stacklevel, dtype)
+
+
+# -- layers -----------------------------------------------------------------------------------
+@lowers
+def linear(input, weight, bias=None):  # noqa: A002
+    return ops.linear(input, weight, bias)
+
+
+def _unbatched(fn, input, spatial, *args):  # noqa: A002
+    """fn on an input without its batch dim ((C, L) for 1-d, (C, H, W) for 2-d), as torch
+    accepts: run with a batch of one, and drop it again."""
+    if input.ndim == spatial + 1:
+        out = fn(ops.expand_dims(input, axis=0), *args)
+        return tuple(ops.squeeze(o, axis=0) for o in out) if isinstance(out, tuple) else \
+            ops.squeeze(out, axis=0)     # NOTE: (values, indices) of return_indices=True
+    return fn(input, *args)
+
+
+@lowers
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    return _unbatched(ops.conv1d, input, 1, weight, bias, stride, padding, dilation, groups)
+
+
+@lowers
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):  # noqa: A002
+    return _unbatched(ops.conv2d, input, 2, weight, bias, stride, padding, dilation, groups)
+
+
+@lowers
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
+                     groups=1, dilation=1):
+    return _unbatched(ops.conv_transpose2d, input, 2, weight, bias, stride, padding,
+                      output_padding, groups, dilation)
+
+
+@lowers
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
+                     groups=1, dilation=1):
+    """The 2-d form over a height of one."""
+    return _unbatched(_conv_transpose1d, input, 1, weight, bias, stride, padding,
+                      output_padding, groups, dilation)
+
+
+def _conv_transpose1d(input, weight, bias, stride, padding, output_padding, groups, dilation):  # noqa: A002
+    stride, padding, output_padding, dilation = (
+        v[0] if isinstance(v, (tuple, list)) else v
+        for v in (stride, padding, output_padding, dilation))
+    y = ops.conv_transpose2d(ops.expand_dims(input, axis=2), ops.expand_dims(weight, axis=2),
+                             bias, (1, stride), (0, padding), (0, output_padding), groups,
+                             (1, dilation))
+    return ops.squeeze(y, axis=2)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    """torch.nn.functional.unfold (im2col): (N, C, H, W) -> (N, C * kh * kw, L)."""
+    return ops.unfold(input, ops.nn.pair(kernel_size), stride, padding, dilation)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    return ops.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                          return_indices)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
+               return_indices=False):
+    return ops.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode,
+                          return_indices)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True, divisor_override=None):
+    return ops.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                          divisor_override)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
+               count_include_pad=True):
+    return ops.avg_pool1d(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+
+def adaptive_avg_pool2d(input, output_size):  # noqa: A002
+    return _unbatched(ops.adaptive_avg_pool2d, input, 2, output_size)
+
+
+def adaptive_avg_pool1d(input, output_size):  # noqa: A002
+    return _unbatched(ops.adaptive_avg_pool1d, input, 1, output_size)
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):  # noqa: A002
+    return _unbatched(ops.adaptive_max_pool2d, input, 2, output_size, return_indices)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):  # noqa: A002
+    return _unbatched(ops.adaptive_max_pool1d, input, 1, output_size, return_indices)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,  # noqa: A002
+                recompute_scale_factor=None, antialias=False):
+    return ops.interpolate(input, size, scale_factor, mode, align_corners,
+                           recompute_scale_factor, antialias)
+
+
+def pixel_shuffle(input, upscale_factor):  # noqa: A002
+    return ops.pixel_shuffle(input, upscale_factor)
+
+
+def pixel_unshuffle(input, downscale_factor):  # noqa: A002
+    return ops.pixel_unshuffle(input, downscale_factor)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa: A002
+               training=False, momentum=0.1, eps=1e-5):
+    """torch.nn.functional.batch_norm: statistics per channel (dim 1) of (N, C, ...) input.
+
+    training=True normalises with the batch's mean and biased variance and, when running
+    buffers are given, updates them in place: running = (1 - momentum) * running + momentum *
+    batch, with the UNBIASED batch variance for running_var (as torch). Otherwise it
+    normalises with running_mean and running_var.
+    """
+    if not training:
+        return ops.batch_norm(input, running_mean, running_var, weight, bias, eps=eps)
+    shape = tuple(input.shape)
+    axes = (0,) + tuple(range(2, len(shape)))
+    n = int(np.prod([shape[a] for a in axes], dtype=np.int64)) if len(shape) >= 2 else 0
+    if n <= 1:
+        raise ValueError(f"batch_norm: expected more than 1 value per channel when training, "
+                         f"got input of size {shape}")
+    mean, var = ops.moments(input, axes)
+    out = ops.batch_norm(input, mean, var, weight, bias, eps=eps)   # checks shapes first
+    if running_mean is not None:
+        _update_running(running_mean, mean, momentum)
+    if running_var is not None:
+        _update_running(running_var, var * (n / (n - 1)), momentum)
+    return out
+
+
+def _update_running(buf, batch, momentum):
+    """running = (1 - momentum) * running + momentum * batch, in place, outside autograd."""
+    if TRACING[0]:   # NOTE: a compile() trace records the write as an effect of the call
+        _traced_write(lambda: buf.mul_(1.0 - momentum).add_(batch.detach() * momentum))
+        return       # running_average's order
+    # NOTE: plain arrays, nothing recorded: the buffers are not part of the autograd graph
+    np.copyto(buf._array, running_average(buf._array, batch._array, momentum),
+              casting="same_kind")
+
+
+def count_batch(counter):
+    """num_batches_tracked += 1, in place, outside autograd; under compile() an effect of
+    every call, not a write done once while tracing."""
+    if TRACING[0]:
+        _traced_write(lambda: counter.add_(1))
+    else:
+        counter._array[...] += 1
+
+
+def _traced_write(write):
+    """Run an in-place buffer write with grad mode off, so the trace records it as an effect."""
+    from ..core import _GRAD
+    prev, _GRAD.enabled = _GRAD.enabled, False
+    try:
+        write()
+    finally:
+        _GRAD.enabled = prev
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):  # noqa: A002
+    n = 1 if isinstance(normalized_shape, int) else len(normalized_shape)
+    if n == 1 and weight is not None and bias is not None:   # NOTE: nn.LayerNorm's case
+        return ops.layer_norm_last(input, weight, bias, eps=eps)   # one kernel each way
+    return ops.layer_norm(input, weight, bias, eps=eps, normalized_ndim=n)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):  # noqa: A002
+    return ops.group_norm(input, weight, bias, num_groups=num_groups, eps=eps)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,  # noqa: A002
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalise each channel of each sample over its other dims (group_norm with one
+    channel per group). With running buffers and use_input_stats, they take the batch's
+    average of the instance statistics (the unbiased variance), as torch; use_input_stats=
+    False normalises with the running statistics instead."""
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise ValueError("instance_norm: use_input_stats=False needs running_mean and "
+                             "running_var")
+        return ops.batch_norm(input, running_mean, running_var, weight, bias, eps=eps)
+    out = ops.group_norm(input, weight, bias, num_groups=input.shape[1], eps=eps)
+    if running_mean is not None or running_var is not None:
+        axes = tuple(range(2, input.ndim))
+        n = int(np.prod([input.shape[a] for a in axes], dtype=np.int64))
+        mean, var = ops.moments(input, axes)            # (N, C) each
+        if running_mean is not None:
+            _update_running(running_mean, ops.mean(mean, axis=0), momentum)
+        if running_var is not None:
+            _update_running(running_var, ops.mean(var, axis=0) * (n / max(n - 1, 1)), momentum)
+    return out
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):  # noqa: A002
+    _refuse("normalize", out=(out, None))
+    return ops.normalize(input, p, dim, eps)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    return ops.cosine_similarity(x1, x2, dim, eps)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    return ops.pairwise_distance(x1, x2, p, eps, keepdim)
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # noqa: A002
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of weight picked by integer indices; the padding_idx row gets no gradient."""
+    _refuse("embedding", max_norm=(max_norm, None), scale_grad_by_freq=(scale_grad_by_freq,
+                                                                        False),
+            sparse=(sparse, False))
+    out = ops.embedding(input, weight)
+    if padding_idx is None:
+        return out
+    padding_idx = padding_idx % weight.shape[0] if padding_idx < 0 else padding_idx
+    pad = ops.expand_dims(ops.eq(input, padding_idx), axis=-1)
+    return ops.where(pad, ops.stop_gradient(out), out)
+
+
+def _symbolic(shape):
+    from dualgrad.ops.symbolic import Dim
+    return any([isinstance(d, Dim) for d in shape])
+
+
+def dropout(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    return _inplace(input, inplace, "dropout", ops.dropout, p, training)
+
+
+def _channel_dropout(x, p, training):
+    """Zero whole channels (dim 1) with probability p, scale the rest by 1 / (1 - p)."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return x
+    if p == 1.0:
+        return x * 0.0
+    shape = tuple(x.shape[:2]) + (1,) * (x.ndim - 2)
+    from ..factories import zeros   # NOTE: a meta mask when x's shape is symbolic
+    keep = ops.rand_like(zeros(shape) if _symbolic(shape) else np.zeros(shape, np.float32)) >= p
+    return ops.where(keep, x * (1.0 / (1.0 - p)), 0.0)
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Channel dropout of (N, C, H, W) input (or (N, C, L), as torch does with a warning)."""
+    if input.ndim not in (3, 4):
+        raise ValueError(f"dropout2d: expected a 3-d or 4-d input, got {tuple(input.shape)}")
+    return _inplace(input, inplace, "dropout2d", _channel_dropout, p, training)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    if input.ndim not in (2, 3):
+        raise ValueError(f"dropout1d: expected a 2-d or 3-d input, got {tuple(input.shape)}")
+    return _inplace(input, inplace, "dropout1d", _channel_dropout, p, training)
+
+
+def one_hot(tensor, num_classes=-1):
+    """Class indices as int64 one-hot rows; num_classes=-1 takes the largest index + 1."""
+    if num_classes == -1:
+        num_classes = int(np.max(np.asarray(tensor))) + 1
+    return ops.one_hot(tensor, num_classes, dtype="int64")
+
+
+def _classes_last(x):
+    """torch puts the classes in dim 1 of (N, C, d1, ...); the op library puts them last."""
+    return x.permute(0, *range(2, x.ndim), 1) if x.ndim > 2 else x
+
+
+@keeps_fp32
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,  # noqa: A002
+                  reduce=None, reduction="mean", label_smoothing=0.0):
+    """torch.nn.functional.cross_entropy: logits (N, C) or (N, C, d1, ...) and class indices
+    (N, ...) or class probabilities shaped like the logits; weight, ignore_index and
+    label_smoothing as torch."""
+    _no_legacy("cross_entropy", size_average, reduce)
+    prob = floating(np.dtype(target.dtype)) if hasattr(target, "dtype") else False
+    return ops.cross_entropy(_classes_last(input), _classes_last(target) if prob else target,
+                             reduction=reduction, weight=weight, ignore_index=ignore_index,
+                             label_smoothing=label_smoothing)
+
+
+def _weighted(name, loss, weight, reduction, by_weight=True):
+    """torch's weighted elementwise losses: weight shaped like the input; 'mean' divides the
+    weighted sum by the sum of the weights (huber_loss: by the element count, as torch)."""
+    if tuple(weight.shape) != tuple(loss.shape):
+        raise ValueError(f"{name}: Weights and input must have the same size.")
+    loss = loss * weight
+    if reduction == "mean":
+        return ops.sum(loss) / ops.sum(weight) if by_weight else ops.mean(loss)
+    return ops.sum(loss) if reduction == "sum" else _none(reduction, loss)
+
+
+def _none(reduction, loss):
+    if reduction != "none":
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return loss
+
+
+@keeps_fp32
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
+             weight=None):
+    _no_legacy("mse_loss", size_average, reduce)
+    if weight is None:
+        return ops.mse_loss(input, target, reduction=reduction)
+    return _weighted("mse_loss", ops.mse_loss(input, target, reduction="none"), weight,
+                     reduction)
+
+
+@keeps_fp32
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
+            weight=None):
+    _no_legacy("l1_loss", size_average, reduce)
+    if weight is None:
+        return ops.l1_loss(input, target, reduction=reduction)
+    return _weighted("l1_loss", ops.l1_loss(input, target, reduction="none"), weight,
+                     reduction)
+
+
+@keeps_fp32
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
+                   beta=1.0):
+    _no_legacy("smooth_l1_loss", size_average, reduce)
+    return ops.smooth_l1_loss(input, target, reduction=reduction, beta=beta)
+
+
+@keeps_fp32
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa: A002
+    if weight is None:
+        return ops.huber_loss(input, target, reduction=reduction, delta=delta)
+    return _weighted("huber_loss", ops.huber_loss(input, target, reduction="none",
+                                                  delta=delta), weight, reduction, by_weight=False)
+
+
+@keeps_fp32
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
+           log_target=False):
+    _no_legacy("kl_div", size_average, reduce)
+    return ops.kl_div(input, target, reduction=reduction, log_target=log_target)
+
+
+@keeps_fp32
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,  # noqa: A002
+             reduce=None, reduction="mean"):
+    """Negative log-likelihood: minus input at each target class (classes in dim 1), with
+    torch's weight and ignore_index; input need not be normalised log-probabilities."""
+    _no_legacy("nll_loss", size_average, reduce)
+    return ops.nll_loss(input, target, reduction=reduction, weight=weight,
+                        ignore_index=ignore_index)
+
+
+@keeps_fp32
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """max(0, -target * (input1 - input2) + margin), target +1 or -1."""
+    _no_legacy("margin_ranking_loss", size_average, reduce)
+    return _reduce(ops.relu(-target * (input1 - input2) + margin), reduction)
+
+
+@keeps_fp32
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """max(0, d(anchor, positive) - d(anchor, negative) + margin) with the p-norm distance
+    (swap: the smaller of d(anchor, negative) and d(positive, negative))."""
+    _no_legacy("triplet_margin_loss", size_average, reduce)
+    d_pos = ops.pairwise_distance(anchor, positive, p, eps, False)
+    d_neg = ops.pairwise_distance(anchor, negative, p, eps, False)
+    if swap:
+        d_neg = ops.minimum(d_neg, ops.pairwise_distance(positive, negative, p, eps, False))
+    return _reduce(ops.relu(margin + d_pos - d_neg), reduction)
+
+
+@keeps_fp32
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where it is -1 (the
+    cosine along the last dim, each squared norm plus 1e-12, as torch)."""
+    _no_legacy("cosine_embedding_loss", size_average, reduce)
+    dot = ops.sum(input1 * input2, axis=-1)
+    norms = (ops.sum(input1 * input1, axis=-1) + 1e-12) * (ops.sum(input2 * input2, axis=-1) + 1e-12)
+    cos = dot / ops.sqrt(norms)
+    loss = ops.where(target == 1, 1.0 - cos, 0.0) + ops.where(target == -1,
+                                                               ops.relu(cos - margin), 0.0)
+    return _reduce(loss, reduction)
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return ops.mean(loss)
+    return ops.sum(loss) if reduction == "sum" else _none(reduction, loss)
+
+
+@keeps_fp32
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,  # noqa: A002
+                                     reduce=None, reduction="mean", pos_weight=None):
+    """BCE on logits; weight rescales each element's loss, pos_weight the positive term
+    (broadcast along the last dim, as torch)."""
+    _no_legacy("binary_cross_entropy_with_logits", size_average, reduce)
+    if weight is None and pos_weight is None:
+        return ops.binary_cross_entropy_with_logits(input, target, reduction=reduction)
+    if pos_weight is None:
+        loss = ops.binary_cross_entropy_with_logits(input, target, reduction="none")
+    else:   # (1 - t) x + (1 + (pw - 1) t) softplus(-x), torch's stable form
+        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * ops.softplus(-input)
+    return _reduce(loss if weight is None else loss * weight, reduction)
+
+
+@keeps_fp32
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
+                         reduction="mean"):
+    _no_legacy("binary_cross_entropy", size_average, reduce)
+    if weight is None:
+        return ops.binary_cross_entropy(input, target, reduction=reduction)
+    loss = ops.binary_cross_entropy(input, target, reduction="none")
+    return _reduce(loss * weight, reduction)
+
+
+@lowers
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """softmax(q @ k^T * scale + mask) @ v over the last two dims, as torch's.
+
+    A bool attn_mask marks the positions that take part (True = attend); a float one is
+    added to the scores. is_causal masks the upper triangle (query i sees keys <= i).
+    """
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("scaled_dot_product_attention: explicit attn_mask should not be set "
+                           "when is_causal=True")
+    L, S = query.shape[-2], key.shape[-2]
+    scale = 1.0 / float(np.sqrt(query.shape[-1])) if scale is None else scale
+    scores = ops.matmul(query, key.transpose(-2, -1)) * scale
+    if is_causal:
+        attn_mask = np.tril(np.ones((L, S), np.bool_))
+    if attn_mask is not None:
+        m = getattr(attn_mask, "_array", attn_mask)
+        if np.asarray(m).dtype == np.bool_:
+            scores = ops.masked_fill(scores, ~np.asarray(m), -np.inf)
+        else:
+            scores = scores + attn_mask
+    weights = ops.softmax(scores, axis=-1)
+    if dropout_p:
+        weights = ops.dropout(weights, dropout_p, True)
+    return ops.matmul(weights, value)
+
+
+@keeps_fp32
+def pad(input, pad, mode="constant", value=0.0):  # noqa: A002 - torch's names
+    """torch.nn.functional.pad: `pad` lists (left, right) pairs from the last dim backwards;
+    mode "constant" (value), "reflect" (mirrored without the edge), "replicate" (the edge
+    repeated) or "circular" (wrapped around). The last three are gathers along each padded
+    dim, so gradients flow back to the positions each value came from."""
+    if mode not in _PAD_INDEX and mode != "constant":
+        raise NotImplementedError(f"F.pad(mode={mode!r}) is not supported by dualgrad; modes: "
+                                  f"constant, reflect, replicate, circular")
+    if len(pad) % 2 or len(pad) // 2 > input.ndim:
+        raise ValueError(f"F.pad: padding length {len(pad)} must be even and at most "
+                         f"2 * {input.ndim}")
+    pairs = [(0, 0)] * input.ndim
+    for i in range(len(pad) // 2):
+        pairs[input.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    if mode == "constant":
+        return ops.pad(input, tuple(pairs), value=value)
+    out = input
+    for axis, (lo, hi) in enumerate(pairs):
+        if lo or hi:
+            n = input.shape[axis]
+            idx = _PAD_INDEX[mode](np.arange(-lo, n + hi), n, lo, hi)
+            out = ops.take(out, idx.astype(np.int64), axis=axis)
+    return out
+
+
+def _reflect(i, n, lo, hi):
+    if max(lo, hi) >= n:
+        raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding "
+                           f"input dimension, but got: padding ({lo}, {hi}) at dimension of "
+                           f"input {n}")
+    return mirrored(i, n)
+
+
+def _circular(i, n, lo, hi):
+    if max(lo, hi) > n:
+        raise ValueError("Padding value causes wrapping around more than once.")
+    return i % n
+
+
+_PAD_INDEX = {"reflect": _reflect, "replicate": lambda i, n, lo, hi: np.clip(i, 0, n - 1),
+              "circular": _circular}
