@@ -59,7 +59,8 @@ from .variable_scope import (AUTO_REUSE, VariableScope, get_variable, get_variab
                              variable_scope)
 from . import nn, layers, losses, metrics, train, contrib
 from . import image, math, random, initializers, linalg  # noqa: A004 - tf.math, tf.random, …
-from .linalg import band_part as matrix_band_part, det as matrix_determinant, matrix_transpose
+from .linalg import (band_part as matrix_band_part, det as matrix_determinant,
+                     inv as matrix_inverse, matrix_transpose)
 from . import onnx  # noqa: F401 - graph.onnx.export / load; the onnx package loads lazily
 from .serialize import load, restore, save
 from .inspect import describe, to_dot
@@ -69,7 +70,8 @@ from . import data, flags, gfile, io, mnist, tf_logging as logging  # noqa: A004
 from .dtypes import string
 from .io import FixedLenFeature, decode_raw, parse_example, parse_single_example
 from .platform import (VERSION, device, disable_eager_execution, disable_v2_behavior,
-                       enable_eager_execution, executing_eagerly, initialize_all_variables)
+                       enable_eager_execution, executing_eagerly, initialize_all_variables,
+                       all_variables)
 from types import SimpleNamespace as _NS
 
 __version__ = VERSION
@@ -123,12 +125,12 @@ __all__ = [
     "python_io", "queue", "examples", "FixedLenFeature", "decode_raw", "parse_example",
     "parse_single_example", "VERSION", "device", "disable_eager_execution",
     "disable_v2_behavior", "enable_eager_execution", "executing_eagerly",
-    "initialize_all_variables", "decode_csv", "diag", "multinomial", "random_crop",
+    "initialize_all_variables", "all_variables", "decode_csv", "diag", "multinomial", "random_crop",
     "read_file", "FIFOQueue", "PaddingFIFOQueue", "QueueBase", "RandomShuffleQueue", "ReaderBase", "TextLineReader",
     "TFRecordReader", "WholeFileReader", "FixedLengthRecordReader", "random_shuffle", "count_up_to",
     "estimator", "feature_column", "python", "concat_v2", "compat",
     "argsort", "boolean_mask", "einsum", "gather_nd", "sequence_mask", "slice", "sort", "strided_slice",
     "tensordot", "unique", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "image", "math", "random", "initializers", "linalg", "matrix_band_part",
-    "matrix_transpose", "matrix_determinant", "keras", "Summary", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
+    "matrix_transpose", "matrix_determinant", "matrix_inverse", "keras", "Summary", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
     *_math_all, *_init_all, *_array_all, *_checks_all, *_scatter_all,
 ]

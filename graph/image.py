@@ -27,10 +27,12 @@ from dualgrad.ops.core import fmt_shape, located
 from .core import Tensor, check_tf1_types, convert_to_tensor
 from .augment import (random_crop, random_flip_left_right, random_flip_up_down,
                       rgb_to_grayscale)
+from .image_adjust import *  # noqa: F403 - adjust_brightness, random_hue, crop or pad, …
+from .image_adjust import __all__ as _adjust_all
 
 __all__ = ["resize_bilinear", "resize_nearest_neighbor", "resize_images", "resize",
            "ResizeMethod", "random_crop", "random_flip_left_right", "random_flip_up_down",
-           "rgb_to_grayscale"]
+           "rgb_to_grayscale", *_adjust_all]
 
 ResizeMethod = SimpleNamespace(BILINEAR=0, NEAREST_NEIGHBOR=1, BICUBIC=2, AREA=3)
 

@@ -7,12 +7,14 @@ math_ops.py and select_ops.py; `band_part` here).
 ...     s.run(tf.linalg.band_part(tf.ones((3, 3)), 0, -1)).tolist()
 [[1.0, 1.0, 1.0], [0.0, 1.0, 1.0], [0.0, 0.0, 1.0]]
 """
+import numpy as np
+
 from dualgrad import ops
 
 from .math_ops import l2_normalize, matmul, named, norm
 from .select_ops import einsum, tensordot
 
-__all__ = ["band_part", "det", "einsum", "l2_normalize", "matmul", "matrix_transpose", "norm",
+__all__ = ["band_part", "det", "inv", "einsum", "l2_normalize", "matmul", "matrix_transpose", "norm",
            "tensordot", "transpose"]
 
 
@@ -20,6 +22,16 @@ __all__ = ["band_part", "det", "einsum", "l2_normalize", "matmul", "matrix_trans
 def det(input):  # noqa: A002 - TF's name
     """tf.linalg.det / tf.matrix_determinant: the determinant of each trailing square matrix."""
     return ops.det(input)
+
+
+@named
+def inv(input, adjoint=False):  # noqa: A002 - TF's name
+    """tf.linalg.inv / tf.matrix_inverse: the inverse of each trailing square matrix (of its
+    transpose with adjoint=True; real tensors only)."""
+    x = ops.matrix_transpose(input) if adjoint else input
+    if np.dtype(x.dtype) == np.float16:   # NOTE: LAPACK has no half precision; TF computes it
+        return ops.cast(ops.inv(ops.cast(x, np.float32)), np.float16)
+    return ops.inv(x)
 
 
 @named

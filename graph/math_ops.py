@@ -31,7 +31,7 @@ __all__ = [
     "log", "sqrt", "rsqrt", "square", "tanh", "sigmoid", "sign", "erf", "maximum", "minimum",
     "where", "where_v2", "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
     "logical_not", "logical_and", "logical_or", "matmul", "reduce_sum", "reduce_mean",
-    "reduce_max", "reduce_min", "reduce_logsumexp", "argmax", "argmin", "reshape",
+    "reduce_max", "reduce_min", "reduce_logsumexp", "argmax", "argmin", "arg_max", "arg_min", "reshape",
     "transpose", "concat", "stack", "split", "expand_dims", "squeeze", "cast", "one_hot",
     "gather", "pad", "zeros_like", "ones_like", "random_normal",
     "random_uniform", "truncated_normal", "global_norm", "clip_by_global_norm", "clip_by_norm", "set_random_seed", "get_seed", "stop_gradient", "clip_by_value", "broadcast_to", "named", "sin", "cos",
@@ -550,6 +550,16 @@ def argmax(input, axis=None, output_type="int64"):  # noqa: A002 - TF's name
 def argmin(input, axis=None, output_type="int64"):  # noqa: A002
     out = ops.argmin(input, axis=0 if axis is None else int(axis), keepdims=False)
     return out if as_dtype(output_type) == np.int64 else ops.cast(out, as_dtype(output_type))
+
+
+def arg_max(input, dimension, output_type="int64", name=None):  # noqa: A002
+    """tf.arg_max, TF1's older argmax: `dimension` is required."""
+    return argmax(input, dimension, output_type, name=name)
+
+
+def arg_min(input, dimension, output_type="int64", name=None):  # noqa: A002
+    """tf.arg_min, TF1's older argmin: `dimension` is required."""
+    return argmin(input, dimension, output_type, name=name)
 
 
 # -- shapes -----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from .variables import global_variables_initializer
+from .variables import global_variables, global_variables_initializer
 
 __all__ = ["device", "disable_v2_behavior", "disable_eager_execution", "enable_eager_execution",
            "executing_eagerly", "initialize_all_variables", "VERSION"]
@@ -49,3 +49,8 @@ def executing_eagerly():
 def initialize_all_variables():
     """TF 0.x's name of global_variables_initializer()."""
     return global_variables_initializer()
+
+
+def all_variables():
+    """TF 0.x's name of global_variables()."""
+    return global_variables()

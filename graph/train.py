@@ -60,7 +60,7 @@ __all__ = ["ExponentialMovingAverage", "SummaryWriter", "Coordinator", "start_qu
            "FloatList", "BytesList", "Optimizer", "GradientDescentOptimizer", "MomentumOptimizer", "AdamOptimizer",
            "RMSPropOptimizer", "AdagradOptimizer", "AdadeltaOptimizer", "FtrlOptimizer",
            "exponential_decay",
-           "get_or_create_global_step", "get_global_step", "Saver", "latest_checkpoint",
+           "get_or_create_global_step", "get_global_step", "global_step", "Saver", "latest_checkpoint",
            "get_checkpoint_state", "checkpoint_exists", "piecewise_constant", "polynomial_decay",
            "natural_exp_decay", "inverse_time_decay", "cosine_decay", "init_from_checkpoint",
            "list_variables", "load_variable", "SessionRunHook", "SessionRunArgs",
@@ -68,6 +68,11 @@ __all__ = ["ExponentialMovingAverage", "SummaryWriter", "Coordinator", "start_qu
            "NanTensorHook", "NanLossDuringTrainingError", "CheckpointSaverHook",
            "CheckpointSaverListener", "Scaffold", "MonitoredSession", "MonitoredTrainingSession",
            "ChiefSessionCreator"]
+
+
+def global_step(sess, global_step_tensor):
+    """The global step's value as a Python int (TF1's tf.train.global_step)."""
+    return int(sess.run(global_step_tensor))
 
 
 class Optimizer:

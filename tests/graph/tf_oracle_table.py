@@ -201,6 +201,23 @@ ROWS = [
     Row("image.resize_nearest_neighbor", ("any",), ((1, 3, 4, 2),),
         kw={"size": [5, 3], "half_pixel_centers": True}),
     Row("image.resize_images", ("any",), ((1, 3, 4, 2),), kw={"size": [6, 8]}),
+    # NOTE: the adjustments refuse bool as TF does (TF with an AttributeError); float64
+    # images are adjusted in float32 (both), compared at float32's tolerance in
+    # test_tf1_image_adjust.py, as are full-range integer images
+    Row("arg_max", ("any",), (S,), kw={"dimension": 1}, grad=False),
+    Row("arg_min", ("any",), (S,), kw={"dimension": 0}, grad=False),
+    Row("linalg.inv", ("any",), ((2, 3, 3),)),
+    Row("linalg.inv", ("any",), ((3, 3),), kw={"adjoint": True}),
+    Row("image.adjust_brightness", ("prob",), ((2, 3, 4, 3),), kw={"delta": 0.3}, dtypes=DTYPES[1:]),
+    Row("image.adjust_contrast", ("prob",), ((2, 3, 4, 3),), kw={"contrast_factor": 1.7}, dtypes=DTYPES[1:-1]),
+    Row("image.adjust_saturation", ("prob",), ((3, 4, 3),), kw={"saturation_factor": 1.8},
+        grad=False, dtypes=DTYPES[1:-1]),
+    Row("image.adjust_hue", ("prob",), ((3, 4, 3),), kw={"delta": -0.7}, grad=False,
+        dtypes=DTYPES[1:-1]),
+    Row("image.resize_image_with_crop_or_pad", ("any",), ((5, 6, 2),),
+        kw={"target_height": 3, "target_width": 9}),
+    Row("image.resize_image_with_crop_or_pad", ("any",), ((2, 5, 6, 2),),
+        kw={"target_height": 8, "target_width": 2}),
     # -- variables ----------------------------------------------------------------------------
     *[Row(n, ("any", fixed(np.array([0, 2, 0], np.int32)), "any"), ((4, 2), (3,), (3, 2)),
           variables=True, grad=False)
@@ -281,10 +298,16 @@ EXCLUDED = {
          "initializers.variables", "losses.add_loss", "losses.get_losses",
          "losses.get_regularization_losses", "losses.get_regularization_loss",
          "losses.get_total_loss", "train.get_or_create_global_step", "train.get_global_step",
+         "train.global_step", "all_variables",
          "metrics.accuracy", "metrics.mean", "train.MonitoredTrainingSession", "device",
          "disable_eager_execution",
          "disable_v2_behavior", "executing_eagerly", "initialize_all_variables",
          "train.start_queue_runners"), _GRAPH_API),
+    **dict.fromkeys(("metrics.true_positives", "metrics.false_positives",
+                     "metrics.true_negatives", "metrics.false_negatives", "metrics.precision",
+                     "metrics.recall", "metrics.auc"),
+                    "streaming metrics over local variables: the same batches are streamed "
+                    "through real TF and dualgrad in test_tf1_metrics_oracle.py"),
     "enable_eager_execution": "graph-only engine: raises NotImplementedError naming "
                               "dualgrad.eager (docs: the census)",
     **dict.fromkeys(("decode_raw", "decode_csv", "parse_example", "parse_single_example",
@@ -295,7 +318,9 @@ EXCLUDED = {
                      "random.set_random_seed", "random.set_seed", "random.get_seed",
                      "multinomial", "random.categorical", "random.multinomial", "random_crop",
                      "image.random_crop", "image.random_flip_left_right",
-                     "image.random_flip_up_down", "nn.log_uniform_candidate_sampler",
+                     "image.random_flip_up_down", "image.random_brightness",
+                     "image.random_contrast", "image.random_saturation", "image.random_hue",
+                     "nn.log_uniform_candidate_sampler",
                      "nn.nce_loss", "nn.sampled_softmax_loss"), _RANDOM),
     **dict.fromkeys(("Assert", "assert_equal", "assert_none_equal", "assert_less",
                      "assert_less_equal", "assert_greater", "assert_greater_equal",
