@@ -11,10 +11,10 @@ draw one factor per call from dualgrad's generator (or the op's seed), not TF's 
 
 >>> import numpy as np
 >>> from dualgrad import graph as tf
->>> img = tf.constant(np.array([[[0.2, 0.4, 0.6]]], np.float32))
+>>> img = tf.constant(np.array([[[0.2, 0.4, 0.6]], [[0.4, 0.8, 1.0]]], np.float32))
 >>> with tf.Session() as s:
-...     np.round(s.run(tf.image.adjust_contrast(img + [[[0.0, 0.0, 0.0]], [[1.0, 1.0, 1.0]]], 2.0)), 3).tolist()
-[[[-0.3, -0.1, 0.1]], [[1.7, 1.9, 2.1]]]
+...     np.round(s.run(tf.image.adjust_contrast(img, 2.0)).astype(float), 3).tolist()
+[[[0.1, 0.2, 0.4]], [[0.5, 1.0, 1.2]]]
 """
 from __future__ import annotations
 
