@@ -296,8 +296,10 @@ from .info import *  # noqa: E402,F401,F403 - finfo, iinfo, Size, pi, inf, is_fl
 from .extra_pointwise import *  # noqa: E402,F401,F403 - i0, gcd, lcm, frexp, ldexp, mvlgamma, …
 from .extra_shaping import *  # noqa: E402,F401,F403 - *_copy, combinations, tensordot, trapz, …
 from .native_norms import *  # noqa: E402,F401,F403 - native_layer_norm, native_batch_norm, …
-from .extra_linalg import _install as _install_linalg  # noqa: E402
-globals().update({n: f for n, f in _install_linalg().items() if n not in globals()})   # logdet, cholesky, svd, …
+from .extra_linalg import TORCH as _LINALG  # noqa: E402
+globals().update({n: f for n, f in _LINALG.items() if n not in globals()})   # logdet, cholesky, svd, …
+from .surface import install as _install_surface  # noqa: E402
+_install_surface()   # Tensor's methods beyond its core, from surface.py's table
 
 from . import autograd, distributions, linalg, nn, optim, special, utils  # noqa: E402  (they use the names above)
 from . import multiprocessing  # noqa: E402
@@ -307,12 +309,14 @@ from dualgrad import __version__ as _dg_version  # noqa: E402
 __version__ = f"2.13.0+dualgrad.{_dg_version}"   # the torch API followed; +local: dualgrad's own
 version = _types.ModuleType("dualgrad.eager.version", "torch.version")
 version.__version__, version.cuda, version.hip, version.git_version = __version__, None, None, ""
-from . import fft, masked, signal  # noqa: E402
+from . import fft, masked, signal, testing  # noqa: E402
 from .serialization import load, save  # noqa: E402
 from .checking import check  # noqa: E402 - shape bugs on meta tensors (checking.py)
 from .aliases import accept_numpy_names as _accept_numpy_names  # noqa: E402
 
 _accept_numpy_names(globals(), Tensor)   # x.sum(axis=1), torch.cat(ts, axis=0), keepdims=
+# NOTE: last, so no code of this module calls it for the builtin (torch exports it too)
+from .factories import range  # noqa: E402,A004 - torch.range, deprecated there too
 
 __all__ = [n for n in dir() if not n.startswith("_")]
 

@@ -27,10 +27,6 @@ from . import devices as _device
 from .amp import AUTOCAST as _AUTOCAST, lowers as _lowers
 from .hooks import (HOOK as _HOOK, LEAF_HOOKS as _LEAF_HOOKS, RemovableHandle as _HookHandle,
                     leaf_hooked)
-from .inplace import CLOCK, InPlaceMixin, MoreInPlace, getitem as _getitem
-from .methods import RETAINS_GRAD as _RETAINS_GRAD, TensorMethods, retains_grad
-from . import functions as _functions
-from .functions import FunctionMethods, accumulate
 
 class _GradMode(threading.local):
     enabled = True   # NOTE: per thread, as PyTorch's grad mode; the hot path reads one attribute
@@ -38,6 +34,18 @@ class _GradMode(threading.local):
 
 _GRAD = _GradMode()
 _new = object.__new__
+CLOCK = [0]   # ticks once per in-place write; tape entries record the tick they were made at
+RETAINS_GRAD = {}   # id(non-leaf) -> weakref to it: backward() fills its .grad (retain_grad)
+DEFAULT_FLOAT = [np.dtype(np.float32)]   # torch.get_default_dtype / set_default_dtype
+
+
+def default_float():
+    return DEFAULT_FLOAT[0]
+
+
+def retains_grad(t):
+    ref = RETAINS_GRAD.get(id(t))
+    return ref is not None and ref() is t
 
 _ADD, _SUB, _MUL, _DIV, _POW, _MATMUL, _NEG = (
     R["add"], R["sub"], R["mul"], R["div"], R["pow"], R["matmul"], R["neg"])
@@ -124,8 +132,7 @@ def _promote_arrays(op, arrays):
     the rule compile() records too), so the kernel's result has it: nothing runs twice."""
     if _one_dtype(op, arrays):
         return arrays
-    from .factories import default_float
-    want = torch_needs_cast(op, arrays, default_float())
+    want = torch_needs_cast(op, arrays, DEFAULT_FLOAT[0])
     if want is None:
         return arrays
     skip = 1 if op.promote == "where" else 0
@@ -354,7 +361,7 @@ def _one_node(t, gradient, create_graph, retain_graph, owned):
     a loss of parameters): the rule runs and the leaves accumulate, without the walk. False
     (nothing done) for any other tape."""
     node = t._node
-    if type(node) is not tuple or create_graph or _POST_ACCUMULATE_HOOKS or _RETAINS_GRAD:
+    if type(node) is not tuple or create_graph or _POST_ACCUMULATE_HOOKS or RETAINS_GRAD:
         return False
     op, inputs = node[0], node[1]
     if op.vjp is None or len(node) > 3 and node[3] != CLOCK[0]:
@@ -412,8 +419,10 @@ def _needs_grad(v):
     return node is None or type(node) is _Freed or node[0].vjp is not None
 
 
-class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
-    """An n-dimensional array with autograd, in PyTorch's style."""
+class Tensor:
+    """An n-dimensional array with autograd, in PyTorch's style: its core here (storage,
+    dtype and shape, autograd, the arithmetic operators); every other method and operator
+    comes from the table in eager/surface.py."""
     __slots__ = ("_array", "requires_grad", "grad", "_node", "_modified", "__weakref__")
     _engine = EagerEngine
     __array_ufunc__ = None   # ndarray + Tensor defers to Tensor.__radd__
@@ -576,7 +585,7 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
         _GRAD.enabled = create_graph
         # NOTE: each entry is done with (freed, unless retained) as soon as its rule ran;
         # with retain_grad() tensors, inner gradients are kept and entries freed after
-        on_done = None if _RETAINS_GRAD else _keep if retain_graph else _free
+        on_done = None if RETAINS_GRAD else _keep if retain_graph else _free
         try:
             grads = backprop([self], [gradient], _node_of, _needs_grad, on_leaf=on_leaf,
                              on_done=on_done, add_into=None if create_graph else _add_into)
@@ -684,27 +693,13 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
 
     # NOTE: & | ^ ~ (logical on bools, bitwise on integers) come from eager/pointwise.py
 
-    def __getitem__(self, index):
-        return _getitem(self, index)
-
     def __iter__(self):
         return (self[i] for i in range(len(self)))
 
     # -- methods, as torch names them ---------------------------------------------------------
-    def sum(self, dim=None, keepdim=False, *, dtype=None):
-        return accumulate(ops.sum, self, dtype, axis=dim, keepdims=keepdim)
-
     def mean(self, dim=None, keepdim=False, *, dtype=None):
         return ops.mean(self if dtype is None else ops.cast(self, np.dtype(dtype)), axis=dim,
                         keepdims=keepdim)
-
-    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
-        """torch's argument order (dim, unbiased, keepdim); one element with Bessel's
-        correction is NaN, as torch."""
-        return _functions.var(self, dim, unbiased, keepdim, correction=correction)
-
-    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
-        return _functions.std(self, dim, unbiased, keepdim, correction=correction)
 
     def max(self, dim=None, keepdim=False):
         if dim is None:
@@ -746,12 +741,6 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
             return ops.singular_value_norm(self, "nuc", (-2, -1) if dim is None else tuple(dim),
                                            keepdim)
         return ops.norm(self, ord=p, axis=dim, keepdims=keepdim)
-
-    def cumsum(self, dim, *, dtype=None):
-        if self.ndim == 0:      # torch: a 0-d tensor's cumsum is 0-d (NumPy's would be 1-d)
-            norm_axis("cumsum", dim, 1)
-            return accumulate(ops.cumsum, ops.reshape(self, (1,)), dtype, axis=0).reshape(())
-        return accumulate(ops.cumsum, self, dtype, axis=dim)
 
     def flip(self, dims):
         out = self
@@ -904,19 +893,6 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
 
     is_cuda = False
 
-    def to(self, *args, **kwargs):
-        """to(dtype), to(device), to(device, dtype), to(other_tensor), with keywords too.
-
-        The same tensor when nothing changes (as torch); a dtype change is a differentiable
-        cast; any device but the CPU raises PyTorch's CPU-only error.
-        """
-        dtype, copy, dev = _to_args(args, kwargs)
-        if dev is not None:
-            return _device.META_IMPL["to"](self, dtype)
-        if dtype is None or np.dtype(dtype) == self._array.dtype:
-            return self.clone() if copy else self
-        return ops.cast(self, dtype)
-
     def cpu(self):
         return self
 
@@ -934,13 +910,6 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
 
     def type_as(self, other):
         return self.to(other.dtype)
-
-    def _as(self, dtype, memory_format):
-        """self.float() and the like: self when the dtype is already right (as torch)."""
-        if memory_format is not None:
-            from .info import check_memory_format
-            check_memory_format(dtype, memory_format)
-        return self if self._array.dtype == dtype else ops.cast(self, dtype)
 
     def float(self, memory_format=None):
         return self._as("float32", memory_format)
@@ -965,6 +934,8 @@ class Tensor(InPlaceMixin, MoreInPlace, TensorMethods, FunctionMethods):
 
 
 
+CORE_NAMES = frozenset(vars(Tensor))   # what eager/surface.py's table does not override
+
 _TYPE_NAMES = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor",
                "float16": "torch.HalfTensor", "bfloat16": "torch.BFloat16Tensor",
                "int64": "torch.LongTensor",
@@ -972,29 +943,26 @@ _TYPE_NAMES = {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor",
 _TYPE_DTYPES = {v: k for k, v in _TYPE_NAMES.items()}
 
 
-def _to_args(args, kwargs):
-    """(dtype or None, copy, the meta device or None) from Tensor.to's positional and keyword
-    forms; any other device but the CPU raises."""
-    dtype, copy = kwargs.pop("dtype", None), kwargs.pop("copy", False)
-    dev = kwargs.pop("device", None)
-    kwargs.pop("non_blocking", None)
-    if "memory_format" in kwargs:
-        from .info import check_memory_format
-        check_memory_format("to", kwargs.pop("memory_format"))
-    if kwargs:
-        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-    flags = []                            # positional non_blocking, then copy
-    for a in args:
-        if isinstance(a, Tensor):
-            dtype = a._array.dtype
-        elif _device.is_device_like(a):
-            dev = a
-        elif isinstance(a, bool):
-            flags.append(a)
-        else:
-            dtype = np.dtype(a)
-    copy = copy or (len(flags) > 1 and flags[1])
-    if _device.is_meta(dev):
-        return dtype, copy, _device.META
-    _device.check(dev)
-    return dtype, copy, None
+def register_hook(t, hook):
+    """Tensor.register_hook (eager/hooks.py says how a leaf's and a non-leaf's hooks run)."""
+    if not t.requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if t._node is None:
+        key = id(t)
+        entry = _LEAF_HOOKS.get(key)
+        if entry is None or entry[0]() is not t:
+            entry = _LEAF_HOOKS[key] = (
+                weakref.ref(t, lambda _, k=key: _LEAF_HOOKS.pop(k, None)), [])
+        hooks = entry[1]
+    elif type(t._node) is tuple and t._node[0] is _HOOK:
+        hooks = t._node[2]["hooks"]
+    else:
+        if type(t._node) is not tuple:
+            raise RuntimeError("register_hook: the tensor's graph was freed by backward()")
+        prev = _new(Tensor)       # NOTE: t's old self, sharing its storage
+        prev._array, prev.grad = t._array, None
+        prev.requires_grad, prev._node = True, t._node
+        hooks = []
+        t._node = (_HOOK, (prev,), {"hooks": hooks})
+    hooks.append(hook)
+    return _HookHandle(hooks, hook)

@@ -115,8 +115,13 @@ cuda.is_bf16_supported = _false
 cuda.is_initialized = _false
 cuda.device_count = lambda: 0
 cuda.manual_seed = cuda.manual_seed_all = cuda.empty_cache = _nothing
+# NOTE: torch's CPU build answers its allocator's counters without CUDA (0, an empty dict)
+cuda.memory_allocated = cuda.max_memory_allocated = cuda.memory_reserved = \
+    cuda.max_memory_reserved = lambda device=None: 0
+cuda.memory_stats = lambda device=None: {}
 for _name in ("synchronize", "current_device", "get_device_name", "get_device_properties",
-              "set_device", "memory_allocated", "max_memory_allocated", "device"):
+              "set_device", "device", "mem_get_info", "ipc_collect", "reset_peak_memory_stats",
+              "reset_max_memory_allocated"):
     setattr(cuda, _name, _no_cuda)
 
 

@@ -458,13 +458,3 @@ TORCH = {"cholesky": torch_cholesky, "cholesky_inverse": cholesky_inverse,
          "svd": torch_svd, "qr": torch_qr, "matrix_exp": matrix_exp,
          "triangular_solve": triangular_solve,
          "det": det, "slogdet": slogdet, "inverse": inv, "matrix_power": matrix_power}
-
-
-def _install():
-    """The torch.* names (and Tensor methods) dualgrad did not have yet."""
-    from . import functions
-    from .functions import FunctionMethods, _method
-    fresh = {n: f for n, f in TORCH.items() if not hasattr(FunctionMethods, n)}
-    for name, fn in fresh.items():
-        setattr(FunctionMethods, name, _method(fn))
-    return fresh

@@ -19,7 +19,7 @@ from dualgrad.ops.rules import HALF, floating
 from dualgrad import ops
 from dualgrad.ops.rules import torch_result_dtype
 
-from .functions import FunctionMethods, _arr, _method, _t
+from .functions import _arr, _t
 
 
 def _common(name, xs, floating=True):
@@ -128,5 +128,3 @@ SPECIAL = {"i0": i0, "xlog1py": xlog1py, "entr": entr, "multigammaln": mvlgamma,
 
 __all__ = TORCH_NAMES = ["i0", "igamma", "igammac", "gcd", "lcm", "nextafter", "ldexp", "frexp",
                          "mvlgamma"]
-for _name in TORCH_NAMES:
-    setattr(FunctionMethods, _name, _method(globals()[_name]))

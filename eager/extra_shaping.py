@@ -21,7 +21,8 @@ from dualgrad.ops.rules import HALF, floating, inexact, torch_opmath_dtype
 
 from dualgrad import ops
 
-from .functions import FunctionMethods, _arr, _method, _no_grad_tensor, _t, diagonal, narrow, unbind
+from .core import Tensor
+from .functions import _arr, _no_grad_tensor, _t, diagonal, narrow, unbind
 from .shaping import scatter_reduce, split_with_sizes, unfold
 
 
@@ -153,7 +154,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):  # noqa: A002
     spacing = 1 if spacing is None else spacing
     if not isinstance(spacing, (list, tuple)):
         spacing = [spacing] * len(dims)
-    spacing = [_arr(h) if isinstance(h, FunctionMethods) else h for h in spacing]
+    spacing = [_arr(h) if isinstance(h, Tensor) else h for h in spacing]
     spacing = [h.item() if isinstance(h, np.ndarray) and h.ndim == 0 else h for h in spacing]
     return tuple(_gradient_1d(f, d, h, edge_order) for d, h in zip(dims, spacing))
 
@@ -192,7 +193,7 @@ def angle(input):  # noqa: A002
 def fill(input, value):  # noqa: A002
     """A tensor of input's shape and dtype holding value (a number or a 0-d tensor)."""
     x = _t(input)
-    if isinstance(value, FunctionMethods):
+    if isinstance(value, Tensor):
         if value.ndim:
             raise RuntimeError(f"fill only supports 0-dimension value tensor but got tensor "
                                f"with {value.ndim} dimensions.")
@@ -215,7 +216,7 @@ def combinations(input, r=2, with_replacement=False):  # noqa: A002
 def tensordot(a, b, dims=2, out=None):
     """Sum of products over a's last `dims` dims and b's first (or the listed pairs)."""
     a, b = _t(a), _t(b)
-    if isinstance(dims, FunctionMethods):
+    if isinstance(dims, Tensor):
         dims = dims.tolist()
     if isinstance(dims, int):
         da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
@@ -335,7 +336,7 @@ def unravel_index(indices, shape):
 def histogram(input, bins=100, *, range=None, weight=None, density=False):  # noqa: A002
     """(hist, bin_edges) of input's values, as numpy.histogram computes them."""
     x = _arr(input)
-    b = _arr(bins) if isinstance(bins, FunctionMethods) else bins
+    b = _arr(bins) if isinstance(bins, Tensor) else bins
     h, e = np.histogram(x, b, range=range, density=density,
                         weights=None if weight is None else _arr(weight))
     return _no_grad_tensor(h.astype(x.dtype)), _no_grad_tensor(e.astype(x.dtype))
@@ -395,7 +396,7 @@ METHODS = {
                                 rng.lognormal(mean, std, shape)),
     "new_empty_strided": lambda self, size, stride, *, dtype=None, **kw:
         empty_strided(size, stride, dtype=dtype or self.dtype),
-    "__rdiv__": lambda self, other: _t(other) / self if isinstance(other, FunctionMethods)
+    "__rdiv__": lambda self, other: _t(other) / self if isinstance(other, Tensor)
         else ops.div(other, self) if floating(self.dtype) else
         ops.div(float(other), ops.cast(self, np.float32)),
 }
@@ -409,15 +410,3 @@ __all__ = TORCH_NAMES = [
     "tensordot", "addbmm",
     "trapezoid", "trapz", "cumulative_trapezoid", "renorm", "index_reduce", "broadcast_shapes",
     "unravel_index", "histogram", "empty_strided", "empty_permuted", "scalar_tensor"]
-_NOT_METHODS = {"gradient", "resize_as_", "zero_", "as_strided_copy", "constant_pad_nd", "broadcast_shapes",
-                "unravel_index", "empty_strided", "empty_permuted",
-                "scalar_tensor", "combinations", "tensordot", "trapezoid", "trapz",
-                "cumulative_trapezoid", "fill", "real", "alias_copy", "expand_copy",
-                "diagonal_copy", "view_copy", "permute_copy", "unbind_copy", "unfold_copy",
-                "squeeze_copy", "unsqueeze_copy", "transpose_copy", "t_copy",
-                "split_with_sizes_copy"}
-for _name in TORCH_NAMES:
-    if _name not in _NOT_METHODS:
-        setattr(FunctionMethods, _name, _method(globals()[_name]))
-for _name, _fn in METHODS.items():
-    setattr(FunctionMethods, _name, _fn)

@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import builtins
+import math
+import warnings
 
 import numpy as np
 
@@ -15,13 +17,7 @@ from dualgrad.ops.rules import as_operand, floating, inexact
 from dualgrad.ops.symbolic import Dim
 
 from .devices import META_IMPL as _META, check as _check_device, is_meta as _is_meta
-from .core import Tensor
-
-_DEFAULT_FLOAT = [np.dtype(np.float32)]
-
-
-def default_float():
-    return _DEFAULT_FLOAT[0]
+from .core import DEFAULT_FLOAT as _DEFAULT_FLOAT, Tensor, default_float  # noqa: F401 - others import it here
 
 
 def set_default_dtype(d):
@@ -269,6 +265,22 @@ def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False
     return _make(arr, dtype or (np.int64 if ints else _DEFAULT_FLOAT[0]), device, requires_grad)
 
 
+def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False):  # noqa: A001
+    """torch.range (deprecated in torch too): start, start + step, ... up to and including
+    end, in the default float dtype unless `dtype` says otherwise."""
+    warnings.warn("torch.range is deprecated and will be removed in a future release because "
+                  "its behavior is inconsistent with Python's range builtin. Instead, use "
+                  "torch.arange, which produces values in [start, end).", UserWarning,
+                  stacklevel=2)
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    n = int(math.floor((end - start) / step)) + 1
+    arr = start + np.arange(n, dtype=np.float64) * step
+    return _make(arr, dtype or _DEFAULT_FLOAT[0], device, requires_grad)
+
+
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
     arr = np.linspace(float(start), float(end), int(steps))
     return _make(arr, dtype or _DEFAULT_FLOAT[0], device, requires_grad)
@@ -281,5 +293,5 @@ def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_gra
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "eye",
            "zeros_like", "ones_like", "empty_like", "full_like", "rand", "randn", "rand_like",
-           "randn_like", "randint", "randint_like", "randperm", "arange", "linspace",
+           "randn_like", "randint", "randint_like", "randperm", "arange", "range", "linspace",
            "logspace", "set_default_dtype", "get_default_dtype"]

@@ -24,9 +24,10 @@ from dualgrad.ops.linalg import parse_einsum
 from dualgrad.ops.composite import in_opmath
 from dualgrad.ops.rules import norm_axis, torch_opmath_dtype, torch_sum_dtype
 
+from .core import Tensor
+
 
 def _t(x):
-    from .core import Tensor
     return x if isinstance(x, Tensor) else Tensor(np.asarray(x))
 
 
@@ -35,7 +36,6 @@ def _arr(x):
 
 
 def _no_grad_tensor(arr):
-    from .core import Tensor
     return Tensor(np.asarray(arr))
 
 
@@ -78,16 +78,34 @@ def outer(input, vec2):  # noqa: A002
 ger = outer
 
 
+def zero_link(t):
+    """Zeros shaped like t that pass t a zero gradient (torch gives one where an operand does
+    not affect the result: copysign's sign, addmv's input at beta=0), not None."""
+    t = _t(t)
+    if not t.requires_grad:
+        return 0.0
+    return ops.where(ops.logical_or(isnan(t), isinf(t)), 0.0, t) * 0.0
+
+
+def _beta_alpha(input, prod, beta, alpha):
+    """beta * input + alpha * prod; beta 0 ignores input's values (NaN included), as torch;
+    integer tensors take beta and alpha truncated to integers, as torch's do."""
+    if prod.dtype.kind in "iu":
+        beta, alpha = int(beta), int(alpha)
+    prod = prod if alpha == 1 else prod * alpha
+    if beta == 0:
+        return prod + zero_link(input) if prod.dtype.kind in "fc" else ops.copy(prod)
+    return (input if beta == 1 else input * beta) + prod
+
+
 @lowers
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
     """beta * input + alpha * (mat1 @ mat2); beta=0 ignores input's values (NaN too), as torch."""
-    from .reductions import _beta_alpha   # NOTE: reductions imports this module
     return _beta_alpha(input, mm(mat1, mat2), beta, alpha)
 
 
 @lowers
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
-    from .reductions import _beta_alpha
     return _beta_alpha(input, bmm(batch1, batch2), beta, alpha)
 
 
@@ -725,7 +743,7 @@ def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, layout=None,
     dtype = np.dtype(dtype) if dtype is not None else next(
         (np.dtype(v.dtype) for v in tensors if floating(np.dtype(v.dtype))),
         np.dtype(np.float32))
-    mean, std = [ops.stop_gradient(v) if isinstance(v, FunctionMethods) else v
+    mean, std = [ops.stop_gradient(v) if isinstance(v, Tensor) else v
                  for v in (mean, std)]
     out = ops.cast(ops.add(mean, ops.mul(std, noise)), dtype)
     return out.requires_grad_() if requires_grad else out
@@ -743,40 +761,3 @@ __all__ = TORCH_NAMES = [
     "broadcast_to", "broadcast_tensors", "take", "masked_select", "nonzero", "argwhere",
     "isin", "scatter", "scatter_add", "diff", "meshgrid", "bincount", "searchsorted", "bucketize",
     "multinomial", "bernoulli", "normal"]
-
-
-def _method(fn):
-    def method(self, *args, **kwargs):
-        return fn(self, *args, **kwargs)
-    method.__name__ = method.__qualname__ = fn.__name__
-    method.__doc__ = fn.__doc__
-    method.__wrapped__ = fn   # NOTE: its signature is fn's (aliases.py reads it)
-    return method
-
-
-# Tensor methods of the same names (Tensor's own definitions, e.g. var/std/amax, come first)
-_METHODS = ["mm", "bmm", "dot", "outer", "addmm", "baddbmm", "addcmul", "addcdiv", "diagonal",
-            "diag", "kron", "prod", "cumprod", "count_nonzero", "logcumsumexp", "floor", "ceil",
-            "round", "trunc", "fix", "frac", "fmod", "remainder", "floor_divide", "true_divide",
-            "add", "sub", "mul", "neg", "multiply", "subtract", "negative",
-            "div", "divide", "log1p", "expm1", "log2", "log10", "reciprocal", "isnan", "isinf",
-            "isfinite", "nan_to_num", "clamp_min", "clamp_max", "lerp", "logical_and",
-            "logical_or", "logical_not", "logical_xor", "narrow", "unbind", "roll",
-            "repeat_interleave", "tile", "broadcast_to", "take", "masked_select", "nonzero",
-            "argwhere", "scatter", "scatter_add", "diff", "bincount", "multinomial",
-            "bernoulli"]
-
-
-class FunctionMethods:
-    """Tensor methods for the functions above (Tensor inherits this mixin)."""
-    __slots__ = ()
-
-
-for _name in _METHODS:
-    setattr(FunctionMethods, _name, _method(globals()[_name]))
-
-# NOTE: torch's // and % are floor_divide (rounding down) and remainder (the divisor's sign)
-FunctionMethods.__floordiv__ = _method(floor_divide)
-FunctionMethods.__rfloordiv__ = lambda self, other: floor_divide(other, self)
-FunctionMethods.__mod__ = _method(remainder)
-FunctionMethods.__rmod__ = lambda self, other: remainder(other, self)

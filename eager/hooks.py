@@ -16,8 +16,6 @@ the tensor's whole gradient and what they return flows on to the tensors it was 
 """
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
 from dualgrad.ops.core import Op
@@ -54,31 +52,6 @@ class RemovableHandle:
     def remove(self):
         if self.hook in self.hooks:
             self.hooks.remove(self.hook)
-
-
-def register_hook(t, hook):
-    from . import core
-    if not t.requires_grad:
-        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-    if t._node is None:
-        key = id(t)
-        entry = LEAF_HOOKS.get(key)
-        if entry is None or entry[0]() is not t:
-            entry = LEAF_HOOKS[key] = (
-                weakref.ref(t, lambda _, k=key: LEAF_HOOKS.pop(k, None)), [])
-        hooks = entry[1]
-    elif type(t._node) is tuple and t._node[0] is HOOK:
-        hooks = t._node[2]["hooks"]
-    else:
-        if type(t._node) is not tuple:
-            raise RuntimeError("register_hook: the tensor's graph was freed by backward()")
-        prev = core._new(core.Tensor)       # NOTE: t's old self, sharing its storage
-        prev._array, prev.grad = t._array, None
-        prev.requires_grad, prev._node = True, t._node
-        hooks = []
-        t._node = (HOOK, (prev,), {"hooks": hooks})
-    hooks.append(hook)
-    return RemovableHandle(hooks, hook)
 
 
 def leaf_hooked(t, g):

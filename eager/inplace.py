@@ -30,9 +30,8 @@ from dualgrad.ops.index import staged
 
 from . import core as _core
 from .amp import AUTOCAST as _AUTOCAST, not_autocast
+from .core import CLOCK
 from .generator import drawn
-
-CLOCK = [0]   # ticks once per in-place write; tape entries record the tick they were made at
 
 LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
 
@@ -42,7 +41,7 @@ def _grad_on():
 
 
 def _is_tensor(x):
-    return isinstance(x, InPlaceMixin)
+    return isinstance(x, _core.Tensor)
 
 
 def _needs_tape(t, others):
@@ -504,7 +503,7 @@ class MoreInPlace:
     swapdims_ = swapaxes_
 
 
-def _inplace_of(name):
+def inplace_of(name):
     """name_: t <- t.name(*args, **kwargs), recorded and version-checked as the others."""
     def method(self, *args, **kwargs):
         return apply_inplace(self, name + "_", lambda t, *a: getattr(t, name)(*a, **kwargs),
@@ -514,22 +513,7 @@ def _inplace_of(name):
     return method
 
 
-# NOTE: pointwise methods whose result has self's shape: their in-place forms
-POINTWISE_INPLACE = (
-    "sin cos tan sinh cosh asin acos atan arcsin arccos arctan asinh acosh atanh arcsinh "
-    "arccosh arctanh atan2 arctan2 erf erfinv sign sgn exp2 expm1 log1p log2 log10 logit "
-    "xlogy hypot copysign deg2rad rad2deg sinc absolute negative reciprocal rsqrt floor ceil "
-    "erfc lgamma digamma "
-    "round trunc fix frac fmod remainder floor_divide true_divide divide multiply subtract "
-    "nan_to_num cumsum cumprod bitwise_and bitwise_or bitwise_xor bitwise_not "
-    "bitwise_left_shift bitwise_right_shift").split() + [
-    op.front["torch"] for op in ops.REGISTRY.values() if "torch" in op.front and op.scalar]
-for _name in POINTWISE_INPLACE:
-    if not hasattr(MoreInPlace, _name + "_"):
-        setattr(MoreInPlace, _name + "_", _inplace_of(_name))
-
-
-def _compare_inplace(name):
+def compare_inplace(name):
     """name_: t <- t.name(other), the boolean result written in t's own dtype (torch's
     x.lt_(y) leaves x float, holding 0.0 and 1.0)."""
     def method(self, *args):
@@ -539,9 +523,3 @@ def _compare_inplace(name):
     method.__name__ = method.__qualname__ = name + "_"
     method.__doc__ = f"In-place {name}: the result in self's dtype (torch.Tensor.{name}_)."
     return method
-
-
-# NOTE: comparisons and logical ops: a bool result, written back in self's dtype
-for _name in ("eq ne lt le gt ge greater greater_equal less less_equal not_equal "
-              "logical_and logical_or logical_xor logical_not").split():
-    setattr(MoreInPlace, _name + "_", _compare_inplace(_name))

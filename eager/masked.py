@@ -17,7 +17,8 @@ from dualgrad.ops.rules import BFLOAT16, floating
 
 from dualgrad import ops
 
-from .functions import FunctionMethods, _arr, _t
+from .core import Tensor
+from .functions import _arr, _t
 
 __all__ = ["sum", "prod", "cumsum", "cumprod", "amax", "amin", "argmax", "argmin", "mean",
            "median", "norm", "var", "std", "softmax", "log_softmax", "softmin", "normalize",
@@ -234,7 +235,7 @@ sum, _prod = _sum_type(sum), _sum_type(prod)   # noqa: A001 - integers sum to in
 
 def prod(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A002
     """The product of the unmasked elements (1 where none is)."""
-    if isinstance(input, FunctionMethods) and input.ndim == 0 and mask is None and \
+    if isinstance(input, Tensor) and input.ndim == 0 and mask is None and \
             dim is None and dtype in (None, input.dtype) and input.dtype in (
                 np.int64, np.float16, BFLOAT16, np.float32, np.float64):
         return input   # NOTE: torch returns the 0-d input itself (a write through it shows)

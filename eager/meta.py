@@ -33,6 +33,7 @@ from dualgrad.ops.symbolic import Dim, SymbolicValueError, as_dim
 
 from . import core as _core
 from . import devices as _device
+from . import methods as _methods
 from .core import Tensor
 
 __all__ = ["MetaTensor", "MetaEngine", "MetaArray", "DataDependentError", "empty", "to_meta",
@@ -143,10 +144,9 @@ def run(op, args, attrs, mixed=False):
 
 def _promoted(op, args, specs, dtype):
     """PyTorch's result dtype, from the one rule eager casts its operands by (ops.rules)."""
-    from .factories import default_float
     if dtype.kind == "b":       # NOTE: comparisons give bool whatever their operands' dtype
         return dtype
-    want = torch_compute_dtype(op, specs, default_float())
+    want = torch_compute_dtype(op, specs, _core.default_float())
     return dtype if want is None else want
 
 
@@ -217,7 +217,7 @@ class MetaTensor(Tensor):
         devs = [a for a in args if _device.is_device_like(a)] + [kwargs.get("device")]
         if any([d is not None and not _device.is_meta(d) for d in devs]):
             raise NotImplementedError(NO_DATA)     # NOTE: to("cpu"): there are no values
-        dtype, copy, _ = _core._to_args(args, kwargs)
+        dtype, copy, _ = _methods.to_args(args, kwargs)
         if dtype is None or np.dtype(dtype) == self.dtype:
             return self.clone() if copy else self
         return ops.cast(self, dtype)
@@ -274,8 +274,7 @@ MetaTensor.__hash__ = object.__hash__
 # -- making meta tensors -------------------------------------------------------------------------
 def empty(shape, dtype=None, requires_grad=False) -> MetaTensor:
     """A meta tensor of `shape` (ints and `Dim`s) and `dtype` (the default float)."""
-    from .factories import default_float
-    arr = MetaArray(shape, dtype if dtype is not None else default_float())
+    arr = MetaArray(shape, dtype if dtype is not None else _core.default_float())
     if requires_grad and not inexact(arr.dtype):
         raise RuntimeError(f"Only Tensors of floating point and complex dtype can require "
                            f"gradients, got {arr.dtype}")

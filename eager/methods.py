@@ -1,5 +1,6 @@
 """More of torch.Tensor's methods: ordering and gathering, comparisons by name, reductions
-over a dim, the new_* constructors (Tensor inherits this mixin).
+over a dim, indexing, dtype and device moves, the new_* constructors (eager/surface.py
+puts them on Tensor).
 
 >>> from dualgrad import eager
 >>> x = eager.tensor([[3.0, 1.0, 2.0]])
@@ -16,26 +17,63 @@ import numpy as np
 from dualgrad import ops
 from dualgrad.ops.rules import floating, norm_axis
 
+from . import devices as _device
+from . import functions
+from .core import RETAINS_GRAD, Tensor, register_hook, retains_grad
+from .functions import accumulate
+from .info import check_memory_format
+from .inplace import getitem
+
 SortResult = namedtuple("SortResult", "values indices")
 TopkResult = namedtuple("TopkResult", "values indices")
 
 
-RETAINS_GRAD = {}   # id(non-leaf) -> weakref to it: backward() fills its .grad (retain_grad)
-
-
-def retains_grad(t):
-    ref = RETAINS_GRAD.get(id(t))
-    return ref is not None and ref() is t
-
-
 def _tensor(arr):
-    from .core import Tensor
     return Tensor(np.asarray(arr))
 
 
 class TensorMethods:
     """Methods that compose existing ops (and NumPy, for the value-dependent `unique`)."""
     __slots__ = ()
+
+    def __getitem__(self, index):
+        return getitem(self, index)
+
+    def sum(self, dim=None, keepdim=False, *, dtype=None):
+        return accumulate(ops.sum, self, dtype, axis=dim, keepdims=keepdim)
+
+    def var(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        """torch's argument order (dim, unbiased, keepdim); one element with Bessel's
+        correction is NaN, as torch."""
+        return functions.var(self, dim, unbiased, keepdim, correction=correction)
+
+    def std(self, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        return functions.std(self, dim, unbiased, keepdim, correction=correction)
+
+    def cumsum(self, dim, *, dtype=None):
+        if self.ndim == 0:      # torch: a 0-d tensor's cumsum is 0-d (NumPy's would be 1-d)
+            norm_axis("cumsum", dim, 1)
+            return accumulate(ops.cumsum, ops.reshape(self, (1,)), dtype, axis=0).reshape(())
+        return accumulate(ops.cumsum, self, dtype, axis=dim)
+
+    def to(self, *args, **kwargs):
+        """to(dtype), to(device), to(device, dtype), to(other_tensor), with keywords too.
+
+        The same tensor when nothing changes (as torch); a dtype change is a differentiable
+        cast; any device but the CPU raises PyTorch's CPU-only error.
+        """
+        dtype, copy, dev = to_args(args, kwargs)
+        if dev is not None:
+            return _device.META_IMPL["to"](self, dtype)
+        if dtype is None or np.dtype(dtype) == self._array.dtype:
+            return self.clone() if copy else self
+        return ops.cast(self, dtype)
+
+    def _as(self, dtype, memory_format):
+        """self.float() and the like: self when the dtype is already right (as torch)."""
+        if memory_format is not None:
+            check_memory_format(dtype, memory_format)
+        return self if self._array.dtype == dtype else ops.cast(self, dtype)
 
     # -- ordering and gathering -----------------------------------------------------------------
     def argsort(self, dim=-1, descending=False, stable=False):
@@ -140,7 +178,6 @@ class TensorMethods:
     def register_hook(self, hook):
         """hook(grad) runs when this tensor's gradient is computed; a tensor it returns
         replaces the gradient (eager/hooks.py). Returns a handle with .remove()."""
-        from .hooks import register_hook
         return register_hook(self, hook)
 
     @property
@@ -298,6 +335,33 @@ class TensorMethods:
         from .factories import tensor
         return tensor(data, dtype=dtype or self.dtype, device=device,
                       requires_grad=requires_grad)
+
+
+def to_args(args, kwargs):
+    """(dtype or None, copy, the meta device or None) from Tensor.to's positional and keyword
+    forms; any other device but the CPU raises."""
+    dtype, copy = kwargs.pop("dtype", None), kwargs.pop("copy", False)
+    dev = kwargs.pop("device", None)
+    kwargs.pop("non_blocking", None)
+    if "memory_format" in kwargs:
+        check_memory_format("to", kwargs.pop("memory_format"))
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    flags = []                            # positional non_blocking, then copy
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype = a._array.dtype
+        elif _device.is_device_like(a):
+            dev = a
+        elif isinstance(a, bool):
+            flags.append(a)
+        else:
+            dtype = np.dtype(a)
+    copy = copy or (len(flags) > 1 and flags[1])
+    if _device.is_meta(dev):
+        return dtype, copy, _device.META
+    _device.check(dev)
+    return dtype, copy, None
 
 
 def _truth(x, how, dim, keepdim):

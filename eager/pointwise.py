@@ -21,7 +21,8 @@ from dualgrad import ops
 from dualgrad.ops.composite import in_opmath
 from dualgrad.ops.rules import torch_result_dtype
 
-from .functions import FunctionMethods, _arr, _method, _no_grad_tensor, _t, isinf, isnan
+from .core import Tensor, default_float
+from .functions import _arr, _no_grad_tensor, _t, isinf, isnan, zero_link
 
 _LN2 = math.log(2.0)
 
@@ -167,13 +168,12 @@ def hypot(input, other):  # noqa: A002
 
 def _extremum(x, y, first, name):
     """maximum / minimum with torch's gradient and NaN propagation."""
-    from .factories import default_float
     x = _t(x)
     dt = torch_result_dtype([x, y], default_float())   # NOTE: dtypes only: a tracer has no values
     if not inexact(dt):
         return getattr(ops, name)(x, y)
     x = x if x.dtype == dt else ops.cast(x, dt)
-    y = ops.cast(y, dt) if isinstance(y, FunctionMethods) and y.dtype != dt else y
+    y = ops.cast(y, dt) if isinstance(y, Tensor) and y.dtype != dt else y
     # NOTE: torch's rule: a NaN gives both sides the whole gradient (x + y), a tie half
     rest = ops.where(ops.eq(x, y), x * 0.5 + y * 0.5, x + y)
     return ops.where(first(x, y), x, ops.where(first(y, x), y, rest))
@@ -201,7 +201,7 @@ def fmin(input, other):  # noqa: A002
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A002
     """|input - other| <= atol + rtol * |other| elementwise (a bool tensor, no gradient)."""
     a, b = _arr(input), _arr(other)
-    if isinstance(other, FunctionMethods) and a.dtype != b.dtype:
+    if isinstance(other, Tensor) and a.dtype != b.dtype:
         raise RuntimeError(f"isclose: {a.dtype} did not match {b.dtype}")
     return _no_grad_tensor(np.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
@@ -209,7 +209,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):  # noqa: A00
 def float_power(input, exponent):  # noqa: A002
     """input ** exponent computed in float64 (torch's double precision power)."""
     x = ops.cast(_t(input), np.float64)
-    e = ops.cast(exponent, np.float64) if isinstance(exponent, FunctionMethods) else \
+    e = ops.cast(exponent, np.float64) if isinstance(exponent, Tensor) else \
         float(exponent)
     return x ** e
 
@@ -255,22 +255,13 @@ def atanh(input):  # noqa: A002
 arcsinh, arccosh, arctanh = asinh, acosh, atanh
 
 
-def zero_link(t):
-    """Zeros shaped like t that pass t a zero gradient (torch gives one where an operand does
-    not affect the result: copysign's sign, addmv's input at beta=0), not None."""
-    t = _t(t)
-    if not t.requires_grad:
-        return 0.0
-    return ops.where(ops.logical_or(isnan(t), isinf(t)), 0.0, t) * 0.0
-
-
 def copysign(input, other):  # noqa: A002
     """|input| with the sign bit of other (-0.0 and NaN's included); other gets a zero
     gradient, input's is +-1 (0 where input is 0), as torch's."""
     x = _floating(input)
     o = _arr(other)
     shape = np.broadcast_shapes(tuple(x.shape), np.shape(o))
-    mag = ops.abs(x + zero_link(other)) if isinstance(other, FunctionMethods) else ops.abs(x)
+    mag = ops.abs(x + zero_link(other)) if isinstance(other, Tensor) else ops.abs(x)
     mag = mag if tuple(mag.shape) == shape else ops.broadcast_to(mag, shape=shape)
     return ops.where(np.broadcast_to(np.signbit(o), shape), -mag, mag)
 
@@ -363,10 +354,10 @@ def bitwise_right_shift(input, other):  # noqa: A002
 
 def _is_bool(x):
     # NOTE: the dtype, not the values (a compile() tracer has none)
-    return x.dtype == np.bool_ if isinstance(x, FunctionMethods) else isinstance(x, bool)
+    return x.dtype == np.bool_ if isinstance(x, Tensor) else isinstance(x, bool)
 
 
-def _operator(logical, bitwise):
+def bool_or_bitwise(logical, bitwise):
     """x & y, x | y, x ^ y: the logical op on bools (traceable), bitwise on integers."""
     def op(self, other):
         return logical(self, other) if _is_bool(self) and _is_bool(other) else \
@@ -374,20 +365,9 @@ def _operator(logical, bitwise):
     return op
 
 
-def _invert(self):
+def invert(self):
     return ops.logical_not(self) if _is_bool(self) else bitwise_not(self)
 
-
-FunctionMethods.__and__ = _operator(ops.logical_and, bitwise_and)
-FunctionMethods.__or__ = _operator(ops.logical_or, bitwise_or)
-FunctionMethods.__xor__ = _operator(ops.ne, bitwise_xor)
-FunctionMethods.__rand__, FunctionMethods.__ror__, FunctionMethods.__rxor__ = (
-    FunctionMethods.__and__, FunctionMethods.__or__, FunctionMethods.__xor__)
-FunctionMethods.__invert__ = _invert
-FunctionMethods.__lshift__ = lambda self, other: bitwise_left_shift(self, other)
-FunctionMethods.__rshift__ = lambda self, other: bitwise_right_shift(self, other)
-FunctionMethods.__rlshift__ = lambda self, other: bitwise_left_shift(other, self)
-FunctionMethods.__rrshift__ = lambda self, other: bitwise_right_shift(other, self)
 
 __all__ = TORCH_NAMES = [
     "sign", "sgn", "erf", "erfinv", "erfc", "lgamma", "digamma", "absolute", "tan", "cosh", "sinh", "atan2", "atan", "asin",
@@ -402,7 +382,4 @@ __all__ = TORCH_NAMES = [
 FROM_REGISTRY = ops.api.functions("torch")
 globals().update(FROM_REGISTRY)
 TORCH_NAMES += list(FROM_REGISTRY)
-for _name in TORCH_NAMES:
-    setattr(FunctionMethods, _name, _method(globals()[_name]))
-FunctionMethods.polygamma = lambda self, n: polygamma(n, self)   # NOTE: x.polygamma(n)
 TORCH_NAMES = __all__ = TORCH_NAMES + ["polygamma"]

@@ -24,8 +24,8 @@ from dualgrad.ops.rules import floating
 from dualgrad import ops
 from dualgrad.ops.rules import norm_axis
 
-from .functions import FunctionMethods, _arr, _method, _no_grad_tensor, _t, accumulate, diagonal, \
-    isnan
+from .core import Tensor
+from .functions import _arr, _beta_alpha, _no_grad_tensor, _t, accumulate, diagonal, isnan
 
 return_types = types.SimpleNamespace(**{
     n: namedtuple(n, "values indices") for n in ("median", "nanmedian", "kthvalue", "mode",
@@ -179,7 +179,7 @@ def _quantile(name, input, q, dim, keepdim, interpolation, skip_nan):
         raise ValueError(f"{name}() interpolation must be one of {', '.join(_INTERPOLATIONS)}. "
                          f"Got {interpolation!r}")
     qs = _arr(q).astype(np.float64)
-    if isinstance(q, FunctionMethods) and _arr(q).dtype != x.dtype:
+    if isinstance(q, Tensor) and _arr(q).dtype != x.dtype:
         raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
     if qs.ndim > 1:
         raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
@@ -354,18 +354,6 @@ def vdot(input, other):  # noqa: A002
     return ops.matmul(a, b)
 
 
-def _beta_alpha(input, prod, beta, alpha):
-    """beta * input + alpha * prod; beta 0 ignores input's values (NaN included), as torch;
-    integer tensors take beta and alpha truncated to integers, as torch's do."""
-    if prod.dtype.kind in "iu":
-        beta, alpha = int(beta), int(alpha)
-    prod = prod if alpha == 1 else prod * alpha
-    if beta == 0:
-        from .pointwise import zero_link
-        return prod + zero_link(input) if prod.dtype.kind in "fc" else ops.copy(prod)
-    return (input if beta == 1 else input * beta) + prod
-
-
 def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002
     return _beta_alpha(input, mv(mat, vec), beta, alpha)
 
@@ -410,6 +398,3 @@ __all__ = TORCH_NAMES = [
     "median", "nanmedian", "kthvalue", "mode", "cummax", "cummin", "quantile", "nanquantile",
     "nansum", "nanmean", "trace", "dist", "histc", "mv", "cross", "aminmax", "inner", "vdot",
     "addmv", "addr", "cov", "corrcoef", "return_types"]
-
-for _name in TORCH_NAMES[:-1]:
-    setattr(FunctionMethods, _name, _method(globals()[_name]))

@@ -18,7 +18,8 @@ import numpy as np
 from dualgrad import ops
 from dualgrad.ops.rules import floating, norm_axis
 
-from .functions import FunctionMethods, _arr, _method, _t
+from .core import Tensor
+from .functions import _arr, _t
 
 
 def _seq(tensors):
@@ -283,10 +284,10 @@ def index_fill(input, dim, index, value):  # noqa: A002
     x = _t(input)
     d = norm_axis("index_fill", dim, max(x.ndim, 1))
     idx = _index_vector("index_fill", index, x, d, negative=True)
-    if isinstance(value, FunctionMethods) and value.ndim:
+    if isinstance(value, Tensor) and value.ndim:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
                            f"tensor with {value.ndim} dimension(s).")
-    v = value if isinstance(value, FunctionMethods) and value.requires_grad else \
+    v = value if isinstance(value, Tensor) and value.requires_grad else \
         np.asarray(_arr(value), x.dtype)
     return ops.where(_dim_mask(x, d, idx), v, x)
 
@@ -651,12 +652,3 @@ __all__ = TORCH_NAMES = [
     "ravel", "fliplr", "flipud", "diag_embed", "split_with_sizes", "msort", "index_put",
     "scatter_reduce", "tril_indices", "triu_indices", "block_diag", "cartesian_prod",
     "unique_consecutive", "select_scatter", "slice_scatter", "diagonal_scatter", "diagflat"]
-
-_METHODS = ["select", "tensor_split", "hsplit", "vsplit", "dsplit", "movedim", "moveaxis",
-            "swapaxes", "swapdims", "take_along_dim", "rot90", "sum_to_size", "index_add",
-            "index_fill", "index_copy", "masked_scatter", "put", "unflatten", "ravel",
-            "fliplr", "flipud", "diag_embed", "split_with_sizes", "msort", "index_put",
-            "scatter_reduce", "unique_consecutive", "unfold", "select_scatter", "slice_scatter",
-            "diagonal_scatter", "diagflat"]
-for _name in _METHODS:
-    setattr(FunctionMethods, _name, _method(globals()[_name]))

@@ -12,11 +12,7 @@ import sys
 
 from tests.imports import PACKAGES, ROOT, import_graph
 
-_EAGER_CORE = "eager's Tensor core and its method modules import one another; issue 33 puts a small tensor core below them"
 KNOWN_CYCLES = {
-    frozenset({"eager.core", "eager.factories", "eager.functions", "eager.hooks", "eager.info",
-               "eager.inplace", "eager.methods", "eager.pointwise", "eager.reductions",
-               "eager.shaping"}): _EAGER_CORE,
     frozenset({"compiler.ir", "compiler.optimize", "compiler.passes",
                "compiler.passes.constant_fold", "compiler.passes.cse", "compiler.passes.fuse",
                "compiler.passes.layout", "compiler.passes.simplify", "graph.array_ops",

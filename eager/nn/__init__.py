@@ -15,7 +15,8 @@ from . import functional
 from . import module_hooks
 from . import functional as F
 from .module import IncompatibleKeys, Module, Parameter, STATE_VERSION, _name_layer, _uniform
-from .basic import (BatchNorm1d, BatchNorm2d, DataParallel, Dropout, Embedding, Flatten, GELU,
+from .basic import (BatchNorm1d, BatchNorm2d, DataParallel, Dropout, Embedding, EmbeddingBag,
+                    Flatten, GELU,
                     GRUCell, Identity, LayerNorm, Linear, LogSoftmax, LSTMCell, ModuleList,
                     Sequential, Sigmoid, Softmax, Softmin, Softplus, Tanh, _BatchNorm, _Cell)
 from .containers import ModuleDict, ParameterDict, ParameterList  # noqa: E402
@@ -40,14 +41,30 @@ from .transformer import (Transformer, TransformerDecoder,  # noqa: E402
 from . import init, utils  # noqa: E402
 from types import SimpleNamespace as _NS  # noqa: E402
 
-# NOTE: torch.nn.modules.<file>.<Class>: the paths type hints and isinstance checks spell out
-modules = _NS(module=_NS(Module=Module), linear=_NS(Linear=Linear, Identity=Identity,
-                                                    NonDynamicallyQuantizableLinear=Linear),
-              dropout=_NS(Dropout=Dropout), sparse=_NS(Embedding=Embedding),
-              activation=_NS(MultiheadAttention=MultiheadAttention, ReLU=ReLU),
-              container=_NS(Sequential=Sequential, ModuleList=ModuleList, ModuleDict=ModuleDict),
-              normalization=_NS(LayerNorm=LayerNorm), rnn=_NS(RNN=RNN, LSTM=LSTM, GRU=GRU),
-              transformer=_NS(TransformerEncoder=TransformerEncoder,
-                              TransformerEncoderLayer=TransformerEncoderLayer))
+# NOTE: torch.nn.modules.<file>.<Class>: the paths type hints, isinstance checks and old
+# checkpoints spell out; the files are torch's, each holding the classes dualgrad has
+_TORCH_FILES = {
+    "module": "Module", "linear": "Identity Linear", "dropout": "Dropout Dropout1d Dropout2d",
+    "sparse": "Embedding EmbeddingBag", "container": "Sequential ModuleList ModuleDict "
+    "ParameterList ParameterDict", "normalization": "LayerNorm GroupNorm",
+    "batchnorm": "BatchNorm1d BatchNorm2d BatchNorm3d", "instancenorm": "InstanceNorm1d "
+    "InstanceNorm2d InstanceNorm3d", "rnn": "RNNBase RNN LSTM GRU RNNCell LSTMCell GRUCell",
+    "conv": "Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d",
+    "pooling": "MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveMaxPool1d "
+    "AdaptiveMaxPool2d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d",
+    "activation": "ReLU Hardtanh ReLU6 Sigmoid Hardsigmoid Tanh SiLU Mish Hardswish ELU CELU "
+    "SELU GLU GELU LeakyReLU LogSigmoid Softplus MultiheadAttention PReLU Softsign Tanhshrink "
+    "Softmin Softmax LogSoftmax",
+    "loss": "L1Loss NLLLoss KLDivLoss MSELoss BCELoss BCEWithLogitsLoss SmoothL1Loss HuberLoss "
+    "CrossEntropyLoss CosineEmbeddingLoss MarginRankingLoss TripletMarginLoss",
+    "distance": "PairwiseDistance CosineSimilarity", "flatten": "Flatten Unflatten",
+    "padding": "CircularPad1d CircularPad2d ConstantPad1d ConstantPad2d ReflectionPad1d "
+    "ReflectionPad2d ReplicationPad1d ReplicationPad2d ZeroPad1d ZeroPad2d",
+    "pixelshuffle": "PixelShuffle PixelUnshuffle", "upsampling": "Upsample UpsamplingNearest2d",
+    "transformer": "Transformer TransformerEncoder TransformerDecoder TransformerEncoderLayer "
+    "TransformerDecoderLayer"}
+modules = _NS(**{f: _NS(**{c: globals()[c] for c in names.split() if c in globals()})
+                 for f, names in _TORCH_FILES.items()})
+modules.linear.NonDynamicallyQuantizableLinear = Linear
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "functools", "math", "np", "OrderedDict", "ops", "ShapeError", "user_frame", "where_str", "Tensor", "module", "basic")]

@@ -203,6 +203,42 @@ class Embedding(Module):
         return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
 
 
+class EmbeddingBag(Embedding):
+    """Sums, means or maxes of bags of embedding rows (F.embedding_bag): bags are the rows of
+    a 2-d input, or the runs of a 1-d input that `offsets` start. The weight starts as
+    Embedding's (N(0, 1), the padding row zero); max_norm, scale_grad_by_freq and sparse
+    raise NotImplementedError."""
+
+    def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,
+                 include_last_offset=False, padding_idx=None, device=None, dtype=None):
+        if mode not in ("sum", "mean", "max"):
+            raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
+        super().__init__(num_embeddings, embedding_dim, padding_idx, max_norm, norm_type,
+                         scale_grad_by_freq, sparse, _weight, device=device, dtype=dtype)
+        self.mode, self.include_last_offset = mode, include_last_offset
+
+    @classmethod
+    def from_pretrained(cls, embeddings, freeze=True, max_norm=None, norm_type=2.0,
+                        scale_grad_by_freq=False, mode="mean", sparse=False,
+                        include_last_offset=False, padding_idx=None):
+        rows, cols = embeddings.shape
+        bag = cls(rows, cols, max_norm, norm_type, scale_grad_by_freq, mode, sparse,
+                  _weight=embeddings, include_last_offset=include_last_offset,
+                  padding_idx=padding_idx)
+        bag.weight.requires_grad = not freeze
+        return bag
+
+    def forward(self, input, offsets=None, per_sample_weights=None):  # noqa: A002
+        return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                               self.scale_grad_by_freq, self.mode, self.sparse,
+                               per_sample_weights, self.include_last_offset, self.padding_idx)
+
+    def extra_repr(self):
+        pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
+        return f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}{pad}"
+
+
 class Dropout(Module):
     def __init__(self, p=0.5, inplace=False):
         super().__init__()

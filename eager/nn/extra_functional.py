@@ -227,6 +227,11 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,  # no
     if max_norm is not None or scale_grad_by_freq or sparse:
         raise NotImplementedError("embedding_bag(max_norm=, scale_grad_by_freq=, sparse=) is "
                                   "not supported by dualgrad")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+            f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+            f"GitHub.")
     idx = np.asarray(_arr(input)).astype(np.int64)
     w = _t(weight)
     psw = None if per_sample_weights is None else _t(per_sample_weights)

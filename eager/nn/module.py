@@ -15,7 +15,8 @@ from dualgrad import ops
 from dualgrad.ops.rules import BFLOAT16, inexact
 from dualgrad.ops.core import ShapeError, user_frame, where_str
 from .. import devices as _device
-from ..core import Tensor, _to_args, zero_grads
+from ..core import Tensor, zero_grads
+from ..methods import to_args
 from ..devices import META_IMPL
 from . import module_hooks
 
@@ -275,7 +276,7 @@ class Module:
         """to(device), to(dtype), to(device, dtype), to(tensor): casts floating-point parameters
         and buffers (and their gradients) in place, keeping the same Parameter objects;
         to("meta") moves them to the meta device (eager/meta.py), dropping their values."""
-        dtype, _, meta = _to_args(args, kwargs)
+        dtype, _, meta = to_args(args, kwargs)
         if meta is not None:
             META_IMPL["module"](self, Parameter)
         if dtype is not None and not inexact(np.dtype(dtype)):

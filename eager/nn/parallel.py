@@ -24,9 +24,18 @@ import numpy as np
 from dualgrad.ops import distributed as _mpi
 from dualgrad.ops.core import current_trace
 from ..core import _GRAD, Tensor, leaves_reached
+from .basic import DataParallel
 from .module import Module
 
-__all__ = ["DistributedDataParallel"]
+__all__ = ["DistributedDataParallel", "DataParallel", "data_parallel"]
+
+
+def data_parallel(module, inputs, device_ids=None, output_device=None, dim=0,
+                  module_kwargs=None):
+    """torch.nn.parallel.data_parallel, which splits a batch over GPUs: on a machine without
+    them torch raises this same error, and so does dualgrad (call `module(inputs)`, or wrap the
+    module in DataParallel, which runs it as it is)."""
+    raise RuntimeError("device type could not be determined")
 
 
 

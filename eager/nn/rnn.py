@@ -52,6 +52,10 @@ class RNNBase(Module):
     _gates = 1
     _lstm = False
 
+    def flatten_parameters(self):
+        """torch lays the weights out in one block for cuDNN here; on the CPU it does nothing,
+        in torch as in dualgrad."""
+
     def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
                  dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
         super().__init__()
