@@ -1,0 +1,358 @@
+"""torch.fx._symbolic_trace: Tracer, symbolic_trace and wrap.
+
+A trace runs the user's forward once with Proxies for its inputs. What reaches the graph:
+
+- calls of submodules: a leaf (one of eager.nn's layers, or what `is_leaf_module` says) is one
+  `call_module` node; any other module is traced through;
+- `eager.relu(x)`, `F.gelu(x)`, `eager.cat([...])`: a `call_function` node whose target is
+  the eager function. For the duration of the trace, and in this thread only, the public
+  functions of eager's namespaces (and the same objects in the traced code's globals, and
+  what `wrap` names) are wrappers that record when an argument is a Proxy and otherwise call
+  straight through; everything is restored in `finally`;
+- operators on a Proxy: `call_function` with the `operator` function; methods:
+  `call_method`; a parameter read as `self.weight`: `get_attr`.
+"""
+from __future__ import annotations
+
+import builtins
+import functools
+import inspect
+import math
+import sys
+import threading
+import types
+import warnings
+from typing import Any, Callable
+
+from ..core import Tensor
+from ..nn.module import Module, Parameter
+from ..nn.basic import Sequential
+from .graph import Graph, _EAGER_NAMESPACES
+from .graph_module import GraphModule
+from .node import Argument, map_aggregate
+from .proxy import Proxy, TraceError, TracerBase, is_proxy_in
+
+_ACTIVE = threading.local()          # the tracers running in this thread, innermost last
+_WRAP_REQUESTS: list[tuple[dict, str]] = []   # (globals, name) from wrap()
+_NOT_RECORDED = {"is_tensor", "is_storage", "manual_seed", "save", "load", "compile"}
+
+
+def _active_tracer():
+    stack = getattr(_ACTIVE, "stack", None)
+    return stack[-1] if stack else None
+
+
+class PHBase:
+    """A placeholder marker in `concrete_args` (an input that stays an input)."""
+
+    def __repr__(self):
+        return "PH"
+
+
+PH = PHBase()
+
+
+def _assert(condition, message):
+    """torch._assert: what a value specialised by concrete_args checks when the module runs."""
+    if not condition:
+        raise AssertionError(message)
+
+
+def _assert_is_none(value, msg):
+    if value is not None:
+        raise AssertionError(msg)
+
+
+_assert._is_impure = _assert_is_none._is_impure = True
+
+
+def wrap(fn_or_name):
+    """Record calls of a module-level function as one call_function node instead of tracing
+    into it (call at module scope: `fx.wrap("my_fn")` or `fx.wrap(my_fn)`). The function sees
+    Proxies only if the trace calls it with none."""
+    name = fn_or_name if isinstance(fn_or_name, str) else getattr(fn_or_name, "__name__", None)
+    if not callable(fn_or_name) and not isinstance(fn_or_name, str):
+        raise AssertionError("Unsupported type for global function! Must be either a callable "
+                             "or string name")
+    if name is None or name == "<lambda>":
+        raise NotImplementedError("wrap must be called with a named function (not a lambda)")
+    caller = sys._getframe(1)
+    if caller.f_code.co_name != "<module>":
+        raise NotImplementedError("wrap must be called at the top level of a module")
+    _WRAP_REQUESTS.append((caller.f_globals, name))
+    return fn_or_name
+
+
+class _Patcher:
+    """Swaps attributes and dict entries for a trace and puts every one back."""
+
+    def __init__(self):
+        self._undo: list[Callable[[], None]] = []
+        self._seen_globals: set[int] = set()
+
+    def set_attr(self, obj, name, value):
+        old = obj.__dict__[name] if isinstance(obj, type) else getattr(obj, name)
+        setattr(obj, name, value)
+        self._undo.append(lambda: setattr(obj, name, old))
+
+    def set_item(self, d: dict, key, value):
+        old = d[key]
+        d[key] = value
+        self._undo.append(lambda: d.__setitem__(key, old))
+
+    def restore(self):
+        while self._undo:
+            self._undo.pop()()
+
+
+_WRAPPERS: dict[int, tuple[Callable, Callable]] = {}
+
+
+def _recording(fn):
+    """fn, but a call with a Proxy among its arguments records a call_function node."""
+    entry = _WRAPPERS.get(id(fn))
+    if entry is not None and entry[0] is fn:
+        return entry[1]
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        proxy = is_proxy_in(args, kwargs)
+        if proxy is None:
+            return fn(*args, **kwargs)
+        return proxy.tracer.create_proxy("call_function", fn, args, kwargs)
+    wrapper.__fx_wrapped__ = fn
+    _WRAPPERS[id(fn)] = (fn, wrapper)
+    return wrapper
+
+
+def _public_functions(module) -> list[tuple[str, Callable]]:
+    return [(k, v) for k, v in vars(module).items()
+            if not k.startswith("_") and k not in _NOT_RECORDED and callable(v)
+            and not isinstance(v, (type, types.ModuleType)) and not hasattr(v, "__fx_wrapped__")]
+
+
+class Tracer(TracerBase):
+    """torch.fx.Tracer: `trace(root, concrete_args)` returns the Graph of one run of root's
+    forward (or of a function). Subclass it to decide which modules are leaves
+    (`is_leaf_module`) or how values become node arguments (`create_arg`)."""
+
+    def __init__(self, autowrap_modules=(math,), autowrap_functions=(),
+                 param_shapes_constant=False):
+        self._autowrap_ids = {id(v): v for m in autowrap_modules for v in vars(m).values()
+                              if callable(v) and not isinstance(v, type)}
+        self._autowrap_ids.update({id(f): f for f in autowrap_functions})
+        self.param_shapes_constant = param_shapes_constant
+        self.submodule_paths: dict[int, str] | None = None
+        self.root: Module | None = None
+        self.scope = None
+
+    # -- what the subclasses override -------------------------------------------------------
+    def is_leaf_module(self, m: Module, module_qualified_name: str) -> bool:
+        """eager.nn's own layers are leaves (one call_module node); Sequential and user
+        modules are traced through."""
+        return type(m).__module__.startswith("dualgrad.eager.nn") and not isinstance(m, Sequential)
+
+    def path_of_module(self, mod: Module) -> str:
+        path = self.submodule_paths.get(id(mod)) if self.submodule_paths else None
+        if path is None:
+            raise NameError("module is not installed as a submodule")
+        return path
+
+    def call_module(self, m: Module, forward: Callable, args: tuple, kwargs: dict) -> Any:
+        """A leaf becomes a call_module node; any other module runs its forward, traced."""
+        name = self.path_of_module(m)
+        if not self.is_leaf_module(m, name):
+            self._patch_globals(getattr(type(m).forward, "__globals__", {}))
+            return forward(*args, **kwargs)
+        return self.create_proxy("call_module", name, args, kwargs)
+
+    def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict) -> Any:
+        """A Parameter of the root read in forward is a get_attr node."""
+        if isinstance(attr_val, Parameter):
+            for name, p in self.root.named_parameters():
+                if p is attr_val:
+                    if name not in parameter_proxy_cache:
+                        parameter_proxy_cache[name] = self.create_proxy("get_attr", name, (), {})
+                    return parameter_proxy_cache[name]
+        return attr_val
+
+    def create_const(self, a: Any) -> Argument:
+        """A tensor argument: a get_attr node of the root's parameter, buffer or tensor
+        attribute it is, or of a new `_tensor_constantN` attribute holding it."""
+        if isinstance(a, Module):
+            raise TraceError(f"a Module ({type(a).__name__}) was passed as an argument to an "
+                             f"operation; call it instead")
+        if not isinstance(a, Tensor):
+            return a
+        if isinstance(a, Parameter):
+            for name, p in self.root.named_parameters():
+                if p is a:
+                    return self.create_node("get_attr", name, (), {})
+            raise NameError("parameter is not a member of this module")
+        name = self.tensor_attrs.get(id(a))
+        if name is None:
+            i = 0
+            while hasattr(self.root, f"_tensor_constant{i}"):
+                i += 1
+            name = f"_tensor_constant{i}"
+            setattr(self.root, name, a)
+            self.tensor_attrs[id(a)] = name
+        return self.create_node("get_attr", name, (), {})
+
+    # -- the trace --------------------------------------------------------------------------
+    def trace(self, root: Module | Callable, concrete_args: dict | tuple | None = None) -> Graph:
+        """Run root's forward (or root, a function) on Proxies and return the Graph."""
+        if isinstance(root, Module):
+            self.root, fn = root, type(root).forward
+        else:
+            self.root, fn = Module(), root
+        self.graph = Graph(tracer_cls=type(self))
+        self.submodule_paths = {id(m): name for name, m in self.root.named_modules()}
+        self.tensor_attrs = self._tensor_attrs()
+        args = self._placeholders(fn, isinstance(root, Module), concrete_args)
+        patcher = _Patcher()
+        self._patcher = patcher
+        stack = _ACTIVE.__dict__.setdefault("stack", [])
+        stack.append(self)
+        try:
+            self._patch(patcher, fn)
+            result = fn(*args)
+            self.create_node("output", "output", (self.create_arg(result),), {},
+                             type_expr=fn.__annotations__.get("return"))
+        finally:
+            stack.pop()
+            patcher.restore()
+            self._patcher = None
+        return self.graph
+
+    def _tensor_attrs(self) -> dict[int, str]:
+        out = {}
+        for prefix, m in self.root.named_modules():
+            tensors = [(k, v) for k, v in vars(m).items() if isinstance(v, Tensor)]
+            tensors += [(k, v) for k, v in m._buffers.items() if v is not None]
+            for k, v in tensors:
+                out.setdefault(id(v), f"{prefix}.{k}" if prefix else k)
+        return out
+
+    def _placeholders(self, fn, is_module, concrete_args) -> list:
+        sig = inspect.signature(fn)
+        params = list(sig.parameters.values())[1 if is_module else 0:]
+        if isinstance(concrete_args, tuple):
+            if len(concrete_args) != len(params):
+                raise RuntimeError(f"Tracing expected {len(params)} arguments but got "
+                                   f"{len(concrete_args)} concrete arguments")
+            concrete_args = {p.name: c for p, c in zip(params, concrete_args)}
+        concrete_args = concrete_args or {}
+        out = []
+        for p in params:
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise TraceError(f"symbolic_trace of {fn.__qualname__}: *{p.name} / **{p.name} "
+                                 f"parameters are not supported by dualgrad's fx; name the "
+                                 f"inputs or use concrete_args")
+            if p.kind is p.KEYWORD_ONLY:
+                raise TraceError(f"symbolic_trace of {fn.__qualname__}: keyword-only "
+                                 f"parameter {p.name} is not supported by dualgrad's fx")
+            if p.name in concrete_args:
+                out.append(self._concrete(p, concrete_args[p.name]))
+            else:
+                default = () if p.default is p.empty else (p.default,)
+                out.append(self.create_proxy("placeholder", p.name, default, {}))
+        if is_module:
+            out.insert(0, self.root)
+        return out
+
+    def _concrete(self, p: inspect.Parameter, value):
+        """concrete_args: the value is used as is, behind a placeholder that checks it."""
+        count = [0]
+
+        def leaf(x):
+            count[0] += 1
+            default = () if p.default is p.empty else (p.default,)
+            ph = self.create_proxy("placeholder", f"{p.name}_{count[0]}", default, {})
+            if isinstance(x, PHBase):
+                return ph
+            if type(x) in (bool, int, float, str):
+                self.create_proxy("call_function", _assert, (
+                    ph == x, f"{p.name} has been specialized to have value {x} but got another "
+                             f"value"), {})
+            elif x is None:
+                self.create_proxy("call_function", _assert_is_none, (
+                    ph, f"{p.name} has been specialized to have value None but got another "
+                        f"value"), {})
+            else:
+                warnings.warn(f"Was not able to add assertion to guarantee correct input "
+                              f"{p.name} to specialized function. It is up to the user to make "
+                              f"sure that your inputs match the inputs you specialized the "
+                              f"function with.", stacklevel=4)
+            return x
+        return map_aggregate(value, leaf)
+
+    # -- patching for the duration of a trace -----------------------------------------------
+    def _patch(self, patcher: _Patcher, fn):
+        orig_call, orig_getattr = Module.__call__, Module.__getattr__
+        cache: dict[str, Proxy] = {}
+
+        def module_call(mod, *args, **kwargs):
+            tracer = _active_tracer()
+            if tracer is None:
+                return orig_call(mod, *args, **kwargs)
+            return tracer.call_module(mod, lambda *a, **k: orig_call(mod, *a, **k), args, kwargs)
+
+        def module_getattr(mod, name):
+            value = orig_getattr(mod, name)
+            tracer = _active_tracer()
+            return value if tracer is None else tracer.getattr(name, value, cache)
+
+        patcher.set_attr(Module, "__call__", module_call)
+        patcher.set_attr(Module, "__getattr__", module_getattr)
+        self._wrapped: dict[int, Callable] = {}
+        for modname in _EAGER_NAMESPACES:
+            module = sys.modules[modname]
+            for name, f in _public_functions(module):
+                wrapper = _recording(f)
+                self._wrapped[id(f)] = wrapper
+                patcher.set_item(vars(module), name, wrapper)
+        for fid, f in self._autowrap_ids.items():
+            self._wrapped[fid] = _recording(f)
+        for g, name in _WRAP_REQUESTS:
+            f = g.get(name)
+            if f is None and hasattr(builtins, name):   # NOTE: wrap("len"): the builtin, shadowed
+                f = g[name] = getattr(builtins, name)
+                patcher._undo.append(lambda g=g, name=name: g.pop(name, None))
+            if f is not None and not hasattr(f, "__fx_wrapped__"):
+                self._wrapped[id(f)] = _recording(f)
+                patcher.set_item(g, name, self._wrapped[id(f)])
+        self._patch_globals(getattr(fn, "__globals__", {}))
+
+    def _patch_globals(self, g: dict):
+        """The traced code's own names for wrapped functions (`from ... import relu`)."""
+        patcher = self._patcher
+        if patcher is None or id(g) in patcher._seen_globals:
+            return
+        patcher._seen_globals.add(id(g))
+        for k, v in list(g.items()):
+            wrapper = self._wrapped.get(id(v))
+            if wrapper is not None and wrapper is not v:
+                patcher.set_item(g, k, wrapper)
+
+
+def symbolic_trace(root: Module | Callable, concrete_args: dict | None = None) -> GraphModule:
+    """torch.fx.symbolic_trace: a GraphModule whose graph is one traced run of root.
+
+    >>> from dualgrad import eager
+    >>> from dualgrad.eager import fx, nn
+    >>> class M(nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.linear = nn.Linear(4, 2)
+    ...     def forward(self, x):
+    ...         return eager.relu(self.linear(x)) + 1
+    >>> gm = fx.symbolic_trace(M())
+    >>> [(n.op, getattr(n.target, "__name__", n.target)) for n in gm.graph.nodes]
+    [('placeholder', 'x'), ('call_module', 'linear'), ('call_function', 'relu'), ('call_function', 'add'), ('output', 'output')]
+    """
+    tracer = Tracer()
+    graph = tracer.trace(root, concrete_args)
+    name = type(root).__name__ if isinstance(root, Module) else root.__name__
+    return GraphModule(tracer.root, graph, name)
+
