@@ -162,7 +162,7 @@ class Tracer(TracerBase):
         """A leaf becomes a call_module node; any other module runs its forward, traced."""
         name = self.path_of_module(m)
         if not self.is_leaf_module(m, name):
-            self._patch_globals(getattr(type(m).forward, "__globals__", {}))
+            self._patch_names(type(m).forward)
             return forward(*args, **kwargs)
         return self.create_proxy("call_module", name, args, kwargs)
 
@@ -322,18 +322,26 @@ class Tracer(TracerBase):
             if f is not None and not hasattr(f, "__fx_wrapped__"):
                 self._wrapped[id(f)] = _recording(f)
                 patcher.set_item(g, name, self._wrapped[id(f)])
-        self._patch_globals(getattr(fn, "__globals__", {}))
+        self._patch_names(fn)
 
-    def _patch_globals(self, g: dict):
-        """The traced code's own names for wrapped functions (`from ... import relu`)."""
+    def _patch_names(self, fn):
+        """The traced code's own names for wrapped functions (`from ... import relu` at
+        module level, or a function the traced closure captured)."""
         patcher = self._patcher
-        if patcher is None or id(g) in patcher._seen_globals:
-            return
-        patcher._seen_globals.add(id(g))
-        for k, v in list(g.items()):
-            wrapper = self._wrapped.get(id(v))
-            if wrapper is not None and wrapper is not v:
-                patcher.set_item(g, k, wrapper)
+        g = getattr(fn, "__globals__", {})
+        if patcher is not None and id(g) not in patcher._seen_globals:
+            patcher._seen_globals.add(id(g))
+            for k, v in list(g.items()):
+                wrapper = self._wrapped.get(id(v))
+                if wrapper is not None and wrapper is not v:
+                    patcher.set_item(g, k, wrapper)
+        for cell in getattr(fn, "__closure__", None) or ():
+            try:
+                wrapper = self._wrapped.get(id(cell.cell_contents))
+            except ValueError:   # NOTE: a cell not yet filled
+                continue
+            if wrapper is not None:
+                patcher.set_attr(cell, "cell_contents", wrapper)
 
 
 def symbolic_trace(root: Module | Callable, concrete_args: dict | None = None) -> GraphModule:

@@ -15,7 +15,6 @@ def forward(self, x):
 from __future__ import annotations
 
 import builtins
-import contextlib
 import inspect
 import keyword
 import math
@@ -123,7 +122,6 @@ class Graph:
     def find_nodes(self, *, op: str, target: Target | None = None) -> list[Node]:
         return [n for n in self.nodes if n.op == op and (target is None or n.target == target)]
 
-    @property
     def output_node(self) -> Node:
         for n in reversed(self.nodes):
             if n.op == "output":
@@ -194,13 +192,8 @@ class Graph:
         return None
 
     # -- editing ----------------------------------------------------------------------------
-    @contextlib.contextmanager
     def _inserting(self, insert):
-        saved, self._insert = self._insert, insert
-        try:
-            yield
-        finally:
-            self._insert = saved
+        return _InsertPoint(self, insert)
 
     def inserting_before(self, n: Node | None = None):
         """`with graph.inserting_before(node):` new nodes go just before node (before the
@@ -283,6 +276,21 @@ class Graph:
     def python_code(self, root_module: str) -> PythonCode:
         """The graph as a Python function `forward(self, ...)` (what GraphModule runs)."""
         return _CodeGen(self, root_module).generate()
+
+
+class _InsertPoint:
+    """Moves the graph's insert point now (as torch's: without `with`, it stays moved) and
+    puts it back when a `with` block ends."""
+
+    def __init__(self, graph: Graph, insert):
+        self._graph, self._saved = graph, graph._insert
+        graph._insert = insert
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        self._graph._insert = self._saved
 
 
 class _After:

@@ -100,15 +100,11 @@ class _ProxyEngine:
 
     @staticmethod
     def apply(op, args, attrs):
-        from dualgrad import ops
+        # NOTE: the operator itself for `tensor + proxy`; otherwise the op's own function
+        # (a call from code the trace did not wrap: values right, the graph finer than torch's)
         target = _OPERATOR_OF.get(op.name) if not attrs else None
-        if target is None:
-            target = getattr(ops, op.name, None)
-            if target is None:
-                raise TraceError(f"{op.name}: this op was reached with a Proxy argument but has "
-                                 f"no public function to record" + _at_user())
         proxy = next(a for a in args if isinstance(a, Proxy))
-        return proxy.tracer.create_proxy("call_function", target, args, attrs)
+        return proxy.tracer.create_proxy("call_function", target or op.fn, args, attrs)
 
 
 _OPERATOR_OF = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,

@@ -27,8 +27,8 @@ from .node import Node
 
 @dataclass
 class Match:
-    """One place the pattern matched: `anchor`, the node its output reads, and `nodes_map`,
-    pattern node -> matched node."""
+    """One place the pattern matched: `anchor`, the pattern's node the match was found from
+    (the one its output reads), and `nodes_map`, pattern node -> matched node."""
     anchor: Node
     nodes_map: dict[Node, Node] = field(default_factory=dict)
 
@@ -53,11 +53,11 @@ def _same_target(a: Node, b: Node) -> bool:
 class _Matcher:
     def __init__(self, pattern: Graph):
         self.pattern = pattern
-        self.outputs = [n for n in pattern.output_node.all_input_nodes]
+        self.outputs = [n for n in pattern.output_node().all_input_nodes]
         self.placeholders = [n for n in pattern.nodes if n.op == "placeholder"]
 
     def match(self, anchor: Node) -> Match | None:
-        m = Match(anchor)
+        m = Match(self.outputs[0] if self.outputs else None)
         if len(self.outputs) != 1 or not self._node(self.outputs[0], anchor, m.nodes_map):
             return None
         inner = [p for p in m.nodes_map if p.op not in ("placeholder", "output")]
@@ -105,7 +105,7 @@ def replace_pattern(gm: GraphModule, pattern: Callable | GraphModule,
         if n.op in ("placeholder", "output"):
             continue
         m = matcher.match(n)
-        if m is None:
+        if m is None or not matcher.outputs:
             continue
         inner = {g for p, g in m.nodes_map.items() if p.op != "placeholder"}
         if inner & taken:
@@ -118,13 +118,14 @@ def replace_pattern(gm: GraphModule, pattern: Callable | GraphModule,
         if len(inputs) != len(repl_placeholders):
             raise ValueError(f"replace_pattern: the pattern takes {len(inputs)} inputs but the "
                              f"replacement takes {len(repl_placeholders)}")
-        with gm.graph.inserting_before(m.anchor):
+        anchor = m.nodes_map[m.anchor]
+        with gm.graph.inserting_before(anchor):
             out = gm.graph.graph_copy(repl, dict(zip(repl_placeholders, inputs)))
         if isinstance(replacement, Module):
             for n in repl.nodes:
                 if n.op in ("call_module", "get_attr"):
                     _copy_attr(replacement, gm, n.target)
-        m.anchor.replace_all_uses_with(out)
+        anchor.replace_all_uses_with(out)
         for p in reversed(list(pattern_graph.nodes)):
             g = m.nodes_map.get(p)
             if g is not None and p.op != "placeholder" and not g.users:
