@@ -355,3 +355,27 @@ def test_eager_constant_meets_proxy_through_bind():
     gm = dfx.symbolic_trace(lambda x: eager.tensor([1.0, 2.0]) * x)
     assert signature(gm)[1:3] == [("get_attr", "_tensor_constant0"), ("call_function", "mul")]
     close(gm(eager.tensor([3.0, 4.0])), [3.0, 8.0])
+
+
+def test_other_threads_compute_while_a_trace_runs_and_errors_restore_everything():
+    import threading
+    seen = {}
+    layer = eager.nn.Linear(2, 2)
+
+    def other():
+        t = eager.tensor([[-1.0, 2.0]])
+        seen["relu"], seen["layer"] = eager.relu(t), layer(t)
+
+    def f(x):
+        worker = threading.Thread(target=other)
+        worker.start()
+        worker.join()                      # the trace's patches are in place meanwhile
+        return eager.relu(x)
+    gm = dfx.symbolic_trace(f)
+    assert isinstance(seen["relu"], eager.Tensor) and seen["relu"].tolist() == [[0.0, 2.0]]
+    assert isinstance(seen["layer"], eager.Tensor)
+    assert signature(gm) == [("placeholder", "x"), ("call_function", "relu"), ("output", "output")]
+    relu, call, getattr_ = eager.relu, eager.nn.Module.__call__, eager.nn.Module.__getattr__
+    with pytest.raises(dfx.proxy.TraceError):
+        dfx.symbolic_trace(lambda x: eager.relu(x) if x.sum() else x)
+    assert (eager.relu, eager.nn.Module.__call__, eager.nn.Module.__getattr__) == (relu, call, getattr_)
