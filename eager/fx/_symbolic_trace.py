@@ -22,6 +22,7 @@ import sys
 import threading
 import types
 import warnings
+from collections import OrderedDict
 from typing import Any, Callable
 
 from ..core import Tensor
@@ -30,7 +31,7 @@ from ..nn.basic import Sequential
 from .graph import Graph, _EAGER_NAMESPACES
 from .graph_module import GraphModule
 from .node import Argument, map_aggregate
-from .proxy import Proxy, TraceError, TracerBase, is_proxy_in
+from .proxy import ParameterProxy, Proxy, TraceError, TracerBase, is_proxy_in
 
 _ACTIVE = threading.local()          # the tracers running in this thread, innermost last
 _WRAP_REQUESTS: list[tuple[dict, str]] = []   # (globals, name) from wrap()
@@ -145,6 +146,7 @@ class Tracer(TracerBase):
         self.submodule_paths: dict[int, str] | None = None
         self.root: Module | None = None
         self.scope = None
+        self.module_stack: OrderedDict = OrderedDict()
 
     # -- what the subclasses override -------------------------------------------------------
     def is_leaf_module(self, m: Module, module_qualified_name: str) -> bool:
@@ -159,21 +161,35 @@ class Tracer(TracerBase):
         return path
 
     def call_module(self, m: Module, forward: Callable, args: tuple, kwargs: dict) -> Any:
-        """A leaf becomes a call_module node; any other module runs its forward, traced."""
+        """A leaf becomes a call_module node; any other module runs its forward, traced.
+        Nodes made meanwhile carry the modules they are in (`meta["nn_module_stack"]`)."""
         name = self.path_of_module(m)
-        if not self.is_leaf_module(m, name):
-            self._patch_names(type(m).forward)
-            return forward(*args, **kwargs)
-        return self.create_proxy("call_module", name, args, kwargs)
+        self.module_stack[name] = (name, type(m))
+        try:
+            if not self.is_leaf_module(m, name):
+                self._patch_names(type(m).forward)
+                return forward(*args, **kwargs)
+            return self.create_proxy("call_module", name, args, kwargs)
+        finally:
+            self.module_stack.pop(name, None)
+
+    def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):
+        node = super().create_node(kind, target, args, kwargs, name, type_expr)
+        if self.module_stack:
+            node.meta["nn_module_stack"] = OrderedDict(self.module_stack)
+        return node
 
     def getattr(self, attr: str, attr_val: Any, parameter_proxy_cache: dict) -> Any:
-        """A Parameter of the root read in forward is a get_attr node."""
+        """A Parameter of the root read in forward is a get_attr node (a ParameterProxy,
+        whose shape is the parameter's, with param_shapes_constant=True)."""
         if isinstance(attr_val, Parameter):
-            for name, p in self.root.named_parameters():
-                if p is attr_val:
-                    if name not in parameter_proxy_cache:
-                        parameter_proxy_cache[name] = self.create_proxy("get_attr", name, (), {})
-                    return parameter_proxy_cache[name]
+            name = self._param_names.get(id(attr_val))
+            if name is not None:
+                if name not in parameter_proxy_cache:
+                    node = self.create_node("get_attr", name, (), {})
+                    parameter_proxy_cache[name] = ParameterProxy(self, node, name, attr_val) \
+                        if self.param_shapes_constant else self.proxy(node)
+                return parameter_proxy_cache[name]
         return attr_val
 
     def create_const(self, a: Any) -> Argument:
@@ -185,10 +201,10 @@ class Tracer(TracerBase):
         if not isinstance(a, Tensor):
             return a
         if isinstance(a, Parameter):
-            for name, p in self.root.named_parameters():
-                if p is a:
-                    return self.create_node("get_attr", name, (), {})
-            raise NameError("parameter is not a member of this module")
+            name = self._param_names.get(id(a))
+            if name is None:
+                raise NameError("parameter is not a member of this module")
+            return self.create_node("get_attr", name, (), {})
         name = self.tensor_attrs.get(id(a))
         if name is None:
             i = 0
@@ -209,6 +225,8 @@ class Tracer(TracerBase):
         self.graph = Graph(tracer_cls=type(self))
         self.submodule_paths = {id(m): name for name, m in self.root.named_modules()}
         self.tensor_attrs = self._tensor_attrs()
+        self._param_names = {id(p): n for n, p in self.root.named_parameters()}
+        self.module_stack = OrderedDict()
         args = self._placeholders(fn, isinstance(root, Module), concrete_args)
         patcher = _Patcher()
         self._patcher = patcher

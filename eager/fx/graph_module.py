@@ -17,7 +17,8 @@ import itertools
 import linecache
 from typing import Any
 
-from ..nn.module import Module
+from ..core import Tensor
+from ..nn.module import Module, Parameter
 from .graph import Graph, PythonCode
 
 _KEYS = itertools.count()
@@ -30,6 +31,14 @@ def _resolve(module: Module, target: str):
     return obj
 
 
+def _assign(module: Module, name: str, value: Any):
+    """A tensor that is not a Parameter is registered as a buffer (in state_dict), as torch's."""
+    if isinstance(value, Tensor) and not isinstance(value, Parameter):
+        module.register_buffer(name, value)
+    else:
+        setattr(module, name, value)
+
+
 def _install(value: Any, to: Module, target: str):
     """Set to.<target> = value, making empty Modules along a dotted path as needed."""
     *path, last = target.split(".")
@@ -39,7 +48,7 @@ def _install(value: Any, to: Module, target: str):
             sub = Module()
             setattr(to, part, sub)
         to = sub
-    setattr(to, last, value)
+    _assign(to, last, value)
 
 
 def _copy_attr(src: Module, dst: Module, target: str):
@@ -54,7 +63,7 @@ def _copy_attr(src: Module, dst: Module, target: str):
             d = Module()
             setattr(dst, part, d)
         src, dst = s, d
-    setattr(dst, last, getattr(src, last))
+    _assign(dst, last, getattr(src, last))
 
 
 class GraphModule(Module):

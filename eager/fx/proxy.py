@@ -193,6 +193,34 @@ Proxy.__abs__ = lambda self: self.tracer.create_proxy("call_function", operator.
 del _fn, _name, _fwd, _ref
 
 
+class ParameterProxy(Proxy):
+    """A parameter's get_attr Proxy whose shape, size(), dim(), ndim and numel() are the
+    parameter's own (Tracer(param_shapes_constant=True)), so `if self.w.shape[0] > 1:` traces."""
+
+    def __init__(self, tracer: TracerBase, node: Node, name: str, param):
+        super().__init__(node, tracer)
+        self.name, self.param = name, param
+
+    @property
+    def shape(self):
+        return self.param.shape
+
+    @property
+    def ndim(self):
+        return self.param.ndim
+
+    def size(self, dim=None):
+        return self.param.size() if dim is None else self.param.size(dim)
+
+    def dim(self):
+        return self.param.dim()
+
+    def numel(self):
+        return self.param.numel()
+
+    nelement = numel
+
+
 class Attribute(Proxy):
     """`proxy.attr`: a call_method node when called (`x.view(-1)`), else a getattr node,
     made the first time its value is used (`x.shape[0]`)."""

@@ -78,6 +78,9 @@ def test_trace_records_torch_graph_and_runs_the_same():
     tg, dg = tfx.symbolic_trace(t), dfx.symbolic_trace(d)
     assert signature(dg) == signature(tg)
     assert [n.name for n in dg.graph.nodes] == [n.name for n in tg.graph.nodes]
+    stacks = [[list(n.meta.get("nn_module_stack", {})) for n in gm.graph.nodes] for gm in (dg, tg)]
+    assert stacks[0] == stacks[1] and ["block"] in stacks[0]
+    assert sorted(dg.state_dict()) == sorted(tg.state_dict())     # shift is a buffer there too
     xt, xd = inputs(2, 3, 5, 5)
     close(dg(xd), tg(xt))
     close(dg(xd), d(xd))
@@ -379,3 +382,18 @@ def test_other_threads_compute_while_a_trace_runs_and_errors_restore_everything(
     with pytest.raises(dfx.proxy.TraceError):
         dfx.symbolic_trace(lambda x: eager.relu(x) if x.sum() else x)
     assert (eager.relu, eager.nn.Module.__call__, eager.nn.Module.__getattr__) == (relu, call, getattr_)
+
+
+def test_shape_prop_as_torch():
+    from dualgrad.eager.fx.passes.shape_prop import ShapeProp
+    from torch.fx.passes.shape_prop import ShapeProp as TorchShapeProp
+    t, d = pair(convnet)
+    xt, xd = inputs(2, 3, 5, 5)
+    metas = []
+    for gm, prop, x in ((tfx.symbolic_trace(t), TorchShapeProp, xt),
+                        (dfx.symbolic_trace(d), ShapeProp, xd)):
+        prop(gm).propagate(x)
+        metas.append([(n.name, tuple(m.shape), str(m.dtype).replace("torch.", ""), m.requires_grad)
+                      for n in gm.graph.nodes
+                      for m in [n.meta.get("tensor_meta")] if isinstance(m, tuple) and hasattr(m, "shape")])
+    assert metas[1] == metas[0] and len(metas[0]) > 10
