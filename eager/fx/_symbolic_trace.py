@@ -139,6 +139,7 @@ class Tracer(TracerBase):
 
     def __init__(self, autowrap_modules=(math,), autowrap_functions=(),
                  param_shapes_constant=False):
+        self._autowrap_modules = tuple(autowrap_modules)
         self._autowrap_ids = {id(v): v for m in autowrap_modules for v in vars(m).values()
                               if callable(v) and not isinstance(v, type)}
         self._autowrap_ids.update({id(f): f for f in autowrap_functions})
@@ -227,14 +228,14 @@ class Tracer(TracerBase):
         self.tensor_attrs = self._tensor_attrs()
         self._param_names = {id(p): n for n, p in self.root.named_parameters()}
         self.module_stack = OrderedDict()
-        args = self._placeholders(fn, isinstance(root, Module), concrete_args)
+        args, kwargs = self._placeholders(fn, isinstance(root, Module), concrete_args)
         patcher = _Patcher()
         self._patcher = patcher
         stack = _ACTIVE.__dict__.setdefault("stack", [])
         stack.append(self)
         try:
             self._patch(patcher, fn)
-            result = fn(*args)
+            result = fn(*args, **kwargs)
             self.create_node("output", "output", (self.create_arg(result),), {},
                              type_expr=fn.__annotations__.get("return"))
         finally:
@@ -252,7 +253,9 @@ class Tracer(TracerBase):
                 out.setdefault(id(v), f"{prefix}.{k}" if prefix else k)
         return out
 
-    def _placeholders(self, fn, is_module, concrete_args) -> list:
+    def _placeholders(self, fn, is_module, concrete_args) -> tuple[list, dict]:
+        """The positional and keyword-only arguments fn is traced with: a placeholder each
+        (with the parameter's default), or what concrete_args gives."""
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())[1 if is_module else 0:]
         if isinstance(concrete_args, tuple):
@@ -261,23 +264,22 @@ class Tracer(TracerBase):
                                    f"{len(concrete_args)} concrete arguments")
             concrete_args = {p.name: c for p, c in zip(params, concrete_args)}
         concrete_args = concrete_args or {}
-        out = []
+        args, kwargs = [self.root] if is_module else [], {}
         for p in params:
             if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
                 raise TraceError(f"symbolic_trace of {fn.__qualname__}: *{p.name} / **{p.name} "
                                  f"parameters are not supported by dualgrad's fx; name the "
                                  f"inputs or use concrete_args")
-            if p.kind is p.KEYWORD_ONLY:
-                raise TraceError(f"symbolic_trace of {fn.__qualname__}: keyword-only "
-                                 f"parameter {p.name} is not supported by dualgrad's fx")
             if p.name in concrete_args:
-                out.append(self._concrete(p, concrete_args[p.name]))
+                value = self._concrete(p, concrete_args[p.name])
             else:
                 default = () if p.default is p.empty else (p.default,)
-                out.append(self.create_proxy("placeholder", p.name, default, {}))
-        if is_module:
-            out.insert(0, self.root)
-        return out
+                value = self.create_proxy("placeholder", p.name, default, {})
+            if p.kind is p.KEYWORD_ONLY:
+                kwargs[p.name] = value
+            else:
+                args.append(value)
+        return args, kwargs
 
     def _concrete(self, p: inspect.Parameter, value):
         """concrete_args: the value is used as is, behind a placeholder that checks it."""
@@ -332,6 +334,10 @@ class Tracer(TracerBase):
                 patcher.set_item(vars(module), name, wrapper)
         for fid, f in self._autowrap_ids.items():
             self._wrapped[fid] = _recording(f)
+        for module in self._autowrap_modules:   # NOTE: `math.sqrt(d)`, as torch's autowrap
+            for name, f in list(vars(module).items()):
+                if id(f) in self._autowrap_ids:
+                    patcher.set_item(vars(module), name, self._wrapped[id(f)])
         for g, name in _WRAP_REQUESTS:
             f = g.get(name)
             if f is None and hasattr(builtins, name):   # NOTE: wrap("len"): the builtin, shadowed

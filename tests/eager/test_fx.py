@@ -397,3 +397,46 @@ def test_shape_prop_as_torch():
                       for n in gm.graph.nodes
                       for m in [n.meta.get("tensor_meta")] if isinstance(m, tuple) and hasattr(m, "shape")])
     assert metas[1] == metas[0] and len(metas[0]) > 10
+
+
+def attention_block(torch, nn, F):
+    import math
+
+    class SelfAttention(nn.Module):
+        def __init__(self, dim=8, heads=2):
+            super().__init__()
+            self.heads = heads
+            self.qkv = nn.Linear(dim, 3 * dim)
+            self.proj = nn.Linear(dim, dim)
+            self.norm = nn.LayerNorm(dim)
+            self.mlp = nn.ModuleList([nn.Linear(dim, 16), nn.GELU(), nn.Linear(16, dim)])
+
+        def forward(self, x, mask):
+            b, t, c = x.shape
+            q, k, v = self.qkv(self.norm(x)).split(c, dim=-1)
+            q = q.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+            k = k.reshape(b, t, self.heads, -1).permute(0, 2, 1, 3)
+            v = v.view(b, t, self.heads, -1).transpose(1, 2)
+            att = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(c // self.heads)
+            att = att.masked_fill(mask[:, None, None, :] == 0, float("-inf"))
+            y = F.softmax(att, dim=-1) @ v
+            y = y.transpose(1, 2).contiguous().view(b, t, c)
+            x = x + self.proj(y)
+            h = x
+            for layer in self.mlp:
+                h = layer(h)
+            return x + F.dropout(h, p=0.1, training=self.training), att.size(-1)
+    return SelfAttention
+
+
+def test_attention_block_graph_and_outputs():
+    t, d = pair(attention_block)
+    t.eval(), d.eval()
+    tg, dg = tfx.symbolic_trace(t), dfx.symbolic_trace(d)
+    assert signature(dg) == signature(tg)
+    assert [n.name for n in dg.graph.nodes] == [n.name for n in tg.graph.nodes]
+    xt, xd = inputs(2, 5, 8)
+    mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], dtype=np.int64)
+    (yt, nt), (yd, nd) = tg(xt, torch.tensor(mask)), dg(xd, eager.tensor(mask))
+    close(yd, yt, 1e-5)
+    assert nd == nt == 5
