@@ -5,16 +5,19 @@ A trace runs the user's forward once with Proxies for its inputs. What reaches t
 - calls of submodules: a leaf (one of eager.nn's layers, or what `is_leaf_module` says) is one
   `call_module` node; any other module is traced through;
 - `eager.relu(x)`, `F.gelu(x)`, `eager.cat([...])`: a `call_function` node whose target is
-  the eager function. For the duration of the trace, and in this thread only, the public
-  functions of eager's namespaces (and the same objects in the traced code's globals, and
-  what `wrap` names) are wrappers that record when an argument is a Proxy and otherwise call
-  straight through; everything is restored in `finally`;
+  the eager function. While any trace runs, the public functions of eager's namespaces (and
+  the same objects in the traced code's globals and closures, math's functions, and what
+  `wrap` names) are wrappers that record when an argument is a Proxy (only the tracing
+  thread has Proxies) and otherwise call straight through; `Module.__call__` and
+  `__getattr__` act for the tracer of the calling thread only. The last trace to end
+  restores everything, in `finally`;
 - operators on a Proxy: `call_function` with the `operator` function; methods:
   `call_method`; a parameter read as `self.weight`: `get_attr`.
 """
 from __future__ import annotations
 
 import builtins
+import contextlib
 import functools
 import inspect
 import math
@@ -89,7 +92,7 @@ class _Patcher:
 
     def __init__(self):
         self._undo: list[Callable[[], None]] = []
-        self._seen_globals: set[int] = set()
+        self.seen: set[int] = set()    # globals dicts already searched
 
     def set_attr(self, obj, name, value):
         old = obj.__dict__[name] if isinstance(obj, type) else getattr(obj, name)
@@ -101,9 +104,70 @@ class _Patcher:
         d[key] = value
         self._undo.append(lambda: d.__setitem__(key, old))
 
+    def add_item(self, d: dict, key, value):
+        d[key] = value
+        self._undo.append(lambda: d.pop(key, None))
+
     def restore(self):
         while self._undo:
             self._undo.pop()()
+
+
+# NOTE: one set of patches while any thread traces: the first trace installs it, the last
+# one out restores it (two threads' traces could otherwise restore each other's wrappers)
+_PATCH_LOCK = threading.RLock()
+_PATCHES = {"count": 0, "patcher": None}
+_EAGER_IDS: set[int] = set()      # eager's public functions (the wrappers stand for them)
+
+
+def _module_call(orig_call):
+    def __call__(mod, *args, **kwargs):
+        tracer = _active_tracer()
+        if tracer is None:
+            return orig_call(mod, *args, **kwargs)
+        return tracer.call_module(mod, lambda *a, **k: orig_call(mod, *a, **k), args, kwargs)
+    return __call__
+
+
+def _module_getattr(orig_getattr):
+    def __getattr__(mod, name):
+        value = orig_getattr(mod, name)
+        tracer = _active_tracer()
+        return value if tracer is None else tracer.getattr(name, value,
+                                                            tracer.parameter_proxy_cache)
+    return __getattr__
+
+
+def _install_common(patcher: _Patcher):
+    """Module calls and attribute reads, and eager's public functions, for every trace."""
+    patcher.set_attr(Module, "__call__", _module_call(Module.__call__))
+    patcher.set_attr(Module, "__getattr__", _module_getattr(Module.__getattr__))
+    for modname in _EAGER_NAMESPACES:
+        module = sys.modules[modname]
+        for name, f in _public_functions(module):
+            _EAGER_IDS.add(id(f))
+            patcher.set_item(vars(module), name, _recording(f))
+
+
+@contextlib.contextmanager
+def _patched():
+    with _PATCH_LOCK:
+        if _PATCHES["count"] == 0:
+            _PATCHES["patcher"] = _Patcher()
+            try:
+                _install_common(_PATCHES["patcher"])
+            except BaseException:
+                _PATCHES["patcher"].restore()
+                raise
+        _PATCHES["count"] += 1
+    try:
+        yield _PATCHES["patcher"]
+    finally:
+        with _PATCH_LOCK:
+            _PATCHES["count"] -= 1
+            if _PATCHES["count"] == 0:
+                _PATCHES["patcher"].restore()
+                _PATCHES["patcher"] = None
 
 
 _WRAPPERS: dict[int, tuple[Callable, Callable]] = {}
@@ -148,6 +212,9 @@ class Tracer(TracerBase):
         self.root: Module | None = None
         self.scope = None
         self.module_stack: OrderedDict = OrderedDict()
+        self.parameter_proxy_cache: dict[str, Proxy] = {}
+        self._patcher = None
+        self._wrapped: dict[int, Callable] = {}
 
     # -- what the subclasses override -------------------------------------------------------
     def is_leaf_module(self, m: Module, module_qualified_name: str) -> bool:
@@ -229,19 +296,19 @@ class Tracer(TracerBase):
         self._param_names = {id(p): n for n, p in self.root.named_parameters()}
         self.module_stack = OrderedDict()
         args, kwargs = self._placeholders(fn, isinstance(root, Module), concrete_args)
-        patcher = _Patcher()
-        self._patcher = patcher
+        self.parameter_proxy_cache: dict[str, Proxy] = {}
         stack = _ACTIVE.__dict__.setdefault("stack", [])
-        stack.append(self)
-        try:
-            self._patch(patcher, fn)
-            result = fn(*args, **kwargs)
-            self.create_node("output", "output", (self.create_arg(result),), {},
-                             type_expr=fn.__annotations__.get("return"))
-        finally:
-            stack.pop()
-            patcher.restore()
-            self._patcher = None
+        with _patched() as patcher:
+            self._patcher = patcher
+            stack.append(self)
+            try:
+                self._patch_own(fn)
+                result = fn(*args, **kwargs)
+                self.create_node("output", "output", (self.create_arg(result),), {},
+                                 type_expr=fn.__annotations__.get("return"))
+            finally:
+                stack.pop()
+                self._patcher = None
         return self.graph
 
     def _tensor_attrs(self) -> dict[int, str]:
@@ -308,64 +375,56 @@ class Tracer(TracerBase):
         return map_aggregate(value, leaf)
 
     # -- patching for the duration of a trace -----------------------------------------------
-    def _patch(self, patcher: _Patcher, fn):
-        orig_call, orig_getattr = Module.__call__, Module.__getattr__
-        cache: dict[str, Proxy] = {}
-
-        def module_call(mod, *args, **kwargs):
-            tracer = _active_tracer()
-            if tracer is None:
-                return orig_call(mod, *args, **kwargs)
-            return tracer.call_module(mod, lambda *a, **k: orig_call(mod, *a, **k), args, kwargs)
-
-        def module_getattr(mod, name):
-            value = orig_getattr(mod, name)
-            tracer = _active_tracer()
-            return value if tracer is None else tracer.getattr(name, value, cache)
-
-        patcher.set_attr(Module, "__call__", module_call)
-        patcher.set_attr(Module, "__getattr__", module_getattr)
-        self._wrapped: dict[int, Callable] = {}
-        for modname in _EAGER_NAMESPACES:
-            module = sys.modules[modname]
-            for name, f in _public_functions(module):
-                wrapper = _recording(f)
-                self._wrapped[id(f)] = wrapper
-                patcher.set_item(vars(module), name, wrapper)
-        for fid, f in self._autowrap_ids.items():
-            self._wrapped[fid] = _recording(f)
-        for module in self._autowrap_modules:   # NOTE: `math.sqrt(d)`, as torch's autowrap
-            for name, f in list(vars(module).items()):
-                if id(f) in self._autowrap_ids:
-                    patcher.set_item(vars(module), name, self._wrapped[id(f)])
-        for g, name in _WRAP_REQUESTS:
-            f = g.get(name)
-            if f is None and hasattr(builtins, name):   # NOTE: wrap("len"): the builtin, shadowed
-                f = g[name] = getattr(builtins, name)
-                patcher._undo.append(lambda g=g, name=name: g.pop(name, None))
-            if f is not None and not hasattr(f, "__fx_wrapped__"):
-                self._wrapped[id(f)] = _recording(f)
-                patcher.set_item(g, name, self._wrapped[id(f)])
+    def _patch_own(self, fn):
+        """What this tracer records besides eager's functions: its autowrap functions (math's,
+        in the math module too), what `wrap` named, and the traced code's names for them."""
+        patcher = self._patcher
+        self._wrapped = {id(f): _recording(f) for f in self._autowrap_ids.values()}
+        with _PATCH_LOCK:
+            for module in self._autowrap_modules:   # NOTE: `math.sqrt(d)`, as torch's autowrap
+                for name, f in list(vars(module).items()):
+                    if id(f) in self._autowrap_ids:
+                        patcher.set_item(vars(module), name, self._wrapped[id(f)])
+            for g, name in _WRAP_REQUESTS:
+                f = g.get(name)
+                if f is None and hasattr(builtins, name):   # NOTE: wrap("len"): the builtin
+                    f = getattr(builtins, name)
+                    patcher.add_item(g, name, f)
+                if f is not None and not hasattr(f, "__fx_wrapped__"):
+                    self._wrapped[id(f)] = _recording(f)
+                    patcher.set_item(g, name, self._wrapped[id(f)])
         self._patch_names(fn)
 
     def _patch_names(self, fn):
-        """The traced code's own names for wrapped functions (`from ... import relu` at
+        """The traced code's own names for recorded functions (`from ... import relu` at
         module level, or a function the traced closure captured)."""
         patcher = self._patcher
+        if patcher is None:
+            return
         g = getattr(fn, "__globals__", {})
-        if patcher is not None and id(g) not in patcher._seen_globals:
-            patcher._seen_globals.add(id(g))
-            for k, v in list(g.items()):
-                wrapper = self._wrapped.get(id(v))
-                if wrapper is not None and wrapper is not v:
-                    patcher.set_item(g, k, wrapper)
-        for cell in getattr(fn, "__closure__", None) or ():
-            try:
-                wrapper = self._wrapped.get(id(cell.cell_contents))
-            except ValueError:   # NOTE: a cell not yet filled
-                continue
-            if wrapper is not None:
-                patcher.set_attr(cell, "cell_contents", wrapper)
+        with _PATCH_LOCK:
+            if id(g) not in patcher.seen:
+                patcher.seen.add(id(g))
+                for k, v in list(g.items()):
+                    wrapper = self._wrapper_of(v)
+                    if wrapper is not None:
+                        patcher.set_item(g, k, wrapper)
+            for cell in getattr(fn, "__closure__", None) or ():
+                try:
+                    wrapper = self._wrapper_of(cell.cell_contents)
+                except ValueError:   # NOTE: a cell not filled yet
+                    continue
+                if wrapper is not None:
+                    patcher.set_attr(cell, "cell_contents", wrapper)
+
+    def _wrapper_of(self, v):
+        """The recording wrapper that stands for v during this trace, or None."""
+        wrapper = self._wrapped.get(id(v))
+        if wrapper is None:
+            entry = _WRAPPERS.get(id(v))
+            wrapper = entry[1] if entry is not None and entry[0] is v and id(v) in _EAGER_IDS \
+                else None
+        return wrapper
 
 
 def symbolic_trace(root: Module | Callable, concrete_args: dict | None = None) -> GraphModule:

@@ -440,3 +440,36 @@ def test_attention_block_graph_and_outputs():
     (yt, nt), (yd, nd) = tg(xt, torch.tensor(mask)), dg(xd, eager.tensor(mask))
     close(yd, yt, 1e-5)
     assert nd == nt == 5
+
+
+def test_two_threads_tracing_at_once_each_get_their_graph_and_everything_is_restored():
+    import threading
+    relu, call = eager.relu, eager.nn.Module.__call__
+    both_in, first_done, graphs = threading.Barrier(2, timeout=30), threading.Event(), {}
+
+    class Net(eager.nn.Module):
+        def __init__(self, key):
+            super().__init__()
+            self.key = key
+            self.layer = eager.nn.Linear(2, 2)
+
+        def forward(self, x):
+            both_in.wait()                # both traces are running here
+            if self.key == 1:             # the second goes on after the first has ended
+                assert first_done.wait(30)
+            return eager.relu(self.layer(x))
+
+    def trace(key):
+        try:
+            graphs[key] = signature(dfx.symbolic_trace(Net(key)))
+        finally:
+            first_done.set()
+    threads = [threading.Thread(target=trace, args=(k,)) for k in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    want = [("placeholder", "x"), ("call_module", "layer"), ("call_function", "relu"),
+            ("output", "output")]
+    assert graphs == {0: want, 1: want}
+    assert eager.relu is relu and eager.nn.Module.__call__ is call
