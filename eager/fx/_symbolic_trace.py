@@ -28,6 +28,7 @@ import warnings
 from collections import OrderedDict
 from typing import Any, Callable
 
+from dualgrad.ops.core import user_frame
 from ..core import Tensor
 from ..nn.module import Module, Parameter
 from ..nn.basic import Sequential
@@ -243,6 +244,7 @@ class Tracer(TracerBase):
 
     def create_node(self, kind, target, args, kwargs, name=None, type_expr=None):
         node = super().create_node(kind, target, args, kwargs, name, type_expr)
+        node._loc = user_frame()
         if self.module_stack:
             node.meta["nn_module_stack"] = OrderedDict(self.module_stack)
         return node

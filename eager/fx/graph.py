@@ -21,7 +21,7 @@ import math
 import operator
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
@@ -97,9 +97,11 @@ class _NodeList:
 
 @dataclass
 class PythonCode:
-    """Generated source (`src`, a `def forward(self, ...)`) and the objects it names (`globals`)."""
+    """Generated source (`src`, a `def forward(self, ...)`), the objects it names
+    (`globals`), and which node each line of the body computes (`node_at_line`, 1-based)."""
     src: str
     globals: dict[str, Any]
+    node_at_line: dict[int, Node] = field(default_factory=dict)
 
 
 class Graph:
@@ -330,17 +332,19 @@ class _CodeGen:
         self._eager_paths = _eager_paths()
 
     def generate(self) -> PythonCode:
-        params, body = [], []
+        params, body, at = [], [], {}
         for n in self.graph.nodes:
             if n.op == "placeholder":
                 params.append(self.param(n))
-            elif n.op == "output":
+                continue
+            at[len(body) + 4] = n     # NOTE: two blank lines and the def come first
+            if n.op == "output":
                 body.append(f"return {self.arg(n.args[0])}")
             else:
                 body.append(f"{n.name} = {self.expr(n)}")
         src = f"\n\ndef forward({', '.join([self.root] + params)}):\n" + \
               "".join(f"    {line}\n" for line in body or ["pass"])
-        return PythonCode(src, self.globals)
+        return PythonCode(src, self.globals, at)
 
     def param(self, n: Node) -> str:
         if n.target.startswith("*"):

@@ -13,6 +13,7 @@ Python (`gm.code`) and that code is its forward.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import linecache
 from typing import Any
@@ -64,6 +65,27 @@ def _copy_attr(src: Module, dst: Module, target: str):
             setattr(dst, part, d)
         src, dst = s, d
     _assign(dst, last, getattr(src, last))
+
+
+def _naming_nodes(generated, filename, node_at_line):
+    """generated, but an error raised on one of its lines gets a note naming the node and
+    the user's line it was traced at."""
+    @functools.wraps(generated)
+    def forward(self, *args, **kwargs):
+        try:
+            return generated(self, *args, **kwargs)
+        except Exception as e:
+            tb, line = e.__traceback__, None
+            while tb is not None:
+                if tb.tb_frame.f_code.co_filename == filename:
+                    line = tb.tb_lineno
+                tb = tb.tb_next
+            node = node_at_line.get(line)
+            if node is not None:
+                e.add_note(f"While executing {node.describe()}, in "
+                           f"{type(self).__name__}.forward ({filename}, line {line})")
+            raise
+    return forward
 
 
 class GraphModule(Module):
@@ -118,7 +140,7 @@ class GraphModule(Module):
         linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
         namespace = dict(code.globals)
         exec(compile(src, filename, "exec"), namespace)   # noqa: S102 - code we generated
-        type(self).forward = namespace["forward"]
+        type(self).forward = _naming_nodes(namespace["forward"], filename, code.node_at_line)
         self.__dict__["_code"] = src
         return code
 

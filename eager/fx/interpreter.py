@@ -57,7 +57,7 @@ class Interpreter:
             try:
                 self.env[node] = self.run_node(node)
             except Exception as e:
-                e.add_note(f"While executing {node.format_node()}")
+                e.add_note(f"While executing {node.describe()}: {node.format_node()}")
                 raise
             if self.garbage_collect_values:
                 for dead in self.user_to_last_uses.get(node, []):

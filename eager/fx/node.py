@@ -101,6 +101,7 @@ class Node:
         self._args, self._kwargs = (), {}
         self._prev = self._next = self
         self._erased = False
+        self._loc = None       # NOTE: the user's (file, line) a trace made it at, for errors
         self._update_args_kwargs(args, kwargs)
 
     # -- the linked list --------------------------------------------------------------------
@@ -222,6 +223,12 @@ class Node:
             return f"{head}get_attr[target={self.target}]"
         return (f"{head}{self.op}[target={target_name(self.target)}](args = "
                 f"{_render(self.args)}, kwargs = {_render(self.kwargs)})")
+
+    def describe(self) -> str:
+        """`node relu (call_function dualgrad.eager.relu), traced at model.py:12`: how errors
+        name a node."""
+        where = f", traced at {self._loc[0]}:{self._loc[1]}" if self._loc else ""
+        return f"node {self.name} ({self.op} {target_name(self.target)}){where}"
 
     def __repr__(self):
         return self.name

@@ -473,3 +473,26 @@ def test_two_threads_tracing_at_once_each_get_their_graph_and_everything_is_rest
             ("output", "output")]
     assert graphs == {0: want, 1: want}
     assert eager.relu is relu and eager.nn.Module.__call__ is call
+
+
+def test_an_error_in_a_graph_module_names_the_node_and_the_traced_line():
+    class Net(eager.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = eager.nn.Linear(3, 4)
+
+        def forward(self, x):
+            return self.fc(x) @ x          # the line the note names
+
+    gm = dfx.symbolic_trace(Net())
+    with pytest.raises(eager.ShapeError, match="cannot multiply") as err:
+        gm(eager.ones(2, 3))
+    note = "\n".join(err.value.__notes__)
+    assert "While executing node matmul (call_function operator.matmul), traced at " in note
+    import inspect
+    src, first = inspect.getsourcelines(Net.forward)
+    line = int(note.split("test_fx.py:")[1].split(",")[0])
+    assert "the line the note names" in src[line - first]
+    with pytest.raises(eager.ShapeError) as err:
+        dfx.Interpreter(gm).run(eager.ones(2, 3))
+    assert "node matmul" in "\n".join(err.value.__notes__)
