@@ -172,7 +172,8 @@ class Graph:
     def output(self, result: Argument, type_expr: Any | None = None) -> Node:
         return self.create_node("output", "output", (result,), type_expr=type_expr)
 
-    def node_copy(self, node: Node, arg_transform: Callable[[Node], Argument] = lambda x: x) -> Node:
+    def node_copy(self, node: Node,
+                  arg_transform: Callable[[Node], Argument] = lambda x: x) -> Node:
         """A copy of a node of (usually) another graph, its Node arguments mapped by
         arg_transform; meta is copied."""
         args = map_arg(node.args, arg_transform)
@@ -248,8 +249,8 @@ class Graph:
             names.add(n.name)
             for arg in n._input_nodes:
                 if arg.graph is not self:
-                    raise RuntimeError(f"Argument '{arg}' of Node '{n}' does not belong to this Graph, "
-                                       f"but was used as an argument!")
+                    raise RuntimeError(f"Argument '{arg}' of Node '{n}' does not belong to "
+                                       f"this Graph, but was used as an argument!")
                 if arg not in seen:
                     raise RuntimeError(f"Argument '{arg}' of Node '{n}' was used before it has "
                                        f"been defined! Please check that Nodes in the graph are "
@@ -273,7 +274,8 @@ class Graph:
                  for n in self.nodes]
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
         fmt = lambda r: "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()   # noqa: E731
-        print("\n".join([fmt(rows[0]), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows[1:]]))
+        lines = [fmt(rows[0]), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows[1:]]
+        print("\n".join(lines))
 
     def python_code(self, root_module: str) -> PythonCode:
         """The graph as a Python function `forward(self, ...)` (what GraphModule runs)."""
@@ -436,9 +438,11 @@ class _CodeGen:
         return False
 
 
-_EAGER_NAMESPACES = {"dualgrad.eager": "eager", "dualgrad.eager.nn.functional": "eager.nn.functional",
-                     "dualgrad.eager.special": "eager.special", "dualgrad.eager.linalg": "eager.linalg",
-                     "dualgrad.eager.fft": "eager.fft"}
+# NOTE: the namespaces whose public functions a trace records, and how generated code names them
+_EAGER_NAMESPACES = {"dualgrad.eager": "eager",
+                     "dualgrad.eager.nn.functional": "eager.nn.functional",
+                     "dualgrad.eager.special": "eager.special",
+                     "dualgrad.eager.linalg": "eager.linalg", "dualgrad.eager.fft": "eager.fft"}
 
 
 def _eager_paths() -> dict[int, str]:

@@ -218,7 +218,8 @@ class Node:
             default = f"(default={self.args[0]!r})" if self.args else ""
             return f"{head}placeholder[target={self.target}]{default}"
         if self.op == "output":
-            return f"return {_render(self.args[0])[1:] if isinstance(self.args[0], Node) else _render(self.args[0])}"
+            out = self.args[0]
+            return f"return {out.name if isinstance(out, Node) else _render(out)}"
         if self.op == "get_attr":
             return f"{head}get_attr[target={self.target}]"
         return (f"{head}{self.op}[target={target_name(self.target)}](args = "

@@ -154,11 +154,11 @@ class Proxy:
 
     def __index__(self):
         raise TypeError("a symbolically traced value cannot be used as a Python int (an "
-                         "index, a size or a range bound)" + _at_user())
+                        "index, a size or a range bound)" + _at_user())
 
     def __float__(self):
         raise TypeError("a symbolically traced value cannot be converted to a Python float"
-                         + _at_user())
+                        + _at_user())
 
     __int__ = __index__
 

@@ -75,7 +75,8 @@ class _Matcher:
                 return False
             seen[p] = g
             return True
-        if not _same_target(p, g) or len(p.args) != len(g.args) or p.kwargs.keys() != g.kwargs.keys():
+        if not _same_target(p, g) or len(p.args) != len(g.args) \
+                or p.kwargs.keys() != g.kwargs.keys():
             return False
         trial = {**seen, p: g}   # NOTE: committed only if every argument matches
         if all(self._arg(a, b, trial) for a, b in zip(p.args, g.args)) and \

@@ -2,7 +2,6 @@
 from the same weights; graphs compared op by op (targets by name), outputs by value."""
 from __future__ import annotations
 
-import operator
 
 import numpy as np
 import pytest
@@ -305,7 +304,8 @@ def test_interpreter_shape_propagation_and_transformer():
                 return out
         out = ShapeProp(gm).run(x)
         return [n.meta["shape"] for n in gm.graph.nodes], out
-    (st, yt), (sd, yd) = shapes(tfx, tfx.symbolic_trace(t), xt), shapes(dfx, dfx.symbolic_trace(d), xd)
+    st, yt = shapes(tfx, tfx.symbolic_trace(t), xt)
+    sd, yd = shapes(dfx, dfx.symbolic_trace(d), xd)
     assert sd == st
     close(yd, yt)
 
@@ -381,7 +381,8 @@ def test_other_threads_compute_while_a_trace_runs_and_errors_restore_everything(
     relu, call, getattr_ = eager.relu, eager.nn.Module.__call__, eager.nn.Module.__getattr__
     with pytest.raises(dfx.proxy.TraceError):
         dfx.symbolic_trace(lambda x: eager.relu(x) if x.sum() else x)
-    assert (eager.relu, eager.nn.Module.__call__, eager.nn.Module.__getattr__) == (relu, call, getattr_)
+    restored = (eager.relu, eager.nn.Module.__call__, eager.nn.Module.__getattr__)
+    assert restored == (relu, call, getattr_)
 
 
 def test_shape_prop_as_torch():
@@ -393,9 +394,9 @@ def test_shape_prop_as_torch():
     for gm, prop, x in ((tfx.symbolic_trace(t), TorchShapeProp, xt),
                         (dfx.symbolic_trace(d), ShapeProp, xd)):
         prop(gm).propagate(x)
-        metas.append([(n.name, tuple(m.shape), str(m.dtype).replace("torch.", ""), m.requires_grad)
-                      for n in gm.graph.nodes
-                      for m in [n.meta.get("tensor_meta")] if isinstance(m, tuple) and hasattr(m, "shape")])
+        found = [(n.name, n.meta.get("tensor_meta")) for n in gm.graph.nodes]
+        metas.append([(name, tuple(m.shape), str(m.dtype).replace("torch.", ""), m.requires_grad)
+                      for name, m in found if hasattr(m, "shape")])
     assert metas[1] == metas[0] and len(metas[0]) > 10
 
 
