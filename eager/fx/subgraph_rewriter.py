@@ -53,12 +53,17 @@ def _same_target(a: Node, b: Node) -> bool:
 class _Matcher:
     def __init__(self, pattern: Graph):
         self.pattern = pattern
-        self.outputs = [n for n in pattern.output_node().all_input_nodes]
+        returned = pattern.output_node().args[0]
+        if not isinstance(returned, Node) or returned.op == "placeholder":
+            raise NotImplementedError("replace_pattern: the pattern must return one value "
+                                      "computed from its inputs; patterns returning several "
+                                      "values (or an input) are not supported by dualgrad")
+        self.outputs = [returned]
         self.placeholders = [n for n in pattern.nodes if n.op == "placeholder"]
 
     def match(self, anchor: Node) -> Match | None:
-        m = Match(self.outputs[0] if self.outputs else None)
-        if len(self.outputs) != 1 or not self._node(self.outputs[0], anchor, m.nodes_map):
+        m = Match(self.outputs[0])
+        if not self._node(self.outputs[0], anchor, m.nodes_map):
             return None
         inner = [p for p in m.nodes_map if p.op not in ("placeholder", "output")]
         for p in inner:   # NOTE: a matched node read outside the match cannot be removed
@@ -106,7 +111,7 @@ def replace_pattern(gm: GraphModule, pattern: Callable | GraphModule,
         if n.op in ("placeholder", "output"):
             continue
         m = matcher.match(n)
-        if m is None or not matcher.outputs:
+        if m is None:
             continue
         inner = {g for p, g in m.nodes_map.items() if p.op != "placeholder"}
         if inner & taken:

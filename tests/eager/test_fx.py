@@ -497,3 +497,9 @@ def test_an_error_in_a_graph_module_names_the_node_and_the_traced_line():
     with pytest.raises(eager.ShapeError) as err:
         dfx.Interpreter(gm).run(eager.ones(2, 3))
     assert "node matmul" in "\n".join(err.value.__notes__)
+
+
+def test_replace_pattern_refuses_a_pattern_of_several_outputs():
+    gm = dfx.symbolic_trace(lambda x: eager.relu(x) + eager.sigmoid(x))
+    with pytest.raises(NotImplementedError, match="return one value"):
+        dfx.replace_pattern(gm, lambda a: (eager.relu(a), eager.sigmoid(a)), lambda a: (a, a))
