@@ -503,3 +503,39 @@ def test_replace_pattern_refuses_a_pattern_of_several_outputs():
     gm = dfx.symbolic_trace(lambda x: eager.relu(x) + eager.sigmoid(x))
     with pytest.raises(NotImplementedError, match="return one value"):
         dfx.replace_pattern(gm, lambda a: (eager.relu(a), eager.sigmoid(a)), lambda a: (a, a))
+
+
+FX_SCRIPT = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.fx import symbolic_trace, replace_pattern
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return F.relu(self.fc(x)) * 2
+
+torch.manual_seed(0)
+net = Net()
+gm = symbolic_trace(net)
+x = torch.randn(3, 4)
+replace_pattern(gm, lambda a: F.relu(a), lambda a: torch.sigmoid(a))
+assert torch.allclose(gm(x), torch.sigmoid(net.fc(x)) * 2)
+print([n.op for n in gm.graph.nodes])
+'''
+
+
+def test_an_unmodified_fx_script_runs_as_torch(tmp_path):
+    import subprocess
+    from tests.test_programs_run_as import DUALGRAD
+    script = tmp_path / "fx_script.py"
+    script.write_text(FX_SCRIPT)
+    out = subprocess.run(DUALGRAD + ["run", "--as", "torch", str(script)], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    ops = "['placeholder', 'call_module', 'call_function', 'call_function', 'output']"
+    assert out.stdout.strip() == ops     # what the script prints under real torch
