@@ -28,7 +28,7 @@ import warnings
 from collections import OrderedDict
 from typing import Any, Callable
 
-from dualgrad.ops.core import user_frame
+from dualgrad.ops.core import FRAMEWORK_DIRS, user_frame
 from ..core import Tensor
 from ..nn.module import Module, Parameter
 from ..nn.basic import Sequential
@@ -305,7 +305,8 @@ class Tracer(TracerBase):
             stack.append(self)
             try:
                 self._patch_own(fn)
-                result = fn(*args, **kwargs)
+                with self._following_calls():
+                    result = fn(*args, **kwargs)
                 self.create_node("output", "output", (self.create_arg(result),), {},
                                  type_expr=fn.__annotations__.get("return"))
             finally:
@@ -403,14 +404,8 @@ class Tracer(TracerBase):
         patcher = self._patcher
         if patcher is None:
             return
-        g = getattr(fn, "__globals__", {})
+        self._patch_globals(getattr(fn, "__globals__", {}))
         with _PATCH_LOCK:
-            if id(g) not in patcher.seen:
-                patcher.seen.add(id(g))
-                for k, v in list(g.items()):
-                    wrapper = self._wrapper_of(v)
-                    if wrapper is not None:
-                        patcher.set_item(g, k, wrapper)
             for cell in getattr(fn, "__closure__", None) or ():
                 try:
                     wrapper = self._wrapper_of(cell.cell_contents)
@@ -418,6 +413,38 @@ class Tracer(TracerBase):
                     continue
                 if wrapper is not None:
                     patcher.set_attr(cell, "cell_contents", wrapper)
+
+    def _patch_globals(self, g: dict):
+        patcher = self._patcher
+        with _PATCH_LOCK:
+            if patcher is None or id(g) in patcher.seen:
+                return
+            patcher.seen.add(id(g))
+            for k, v in list(g.items()):
+                wrapper = self._wrapper_of(v)
+                if wrapper is not None:
+                    patcher.set_item(g, k, wrapper)
+
+    @contextlib.contextmanager
+    def _following_calls(self):
+        """The globals of every function the trace runs get the wrappers too (a helper
+        module's `from ...functional import gelu`), as torch's __torch_function__ reaches
+        any spelling of a function. A profile function of this thread sees each call; with
+        a profiler already set, only the traced code's own names are swapped."""
+        if sys.getprofile() is not None:
+            yield
+            return
+        seen, skip = self._patcher.seen, FRAMEWORK_DIRS
+
+        def profile(frame, event, arg):
+            if event == "call" and id(frame.f_globals) not in seen \
+                    and not frame.f_code.co_filename.startswith(skip):
+                self._patch_globals(frame.f_globals)
+        sys.setprofile(profile)
+        try:
+            yield
+        finally:
+            sys.setprofile(None)
 
     def _wrapper_of(self, v):
         """The recording wrapper that stands for v during this trace, or None."""

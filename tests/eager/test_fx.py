@@ -539,3 +539,16 @@ def test_an_unmodified_fx_script_runs_as_torch(tmp_path):
     assert out.returncode == 0, out.stderr
     ops = "['placeholder', 'call_module', 'call_function', 'call_function', 'output']"
     assert out.stdout.strip() == ops     # what the script prints under real torch
+
+
+def test_a_helper_module_s_own_imports_are_recorded():
+    import types
+    helper = types.ModuleType("helper")    # a user's utils.py, imported by the model's file
+    exec("from dualgrad.eager.nn.functional import gelu, softmax\n"
+         "def act(x):\n"
+         "    return softmax(gelu(x), dim=-1)\n", vars(helper))
+    gm = dfx.symbolic_trace(lambda x: helper.act(x))
+    assert signature(gm)[1:3] == [("call_function", "gelu"), ("call_function", "softmax")]
+    x = eager.randn(3, 4)
+    close(gm(x), helper.act(x))
+    assert helper.gelu is eager.nn.functional.gelu        # put back after the trace
