@@ -326,5 +326,8 @@ _ = (ShapeError, KernelError)
 def __getattr__(name):
     """A name dualgrad does not provide raises AttributeError (hasattr is False), with the
     reason when it is a row of eager/not_provided.py."""
+    if name == "fx":   # NOTE: torch.fx without `import torch.fx`, loaded on first use
+        import importlib
+        return importlib.import_module(".fx", __name__)
     from .not_provided import absent
     raise absent("", name)
