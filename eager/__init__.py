@@ -300,7 +300,7 @@ from .extra_linalg import _install as _install_linalg  # noqa: E402
 globals().update({n: f for n, f in _install_linalg().items() if n not in globals()})   # logdet, cholesky, svd, …
 
 from . import autograd, distributions, linalg, nn, optim, special, utils  # noqa: E402  (they use the names above)
-from . import multiprocessing  # noqa: E402
+from . import futures, multiprocessing  # noqa: E402
 import types as _types  # noqa: E402
 from dualgrad import __version__ as _dg_version  # noqa: E402
 
