@@ -49,8 +49,7 @@ def init(timeout=None):
     _World.timeout = float(timeout)
     if _World.comm is None:
         _World.comm = mpi().COMM_WORLD.Dup()   # NOTE: our traffic never meets the user's
-        _World.hook = sys.excepthook
-        sys.excepthook = _abort_on_exception
+        abort_on_uncaught()
 
 
 def is_initialized():
@@ -62,6 +61,20 @@ def finalize():
     if _World.comm is not None:
         _World.comm.Free()
         _World.comm = None
+        restore_excepthook()
+
+
+def abort_on_uncaught():
+    """From now on an exception that escapes on this rank ends every rank (MPI_Abort) with
+    that exception shown (the process group's and the RPC agent's policy; idempotent)."""
+    if sys.excepthook is not _abort_on_exception:
+        _World.hook = sys.excepthook
+        sys.excepthook = _abort_on_exception
+
+
+def restore_excepthook():
+    """Undo abort_on_uncaught (the process group and the RPC agent both gone)."""
+    if sys.excepthook is _abort_on_exception:
         sys.excepthook = _World.hook
 
 
