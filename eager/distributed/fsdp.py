@@ -26,13 +26,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dualgrad import ops
 from dualgrad.ops import distributed as _mpi
 from ..nn import Module, Parameter
 from ..core import Tensor, _GRAD
+from .sharding import mark_outputs, refuse_traced
+from .fsdp2 import (CPUOffloadPolicy, FSDPModule, MixedPrecisionPolicy,  # noqa: F401 - FSDP2
+                    OffloadPolicy, fully_shard)
 
 __all__ = ["FullyShardedDataParallel", "ModuleWrapPolicy", "ShardingStrategy",
-           "size_based_auto_wrap_policy", "StateDictType", "FullStateDictConfig"]
+           "size_based_auto_wrap_policy", "StateDictType", "FullStateDictConfig",
+           "fully_shard", "FSDPModule", "MixedPrecisionPolicy", "OffloadPolicy",
+           "CPUOffloadPolicy"]
 _PREFIX = "_fsdp_wrapped_module."
 
 
@@ -50,20 +54,6 @@ def size_based_auto_wrap_policy(module, recurse, nonwrapped_numel, min_num_param
     """auto_wrap_policy: a submodule holding at least min_num_params becomes its own unit
     (use functools.partial to set min_num_params, as in PyTorch)."""
     return True if recurse else nonwrapped_numel >= min_num_params
-
-
-def _regather_kernel(x, unit):
-    return x
-
-
-def _regather_vjp(g, x, out, needs, unit):
-    unit._gather()     # backward has reached the unit: its full parameters are needed again
-    return (g,)
-
-
-# NOTE: not in the registry: an op private to FSDP, an identity whose rule has a side effect
-_REGATHER = ops.Op("fsdp_pre_backward", lambda spec, unit: spec, _regather_kernel,
-                   _regather_vjp)
 
 
 class ShardingStrategy:
@@ -152,26 +142,21 @@ class FullyShardedDataParallel(Module):
 
     # -- forward and backward -----------------------------------------------------------------
     def forward(self, *args, **kwargs):
-        if any(isinstance(a, Tensor) and type(a._array) is not np.ndarray
-               for a in (*args, *kwargs.values())):
-            raise NotImplementedError("compile() cannot trace FullyShardedDataParallel (its "
-                                      "forward gathers and frees parameters); compile the "
-                                      "model under DistributedDataParallel instead")
+        refuse_traced(args, kwargs, "FullyShardedDataParallel",
+                      "compile the model under DistributedDataParallel instead")
         if self._arrived:
             self._unfinished()
-        self._gather()
+        self.gather()
         try:
             out = self._fsdp_wrapped_module(*args, **kwargs)
             if _GRAD.enabled and self._trained:
-                out = _map_tensors(out, self._mark)
+                out = mark_outputs(out, self)
         finally:
             self._free()
         return out
 
-    def _mark(self, t):
-        return ops.bind(_REGATHER, t, unit=self) if t.requires_grad else t
-
-    def _gather(self):
+    def gather(self):
+        """All-gather this unit's full parameters (once until they are freed again)."""
         if self._gathered or not self._params:
             return
         full = _mpi.all_gather(self.flat_param._array, check=False).reshape(-1)
@@ -299,7 +284,7 @@ class FullyShardedDataParallel(Module):
         shards on exit when writeback)."""
         units = [m for m in module.modules() if isinstance(m, FullyShardedDataParallel)]
         for u in units:
-            u._gather()
+            u.gather()
         try:
             yield
         finally:
@@ -370,16 +355,6 @@ def _auto_wrap(module, policy):
         numel = sum(p._array.size for _, p in _own_params(child))
         if policy(child, False, numel):
             module._modules[name] = FullyShardedDataParallel(child)
-
-
-def _map_tensors(x, fn):
-    if isinstance(x, Tensor):
-        return fn(x)
-    if isinstance(x, (tuple, list)):
-        return type(x)(_map_tensors(v, fn) for v in x)
-    if isinstance(x, dict):
-        return type(x)((k, _map_tensors(v, fn)) for k, v in x.items())
-    return x
 
 
 # torch.distributed.fsdp.fully_sharded_data_parallel: the module the classes live in
