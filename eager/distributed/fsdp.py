@@ -1,4 +1,5 @@
-"""FullyShardedDataParallel, as torch.distributed.fsdp (see docs/distributed.md).
+"""FullyShardedDataParallel, as torch.distributed.fsdp (see docs/distributed.md); FSDP2's
+in-place `fully_shard` and `FSDPModule` (fsdp2.py) are re-exported here, where torch has them.
 
 Each FSDP unit (the wrapped module, minus submodules wrapped in units of their own) keeps
 its parameters as one flat vector, padded to a multiple of the world size, of which each rank

@@ -152,7 +152,19 @@ def reference(obj, what):
         raise TypeError(f"{what}: cannot send {qualname} of {module}: a lambda or a function "
                         f"defined inside another is not importable by name on the callee; "
                         f"define it at module level")
-    return f"{module}:{qualname}"
+    for ref in (f"{module}:{qualname}", *(f"{m}:{qualname}" for m in _PUBLIC)):
+        try:
+            if resolve(ref) is obj:
+                return ref
+        except (ImportError, AttributeError):
+            pass
+    raise TypeError(f"{what}: cannot send {qualname}: it is not reachable as {module}."
+                    f"{qualname}, the name the callee would import")
+
+
+# NOTE: where a function made by a factory (an op's torch-style function) is found by name
+_PUBLIC = ("dualgrad.eager", "dualgrad.eager.nn.functional", "dualgrad.eager.special",
+           "dualgrad.eager.linalg", "dualgrad.eager.fft")
 
 
 def _is_module(x):
