@@ -89,14 +89,18 @@ check(lambda: rpc.rpc_sync("me", double, args=(1,), timeout=0.2) and
 check(lambda: rpc.init_rpc("x", rank=3), RuntimeError, "already initialized")
 late = rpc.rpc_async("me", nap, args=(0.5,))
 rpc.shutdown(graceful=False)
-check(late.wait, RuntimeError, "RPC was shut down (graceful=False) before the reply came")
+check(late.wait, RuntimeError, "RPC was shut down on this worker before the reply came")
 check(lambda: rpc.rpc_sync("me", double, args=(1,)), RuntimeError, "not been initialized")
 rpc.init_rpc("again", rank=0, world_size=1)
 assert rpc.rpc_sync("again", double, args=(3,)) == 6
-rpc.shutdown()
+check(lambda: rpc.shutdown(timeout=0.2) if rpc.rpc_async("again", nap, args=(1.0,)) else 0,
+      RuntimeError, "rpc.shutdown: rpc_async to 'again' of __main__:nap (<string>:")
+check(lambda: rpc.rpc_sync("again", double, args=(1,)), RuntimeError, "not been initialized")
 check(lambda: rpc.init_rpc("x", world_size=2), ValueError,
       "world_size=2 but mpiexec started this process as world_size 1")
-print("ok")
+rpc.init_rpc("last")
+assert rpc.rpc_sync("last", double, args=(4,)) == 8
+print("ok")          # NOTE: and no shutdown(): the agent is stopped at exit, MPI then ends
 """
 
 

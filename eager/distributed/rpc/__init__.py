@@ -32,6 +32,7 @@ Distributed autograd and DistributedOptimizer are not provided.
 """
 from __future__ import annotations
 
+import atexit
 import enum
 import itertools
 import sys
@@ -180,6 +181,14 @@ def is_available():
 
 class _State:
     agent = None
+
+
+@atexit.register
+def _stop_at_exit():
+    """A script that ends without shutdown(): stop the agent before MPI is finalised."""
+    if _State.agent is not None:
+        _State.agent._stop()
+        _State.agent = None
 
 
 def _agent(what):
@@ -365,6 +374,7 @@ class _Agent:
     def _serve_forever(self):
         MPI = _mpi.mpi()
         status, pause, last = MPI.Status(), 1e-5, time.monotonic()
+        tidied = last
         while self.running:
             msg = self.comm.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG, status)
             if msg is not None:
@@ -372,8 +382,12 @@ class _Agent:
                 msg.Recv([buf, MPI.BYTE])
                 self._dispatch(status.Get_source(), status.Get_tag(), buf)
                 pause, last = 1e-5, time.monotonic()
-                continue
+                if last - tidied < 0.01:      # NOTE: deadlines pass under steady traffic too
+                    continue
             self._tidy()
+            tidied = time.monotonic()
+            if msg is not None:
+                continue
             time.sleep(pause)
             pause = min(2 * pause, self._longest_pause(time.monotonic() - last))
 
@@ -494,18 +508,24 @@ class _Agent:
 
     # -- shutdown -------------------------------------------------------------------------------
     def close(self, graceful, timeout):
-        if graceful:
-            self._drain(timeout)
-            _mpi.wait(self.comm.Ibarrier(), "rpc.shutdown (every worker's calls answered)")
-            self.pool.shutdown(wait=True)
-            _mpi.wait(self.comm.Ibarrier(), "rpc.shutdown (every worker's pool idle)")
+        try:
+            if graceful:
+                self._drain(timeout)
+                _mpi.wait(self.comm.Ibarrier(), "rpc.shutdown (every worker's calls answered)")
+                self.pool.shutdown(wait=True)
+                _mpi.wait(self.comm.Ibarrier(), "rpc.shutdown (every worker's pool idle)")
+        finally:
+            self._stop()
+
+    def _stop(self):
+        """End the threads and leave the communicator; outstanding calls fail."""
         with self.lock:
             self.running = False
             left, self.pending = list(self.pending.values()), {}
         self.thread.join()
         self.pool.shutdown(wait=False, cancel_futures=True)
         for fut, _, _, what in left:
-            fut.set_exception(RuntimeError(f"{what}: RPC was shut down (graceful=False) "
+            fut.set_exception(RuntimeError(f"{what}: RPC was shut down on this worker "
                                            f"before the reply came"))
         self.comm.Free()
         if not _mpi.is_initialized():
