@@ -104,6 +104,14 @@ print("ok")          # NOTE: and no shutdown(): the agent is stopped at exit, MP
 """
 
 
+def test_an_exception_on_one_worker_ends_the_job_while_another_waits_in_shutdown():
+    proc = run(["rpc_fault.py"], timeout=30)
+    assert proc.returncode != 0
+    assert ("rank 1 of 2: raised ValueError: bad step on worker 1 (aborting all ranks: "
+            "MPI_Abort)") in proc.stderr, proc.stderr
+    assert "not noticed" not in proc.stdout
+
+
 def test_one_worker_calls_itself_and_bad_use_is_a_clear_error():
     pytest.importorskip("mpi4py")
     proc = subprocess.run([sys.executable, "-c", ONE_WORKER], capture_output=True, text=True,
