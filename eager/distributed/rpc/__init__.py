@@ -295,7 +295,10 @@ class _Agent:
             if given not in (-1, None) and given != actual:
                 self.comm.Free()
                 raise ValueError(f"init_rpc: {what}={given} but mpiexec started this process "
-                                 f"as {what} {actual}; leave {what} out with MPI")
+                                 f"as {what} {actual}; start every worker with `mpiexec -n N "
+                                 f"python script.py` (processes started by torch.multiprocessing"
+                                 f".spawn or torchrun are not connected by MPI), and leave "
+                                 f"{what} out or pass MPI's")
         names = self._exchange(name)
         self.me = WorkerInfo(name, me)
         self.workers = {nm: WorkerInfo(nm, i) for i, nm in enumerate(names)}
