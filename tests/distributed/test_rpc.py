@@ -134,3 +134,36 @@ def test_the_names_and_signatures_are_torchs():
                    "rpc_async", "remote", "confirmed_by_owner"):
         assert hasattr(rpc.RRef, method) and hasattr(ref.RRef, method)
     assert rpc.DEFAULT_RPC_TIMEOUT_SEC == ref.constants.DEFAULT_RPC_TIMEOUT_SEC
+
+
+def test_what_travels_comes_back_as_it_went_and_the_rest_is_refused():
+    import math
+
+    import numpy as np
+
+    from dualgrad import eager
+    from dualgrad.eager.distributed.rpc import WorkerInfo
+    from dualgrad.eager.distributed.rpc.wire import Codec
+    codec = Codec(lambda *a: ("rref", a), WorkerInfo)
+    value = {"t": eager.ones(2, 3, dtype=eager.bfloat16, requires_grad=True),
+             "p": eager.nn.Parameter(eager.zeros(1)), 3: (1, [2.5, None], b"\x00\xff"),
+             "np": np.arange(4, dtype=np.int16).reshape(2, 2), "s": np.float64(0.5),
+             "f": eager.tanh, "cls": eager.nn.Linear, "w": WorkerInfo("a", 1),
+             "odd": [float("nan"), math.inf, -0.0, True, 2 ** 70]}
+    head, decode = codec.loads(codec.dumps({"id": 7}, value, "test"))
+    got = decode()
+    assert head == {"id": 7} and list(got) == list(value)
+    t = got["t"]
+    assert (type(t), str(t.dtype), t.shape, t.requires_grad) == \
+        (eager.Tensor, "bfloat16", (2, 3), True)
+    assert type(got["p"]) is eager.nn.Parameter and got[3] == (1, [2.5, None], b"\x00\xff")
+    assert got["np"].dtype == np.int16 and got["np"].tolist() == [[0, 1], [2, 3]]
+    assert type(got["s"]) is np.float64 and got["f"] is eager.tanh
+    assert got["cls"] is eager.nn.Linear and got["w"] == WorkerInfo("a", 1)
+    assert math.isnan(got["odd"][0]) and got["odd"][1:] == [math.inf, -0.0, True, 2 ** 70]
+    with pytest.raises(TypeError, match="cannot send the bound method"):
+        codec.dumps({}, [eager.ones(1).sum], "test")
+    with pytest.raises(TypeError, match="cannot send an array of dtype object"):
+        codec.dumps({}, np.array([object()]), "test")
+    with pytest.raises(TypeError, match="uses no pickle"):
+        codec.dumps({}, {1, 2}, "test")

@@ -115,7 +115,7 @@ class Codec:
 
 
 def _array(arr, bufs, what):
-    if arr.dtype.kind in "OV":
+    if arr.dtype.kind in "OV" and arr.dtype != BFLOAT16:
         raise TypeError(f"{what}: cannot send an array of dtype {arr.dtype} (Python objects or "
                         f"records); RPC sends {SENDABLE}")
     bufs.append(np.ascontiguousarray(arr))
@@ -129,7 +129,9 @@ def _from(spec, bufs):
 
 
 def _dtype(name):
-    dt = BFLOAT16 if name == "bfloat16" else np.dtype(name)
+    if name == "bfloat16":
+        return BFLOAT16
+    dt = np.dtype(name)
     if dt.kind in "OV":
         raise ValueError(f"rpc: a message holds an array of dtype {dt}")
     return dt
