@@ -23,6 +23,7 @@ EXPECTED = [
     "get_worker_info: WorkerInfo(id=1, name=worker1) WorkerInfo(id=0, name=worker0)",
     *["remote exception: ValueError callee-named=True message=True traceback=True"] * 3,
     "timeout: RuntimeError True fast=True",
+    "dist_autograd: losses match one process True, gradients True",
     "shutdown waited: True done in flight",
 ]
 

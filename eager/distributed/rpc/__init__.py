@@ -46,6 +46,8 @@ import numpy as np
 from dualgrad.ops import distributed as _mpi
 from dualgrad.ops.core import user_frame
 from ... import devices as _devices
+from ...autograd import grad as _grad
+from ...core import Tensor, leaves_reached
 from ...futures import Future
 from . import functions
 from .wire import Codec, reference, resolve
@@ -309,6 +311,7 @@ class _Agent:
         self.pending = {}          # call id -> (future, deadline, timeout, what)
         self.outbox = []           # (request, bytes) of sends not yet complete
         self.owned = {}            # rref key -> future of the value this worker owns
+        self.contexts = {}         # distributed autograd context id -> _Context
         self.pool = ThreadPoolExecutor(getattr(options, "num_worker_threads",
                                                DEFAULT_NUM_WORKER_THREADS), "rpc-worker")
         self.running = True
@@ -350,8 +353,13 @@ class _Agent:
         what = f"{api} to {dest.name!r}{name}" + (f" ({where[0]}:{where[1]})" if where else "")
         timeout = self.timeout if timeout is None or timeout < 0 else float(timeout)
         call_id = next(self.ids)
+        ctx, sent = self.current_context(), []
+        if ctx is not None:
+            extra.update(ctx=ctx.id, send=next(self.ids))
         data = self.codec.dumps({"id": call_id, "kind": kind, **extra},
-                                (func, tuple(args or ()), dict(kwargs or {})), what)
+                                (func, tuple(args or ()), dict(kwargs or {})), what, sent)
+        if ctx is not None:
+            ctx.sent(extra["send"], sent, dest.id)
         fut = Future()
         deadline = time.monotonic() + timeout if timeout > 0 else None
         with self.lock:
@@ -372,6 +380,40 @@ class _Agent:
     def owned_future(self, key):
         with self.lock:
             return self.owned.setdefault(tuple(key), Future())
+
+    # -- distributed autograd -------------------------------------------------------------------
+    def current_context(self):
+        return self.contexts.get(getattr(_CURRENT, "cid", None))
+
+    def context(self, cid, what="dist_autograd"):
+        ctx = self.contexts.get(cid)
+        if ctx is None:
+            raise RuntimeError(f"{what}: Could not find autograd context with id: {cid}")
+        return ctx
+
+    def _received(self, head, got, src):
+        """Tensors that arrived requiring grad in a context: leaves whose gradients go back."""
+        if "ctx" in head:
+            with self.lock:
+                ctx = self.contexts.setdefault(head["ctx"], _Context(head["ctx"]))
+            ctx.received(src, head["send"], got)
+
+    def backprop(self, ctx, tensors, grads):
+        """Backward from `tensors` with `grads` (None: none) on this worker: leaves that came
+        from another worker send their gradients back to it, the others accumulate in ctx."""
+        pairs = [(t, g) for t, g in zip(tensors, grads) if g is not None and t.requires_grad]
+        back = {}
+        for t, g in _backward_to_leaves(pairs):
+            origin = ctx.origin(t)
+            if origin is None:
+                ctx.accumulate(t, g)
+            else:
+                worker, send_id, index = origin
+                back.setdefault((worker, send_id), {})[index] = g
+        for (worker, send_id), by_index in back.items():
+            grads = [by_index.get(i) for i in range(max(by_index) + 1)]
+            self.call(worker, "call", _backward_on_sender, (ctx.id, send_id, grads), {}, 0,
+                      "dist_autograd.backward").wait()
 
     # -- the service thread ---------------------------------------------------------------------
     def _serve_forever(self):
@@ -403,7 +445,7 @@ class _Agent:
     def _dispatch(self, src, tag, buf):
         try:
             if tag == _REPLY:
-                self._complete(buf)
+                self._complete(src, buf)
             else:
                 self.pool.submit(self._run_request, src, buf)
         except Exception:  # noqa: BLE001 - the service thread must outlive a bad message
@@ -424,14 +466,16 @@ class _Agent:
                 f"{what}: RPC ran for more than set timeout ({int(timeout * 1000)} ms) and "
                 f"will now be marked with an error"))
 
-    def _complete(self, buf):
+    def _complete(self, src, buf):
         head, value = self.codec.loads(buf)
         with self.lock:
             entry = self.pending.pop(head["id"], None)
         if entry is None:
             return                  # NOTE: the call had timed out; its late reply is dropped
         try:
-            result = value()
+            got = []
+            result = value(got)
+            self._received(head, got, src)
         except Exception as e:  # noqa: BLE001 - a result this worker cannot rebuild
             entry[0].set_exception(RuntimeError(f"{entry[3]}: the reply could not be read: "
                                                 f"{type(e).__name__}: {e}"))
@@ -448,10 +492,13 @@ class _Agent:
             head, value = self.codec.loads(buf)
             if head["kind"] == "fetch":
                 self.owned_future(head["rref"]).add_done_callback(
-                    lambda f: self._reply_from(src, head["id"], f))
+                    lambda f: self._reply_from(src, head["id"], f, head.get("ctx")))
                 return
-            func, args, kwargs = value()
-            result = func(*args, **kwargs)
+            got = []
+            func, args, kwargs = value(got)
+            self._received(head, got, src)
+            with _in_context(head.get("ctx")):
+                result = func(*args, **kwargs)
         except Exception as e:  # noqa: BLE001 - sent back to the caller, as torch
             self._reply_error(src, head["id"], e, head.get("rref"))
             return
@@ -478,15 +525,15 @@ class _Agent:
             self.owned_future(head["rref"]).set_result(value)
             self._send_reply(src, head["id"], True, None)
             return
-        self._reply_from(src, head["id"], fut)
+        self._reply_from(src, head["id"], fut, head.get("ctx"))
 
-    def _reply_from(self, src, call_id, fut):
+    def _reply_from(self, src, call_id, fut, ctx_id=None):
         try:
             value = fut.value()
         except Exception as e:  # noqa: BLE001 - sent back to the caller
             self._reply_error(src, call_id, e, None)
             return
-        self._send_reply(src, call_id, True, value)
+        self._send_reply(src, call_id, True, value, ctx_id)
 
     def _reply_error(self, src, call_id, e, rref):
         error = getattr(e, "_rpc_error", None)      # NOTE: a stored one goes out as it came
@@ -500,10 +547,16 @@ class _Agent:
         if call_id is not None:
             self._send_reply(src, call_id, False, error)
 
-    def _send_reply(self, src, call_id, ok, value):
+    def _send_reply(self, src, call_id, ok, value, ctx_id=None):
         what = f"the reply of {self.me} to rank {src}"
+        head, sent = {"id": call_id, "ok": ok}, []
+        ctx = self.contexts.get(ctx_id)
+        if ctx is not None:
+            head.update(ctx=ctx_id, send=next(self.ids))
         try:
-            data = self.codec.dumps({"id": call_id, "ok": ok}, value, what)
+            data = self.codec.dumps(head, value, what, sent)
+            if ctx is not None:
+                ctx.sent(head["send"], sent, src)
         except TypeError as e:
             data = self.codec.dumps({"id": call_id, "ok": False},
                                     {"type": "builtins:TypeError", "text": str(e)}, what)
@@ -548,6 +601,141 @@ class _Agent:
                                    f"{timeout} s")
             time.sleep(pause)
             pause = min(2 * pause, _IDLE_CAP_S)
+
+
+# -- distributed autograd: contexts, and backward across workers (torch's FAST mode) ----------
+_CURRENT = threading.local()     # the context id this thread's RPCs carry
+
+
+class _Context:
+    """One distributed autograd context on one worker: what it sent and received that requires
+    grad, and the gradients its own leaves accumulated."""
+
+    def __init__(self, cid):
+        self.id, self.lock = cid, threading.Lock()
+        self.sends, self.origins, self.grads, self.peers = {}, {}, {}, set()
+
+    def sent(self, send_id, tensors, worker):
+        with self.lock:
+            self.peers.add(worker)
+            if tensors:
+                self.sends[send_id] = tensors
+
+    def received(self, worker, send_id, tensors):
+        with self.lock:
+            self.peers.add(worker)
+            for i, t in enumerate(tensors):
+                self.origins[id(t)] = (worker, send_id, i, t)
+
+    def origin(self, t):
+        found = self.origins.get(id(t))
+        return None if found is None else found[:3]
+
+    def accumulate(self, t, g):
+        with self.lock:
+            old = self.grads.get(id(t))
+            self.grads[id(t)] = (t, g if old is None else Tensor(old[1]._array + g._array))
+
+
+class _in_context:
+    """Run with this thread's RPCs in context `cid` (None: leave it as it is)."""
+
+    def __init__(self, cid):
+        self.cid = cid
+
+    def __enter__(self):
+        self.before = getattr(_CURRENT, "cid", None)
+        if self.cid is not None:
+            _CURRENT.cid = self.cid
+
+    def __exit__(self, *exc):
+        _CURRENT.cid = self.before
+
+
+def _backward_to_leaves(pairs):
+    """(leaf, gradient) of a backward from (tensor, gradient) pairs; no .grad is touched. The
+    graph is kept (retain_graph): a send may be reached again by a later part of the pass."""
+    out = {}
+
+    def add(t, g):
+        out[id(t)] = (t, g if id(t) not in out else Tensor(out[id(t)][1]._array + g._array))
+    inner = []
+    for t, g in pairs:
+        g = g if isinstance(g, Tensor) else Tensor(g)
+        if t._node is None:
+            add(t, g)
+        else:
+            inner.append((t, g))
+    if inner:
+        outs = [t for t, _ in inner]
+        reached = leaves_reached(outs)
+        if reached:
+            grads = _grad(outs, reached, grad_outputs=[g for _, g in inner], retain_graph=True,
+                          allow_unused=True)
+            for t, g in zip(reached, grads):
+                if g is not None:
+                    add(t, g)
+    return list(out.values())
+
+
+def _backward_on_sender(cid, send_id, grads):
+    """On the worker that sent tensors: carry the backward on from them."""
+    agent = _agent("dist_autograd.backward")
+    ctx = agent.context(cid, "dist_autograd.backward")
+    agent.backprop(ctx, ctx.sends.get(send_id, []), grads)
+
+
+def _release_context(cid):
+    agent = _State.agent
+    if agent is None:
+        return
+    with agent.lock:
+        ctx = agent.contexts.pop(cid, None)
+    for worker in sorted(ctx.peers) if ctx is not None else ():
+        if worker != agent.me.id:
+            rpc_async(worker, _release_context, args=(cid,))
+
+
+class dist_autograd_context:
+    """`with dist_autograd.context() as context_id:` RPCs made in the block (and the calls they
+    make in turn) record what they send and receive that requires grad; backward() and
+    get_gradients() use the id. Leaving the block frees the context on every worker it
+    reached."""
+
+    def __enter__(self):
+        agent = _agent("dist_autograd.context")
+        self.cid = (agent.me.id << 48) + next(agent.ids)
+        with agent.lock:
+            agent.contexts[self.cid] = _Context(self.cid)
+        self.scope = _in_context(self.cid)
+        self.scope.__enter__()
+        return self.cid
+
+    def __exit__(self, *exc):
+        self.scope.__exit__()
+        _release_context(self.cid)
+
+
+def dist_backward(context_id, roots, retain_graph=False):
+    """Backward from `roots` (scalar tensors) through every RPC of the context: gradients of
+    tensors that came from another worker go back to it, and each worker's leaves accumulate
+    theirs in the context (read with get_gradients), never in .grad."""
+    agent = _agent("dist_autograd.backward")
+    ctx = agent.context(context_id, "dist_autograd.backward")
+    roots = list(roots)
+    for r in roots:
+        if not isinstance(r, Tensor) or r._array.size != 1:
+            raise RuntimeError("dist_autograd.backward: each root must be a scalar tensor")
+    with _in_context(context_id):
+        agent.backprop(ctx, roots, [Tensor(np.ones_like(r._array)) for r in roots])
+
+
+def dist_get_gradients(context_id):
+    """{tensor: gradient} of this worker's tensors in the context."""
+    ctx = _agent("dist_autograd.get_gradients").context(context_id,
+                                                         "dist_autograd.get_gradients")
+    with ctx.lock:
+        return dict(ctx.grads.values())
 
 
 def _rebuilt(error):

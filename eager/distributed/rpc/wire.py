@@ -41,27 +41,31 @@ class Codec:
         self.make_rref, self.make_worker = make_rref, make_worker
 
     # -- to bytes ---------------------------------------------------------------------------
-    def dumps(self, head, value, what):
-        """The message bytes: `head` a dict of plain JSON values, `value` anything sendable."""
+    def dumps(self, head, value, what, sent=None):
+        """The message bytes: `head` a dict of plain JSON values, `value` anything sendable;
+        the tensors that require grad are appended to `sent` (a list), in order."""
         bufs = []
-        tree = self._enc(value, bufs, what)
+        tree = self._enc(value, (bufs, sent), what)
         meta = json.dumps({"head": head, "sizes": [b.nbytes for b in bufs], "value": tree},
                           separators=(",", ":")).encode()
         parts = [struct.pack("<Q", len(meta)), meta] + [b.tobytes() for b in bufs]
         return np.frombuffer(b"".join(parts), np.uint8)
 
-    def _enc(self, x, bufs, what):
+    def _enc(self, x, out, what):
+        bufs, sent = out
         if isinstance(x, np.generic):
             return {"npscalar": _array(np.asarray(x), bufs, what)}
         if x is None or type(x) in (bool, int, float, str):
             return x
         if isinstance(x, (list, tuple)):
             return {"list" if isinstance(x, list) else "tuple":
-                    [self._enc(v, bufs, what) for v in x]}
+                    [self._enc(v, out, what) for v in x]}
         if isinstance(x, dict):
-            return {"dict": [[self._enc(k, bufs, what), self._enc(v, bufs, what)]
+            return {"dict": [[self._enc(k, out, what), self._enc(v, out, what)]
                              for k, v in x.items()]}
         if isinstance(x, Tensor):
+            if x.requires_grad and sent is not None:
+                sent.append(x)
             return {"tensor": _array(x._array, bufs, what), "grad": bool(x.requires_grad),
                     "param": isinstance(x, Parameter)}
         if isinstance(x, np.ndarray):
@@ -77,7 +81,8 @@ class Codec:
     # -- from bytes -------------------------------------------------------------------------
     def loads(self, data):
         """(head, a function that decodes the value): a value that fails to decode (a
-        function its module lacks) still leaves the head to answer with."""
+        function its module lacks) still leaves the head to answer with. decode(got) appends
+        the tensors that require grad to the list `got`, in the order dumps met them."""
         data = memoryview(data)
         (n,) = struct.unpack("<Q", data[:8])
         meta = json.loads(bytes(data[8:8 + n]))
@@ -85,20 +90,24 @@ class Codec:
         for size in meta["sizes"]:
             bufs.append(data[start:start + size])
             start += size
-        return meta["head"], lambda: self._dec(meta["value"], bufs)
+        return meta["head"], lambda got=None: self._dec(meta["value"], (bufs, got))
 
-    def _dec(self, x, bufs):
+    def _dec(self, x, into):
         if not isinstance(x, dict):
             return x
+        bufs, got = into
         tag, v = next(iter(x.items()))
         if tag in ("list", "tuple"):
-            out = [self._dec(e, bufs) for e in v]
+            out = [self._dec(e, into) for e in v]
             return out if tag == "list" else tuple(out)
         if tag == "dict":
-            return {self._dec(k, bufs): self._dec(e, bufs) for k, e in v}
+            return {self._dec(k, into): self._dec(e, into) for k, e in v}
         if tag == "tensor":
             cls = Parameter if x["param"] else Tensor
-            return cls(_from(v, bufs), requires_grad=x["grad"])
+            t = cls(_from(v, bufs), requires_grad=x["grad"])
+            if x["grad"] and got is not None:
+                got.append(t)
+            return t
         if tag == "ndarray":
             return _from(v, bufs)
         if tag == "npscalar":

@@ -7,11 +7,15 @@ import time
 
 if sys.argv[1] == "torch":
     import torch
+    import torch.distributed.autograd as dist_autograd
     import torch.distributed.rpc as rpc
+    from torch.distributed.optim import DistributedOptimizer
     from torch.futures import wait_all
 else:
     from dualgrad import eager as torch
+    from dualgrad.eager.distributed import autograd as dist_autograd
     from dualgrad.eager.distributed import rpc
+    from dualgrad.eager.distributed.optim import DistributedOptimizer
     from dualgrad.eager.futures import wait_all
 
 
@@ -50,6 +54,53 @@ def add_via(to, x):
     """Runs on worker 1: asks worker 0 (the caller) for x + 1, then doubles it, without
     holding a thread meanwhile."""
     return rpc.rpc_async(to, add, args=(x, 1)).then(lambda fut: fut.value() * 2)
+
+
+def make_head():
+    torch.manual_seed(1)
+    return torch.nn.Linear(4, 3)
+
+
+def head_forward(head_rref, h):
+    return head_rref.local_value()(h)
+
+
+def param_rrefs(module_rref):
+    return [rpc.RRef(p) for p in module_rref.local_value().parameters()]
+
+
+def dist_autograd_check():
+    """Worker 0 holds the first layer, worker 1 the second (made there by rpc.remote): three
+    SGD steps through dist_autograd and DistributedOptimizer against the same model trained
+    in one process."""
+    torch.manual_seed(0)
+    body = torch.nn.Linear(5, 4)
+    head = rpc.remote("worker1", make_head)
+    local = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.Tanh(), make_head())
+    with torch.no_grad():
+        local[0].weight.copy_(body.weight)
+        local[0].bias.copy_(body.bias)
+    params = [rpc.RRef(p) for p in body.parameters()] + rpc.rpc_sync("worker1", param_rrefs,
+                                                                     args=(head,))
+    opt = DistributedOptimizer(torch.optim.SGD, params, lr=0.1)
+    local_opt = torch.optim.SGD(local.parameters(), lr=0.1)
+    x, y = torch.ones(6, 5) * 0.3, torch.zeros(6, 3)
+    same_loss = same_grads = True
+    for _ in range(3):
+        with dist_autograd.context() as context_id:
+            out = rpc.rpc_sync("worker1", head_forward, args=(head, body(x).tanh()))
+            loss = ((out - y) ** 2).mean()
+            dist_autograd.backward(context_id, [loss])
+            grads = dist_autograd.get_gradients(context_id)
+            opt.step(context_id)
+        local_opt.zero_grad()
+        ref = ((local(x) - y) ** 2).mean()
+        ref.backward()
+        local_opt.step()
+        same_loss &= abs(loss.item() - ref.item()) < 1e-6
+        same_grads &= bool((grads[body.weight] - local[0].weight.grad).abs().max() < 1e-6)
+        same_grads &= body.weight.grad is None
+    return f"dist_autograd: losses match one process {same_loss}, gradients {same_grads}"
 
 
 def error_line(e):
@@ -93,6 +144,7 @@ def checks():
     except RuntimeError as e:
         out.append(f"timeout: RuntimeError {'RPC ran for more than set timeout' in str(e)} "
                    f"fast={time.monotonic() - start < 0.8}")
+    out.append(dist_autograd_check())
     return out
 
 
