@@ -101,6 +101,15 @@ check(lambda: rpc.init_rpc("x", world_size=2), ValueError,
       "world_size=2 but mpiexec started this process as world_size 1")
 rpc.init_rpc("last")
 assert rpc.rpc_sync("last", double, args=(4,)) == 8
+from dualgrad.eager.distributed import autograd as dist_autograd
+w = eager.nn.Parameter(eager.ones(3))
+with dist_autograd.context() as cid:              # a remote value fetched in the context
+    r = rpc.remote("last", double, args=(w,))
+    loss = (r.to_here() * eager.arange(3)).sum()
+    dist_autograd.backward(cid, [loss])
+    assert dist_autograd.get_gradients(cid)[w].tolist() == [0.0, 2.0, 4.0] and w.grad is None
+check(lambda: dist_autograd.get_gradients(cid), RuntimeError,
+      "Could not find autograd context with id")
 print("ok")          # NOTE: and no shutdown(): the agent is stopped at exit, MPI then ends
 """
 

@@ -28,7 +28,8 @@ type and a message holding the callee's traceback ("On WorkerInfo(id=1, name=wor
 a call that gets no reply within its timeout (`rpc_timeout`, 60 s by default; 0 waits for
 ever) fails with a RuntimeError "RPC ran for more than set timeout". An RRef's value stays
 with its owner until `shutdown()` (torch counts references and frees it earlier).
-Distributed autograd and DistributedOptimizer are not provided.
+Distributed autograd (`distributed.autograd`: contexts, backward across workers in torch's
+FAST mode, get_gradients) lives here too, beside the agent it rides on.
 """
 from __future__ import annotations
 
@@ -491,6 +492,7 @@ class _Agent:
         try:
             head, value = self.codec.loads(buf)
             if head["kind"] == "fetch":
+                self._received(head, [], src)
                 self.owned_future(head["rref"]).add_done_callback(
                     lambda f: self._reply_from(src, head["id"], f, head.get("ctx")))
                 return
