@@ -413,7 +413,7 @@ class _Agent:
                 back.setdefault((worker, send_id), {})[index] = g
         for (worker, send_id), by_index in back.items():
             grads = [by_index.get(i) for i in range(max(by_index) + 1)]
-            self.call(worker, "call", _backward_on_sender, (ctx.id, send_id, grads), {}, 0,
+            self.call(worker, "call", _backward_on_sender, (ctx.id, send_id, grads), {}, -1,
                       "dist_autograd.backward").wait()
 
     # -- the service thread ---------------------------------------------------------------------
