@@ -56,6 +56,9 @@ from dualgrad.eager.distributed import rpc
 def double(x):
     return x * 2
 
+def same(x):
+    return x
+
 def nap(s):
     time.sleep(s)
     return s
@@ -110,6 +113,17 @@ with dist_autograd.context() as cid:              # a remote value fetched in th
     assert dist_autograd.get_gradients(cid)[w].tolist() == [0.0, 2.0, 4.0] and w.grad is None
 check(lambda: dist_autograd.get_gradients(cid), RuntimeError,
       "Could not find autograd context with id")
+owned = rpc._State.agent.owned
+before = len(owned)
+for i in range(20):                                # collected: the owner lets the value go
+    assert rpc.remote("last", double, args=(i,)).to_here() == 2 * i
+kept = rpc.remote("last", double, args=(1,))
+assert rpc.rpc_sync("last", same, args=(kept,)).to_here() == 2   # sent: kept till shutdown
+del kept
+deadline = time.monotonic() + 10
+while len(owned) > before + 1 and time.monotonic() < deadline:
+    time.sleep(0.05)
+assert len(owned) == before + 1, (before, len(owned))
 print("ok")          # NOTE: and no shutdown(): the agent is stopped at exit, MPI then ends
 """
 

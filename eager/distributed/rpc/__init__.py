@@ -26,8 +26,9 @@ a JSON header plus raw bytes; never pickle, so other objects raise TypeError nam
 As torch: an exception raised by the function is raised again in the caller with the same
 type and a message holding the callee's traceback ("On WorkerInfo(id=1, name=worker1): ...");
 a call that gets no reply within its timeout (`rpc_timeout`, 60 s by default; 0 waits for
-ever) fails with a RuntimeError "RPC ran for more than set timeout". An RRef's value stays
-with its owner until `shutdown()` (torch counts references and frees it earlier).
+ever) fails with a RuntimeError "RPC ran for more than set timeout". The owner drops an RRef's
+value when the RRef that remote() returned is collected without having been sent in an RPC;
+a value whose RRef was sent stays until `shutdown()` (torch counts the copies instead).
 Distributed autograd (`distributed.autograd`: contexts, backward across workers in torch's
 FAST mode, get_gradients) lives here too, beside the agent it rides on.
 """
@@ -163,7 +164,7 @@ def remote(to, func, args=None, kwargs=None, timeout=UNSET_RPC_TIMEOUT):
     once (an error in func is raised by `to_here()`)."""
     agent = _agent("remote")
     owner = agent.worker(to, "remote")
-    rref = RRef._made(agent, owner, (agent.me.id, next(agent.ids)))
+    rref = RRef._made(agent, owner, (agent.me.id, next(agent.ids)), sole=True)
     agent.call(owner, "remote", func, args, kwargs, timeout, "remote", rref=list(rref._key))
     return rref
 
@@ -210,14 +211,20 @@ class RRef:
     def __init__(self, value, type_hint=None):
         agent = _agent("RRef")
         self._agent, self._owner = agent, agent.me
-        self._key = (agent.me.id, next(agent.ids))
+        self._key, self._sole = (agent.me.id, next(agent.ids)), False
         agent.owned_future(self._key).set_result(value)
 
     @classmethod
-    def _made(cls, agent, owner, key):
+    def _made(cls, agent, owner, key, sole=False):
+        """sole: made by remote() here and not sent anywhere yet, so when it is collected the
+        owner may drop the value (one sent in an RPC makes the value live until shutdown)."""
         rref = cls.__new__(cls)
-        rref._agent, rref._owner, rref._key = agent, owner, tuple(key)
+        rref._agent, rref._owner, rref._key, rref._sole = agent, owner, tuple(key), sole
         return rref
+
+    def __del__(self):
+        if self.__dict__.get("_sole"):
+            self._agent.dropped.append((self._owner, self._key))   # NOTE: no lock in __del__
 
     def owner(self):
         return self._owner
@@ -258,6 +265,7 @@ class RRef:
         return _Proxy(self, remote, timeout)
 
     def _rpc_tag(self):
+        self._sole = False
         return {"rref": [self._owner.name, self._owner.id, *self._key]}
 
     def __reduce__(self):
@@ -313,6 +321,7 @@ class _Agent:
         self.outbox = []           # (request, bytes) of sends not yet complete
         self.owned = {}            # rref key -> future of the value this worker owns
         self.contexts = {}         # distributed autograd context id -> _Context
+        self.dropped = []          # (owner, key) of collected RRefs whose values may go
         self.pool = ThreadPoolExecutor(getattr(options, "num_worker_threads",
                                                DEFAULT_NUM_WORKER_THREADS), "rpc-worker")
         self.running = True
@@ -466,6 +475,9 @@ class _Agent:
             fut.set_exception(RuntimeError(
                 f"{what}: RPC ran for more than set timeout ({int(timeout * 1000)} ms) and "
                 f"will now be marked with an error"))
+        while self.dropped and self.running:
+            owner, key = self.dropped.pop()
+            self.call(owner, "forget", None, (), {}, -1, "RRef release", rref=list(key))
 
     def _complete(self, src, buf):
         head, value = self.codec.loads(buf)
@@ -491,6 +503,11 @@ class _Agent:
         head = {"id": None}
         try:
             head, value = self.codec.loads(buf)
+            if head["kind"] == "forget":      # NOTE: once made, so a late remote() is gone too
+                key = tuple(head["rref"])
+                self.owned_future(key).add_done_callback(lambda f: self.owned.pop(key, None))
+                self._send_reply(src, head["id"], True, None)
+                return
             if head["kind"] == "fetch":
                 self._received(head, [], src)
                 self.owned_future(head["rref"]).add_done_callback(
