@@ -165,7 +165,11 @@ def remote(to, func, args=None, kwargs=None, timeout=UNSET_RPC_TIMEOUT):
     agent = _agent("remote")
     owner = agent.worker(to, "remote")
     rref = RRef._made(agent, owner, (agent.me.id, next(agent.ids)), sole=True)
-    agent.call(owner, "remote", func, args, kwargs, timeout, "remote", rref=list(rref._key))
+    try:
+        agent.call(owner, "remote", func, args, kwargs, timeout, "remote", rref=list(rref._key))
+    except BaseException:
+        rref._sole = False          # NOTE: never sent, so there is nothing to release
+        raise
     return rref
 
 
