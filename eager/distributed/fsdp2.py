@@ -111,6 +111,7 @@ class _Shard:
 class ShardedParameter(_Shard, Parameter):
     """A parameter of a fully_shard unit: this rank's rows of it (see the module's doc)."""
     __slots__ = ("_full_shape",)
+    sharded = True
 
     def __init__(self, local, full_shape, requires_grad=True):
         super().__init__(local, requires_grad)

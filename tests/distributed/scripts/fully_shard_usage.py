@@ -115,6 +115,20 @@ sum(once(x).sum() for x in xs).backward()
 for a, b in zip(acc.parameters(), once.parameters()):
     np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6)
 
+
+def global_norm(params):
+    t = eager.tensor([sum(float((p.grad.numpy().astype(np.float64) ** 2).sum())
+                          for p in params)], dtype=eager.float64)
+    dist.all_reduce(t)
+    return t.item() ** 0.5
+
+
+# clip_grad_norm_ of shards: the norm of the whole gradients, the same on every rank
+whole = global_norm(once.parameters())
+total = nn.utils.clip_grad_norm_(once.parameters(), max_norm=whole / 2)
+assert abs(total.item() - whole) < 1e-5 * whole, (total.item(), whole)
+assert abs(global_norm(once.parameters()) - whole / 2) < 1e-5 * whole
+
 # what is refused, and how
 for call, text in ((lambda: fully_shard(model), "can only be applied to a module once"),
                    (lambda: fully_shard(build(), mesh=object()), "device meshes are not "
