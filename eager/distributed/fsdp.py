@@ -29,12 +29,13 @@ import numpy as np
 
 from dualgrad.ops import distributed as _mpi
 from ..nn import Module, Parameter
+from ..nn.utils import clip_grad_norm_
 from ..core import Tensor, _GRAD
 from .sharding import mark_outputs, refuse_traced
 from .fsdp2 import (CPUOffloadPolicy, FSDPModule, MixedPrecisionPolicy,  # noqa: F401 - FSDP2
                     OffloadPolicy, fully_shard)
 
-__all__ = ["FullyShardedDataParallel", "ModuleWrapPolicy", "ShardingStrategy",
+__all__ = ["FullyShardedDataParallel", "FlatParameter", "ModuleWrapPolicy", "ShardingStrategy",
            "size_based_auto_wrap_policy", "StateDictType", "FullStateDictConfig",
            "fully_shard", "FSDPModule", "MixedPrecisionPolicy", "OffloadPolicy",
            "CPUOffloadPolicy"]
@@ -55,6 +56,12 @@ def size_based_auto_wrap_policy(module, recurse, nonwrapped_numel, min_num_param
     """auto_wrap_policy: a submodule holding at least min_num_params becomes its own unit
     (use functools.partial to set min_num_params, as in PyTorch)."""
     return True if recurse else nonwrapped_numel >= min_num_params
+
+
+class FlatParameter(Parameter):
+    """A unit's parameters laid end to end, of which this rank holds 1/N (`flat_param`)."""
+    __slots__ = ()
+    sharded = True      # NOTE: clip_grad_norm_ combines the ranks' parts
 
 
 class ShardingStrategy:
@@ -138,7 +145,7 @@ class FullyShardedDataParallel(Module):
         flat[:total] = np.concatenate([p._array.reshape(-1) for p in self._params])
         _mpi.broadcast(flat, 0, check=False)          # every rank starts from rank 0's values
         part = slice(rank * self._shard_size, (rank + 1) * self._shard_size)
-        self.flat_param = Parameter(flat[part], requires_grad=bool(self._trained))
+        self.flat_param = FlatParameter(flat[part], requires_grad=bool(self._trained))
         self._free()
 
     # -- forward and backward -----------------------------------------------------------------
@@ -172,6 +179,11 @@ class FullyShardedDataParallel(Module):
         for p in self._params:
             p._array = np.empty(0, p.dtype)
         self._gathered = False
+
+    def clip_grad_norm_(self, max_norm, norm_type=2.0):
+        """Clip every unit's gradient shards by the norm of the whole gradients (combined over
+        the ranks: call it on every rank); returns that norm, as torch's."""
+        return clip_grad_norm_(self.parameters(), max_norm, norm_type)
 
     @contextmanager
     def no_sync(self):
