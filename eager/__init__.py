@@ -302,7 +302,7 @@ from .surface import install as _install_surface  # noqa: E402
 _install_surface()   # Tensor's methods beyond its core, from surface.py's table
 
 from . import autograd, distributions, linalg, nn, optim, special, utils  # noqa: E402  (they use the names above)
-from . import multiprocessing  # noqa: E402
+from . import futures, multiprocessing  # noqa: E402
 import types as _types  # noqa: E402
 from dualgrad import __version__ as _dg_version  # noqa: E402
 

@@ -1,4 +1,5 @@
-"""FullyShardedDataParallel, as torch.distributed.fsdp (see docs/distributed.md).
+"""FullyShardedDataParallel, as torch.distributed.fsdp (see docs/distributed.md); FSDP2's
+in-place `fully_shard` and `FSDPModule` (fsdp2.py) are re-exported here, where torch has them.
 
 Each FSDP unit (the wrapped module, minus submodules wrapped in units of their own) keeps
 its parameters as one flat vector, padded to a multiple of the world size, of which each rank
@@ -26,13 +27,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dualgrad import ops
 from dualgrad.ops import distributed as _mpi
 from ..nn import Module, Parameter
+from ..nn.utils import clip_grad_norm_
 from ..core import Tensor, _GRAD
+from .sharding import mark_outputs, refuse_traced
+from .fsdp2 import (CPUOffloadPolicy, FSDPModule, MixedPrecisionPolicy,  # noqa: F401 - FSDP2
+                    OffloadPolicy, fully_shard)
 
-__all__ = ["FullyShardedDataParallel", "ModuleWrapPolicy", "ShardingStrategy",
-           "size_based_auto_wrap_policy", "StateDictType", "FullStateDictConfig"]
+__all__ = ["FullyShardedDataParallel", "FlatParameter", "ModuleWrapPolicy", "ShardingStrategy",
+           "size_based_auto_wrap_policy", "StateDictType", "FullStateDictConfig",
+           "fully_shard", "FSDPModule", "MixedPrecisionPolicy", "OffloadPolicy",
+           "CPUOffloadPolicy"]
 _PREFIX = "_fsdp_wrapped_module."
 
 
@@ -52,18 +58,10 @@ def size_based_auto_wrap_policy(module, recurse, nonwrapped_numel, min_num_param
     return True if recurse else nonwrapped_numel >= min_num_params
 
 
-def _regather_kernel(x, unit):
-    return x
-
-
-def _regather_vjp(g, x, out, needs, unit):
-    unit._gather()     # backward has reached the unit: its full parameters are needed again
-    return (g,)
-
-
-# NOTE: not in the registry: an op private to FSDP, an identity whose rule has a side effect
-_REGATHER = ops.Op("fsdp_pre_backward", lambda spec, unit: spec, _regather_kernel,
-                   _regather_vjp)
+class FlatParameter(Parameter):
+    """A unit's parameters laid end to end, of which this rank holds 1/N (`flat_param`)."""
+    __slots__ = ()
+    sharded = True      # NOTE: clip_grad_norm_ combines the ranks' parts
 
 
 class ShardingStrategy:
@@ -147,31 +145,26 @@ class FullyShardedDataParallel(Module):
         flat[:total] = np.concatenate([p._array.reshape(-1) for p in self._params])
         _mpi.broadcast(flat, 0, check=False)          # every rank starts from rank 0's values
         part = slice(rank * self._shard_size, (rank + 1) * self._shard_size)
-        self.flat_param = Parameter(flat[part], requires_grad=bool(self._trained))
+        self.flat_param = FlatParameter(flat[part], requires_grad=bool(self._trained))
         self._free()
 
     # -- forward and backward -----------------------------------------------------------------
     def forward(self, *args, **kwargs):
-        if any(isinstance(a, Tensor) and type(a._array) is not np.ndarray
-               for a in (*args, *kwargs.values())):
-            raise NotImplementedError("compile() cannot trace FullyShardedDataParallel (its "
-                                      "forward gathers and frees parameters); compile the "
-                                      "model under DistributedDataParallel instead")
+        refuse_traced(args, kwargs, "FullyShardedDataParallel",
+                      "compile the model under DistributedDataParallel instead")
         if self._arrived:
             self._unfinished()
-        self._gather()
+        self.gather()
         try:
             out = self._fsdp_wrapped_module(*args, **kwargs)
             if _GRAD.enabled and self._trained:
-                out = _map_tensors(out, self._mark)
+                out = mark_outputs(out, self)
         finally:
             self._free()
         return out
 
-    def _mark(self, t):
-        return ops.bind(_REGATHER, t, unit=self) if t.requires_grad else t
-
-    def _gather(self):
+    def gather(self):
+        """All-gather this unit's full parameters (once until they are freed again)."""
         if self._gathered or not self._params:
             return
         full = _mpi.all_gather(self.flat_param._array, check=False).reshape(-1)
@@ -186,6 +179,11 @@ class FullyShardedDataParallel(Module):
         for p in self._params:
             p._array = np.empty(0, p.dtype)
         self._gathered = False
+
+    def clip_grad_norm_(self, max_norm, norm_type=2.0):
+        """Clip every unit's gradient shards by the norm of the whole gradients (combined over
+        the ranks: call it on every rank); returns that norm, as torch's."""
+        return clip_grad_norm_(self.parameters(), max_norm, norm_type)
 
     @contextmanager
     def no_sync(self):
@@ -299,7 +297,7 @@ class FullyShardedDataParallel(Module):
         shards on exit when writeback)."""
         units = [m for m in module.modules() if isinstance(m, FullyShardedDataParallel)]
         for u in units:
-            u._gather()
+            u.gather()
         try:
             yield
         finally:
@@ -370,16 +368,6 @@ def _auto_wrap(module, policy):
         numel = sum(p._array.size for _, p in _own_params(child))
         if policy(child, False, numel):
             module._modules[name] = FullyShardedDataParallel(child)
-
-
-def _map_tensors(x, fn):
-    if isinstance(x, Tensor):
-        return fn(x)
-    if isinstance(x, (tuple, list)):
-        return type(x)(_map_tensors(v, fn) for v in x)
-    if isinstance(x, dict):
-        return type(x)((k, _map_tensors(v, fn)) for k, v in x.items())
-    return x
 
 
 # torch.distributed.fsdp.fully_sharded_data_parallel: the module the classes live in

@@ -24,6 +24,9 @@ from . import module_hooks
 class Parameter(Tensor):
     """A Tensor that a Module registers as a parameter (requires_grad=True by default)."""
     __slots__ = ()
+    # NOTE: True on a parameter that holds this rank's rows of a larger one (fully_shard's
+    # ShardedParameter): what reduces over whole parameters (clip_grad_norm_) joins the ranks
+    sharded = False
 
     def __init__(self, data, requires_grad=True):
         if isinstance(data, Tensor):

@@ -46,3 +46,18 @@ def test_the_names_are_torchs():
     assert [m.name for m in fsdp.StateDictType] == [m.name for m in ref.StateDictType]
     assert ref.FullStateDictConfig(offload_to_cpu=True, rank0_only=True).rank0_only
     assert fsdp.FullStateDictConfig(offload_to_cpu=True, rank0_only=True).rank0_only
+
+
+def test_fully_shard_names_and_signature_are_torchs():
+    pytest.importorskip("torch")
+    import inspect
+    import torch.distributed.fsdp as ref
+    from dualgrad.eager.distributed import fsdp
+    ours = inspect.signature(fsdp.fully_shard).parameters
+    theirs = inspect.signature(ref.fully_shard).parameters
+    assert [(p.name, p.kind) for p in ours.values()] == [(p.name, p.kind) for p in theirs.values()]
+    assert list(inspect.signature(fsdp.MixedPrecisionPolicy).parameters) == \
+        list(inspect.signature(ref.MixedPrecisionPolicy).parameters)
+    for method in ("reshard", "unshard", "set_requires_gradient_sync",
+                   "set_reshard_after_forward"):
+        assert hasattr(fsdp.FSDPModule, method) and hasattr(ref.FSDPModule, method)

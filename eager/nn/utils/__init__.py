@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from dualgrad import ops
+from dualgrad.ops import distributed as _mpi
 from ...core import Tensor, traced_step
 from . import rnn
 
@@ -52,6 +53,27 @@ def _clip_norm_traced(tr, params, max_norm, norm_type, error_if_nonfinite):
     return total
 
 
+def _total_norm(grads, sharded, norm_type):
+    """The joint norm; the gradients of sharded parameters (this rank's rows of each) are
+    combined over the ranks, so every rank gets the norm of the whole gradients, as torch's
+    DTensors give."""
+    if norm_type == float("inf"):
+        parts = [np.abs(g._array).max() if g._array.size else 0.0 for g in grads]
+        combine = "max"
+    else:
+        parts = [np.sum(np.abs(g._array.astype(np.float64)) ** norm_type) for g in grads]
+        combine = "sum"
+    local = np.array([max((v for v, s in zip(parts, sharded) if not s), default=0.0)
+                      if combine == "max" else
+                      sum(v for v, s in zip(parts, sharded) if not s)], np.float64)
+    if any(sharded):
+        mine = [v for v, s in zip(parts, sharded) if s]
+        shard = np.array([max(mine) if combine == "max" else sum(mine)], np.float64)
+        _mpi.all_reduce(shard, combine, check=False)
+        local = np.maximum(local, shard) if combine == "max" else local + shard
+    return local[0] if combine == "max" else local[0] ** (1.0 / norm_type)
+
+
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
                     foreach=None):
     """Scale all gradients together so that their joint norm is at most max_norm; returns the
@@ -60,17 +82,12 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     if tr is not None:
         return _clip_norm_traced(tr, _with_grads(parameters), max_norm, norm_type,
                                  error_if_nonfinite)
-    grads = _grads(parameters)
+    params = _with_grads(parameters)
+    grads = [p.grad for p in params]
     if not grads:
         return Tensor(np.array(0.0, np.float32))
     norm_type = float(norm_type)
-    if norm_type == float("inf"):
-        norms = [np.abs(g._array).max() for g in grads]
-        total = np.max(norms)
-    else:
-        norms = [np.sum(np.abs(g._array.astype(np.float64)) ** norm_type) ** (1.0 / norm_type)
-                 for g in grads]
-        total = np.sum(np.asarray(norms) ** norm_type) ** (1.0 / norm_type)
+    total = _total_norm(grads, [getattr(p, "sharded", False) for p in params], norm_type)
     total = np.asarray(total, grads[0]._array.dtype)
     if error_if_nonfinite and not np.isfinite(total):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from "

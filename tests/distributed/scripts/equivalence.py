@@ -1,6 +1,6 @@
 """2 ranks on half batches == 1 process on the whole batch, step after step.
 
-Run under mpiexec -n 2 with the wrappers to check: ddp, fsdp, compiled (compile(DDP(model)):
+Run under mpiexec -n 2 with the wrappers to check: ddp, fsdp, fully_shard (FSDP2, in place), compiled (compile(DDP(model)):
 non-scalar output, gradients at backward), compiled_loss (a compiled loss function:
 forward and averaged gradients in one replay) and compiled_step (the whole training step
 compiled: zero_grad, backward and the optimizer's step inside). Every rank also trains an unwrapped copy on
@@ -41,6 +41,10 @@ def wrap(kind, model):
         return compiler.compile(DDP(model, bucket_cap_mb=0.001))
     if kind in ("compiled_loss", "compiled_step"):
         return DDP(model, bucket_cap_mb=0.001)
+    if kind == "fully_shard":
+        from dualgrad.eager.distributed.fsdp import fully_shard
+        fully_shard(model[3])                                                 # 2 units, as
+        return fully_shard(model)                                             # FSDP's below
     from dualgrad.eager.distributed.fsdp import FullyShardedDataParallel as FSDP
     from dualgrad.eager.distributed.fsdp import ModuleWrapPolicy
     return FSDP(model, auto_wrap_policy=ModuleWrapPolicy({nn.Sequential}))   # 2 units
@@ -87,6 +91,8 @@ class Run:
         self.sent.append(dist_traffic() - sent)
 
     def state(self):
+        if self.kind == "fully_shard":        # shards: torch's idiom for the full values
+            return {k: v.full_tensor() for k, v in self.model.state_dict().items()}
         return (self.wrapped if self.kind == "fsdp" else self.model).state_dict()
 
 

@@ -75,6 +75,19 @@ sum(once(x).sum() for x in xs).backward()
 for a, b in zip(acc.parameters(), once.parameters()):
     np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6)
 
+# clip_grad_norm_: the norm of the whole gradients (every rank's shards), the same everywhere
+def global_norm(params):
+    t = eager.tensor([sum(float((p.grad.numpy().astype(np.float64) ** 2).sum())
+                          for p in params)], dtype=eager.float64)
+    dist.all_reduce(t)
+    return t.item() ** 0.5
+
+
+whole = global_norm(once.parameters())
+total = once.clip_grad_norm_(whole / 2)
+assert abs(total.item() - whole) < 1e-5 * whole, (total.item(), whole)
+assert abs(global_norm(once.parameters()) - whole / 2) < 1e-5 * whole
+
 # a model built differently on one rank: a clear error on every rank
 try:
     FSDP(nn.Linear(3, 4 + rank))

@@ -16,9 +16,11 @@ HERE = Path(__file__).parent
 CHECKPOINTS = Path(sys.argv[1])
 
 for argv in (["collectives.py"],
-             ["equivalence.py", "ddp", "compiled", "compiled_loss", "compiled_step", "fsdp"],
+             ["equivalence.py", "ddp", "compiled", "compiled_loss", "compiled_step", "fsdp",
+              "fully_shard"],
              ["ddp_usage.py", str(CHECKPOINTS / "ddp.safetensors")],
              ["fsdp_usage.py", str(CHECKPOINTS / "fsdp.safetensors")],
+             ["fully_shard_usage.py"],
              ["graph_equivalence.py"]):
     sys.argv = [str(HERE / argv[0]), *argv[1:]]
     runpy.run_path(sys.argv[0], run_name="__main__")
