@@ -17,8 +17,11 @@ from .nn import l2_loss
 from .init_ops import glorot_normal_initializer, glorot_uniform_initializer
 from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
 from . import contrib_layers as _cl
+from .estimator import tpu as _tpu
+from .estimator.spec import ModeKeys
 
-__all__ = ["rnn", "layers", "seq2seq", "data", "training", "slim", "learn"]
+__all__ = ["rnn", "layers", "seq2seq", "data", "training", "slim", "learn", "tpu",
+           "cluster_resolver"]
 
 
 def _scale(what, scale):
@@ -94,10 +97,7 @@ training = SimpleNamespace(HParams=_cl.HParams)
 slim = SimpleNamespace(model_analyzer=SimpleNamespace(analyze_vars=_cl.analyze_vars))
 
 
-class ModeKeys:
-    """The mode an Estimator calls its model_fn in (tf.estimator.ModeKeys)."""
-    TRAIN, EVAL, PREDICT = "train", "eval", "infer"
-    INFER = PREDICT   # contrib.learn's name
-
-
 learn = SimpleNamespace(ModeKeys=ModeKeys)
+tpu = SimpleNamespace(**{k: getattr(_tpu, k) for k in _tpu.__all__
+                         if k != "TPUClusterResolver"})
+cluster_resolver = SimpleNamespace(TPUClusterResolver=_tpu.TPUClusterResolver)
