@@ -17,6 +17,7 @@ from .nn import l2_loss
 from .init_ops import glorot_normal_initializer, glorot_uniform_initializer
 from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
 from . import contrib_layers as _cl
+from .contrib_rnn import NASCell
 from .estimator import tpu as _tpu
 from .estimator.spec import ModeKeys
 
@@ -92,6 +93,7 @@ layers = SimpleNamespace(l1_regularizer=l1_regularizer, l2_regularizer=l2_regula
                          variance_scaling_initializer=_cl.variance_scaling_initializer)
 seq2seq = SimpleNamespace(sequence_loss=_cl.sequence_loss, tile_batch=_cl.tile_batch)
 rnn.DeviceWrapper = _cl.DeviceWrapper
+rnn.NASCell = NASCell
 data = SimpleNamespace(map_and_batch=_cl.map_and_batch)
 training = SimpleNamespace(HParams=_cl.HParams)
 slim = SimpleNamespace(model_analyzer=SimpleNamespace(analyze_vars=_cl.analyze_vars))

@@ -1,0 +1,80 @@
+"""Cells only `tf.contrib.rnn` had: `NASCell`, the recurrent cell found by "Neural
+Architecture Search with Reinforcement Learning" (Zoph and Le, ICLR 2017), as TF 1.15's
+contrib wrote it.
+
+With x the inputs, (c, m) the state, n = num_units, and the products split in 8 blocks of n
+columns: `a = x @ kernel`, `b = m @ recurrent_kernel (+ bias)`, then
+
+    l0 = sigmoid(a0 + b0)  l1 = relu(a1 + b1)  l2 = sigmoid(a2 + b2)  l3 = relu(a3 * b3)
+    l4 = tanh(a4 + b4)     l5 = sigmoid(a5 + b5) l6 = tanh(a6 + b6)  l7 = sigmoid(a7 + b7)
+    c' = tanh(tanh(l0 * l1) + c) * tanh(l2 + l3)
+    m' = tanh(c' * tanh(tanh(l4 * l5) + sigmoid(l6 + l7)))   (@ projection_weights if num_proj)
+
+The output is m'; the state `LSTMStateTuple(c', m')`.
+
+>>> from dualgrad import graph
+>>> x = graph.placeholder(graph.float32, (None, 5, 3))
+>>> out, state = graph.nn.dynamic_rnn(graph.contrib.rnn.NASCell(4), x, dtype=graph.float32)
+>>> [v.name for v in graph.trainable_variables()]
+['rnn/nas_cell/recurrent_kernel:0', 'rnn/nas_cell/kernel:0']
+"""
+from __future__ import annotations
+
+from dualgrad import ops
+
+from .init_ops import zeros_initializer
+from .rnn_cell import LSTMStateTuple, RNNCell
+from .variable_scope import get_variable
+
+__all__ = ["NASCell"]
+
+_NAS_BASE = 8
+
+
+class NASCell(RNNCell):
+    """`NASCell(num_units, num_proj=None, use_bias=False, reuse=None)` (`use_biases`, the
+    name before TF 1.13, is accepted too). Variables `recurrent_kernel` (proj or n, 8n),
+    `kernel` (depth, 8n), `bias` (8n, zeros, only with use_bias) and `projection_weights`
+    (n, num_proj), under `nas_cell`."""
+    _base_name = "nas_cell"
+
+    def __init__(self, num_units, num_proj=None, use_bias=False, reuse=None, name=None,
+                 dtype=None, use_biases=None):
+        super().__init__(name, dtype)
+        self.num_units = int(num_units)
+        self.num_proj = None if num_proj is None else int(num_proj)
+        self.use_bias = bool(use_bias if use_biases is None else use_biases)
+
+    state_size = property(lambda self: LSTMStateTuple(self.num_units,
+                                                      self.num_proj or self.num_units))
+    output_size = property(lambda self: self.num_proj or self.num_units)
+
+    def build(self, depth, dtype):
+        n, m = self.num_units, self.num_proj or self.num_units
+        self.recurrent_kernel = get_variable("recurrent_kernel", [m, _NAS_BASE * n],
+                                             dtype=dtype)
+        self.kernel = get_variable("kernel", [depth, _NAS_BASE * n], dtype=dtype)
+        if self.use_bias:
+            self.bias = get_variable("bias", [_NAS_BASE * n], dtype=dtype,
+                                     initializer=zeros_initializer())
+        if self.num_proj is not None:
+            self.projection_weights = get_variable("projection_weights", [n, self.num_proj],
+                                                   dtype=dtype)
+
+    def call(self, inputs, state):
+        c, m = state
+        b = ops.matmul(m, self.recurrent_kernel)
+        if self.use_bias:
+            b = b + self.bias
+        a = ops.split(ops.matmul(inputs, self.kernel), self.num_units, axis=1)
+        b = ops.split(b, self.num_units, axis=1)
+        sig, tanh, relu = ops.sigmoid, ops.tanh, ops.relu
+        l0, l1 = sig(a[0] + b[0]), relu(a[1] + b[1])
+        l2, l3 = sig(a[2] + b[2]), relu(a[3] * b[3])
+        l4, l5 = tanh(a[4] + b[4]), sig(a[5] + b[5])
+        l6, l7 = tanh(a[6] + b[6]), sig(a[7] + b[7])
+        new_c = tanh(tanh(l0 * l1) + c) * tanh(l2 + l3)
+        new_m = tanh(new_c * tanh(tanh(l4 * l5) + sig(l6 + l7)))
+        if self.num_proj is not None:
+            new_m = ops.matmul(new_m, self.projection_weights)
+        return new_m, LSTMStateTuple(new_c, new_m)
