@@ -61,8 +61,19 @@ def _initial(cell, initial_state, dtype, batch, what):
 
 
 def _keep_where(alive, new, old):
-    """Per example: the new value while its sequence runs, else the old one."""
-    return [ops.where(alive, n, o) for n, o in zip(new, old)]
+    """Per example (alive: (batch, 1)): the new state while its sequence runs, else the old
+    one. A scalar state (AttentionWrapper's time) and a part that declares
+    `passes_through` (its alignment history, TF1's TensorArray) are the new ones, as TF1's."""
+    if isinstance(new, tuple):
+        if getattr(new, "passes_through", False):
+            return new
+        parts = [_keep_where(alive, n, o) for n, o in zip(new, old)]
+        return type(new)(*parts) if hasattr(new, "_fields") else tuple(parts)
+    if new.ndim == 0:
+        return new
+    for _ in range(new.ndim - 2):
+        alive = ops.expand_dims(alive, axis=-1)
+    return ops.where(alive, new, old)
 
 
 def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=None, scope=None):
@@ -77,7 +88,7 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
             if sequence_length is not None:
                 alive = ops.expand_dims(ops.lt(t, sequence_length), axis=1)
                 out = ops.where(alive, out, 0.0)
-                new = _pack(new, _keep_where(alive, _flatten(new), _flatten(state)))
+                new = _keep_where(alive, new, state)
             outputs.append(out)
             state = new
         return outputs, state
@@ -105,11 +116,11 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
         def body(t, *st):
             old = _pack(state, st)
             out, new = cell(ops.take(x, t, axis=0), old)
-            new_flat = _flatten(new)
             if seq is not None:
                 alive = ops.expand_dims(ops.lt(t, seq), axis=1)
                 out = ops.where(alive, out, 0.0)
-                new_flat = _keep_where(alive, new_flat, list(st))
+                new = _keep_where(alive, new, old)
+            new_flat = _flatten(new)
             return (t + 1, *new_flat, out)       # out: stacked over the steps, as TF1's
                                                  # TensorArray
 
