@@ -23,7 +23,7 @@ Variables are made before the loop, under `decoder/` as in TF (`decoder/attentio
 basic_lstm_cell/kernel`, `decoder/attention_wrapper/bahdanau_attention/attention_v`,
 `decoder/dense/kernel`); the memory layer under the scope where the mechanism is made.
 Not provided: several mechanisms in one wrapper, `attention_layer` objects, monotonic
-attention, BeamSearchDecoder and the sampling helpers.
+attention, BeamSearchDecoder and the scheduled-sampling helpers.
 """
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ from dualgrad.ops.core import Spec, fmt_shape, located
 
 from .array_ops import shape as shape_of
 from .array_ops import zeros
+from .augment import multinomial
 from .control_flow import IDENTITY, while_loop_stacked
 from .core import Tensor, constant, convert_to_tensor
 from .init_ops import constant_initializer, ones_initializer, zeros_initializer
@@ -48,8 +49,8 @@ from .select_ops import sequence_mask
 from .variable_scope import get_variable, variable_scope
 
 __all__ = ["BahdanauAttention", "LuongAttention", "AttentionWrapper", "AttentionWrapperState",
-           "TrainingHelper", "GreedyEmbeddingHelper", "BasicDecoder", "BasicDecoderOutput",
-           "Decoder", "Helper", "dynamic_decode"]
+           "TrainingHelper", "GreedyEmbeddingHelper", "SampleEmbeddingHelper", "BasicDecoder",
+           "BasicDecoderOutput", "Decoder", "Helper", "dynamic_decode"]
 
 
 def _dim(x, axis):
@@ -381,6 +382,25 @@ class GreedyEmbeddingHelper(Helper):
         finished = ops.eq(sample_ids, self._end)
         nxt = ops.where(reduce_all(finished), self._start_inputs, self._embed(sample_ids))
         return finished, nxt, state
+
+
+class SampleEmbeddingHelper(GreedyEmbeddingHelper):
+    """`SampleEmbeddingHelper(embedding, start_tokens, end_token, softmax_temperature=None,
+    seed=None)`: as GreedyEmbeddingHelper, but the ids are drawn from softmax(outputs /
+    softmax_temperature) instead of taken by argmax."""
+
+    def __init__(self, embedding, start_tokens, end_token, softmax_temperature=None,
+                 seed=None):
+        super().__init__(embedding, start_tokens, end_token)
+        self._temperature, self._seed = softmax_temperature, seed
+
+    def sample(self, time, outputs, state, name=None):
+        if not isinstance(outputs, Tensor):
+            raise located(f"Expected outputs to be a single Tensor, got: {type(outputs)}",
+                          TypeError)
+        logits = outputs if self._temperature is None else outputs / self._temperature
+        return ops.reshape(multinomial(logits, 1, seed=self._seed, output_dtype=np.int32),
+                           (-1,))
 
 
 # -- decoders ----------------------------------------------------------------------------------

@@ -269,3 +269,37 @@ def test_dynamic_rnn_drives_the_wrapper_as_dynamic_decode_does():
     np.testing.assert_allclose(h[1, :2], a[1, :2], rtol=1e-12)
     assert not h[1, 2:].any() and s.time == 4 and hist.shape == (4, B, MT)
     np.testing.assert_allclose(s.alignments[1], hist[1, 1], rtol=1e-12)   # held at step 2
+
+
+def test_sample_embedding_helper_draws_from_the_tempered_softmax():
+    with tf.Graph().as_default():
+        logits = np.log(np.array([[0.1, 0.2, 0.7]] * 4000))
+        helper = s2s.SampleEmbeddingHelper(tf.constant(np.eye(3)), tf.zeros([4000], tf.int32),
+                                           2, softmax_temperature=2.0, seed=3)
+        ids = helper.sample(0, tf.constant(logits), None)
+        with tf.Session() as sess:
+            got = sess.run(ids)
+        p = np.sqrt([0.1, 0.2, 0.7])
+        assert got.dtype == np.int32
+        np.testing.assert_allclose(np.bincount(got, minlength=3) / 4000, p / p.sum(), atol=0.03)
+
+    def decode(helper_cls, **kw):
+        with tf.Graph().as_default():
+            tf.set_random_seed(6)
+            cell = tf.nn.rnn_cell.GRUCell(5)
+            helper = helper_cls(tf.constant(EMBEDDING), tf.constant([1, 2]), -1, **kw)
+            dec = s2s.BasicDecoder(cell, helper, cell.zero_state(B, tf.float64),
+                                   output_layer=tf.layers.Dense(VOCAB))
+            out, _, lengths = s2s.dynamic_decode(dec, maximum_iterations=6)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                return sess.run([out.sample_id, lengths])
+
+    greedy, lengths = decode(s2s.GreedyEmbeddingHelper)
+    cold, _ = decode(s2s.SampleEmbeddingHelper, softmax_temperature=1e-9, seed=1)
+    hot = [decode(s2s.SampleEmbeddingHelper, softmax_temperature=50.0, seed=1)[0]
+           for _ in range(2)]
+    np.testing.assert_array_equal(cold, greedy)   # a cold softmax samples the argmax
+    assert list(lengths) == [6, 6] and hot[0].shape == (B, 6)
+    np.testing.assert_array_equal(hot[0], hot[1])   # seeded: the same draws again
+    assert (hot[0] != greedy).any()
