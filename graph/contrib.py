@@ -19,6 +19,7 @@ from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
 from . import contrib_layers as _cl
 from .contrib_rnn import NASCell
 from . import seq2seq as _s2s
+from . import beam_search as _beam
 from .estimator import tpu as _tpu
 from .estimator.spec import ModeKeys
 
@@ -93,7 +94,8 @@ layers = SimpleNamespace(l1_regularizer=l1_regularizer, l2_regularizer=l2_regula
                          batch_norm=_cl.batch_norm, dropout=_cl.dropout,
                          variance_scaling_initializer=_cl.variance_scaling_initializer)
 seq2seq = SimpleNamespace(sequence_loss=_cl.sequence_loss, tile_batch=_cl.tile_batch,
-                          **{k: getattr(_s2s, k) for k in _s2s.__all__})
+                          **{k: getattr(_s2s, k) for k in _s2s.__all__},
+                          **{k: getattr(_beam, k) for k in _beam.__all__})
 rnn.DeviceWrapper = _cl.DeviceWrapper
 rnn.NASCell = NASCell
 data = SimpleNamespace(map_and_batch=_cl.map_and_batch)

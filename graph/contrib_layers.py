@@ -125,7 +125,8 @@ def tile_batch(t, multiplier, name=None):
     """Each batch entry repeated `multiplier` times in a row: (B, …) -> (B * multiplier, …),
     as beam search needs (a nested tuple of tensors is tiled entry by entry)."""
     if isinstance(t, (tuple, list)):
-        return type(t)(tile_batch(x, multiplier) for x in t)
+        parts = [tile_batch(x, multiplier) for x in t]
+        return type(t)(*parts) if hasattr(t, "_fields") else type(t)(parts)
     from .math_ops import expand_dims, reshape, tile
     rest = list(t.shape[1:])
     if None in rest:

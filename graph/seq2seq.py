@@ -22,8 +22,8 @@ TF's TensorArray did.
 Variables are made before the loop, under `decoder/` as in TF (`decoder/attention_wrapper/
 basic_lstm_cell/kernel`, `decoder/attention_wrapper/bahdanau_attention/attention_v`,
 `decoder/dense/kernel`); the memory layer under the scope where the mechanism is made.
-Not provided: several mechanisms in one wrapper, `attention_layer` objects, monotonic
-attention, BeamSearchDecoder and the scheduled-sampling helpers.
+`BeamSearchDecoder` is in beam_search.py. Not provided: several mechanisms in one wrapper,
+`attention_layer` objects, monotonic attention and the scheduled-sampling helpers.
 """
 from __future__ import annotations
 
@@ -410,8 +410,12 @@ class BasicDecoderOutput(collections.namedtuple("BasicDecoderOutput",
 
 
 class Decoder:
-    """A decoder: `initialize()`, `step(time, inputs, state)`, `output_dtype`."""
+    """A decoder: `initialize()`, `step(time, inputs, state)`, `output_dtype`, and
+    optionally `finalize(outputs, final_state, sequence_lengths)`."""
     tracks_own_finished = False
+
+    def finalize(self, outputs, final_state, sequence_lengths):
+        raise NotImplementedError
 
 
 class BasicDecoder(Decoder):
@@ -504,8 +508,17 @@ def dynamic_decode(decoder, output_time_major=False, impute_finished=False,
                                  shape_invariants=[tuple(v.shape) for v in loop_vars])
         final_state = _pack(state, res[1:1 + n_s])
         final_lengths = res[1 + n_s + n_i + 1]
-        outputs = res[len(loop_vars):]
+        outputs = type(decoder.output_dtype)(*res[len(loop_vars):])
+        try:
+            outputs, final_state = decoder.finalize(outputs, final_state, final_lengths)
+        except NotImplementedError:
+            pass
         if not output_time_major:
-            outputs = [ops.transpose(o, axes=(1, 0) + tuple(range(2, o.ndim)))
-                       for o in outputs]
-        return type(decoder.output_dtype)(*outputs), final_state, final_lengths
+            outputs = _batch_major(outputs)
+        return outputs, final_state, final_lengths
+
+
+def _batch_major(outputs):
+    if isinstance(outputs, tuple):
+        return type(outputs)(*[_batch_major(o) for o in outputs])
+    return ops.transpose(outputs, axes=(1, 0) + tuple(range(2, outputs.ndim)))
