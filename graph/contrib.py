@@ -15,9 +15,9 @@ from .core import GraphKeys, get_collection, get_default_graph
 from .math_ops import reduce_sum
 from .nn import l2_loss
 from .init_ops import glorot_normal_initializer, glorot_uniform_initializer
-from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
+from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_bidirectional_rnn, static_rnn
 from . import contrib_layers as _cl
-from .contrib_rnn import NASCell
+from .contrib_rnn import NASCell, OutputProjectionWrapper, ResidualWrapper
 from . import seq2seq as _s2s
 from . import beam_search as _beam
 from .estimator import tpu as _tpu
@@ -81,6 +81,7 @@ def xavier_initializer(uniform=True, seed=None, dtype=None):
 
 rnn = SimpleNamespace(**{k: getattr(_cells, k) for k in _cells.__all__},
                       static_rnn=static_rnn, dynamic_rnn=dynamic_rnn,
+                      static_bidirectional_rnn=static_bidirectional_rnn,
                       bidirectional_dynamic_rnn=bidirectional_dynamic_rnn)
 
 layers = SimpleNamespace(l1_regularizer=l1_regularizer, l2_regularizer=l2_regularizer,
@@ -98,6 +99,7 @@ seq2seq = SimpleNamespace(sequence_loss=_cl.sequence_loss, tile_batch=_cl.tile_b
                           **{k: getattr(_beam, k) for k in _beam.__all__})
 rnn.DeviceWrapper = _cl.DeviceWrapper
 rnn.NASCell = NASCell
+rnn.OutputProjectionWrapper, rnn.ResidualWrapper = OutputProjectionWrapper, ResidualWrapper
 data = SimpleNamespace(map_and_batch=_cl.map_and_batch)
 training = SimpleNamespace(HParams=_cl.HParams)
 slim = SimpleNamespace(model_analyzer=SimpleNamespace(analyze_vars=_cl.analyze_vars))

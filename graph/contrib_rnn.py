@@ -1,6 +1,6 @@
 """Cells only `tf.contrib.rnn` had: `NASCell`, the recurrent cell found by "Neural
 Architecture Search with Reinforcement Learning" (Zoph and Le, ICLR 2017), as TF 1.15's
-contrib wrote it.
+contrib wrote it; and the wrappers `OutputProjectionWrapper` and `ResidualWrapper`.
 
 With x the inputs, (c, m) the state, n = num_units, and the products split in 8 blocks of n
 columns: `a = x @ kernel`, `b = m @ recurrent_kernel (+ bias)`, then
@@ -21,12 +21,13 @@ The output is m'; the state `LSTMStateTuple(c', m')`.
 from __future__ import annotations
 
 from dualgrad import ops
+from dualgrad.ops.core import fmt_shape, located
 
 from .init_ops import zeros_initializer
 from .rnn_cell import LSTMStateTuple, RNNCell
 from .variable_scope import get_variable
 
-__all__ = ["NASCell"]
+__all__ = ["NASCell", "OutputProjectionWrapper", "ResidualWrapper"]
 
 _NAS_BASE = 8
 
@@ -78,3 +79,67 @@ class NASCell(RNNCell):
         if self.num_proj is not None:
             new_m = ops.matmul(new_m, self.projection_weights)
         return new_m, LSTMStateTuple(new_c, new_m)
+
+
+class OutputProjectionWrapper(RNNCell):
+    """`OutputProjectionWrapper(cell, output_size, activation=None)`: the cell's output times
+    `kernel` (cell.output_size, output_size) plus `bias` (zeros), under
+    `output_projection_wrapper/` (the cell's own variables below it), as contrib's."""
+    _base_name = "output_projection_wrapper"
+
+    def __init__(self, cell, output_size, activation=None, reuse=None):
+        super().__init__()
+        if int(output_size) < 1:
+            raise located(f"Parameter output_size must be > 0: {output_size}.", ValueError)
+        self.cell, self._size, self.activation = cell, int(output_size), activation
+
+    state_size = property(lambda self: self.cell.state_size)
+    output_size = property(lambda self: self._size)
+
+    def zero_state(self, batch_size, dtype):
+        return self.cell.zero_state(batch_size, dtype)
+
+    def build(self, depth, dtype):
+        self.cell.build_with_depth(depth, dtype)
+        self.kernel = get_variable("kernel", [self.cell.output_size, self._size], dtype=dtype)
+        self.bias = get_variable("bias", [self._size], dtype=dtype,
+                                 initializer=zeros_initializer())
+
+    def call(self, inputs, state):
+        out, new = self.cell(inputs, state)
+        out = ops.matmul(out, self.kernel) + self.bias
+        return (out if self.activation is None else self.activation(out)), new
+
+
+class ResidualWrapper(RNNCell):
+    """`ResidualWrapper(cell, residual_fn=None)`: the output is `residual_fn(inputs, output)`,
+    by default inputs + output (their shapes must agree); the state is the cell's. No
+    variables or scope of its own, as TF 1.15's wrappers."""
+
+    def __init__(self, cell, residual_fn=None):
+        super().__init__()
+        self.cell, self._fn = cell, residual_fn
+
+    state_size = property(lambda self: self.cell.state_size)
+    output_size = property(lambda self: self.cell.output_size)
+
+    def zero_state(self, batch_size, dtype):
+        return self.cell.zero_state(batch_size, dtype)
+
+    def _ensure_built(self, inputs):
+        self.cell._ensure_built(inputs)
+        self.built = True
+
+    def build_with_depth(self, depth, dtype):
+        self.cell.build_with_depth(depth, dtype)
+        self.built = True
+
+    def __call__(self, inputs, state, scope=None):
+        out, new = self.cell(inputs, state, scope)
+        if self._fn is not None:
+            return self._fn(inputs, out), new
+        if tuple(inputs.shape[1:]) != tuple(out.shape[1:]):
+            raise located(f"ResidualWrapper: the inputs {fmt_shape(inputs.spec)} and the "
+                          f"cell's outputs {fmt_shape(out.spec)} must have the same shape to "
+                          f"be added", ValueError)
+        return inputs + out, new

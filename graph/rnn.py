@@ -26,7 +26,8 @@ from .control_flow import IDENTITY, while_loop_stacked
 from .core import Tensor, constant
 from .variable_scope import variable_scope
 
-__all__ = ["static_rnn", "dynamic_rnn", "bidirectional_dynamic_rnn", "reverse_sequence"]
+__all__ = ["static_rnn", "dynamic_rnn", "bidirectional_dynamic_rnn", "static_bidirectional_rnn",
+           "reverse_sequence"]
 
 
 def _flatten(state):
@@ -185,3 +186,30 @@ def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None,
                                         initial_state_bw, dtype, time_major=time_major,
                                         scope=bw)
         return (out_fw, rev(out_bw)), (st_fw, st_bw)
+
+
+def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None,
+                             initial_state_bw=None, dtype=None, sequence_length=None,
+                             scope=None):
+    """(outputs, state_fw, state_bw) over a Python list of (batch, depth) inputs: each
+    output is [forward output, backward output] joined on the last axis; the backward cell
+    reads each sequence reversed (its first sequence_length steps), as TF1's."""
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise TypeError("static_bidirectional_rnn: inputs must be a non-empty list of "
+                        "(batch, depth) tensors")
+
+    def rev(xs):
+        if sequence_length is None:
+            return list(reversed(xs))
+        back = reverse_sequence(ops.stack(*xs, axis=0), sequence_length, seq_axis=0,
+                                batch_axis=1)
+        return [ops.take(back, np.int32(t), axis=0) for t in range(len(xs))]
+    with variable_scope(scope or "bidirectional_rnn"):
+        with variable_scope("fw") as fw:
+            out_fw, st_fw = static_rnn(cell_fw, inputs, initial_state_fw, dtype,
+                                       sequence_length, scope=fw)
+        with variable_scope("bw") as bw:
+            out_bw, st_bw = static_rnn(cell_bw, rev(list(inputs)), initial_state_bw, dtype,
+                                       sequence_length, scope=bw)
+    outputs = [ops.concat(f, b, axis=1) for f, b in zip(out_fw, rev(out_bw))]
+    return outputs, st_fw, st_bw
