@@ -20,11 +20,12 @@ from . import contrib_layers as _cl
 from .contrib_rnn import NASCell, OutputProjectionWrapper, ResidualWrapper
 from . import seq2seq as _s2s
 from . import beam_search as _beam
+from . import legacy_seq2seq as _legacy
 from .estimator import tpu as _tpu
 from .estimator.spec import ModeKeys
 
-__all__ = ["rnn", "layers", "seq2seq", "data", "training", "slim", "learn", "tpu",
-           "cluster_resolver"]
+__all__ = ["rnn", "layers", "seq2seq", "legacy_seq2seq", "data", "training", "slim", "learn",
+           "tpu", "cluster_resolver"]
 
 
 def _scale(what, scale):
@@ -97,6 +98,7 @@ layers = SimpleNamespace(l1_regularizer=l1_regularizer, l2_regularizer=l2_regula
 seq2seq = SimpleNamespace(sequence_loss=_cl.sequence_loss, tile_batch=_cl.tile_batch,
                           **{k: getattr(_s2s, k) for k in _s2s.__all__},
                           **{k: getattr(_beam, k) for k in _beam.__all__})
+legacy_seq2seq = SimpleNamespace(**{k: getattr(_legacy, k) for k in _legacy.__all__})
 rnn.DeviceWrapper = _cl.DeviceWrapper
 rnn.NASCell = NASCell
 rnn.OutputProjectionWrapper, rnn.ResidualWrapper = OutputProjectionWrapper, ResidualWrapper

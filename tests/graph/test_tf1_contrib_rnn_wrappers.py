@@ -77,3 +77,52 @@ def test_wrapper_misuse():
         x = tf.constant(np.zeros((2, 3)))
         with pytest.raises(ValueError, match="must have the same shape"):
             cell(x, cell.zero_state(2, tf.float64))
+
+
+def test_legacy_model_with_buckets_rnn_decoder_and_sequence_losses():
+    legacy = tf.contrib.legacy_seq2seq
+    V, steps = 5, 4
+    enc_x = [RNG.standard_normal((3, 2)) for _ in range(steps)]
+    dec_x = [RNG.standard_normal((3, 2)) for _ in range(steps)]
+    targets = [RNG.integers(0, V, 3) for _ in range(steps)]
+    weights = [(RNG.random(3) > 0.3).astype(np.float64) for _ in range(steps)]
+    buckets = [(2, 2), (4, 3)]
+    with tf.Graph().as_default():
+        enc = tf.nn.rnn_cell.BasicRNNCell(4, name="encoder")
+        dec = tf.contrib.rnn.OutputProjectionWrapper(tf.nn.rnn_cell.BasicRNNCell(4), V)
+
+        def seq2seq(encoder_inputs, decoder_inputs):
+            _, state = tf.nn.static_rnn(enc, encoder_inputs, dtype=tf.float64)
+            return legacy.rnn_decoder(decoder_inputs, state, dec)
+        outputs, losses = legacy.model_with_buckets(
+            [tf.constant(x) for x in enc_x], [tf.constant(x) for x in dec_x],
+            [tf.constant(t) for t in targets], [tf.constant(w) for w in weights], buckets,
+            seq2seq)
+        per_example = legacy.sequence_loss_by_example(outputs[1], [tf.constant(t) for t in
+                                                                   targets[:3]],
+                                                      [tf.constant(w) for w in weights[:3]],
+                                                      average_across_timesteps=False)
+        assert len(tf.trainable_variables()) == 6   # one set, shared by the buckets
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            w = {v.name[:-2]: sess.run(v) for v in tf.trainable_variables()}
+            got_losses, got_outputs, got_per = sess.run([losses, outputs, per_example])
+    for (n_in, n_out), loss, outs in zip(buckets, got_losses, got_outputs):
+        _, h = _rnn(enc_x[:n_in], np.full(3, n_in), w["rnn/encoder/kernel"],
+                    w["rnn/encoder/bias"])
+        k = "rnn_decoder/output_projection_wrapper/"
+        logits = []
+        for x in dec_x[:n_out]:
+            h = np.tanh(np.concatenate([x, h], 1) @ w[k + "basic_rnn_cell/kernel"] +
+                        w[k + "basic_rnn_cell/bias"])
+            logits.append(h @ w[k + "kernel"] + w[k + "bias"])
+        np.testing.assert_allclose(outs, logits, rtol=1e-10)
+        cross = [np.log(np.exp(lg).sum(1)) - lg[np.arange(3), t]
+                 for lg, t in zip(logits, targets)]
+        per = sum(c * wt for c, wt in zip(cross, weights)) / (sum(weights[:n_out]) + 1e-12)
+        np.testing.assert_allclose(loss, per.sum() / 3, rtol=1e-10)
+        if n_out == 3:
+            np.testing.assert_allclose(got_per, sum(c * wt for c, wt in zip(cross, weights)),
+                                       rtol=1e-10)
+    with pytest.raises(ValueError, match=r"Length of targets \(1\) must be at least"):
+        legacy.model_with_buckets([1, 2, 3, 4], [1], [1], [1, 2, 3], buckets, seq2seq)
