@@ -17,7 +17,8 @@ from .nn import l2_loss
 from .init_ops import glorot_normal_initializer, glorot_uniform_initializer
 from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_bidirectional_rnn, static_rnn
 from . import contrib_layers as _cl
-from .contrib_rnn import NASCell, OutputProjectionWrapper, ResidualWrapper
+from .contrib_rnn import (LayerNormBasicLSTMCell, NASCell, OutputProjectionWrapper,
+                          ResidualWrapper)
 from . import seq2seq as _s2s
 from . import beam_search as _beam
 from . import legacy_seq2seq as _legacy
@@ -94,13 +95,14 @@ layers = SimpleNamespace(l1_regularizer=l1_regularizer, l2_regularizer=l2_regula
                          linear=lambda inputs, num_outputs, **kw: _cl.fully_connected(
                              inputs, num_outputs, activation_fn=None, **kw),
                          batch_norm=_cl.batch_norm, dropout=_cl.dropout,
+                         layer_norm=_cl.layer_norm,
                          variance_scaling_initializer=_cl.variance_scaling_initializer)
 seq2seq = SimpleNamespace(sequence_loss=_cl.sequence_loss, tile_batch=_cl.tile_batch,
                           **{k: getattr(_s2s, k) for k in _s2s.__all__},
                           **{k: getattr(_beam, k) for k in _beam.__all__})
 legacy_seq2seq = SimpleNamespace(**{k: getattr(_legacy, k) for k in _legacy.__all__})
 rnn.DeviceWrapper = _cl.DeviceWrapper
-rnn.NASCell = NASCell
+rnn.NASCell, rnn.LayerNormBasicLSTMCell = NASCell, LayerNormBasicLSTMCell
 rnn.OutputProjectionWrapper, rnn.ResidualWrapper = OutputProjectionWrapper, ResidualWrapper
 data = SimpleNamespace(map_and_batch=_cl.map_and_batch)
 training = SimpleNamespace(HParams=_cl.HParams)

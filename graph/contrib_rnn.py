@@ -1,6 +1,7 @@
 """Cells only `tf.contrib.rnn` had: `NASCell`, the recurrent cell found by "Neural
 Architecture Search with Reinforcement Learning" (Zoph and Le, ICLR 2017), as TF 1.15's
-contrib wrote it; and the wrappers `OutputProjectionWrapper` and `ResidualWrapper`.
+contrib wrote it; `LayerNormBasicLSTMCell`; and the wrappers `OutputProjectionWrapper` and
+`ResidualWrapper`.
 
 With x the inputs, (c, m) the state, n = num_units, and the products split in 8 blocks of n
 columns: `a = x @ kernel`, `b = m @ recurrent_kernel (+ bias)`, then
@@ -23,11 +24,14 @@ from __future__ import annotations
 from dualgrad import ops
 from dualgrad.ops.core import fmt_shape, located
 
-from .init_ops import zeros_initializer
+from .contrib_layers import normalize
+from .init_ops import constant_initializer, zeros_initializer
+from .nn_dropout import dropout
+from .core import Tensor
 from .rnn_cell import LSTMStateTuple, RNNCell
-from .variable_scope import get_variable
+from .variable_scope import get_variable, variable_scope
 
-__all__ = ["NASCell", "OutputProjectionWrapper", "ResidualWrapper"]
+__all__ = ["NASCell", "LayerNormBasicLSTMCell", "OutputProjectionWrapper", "ResidualWrapper"]
 
 _NAS_BASE = 8
 
@@ -79,6 +83,64 @@ class NASCell(RNNCell):
         if self.num_proj is not None:
             new_m = ops.matmul(new_m, self.projection_weights)
         return new_m, LSTMStateTuple(new_c, new_m)
+
+
+class LayerNormBasicLSTMCell(RNNCell):
+    """`LayerNormBasicLSTMCell(num_units, forget_bias=1.0, activation=tanh, layer_norm=True,
+    norm_gain=1.0, norm_shift=0.0, dropout_keep_prob=1.0, dropout_prob_seed=None)`:
+    the basic LSTM with each gate i, j, f, o of [x, h] @ kernel layer-normalised (scopes
+    `input`, `transform`, `forget`, `output`, each with `gamma` = norm_gain and `beta` =
+    norm_shift) and the new c too (`state`); no bias then (a `bias` without layer_norm).
+    Recurrent dropout on activation(j) when dropout_keep_prob < 1 (Semeniuta et al. 2016)."""
+    _base_name = "layer_norm_basic_lstm_cell"
+    _NORMS = ("input", "transform", "forget", "output", "state")
+
+    def __init__(self, num_units, forget_bias=1.0, input_size=None, activation=None,
+                 layer_norm=True, norm_gain=1.0, norm_shift=0.0, dropout_keep_prob=1.0,
+                 dropout_prob_seed=None, reuse=None):
+        super().__init__()
+        self.num_units, self.forget_bias = int(num_units), float(forget_bias)
+        self.activation = activation or ops.tanh
+        self.layer_norm, self.gain, self.shift = bool(layer_norm), norm_gain, norm_shift
+        self.keep_prob, self.seed = dropout_keep_prob, dropout_prob_seed
+
+    state_size = property(lambda self: LSTMStateTuple(self.num_units, self.num_units))
+    output_size = property(lambda self: self.num_units)
+
+    def build(self, depth, dtype):
+        n = self.num_units
+        self.kernel = get_variable("kernel", [depth + n, 4 * n], dtype=dtype)
+        if not self.layer_norm:
+            self.bias = get_variable("bias", [4 * n], dtype=dtype)
+            return
+        self.norms = {}
+        for name in self._NORMS:
+            with variable_scope(name):
+                self.norms[name] = (
+                    get_variable("gamma", [n], dtype=dtype,
+                                 initializer=constant_initializer(self.gain)),
+                    get_variable("beta", [n], dtype=dtype,
+                                 initializer=constant_initializer(self.shift)))
+
+    def _norm(self, x, name):
+        if not self.layer_norm:
+            return x
+        gamma, beta = self.norms[name]
+        return normalize(x, gamma, beta, [1])
+
+    def call(self, inputs, state):
+        c, h = state
+        z = ops.matmul(ops.concat(inputs, h, axis=1), self.kernel)
+        if not self.layer_norm:
+            z = z + self.bias
+        i, j, f, o = [self._norm(g, name) for g, name in zip(
+            ops.split(z, self.num_units, axis=1), self._NORMS)]
+        g = self.activation(j)
+        if isinstance(self.keep_prob, Tensor) or float(self.keep_prob) < 1.0:
+            g = dropout(g, self.keep_prob, seed=self.seed)
+        new_c = self._norm(c * ops.sigmoid(f + self.forget_bias) + ops.sigmoid(i) * g, "state")
+        new_h = self.activation(new_c) * ops.sigmoid(o)
+        return new_h, LSTMStateTuple(new_c, new_h)
 
 
 class OutputProjectionWrapper(RNNCell):

@@ -1,5 +1,7 @@
-"""contrib.rnn's OutputProjectionWrapper and ResidualWrapper and static_bidirectional_rnn,
-against a NumPy reference of TF 1.15's definitions (TF 2.21's v1 cells do not run here)."""
+"""contrib.rnn's OutputProjectionWrapper, ResidualWrapper, LayerNormBasicLSTMCell and
+static_bidirectional_rnn, contrib.layers.layer_norm and contrib.legacy_seq2seq, against a
+NumPy reference of TF 1.15's definitions (TF 2.21 has no contrib, and its v1 cells do not run
+here)."""
 from __future__ import annotations
 
 import numpy as np
@@ -126,3 +128,59 @@ def test_legacy_model_with_buckets_rnn_decoder_and_sequence_losses():
                                        rtol=1e-10)
     with pytest.raises(ValueError, match=r"Length of targets \(1\) must be at least"):
         legacy.model_with_buckets([1, 2, 3, 4], [1], [1], [1, 2, 3], buckets, seq2seq)
+
+
+def _ln(x, gamma, beta, axes):
+    mean = x.mean(axis=tuple(axes), keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=tuple(axes), keepdims=True)
+    return (x - mean) / np.sqrt(var + 1e-12) * gamma + beta
+
+
+@pytest.mark.parametrize("layer_norm", [True, False])
+def test_layer_norm_basic_lstm_cell_matches_the_reference(layer_norm):
+    xs = RNG.standard_normal((2, 3, 3))
+    with tf.Graph().as_default():
+        cell = tf.contrib.rnn.LayerNormBasicLSTMCell(4, forget_bias=0.5, layer_norm=layer_norm)
+        outs, state = tf.nn.dynamic_rnn(cell, tf.constant(xs), dtype=tf.float64)
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            w = {}
+            for v in tf.global_variables():
+                key = v.name[:-2].split("layer_norm_basic_lstm_cell/")[1]
+                if key != "kernel":   # gains 1, shifts and bias 0 by default: make them matter
+                    sess.run(v.assign(RNG.standard_normal(v.shape)))
+                w[key] = sess.run(v)
+            got, got_state = sess.run([outs, state])
+    norm = (lambda x, k: _ln(x, w[k + "/gamma"], w[k + "/beta"], [1])) if layer_norm \
+        else (lambda x, k: x)
+    c, h = np.zeros((2, 4)), np.zeros((2, 4))
+    for t in range(3):
+        z = np.concatenate([xs[:, t], h], 1) @ w["kernel"] + (0 if layer_norm else w["bias"])
+        i, j, f, o = [norm(g, k) for g, k in zip(np.split(z, 4, axis=1),
+                                                 ("input", "transform", "forget", "output"))]
+        c = norm(c * _sig(f + 0.5) + _sig(i) * np.tanh(j), "state")
+        h = np.tanh(c) * _sig(o)
+        np.testing.assert_allclose(got[:, t], h, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(got_state.c, c, rtol=1e-9, atol=1e-12)
+
+
+def _sig(v):
+    return 1 / (1 + np.exp(-v))
+
+
+def test_contrib_layer_norm_axes_and_variables():
+    x = RNG.standard_normal((2, 3, 4))
+    with tf.Graph().as_default():
+        y = tf.contrib.layers.layer_norm(tf.constant(x), begin_norm_axis=2, scope="ln")
+        z = tf.contrib.layers.layer_norm(tf.constant(x), begin_params_axis=1, center=False)
+        names = [v.name for v in tf.global_variables()]
+        assert names == ["ln/beta:0", "ln/gamma:0", "LayerNorm/gamma:0"]
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            gamma = RNG.standard_normal((3, 4))
+            sess.run(tf.global_variables()[2].assign(gamma))
+            got_y, got_z = sess.run([y, z])
+    np.testing.assert_allclose(got_y, _ln(x, 1.0, 0.0, [2]), rtol=1e-9)
+    np.testing.assert_allclose(got_z, _ln(x, gamma, 0.0, [1, 2]), rtol=1e-9)
+    with pytest.raises(ValueError, match="must be < rank"):
+        tf.contrib.layers.layer_norm(tf.constant(x), begin_norm_axis=3)
