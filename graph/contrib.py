@@ -1,7 +1,10 @@
 """`graph.contrib.rnn`: where TF1 code written before `tf.nn.rnn_cell` finds the RNN cells
 and `static_rnn` (the same objects as in `graph.nn`); `graph.contrib.layers`: the weight
 regularizers (`l2_regularizer(scale)` is `scale * l2_loss(w)`, i.e. scale * sum(w**2) / 2;
-`l1_regularizer`, `l1_l2_regularizer`, `apply_regularization`) and `xavier_initializer`."""
+`l1_regularizer`, `l1_l2_regularizer`, `apply_regularization`) and `xavier_initializer`;
+the cells only contrib had (contrib_rnn.py); `graph.contrib.seq2seq` (seq2seq.py,
+beam_search.py) and `legacy_seq2seq` (legacy_seq2seq.py); `graph.contrib.tpu` and
+`cluster_resolver` (estimator/tpu.py: TPUEstimator on the CPU)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
