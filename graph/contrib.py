@@ -1,7 +1,10 @@
 """`graph.contrib.rnn`: where TF1 code written before `tf.nn.rnn_cell` finds the RNN cells
 and `static_rnn` (the same objects as in `graph.nn`); `graph.contrib.layers`: the weight
 regularizers (`l2_regularizer(scale)` is `scale * l2_loss(w)`, i.e. scale * sum(w**2) / 2;
-`l1_regularizer`, `l1_l2_regularizer`, `apply_regularization`) and `xavier_initializer`."""
+`l1_regularizer`, `l1_l2_regularizer`, `apply_regularization`) and `xavier_initializer`;
+the cells only contrib had (contrib_rnn.py); `graph.contrib.seq2seq` (seq2seq.py,
+beam_search.py) and `legacy_seq2seq` (legacy_seq2seq.py); `graph.contrib.tpu` and
+`cluster_resolver` (estimator/tpu.py: TPUEstimator on the CPU)."""
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -15,10 +18,18 @@ from .core import GraphKeys, get_collection, get_default_graph
 from .math_ops import reduce_sum
 from .nn import l2_loss
 from .init_ops import glorot_normal_initializer, glorot_uniform_initializer
-from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
+from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_bidirectional_rnn, static_rnn
 from . import contrib_layers as _cl
+from .contrib_rnn import (LayerNormBasicLSTMCell, NASCell, OutputProjectionWrapper,
+                          ResidualWrapper)
+from . import seq2seq as _s2s
+from . import beam_search as _beam
+from . import legacy_seq2seq as _legacy
+from .estimator import tpu as _tpu
+from .estimator.spec import ModeKeys
 
-__all__ = ["rnn", "layers", "seq2seq", "data", "training", "slim", "learn"]
+__all__ = ["rnn", "layers", "seq2seq", "legacy_seq2seq", "data", "training", "slim", "learn",
+           "tpu", "cluster_resolver"]
 
 
 def _scale(what, scale):
@@ -75,6 +86,7 @@ def xavier_initializer(uniform=True, seed=None, dtype=None):
 
 rnn = SimpleNamespace(**{k: getattr(_cells, k) for k in _cells.__all__},
                       static_rnn=static_rnn, dynamic_rnn=dynamic_rnn,
+                      static_bidirectional_rnn=static_bidirectional_rnn,
                       bidirectional_dynamic_rnn=bidirectional_dynamic_rnn)
 
 layers = SimpleNamespace(l1_regularizer=l1_regularizer, l2_regularizer=l2_regularizer,
@@ -86,18 +98,21 @@ layers = SimpleNamespace(l1_regularizer=l1_regularizer, l2_regularizer=l2_regula
                          linear=lambda inputs, num_outputs, **kw: _cl.fully_connected(
                              inputs, num_outputs, activation_fn=None, **kw),
                          batch_norm=_cl.batch_norm, dropout=_cl.dropout,
+                         layer_norm=_cl.layer_norm,
                          variance_scaling_initializer=_cl.variance_scaling_initializer)
-seq2seq = SimpleNamespace(sequence_loss=_cl.sequence_loss, tile_batch=_cl.tile_batch)
+seq2seq = SimpleNamespace(sequence_loss=_cl.sequence_loss, tile_batch=_cl.tile_batch,
+                          **{k: getattr(_s2s, k) for k in _s2s.__all__},
+                          **{k: getattr(_beam, k) for k in _beam.__all__})
+legacy_seq2seq = SimpleNamespace(**{k: getattr(_legacy, k) for k in _legacy.__all__})
 rnn.DeviceWrapper = _cl.DeviceWrapper
+rnn.NASCell, rnn.LayerNormBasicLSTMCell = NASCell, LayerNormBasicLSTMCell
+rnn.OutputProjectionWrapper, rnn.ResidualWrapper = OutputProjectionWrapper, ResidualWrapper
 data = SimpleNamespace(map_and_batch=_cl.map_and_batch)
 training = SimpleNamespace(HParams=_cl.HParams)
 slim = SimpleNamespace(model_analyzer=SimpleNamespace(analyze_vars=_cl.analyze_vars))
 
 
-class ModeKeys:
-    """The mode an Estimator calls its model_fn in (tf.estimator.ModeKeys)."""
-    TRAIN, EVAL, PREDICT = "train", "eval", "infer"
-    INFER = PREDICT   # contrib.learn's name
-
-
 learn = SimpleNamespace(ModeKeys=ModeKeys)
+tpu = SimpleNamespace(**{k: getattr(_tpu, k) for k in _tpu.__all__
+                         if k != "TPUClusterResolver"})
+cluster_resolver = SimpleNamespace(TPUClusterResolver=_tpu.TPUClusterResolver)

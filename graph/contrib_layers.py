@@ -1,6 +1,7 @@
 """The most used `tf.contrib` names: `contrib.layers` functions (TF1's contrib, removed in TF2):
 `flatten`, `fully_connected` (variables `fully_connected/weights`, `…/biases`),
 `batch_norm` (over `layers.batch_normalization`; update ops in `GraphKeys.UPDATE_OPS`),
+`layer_norm` (variables `LayerNorm/beta`, `…/gamma`; epsilon 1e-12, contrib's),
 `variance_scaling_initializer` (contrib's formula: truncated normal with stddev
 sqrt(1.3 * factor / n), or uniform in ±sqrt(3 * factor / n)), and
 `contrib.seq2seq.sequence_loss` and `tile_batch`, `contrib.rnn.DeviceWrapper` (placement:
@@ -19,7 +20,8 @@ from .nn import dropout as _dropout, relu, sparse_softmax_cross_entropy_with_log
 from .variable_scope import layer_scope, layer_variable, regularize_output
 from .init_ops import compute_fans, glorot_uniform_initializer, zeros_initializer
 
-__all__ = ["flatten", "fully_connected", "batch_norm", "dropout", "variance_scaling_initializer",
+__all__ = ["flatten", "fully_connected", "batch_norm", "dropout", "layer_norm", "normalize",
+           "variance_scaling_initializer",
            "sequence_loss", "tile_batch", "DeviceWrapper", "map_and_batch", "HParams",
            "analyze_vars"]
 
@@ -49,6 +51,41 @@ def fully_connected(inputs, num_outputs, activation_fn=relu, normalizer_fn=None,
                                    zeros_initializer(), biases_regularizer, trainable)
         y = activation_fn(y) if activation_fn is not None else y
         return regularize_output(y, None)
+
+
+def normalize(x, gamma, beta, axes):
+    """(x - mean) / sqrt(var + eps) * gamma + beta over `axes`, contrib's layer norm (eps
+    1e-12, 1e-3 for float16)."""
+    from .nn import batch_normalization, moments
+    mean, variance = moments(x, axes, keep_dims=True)
+    eps = 1e-3 if np.dtype(x.dtype) == np.float16 else 1e-12
+    return batch_normalization(x, mean, variance, beta, gamma, eps)
+
+
+def layer_norm(inputs, center=True, scale=True, activation_fn=None, reuse=None,
+               variables_collections=None, outputs_collections=None, trainable=True,
+               begin_norm_axis=1, begin_params_axis=-1, scope=None):
+    """contrib.layers.layer_norm: normalised over the axes from begin_norm_axis on, then
+    times `gamma` (ones) plus `beta` (zeros) of shape inputs.shape[begin_params_axis:]."""
+    from .init_ops import ones_initializer
+    rank = inputs.ndim
+    if rank is None:
+        raise ValueError(f"Inputs {inputs.name} has undefined rank.")
+    norm_axis = begin_norm_axis + rank if begin_norm_axis < 0 else begin_norm_axis
+    if begin_params_axis >= rank or norm_axis >= rank:
+        raise ValueError(f"begin_params_axis ({begin_params_axis}) and begin_norm_axis "
+                         f"({norm_axis}) must be < rank(inputs) ({rank})")
+    params = tuple(inputs.shape[begin_params_axis:])
+    if None in params:
+        raise ValueError(f"Inputs {inputs.name}: shape(inputs)[{begin_params_axis}:] is not "
+                         f"fully defined: {inputs.shape}")
+    with layer_scope("LayerNorm", scope, reuse, inputs):
+        beta = layer_variable("beta", params, inputs.dtype, None, zeros_initializer(),
+                              trainable=trainable) if center else None
+        gamma = layer_variable("gamma", params, inputs.dtype, None, ones_initializer(),
+                               trainable=trainable) if scale else None
+        y = normalize(inputs, gamma, beta, list(range(norm_axis, rank)))
+        return activation_fn(y) if activation_fn is not None else y
 
 
 def dropout(inputs, keep_prob=0.5, noise_shape=None, is_training=True,
@@ -125,7 +162,8 @@ def tile_batch(t, multiplier, name=None):
     """Each batch entry repeated `multiplier` times in a row: (B, …) -> (B * multiplier, …),
     as beam search needs (a nested tuple of tensors is tiled entry by entry)."""
     if isinstance(t, (tuple, list)):
-        return type(t)(tile_batch(x, multiplier) for x in t)
+        parts = [tile_batch(x, multiplier) for x in t]
+        return type(t)(*parts) if hasattr(t, "_fields") else type(t)(parts)
     from .math_ops import expand_dims, reshape, tile
     rest = list(t.shape[1:])
     if None in rest:

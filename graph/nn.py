@@ -28,7 +28,7 @@ from .nn_dropout import dropout
 from . import rnn_cell
 from .init_ops import glorot_uniform_initializer, zeros_initializer
 from .select_ops import in_top_k, top_k
-from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_rnn
+from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_bidirectional_rnn, static_rnn
 from .math_ops import l2_normalize, named, old_names, reduce_mean, reduce_sum, squared_difference
 from .sampled import log_uniform_candidate_sampler, nce_loss, sampled_softmax_loss
 from .variable_scope import layer_scope, layer_variable, regularize_output
@@ -42,6 +42,7 @@ __all__ = ["relu", "gelu", "softmax", "log_softmax", "sigmoid", "tanh", "silu", 
            "batch_normalization",
            "embedding_lookup", "dropout", "layer_norm", "bias_add", "l2_loss", "dense",
            "rnn_cell", "static_rnn", "dynamic_rnn", "bidirectional_dynamic_rnn",
+           "static_bidirectional_rnn",
            "glorot_uniform_initializer", "nce_loss", "sampled_softmax_loss",
            "log_uniform_candidate_sampler", "batch_norm_with_global_normalization", "deconv2d"]
 

@@ -26,7 +26,8 @@ from .control_flow import IDENTITY, while_loop_stacked
 from .core import Tensor, constant
 from .variable_scope import variable_scope
 
-__all__ = ["static_rnn", "dynamic_rnn", "bidirectional_dynamic_rnn", "reverse_sequence"]
+__all__ = ["static_rnn", "dynamic_rnn", "bidirectional_dynamic_rnn", "static_bidirectional_rnn",
+           "reverse_sequence"]
 
 
 def _flatten(state):
@@ -61,8 +62,19 @@ def _initial(cell, initial_state, dtype, batch, what):
 
 
 def _keep_where(alive, new, old):
-    """Per example: the new value while its sequence runs, else the old one."""
-    return [ops.where(alive, n, o) for n, o in zip(new, old)]
+    """Per example (alive: (batch, 1)): the new state while its sequence runs, else the old
+    one. A scalar state (AttentionWrapper's time) and a part that declares
+    `passes_through` (its alignment history, TF1's TensorArray) are the new ones, as TF1's."""
+    if isinstance(new, tuple):
+        if getattr(new, "passes_through", False):
+            return new
+        parts = [_keep_where(alive, n, o) for n, o in zip(new, old)]
+        return type(new)(*parts) if hasattr(new, "_fields") else tuple(parts)
+    if new.ndim == 0:
+        return new
+    for _ in range(new.ndim - 2):
+        alive = ops.expand_dims(alive, axis=-1)
+    return ops.where(alive, new, old)
 
 
 def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=None, scope=None):
@@ -77,7 +89,7 @@ def static_rnn(cell, inputs, initial_state=None, dtype=None, sequence_length=Non
             if sequence_length is not None:
                 alive = ops.expand_dims(ops.lt(t, sequence_length), axis=1)
                 out = ops.where(alive, out, 0.0)
-                new = _pack(new, _keep_where(alive, _flatten(new), _flatten(state)))
+                new = _keep_where(alive, new, state)
             outputs.append(out)
             state = new
         return outputs, state
@@ -105,11 +117,11 @@ def dynamic_rnn(cell, inputs, sequence_length=None, initial_state=None, dtype=No
         def body(t, *st):
             old = _pack(state, st)
             out, new = cell(ops.take(x, t, axis=0), old)
-            new_flat = _flatten(new)
             if seq is not None:
                 alive = ops.expand_dims(ops.lt(t, seq), axis=1)
                 out = ops.where(alive, out, 0.0)
-                new_flat = _keep_where(alive, new_flat, list(st))
+                new = _keep_where(alive, new, old)
+            new_flat = _flatten(new)
             return (t + 1, *new_flat, out)       # out: stacked over the steps, as TF1's
                                                  # TensorArray
 
@@ -174,3 +186,30 @@ def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None,
                                         initial_state_bw, dtype, time_major=time_major,
                                         scope=bw)
         return (out_fw, rev(out_bw)), (st_fw, st_bw)
+
+
+def static_bidirectional_rnn(cell_fw, cell_bw, inputs, initial_state_fw=None,
+                             initial_state_bw=None, dtype=None, sequence_length=None,
+                             scope=None):
+    """(outputs, state_fw, state_bw) over a Python list of (batch, depth) inputs: each
+    output is [forward output, backward output] joined on the last axis; the backward cell
+    reads each sequence reversed (its first sequence_length steps), as TF1's."""
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        raise TypeError("static_bidirectional_rnn: inputs must be a non-empty list of "
+                        "(batch, depth) tensors")
+
+    def rev(xs):
+        if sequence_length is None:
+            return list(reversed(xs))
+        back = reverse_sequence(ops.stack(*xs, axis=0), sequence_length, seq_axis=0,
+                                batch_axis=1)
+        return [ops.take(back, np.int32(t), axis=0) for t in range(len(xs))]
+    with variable_scope(scope or "bidirectional_rnn"):
+        with variable_scope("fw") as fw:
+            out_fw, st_fw = static_rnn(cell_fw, inputs, initial_state_fw, dtype,
+                                       sequence_length, scope=fw)
+        with variable_scope("bw") as bw:
+            out_bw, st_bw = static_rnn(cell_bw, rev(list(inputs)), initial_state_bw, dtype,
+                                       sequence_length, scope=bw)
+    outputs = [ops.concat(f, b, axis=1) for f, b in zip(out_fw, rev(out_bw))]
+    return outputs, st_fw, st_bw

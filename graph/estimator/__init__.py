@@ -5,17 +5,17 @@ session-run hooks (the same classes as `train.*`, as TF 1.15 exports them in bot
 See estimator.py for what a call builds and runs, canned.py for the canned networks, and
 docs/tf1-compat.md ("Estimators") for what is and is not provided.
 """
-from ..contrib import ModeKeys
+from .spec import ModeKeys
 from ..hooks import (CheckpointSaverHook, CheckpointSaverListener, LoggingTensorHook,
                      NanLossDuringTrainingError, NanTensorHook, SessionRunArgs,
                      SessionRunContext, SessionRunHook, SessionRunValues, StopAtStepHook)
-from . import inputs
+from . import inputs, tpu
 from .canned import DNNClassifier, DNNRegressor, LinearClassifier, LinearRegressor
 from .estimator import Estimator
 from .spec import EstimatorSpec, RunConfig
 
 __all__ = ["Estimator", "EstimatorSpec", "RunConfig", "ModeKeys", "DNNClassifier",
-           "DNNRegressor", "LinearClassifier", "LinearRegressor", "inputs", "SessionRunHook",
+           "DNNRegressor", "LinearClassifier", "LinearRegressor", "inputs", "tpu", "SessionRunHook",
            "SessionRunArgs", "SessionRunContext",
            "SessionRunValues", "StopAtStepHook", "LoggingTensorHook", "NanTensorHook",
            "NanLossDuringTrainingError", "CheckpointSaverHook", "CheckpointSaverListener"]

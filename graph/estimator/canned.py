@@ -23,7 +23,7 @@ import numpy as np
 
 from dualgrad.ops.core import located
 
-from ..contrib import ModeKeys
+from .spec import ModeKeys
 from ..checks import assert_less, assert_non_negative
 from ..control_flow import identity
 from ..core import constant, control_dependencies

@@ -24,7 +24,7 @@ import numpy as np
 from dualgrad.ops.core import located
 
 from .. import tf_logging as logging
-from ..contrib import ModeKeys
+from .spec import ModeKeys
 from ..core import Graph
 from ..data import Dataset
 from ..errors import OutOfRangeError

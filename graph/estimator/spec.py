@@ -5,12 +5,18 @@ import collections
 
 from dualgrad.ops.core import located
 
-from ..contrib import ModeKeys
 from ..core import Node, Tensor
 from ..hooks import Scaffold, SessionRunHook
 from ..math_ops import reshape
 
 __all__ = ["EstimatorSpec", "RunConfig", "ModeKeys"]
+
+
+class ModeKeys:
+    """The mode an Estimator calls its model_fn in (tf.estimator.ModeKeys)."""
+    TRAIN, EVAL, PREDICT = "train", "eval", "infer"
+    INFER = PREDICT   # contrib.learn's name
+
 
 _MODES = (ModeKeys.TRAIN, ModeKeys.EVAL, ModeKeys.PREDICT)
 
@@ -161,6 +167,10 @@ class RunConfig:
         if "save_checkpoints_secs" in kwargs and "save_checkpoints_steps" not in kwargs \
                 and kwargs["save_checkpoints_secs"] is not None:
             values["save_checkpoints_steps"] = None
+        return self._copy_with(values)
+
+    def _copy_with(self, values):
+        """A RunConfig of these constructor values (a subclass adds what it keeps besides)."""
         return RunConfig(**values)
 
     def __repr__(self):

@@ -68,7 +68,7 @@ def _batches(n, batch_size, count):
 
 
 @pytest.mark.parametrize("module", ["hooks", "feature_column", "estimator.inputs",
-                                    "estimator.estimator", "monitored"])
+                                    "estimator.tpu", "estimator.estimator", "monitored"])
 def test_docstring_examples_run(module, tmp_path, monkeypatch):
     import doctest
     import importlib
