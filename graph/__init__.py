@@ -87,12 +87,15 @@ queue = _NS(FIFOQueue=FIFOQueue, PaddingFIFOQueue=PaddingFIFOQueue,   # tf.queue
             RandomShuffleQueue=RandomShuffleQueue, QueueBase=QueueBase)
 from .shapes import TensorShape as _TensorShape
 from . import estimator, feature_column
+from . import lookup as _lookup, nest  # noqa: E402 - tf.nest, the vocabulary tables
+from .lookup import tables_initializer  # noqa: E402
 python = _NS(framework=_NS(tensor_shape=_NS(TensorShape=_TensorShape, Dimension=Dimension,
                                             scalar=lambda: _TensorShape([])),
                            ops=_NS(convert_to_tensor=convert_to_tensor, name_scope=name_scope)),
               platform=_NS(gfile=gfile),   # tensorflow.python.*: the same objects as tf.*
               ops=_NS(array_ops=_NS(identity=identity, shape=shape),
                       math_ops=_NS(floor=floor), random_ops=_NS(random_uniform=random_uniform),
+                      lookup_ops=_lookup,
                       variables=_NS(Variable=Variable)))
 concat_v2 = concat   # TF 0.12's name
 compat = _NS(as_bytes=lambda s, encoding="utf-8": s.encode(encoding) if isinstance(s, str)
@@ -128,7 +131,7 @@ __all__ = [
     "initialize_all_variables", "all_variables", "decode_csv", "diag", "multinomial", "random_crop",
     "read_file", "FIFOQueue", "PaddingFIFOQueue", "QueueBase", "RandomShuffleQueue", "ReaderBase", "TextLineReader",
     "TFRecordReader", "WholeFileReader", "FixedLengthRecordReader", "random_shuffle", "count_up_to",
-    "estimator", "feature_column", "python", "concat_v2", "compat",
+    "estimator", "feature_column", "python", "concat_v2", "compat", "nest", "tables_initializer",
     "argsort", "boolean_mask", "einsum", "gather_nd", "sequence_mask", "slice", "sort", "strided_slice",
     "tensordot", "unique", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "image", "math", "random", "initializers", "linalg", "matrix_band_part",
     "matrix_transpose", "matrix_determinant", "matrix_inverse", "keras", "Summary", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",

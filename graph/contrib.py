@@ -27,9 +27,10 @@ from . import beam_search as _beam
 from . import legacy_seq2seq as _legacy
 from .estimator import tpu as _tpu
 from .estimator.spec import ModeKeys
+from . import lookup as _lookup, nest
 
 __all__ = ["rnn", "layers", "seq2seq", "legacy_seq2seq", "data", "training", "slim", "learn",
-           "tpu", "cluster_resolver"]
+           "tpu", "cluster_resolver", "lookup", "framework"]
 
 
 def _scale(what, scale):
@@ -116,3 +117,6 @@ learn = SimpleNamespace(ModeKeys=ModeKeys)
 tpu = SimpleNamespace(**{k: getattr(_tpu, k) for k in _tpu.__all__
                          if k != "TPUClusterResolver"})
 cluster_resolver = SimpleNamespace(TPUClusterResolver=_tpu.TPUClusterResolver)
+lookup = SimpleNamespace(**{k: getattr(_lookup, k) for k in _lookup.__all__
+                            if k != "tables_initializer"})
+framework = SimpleNamespace(nest=nest)

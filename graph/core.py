@@ -514,6 +514,7 @@ class GraphKeys:
     REGULARIZATION_LOSSES = "regularization_losses"
     WEIGHTS = "weights"
     QUEUE_RUNNERS = "queue_runners"   # train.QueueRunner objects, for start_queue_runners
+    TABLE_INITIALIZERS = "table_initializer"   # lookup tables' initializers (tables_initializer)
 
 
 def add_to_collection(name, value):
@@ -811,6 +812,9 @@ def constant(value, dtype=None, shape=None, name=None) -> Tensor:
         arr = arr.astype(dt)
     else:
         arr = np.asarray(value, dtype=None if dtype is None else as_dtype(dtype))
+    if arr.dtype.kind in "US":   # NOTE: TF's strings are bytes: "abc" is b"abc", as in TF
+        arr = np.array([v.encode() if isinstance(v, str) else bytes(v) for v in arr.ravel()],
+                       dtype=object).reshape(arr.shape)
     as_dtype(arr.dtype)
     if shape is not None:
         shape = tuple(int(d) for d in _norm_shape(shape))

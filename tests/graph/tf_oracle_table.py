@@ -298,7 +298,7 @@ EXCLUDED = {
          "initializers.variables", "losses.add_loss", "losses.get_losses",
          "losses.get_regularization_losses", "losses.get_regularization_loss",
          "losses.get_total_loss", "train.get_or_create_global_step", "train.get_global_step",
-         "train.global_step", "all_variables",
+         "train.global_step", "all_variables", "tables_initializer",
          "metrics.accuracy", "metrics.mean", "train.MonitoredTrainingSession", "device",
          "disable_eager_execution",
          "disable_v2_behavior", "executing_eagerly", "initialize_all_variables",
