@@ -89,10 +89,15 @@ from .shapes import TensorShape as _TensorShape
 from . import estimator, feature_column
 from . import lookup as _lookup, nest  # noqa: E402 - tf.nest, the vocabulary tables
 from .lookup import tables_initializer  # noqa: E402
+from . import tensor_util as _tensor_util  # noqa: E402
 python = _NS(framework=_NS(tensor_shape=_NS(TensorShape=_TensorShape, Dimension=Dimension,
                                             scalar=lambda: _TensorShape([])),
+                           tensor_util=_NS(constant_value=_tensor_util.constant_value),
+                           smart_cond=_NS(smart_cond=_tensor_util.smart_cond),
                            ops=_NS(convert_to_tensor=convert_to_tensor, name_scope=name_scope)),
               platform=_NS(gfile=gfile),   # tensorflow.python.*: the same objects as tf.*
+              layers=_NS(utils=_NS(smart_cond=_tensor_util.smart_cond,
+                                   constant_value=_tensor_util.constant_value)),
               ops=_NS(array_ops=_NS(identity=identity, shape=shape),
                       math_ops=_NS(floor=floor), random_ops=_NS(random_uniform=random_uniform),
                       lookup_ops=_lookup,

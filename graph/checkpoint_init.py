@@ -37,6 +37,7 @@ import numpy as np
 from dualgrad.ops.core import Spec
 
 from .core import get_default_graph, graph_op
+from .dtypes import as_dtype
 from .errors import NotFoundError
 from .saver import latest_checkpoint
 from .serialize import _paths, _read
@@ -146,3 +147,33 @@ def load_variable(ckpt_dir_or_file, name):
         raise NotFoundError(f"Key {name} not found in checkpoint {ckpt_dir_or_file} (it holds "
                             f"{sorted(stored)})")
     return np.array(stored[name])
+
+
+class CheckpointReader:
+    """What tf.train.NewCheckpointReader returns: the variables of one checkpoint."""
+
+    def __init__(self, ckpt_dir_or_file):
+        self._path = _prefix(ckpt_dir_or_file)
+        self._stored = _stored(self._path)
+
+    def get_variable_to_shape_map(self):
+        return {k: list(v.shape) for k, v in self._stored.items()}
+
+    def get_variable_to_dtype_map(self):
+        return {k: as_dtype(v.dtype) for k, v in self._stored.items()}
+
+    def has_tensor(self, name):
+        return name in self._stored
+
+    def get_tensor(self, name):
+        return load_variable(self._path, name)
+
+
+def NewCheckpointReader(filepattern):  # noqa: N802 - TF's name
+    """A reader of the checkpoint at `filepattern` (a Saver prefix or its directory)."""
+    return CheckpointReader(filepattern)
+
+
+def load_checkpoint(ckpt_dir_or_file):
+    """tf.train.load_checkpoint / contrib.framework.load_checkpoint: a CheckpointReader."""
+    return CheckpointReader(ckpt_dir_or_file)

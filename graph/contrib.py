@@ -27,7 +27,7 @@ from . import beam_search as _beam
 from . import legacy_seq2seq as _legacy
 from .estimator import tpu as _tpu
 from .estimator.spec import ModeKeys
-from . import lookup as _lookup, nest
+from . import checkpoint_init as _ckpt, lookup as _lookup, nest
 
 __all__ = ["rnn", "layers", "seq2seq", "legacy_seq2seq", "data", "training", "slim", "learn",
            "tpu", "cluster_resolver", "lookup", "framework"]
@@ -119,4 +119,6 @@ tpu = SimpleNamespace(**{k: getattr(_tpu, k) for k in _tpu.__all__
 cluster_resolver = SimpleNamespace(TPUClusterResolver=_tpu.TPUClusterResolver)
 lookup = SimpleNamespace(**{k: getattr(_lookup, k) for k in _lookup.__all__
                             if k != "tables_initializer"})
-framework = SimpleNamespace(nest=nest)
+framework = SimpleNamespace(nest=nest, list_variables=_ckpt.list_variables,
+                            load_checkpoint=_ckpt.load_checkpoint,
+                            load_variable=_ckpt.load_variable)

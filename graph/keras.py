@@ -1,4 +1,7 @@
-"""tf.keras as TF1 programs reach it for data only: `keras.datasets.mnist.load_data()`.
+"""tf.keras as TF1 programs reach it for data and initialisers only:
+`keras.datasets.mnist.load_data()`, and `keras.initializers.glorot_uniform()` and its kin
+passed to `tf.layers` (in tf.compat.v1 they are TF1's initializers, the same objects as
+`tf.glorot_uniform_initializer` and the rest).
 
 dualgrad has no Keras (no layers, models or fit()); `tf.keras.layers` and the rest are an
 AttributeError, and docs/tf1-compat.md says so. `load_data(path="mnist.npz")` reads Keras's
@@ -13,7 +16,9 @@ import types
 
 import numpy as np
 
-__all__ = ["datasets"]
+from . import init_ops as _init
+
+__all__ = ["datasets", "initializers"]
 
 MNIST_ORIGIN = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz"
 
@@ -39,3 +44,20 @@ mnist = types.ModuleType("dualgrad.graph.keras.datasets.mnist", "tf.keras.datase
 mnist.load_data = _mnist_load_data
 datasets = types.ModuleType("dualgrad.graph.keras.datasets", "tf.keras.datasets: mnist")
 datasets.mnist = mnist
+
+# NOTE: TF 1.x's tf.keras.initializers: TF1's initializer classes under Keras's names, where
+# their defaults are the same (Keras's RandomNormal, RandomUniform and TruncatedNormal draw
+# with a scale of 0.05, TF1's with 1: not provided rather than different)
+initializers = types.ModuleType("dualgrad.graph.keras.initializers", "tf.keras.initializers")
+for _name, _init_cls in {
+        "zeros": _init.zeros_initializer, "ones": _init.ones_initializer,
+        "constant": _init.constant_initializer, "variance_scaling": _init.variance_scaling_initializer,
+        "glorot_uniform": _init.glorot_uniform_initializer,
+        "glorot_normal": _init.glorot_normal_initializer, "he_normal": _init.he_normal,
+        "he_uniform": _init.he_uniform, "lecun_normal": _init.lecun_normal,
+        "lecun_uniform": _init.lecun_uniform}.items():
+    setattr(initializers, _name, _init_cls)
+for _name, _alias in (("Zeros", "zeros"), ("Ones", "ones"), ("Constant", "constant"),
+                      ("VarianceScaling", "variance_scaling"),
+                      ("GlorotUniform", "glorot_uniform"), ("GlorotNormal", "glorot_normal")):
+    setattr(initializers, _name, getattr(initializers, _alias))

@@ -17,6 +17,7 @@ placeholders[, feed shapes when optimised]).
 from __future__ import annotations
 
 import threading
+from collections import namedtuple
 import time
 
 import numpy as np
@@ -105,6 +106,15 @@ def _optimizer():
     return optimize if callable(optimize) else None   # NOTE: not the submodule of that name
 
 
+class DeviceAttributes(namedtuple("DeviceAttributes",
+                                  "name device_type memory_limit_bytes incarnation")):
+    """One entry of Session.list_devices() (TF's _DeviceAttributes)."""
+
+    def __repr__(self):
+        return (f"_DeviceAttributes({self.name}, {self.device_type}, "
+                f"{self.memory_limit_bytes}, {self.incarnation})")
+
+
 class Session:
     """`Session(graph=None, optimize=True, config=None, target="", *, memory_budget=None)`:
     a context manager with
@@ -162,6 +172,11 @@ class Session:
 
     def as_default(self):
         return _AsDefault(self)
+
+    def list_devices(self):
+        """The devices this Session runs on: the CPU, named as TF names it."""
+        return [DeviceAttributes("/job:localhost/replica:0/task:0/device:CPU:0", "CPU",
+                                 268435456, id(self) & 0x7FFFFFFFFFFFFFFF)]
 
     def close(self):
         self._closed = True

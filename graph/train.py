@@ -33,7 +33,8 @@ from .control_flow import group
 from .core import Tensor
 from .gradients import gradients
 from .saver import Saver, checkpoint_exists, get_checkpoint_state, latest_checkpoint
-from .checkpoint_init import init_from_checkpoint, list_variables, load_variable
+from .checkpoint_init import (NewCheckpointReader, init_from_checkpoint, list_variables,
+                              load_checkpoint, load_variable)
 from .monitored import ChiefSessionCreator, MonitoredSession, MonitoredTrainingSession
 from .hooks import (LoggingTensorHook, NanLossDuringTrainingError, NanTensorHook, Scaffold,
                     SessionRunArgs, SessionRunContext, SessionRunHook, SessionRunValues,
@@ -63,7 +64,8 @@ __all__ = ["ExponentialMovingAverage", "SummaryWriter", "Coordinator", "start_qu
            "get_or_create_global_step", "get_global_step", "global_step", "Saver", "latest_checkpoint",
            "get_checkpoint_state", "checkpoint_exists", "piecewise_constant", "polynomial_decay",
            "natural_exp_decay", "inverse_time_decay", "cosine_decay", "init_from_checkpoint",
-           "list_variables", "load_variable", "SessionRunHook", "SessionRunArgs",
+           "list_variables", "load_variable", "load_checkpoint", "NewCheckpointReader",
+           "SessionRunHook", "SessionRunArgs",
            "SessionRunContext", "SessionRunValues", "StopAtStepHook", "LoggingTensorHook",
            "NanTensorHook", "NanLossDuringTrainingError", "CheckpointSaverHook",
            "CheckpointSaverListener", "Scaffold", "MonitoredSession", "MonitoredTrainingSession",
