@@ -62,6 +62,9 @@ from . import image, math, random, initializers, linalg  # noqa: A004 - tf.math,
 from .linalg import band_part as matrix_band_part, det as matrix_determinant, matrix_transpose
 from . import onnx  # noqa: F401 - graph.onnx.export / load; the onnx package loads lazily
 from .serialize import load, restore, save
+from .graph_def import (AttrValue, GraphDef, MetaGraphDef, NameAttrList, NodeDef,
+                        make_ndarray, make_tensor_proto)
+from .graph_def_import import import_graph_def
 from .inspect import describe, to_dot
 from . import keras, summary
 from .summary import Summary
@@ -130,5 +133,7 @@ __all__ = [
     "argsort", "boolean_mask", "einsum", "gather_nd", "sequence_mask", "slice", "sort", "strided_slice",
     "tensordot", "unique", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "image", "math", "random", "initializers", "linalg", "matrix_band_part",
     "matrix_transpose", "matrix_determinant", "keras", "Summary", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
+    "AttrValue", "GraphDef", "MetaGraphDef", "NameAttrList", "NodeDef", "make_ndarray",
+    "make_tensor_proto", "import_graph_def",
     *_math_all, *_init_all, *_array_all, *_checks_all, *_scatter_all,
 ]
