@@ -65,6 +65,7 @@ from .serialize import load, restore, save
 from .graph_def import (AttrValue, GraphDef, MetaGraphDef, NameAttrList, NodeDef,
                         make_ndarray, make_tensor_proto)
 from .graph_def_import import import_graph_def
+from .freeze import convert_variables_to_constants as _freeze_to_graph_def
 from .inspect import describe, to_dot
 from . import keras, summary
 from .summary import Summary
@@ -90,11 +91,14 @@ from .shapes import TensorShape as _TensorShape
 from . import estimator, feature_column
 python = _NS(framework=_NS(tensor_shape=_NS(TensorShape=_TensorShape, Dimension=Dimension,
                                             scalar=lambda: _TensorShape([])),
-                           ops=_NS(convert_to_tensor=convert_to_tensor, name_scope=name_scope)),
+                           ops=_NS(convert_to_tensor=convert_to_tensor, name_scope=name_scope),
+                           graph_util=_NS(convert_variables_to_constants=_freeze_to_graph_def,
+                                          import_graph_def=import_graph_def)),
               platform=_NS(gfile=gfile),   # tensorflow.python.*: the same objects as tf.*
               ops=_NS(array_ops=_NS(identity=identity, shape=shape),
                       math_ops=_NS(floor=floor), random_ops=_NS(random_uniform=random_uniform),
                       variables=_NS(Variable=Variable)))
+graph_util = python.framework.graph_util   # tf.graph_util
 concat_v2 = concat   # TF 0.12's name
 compat = _NS(as_bytes=lambda s, encoding="utf-8": s.encode(encoding) if isinstance(s, str)
              else bytes(s),
@@ -134,6 +138,6 @@ __all__ = [
     "tensordot", "unique", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "image", "math", "random", "initializers", "linalg", "matrix_band_part",
     "matrix_transpose", "matrix_determinant", "keras", "Summary", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
     "AttrValue", "GraphDef", "MetaGraphDef", "NameAttrList", "NodeDef", "make_ndarray",
-    "make_tensor_proto", "import_graph_def",
+    "make_tensor_proto", "import_graph_def", "graph_util",
     *_math_all, *_init_all, *_array_all, *_checks_all, *_scatter_all,
 ]

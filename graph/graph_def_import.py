@@ -188,7 +188,14 @@ def _split_v(n, x, sizes, axis):
     return math_ops.split(x, n.ints(1, "size_splits"), axis=n.ints(2, "axis")[0])
 
 
+def _tf_variable(n, *ins):
+    n.fail("a TF variable: its value lives in a TF checkpoint, which dualgrad does not read. "
+           "Freeze the model in TF (graph_util.convert_variables_to_constants) and import "
+           "the frozen GraphDef")
+
+
 RULES = {
+    "VariableV2": _tf_variable, "Variable": _tf_variable, "VarHandleOp": _tf_variable,
     "Identity": _unary(identity), "StopGradient": _unary(identity),
     "Snapshot": _unary(identity), "NoOp": lambda n: no_op(),
     "PlaceholderWithDefault": lambda n, x: array_ops.placeholder_with_default(
