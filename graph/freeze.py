@@ -2,7 +2,8 @@
 
 TF1's `graph_util.convert_variables_to_constants`: what is needed to compute `outputs` from
 `inputs` is copied into a new graph, each variable becomes a constant holding its value in
-`session`, `identity`/`stop_gradient` nodes are dropped. A placeholder the outputs need but
+`session`, `identity`/`stop_gradient` nodes are dropped, graph-only ops whose kernel reads
+no session state (`shape`, `fill`, `range`, ...) are copied. A placeholder the outputs need but
 that is not among the inputs, or a node that only makes sense while training (an
 assignment, a random draw, a loop), is an error naming the node and the line that built it.
 
@@ -28,6 +29,7 @@ from dualgrad.ops.core import ShapeError, Spec, where_str
 
 from .control_flow import identity
 from .core import Graph, op_by_name
+from .plan import node_kernel
 
 __all__ = ["freeze", "FreezeError", "describe_node", "convert_variables_to_constants"]
 
@@ -89,6 +91,8 @@ def _copy(g, n, ins, stop, session):
         return _const(g, n, np.array(session.run(n.outputs[0]), copy=True), None)
     if n.op.inference_identity:
         return ins[0]
+    if len(n.outputs) == 1 and n.op.kernel is None and not node_kernel(n)[1]:
+        return _node(g, n, ins, n.attrs, [n.outputs[0].spec])   # shape, fill, range, ...
     if n.op.kernel is None or len(n.outputs) != 1:
         raise FreezeError(f"freeze: {describe_node(n)} cannot be part of an inference graph")
     try:

@@ -130,7 +130,7 @@ class GraphDef(Message):
     >>> GraphDef.FromString(gd.SerializeToString()).node[0].attr["dtype"].type
     1
     """
-    FIELDS = {"node": (1, NodeDef, "repeated"), "library": (2, "bytes", ""),
+    FIELDS = {"node": (1, NodeDef, "repeated"), "library": (2, "raw", ""),
               "version": (3, "int32", ""), "versions": (4, VersionDef, "")}
 
 

@@ -23,6 +23,7 @@ import collections
 
 import numpy as np
 
+from dualgrad import ops
 from dualgrad.ops.core import ShapeError
 
 from . import array_ops, math_ops, nn, select_ops
@@ -188,6 +189,23 @@ def _split_v(n, x, sizes, axis):
     return math_ops.split(x, n.ints(1, "size_splits"), axis=n.ints(2, "axis")[0])
 
 
+def _extract_patches(n, x):
+    """NHWC patches (N, oh, ow, kh*kw*C), (i, j, c) order, from ops.unfold's channel-major
+    columns (N, C*kh*kw, oh*ow)."""
+    (_, kh, kw, _), (_, sh, sw, _), (_, dh, dw, _) = (n.attr(k) for k in ("ksizes", "strides",
+                                                                           "rates"))
+    c = x.shape[3]
+    if n.attr("padding") == "SAME":
+        ek = ((kh - 1) * dh + 1, (kw - 1) * dw + 1)
+        pads = nn._pads("SAME", x.shape[1:3], ek, (sh, sw), x.shape, "ExtractImagePatches")
+        x = math_ops.pad(x, [(0, 0), *pads, (0, 0)])
+    cols = ops.unfold(math_ops.transpose(x, [0, 3, 1, 2]), (kh, kw), (sh, sw), 0, (dh, dw))
+    oh = (x.shape[1] - (kh - 1) * dh - 1) // sh + 1
+    ow = (x.shape[2] - (kw - 1) * dw - 1) // sw + 1
+    cols = math_ops.transpose(math_ops.reshape(cols, [-1, c, kh * kw, oh * ow]), [0, 3, 2, 1])
+    return math_ops.reshape(cols, [-1, oh, ow, kh * kw * c])
+
+
 def _tf_variable(n, *ins):
     n.fail("a TF variable: its value lives in a TF checkpoint, which dualgrad does not read. "
            "Freeze the model in TF (graph_util.convert_variables_to_constants) and import "
@@ -223,6 +241,7 @@ RULES = {
     "Floor": _unary(math_ops.floor), "Reciprocal": _unary(math_ops.reciprocal),
     "Erf": _unary(math_ops.erf),
     "Conv2D": _conv2d, "DepthwiseConv2dNative": _depthwise,
+    "ExtractImagePatches": _extract_patches,
     "MaxPool": _pool(nn.max_pool), "AvgPool": _pool(nn.avg_pool),
     "FusedBatchNorm": _fused_batch_norm, "FusedBatchNormV2": _fused_batch_norm,
     "FusedBatchNormV3": _fused_batch_norm,

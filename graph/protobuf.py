@@ -4,7 +4,8 @@ tensor.proto, meta_graph.proto in graph/graph_def.py). No protobuf package at ru
 
 A message class declares its fields in one table, `FIELDS = {name: (number, kind, label)}`:
 kind is a scalar kind (`"int64"`, `"int32"`, `"uint64"`, `"bool"`, `"enum"`, `"float"`,
-`"double"`, `"string"`, `"bytes"`), or a Message subclass; label is `""` (singular),
+`"double"`, `"string"`, `"bytes"`; `"raw"`: a submessage kept as its bytes), or a Message
+subclass; label is `""` (singular),
 `"repeated"`, `"packed"` (a repeated number, written packed as proto3 does) or `"map"`
 (string keys; kind is the value's). Fields named in `ONEOF` are one choice, as protobuf's
 `oneof value`. Reading checks every length against the buffer, so a crafted or truncated
@@ -104,7 +105,7 @@ _FIXED = {"float": ("<f", 5), "double": ("<d", 1)}
 _VARINT = {"int64": lambda v: signed(v), "int32": lambda v: signed(v, 32),
            "uint64": lambda v: v, "uint32": lambda v: v & 0xFFFFFFFF,
            "enum": lambda v: signed(v, 32), "bool": bool}
-_DEFAULT = {"string": "", "bytes": b"", "bool": False, "float": 0.0, "double": 0.0}
+_DEFAULT = {"string": "", "bytes": b"", "raw": b"", "bool": False, "float": 0.0, "double": 0.0}
 
 
 def _decode(kind, wire, value, name):
@@ -124,7 +125,7 @@ def _decode(kind, wire, value, name):
             return value.decode("utf-8")
         except UnicodeDecodeError:
             raise DecodeError(f"field {name!r}: string is not valid UTF-8") from None
-    if kind == "bytes":
+    if kind in ("bytes", "raw"):
         return value
     return kind.FromString(value)
 
@@ -150,7 +151,7 @@ def _encode(kind, v):
         return _FIXED[kind][1], struct.pack(_FIXED[kind][0], float(v))
     if kind == "string":
         return 2, v.encode("utf-8")
-    if kind == "bytes":
+    if kind in ("bytes", "raw"):
         return 2, bytes(v)
     return 2, v.SerializeToString()
 
@@ -251,8 +252,10 @@ class Message:
         v = getattr(self, name)
         if label or name in self.ONEOF:
             return bool(v) if label else self.WhichOneof("value") == name
+        if name in self._present and (isinstance(kind, type) or kind == "raw"):
+            return True
         if isinstance(kind, type):
-            return name in self._present or bool(v.ListFields())
+            return bool(v.ListFields())
         return v != self._empty(kind, label)
 
     def CopyFrom(self, other):  # noqa: N802
@@ -344,6 +347,11 @@ def _text_value(name, kind, v, indent, owner):
         yield f"{pad}{name} {{\n"
         yield from v._text(indent + 1)
         yield f"{pad}}}\n"
+    elif kind == "raw":
+        if v:
+            raise ValueError(f"{type(owner).__name__}.{name}: a submessage dualgrad keeps as "
+                             f"bytes cannot be written in text format")
+        yield f"{pad}{name} {{\n{pad}}}\n"
     elif kind == "enum":
         yield f"{pad}{name}: {owner.enum_name(name, v)}\n"
     elif kind == "bool":

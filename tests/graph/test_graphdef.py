@@ -1,0 +1,305 @@
+"""TF's GraphDef files, with real tf.compat.v1 as the oracle both ways: models built and
+frozen in TF (convert_variables_to_constants) run in dualgrad after GraphDef.ParseFromString
++ import_graph_def with TF's outputs; dualgrad graphs written with as_graph_def run in TF's
+import_graph_def with dualgrad's outputs; the messages' bytes and text read in both.
+"""
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tensorflow")
+
+from dualgrad import graph as dg  # noqa: E402
+from dualgrad.graph.graph_def import MAX_TENSOR_BYTES, shape_proto  # noqa: E402
+from dualgrad.graph.graph_def_import import GraphDefError  # noqa: E402
+from dualgrad.graph.protobuf import DecodeError  # noqa: E402
+
+from . import tf_oracle as O  # noqa: E402
+
+RNG = np.random.default_rng(7)
+IMAGES = RNG.standard_normal((2, 8, 8, 3)).astype(np.float32)
+SEQ = RNG.standard_normal((2, 5, 3)).astype(np.float32)
+ROWS = RNG.standard_normal((4, 6)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def tf():
+    return O.load_tf()
+
+
+def _init(tf1, shape):
+    return tf1.constant_initializer(RNG.standard_normal(shape).astype(np.float32))
+
+
+def _cnn(tf1):
+    x = tf1.placeholder(tf1.float32, (None, 8, 8, 3), name="input")
+    w = tf1.get_variable("w", (3, 3, 3, 4), initializer=_init(tf1, (3, 3, 3, 4)))
+    h = tf1.nn.relu(tf1.nn.bias_add(tf1.nn.conv2d(x, w, [1, 1, 1, 1], "SAME"),
+                                    tf1.get_variable("b", (4,), initializer=_init(tf1, (4,)))))
+    stats = [tf1.get_variable(n, (4,), initializer=tf1.constant_initializer(v))
+             for n, v in (("g", 1.5), ("beta", 0.1), ("mean", 0.2), ("var", 2.0))]
+    h, _, _ = tf1.nn.fused_batch_norm(h, *stats, epsilon=1e-3, is_training=False)
+    dw = tf1.get_variable("dw", (3, 3, 4, 2), initializer=_init(tf1, (3, 3, 4, 2)))
+    h = tf1.nn.relu6(tf1.nn.depthwise_conv2d(h, dw, [1, 2, 2, 1], "VALID"))
+    h = tf1.nn.max_pool(tf1.pad(h, [[0, 0], [1, 1], [1, 1], [0, 0]]), [1, 2, 2, 1],
+                        [1, 2, 2, 1], "SAME")
+    h = tf1.nn.avg_pool(h, [1, 2, 2, 1], [1, 1, 1, 1], "VALID")
+    h = tf1.reshape(h, [-1, int(np.prod(h.shape[1:]))])
+    d = tf1.get_variable("d", (h.shape[1], 5), initializer=_init(tf1, (h.shape[1], 5)))
+    logits = tf1.matmul(h, d)
+    y = tf1.nn.softmax(logits, name="output")
+    tf1.argmax(y, 1, name="cls")
+    tf1.reduce_mean(tf1.sigmoid(tf1.transpose(logits)), axis=0, keepdims=True, name="mean")
+    return ["output", "cls", "mean"]
+
+
+def _rnn(tf1):
+    r = tf1.placeholder(tf1.float32, (None, 5, 3), name="seq")
+    cell = tf1.nn.rnn_cell.BasicRNNCell(4)
+    _, state = tf1.nn.static_rnn(cell, tf1.unstack(r, axis=1), dtype=tf1.float32)
+    z = tf1.squeeze(tf1.expand_dims(state, 1), [1])
+    tf1.identity(tf1.concat([z, tf1.tanh(z) * 2.0 - 1.0], 1), name="rnn_out")
+    return ["rnn_out"]
+
+
+def _frozen_in_tf(tf, build):
+    """build(tf1) -> output node names; TF's frozen GraphDef bytes and TF's outputs."""
+    tf1 = tf.compat.v1
+    g = tf.Graph()
+    with g.as_default():
+        names = build(tf1)
+        with tf1.Session(graph=g) as s:
+            s.run(tf1.global_variables_initializer())
+            frozen = tf1.graph_util.convert_variables_to_constants(s, g.as_graph_def(), names)
+    data = frozen.SerializeToString()
+    return data, names, _run_tf(tf, data, names)
+
+
+def _feeds(names):
+    return {k: v for k, v in (("input:0", IMAGES), ("seq:0", SEQ), ("x:0", ROWS))
+            if k.split(":")[0] in names}
+
+
+def _run_tf(tf, data, fetches):
+    tf1 = tf.compat.v1
+    g = tf.Graph()
+    with g.as_default():
+        gd = tf1.GraphDef()
+        gd.ParseFromString(data)
+        tf1.import_graph_def(gd, name="")
+        with tf1.Session(graph=g) as s:
+            return s.run([f + ":0" for f in fetches], _feeds({n.name for n in gd.node}))
+
+
+def _run_dg(data, fetches, optimize=False):
+    g = dg.Graph()
+    with g.as_default():
+        gd = dg.GraphDef()
+        gd.ParseFromString(data)
+        dg.import_graph_def(gd, name="")
+        with dg.Session(graph=g, optimize=optimize) as s:
+            return s.run([f + ":0" for f in fetches], _feeds({n.name for n in gd.node}))
+
+
+def _same(expected, got, rtol=1e-5):
+    for a, b in zip(expected, got):
+        assert a.dtype == b.dtype and a.shape == b.shape, (a.dtype, b.dtype, a.shape, b.shape)
+        np.testing.assert_allclose(b, a, rtol=rtol, atol=1e-6)
+
+
+@pytest.mark.parametrize("build", [_cnn, _rnn], ids=["cnn", "rnn"])
+def test_tf_frozen_graph_runs_in_dualgrad_with_tf_outputs(tf, build):
+    data, names, expected = _frozen_in_tf(tf, build)
+    for optimize in (False, True):
+        _same(expected, _run_dg(data, names, optimize))
+
+
+def test_import_name_input_map_and_return_elements(tf):
+    data, names, expected = _frozen_in_tf(tf, _rnn)
+    gd = dg.GraphDef.FromString(data)
+    with dg.Graph().as_default() as g:
+        seq = dg.placeholder(dg.float32, (None, 5, 3), name="my_seq")
+        out, op = dg.import_graph_def(gd, input_map={"seq:0": seq},
+                                      return_elements=["rnn_out:0", "rnn_out"])
+        assert out.name == "import/rnn_out:0" and op.name == "import/rnn_out"
+        assert g.get_tensor_by_name("import/rnn_out:0") is out
+        with dg.Session() as s:
+            _same(expected, [s.run(out, {seq: SEQ})])
+        dg.import_graph_def(gd)                       # a second import: 'import_1/...'
+        assert g.get_operation_by_name("import_1/rnn_out").type == "identity"
+        with pytest.raises(GraphDefError, match="not found in graph_def: .'nope:0'"):
+            dg.import_graph_def(gd, input_map={"nope:0": seq})
+
+
+def _dg_model():
+    g = dg.Graph()
+    with g.as_default():
+        x = dg.placeholder(dg.float32, (None, 8, 8, 3), name="input")
+        w = dg.Variable(RNG.standard_normal((3, 3, 3, 4)).astype(np.float32), name="w")
+        h = dg.nn.relu(dg.nn.conv2d(x, w, [1, 1, 1, 1], "SAME"))
+        h = dg.nn.max_pool(h, [1, 3, 3, 1], [1, 2, 2, 1], "SAME")
+        h = dg.nn.avg_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
+        h = dg.nn.conv2d(h, RNG.standard_normal((2, 2, 4, 5)).astype(np.float32),
+                         [1, 2, 2, 1], "VALID")
+        h = dg.reshape(h, [-1, 5])
+        v = dg.Variable(RNG.standard_normal((5, 3)).astype(np.float32), name="v")
+        y = dg.nn.softmax(dg.matmul(h, v), name="output")
+        dg.argmax(y, 1, name="cls")
+        n = dg.cast(dg.shape(x)[0], dg.float32)
+        dg.identity(dg.reduce_mean(y[:, 1:], axis=1) * n - dg.tanh(y[:, 0]), name="mean")
+        loss = dg.reduce_sum(y * y)
+        dg.train.GradientDescentOptimizer(0.1).minimize(loss)
+    return g
+
+
+def test_dualgrad_graph_runs_in_tf_after_freezing(tf, tmp_path):
+    g = _dg_model()
+    names = ["output", "cls", "mean"]
+    with g.as_default(), dg.Session(graph=g) as s:
+        s.run(dg.global_variables_initializer())
+        expected = s.run([n + ":0" for n in names], {"input:0": IMAGES})
+        frozen = dg.graph_util.convert_variables_to_constants(s, g.as_graph_def(), names)
+    assert not [n.op for n in frozen.node if n.op.startswith("dualgrad.")]
+    path = dg.train.write_graph(frozen, str(tmp_path), "frozen.pb", as_text=False)
+    with open(path, "rb") as f:
+        data = f.read()
+    _same(expected, _run_tf(tf, data, names))
+    _same(expected, _run_dg(data, names, optimize=True))
+    text = dg.train.write_graph(frozen, str(tmp_path), "frozen.pbtxt")
+    from google.protobuf import text_format
+    with open(text) as f:
+        assert text_format.Parse(f.read(), tf.compat.v1.GraphDef()) == \
+            tf.compat.v1.GraphDef.FromString(data)
+
+
+def test_training_graph_writes_every_node_and_names_what_tf_cannot_run():
+    gd = _dg_model().as_graph_def()
+    ops = {n.op for n in gd.node}
+    assert {"VariableV2", "Assign", "Conv2D"} - ops == {"Conv2D"}   # conv2d is unfold + matmul
+    unsupported = sorted(op for op in ops if op.startswith("dualgrad."))
+    assert unsupported, "the optimizer's gradient internals have no TF op"
+    with dg.Graph().as_default(), pytest.raises(GraphDefError, match=r"node 'w' \(VariableV2\)"):
+        dg.import_graph_def(gd)
+
+
+def test_messages_read_tf_bytes_and_tf_reads_theirs(tf):
+    data, _, _ = _frozen_in_tf(tf, _cnn)
+    ours = dg.GraphDef.FromString(data)
+    theirs = tf.compat.v1.GraphDef.FromString(data)
+    for n in theirs.node:
+        n.ClearField("experimental_type")      # NOTE: not read (docs: tf1-compat)
+    assert tf.compat.v1.GraphDef.FromString(ours.SerializeToString()) == theirs
+    from google.protobuf import text_format
+    assert text_format.Parse(str(ours), tf.compat.v1.GraphDef()) == theirs
+    for a, b in zip(ours.node, theirs.node):
+        if a.op == "Const":
+            np.testing.assert_array_equal(dg.make_ndarray(a.attr["value"].tensor),
+                                          tf.make_ndarray(b.attr["value"].tensor))
+    for v in (np.float16([1.5, -2]), np.int64([[1 << 40]]), np.array([b"a", b"\xff"]),
+              np.array(True), np.complex64([1 + 2j])):
+        t = dg.make_tensor_proto(v)
+        tf_proto = type(tf.make_tensor_proto(0))
+        np.testing.assert_array_equal(tf.make_ndarray(
+            tf_proto.FromString(t.SerializeToString())), v)
+        np.testing.assert_array_equal(dg.make_ndarray(
+            type(t).FromString(tf.make_tensor_proto(v).SerializeToString())), v)
+
+
+def test_import_meta_graph_of_a_dualgrad_checkpoint(tmp_path):
+    prefix = str(tmp_path / "model")
+    with dg.Graph().as_default():
+        w = dg.Variable(np.arange(3, dtype=np.float32), name="w")
+        dg.reduce_sum(w * 2.0, name="y")
+        with dg.Session() as s:
+            s.run(dg.global_variables_initializer())
+            s.run(dg.assign(w, [1.0, 2.0, 4.0]))
+            dg.train.Saver().save(s, prefix, global_step=3)
+    with dg.Graph().as_default() as g:
+        saver = dg.train.import_meta_graph(prefix + "-3.meta")
+        with dg.Session() as s:
+            saver.restore(s, prefix + "-3")
+            assert s.run(g.get_tensor_by_name("y:0")) == 14.0
+        with pytest.raises(dg.errors.GraphFileError, match="duplicate node name 'w/"):
+            dg.train.import_meta_graph(prefix + "-3.meta")
+
+
+def test_import_meta_graph_of_tf_says_its_variables_cannot_be_restored(tf, tmp_path):
+    tf1 = tf.compat.v1
+    path = str(tmp_path / "tf.meta")
+    with tf.Graph().as_default():
+        x = tf1.placeholder(tf1.float32, (None, 2), name="x")
+        tf1.matmul(x, tf1.Variable(np.ones((2, 2), np.float32), name="w"), name="y")
+        tf1.train.export_meta_graph(path)
+    with dg.Graph().as_default():
+        with pytest.raises(dg.errors.GraphFileError, match="node 'w' .(VarHandleOp|VariableV2).: a TF "
+                                                          "variable.*TF checkpoint"):
+            dg.train.import_meta_graph(path)
+    with tf.Graph().as_default():
+        tf1.nn.relu(tf1.placeholder(tf1.float32, (2,), name="x"), name="y")
+        tf1.train.export_meta_graph(path)
+    with dg.Graph().as_default() as g:
+        assert dg.train.import_meta_graph(path) is None
+        with dg.Session() as s:
+            np.testing.assert_array_equal(s.run("y:0", {"x:0": [-1.0, 3.0]}), [0.0, 3.0])
+
+
+def _graph_def(*nodes):
+    gd = dg.GraphDef()
+    for name, op, inputs, attrs in nodes:
+        nd = gd.node.add(name=name, op=op, input=inputs)
+        for k, v in attrs.items():
+            nd.attr[k].CopyFrom(v)
+    return gd
+
+
+F32 = {"dtype": dg.AttrValue(type=1)}
+
+
+@pytest.mark.parametrize("nodes, message", [
+    ([("x", "Placeholder", [], F32), ("y", "LRN", ["x"], {})],
+     r"node 'y' \(LRN\): op type 'LRN' is not supported"),
+    ([("x", "Placeholder", [], F32), ("y", "dualgrad.slice_grad", ["x"], {})],
+     r"node 'y' \(dualgrad.slice_grad\): op type 'dualgrad.slice_grad' is not supported"),
+    ([("x", "Relu", ["y"], {}), ("y", "Relu", ["x"], {})], "part of a cycle"),
+    ([("x", "Relu", ["nothere"], {})], "input 'nothere', which is not in the graph_def"),
+    ([("x", "Placeholder", [], F32), ("x", "Relu", ["x"], {})], "two nodes are named 'x'"),
+    ([("x", "Placeholder", [], F32), ("y", "Relu", ["x:3"], {})], "reads output 3 of node"),
+    ([("c", "Const", [], {"dtype": dg.AttrValue(type=1), "value": dg.AttrValue(
+        tensor=dg.make_tensor_proto(np.float32(1.0), shape=None))}),
+      ("x", "Placeholder", [], F32),
+      ("b", "FusedBatchNormV3", ["x", "c", "c", "c", "c"], {"is_training": dg.AttrValue(b=True)})],
+     "is_training=True"),
+    ([("x", "Placeholder", [], F32), ("s", "Placeholder", [], {"dtype": dg.AttrValue(type=3),
+                                           "shape": dg.AttrValue(shape=shape_proto((2,)))}),
+      ("y", "Reshape", ["x", "s"], {}), ("z", "ExpandDims", ["x", "s"], {})],
+     r"node 'z' \(ExpandDims\): input 1 \(dim\) must be a constant"),
+])
+def test_import_errors_name_the_node(nodes, message):
+    with dg.Graph().as_default(), pytest.raises(GraphDefError, match=message):
+        dg.import_graph_def(_graph_def(*nodes))
+
+
+def test_crafted_constants_are_refused_before_allocation():
+    t = dg.make_tensor_proto(np.float32([1.0]))
+    t.tensor_content = b""
+    t.float_val = [1.0]
+    t.tensor_shape = shape_proto((1 << 20, 1 << 20))    # one value repeated: 4 TiB
+    gd = _graph_def(("c", "Const", [], {"dtype": dg.AttrValue(type=1),
+                                        "value": dg.AttrValue(tensor=t)}))
+    with dg.Graph().as_default(), pytest.raises(GraphDefError, match=f"{MAX_TENSOR_BYTES}"):
+        dg.import_graph_def(gd)
+    data = gd.SerializeToString()
+    for cut in (1, 7, len(data) // 2, len(data) - 1):
+        with pytest.raises(DecodeError, match="truncated"):
+            dg.GraphDef.FromString(data[:cut])
+    with pytest.raises(DecodeError, match="longer than 10 bytes"):
+        dg.GraphDef.FromString(b"\x08" + b"\xff" * 11)
+
+
+def test_graph_def_docs_example_file_names(tmp_path):
+    g = _dg_model()
+    path = dg.train.write_graph(g, str(tmp_path / "logs"), "graph.pbtxt")
+    assert path == os.path.join(str(tmp_path / "logs"), "graph.pbtxt")
+    with open(path) as f:
+        assert 'op: "VariableV2"' in f.read()
