@@ -2,7 +2,8 @@
 over graph/protobuf.py, byte-compatible with TF's graph.proto, node_def.proto,
 attr_value.proto, tensor.proto, tensor_shape.proto and meta_graph.proto for the fields listed
 here (others, such as a node's debug info or a MetaGraphDef's signatures, are skipped when
-read and not written). `make_tensor_proto` / `make_ndarray` convert TensorProtos.
+read and not written). `make_tensor_proto` / `make_ndarray` convert TensorProtos; a value TF's format lets a file
+repeat (one float for a whole shape) is refused past `MAX_TENSOR_BYTES`, before allocation.
 
 >>> import numpy as np
 >>> t = make_tensor_proto(np.arange(3, dtype=np.int32))
@@ -20,7 +21,7 @@ __all__ = ["GraphDef", "NodeDef", "AttrValue", "NameAttrList", "TensorProto",
            "make_ndarray", "DecodeError", "MAX_TENSOR_BYTES", "DTYPES", "dtype_code",
            "dtype_name"]
 
-MAX_TENSOR_BYTES = 1 << 30   # a constant a file may make from a few bytes (a repeated value)
+MAX_TENSOR_BYTES = 1 << 28   # 256 MiB: a constant a file may make by repeating its values
 
 # DataType enum (types.proto): code -> (name, NumPy dtype or None where NumPy has none)
 DTYPES = {1: ("DT_FLOAT", np.float32), 2: ("DT_DOUBLE", np.float64), 3: ("DT_INT32", np.int32),
@@ -180,9 +181,6 @@ def make_ndarray(tensor: TensorProto, what="tensor"):
     if None in shape:
         raise ValueError(f"{what}: a constant of unknown dimension {shape}")
     count = int(np.prod(shape, dtype=object))
-    if count * max(dt.itemsize, 1) > MAX_TENSOR_BYTES:
-        raise ValueError(f"{what}: a constant of shape {shape} {dt} is over the limit of "
-                         f"{MAX_TENSOR_BYTES} bytes")
     if tensor.tensor_content and dt != object:
         if len(tensor.tensor_content) != count * dt.itemsize:
             raise ValueError(f"{what}: tensor_content holds {len(tensor.tensor_content)} "
@@ -192,6 +190,9 @@ def make_ndarray(tensor: TensorProto, what="tensor"):
     values = _values(tensor, dt)
     if len(values) > count:
         raise ValueError(f"{what}: {len(values)} values for shape {shape}")
+    if len(values) < count and count * max(dt.itemsize, 1) > MAX_TENSOR_BYTES:
+        raise ValueError(f"{what}: {len(values)} values repeated to shape {shape} {dt} would "
+                         f"be over the limit of {MAX_TENSOR_BYTES} bytes")
     if dt == object:
         out = np.empty(count, object)
         out[:len(values)] = values

@@ -305,6 +305,8 @@ class Message:
     def _read_field(self, name, wire, value):
         _, kind, label = self.FIELDS[name]
         if label == "map":
+            if wire != 2:
+                raise DecodeError(f"field {name!r}: wire type {wire}, expected a map entry")
             parts = {n: (w, v) for n, w, v in fields(value)}
             key = _decode("string", *parts.get(1, (2, b"")), name)
             getattr(self, name)[key] = _decode(kind, *parts[2], name) if 2 in parts \
