@@ -29,7 +29,7 @@ from dualgrad.ops.core import ShapeError
 from . import array_ops, math_ops, nn, select_ops
 from .control_flow import identity, no_op
 from .core import Tensor, constant, get_default_graph, placeholder
-from .graph_def import GraphDef, make_ndarray, numpy_dtype, shape_of
+from .graph_def import MAX_TENSOR_BYTES, GraphDef, make_ndarray, numpy_dtype, shape_of
 
 __all__ = ["import_graph_def", "RULES", "GraphDefError"]
 
@@ -73,10 +73,16 @@ class _Node:
 
     def const(self, i, what):
         """The value of input i, which must be computed from constants only."""
-        value = self.importer.values.get(self.refs[i])
+        value = self.importer.value(self.refs[i], self.inputs[i])
         if value is None:
             self.fail(f"input {i} ({what}) must be a constant; it is {self.refs[i]!r}")
         return value
+
+    def known(self, i, t):
+        """Input i's value when constants compute it (so a shape is known at build time),
+        else the tensor t."""
+        value = self.importer.value(self.refs[i], t)
+        return t if value is None else value.tolist()
 
     def ints(self, i, what):
         return [int(v) for v in np.ravel(self.const(i, what))]
@@ -144,7 +150,7 @@ def _reduce(fn):
 
 
 def _reshape(n, x, shape):
-    value = n.importer.values.get(n.refs[1])
+    value = n.importer.value(n.refs[1], shape)
     return math_ops.reshape(x, [int(v) for v in value] if value is not None else shape)
 
 
@@ -206,6 +212,24 @@ def _extract_patches(n, x):
     return math_ops.reshape(cols, [-1, oh, ow, kh * kw * c])
 
 
+def _range(n, *bounds):
+    """With constant bounds, a Python range: its length is known when the graph is built."""
+    known = [n.known(i, t) for i, t in enumerate(bounds)]
+    if any(isinstance(k, Tensor) for k in known):
+        return array_ops.range(*bounds)
+    return array_ops.range(*(np.asarray(k).item() for k in known), dtype=n.attr("Tidx"))
+
+
+def _fill(n, dims, value):
+    """With a constant shape and value, a constant (as graph.fill makes one), unless large:
+    then filled at run time."""
+    shape, v = n.known(0, dims), n.importer.value(n.refs[1], value)
+    if isinstance(shape, Tensor) or v is None or \
+            np.prod(shape, dtype=object) * v.dtype.itemsize > MAX_TENSOR_BYTES:
+        return array_ops.fill(dims, value)
+    return array_ops.fill(shape, v)
+
+
 def _tf_variable(n, *ins):
     n.fail("a TF variable: its value lives in a TF checkpoint, which dualgrad does not read. "
            "Freeze the model in TF (graph_util.convert_variables_to_constants) and import "
@@ -251,6 +275,9 @@ RULES = {
     "Unpack": lambda n, x: array_ops.unstack(x, n.attr("num"), n.attr("axis", 0)),
     "Split": _split, "SplitV": _split_v,
     "Shape": lambda n, x: array_ops.shape(x, out_type=n.attr("out_type", np.dtype("int32"))),
+    "Size": lambda n, x: array_ops.size(x, out_type=n.attr("out_type", np.dtype("int32"))),
+    "Rank": lambda n, x: array_ops.rank(x),
+    "Range": _range,
     "StridedSlice": _strided_slice,
     "Slice": lambda n, x, b, s: select_ops.slice(x, n.ints(1, "begin"), n.ints(2, "size")),
     "Mean": _reduce(math_ops.reduce_mean), "Sum": _reduce(math_ops.reduce_sum),
@@ -263,7 +290,7 @@ RULES = {
     "Cast": lambda n, x: math_ops.cast(x, n.attr("DstT")),
     "Transpose": lambda n, x, p: math_ops.transpose(x, n.ints(1, "perm")),
     "Pad": _pad, "PadV2": _pad, "MirrorPad": _pad,
-    "Fill": lambda n, dims, value: array_ops.fill(dims, value),
+    "Fill": _fill,
     "Tile": lambda n, x, m: math_ops.tile(x, n.ints(1, "multiples")),
     "GatherV2": lambda n, p, i, a: math_ops.gather(p, i, axis=n.ints(2, "axis")[0]),
     "Gather": lambda n, p, i: math_ops.gather(p, i),
@@ -281,6 +308,7 @@ class _Importer:
         self.used_map: set = set()
         self.outputs: dict[str, list] = {}      # NodeDef name -> its tensors
         self.values: dict = {}                  # "name:i" -> value, for constant inputs
+        self.folded: set = set()                # "name:i" computed from constants only
 
     @staticmethod
     def _key(ref):
@@ -378,9 +406,21 @@ class _Importer:
         if rule is None:
             n.fail(f"op type {nd.op!r} is not supported by dualgrad's import_graph_def "
                    f"(docs/tf1-compat.md lists the supported op types)")
-        if nd.op in ("Identity", "StopGradient", "Snapshot") and n.refs[0] in self.values:
-            self.values[f"{nd.name}:0"] = self.values[n.refs[0]]
+        if n.refs and all(r in self.values or r in self.folded for r in n.refs):
+            self.folded.update(f"{nd.name}:{i}" for i in range(8))   # NOTE: any output
         return rule(n, *ins)
+
+    def value(self, ref, t):
+        """The value of tensor `t` (graph_def's `ref`) if constants alone compute it (as TF's
+        constant folding: a permutation made by Range and ConcatV2), else None; computed
+        once with the ops' kernels, if small."""
+        if ref not in self.values and ref in self.folded and isinstance(t, Tensor):
+            spec = t.spec
+            if None not in spec.shape and np.prod(spec.shape) * spec.dtype.itemsize <= 1 << 20:
+                from .session import Session
+                with Session(graph=t.graph) as s:
+                    self.values[ref] = s.run(t)
+        return self.values.get(ref)
 
     @staticmethod
     def name_outputs(g, outs, first, final):

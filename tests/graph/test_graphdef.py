@@ -303,3 +303,92 @@ def test_graph_def_docs_example_file_names(tmp_path):
     assert path == os.path.join(str(tmp_path / "logs"), "graph.pbtxt")
     with open(path) as f:
         assert 'op: "VariableV2"' in f.read()
+
+
+def _many_tf_ops(tf1):
+    """One frozen-style graph (constants only) using the op types RULES reads beyond the
+    models above; every output named out_<k>."""
+    x = tf1.placeholder(tf1.float32, (None, 6), name="x")
+    img = tf1.constant(RNG.standard_normal((1, 5, 5, 2)).astype(np.float32))
+    i = tf1.constant(np.array([[7, -3, 5], [-8, 4, 9]], np.int32))
+    w = tf1.placeholder_with_default(tf1.constant(np.float32(2.0)), ())
+    a, b = tf1.split(x, 2, axis=1)
+    c, d = tf1.split(x, [2, 4], axis=1)
+    outs = [
+        tf1.raw_ops.Add(x=a, y=b), tf1.add_n([a, b, a]), tf1.argmin(x, 1),
+        tf1.matmul(tf1.reshape(x, [-1, 2, 3]), tf1.ones((3, 4)) * 0.5),
+        tf1.nn.elu(x), tf1.where(tf1.greater(x, 0.0), x, -x * w), tf1.math.erf(x),
+        tf1.exp(x) + tf1.log(tf1.abs(x) + 1.0), tf1.floor(x), tf1.math.floordiv(i, 3),
+        tf1.math.floormod(i, 4), tf1.gather(x, [0, 2, 2], axis=1), tf1.nn.leaky_relu(x, 0.1),
+        tf1.nn.log_softmax(x), tf1.reduce_max(x, 1), tf1.reduce_min(x, 0, keepdims=True),
+        tf1.reduce_prod(d, 1), tf1.maximum(a, b) - tf1.minimum(a, b),
+        tf1.pad(x, [[0, 0], [2, 1]], mode="REFLECT"), tf1.pad(x, [[0, 1], [0, 2]],
+                                                              constant_values=3.0),
+        -x, tf1.ones_like(x) + tf1.zeros_like(x), tf1.stack([a, b], axis=2),
+        tf1.pow(tf1.abs(x), 1.5), tf1.math.reciprocal(x + 10.0), tf1.math.rsqrt(x * x + 1.0),
+        tf1.nn.selu(x), tf1.slice(x, [0, 1], [-1, 3]), tf1.nn.softplus(x),
+        tf1.sqrt(x * x), tf1.square(x), tf1.math.squared_difference(a, b),
+        tf1.tile(tf1.constant([[1.0, 2.0]]), [2, 3]), tf1.unstack(x, axis=1)[4],
+        tf1.cast(i, tf1.float32) + tf1.fill([2, 3], 0.5), tf1.gather(i, [1, 0]),
+        tf1.equal(i, 5), tf1.not_equal(i, 5), tf1.less_equal(i, 4), tf1.greater_equal(i, 5),
+        tf1.nn.sigmoid(c) * tf1.nn.relu6(c * 4.0),
+        tf1.nn.avg_pool(img, [1, 3, 3, 1], [1, 2, 2, 1], "SAME"),
+        tf1.nn.max_pool(img, [1, 2, 2, 1], [1, 1, 1, 1], "VALID"),
+        tf1.image.extract_patches(img, [1, 2, 3, 1], [1, 2, 1, 1], [1, 2, 1, 1], "SAME"),
+        tf1.nn.depthwise_conv2d(img, np.ones((2, 2, 2, 3), np.float32) * 0.25,
+                                [1, 1, 1, 1], "SAME"),
+        tf1.nn.conv2d(img, np.full((3, 3, 2, 2), 0.1, np.float32), [1, 2, 2, 1], "SAME"),
+        tf1.squeeze(tf1.expand_dims(x, 0), [0]), tf1.transpose(tf1.reshape(x, [-1, 2, 3]),
+                                                               [2, 0, 1]),
+        tf1.strided_slice(x, [0, -1], [0, 0], [1, -2], begin_mask=1, end_mask=3),
+        tf1.math.softmax(x, axis=0)[:, tf1.newaxis, 1],
+    ]
+    return [tf1.identity(t, name=f"out_{k}").op.name for k, t in enumerate(outs)]
+
+
+def test_many_tf_op_types_import_with_tf_outputs(tf):
+    data, names, expected = _frozen_in_tf(tf, _many_tf_ops)
+    ops = {n.op for n in dg.GraphDef.FromString(data).node}
+    assert {"Add", "AddN", "Elu", "Select", "Split", "SplitV", "MirrorPad", "PadV2",
+            "Tile", "Unpack", "ExtractImagePatches", "DepthwiseConv2dNative",
+            "PlaceholderWithDefault", "BatchMatMulV2", "FloorMod", "GatherV2"} <= ops
+    _same(expected, _run_dg(data, names))
+
+
+def test_many_dualgrad_node_types_run_in_tf(tf):
+    g = dg.Graph()
+    with g.as_default():
+        x = dg.placeholder(dg.float32, (None, 6), name="x")
+        i = dg.cast(dg.round(x * 3.0), dg.int32)
+        outs = [
+            dg.where(x > 0.5, x, dg.zeros_like(x)), dg.gather(x, [5, 0], axis=1),
+            dg.pad(x, [[1, 1], [0, 2]], constant_values=-1.0), dg.concat([x, -x], 0),
+            dg.squeeze(dg.expand_dims(x, 2), [2]), dg.cast(x >= 0.1, dg.float32),
+            dg.cast(dg.equal(i, 1), dg.int32) + dg.cast(dg.not_equal(i, 0), dg.int32),
+            dg.cast(x < 0.2, dg.float32) * dg.cast(x <= 0.3, dg.float32),
+            dg.sign(x) + dg.floor(x) + dg.ceil(x) + dg.sin(x) * dg.cos(x) + dg.abs(x),
+            dg.log1p(dg.abs(x)) + dg.math.expm1(x) + dg.math.erf(x) + dg.nn.softplus(x),
+            dg.pow(dg.abs(x) + 1.0, 0.5), dg.math.floordiv(i, 2), dg.math.floormod(i, 3),
+            dg.maximum(x, 0.0) - dg.minimum(x, 0.0), dg.sqrt(dg.abs(x)),
+            dg.reduce_prod(x, 1), dg.reduce_max(x, 0, keepdims=True),
+            dg.argmax(x, 0), x[..., None, 1:5:2], x[-1], dg.shape(x),
+            dg.fill(dg.shape(x), 2.0), dg.reshape(x, dg.shape(x)) * 2.0,
+            dg.ones_like(x), dg.transpose(dg.reshape(x, [-1, 2, 3]), [1, 2, 0]),
+            dg.matmul(dg.reshape(x, [-1, 2, 3]), np.ones((3, 2), np.float32)),
+        ]
+        names = [dg.identity(t, name=f"out_{k}").op.name for k, t in enumerate(outs)]
+    with dg.Session(graph=g) as s:
+        expected = s.run([n + ":0" for n in names], {"x:0": ROWS})
+        frozen = dg.graph_util.convert_variables_to_constants(s, g.as_graph_def(), names)
+    got = _run_tf(tf, frozen.SerializeToString(), names)
+    _same(expected, got)
+
+
+def test_docs_list_every_imported_op_type():
+    from dualgrad.graph.graph_def_import import RULES
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "docs",
+                           "tf1-compat.md")) as f:
+        doc = f.read()
+    section = doc[doc.index("## TF GraphDef files"):doc.index("## Queue-based")]
+    listed = {t for t in RULES if f"`{t}`" in section or t.startswith("FusedBatchNorm")}
+    assert set(RULES) - listed - {"Variable", "VariableV2", "VarHandleOp"} == set()
