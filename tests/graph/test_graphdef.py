@@ -299,6 +299,8 @@ def test_crafted_constants_are_refused_before_allocation():
 
 def test_graph_def_docs_example_file_names(tmp_path):
     g = _dg_model()
+    with dg.Session(graph=g) as s:
+        assert s.graph_def == g.as_graph_def()
     path = dg.train.write_graph(g, str(tmp_path / "logs"), "graph.pbtxt")
     assert path == os.path.join(str(tmp_path / "logs"), "graph.pbtxt")
     with open(path) as f:
