@@ -68,9 +68,10 @@ def field(number, payload: bytes) -> bytes:
 
 
 def _take(buf, i, n):
+    """n bytes at i: a view when buf is a memoryview (messages parse without copying)."""
     if n > len(buf) - i:
         raise DecodeError(f"truncated message: a field of {n} bytes runs past the end")
-    return bytes(buf[i:i + n]), i + n
+    return buf[i:i + n], i + n
 
 
 def fields(buf):
@@ -122,11 +123,11 @@ def _decode(kind, wire, value, name):
         raise DecodeError(f"field {name!r}: wire type {wire}, expected length-delimited")
     if kind == "string":
         try:
-            return value.decode("utf-8")
+            return bytes(value).decode("utf-8")
         except UnicodeDecodeError:
             raise DecodeError(f"field {name!r}: string is not valid UTF-8") from None
     if kind in ("bytes", "raw"):
-        return value
+        return bytes(value)
     return kind.FromString(value)
 
 
@@ -270,8 +271,8 @@ class Message:
 
     def ParseFromString(self, data):  # noqa: N802
         self.__init__()
-        return self.MergeFromString(memoryview(bytes(data)) if not isinstance(data, bytes)
-                                    else data)
+        return self.MergeFromString(data if isinstance(data, memoryview) else
+                                    memoryview(data if isinstance(data, bytes) else bytes(data)))
 
     def SerializeToString(self, deterministic=False):  # noqa: N802
         out = []
@@ -376,9 +377,10 @@ def _float_text(v, kind):
 
 _ESCAPES = {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", ord('"'): '\\"',
             ord("'"): "\\'", ord("\\"): "\\\\"}
+_QUOTE = {b: _ESCAPES.get(b) or (chr(b) if 32 <= b < 127 else f"\\{b:03o}") for b in range(256)}
 
 
 def _quote(v):
+    """C-style escaped bytes, as protobuf's text format writes them (str.translate: in C)."""
     raw = v.encode("utf-8") if isinstance(v, str) else bytes(v)
-    return '"' + "".join(_ESCAPES.get(b) or (chr(b) if 32 <= b < 127 else f"\\{b:03o}")
-                         for b in raw) + '"'
+    return '"' + raw.decode("latin-1").translate(_QUOTE) + '"'
