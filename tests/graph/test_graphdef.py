@@ -60,7 +60,14 @@ def _rnn(tf1):
     _, state = tf1.nn.static_rnn(cell, tf1.unstack(r, axis=1), dtype=tf1.float32)
     z = tf1.squeeze(tf1.expand_dims(state, 1), [1])
     tf1.identity(tf1.concat([z, tf1.tanh(z) * 2.0 - 1.0], 1), name="rnn_out")
-    return ["rnn_out"]
+    with tf1.variable_scope("lstm"):
+        lstm = tf1.nn.rnn_cell.BasicLSTMCell(3)
+        outs, (c, h) = tf1.nn.static_rnn(lstm, tf1.unstack(r, axis=1), dtype=tf1.float32)
+    with tf1.variable_scope("gru"):
+        _, g = tf1.nn.static_rnn(tf1.nn.rnn_cell.GRUCell(2), tf1.unstack(r, axis=1),
+                                 dtype=tf1.float32)
+    tf1.identity(tf1.concat([c, h, outs[2], g], 1), name="gated_out")
+    return ["rnn_out", "gated_out"]
 
 
 def _frozen_in_tf(tf, build):
