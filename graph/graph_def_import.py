@@ -30,6 +30,7 @@ from . import array_ops, math_ops, nn, select_ops
 from .control_flow import identity, no_op
 from .core import Tensor, constant, get_default_graph, placeholder
 from .graph_def import MAX_TENSOR_BYTES, GraphDef, make_ndarray, numpy_dtype, shape_of
+from .session import Session
 
 __all__ = ["import_graph_def", "RULES", "GraphDefError"]
 
@@ -308,7 +309,7 @@ class _Importer:
         self.used_map: set = set()
         self.outputs: dict[str, list] = {}      # NodeDef name -> its tensors
         self.values: dict = {}                  # "name:i" -> value, for constant inputs
-        self.folded: set = set()                # "name:i" computed from constants only
+        self.folded: set = set()                # nodes computed from constants only
 
     @staticmethod
     def _key(ref):
@@ -406,18 +407,19 @@ class _Importer:
         if rule is None:
             n.fail(f"op type {nd.op!r} is not supported by dualgrad's import_graph_def "
                    f"(docs/tf1-compat.md lists the supported op types)")
-        if n.refs and all(r in self.values or r in self.folded for r in n.refs):
-            self.folded.update(f"{nd.name}:{i}" for i in range(8))   # NOTE: any output
+        if n.refs and nd.op != "PlaceholderWithDefault" and \
+                all(r in self.values or _read_ref(r)[0] in self.folded for r in n.refs):
+            self.folded.add(nd.name)
         return rule(n, *ins)
 
     def value(self, ref, t):
         """The value of tensor `t` (graph_def's `ref`) if constants alone compute it (as TF's
         constant folding: a permutation made by Range and ConcatV2), else None; computed
         once with the ops' kernels, if small."""
-        if ref not in self.values and ref in self.folded and isinstance(t, Tensor):
+        if ref not in self.values and _read_ref(ref)[0] in self.folded and \
+                isinstance(t, Tensor):
             spec = t.spec
             if None not in spec.shape and np.prod(spec.shape) * spec.dtype.itemsize <= 1 << 20:
-                from .session import Session
                 with Session(graph=t.graph) as s:
                     self.values[ref] = s.run(t)
         return self.values.get(ref)
@@ -426,12 +428,11 @@ class _Importer:
     def name_outputs(g, outs, first, final):
         """The node that makes output 0 takes the NodeDef's name (an identity if the rule
         returned a tensor it did not build), so get_tensor_by_name finds it."""
-        t = outs[0] if outs else None
-        if t is None or isinstance(t, Tensor) and t.node.id < first:
-            if t is None:
-                return
-            outs[0] = t = identity(t)
-        node = t if not isinstance(t, Tensor) else t.node
+        if not outs or outs[0] is None:
+            return
+        if isinstance(outs[0], Tensor) and outs[0].node.id < first:
+            outs[0] = identity(outs[0])
+        node = outs[0].node if isinstance(outs[0], Tensor) else outs[0]   # NoOp: a node
         if node.graph is g and node.id >= first:
             g.rename(node, final)
 
