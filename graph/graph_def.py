@@ -2,8 +2,9 @@
 over graph/protobuf.py, byte-compatible with TF's graph.proto, node_def.proto,
 attr_value.proto, tensor.proto, tensor_shape.proto and meta_graph.proto for the fields listed
 here (others, such as a node's debug info or a MetaGraphDef's signatures, are skipped when
-read and not written). `make_tensor_proto` / `make_ndarray` convert TensorProtos; a value TF's format lets a file
-repeat (one float for a whole shape) is refused past `MAX_TENSOR_BYTES`, before allocation.
+read and not written). `make_tensor_proto` / `make_ndarray` convert TensorProtos; values a
+file repeats (one float for a whole shape, as TF's format allows) are refused past
+`MAX_TENSOR_BYTES`, before allocation.
 
 >>> import numpy as np
 >>> t = make_tensor_proto(np.arange(3, dtype=np.int32))
@@ -148,7 +149,7 @@ class MetaGraphDef(Message):
     FIELDS = {"graph_def": (2, GraphDef, ""), "saver_def": (3, SaverDef, "")}
 
 
-# -- TensorProto <-> NumPy ---------------------------------------------------------------------------
+# -- TensorProto <-> NumPy -------------------------------------------------------------------------
 _VALUES = {"float32": "float_val", "float64": "double_val", "int64": "int64_val",
            "bool": "bool_val", "uint32": "uint32_val", "uint64": "uint64_val",
            "complex64": "scomplex_val", "complex128": "dcomplex_val", "float16": "half_val"}

@@ -81,7 +81,7 @@ def _t(node, i=0):
     return np.dtype(node.inputs[i].dtype)
 
 
-# -- writers: each writes the TF nodes of one dualgrad node, the last one named as it ---------------
+# -- writers: each writes the TF nodes of one dualgrad node, the last one named as it --------------
 def _simple(op, **fixed):
     def write(w, n, ins):
         return w.add(n.name, op, ins, T=_t(n), **fixed)

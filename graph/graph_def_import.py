@@ -301,7 +301,7 @@ RULES = {
 }
 
 
-# -- the importer -----------------------------------------------------------------------------------
+# -- the importer ----------------------------------------------------------------------------------
 class _Importer:
     def __init__(self, graph_def, input_map, scope):
         self.gd, self.scope = graph_def, scope

@@ -101,7 +101,7 @@ def signed(n: int, bits=64) -> int:
     return n - (1 << bits) if n >= 1 << (bits - 1) else n
 
 
-# -- scalar kinds: wire type, decode, encode, default ------------------------------------------------
+# -- scalar kinds: wire type, decode, encode, default ----------------------------------------------
 _FIXED = {"float": ("<f", 5), "double": ("<d", 1)}
 _VARINT = {"int64": lambda v: signed(v), "int32": lambda v: signed(v, 32),
            "uint64": lambda v: v, "uint32": lambda v: v & 0xFFFFFFFF,
@@ -187,7 +187,7 @@ class _Map(dict):
         return m
 
 
-# -- messages ----------------------------------------------------------------------------------------
+# -- messages --------------------------------------------------------------------------------------
 class Message:
     FIELDS: dict = {}
     ONEOF: tuple = ()

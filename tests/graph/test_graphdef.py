@@ -239,8 +239,9 @@ def test_import_meta_graph_of_tf_says_its_variables_cannot_be_restored(tf, tmp_p
         tf1.matmul(x, tf1.Variable(np.ones((2, 2), np.float32), name="w"), name="y")
         tf1.train.export_meta_graph(path)
     with dg.Graph().as_default():
-        with pytest.raises(dg.errors.GraphFileError, match="node 'w' .(VarHandleOp|VariableV2).: a TF "
-                                                          "variable.*TF checkpoint"):
+        with pytest.raises(dg.errors.GraphFileError,
+                           match="node 'w' .(VarHandleOp|VariableV2).: a TF variable.*"
+                                 "TF checkpoint"):
             dg.train.import_meta_graph(path)
     with tf.Graph().as_default():
         tf1.nn.relu(tf1.placeholder(tf1.float32, (2,), name="x"), name="y")
