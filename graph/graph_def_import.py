@@ -116,9 +116,11 @@ def _layout(n):
 
 
 def _conv2d(n, x, w):
-    if n.attr("padding") == "EXPLICIT":
-        n.fail("padding EXPLICIT is not supported (SAME or VALID)")
-    return nn.conv2d(x, w, n.attr("strides"), n.attr("padding"), data_format=_layout(n),
+    padding, df = n.attr("padding"), _layout(n)
+    if padding == "EXPLICIT":    # NOTE: 4 (before, after) pairs in layout order
+        pairs = np.reshape(n.attr("explicit_paddings"), (4, 2)).tolist()
+        padding = pairs[1:3] if df == "NHWC" else pairs[2:]
+    return nn.conv2d(x, w, n.attr("strides"), padding, data_format=df,
                      dilations=n.attr("dilations", [1, 1, 1, 1]))
 
 

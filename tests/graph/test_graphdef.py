@@ -348,6 +348,8 @@ def _many_tf_ops(tf1):
         tf1.nn.depthwise_conv2d(img, np.ones((2, 2, 2, 3), np.float32) * 0.25,
                                 [1, 1, 1, 1], "SAME"),
         tf1.nn.conv2d(img, np.full((3, 3, 2, 2), 0.1, np.float32), [1, 2, 2, 1], "SAME"),
+        tf1.nn.conv2d(img, np.full((2, 2, 2, 1), 0.3, np.float32), [1, 1, 2, 1],
+                      [[0, 0], [1, 2], [2, 0], [0, 0]]),
         tf1.squeeze(tf1.expand_dims(x, 0), [0]), tf1.transpose(tf1.reshape(x, [-1, 2, 3]),
                                                                [2, 0, 1]),
         tf1.strided_slice(x, [0, -1], [0, 0], [1, -2], begin_mask=1, end_mask=3),
@@ -402,3 +404,41 @@ def test_docs_list_every_imported_op_type():
     section = doc[doc.index("## TF GraphDef files"):doc.index("## Queue-based")]
     listed = {t for t in RULES if f"`{t}`" in section or t.startswith("FusedBatchNorm")}
     assert set(RULES) - listed - {"Variable", "VariableV2", "VarHandleOp"} == set()
+
+
+def _layers(tf1, x, df):
+    """conv, bias, batch norm, depthwise conv, max and average pooling in layout df, with
+    constant weights (NCHW cannot run on TF's CPU kernels: its NHWC twin is the oracle)."""
+    r = np.random.default_rng(11)
+    w = r.standard_normal((3, 3, 3, 4)).astype(np.float32)
+    h = tf1.nn.conv2d(x, w, [1, 1, 1, 1], "SAME", data_format=df)
+    h = tf1.nn.bias_add(h, np.arange(4, dtype=np.float32), data_format=df)
+    stats = [tf1.constant(v, tf1.float32) for v in (r.random(4) + 0.5, r.random(4),
+                                                    r.random(4), r.random(4) + 0.5)]
+    h, _, _ = tf1.nn.fused_batch_norm(h, *stats, epsilon=1e-3, is_training=False,
+                                      data_format=df)
+    dw = r.standard_normal((2, 2, 4, 1)).astype(np.float32)
+    strides = [1, 1, 2, 2] if df == "NCHW" else [1, 2, 2, 1]
+    h = tf1.nn.depthwise_conv2d(tf1.nn.relu(h), dw, strides, "VALID", data_format=df)
+    k = [1, 1, 2, 2] if df == "NCHW" else [1, 2, 2, 1]
+    h = tf1.nn.max_pool(h, k, [1, 1, 1, 1], "SAME", data_format=df)
+    return tf1.nn.avg_pool(h, k, k, "VALID", data_format=df)
+
+
+def test_nchw_frozen_graph_matches_tf_nhwc(tf):
+    tf1 = tf.compat.v1
+    with tf.Graph().as_default() as g:
+        x = tf1.placeholder(tf1.float32, (None, 8, 8, 3), name="input")
+        with tf1.Session(graph=g) as s:
+            expected = s.run(_layers(tf1, x, "NHWC"), {x: IMAGES}).transpose(0, 3, 1, 2)
+    with tf.Graph().as_default() as g:
+        x = tf1.placeholder(tf1.float32, (None, 3, 8, 8), name="input")
+        tf1.identity(_layers(tf1, x, "NCHW"), name="out")
+        data = g.as_graph_def().SerializeToString()
+    assert {"Conv2D", "BiasAdd", "FusedBatchNormV3", "DepthwiseConv2dNative", "MaxPool",
+            "AvgPool"} <= {n.op for n in dg.GraphDef.FromString(data).node}
+    with dg.Graph().as_default():
+        dg.import_graph_def(dg.GraphDef.FromString(data), name="")
+        with dg.Session() as s:
+            got = s.run("out:0", {"input:0": IMAGES.transpose(0, 3, 1, 2)})
+    _same([expected], [got])
