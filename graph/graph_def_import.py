@@ -24,7 +24,7 @@ import collections
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.core import ShapeError
+from dualgrad.ops.core import ShapeError, located
 
 from . import array_ops, math_ops, nn, select_ops
 from .control_flow import identity, no_op
@@ -36,7 +36,12 @@ __all__ = ["import_graph_def", "RULES", "GraphDefError"]
 
 
 class GraphDefError(ValueError):
-    """A GraphDef dualgrad cannot import: names the node, its op type and why."""
+    """A GraphDef dualgrad cannot import: names the node, its op type, why, and the user's
+    line that called import_graph_def."""
+
+
+def _error(msg):
+    return located(msg, GraphDefError)
 
 
 # -- reading one NodeDef ------------------------------------------------------------------------
@@ -46,8 +51,9 @@ class _Node:
     def __init__(self, importer, nd, inputs):
         self.importer, self.nd, self.inputs = importer, nd, inputs
 
-    def fail(self, msg):
-        raise GraphDefError(f"import_graph_def: node {self.nd.name!r} ({self.nd.op}): {msg}")
+    def fail(self, msg, at_user_line=True):
+        msg = f"import_graph_def: node {self.nd.name!r} ({self.nd.op}): {msg}"
+        raise _error(msg) if at_user_line else GraphDefError(msg)
 
     def attr(self, key, default=None):
         a = self.nd.attr.get(key)
@@ -323,14 +329,14 @@ class _Importer:
         by_name, deps = {}, {}
         for nd in self.gd.node:
             if nd.name in by_name:
-                raise GraphDefError(f"import_graph_def: two nodes are named {nd.name!r}")
+                raise _error(f"import_graph_def: two nodes are named {nd.name!r}")
             by_name[nd.name] = nd
         users = collections.defaultdict(list)
         for nd in self.gd.node:
             srcs = {_read_ref(r)[0] for r in nd.input if self._key(r) not in self.input_map}
             for s in srcs:
                 if s not in by_name:
-                    raise GraphDefError(f"import_graph_def: node {nd.name!r} ({nd.op}) has "
+                    raise _error(f"import_graph_def: node {nd.name!r} ({nd.op}) has "
                                         f"input {s!r}, which is not in the graph_def")
                 users[s].append(nd.name)
             deps[nd.name] = len(srcs)
@@ -345,7 +351,7 @@ class _Importer:
                     ready.append(u)
         if len(out) != len(by_name):
             stuck = next(n for n, d in deps.items() if d > 0)
-            raise GraphDefError(f"import_graph_def: node {stuck!r} is part of a cycle (TF1's "
+            raise _error(f"import_graph_def: node {stuck!r} is part of a cycle (TF1's "
                                 f"while loops are not imported)")
         return out
 
@@ -357,7 +363,7 @@ class _Importer:
         name, i, _ = _read_ref(ref)
         outs = self.outputs[name]
         if i >= len(outs):
-            raise GraphDefError(f"import_graph_def: node {nd.name!r} ({nd.op}) reads output "
+            raise _error(f"import_graph_def: node {nd.name!r} ({nd.op}) reads output "
                                 f"{i} of node {name!r}, which has {len(outs)}")
         return outs[i]
 
@@ -366,14 +372,14 @@ class _Importer:
         finals = [self.scope + nd.name for nd in order]
         for nd, final in zip(order, finals):
             if final in g._names:
-                raise GraphDefError(f"import_graph_def: node {nd.name!r}: the graph already "
+                raise _error(f"import_graph_def: node {nd.name!r}: the graph already "
                                     f"has a node named {final!r} (pass name= to prefix)")
         g._names.update(finals)
         for nd, final in zip(order, finals):
             self.node(g, nd, final)
         unused = set(self.input_map) - self.used_map
         if unused:
-            raise GraphDefError(f"import_graph_def: attempted to map inputs that were not "
+            raise _error(f"import_graph_def: attempted to map inputs that were not "
                                 f"found in graph_def: {sorted(unused)}")
 
     def node(self, g, nd, final):
@@ -390,7 +396,7 @@ class _Importer:
         except GraphDefError:
             raise
         except (ShapeError, ValueError, TypeError, NotImplementedError, IndexError) as e:
-            n.fail(f"{type(e).__name__}: {e}")
+            n.fail(f"{type(e).__name__}: {e}", at_user_line=not hasattr(e, "location"))
         outs = list(out) if isinstance(out, (list, tuple)) else [out]
         self.name_outputs(g, outs, first, final)
         self.outputs[nd.name] = outs
@@ -460,7 +466,7 @@ def import_graph_def(graph_def, input_map=None, return_elements=None, name=None,
 def _element(g, imp, ref, scope):
     name, i, _ = _read_ref(ref)
     if name not in imp.outputs or i >= len(imp.outputs[name]):
-        raise GraphDefError(f"import_graph_def: return_element {ref!r} is not in graph_def")
+        raise _error(f"import_graph_def: return_element {ref!r} is not in graph_def")
     if ":" not in ref:
         return g.get_operation_by_name(scope + name)
     return imp.outputs[name][i]
