@@ -30,8 +30,8 @@ from dualgrad.ops.core import Spec
 from .core import _graph_of, _lift, graph_op
 from .dtypes import as_dtype
 from .errors import OpError
-from .protobuf import field as _field, fields as _fields, read_varint as _read_varint, \
-    signed as _signed, varint as _varint
+from .protobuf import Parsable, field as _field, fields as _fields, \
+    read_varint as _read_varint, signed as _signed, varint as _varint
 
 __all__ = ["TFRecordWriter", "tf_record_iterator", "Example", "Features", "Feature",
            "Int64List", "FloatList", "BytesList", "FixedLenFeature", "parse_single_example",
@@ -117,13 +117,7 @@ def tf_record_iterator(path, options=None):
             yield data
 
 
-class _Message:
-    @classmethod
-    def FromString(cls, data):  # noqa: N802 - protobuf's name
-        m = cls()
-        m.ParseFromString(data)
-        return m
-
+class _Message(Parsable):
     def __eq__(self, other):   # NOTE: by content: a map's entries may come in any order
         return type(self) is type(other) and self._content() == other._content()
 

@@ -28,7 +28,7 @@ import struct
 
 import numpy as np
 
-__all__ = ["DecodeError", "Message", "varint", "read_varint", "field", "fields", "signed"]
+__all__ = ["DecodeError", "Message", "Parsable", "varint", "read_varint", "field", "fields", "signed"]
 
 
 class DecodeError(ValueError):
@@ -187,8 +187,18 @@ class _Map(dict):
         return m
 
 
+class Parsable:
+    """protobuf's `Message.FromString(data)` for any class with `ParseFromString`."""
+
+    @classmethod
+    def FromString(cls, data):  # noqa: N802 - protobuf's name
+        m = cls()
+        m.ParseFromString(data)
+        return m
+
+
 # -- messages --------------------------------------------------------------------------------------
-class Message:
+class Message(Parsable):
     FIELDS: dict = {}
     ONEOF: tuple = ()
 
@@ -224,12 +234,6 @@ class Message:
         object.__setattr__(self, name, v)
 
     # protobuf's methods -----------------------------------------------------------------------
-    @classmethod
-    def FromString(cls, data):  # noqa: N802 - protobuf's names
-        m = cls()
-        m.ParseFromString(data)
-        return m
-
     def HasField(self, name):  # noqa: N802
         if name == "value" and self.ONEOF:
             return self.WhichOneof("value") is not None

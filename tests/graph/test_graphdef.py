@@ -88,25 +88,23 @@ def _feeds(names):
             if k.split(":")[0] in names}
 
 
-def _run_tf(tf, data, fetches):
-    tf1 = tf.compat.v1
-    g = tf.Graph()
+def _run(lib, data, fetches, **session_args):
+    """The usual frozen-model code, the same for `lib` = tf.compat.v1 and dualgrad.graph."""
+    g = lib.Graph()
     with g.as_default():
-        gd = tf1.GraphDef()
+        gd = lib.GraphDef()
         gd.ParseFromString(data)
-        tf1.import_graph_def(gd, name="")
-        with tf1.Session(graph=g) as s:
+        lib.import_graph_def(gd, name="")
+        with lib.Session(graph=g, **session_args) as s:
             return s.run([f + ":0" for f in fetches], _feeds({n.name for n in gd.node}))
+
+
+def _run_tf(tf, data, fetches):
+    return _run(tf.compat.v1, data, fetches)
 
 
 def _run_dg(data, fetches, optimize=False):
-    g = dg.Graph()
-    with g.as_default():
-        gd = dg.GraphDef()
-        gd.ParseFromString(data)
-        dg.import_graph_def(gd, name="")
-        with dg.Session(graph=g, optimize=optimize) as s:
-            return s.run([f + ":0" for f in fetches], _feeds({n.name for n in gd.node}))
+    return _run(dg, data, fetches, optimize=optimize)
 
 
 def _same(expected, got, rtol=1e-5):
