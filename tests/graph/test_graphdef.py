@@ -440,10 +440,3 @@ def test_nchw_frozen_graph_matches_tf_nhwc(tf):
         with dg.Session() as s:
             got = s.run("out:0", {"input:0": IMAGES.transpose(0, 3, 1, 2)})
     _same([expected], [got])
-
-
-def test_reflect_pad_of_an_unknown_dim_says_so():
-    with dg.Graph().as_default():
-        x = dg.placeholder(dg.float32, (None, 3))
-        with pytest.raises(NotImplementedError, match="dim 0 of the input is unknown"):
-            dg.pad(x, [[1, 1], [0, 0]], mode="REFLECT")
