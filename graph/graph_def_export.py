@@ -1,6 +1,7 @@
 """`Graph.as_graph_def()`: a dualgrad graph as TF's GraphDef, which real TF's
-`import_graph_def` runs. Each dualgrad node type is written by one rule in `WRITERS` as the
-TF ops that compute the same thing, with the attributes TF requires (`T`, `Tidx`, ...); a
+`import_graph_def` runs. An op whose TF form is one op with only its `T` attribute says so in
+its entry (`Op.tf`: `"Relu"`); the others are written by a rule in `WRITERS` as the TF ops
+that compute the same thing, with the attributes TF requires (`T`, `Tidx`, ...); a
 node that several TF ops make (conv2d's `unfold` is Transpose, Pad, ExtractImagePatches,
 Reshape, Transpose, Reshape) keeps its name on the last of them, so tensor names match.
 
@@ -269,25 +270,11 @@ def _unsupported(w, n, ins):
     return w.add(n.name, f"dualgrad.{n.type}", ins)
 
 
-WRITERS = {
+WRITERS = {   # NOTE: an op whose TF form is one op with its `T` only is `Op.tf` instead
     "placeholder": _placeholder, "const": _const, "variable": _variable,
     "assign": _assign("Assign"), "assign_add": _assign("AssignAdd"),
     "assign_sub": _assign("AssignSub"),
-    "identity": _simple("Identity"), "stop_gradient": _simple("StopGradient"),
     "no_op": lambda w, n, ins: w.add(n.name, "NoOp", ins),
-    "add": _simple("AddV2"), "sub": _simple("Sub"), "mul": _simple("Mul"),
-    "div": _simple("RealDiv"), "maximum": _simple("Maximum"), "minimum": _simple("Minimum"),
-    "pow": _simple("Pow"), "floordiv": _simple("FloorDiv"), "floormod": _simple("FloorMod"),
-    "atan2": _simple("Atan2"),
-    "eq": _simple("Equal"), "ne": _simple("NotEqual"), "lt": _simple("Less"),
-    "le": _simple("LessEqual"), "gt": _simple("Greater"), "ge": _simple("GreaterEqual"),
-    "neg": _simple("Neg"), "exp": _simple("Exp"), "log": _simple("Log"),
-    "sqrt": _simple("Sqrt"), "tanh": _simple("Tanh"), "sigmoid": _simple("Sigmoid"),
-    "relu": _simple("Relu"), "abs": _simple("Abs"), "sign": _simple("Sign"),
-    "floor": _simple("Floor"), "ceil": _simple("Ceil"), "round": _simple("Round"),
-    "sin": _simple("Sin"), "cos": _simple("Cos"), "softplus": _simple("Softplus"),
-    "erf": _simple("Erf"), "log1p": _simple("Log1p"), "expm1": _simple("Expm1"),
-    "zeros_like": _simple("ZerosLike"), "ones_like": _simple("OnesLike"),
     "where": _where, "matmul": _matmul, "reshape": _reshape,
     "dynamic_reshape": lambda w, n, ins: w.add(n.name, "Reshape", ins, T=_t(n),
                                                Tshape=_t(n, 1)),
@@ -301,6 +288,13 @@ WRITERS = {
 }
 
 
+def _writer(n):
+    if n.type in WRITERS:
+        return WRITERS[n.type]
+    tf_op = getattr(n.op, "tf", None)
+    return _simple(tf_op) if tf_op else _unsupported
+
+
 def graph_def_of(nodes) -> GraphDef:
     """The GraphDef of dualgrad graph nodes, in build order (anything with .name, .type,
     .inputs, .outputs, .attrs, .control_inputs)."""
@@ -309,7 +303,7 @@ def graph_def_of(nodes) -> GraphDef:
     w = _Writer(gd, {n.name for n in nodes})
     for n in nodes:
         ins = [_ref(t) for t in n.inputs]
-        WRITERS.get(n.type, _unsupported)(w, n, ins)
+        _writer(n)(w, n, ins)
         gd.node[-1].input.extend(f"^{c.name}" for c in n.control_inputs)   # n's own name
     return gd
 
