@@ -1,6 +1,7 @@
 """TF1's `tf.import_graph_def`: the nodes of a `GraphDef` (a frozen model's `.pb`, read with
 `GraphDef.ParseFromString`) become dualgrad graph nodes, each TF op type read by one rule
-in `RULES` with TF's attribute meaning (data_format, padding, strides, transpose_a/b,
+in `RULES` (or, for an op whose TF form is one op, by the registry entry whose `Op.tf` it
+is) with TF's attribute meaning (data_format, padding, strides, transpose_a/b,
 keep_dims, T/dtype), so `get_tensor_by_name("import/input:0")` and `Session.run` work as
 in TF. An op type without a rule is an error naming the node and its type, never a skip.
 
@@ -32,7 +33,7 @@ from .core import Tensor, constant, get_default_graph, placeholder
 from .graph_def import MAX_TENSOR_BYTES, GraphDef, make_ndarray, numpy_dtype, shape_of
 from .session import Session
 
-__all__ = ["import_graph_def", "RULES", "GraphDefError"]
+__all__ = ["import_graph_def", "RULES", "GraphDefError", "supported_op_types"]
 
 
 class GraphDefError(ValueError):
@@ -247,32 +248,19 @@ def _tf_variable(n, *ins):
 
 RULES = {
     "VariableV2": _tf_variable, "Variable": _tf_variable, "VarHandleOp": _tf_variable,
-    "Identity": _unary(identity), "StopGradient": _unary(identity),
-    "Snapshot": _unary(identity), "NoOp": lambda n: no_op(),
+    "Identity": _unary(identity), "Snapshot": _unary(identity), "NoOp": lambda n: no_op(),
     "PlaceholderWithDefault": lambda n, x: array_ops.placeholder_with_default(
         x, n.attr("shape")),
     "MatMul": _matmul, "BatchMatMul": _batch_matmul, "BatchMatMulV2": _batch_matmul,
     "BiasAdd": lambda n, x, b: nn.bias_add(x, b, data_format=_layout(n)),
-    "Add": _binary(math_ops.add), "AddV2": _binary(math_ops.add),
-    "Sub": _binary(math_ops.subtract), "Mul": _binary(math_ops.multiply),
-    "RealDiv": _binary(math_ops.realdiv), "Maximum": _binary(math_ops.maximum),
-    "Minimum": _binary(math_ops.minimum), "Pow": _binary(math_ops.pow),
+    "Add": _binary(math_ops.add),      # NOTE: AddV2, Sub, Mul, ...: registry ops' `tf` forms
     "SquaredDifference": _binary(math_ops.squared_difference),
-    "FloorDiv": _binary(math_ops.floordiv), "FloorMod": _binary(math_ops.floormod),
-    "Less": _binary(math_ops.less), "LessEqual": _binary(math_ops.less_equal),
-    "Greater": _binary(math_ops.greater), "GreaterEqual": _binary(math_ops.greater_equal),
-    "Equal": _binary(math_ops.equal), "NotEqual": _binary(math_ops.not_equal),
     "AddN": lambda n, *xs: math_ops.add_n(list(xs)),
-    "Relu": _unary(nn.relu), "Relu6": _unary(nn.relu6), "Elu": _unary(nn.elu),
-    "Selu": _unary(nn.selu), "Sigmoid": _unary(math_ops.sigmoid),
-    "Tanh": _unary(math_ops.tanh), "Softplus": _unary(nn.softplus),
+    "Relu6": _unary(nn.relu6), "Elu": _unary(nn.elu), "Selu": _unary(nn.selu),
     "LeakyRelu": lambda n, x: nn.leaky_relu(x, alpha=n.attr("alpha", 0.2)),
     "Softmax": _unary(nn.softmax), "LogSoftmax": _unary(nn.log_softmax),
-    "Exp": _unary(math_ops.exp), "Log": _unary(math_ops.log), "Sqrt": _unary(math_ops.sqrt),
     "Rsqrt": _unary(math_ops.rsqrt), "Square": _unary(math_ops.square),
-    "Neg": _unary(math_ops.negative), "Abs": _unary(math_ops.abs),
-    "Floor": _unary(math_ops.floor), "Reciprocal": _unary(math_ops.reciprocal),
-    "Erf": _unary(math_ops.erf),
+    "Reciprocal": _unary(math_ops.reciprocal),
     "Conv2D": _conv2d, "DepthwiseConv2dNative": _depthwise,
     "ExtractImagePatches": _extract_patches,
     "MaxPool": _pool(nn.max_pool), "AvgPool": _pool(nn.avg_pool),
@@ -305,8 +293,20 @@ RULES = {
     "Gather": lambda n, p, i: math_ops.gather(p, i),
     "Select": lambda n, c, x, y: math_ops.where(c, x, y),
     "SelectV2": lambda n, c, x, y: math_ops.where(c, x, y),
-    "ZerosLike": _unary(math_ops.zeros_like), "OnesLike": _unary(math_ops.ones_like),
 }
+
+
+def _entry_rule(op_type):
+    """The registry op whose one-op TF form (`Op.tf`) is op_type, called on the inputs."""
+    op = next((op for op in ops.REGISTRY.values() if op.tf == op_type), None)
+    return None if op is None else lambda n, *xs: op.fn(*xs)
+
+
+def supported_op_types():
+    """Every TF op type import_graph_def reads: RULES, the registry's `tf` forms, Const and
+    Placeholder."""
+    return sorted({*RULES, *(op.tf for op in ops.REGISTRY.values() if op.tf), "Const",
+                   "Placeholder"})
 
 
 # -- the importer ----------------------------------------------------------------------------------
@@ -411,7 +411,7 @@ class _Importer:
             return constant(value)
         if nd.op == "Placeholder":
             return placeholder(n.attr("dtype"), n.attr("shape"))
-        rule = RULES.get(nd.op)
+        rule = RULES.get(nd.op) or _entry_rule(nd.op)
         if rule is None:
             n.fail(f"op type {nd.op!r} is not supported by dualgrad's import_graph_def "
                    f"(docs/tf1-compat.md lists the supported op types)")
