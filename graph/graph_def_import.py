@@ -27,7 +27,7 @@ import numpy as np
 from dualgrad import ops
 from dualgrad.ops.core import ShapeError, located
 
-from . import array_ops, math_ops, nn, select_ops
+from . import array_ops, image, math_ops, nn, select_ops
 from .control_flow import identity, no_op
 from .core import Tensor, constant, get_default_graph, placeholder
 from .graph_def import MAX_TENSOR_BYTES, GraphDef, make_ndarray, numpy_dtype, shape_of
@@ -240,6 +240,17 @@ def _fill(n, dims, value):
     return array_ops.fill(shape, v)
 
 
+def _resize(fn):
+    return lambda n, x, size: fn(x, n.ints(1, "size"), align_corners=n.attr("align_corners", False),
+                                 half_pixel_centers=n.attr("half_pixel_centers", False))
+
+
+def _conv2d_transpose(n, sizes, w, dy):
+    return nn.conv2d_transpose(dy, w, n.known(0, sizes), n.attr("strides"), n.attr("padding"),
+                               data_format=_layout(n),
+                               dilations=n.attr("dilations", [1, 1, 1, 1]))
+
+
 def _tf_variable(n, *ins):
     n.fail("a TF variable: its value lives in a TF checkpoint, which dualgrad does not read. "
            "Freeze the model in TF (graph_util.convert_variables_to_constants) and import "
@@ -262,6 +273,17 @@ RULES = {
     "Rsqrt": _unary(math_ops.rsqrt), "Square": _unary(math_ops.square),
     "Reciprocal": _unary(math_ops.reciprocal),
     "Conv2D": _conv2d, "DepthwiseConv2dNative": _depthwise,
+    "Conv2DBackpropInput": _conv2d_transpose,
+    "ResizeBilinear": _resize(image.resize_bilinear),
+    "ResizeNearestNeighbor": _resize(image.resize_nearest_neighbor),
+    "BatchNormWithGlobalNormalization": lambda n, x, m, v, beta, gamma:
+        nn.batch_norm_with_global_normalization(x, m, v, beta, gamma,
+                                                n.attr("variance_epsilon"),
+                                                n.attr("scale_after_normalization")),
+    "ClipByValue": lambda n, x, lo, hi: math_ops.clip_by_value(x, lo, hi),
+    "TopKV2": lambda n, x, k: list(select_ops.top_k(x, n.ints(1, "k")[0],
+                                                    sorted=n.attr("sorted", True))),
+    "Softsign": _unary(nn.softsign),
     "ExtractImagePatches": _extract_patches,
     "MaxPool": _pool(nn.max_pool), "AvgPool": _pool(nn.avg_pool),
     "FusedBatchNorm": _fused_batch_norm, "FusedBatchNormV2": _fused_batch_norm,

@@ -352,6 +352,12 @@ def _many_tf_ops(tf1):
                                                                [2, 0, 1]),
         tf1.strided_slice(x, [0, -1], [0, 0], [1, -2], begin_mask=1, end_mask=3),
         tf1.math.softmax(x, axis=0)[:, tf1.newaxis, 1],
+        tf1.image.resize_bilinear(img, [7, 3]), tf1.image.resize_nearest_neighbor(img, [9, 4]),
+        tf1.image.resize_bilinear(img, [3, 8], half_pixel_centers=True),
+        tf1.nn.conv2d_transpose(img, np.full((3, 3, 4, 2), 0.2, np.float32), [1, 10, 10, 4],
+                                [1, 2, 2, 1], "SAME"),
+        tf1.clip_by_value(x, -0.5, 0.25), tf1.nn.softsign(x),
+        *tf1.nn.top_k(x, 2),
     ]
     return [tf1.identity(t, name=f"out_{k}").op.name for k, t in enumerate(outs)]
 
@@ -361,7 +367,8 @@ def test_many_tf_op_types_import_with_tf_outputs(tf):
     ops = {n.op for n in dg.GraphDef.FromString(data).node}
     assert {"Add", "AddN", "Elu", "Select", "Split", "SplitV", "MirrorPad", "PadV2",
             "Tile", "Unpack", "ExtractImagePatches", "DepthwiseConv2dNative",
-            "PlaceholderWithDefault", "BatchMatMulV2", "FloorMod", "GatherV2"} <= ops
+            "PlaceholderWithDefault", "BatchMatMulV2", "FloorMod", "GatherV2", "ResizeBilinear",
+            "Conv2DBackpropInput", "TopKV2"} <= ops
     _same(expected, _run_dg(data, names))
 
 
@@ -473,3 +480,25 @@ def test_every_op_tf_field_names_the_tf_op_that_computes_it(tf):
         dg.import_graph_def(dg.GraphDef.FromString(gd.SerializeToString()), name="")
         with dg.Session() as s:
             _same(got, s.run([n + ":0" for n in names], feeds))
+
+
+def test_old_batch_norm_op_of_inception_era_graphs(tf):
+    """BatchNormWithGlobalNormalization (GraphDef version < 9, e.g. 2015's Inception v3):
+    TF no longer runs the op; its Python function, the same arithmetic, is the oracle."""
+    stats = [np.float32(v) for v in ([0.1, 0.2], [1.5, 2.0], [0.0, 1.0], [2.0, 0.5])]
+    with tf.Graph().as_default():
+        with tf.compat.v1.Session() as s:
+            expected = s.run(tf.compat.v1.nn.batch_norm_with_global_normalization(
+                IMAGES[..., :2], *stats, 1e-3, True))
+    consts = [(f"c{i}", "Const", [], {"dtype": dg.AttrValue(type=1),
+                                      "value": dg.AttrValue(tensor=dg.make_tensor_proto(v))})
+              for i, v in enumerate(stats)]
+    shape = {"shape": dg.AttrValue(shape=shape_proto((None, 8, 8, 2)))}
+    gd = _graph_def(("x", "Placeholder", [], {**F32, **shape}), *consts, (
+        "bn", "BatchNormWithGlobalNormalization", ["x", "c0", "c1", "c2", "c3"],
+        {"variance_epsilon": dg.AttrValue(f=1e-3), "scale_after_normalization":
+         dg.AttrValue(b=True)}))
+    with dg.Graph().as_default():
+        dg.import_graph_def(gd, name="")
+        with dg.Session() as s:
+            _same([expected], [s.run("bn:0", {"x:0": IMAGES[..., :2]})])
