@@ -30,7 +30,7 @@ import tempfile
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import HealthCheck, given, reject, seed, settings
 from hypothesis import strategies as st
 
 from dualgrad import compiler, eager, graph
@@ -126,7 +126,17 @@ def _safetensors_join(header, body):
 
 @st.composite
 def mutate(draw, name, data):
-    """One mutation of file `name` whose valid content is `data`."""
+    """One mutation of file `name` whose valid content is `data`; a nesting too deep for
+    this process's recursion limit to encode (TF, once imported, raises the limit from 1000
+    to 3000, so it depends on the tests run before) is rejected, not an error."""
+    try:
+        return draw(_mutate(name, data))
+    except RecursionError:
+        reject()
+
+
+@st.composite
+def _mutate(draw, name, data):
     kinds = ["truncate", "flip", "overwrite"]
     if name.endswith(".json"):
         kinds.append("json")
