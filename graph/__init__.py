@@ -63,6 +63,10 @@ from .linalg import (band_part as matrix_band_part, det as matrix_determinant,
                      inv as matrix_inverse, matrix_transpose)
 from . import onnx  # noqa: F401 - graph.onnx.export / load; the onnx package loads lazily
 from .serialize import load, restore, save
+from .graph_def import (AttrValue, GraphDef, MetaGraphDef, NameAttrList, NodeDef,
+                        make_ndarray, make_tensor_proto)
+from .graph_def_import import import_graph_def
+from .freeze import convert_variables_to_constants as _freeze_to_graph_def
 from .inspect import describe, to_dot
 from . import keras, summary
 from .summary import Summary
@@ -94,7 +98,9 @@ python = _NS(framework=_NS(tensor_shape=_NS(TensorShape=_TensorShape, Dimension=
                                             scalar=lambda: _TensorShape([])),
                            tensor_util=_NS(constant_value=_tensor_util.constant_value),
                            smart_cond=_NS(smart_cond=_tensor_util.smart_cond),
-                           ops=_NS(convert_to_tensor=convert_to_tensor, name_scope=name_scope)),
+                           ops=_NS(convert_to_tensor=convert_to_tensor, name_scope=name_scope),
+                           graph_util=_NS(convert_variables_to_constants=_freeze_to_graph_def,
+                                          import_graph_def=import_graph_def)),
               platform=_NS(gfile=gfile),   # tensorflow.python.*: the same objects as tf.*
               layers=_NS(utils=_NS(smart_cond=_tensor_util.smart_cond,
                                    constant_value=_tensor_util.constant_value)),
@@ -102,6 +108,7 @@ python = _NS(framework=_NS(tensor_shape=_NS(TensorShape=_TensorShape, Dimension=
                       math_ops=_NS(floor=floor), random_ops=_NS(random_uniform=random_uniform),
                       lookup_ops=_lookup,
                       variables=_NS(Variable=Variable)))
+graph_util = python.framework.graph_util   # tf.graph_util
 concat_v2 = concat   # TF 0.12's name
 compat = _NS(as_bytes=lambda s, encoding="utf-8": s.encode(encoding) if isinstance(s, str)
              else bytes(s),
@@ -140,5 +147,7 @@ __all__ = [
     "argsort", "boolean_mask", "einsum", "gather_nd", "sequence_mask", "slice", "sort", "strided_slice",
     "tensordot", "unique", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "image", "math", "random", "initializers", "linalg", "matrix_band_part",
     "matrix_transpose", "matrix_determinant", "matrix_inverse", "keras", "Summary", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
+    "AttrValue", "GraphDef", "MetaGraphDef", "NameAttrList", "NodeDef", "make_ndarray",
+    "make_tensor_proto", "import_graph_def", "graph_util",
     *_math_all, *_init_all, *_array_all, *_checks_all, *_scatter_all,
 ]

@@ -65,7 +65,7 @@ def _identity_kernel(node):
 
 
 IDENTITY = graph_op("identity", _identity_kernel, vjp=lambda g, x, **kw: (g,),
-                    inference_identity=True)
+                    inference_identity=True, tf="Identity")
 
 
 def identity(x, name=None) -> Tensor:

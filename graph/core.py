@@ -447,6 +447,15 @@ class Graph:
             raise NotFoundError(f"node {node.name!r} has {len(node.outputs)} outputs, no :{i}")
         return node.outputs[i]
 
+    def as_graph_def(self, from_version=None, add_shapes=False):
+        """This graph as TF's GraphDef (graph/graph_def_export.py says how each node is
+        written); `GraphDef.SerializeToString()` gives the bytes of a `.pb` file."""
+        from .graph_def_export import graph_def_of
+        if from_version is not None or add_shapes:
+            raise NotImplementedError("Graph.as_graph_def: from_version and add_shapes are "
+                                      "not supported")
+        return graph_def_of(self._nodes)
+
     def is_enclosed_by(self, other) -> bool:
         """True if this graph is a cond/while body nested (at any depth) inside `other`."""
         g = self.outer

@@ -2,7 +2,8 @@
 
 TF1's `graph_util.convert_variables_to_constants`: what is needed to compute `outputs` from
 `inputs` is copied into a new graph, each variable becomes a constant holding its value in
-`session`, `identity`/`stop_gradient` nodes are dropped. A placeholder the outputs need but
+`session`, `identity`/`stop_gradient` nodes are dropped, graph-only ops whose kernel reads
+no session state (`shape`, `fill`, `range`, ...) are copied. A placeholder the outputs need but
 that is not among the inputs, or a node that only makes sense while training (an
 assignment, a random draw, a loop), is an error naming the node and the line that built it.
 
@@ -26,9 +27,11 @@ import numpy as np
 from dualgrad.ops.core import quiet_broadcast
 from dualgrad.ops.core import ShapeError, Spec, where_str
 
+from .control_flow import identity
 from .core import Graph, op_by_name
+from .plan import node_kernel
 
-__all__ = ["freeze", "FreezeError", "describe_node"]
+__all__ = ["freeze", "FreezeError", "describe_node", "convert_variables_to_constants"]
 
 
 class FreezeError(ValueError):
@@ -88,6 +91,8 @@ def _copy(g, n, ins, stop, session):
         return _const(g, n, np.array(session.run(n.outputs[0]), copy=True), None)
     if n.op.inference_identity:
         return ins[0]
+    if len(n.outputs) == 1 and n.op.kernel is None and not node_kernel(n)[1]:
+        return _node(g, n, ins, n.attrs, [n.outputs[0].spec])   # shape, fill, range, ...
     if n.op.kernel is None or len(n.outputs) != 1:
         raise FreezeError(f"freeze: {describe_node(n)} cannot be part of an inference graph")
     try:
@@ -109,3 +114,29 @@ def _node(g, n, ins, attrs, specs, op=None):
     node = g.create_node(op or n.op, ins, attrs, specs, n.name, exact_name=True, loc=n.loc)
     node.built_by = n.built_by
     return node.outputs[0]
+
+
+def convert_variables_to_constants(sess, input_graph_def, output_node_names,
+                                   variable_names_whitelist=None,
+                                   variable_names_blacklist=None):
+    """TF1's `graph_util.convert_variables_to_constants`: the GraphDef of what the nodes
+    `output_node_names` need, each variable a constant holding its value in `sess`.
+    `input_graph_def` must describe `sess.graph` (its `as_graph_def()`): the nodes are
+    taken from the session's graph, frozen with `freeze`, and written as a GraphDef. An
+    output that was an identity keeps its name (an Identity node), as in TF."""
+    if variable_names_whitelist is not None or variable_names_blacklist is not None:
+        raise NotImplementedError("convert_variables_to_constants: variable_names_whitelist "
+                                  "and variable_names_blacklist are not supported: every "
+                                  "variable the outputs need becomes a constant")
+    written = {n.name for n in input_graph_def.node}
+    for name in output_node_names:
+        if name not in written:
+            raise AssertionError(f"{name} is not in graph")
+    outputs = [sess.graph.get_operation_by_name(name).outputs[0] for name in output_node_names]
+    feeds = [n.outputs[0] for n in _needed(outputs, set()) if n.type == "placeholder"]
+    fg, _, frozen = freeze(feeds, outputs, sess)
+    with fg.as_default():
+        for name, t in zip(output_node_names, frozen):
+            if t.node.name != name:       # NOTE: freeze drops identities; TF keeps the name
+                identity(t, name=name)
+    return fg.as_graph_def()

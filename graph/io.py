@@ -30,6 +30,8 @@ from dualgrad.ops.core import Spec
 from .core import _graph_of, _lift, graph_op
 from .dtypes import as_dtype
 from .errors import OpError
+from .protobuf import Parsable, field as _field, fields as _fields, \
+    read_varint as _read_varint, signed as _signed, varint as _varint
 
 __all__ = ["TFRecordWriter", "tf_record_iterator", "Example", "Features", "Feature",
            "Int64List", "FloatList", "BytesList", "FixedLenFeature", "parse_single_example",
@@ -115,64 +117,7 @@ def tf_record_iterator(path, options=None):
             yield data
 
 
-# -- protobuf wire format (only what example.proto needs) ----------------------------------------
-def _varint(n):
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
-def _read_varint(buf, i):
-    shift = result = 0
-    while True:
-        b = buf[i]
-        i += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, i
-        shift += 7
-
-
-def _field(number, payload):
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
-def _fields(buf):
-    """(field number, wire type, value) of a message: varints as ints, LEN as bytes."""
-    i = 0
-    while i < len(buf):
-        key, i = _read_varint(buf, i)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, i = _read_varint(buf, i)
-        elif wire == 2:
-            n, i = _read_varint(buf, i)
-            value, i = bytes(buf[i:i + n]), i + n
-        elif wire == 5:
-            value, i = bytes(buf[i:i + 4]), i + 4
-        elif wire == 1:
-            value, i = bytes(buf[i:i + 8]), i + 8
-        else:
-            raise ValueError(f"Example: unsupported protobuf wire type {wire}")
-        yield number, wire, value
-
-
-def _signed(n):
-    return n - (1 << 64) if n >= 1 << 63 else n
-
-
-class _Message:
-    @classmethod
-    def FromString(cls, data):  # noqa: N802 - protobuf's name
-        m = cls()
-        m.ParseFromString(data)
-        return m
-
+class _Message(Parsable):
     def __eq__(self, other):   # NOTE: by content: a map's entries may come in any order
         return type(self) is type(other) and self._content() == other._content()
 

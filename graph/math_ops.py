@@ -702,8 +702,11 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0):
         if not (lo or hi):
             continue
         n = shape[axis]
+        if n is None:
+            raise NotImplementedError(f"pad(mode={mode!r}): dim {axis} of the input is unknown "
+                                      f"when the graph is built; {how} padding needs it")
         room = n - 1 if how == "REFLECT" else n
-        if n is None or lo < 0 or hi < 0 or max(lo, hi) > room:
+        if lo < 0 or hi < 0 or max(lo, hi) > room:
             raise ValueError(f"pad: {how} paddings ({lo}, {hi}) of dim {axis} must be "
                              f"non-negative and {'less than' if how == 'REFLECT' else 'at most'}"
                              f" its size {n}")

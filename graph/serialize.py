@@ -346,13 +346,19 @@ def _read(path):
 
 def load(path) -> Graph:
     """Rebuild a saved graph; Sessions on it start with the saved variable values."""
+    return load_into(path, Graph())
+
+
+def load_into(path, g) -> Graph:
+    """Rebuild a saved graph's nodes in graph `g` (train.import_meta_graph: the default
+    graph); a node whose name `g` already has is a GraphFileError."""
     doc, arrays = _read(path)
     if "values_only" in doc:
         raise GraphFileError(f"{_paths(path)[0]} holds variable values only (a checkpoint "
                              f"whose graph could not be written: {doc['values_only']}); "
                              f"rebuild the graph with its code and restore the values")
     dec = _Decoder(doc, arrays)
-    g = dec.top = Graph()
+    dec.top = g
     try:
         dec.graph(_get(doc, "graph", dict), g)
     except GraphFileError as e:
@@ -363,7 +369,7 @@ def load(path) -> Graph:
     except RecursionError:   # NOTE: e.g. control-flow bodies nested hundreds deep
         raise GraphFileError(f"{_paths(path)[0]} is malformed: nested too deeply to "
                              f"load") from None
-    g.saved_values = {k[4:]: v for k, v in arrays.items() if k.startswith("var:")}
+    g.saved_values.update((k[4:], v) for k, v in arrays.items() if k.startswith("var:"))
     g.saved_extra = {k: v for k, v in doc.items()      # save(extra=...): load_exported's
                      if k not in ("format", "version", "graph", "bodies")}
     for v in g.variables:      # NOTE: as restore(): a wrong shape would be broadcast later

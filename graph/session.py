@@ -188,6 +188,11 @@ class Session:
     def closed(self):
         return self._closed
 
+    @property
+    def graph_def(self):
+        """TF's `sess.graph_def`: the session graph's `as_graph_def()`."""
+        return self.graph.as_graph_def()
+
     # -- variable values (graph.save / restore, Variable.load) ----------------------------------
     def variable_values(self) -> dict:
         """{variable node name: value} of the variables initialised in this session. The arrays

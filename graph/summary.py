@@ -24,6 +24,7 @@ from dualgrad.ops import summary as events
 from dualgrad.ops.core import Spec
 
 from .core import (Graph, GraphKeys, Tensor, _graph_of, _lift, get_default_graph, graph_op)
+from .graph_def import GraphDef
 
 __all__ = ["scalar", "histogram", "image", "merge", "merge_all", "FileWriter", "Summary"]
 
@@ -196,13 +197,14 @@ class Summary(metaclass=_ProtoClass):
 class FileWriter:
     """Writes summaries and the graph to an event file in `logdir` (tf.summary.FileWriter).
 
-    `graph=` (or `add_graph`) writes the graph for TensorBoard's Graphs tab;
-    `add_summary(sess.run(merged), global_step)` writes the values."""
+    `graph=` (or `add_graph`) writes the graph for TensorBoard's Graphs tab, `graph_def=`
+    a GraphDef as it is; `add_summary(sess.run(merged), global_step)` writes the values."""
 
-    def __init__(self, logdir, graph=None, max_queue=10, flush_secs=120, filename_suffix=None):
+    def __init__(self, logdir, graph=None, max_queue=10, flush_secs=120, filename_suffix=None,
+                 graph_def=None):
         self._events = events.EventWriter(logdir, max_queue, flush_secs, filename_suffix or "")
-        if graph is not None:
-            self.add_graph(graph)
+        if graph is not None or graph_def is not None:
+            self.add_graph(graph, graph_def=graph_def)
 
     def get_logdir(self) -> str:
         return self._events.logdir
@@ -213,10 +215,13 @@ class FileWriter:
             summary = _bytes(summary)
         self._events.add_summary(summary, step=global_step)
 
-    def add_graph(self, graph):
+    def add_graph(self, graph, global_step=None, graph_def=None):
+        if graph is None and isinstance(graph_def, GraphDef):   # NOTE: TF's bytes, as given
+            self._events.add_graph_def(graph_def)
+            return
         if not isinstance(graph, Graph):
-            raise TypeError(f"FileWriter.add_graph: expected a graph.Graph, got "
-                            f"{type(graph).__name__}")
+            raise TypeError(f"FileWriter.add_graph: expected a graph.Graph (or graph_def= a "
+                            f"GraphDef), got {type(graph).__name__}")
         self._events.add_graph_def(events.graph_def(graph.get_operations()))
 
     def flush(self):

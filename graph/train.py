@@ -49,11 +49,13 @@ from .input_pipeline import (QueueRunner, add_queue_runner, batch, batch_join, i
 from .moving_averages import ExponentialMovingAverage
 from .summary import FileWriter as SummaryWriter   # TF 0.x's name of summary.FileWriter
 from .io import BytesList, Example, Feature, Features, FloatList, Int64List
+from .graph_def_export import write_graph
+from .meta_graph import import_meta_graph
 
 queue_runner = _NS(QueueRunner=QueueRunner, add_queue_runner=add_queue_runner,   # its module
                    start_queue_runners=start_queue_runners)
 
-__all__ = ["ExponentialMovingAverage", "SummaryWriter", "Coordinator", "start_queue_runners",
+__all__ = ["write_graph", "import_meta_graph", "ExponentialMovingAverage", "SummaryWriter", "Coordinator", "start_queue_runners",
            "QueueRunner", "add_queue_runner", "queue_runner", "batch", "batch_join",
            "input_producer", "limit_epochs", "range_input_producer", "shuffle_batch",
            "shuffle_batch_join", "slice_input_producer", "string_input_producer", "Example",

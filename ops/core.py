@@ -90,17 +90,18 @@ class Sample:
 class Op:
     """One primitive. docs/architecture.md ('One op, one entry') says what each field means."""
     __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "reduce", "category", "samples", "ref",
-                 "stateful", "view", "onnx", "nondiff", "fn", "decompose", "promote",
+                 "stateful", "view", "onnx", "tf", "nondiff", "fn", "decompose", "promote",
                  "shape_only_from", "zero_from", "may_alias", "inference_identity", "front",
                  "alias_layout")
 
     def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, reduce=None, category=None,
-                 samples=(), ref=None, stateful=False, view=False, onnx=None, promote=None,
+                 samples=(), ref=None, stateful=False, view=False, onnx=None, tf=None, promote=None,
                  shape_only_from=None, zero_from=(), may_alias=False, inference_identity=False,
                  front=(), alias_layout=None):
         self.name, self.infer, self.kernel, self.vjp = name, infer, kernel, vjp
         self.scalar, self.reduce, self.samples, self.ref = scalar, reduce, tuple(samples), ref
         self.onnx = onnx   # the ONNX operator that computes the same from the same inputs
+        self.tf = tf       # the TF op that does, with its `T` attribute only (as_graph_def)
         self.category = category or ("elementwise" if scalar is not None else
                              "reduction" if reduce is not None else "other")
         self.stateful, self.view = stateful, view

@@ -60,27 +60,27 @@ _UNARY_SAMPLES = (_S(()), _S((1,)), _S((3, 4)), _S((2, 1, 3)))
 _POS_SAMPLES = tuple(Sample(s.args, domain=(0.2, 3.0)) for s in _UNARY_SAMPLES)
 
 NEG = register("neg", _unary_infer, np.negative, lambda g, x, **kw: (-g,),
-               scalar="(-{0})", category=_EW, onnx="Neg", samples=_UNARY_SAMPLES, ref=lambda np, x: -x)
+               scalar="(-{0})", category=_EW, onnx="Neg", tf="Neg", samples=_UNARY_SAMPLES, ref=lambda np, x: -x)
 EXP = register("exp", _unary_infer, np.exp,
                lambda g, x, out, **kw: (g * out,),
                scalar="exp({0})", category=_EW, floating=True, onnx="Exp", samples=_UNARY_SAMPLES,
-               ref=lambda np, x: np.exp(x))
+               ref=lambda np, x: np.exp(x), tf="Exp")
 LOG = register("log", _unary_infer, np.log, lambda g, x, **kw: (g / x,),
                scalar="log({0})", category=_EW, floating=True, onnx="Log", samples=_POS_SAMPLES,
-               ref=lambda np, x: np.log(x))
+               ref=lambda np, x: np.log(x), tf="Log")
 LOG1P = register("log1p", _unary_infer, np.log1p, lambda g, x, **kw: (g / (x + 1.0),),
                  scalar="log1p({0})", category=_EW, floating=True, samples=_POS_SAMPLES + (
                      _S((5,), domain=(-0.9, 1e-6)),),
-                 ref=lambda np, x: np.log1p(x))   # NOTE: exact where log(1 + x) rounds to 0
+                 ref=lambda np, x: np.log1p(x), tf="Log1p")   # NOTE: exact where log(1 + x) rounds to 0
 SQRT = register("sqrt", _unary_infer, np.sqrt,
                 lambda g, x, out, **kw: (g * 0.5 / out,),
                 scalar="sqrt({0})", category=_EW, floating=True, onnx="Sqrt", samples=_POS_SAMPLES,
-                ref=lambda np, x: np.sqrt(x))
+                ref=lambda np, x: np.sqrt(x), tf="Sqrt")
 TANH = register("tanh", _unary_infer, np.tanh,
                 lambda g, x, out, **kw: (tanh_grad(out, g),),
                 scalar="tanh({0})", category=_EW, floating=True, onnx="Tanh",
                 samples=_UNARY_SAMPLES,
-                ref=lambda np, x: np.tanh(x))
+                ref=lambda np, x: np.tanh(x), tf="Tanh")
 
 
 def _sigmoid_kernel(x):
@@ -104,7 +104,7 @@ SIGMOID = register("sigmoid", _unary_infer, _sigmoid_kernel,
                    scalar="where({0} >= 0, 1 / (1 + exp(-abs({0}))), "
                           "exp(-abs({0})) / (1 + exp(-abs({0}))))", category=_EW,
                    floating=True, onnx="Sigmoid", samples=_UNARY_SAMPLES,
-                   ref=lambda np, x: 1 / (1 + np.exp(-x)))
+                   ref=lambda np, x: 1 / (1 + np.exp(-x)), tf="Sigmoid")
 
 
 # -- the gradients of sigmoid and tanh from their output y (TF's SigmoidGrad, TanhGrad): one
@@ -192,7 +192,7 @@ SOFTPLUS = register("softplus", _unary_infer, _softplus_kernel,
                     scalar="maximum({0}, 0) + log1p(exp(-abs({0})))", category=_EW,
                     floating=True, onnx="Softplus",
                     samples=_UNARY_SAMPLES + (_S((4, 5), domain=(-40.0, 40.0)),),
-                    ref=lambda np, x: np.logaddexp(x, 0))
+                    ref=lambda np, x: np.logaddexp(x, 0), tf="Softplus")
 
 
 def _relu_kernel(x):
@@ -204,10 +204,10 @@ def _relu_kernel(x):
 RELU = register("relu", _float_only("relu", _unary_infer), _relu_kernel,
                 lambda g, x, **kw: (where(x > 0, g, 0),),
                 scalar="maximum({0}, 0)", category=_EW, onnx="Relu",
-                samples=_UNARY_SAMPLES, ref=lambda np, x: np.maximum(x, 0))
+                samples=_UNARY_SAMPLES, ref=lambda np, x: np.maximum(x, 0), tf="Relu")
 ABS = register("abs", _unary_infer, np.abs, lambda g, x, **kw: (g * sign(x),),
                scalar="abs({0})", category=_EW, onnx="Abs", samples=_UNARY_SAMPLES,
-               ref=lambda np, x: np.abs(x))
+               ref=lambda np, x: np.abs(x), tf="Abs")
 
 
 def _sign_infer(x, **_):
@@ -221,19 +221,19 @@ def _sign_infer(x, **_):
 # The gradient is zero (torch's and TF's): a leaf gets a zero .grad, not None
 SIGN = register("sign", _sign_infer, np.sign, lambda g, x, **kw: (g * 0.0,),
                 scalar="where({0} != {0}, {0}, where({0} > 0, 1, where({0} < 0, -1, 0)))",
-                category=_EW, onnx="Sign", samples=_UNARY_SAMPLES, ref=lambda np, x: np.sign(x))
+                category=_EW, onnx="Sign", tf="Sign", samples=_UNARY_SAMPLES, ref=lambda np, x: np.sign(x))
 
 SIN = register("sin", _unary_infer, np.sin, lambda g, x, **kw: (g * cos(x),),
                scalar="sin({0})", category=_EW, floating=True, onnx="Sin", samples=_UNARY_SAMPLES,
-               ref=lambda np, x: np.sin(x))
+               ref=lambda np, x: np.sin(x), tf="Sin")
 COS = register("cos", _unary_infer, np.cos, lambda g, x, **kw: (-(g * sin(x)),),
                scalar="cos({0})", category=_EW, floating=True, onnx="Cos", samples=_UNARY_SAMPLES,
-               ref=lambda np, x: np.cos(x))
+               ref=lambda np, x: np.cos(x), tf="Cos")
 
 EXPM1 = register("expm1", _unary_infer, np.expm1, lambda g, x, out, **kw: (g * (out + 1.0),),
                  category="other", floating=True, front=("tf",), samples=_UNARY_SAMPLES + (
                      _S((5,), domain=(-1e-6, 1e-6)),),
-                 ref=lambda np, x: np.expm1(x))   # NOTE: exact where exp(x) - 1 cancels
+                 ref=lambda np, x: np.expm1(x), tf="Expm1")   # NOTE: exact where exp(x) - 1 cancels
 
 _erf_scalar = np.frompyfunc(math.erf, 1, 1)
 
@@ -255,7 +255,7 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 ERF = register("erf", _unary_infer, _erf_kernel,
                lambda g, x, **kw: (g * _TWO_OVER_SQRT_PI * exp(-(x * x)),),
                scalar="erf({0})", category=_EW, floating=True, onnx="Erf", samples=_UNARY_SAMPLES,
-               ref=lambda np, x: refs.special(np).erf(x).astype(x.dtype))
+               ref=lambda np, x: refs.special(np).erf(x).astype(x.dtype), tf="Erf")
 
 
 def _erfinv_kernel(x):
@@ -319,7 +319,7 @@ def _stop_gradient_kernel(x):
 
 STOP_GRADIENT = register("stop_gradient", _unary_infer, _stop_gradient_kernel, None,
                          scalar="{0}", category=_EW, samples=(_S((3,)),), ref=lambda np, x: x,
-                         view=True, inference_identity=True)
+                         view=True, inference_identity=True, tf="StopGradient")
 
 
 def _copy_kernel(x):
@@ -438,23 +438,23 @@ _POW_SAMPLES = (Sample(((3, 4), 3), domain=(-2.0, 2.0)), Sample(((3, 4), 2)),
 
 ADD = register("add", _binary_infer("add"), np.add, _add_vjp, promote="common", scalar="({0} + {1})", category=_EW,
                onnx="Add",
-               samples=_BINARY_SAMPLES, ref=lambda np, x, y: x + y)
+               samples=_BINARY_SAMPLES, ref=lambda np, x, y: x + y, tf="AddV2")
 SUB = register("sub", _binary_infer("sub"), np.subtract, _sub_vjp, promote="common", scalar="({0} - {1})",
-               category=_EW, onnx="Sub", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x - y)
+               category=_EW, onnx="Sub", tf="Sub", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x - y)
 MUL = register("mul", _binary_infer("mul"), np.multiply, _mul_vjp, promote="common", scalar="({0} * {1})",
-               category=_EW, onnx="Mul", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x * y)
+               category=_EW, onnx="Mul", tf="Mul", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x * y)
 DIV = register("div", _div_infer, np.true_divide, _div_vjp, promote="divide", scalar="({0} / {1})", category=_EW,
                onnx="Div",
                samples=tuple(Sample(s.args, domain=(0.5, 2.0), match=s.match)
-                             for s in _BINARY_SAMPLES), ref=lambda np, x, y: x / y)
+                             for s in _BINARY_SAMPLES), ref=lambda np, x, y: x / y, tf="RealDiv")
 POW = register("pow", _binary_infer("pow"), _pow_kernel, _pow_vjp, promote="common", scalar="({0} ** {1})",
-               category=_EW, onnx="Pow", samples=_POW_SAMPLES, ref=lambda np, x, y: np.power(x, y))
+               category=_EW, onnx="Pow", tf="Pow", samples=_POW_SAMPLES, ref=lambda np, x, y: np.power(x, y))
 MAXIMUM = register("maximum", _binary_infer("maximum"), np.maximum, _maximum_vjp, promote="common",
                    scalar="maximum({0}, {1})", category=_EW, onnx="Max", samples=_BINARY_SAMPLES,
-                   ref=lambda np, x, y: np.maximum(x, y))
+                   ref=lambda np, x, y: np.maximum(x, y), tf="Maximum")
 MINIMUM = register("minimum", _binary_infer("minimum"), np.minimum, _minimum_vjp, promote="common",
                    scalar="minimum({0}, {1})", category=_EW, onnx="Min", samples=_BINARY_SAMPLES,
-                   ref=lambda np, x, y: np.minimum(x, y))
+                   ref=lambda np, x, y: np.minimum(x, y), tf="Minimum")
 
 
 
@@ -481,16 +481,17 @@ def _atan2_vjp(g, y, x, needs=(True, True), **kw):
 
 ATAN2 = register("atan2", _atan2_infer, _atan2_kernel, _atan2_vjp, category="other",
                  samples=tuple(Sample(s.args, domain=(0.3, 2.0), match=s.match)
-                               for s in _BINARY_SAMPLES), ref=lambda np, y, x: np.arctan2(y, x))
+                               for s in _BINARY_SAMPLES), ref=lambda np, y, x: np.arctan2(y, x), tf="Atan2")
 
 _CMP_SAMPLES = tuple(Sample(s.args, grad=False, match=s.match) for s in _BINARY_SAMPLES)
 # NOTE: ONNX has no NotEqual: the exporter writes ne as Not(Equal)
-for _name, _kernel, _sym, _onnx in (
-        ("eq", np.equal, "==", "Equal"), ("ne", np.not_equal, "!=", None),
-        ("lt", np.less, "<", "Less"), ("le", np.less_equal, "<=", "LessOrEqual"),
-        ("gt", np.greater, ">", "Greater"), ("ge", np.greater_equal, ">=", "GreaterOrEqual")):
+for _name, _kernel, _sym, _onnx, _tf in (
+        ("eq", np.equal, "==", "Equal", "Equal"), ("ne", np.not_equal, "!=", None, "NotEqual"),
+        ("lt", np.less, "<", "Less", "Less"), ("le", np.less_equal, "<=", "LessOrEqual", "LessEqual"),
+        ("gt", np.greater, ">", "Greater", "Greater"),
+        ("ge", np.greater_equal, ">=", "GreaterOrEqual", "GreaterEqual")):
     register(_name, _binary_infer(_name, np.bool_), _kernel, None, promote="common",
-             scalar=f"({{0}} {_sym} {{1}})", category=_EW, onnx=_onnx, samples=_CMP_SAMPLES,
+             scalar=f"({{0}} {_sym} {{1}})", category=_EW, onnx=_onnx, tf=_tf, samples=_CMP_SAMPLES,
              ref=eval(f"lambda np, x, y: x {_sym} y"))  # noqa: S307 - a fixed operator table
 
 
@@ -531,11 +532,12 @@ WHERE = register(
     ref=lambda np, c, x, y: np.where(c, x, y))
 
 def _rounding(name, fn, onnx):
-    """floor / ceil / round: integers pass through; the gradient is zero (as torch's)."""
+    """floor / ceil / round: integers pass through; the gradient is zero (as torch's). ONNX
+    and TF name them alike (TF's Round is also half to even)."""
     def kernel(x):
         return np.array(x, copy=True) if np.asarray(x).dtype.kind in "biu" else fn(x)
     return register(name, _unary_infer, kernel, lambda g, x, **kw: (g * 0.0,),
-                    category="other", onnx=onnx, samples=_UNARY_SAMPLES,
+                    category="other", onnx=onnx, tf=onnx, samples=_UNARY_SAMPLES,
                     ref=lambda np, x: getattr(np, name)(x))
 
 
@@ -588,10 +590,10 @@ _DIV_SAMPLES = tuple(Sample(s.args, domain=(-3.0, -0.3) if k % 2 else (0.3, 3.0)
 FLOORDIV = register("floordiv", _divmod_infer("floordiv"), _floordiv_kernel,
                     lambda g, x, y, **kw: (unbroadcast(g * 0.0, x), unbroadcast(g * 0.0, y)),
                     category="other", promote="common", samples=_DIV_SAMPLES,
-                    ref=lambda np, x, y: np.floor(x / y))
+                    ref=lambda np, x, y: np.floor(x / y), tf="FloorDiv")
 FLOORMOD = register("floormod", _divmod_infer("floormod"), _floormod_kernel, _floormod_vjp,
                     category="other", promote="common", samples=_DIV_SAMPLES,
-                    ref=lambda np, x, y: x - np.floor(x / y) * y)
+                    ref=lambda np, x, y: x - np.floor(x / y) * y, tf="FloorMod")
 
 # public functions: ops.add(x, y), ops.exp(x), …
 neg, exp, log, sqrt, tanh, sigmoid, relu, abs, sign, erf = (  # noqa: A001 - op names

@@ -620,10 +620,10 @@ def _ones_like_kernel(x, dtype=None):
 
 ZEROS_LIKE = register("zeros_like", _fill_like_infer, _zeros_like_kernel, None, category="other",
                       shape_only_from=0,
-                      samples=(_S((2, 3)),), ref=lambda np, x, dtype=None: np.zeros_like(x))
+                      samples=(_S((2, 3)),), ref=lambda np, x, dtype=None: np.zeros_like(x), tf="ZerosLike")
 ONES_LIKE = register("ones_like", _fill_like_infer, _ones_like_kernel, None, category="other",
                      shape_only_from=0,
-                     samples=(_S((2, 3)),), ref=lambda np, x, dtype=None: np.ones_like(x))
+                     samples=(_S((2, 3)),), ref=lambda np, x, dtype=None: np.ones_like(x), tf="OnesLike")
 
 reshape_like, transpose, broadcast_to, broadcast_like, sum_to_like, expand_dims, squeeze = (
     primitive(o) for o in (RESHAPE_LIKE, TRANSPOSE, BROADCAST_TO, BROADCAST_LIKE, SUM_TO_LIKE,

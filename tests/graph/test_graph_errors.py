@@ -143,3 +143,10 @@ def test_while_loop_invariant_violations():
         assert s.run(grow)[1].shape == (8,)
     with pytest.raises(ShapeError, match="scalar bool"):
         graph.while_loop(lambda i: i, lambda i: i + 1, [i])
+
+
+def test_reflect_pad_of_an_unknown_dim_says_so():
+    with graph.Graph().as_default():
+        x = graph.placeholder(graph.float32, (None, 3))
+        with pytest.raises(NotImplementedError, match="dim 0 of the input is unknown"):
+            graph.pad(x, [[1, 1], [0, 0]], mode="REFLECT")

@@ -75,3 +75,15 @@ def test_merge_all_without_summaries_is_none_and_errors_are_clear(tmp_path):
 def test_docstring_example_runs():
     import doctest
     assert doctest.testmod(graph.summary).failed == 0
+
+
+def test_file_writer_graph_def_is_what_tensorboard_reads(tmp_path):
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(graph.float32, (None, 2), name="x")
+        graph.nn.relu(x * 2.0, name="y")
+    gd = g.as_graph_def()
+    writer = graph.summary.FileWriter(tmp_path, graph_def=gd)
+    writer.close()
+    written = read(tmp_path).Graph()
+    assert [(n.name, n.op) for n in written.node] == [(n.name, n.op) for n in gd.node]

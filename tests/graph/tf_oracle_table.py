@@ -285,6 +285,8 @@ _ASSERT = "returns an op that raises when run: its value is nothing to compare; 
 _NOT_TF = "not a tf.compat.v1 name: dualgrad's own"
 _LAYERS = "makes variables: compared with the same weights in test_tf_oracle_models.py"
 _FILES = "checkpoint files are dualgrad's own format (docs: Known differences)"
+_GRAPHDEF = "TF's GraphDef files, not ops: real TF reads what they write and writes what " \
+    "they read in test_graphdef.py"
 EXCLUDED = {
     **dict.fromkeys(
         ("add_to_collection", "get_collection", "dimension_value", "control_dependencies",
@@ -332,6 +334,8 @@ EXCLUDED = {
                      "train.get_checkpoint_state", "train.checkpoint_exists",
                      "train.list_variables", "train.load_variable", "train.load_checkpoint",
                      "train.NewCheckpointReader"), _FILES),
+    **dict.fromkeys(("import_graph_def", "make_ndarray", "make_tensor_proto",
+                     "train.write_graph", "train.import_meta_graph"), _GRAPHDEF),
     **dict.fromkeys(("he_normal", "he_uniform", "lecun_normal", "lecun_uniform",
                      "initializers.he_normal", "initializers.he_uniform",
                      "initializers.lecun_normal", "initializers.lecun_uniform"),

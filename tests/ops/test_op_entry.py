@@ -26,6 +26,9 @@ KNOWN_TABLES = {
     ("graph/onnx/rules_math.py", "_PY"): "the ONNX reader's shape arithmetic in Python",
     ("graph/onnx/to_onnx.py", "RULES"): "the ONNX writer's rules take its Writer, which ops/ "
                                         "does not import; an op's one-to-one form is `Op.onnx`",
+    ("graph/graph_def_export.py", "WRITERS"): "TF GraphDef writers take their Writer and write "
+                                              "several nodes or attributes; an op's one-op "
+                                              "form is `Op.tf`",
 }
 
 
