@@ -13,15 +13,14 @@ from __future__ import annotations
 import numpy as np
 
 from .control_flow import cond
+from .array_ops import RANK, SHAPE, SIZE
 from .core import Tensor
 from .plan import node_kernel
 
 __all__ = ["constant_value", "smart_cond"]
 
-_STATIC = {"shape": lambda shape, node: np.array(shape, node.attrs.get("out_type", np.int32)),
-           "size": lambda shape, node: np.array(int(np.prod(shape)),
-                                                node.attrs.get("out_type", np.int32)),
-           "rank": lambda shape, node: np.array(len(shape), np.int32)}
+# NOTE: ops whose value is their input's static shape: folded from the shape alone
+_FROM_SHAPE = (SHAPE, SIZE, RANK)
 
 
 def constant_value(tensor, partial=False):
@@ -43,15 +42,15 @@ def _fold(t, memo):
 
 def _compute(t, memo):
     node = t.node
-    if node.type in _STATIC:
-        shape = node.inputs[0].shape
-        dims = None if shape is None else tuple(shape)
+    kernel, stateful = node_kernel(node)
+    if node.op in _FROM_SHAPE:
+        x = node.inputs[0]
+        dims = None if x.shape is None else tuple(x.shape)
         if dims is None or any(d is None for d in dims):
             return None
-        return _STATIC[node.type](dims, node)
+        return np.asarray(kernel(np.zeros(dims, np.dtype(x.dtype))))
     if node.type in ("placeholder", "placeholder_with_default") or node.op.stateful:
         return None
-    kernel, stateful = node_kernel(node)
     if stateful:   # NOTE: variables, queues, tables, random draws: values of a Session
         return None
     args = [_fold(i, memo) for i in node.inputs]

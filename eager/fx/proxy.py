@@ -11,6 +11,7 @@ every operation on it appends a Node to the tracer's graph.
 """
 from __future__ import annotations
 
+import ast
 import builtins
 import dis
 import operator
@@ -102,15 +103,35 @@ class _ProxyEngine:
     def apply(op, args, attrs):
         # NOTE: the operator itself for `tensor + proxy`; otherwise the op's own function
         # (a call from code the trace did not wrap: values right, the graph finer than torch's)
-        target = _OPERATOR_OF.get(op.name) if not attrs else None
+        target = _operator_of(op) if not attrs else None
         proxy = next(a for a in args if isinstance(a, Proxy))
         return proxy.tracer.create_proxy("call_function", target or op.fn, args, attrs)
 
 
-_OPERATOR_OF = {"add": operator.add, "sub": operator.sub, "mul": operator.mul,
-                "div": operator.truediv, "pow": operator.pow, "matmul": operator.matmul,
-                "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
-                "gt": operator.gt, "ge": operator.ge, "neg": operator.neg}
+# NOTE: Python's operators by their syntax: an op whose scalar form is `{0} + {1}` (or
+# `-{0}`, `{0} < {1}`, ...) is recorded as the operator, as torch.fx records `tensor + proxy`
+_SYNTAX = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.Div: operator.truediv, ast.Pow: operator.pow, ast.MatMult: operator.matmul,
+           ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+           ast.Gt: operator.gt, ast.GtE: operator.ge, ast.USub: operator.neg}
+_OPERATORS = {}
+
+
+def _operator_of(op):
+    """The Python operator op computes, from its scalar form, else None."""
+    if op.name not in _OPERATORS:
+        _OPERATORS[op.name] = _parse_operator(op.scalar) if isinstance(op.scalar, str) else None
+    return _OPERATORS[op.name]
+
+
+def _parse_operator(scalar):
+    try:
+        expr = ast.parse(scalar.format("a", "b"), mode="eval").body
+    except (SyntaxError, IndexError, KeyError):
+        return None
+    sym = type(expr.op) if isinstance(expr, (ast.BinOp, ast.UnaryOp)) else \
+        type(expr.ops[0]) if isinstance(expr, ast.Compare) and len(expr.ops) == 1 else None
+    return _SYNTAX.get(sym)
 
 
 class Proxy:
