@@ -178,8 +178,30 @@ def to_eager(v, leaves):
     if isinstance(v, dict):
         return {k: to_eager(x, leaves) for k, x in v.items()}
     if callable(v) and not isinstance(v, type):
-        raise Unconvertible(f"a callable argument ({v!r})")
+        return _callable_to_eager(v)
     return v
+
+
+def _callable_to_eager(f):
+    """dualgrad's counterpart of a torch callable passed as an argument (a loss's
+    distance_function): a torch function -> dualgrad's function of the same name; a torch.nn
+    module without parameters -> dualgrad's module of the same class name with the same
+    settings (the attributes torch lists in `__constants__`)."""
+    if isinstance(f, torch.nn.Module):
+        cls = getattr(eager.nn, type(f).__name__, None)
+        if cls is None or any(True for _ in f.parameters()) or any(True for _ in f.buffers()):
+            raise Unconvertible(f"a callable argument ({f!r})")
+        ours = cls()
+        for name in getattr(type(f), "__constants__", ()):
+            setattr(ours, name, getattr(f, name))
+        return ours
+    mod, name = getattr(f, "__module__", None) or "", getattr(f, "__name__", "")
+    space = {"torch": "", "torch.functional": "", "torch.nn.functional": "nn.functional",
+             "torch.linalg": "linalg", "torch.special": "special"}.get(mod)
+    ours = None if space is None else _path(eager, f"{space}.{name}".lstrip("."))
+    if ours is None:
+        raise Unconvertible(f"a callable argument ({f!r})")
+    return ours
 
 
 # -- comparing results -----------------------------------------------------------------------
