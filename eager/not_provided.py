@@ -144,8 +144,6 @@ DIFFERS = {
         "uint8: refused with NotImplementedError (torch's integer bicubic rounds its own way; dualgrad interpolates floating inputs only)",
     ('nn.functional.interpolate.bilinear', '*', '*', 'result'):
         "uint8: refused with NotImplementedError (torch's integer bilinear rounds its own way; dualgrad interpolates floating inputs only)",
-    ('nn.functional.local_response_norm', '*', '*', 'result'):
-        'int64: result: values differ (Tensor-likes are not close! Mismatched elements: 7 / 18 (38.9%) Greatest absolute difference: 4.863739013671875e-05 at index (0, 0, 2) (u',
     ('nn.functional.upsample_bilinear', '*', '*', 'result'):
         "uint8: refused with NotImplementedError (torch's integer bilinear rounds its own way; dualgrad interpolates floating inputs only)",
     ('sort', '*', '*', 'result'):
