@@ -79,13 +79,16 @@ ger = outer
 
 
 @lowers
+@in_opmath   # NOTE: torch's CPU gemm adds beta * input in float32 before its one rounding
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
-    """beta * input + alpha * (mat1 @ mat2); beta=0 ignores input's values (NaN too), as torch."""
+    """beta * input + alpha * (mat1 @ mat2); beta=0 ignores input's values (NaN too), as torch.
+    float16 and bfloat16 are computed in float32 and rounded once, as torch's CPU kernel."""
     from .reductions import _beta_alpha   # NOTE: reductions imports this module
     return _beta_alpha(input, mm(mat1, mat2), beta, alpha)
 
 
 @lowers
+@in_opmath   # NOTE: as addmm's
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     from .reductions import _beta_alpha
     return _beta_alpha(input, bmm(batch1, batch2), beta, alpha)

@@ -112,8 +112,6 @@ DIFFERS = {
     # test's samples (the reason is the first difference seen); edit a reason freely
     ('addbmm', '*', '*', 'result'):
         "float32: one element in 50 differs by 3e-6 relative (BLAS accumulation order of the per-batch products; torch's tolerance is 1.3e-6)",
-    ('addmm', '*', '*', 'result'):
-        'float16: result: values differ (Tensor-likes are not close! Mismatched elements: 1 / 6 (16.7%) Greatest absolute difference: 0.001953125 at index (0, 2) (up to 0.001 all',
     ('argsort', '*', '*', 'result'):
         'bool, float16, int8, uint8: result: values differ (Tensor-likes are not equal! Mismatched elements: 7999 / 8000 (100.0%) Greatest absolute difference: 7985 at index (7985,) Greatest relati',
     ('as_strided.partial_views', '*', 'eager', 'result'):
