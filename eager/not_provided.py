@@ -130,14 +130,10 @@ DIFFERS = {
         "float16, float32: the op_db samples' exponentials overflow float16 (both give inf/nan, in different places) and differ by 6e-4 relative in float32 on a batch with entries near 9e4 (SciPy's Pade approximant vs torch's Taylor-based kernel)",
     ('nn.functional.adaptive_avg_pool3d', '*', 'eager', 'result'):
         'float16: result: values differ (Tensor-likes are not close! Mismatched elements: 12 / 1120 (1.1%) Greatest absolute difference: 0.0029296875 at index (0, 2, 5, 0) (up to',
-    ('nn.functional.batch_norm', '*', '*', 'result'):
-        'float16: result: values differ (Tensor-likes are not close! Mismatched elements: 2 / 125 (1.6%) Greatest absolute difference: 0.0078125 at index (4, 1, 4) (up to 0.001 a',
     ('nn.functional.conv_transpose2d', '*', '*', 'result'):
         "float16: a few elements differ beyond torch's half tolerance (torch's half transposed convolution accumulates differently; dualgrad computes in float32 and rounds once)",
     ('nn.functional.conv_transpose3d', '*', '*', 'result'):
         'float16, float32: result: values differ (Tensor-likes are not close! Mismatched elements: 64 / 648 (9.9%) Greatest absolute difference: 0.09375 at index (0, 0, 0, 4, 4) (up to 0.',
-    ('nn.functional.instance_norm', '*', '*', 'result'):
-        "float16, bfloat16: a few elements differ beyond torch's half tolerance (torch normalises half instance norms through its half batch_norm kernel; dualgrad computes in float32 and rounds once)",
     ('nn.functional.interpolate.bicubic', '*', '*', 'result'):
         "uint8: refused with NotImplementedError (torch's integer bicubic rounds its own way; dualgrad interpolates floating inputs only)",
     ('nn.functional.interpolate.bilinear', '*', '*', 'result'):

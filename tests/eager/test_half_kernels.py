@@ -1,0 +1,91 @@
+"""float16 and bfloat16 kernels that round where torch's CPU kernels round, against real torch
+bit for bit (not within a tolerance): addmm and baddbmm, batch_norm and instance_norm, eager
+and inside compile(), on random inputs of several shapes (op_db's samples are in
+tests/eager/test_opdb.py; these are more of them).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dualgrad import compiler, eager
+
+torch = pytest.importorskip("torch")
+
+HALVES = ("float16", "bfloat16")
+
+
+def _pair(rng, shape, dtype, low=-3.0):
+    """The same random tensor in torch and in dualgrad, of a half dtype."""
+    t = torch.from_numpy(rng.uniform(low, 3.0, shape).astype(np.float32)).to(getattr(torch, dtype))
+    return t, eager.tensor(t.float().numpy(), dtype=getattr(eager, dtype))
+
+
+def _bits(ours, ref):
+    """dualgrad's result equals torch's exactly (same dtype, same values)."""
+    assert str(ours.dtype) == str(ref.dtype).replace("torch.", "")
+    a = np.asarray(ours.detach()).astype(np.float32)
+    b = ref.detach().float().numpy()
+    mism = np.flatnonzero(a != b)
+    assert mism.size == 0, f"{mism.size} of {a.size} differ, e.g. {a.flat[mism[0]]} != {b.flat[mism[0]]}"
+
+
+def _both_modes(fn, *args):
+    """fn's result eagerly and compiled (the tensors as the compiled function's arguments)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args), compiler.compile(fn)(*args)
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_addmm_and_baddbmm_round_once(dtype):
+    rng = np.random.default_rng(0)
+    for n, k, m in ((2, 3, 4), (5, 7, 3), (1, 16, 9)):
+        (tc, c), (ta, a), (tb, b) = (_pair(rng, s, dtype) for s in ((n, m), (n, k), (k, m)))
+        ref = torch.addmm(tc, ta, tb, beta=0.2, alpha=0.6)
+        for out in _both_modes(lambda c, a, b: eager.addmm(c, a, b, beta=0.2, alpha=0.6), c, a, b):
+            _bits(out, ref)
+        (tc, c), (ta, a), (tb, b) = (_pair(rng, s, dtype) for s in ((2, n, m), (2, n, k),
+                                                                    (2, k, m)))
+        ref = torch.baddbmm(tc, ta, tb, beta=0.2, alpha=0.6)
+        _bits(eager.baddbmm(c, a, b, beta=0.2, alpha=0.6), ref)
+
+
+SHAPES = ((5, 5, 5), (3, 2, 4), (4, 3), (2, 3, 4, 5), (8, 16, 3), (2, 3, 40))
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+@pytest.mark.parametrize("training", (True, False))
+def test_batch_norm_rounds_as_torch(dtype, training):
+    rng = np.random.default_rng(1)
+    for shape in SHAPES:
+        c = shape[1]
+        (tx, x), (tw, w), (tb, b), (tm, m) = (_pair(rng, s, dtype) for s in (shape, (c,), (c,), (c,)))
+        tv, v = _pair(rng, (c,), dtype, low=0.1)
+        ref = torch.nn.functional.batch_norm(tx, tm.clone(), tv.clone(), tw, tb,
+                                             training=training, eps=1e-5)
+        out, compiled = _both_modes(lambda x, m, v, w, b: eager.nn.functional.batch_norm(
+            x, m, v, w, b, training=training, eps=1e-5), x, m * 1, v * 1, w, b)
+        _bits(out, ref)
+        _bits(compiled, ref)
+        ref = torch.nn.functional.batch_norm(tx, tm, tv, training=training, eps=0.6)
+        _bits(eager.nn.functional.batch_norm(x, m * 1, v * 1, training=training, eps=0.6), ref)
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_instance_norm_rounds_as_torch(dtype):
+    rng = np.random.default_rng(2)
+    for shape in ((5, 5, 5), (2, 3, 4, 5), (3, 2, 40)):
+        c = shape[1]
+        (tx, x), (tw, w), (tb, b), (tm, m) = (_pair(rng, s, dtype) for s in (shape, (c,), (c,), (c,)))
+        tv, v = _pair(rng, (c,), dtype, low=0.1)
+        for stats in (True, False):
+            ref = torch.nn.functional.instance_norm(tx, tm.clone(), tv.clone(), tw, tb,
+                                                    use_input_stats=stats)
+            _bits(eager.nn.functional.instance_norm(x, m * 1, v * 1, w, b, use_input_stats=stats),
+                  ref)
+        ref = torch.nn.functional.instance_norm(tx)
+        for out in _both_modes(eager.nn.functional.instance_norm, x):
+            _bits(out, ref)
