@@ -128,8 +128,6 @@ DIFFERS = {
         'float32: result: values differ (Tensor-likes are not close! Mismatched elements: 4 / 25 (16.0%) Greatest absolute difference: 4.00543212890625e-05 at index (3, 3) (up to',
     ('matrix_exp', '*', '*', 'result'):
         "float16, float32: the op_db samples' exponentials overflow float16 (both give inf/nan, in different places) and differ by 6e-4 relative in float32 on a batch with entries near 9e4 (SciPy's Pade approximant vs torch's Taylor-based kernel)",
-    ('nn.functional.adaptive_avg_pool3d', '*', 'eager', 'result'):
-        'float16: result: values differ (Tensor-likes are not close! Mismatched elements: 12 / 1120 (1.1%) Greatest absolute difference: 0.0029296875 at index (0, 2, 5, 0) (up to',
     ('nn.functional.conv_transpose2d', '*', '*', 'result'):
         "float16: a few elements differ beyond torch's half tolerance (torch's half transposed convolution accumulates differently; dualgrad computes in float32 and rounds once)",
     ('nn.functional.conv_transpose3d', '*', '*', 'result'):

@@ -89,3 +89,14 @@ def test_instance_norm_rounds_as_torch(dtype):
         ref = torch.nn.functional.instance_norm(tx)
         for out in _both_modes(eager.nn.functional.instance_norm, x):
             _bits(out, ref)
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_adaptive_avg_pool3d_sums_in_its_dtype(dtype):
+    rng = np.random.default_rng(3)
+    for shape, size in (((2, 3, 8, 8, 8), (5, 7, 4)), ((1, 2, 9, 5, 7), (4, None, 3)),
+                        ((2, 4, 3, 7), (1, 1, 1)), ((1, 2, 6, 6, 6), 4)):
+        tx, x = _pair(rng, shape, dtype)
+        ref = torch.nn.functional.adaptive_avg_pool3d(tx, size)
+        for out in _both_modes(lambda x: eager.nn.functional.adaptive_avg_pool3d(x, size), x):
+            _bits(out, ref)
