@@ -19,6 +19,7 @@ from dualgrad import ops
 from dualgrad.ops.rules import BFLOAT16
 
 from ..functions import _arr, _no_grad_tensor, _t
+from . import half_conv
 
 
 def _triple(v):
@@ -237,6 +238,19 @@ def _adaptive_max_pool3d(x, output_size, return_indices=False):
 def _conv_transpose3d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                       dilation=1):
     w = _t(weight)
+    if half_conv.takes_slow_path(x, w, _triple(stride), _triple(output_padding), groups):
+        return half_conv.slow_path(x, w, bias, _triple(stride), _triple(padding),
+                                   _triple(output_padding), groups, _triple(dilation))
+    if np.dtype(x.dtype).kind in "iu":   # NOTE: torch's integer result; float64 is exact here
+        f64 = np.dtype("float64")
+        return ops.cast(_conv_transpose3d(ops.cast(x, f64), ops.cast(w, f64), bias if bias is
+                                          None else ops.cast(bias, f64), stride, padding,
+                                          output_padding, groups, dilation), x.dtype)
+    if np.dtype(x.dtype) == BFLOAT16:   # NOTE: as torch's oneDNN kernel: float32, rounded once
+        f32 = np.dtype("float32")
+        return ops.cast(_conv_transpose3d(ops.cast(x, f32), ops.cast(w, f32), bias if bias is
+                                          None else ops.cast(bias, f32), stride, padding,
+                                          output_padding, groups, dilation), BFLOAT16)
     k, s, p = tuple(w.shape[2:]), _triple(stride), _triple(padding)
     op, d = _triple(output_padding), _triple(dilation)
     dout = (x.shape[2] - 1) * s[0] - 2 * p[0] + d[0] * (k[0] - 1) + op[0] + 1

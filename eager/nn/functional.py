@@ -14,6 +14,7 @@ from dualgrad import ops
 from dualgrad.ops.core import TRACING
 from dualgrad.ops.updates import running_average
 from ..not_provided import absent
+from . import half_conv
 
 
 def _inplace(x, inplace, name, fn, *args):
@@ -173,8 +174,17 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 @lowers
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
                      groups=1, dilation=1):
-    return _unbatched(ops.conv_transpose2d, input, 2, weight, bias, stride, padding,
+    return _unbatched(_conv_transpose2d, input, 2, weight, bias, stride, padding,
                       output_padding, groups, dilation)
+
+
+def _conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation):
+    pair = ops.nn.pair
+    if half_conv.takes_slow_path(x, weight, pair(stride), pair(output_padding), groups):
+        return half_conv.slow_path(x, weight, bias, pair(stride), pair(padding),
+                                   pair(output_padding), groups, pair(dilation))
+    return ops.conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups,
+                                dilation)
 
 
 @lowers
@@ -189,9 +199,9 @@ def _conv_transpose1d(input, weight, bias, stride, padding, output_padding, grou
     stride, padding, output_padding, dilation = (
         v[0] if isinstance(v, (tuple, list)) else v
         for v in (stride, padding, output_padding, dilation))
-    y = ops.conv_transpose2d(ops.expand_dims(input, axis=2), ops.expand_dims(weight, axis=2),
-                             bias, (1, stride), (0, padding), (0, output_padding), groups,
-                             (1, dilation))
+    y = _conv_transpose2d(ops.expand_dims(input, axis=2), ops.expand_dims(weight, axis=2),
+                          bias, (1, stride), (0, padding), (0, output_padding), groups,
+                          (1, dilation))
     return ops.squeeze(y, axis=2)
 
 

@@ -100,3 +100,44 @@ def test_adaptive_avg_pool3d_sums_in_its_dtype(dtype):
         ref = torch.nn.functional.adaptive_avg_pool3d(tx, size)
         for out in _both_modes(lambda x: eager.nn.functional.adaptive_avg_pool3d(x, size), x):
             _bits(out, ref)
+
+
+def test_torch_here_takes_the_paths_half_conv_assumes():
+    """eager/nn/half_conv.py follows torch on a CPU where oneDNN has bfloat16 but not float16
+    (the project's machines): on another CPU torch picks other kernels and this says so."""
+    assert not torch.ops.mkldnn._is_mkldnn_fp16_supported()
+    assert torch.ops.mkldnn._is_mkldnn_bf16_supported()
+
+
+CONV_T = (  # (input shape, weight shape, keyword arguments)
+    ((2, 3, 5), (3, 2, 3), dict(stride=2, padding=1, output_padding=1)),
+    ((1, 4, 5, 6), (4, 3, 3, 3), dict(stride=(2, 1), padding=(2, 0), output_padding=(1, 0))),
+    ((2, 4, 4, 4), (4, 2, 2, 3), dict(stride=(3, 2), padding=(1, 2), output_padding=(2, 3),
+                                      groups=2, dilation=(4, 4))),
+    ((1, 3, 4, 4, 4), (3, 2, 3, 3, 3), dict(stride=2, padding=2, output_padding=1)),
+    ((1, 2, 3, 4, 3), (2, 2, 2, 3, 2), dict(stride=(1, 2, 1), output_padding=(0, 1, 2),
+                                            dilation=(1, 1, 3))),
+)
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_conv_transpose_rounds_as_torch(dtype):
+    """float16 always, and bfloat16 with an output_padding >= its stride, take torch's slow
+    path, bit for bit; bfloat16 otherwise is oneDNN's float32, within an ulp."""
+    rng = np.random.default_rng(4)
+    for xs, ws, kw in CONV_T:
+        name = f"conv_transpose{len(xs) - 2}d"
+        (tx, x), (tw, w), (tb, b) = (_pair(rng, s, dtype) for s in (xs, ws, (ws[1] * kw.get(
+            "groups", 1),)))
+        ref = getattr(torch.nn.functional, name)(tx, tw, tb, **kw)
+        fn = getattr(eager.nn.functional, name)
+        nd = len(xs) - 2
+        op, st = (np.broadcast_to(kw.get(k, d), nd) for k, d in (("output_padding", 0),
+                                                                 ("stride", 1)))
+        slow = dtype == "float16" or any(op >= st)
+        for out in _both_modes(lambda x, w, b: fn(x, w, b, **kw), x, w, b):
+            if slow:
+                _bits(out, ref)
+            else:
+                np.testing.assert_allclose(np.asarray(out).astype(np.float32),
+                                           ref.float().numpy(), rtol=1e-2, atol=1e-2)
