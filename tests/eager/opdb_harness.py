@@ -13,7 +13,8 @@ For one op_db entry:
   tolerances for the dtype), gradients of float64 samples against torch's autograd (against
   finite differences where op_db marks torch's own gradient as failing gradcheck), and
   aliasing (an in-place write through each result changes the inputs exactly when torch's
-  does).
+  does). As torch's tests, values go through the sample's output_process_fn_grad (eigenvectors
+  compared by absolute value) and gradients through the entry's gradcheck_wrapper.
 
 Random ops (torch's own result changes with the seed) are compared in shape and dtype only:
 the streams differ by design (docs/pytorch-compat.md, "Random streams differ").
@@ -387,6 +388,53 @@ def check_grads(ours, ref, leaves):
     return diffs
 
 
+def _in_dualgrad(f):
+    """f (a function of op_db's module) with `torch` meaning dualgrad.eager."""
+    g = types.FunctionType(f.__code__, dict(f.__globals__, torch=eager), f.__name__,
+                           f.__defaults__, f.__closure__)
+    g.__kwdefaults__ = f.__kwdefaults__
+    return g
+
+
+def _output_processing(s):
+    """(torch's, dualgrad's) form of the sample's output_process_fn_grad, or None when it
+    has none: op_db's way of comparing results defined up to a choice (eigenvectors up to
+    sign: their absolute values), which torch's own tests apply to both sides."""
+    f = s.output_process_fn_grad
+    if "SampleInput.__init__" in getattr(f, "__qualname__", ""):
+        return None          # the default: the identity
+    ours = _in_dualgrad(f)
+
+    def for_dualgrad(out):
+        try:
+            return ours(out)
+        except Exception:  # noqa: BLE001 - it calls torch helpers dualgrad lacks: unprocessed
+            return out
+    return f, for_dualgrad
+
+
+def _gradient_functions(op, fn, s, mode, args, kwargs, ours, ref, process):
+    """(torch's forward, dualgrad's and torch's outputs) whose gradients are compared: the
+    call through op_db's gradcheck_wrapper (a Hermitian input as x + x^H) and its output
+    processing, as torch's gradient tests take them."""
+    wrapper = op.gradcheck_wrapper
+    wrapped = not wrapper.__qualname__.startswith("OpInfo.") and \
+        wrapper.__name__ != "wrapper_set_seed"
+    t_proc, o_proc = process or (lambda out: out, lambda out: out)
+
+    def forward():
+        out = wrapper(op.op, s.input, *s.args, **s.kwargs) if wrapped else _torch_call(op, s)
+        return t_proc(out)
+    if wrapped:
+        try:
+            ours_w, _ = _call(lambda *a, **k: _in_dualgrad(wrapper)(fn, *a, **k), mode, args,
+                              kwargs)
+            return forward, o_proc(ours_w), forward()
+        except AttributeError:
+            wrapped = False     # NOTE: it calls a torch helper dualgrad lacks (torch.masked's)
+    return forward, o_proc(ours), t_proc(ref)
+
+
 def _our_grads(outs, cts, inputs):
     """dualgrad's gradients of sum(out * cotangent) (the graph kept for a second look)."""
     total = None
@@ -410,7 +458,7 @@ def torch_gradient_fails_gradcheck(op):
     return False
 
 
-def check_grads_numerically(op, s, ours, ref, leaves, against_torch, eps=1e-6):
+def check_grads_numerically(forward, ours, ref, leaves, against_torch, eps=1e-6):
     """Where torch's gradient is known wrong: dualgrad's gradients of sum(out * cotangent)
     against central differences of torch's forward (float64), or the differences from torch
     when they disagree with those too."""
@@ -421,7 +469,7 @@ def check_grads_numerically(op, s, ours, ref, leaves, against_torch, eps=1e-6):
 
     def objective():
         with torch.no_grad():
-            outs = _tensors(_torch_call(op, s))
+            outs = _tensors(forward())
         return sum(float((outs[i].double() * torch.from_numpy(c)).sum())
                    for i, c in zip(pick, cts))
     og = _our_grads([_tensors(ours)[i] for i in pick], cts, [o for _, o in r_in])
@@ -518,14 +566,21 @@ def check_sample(op, fn, s, mode="eager", grads=True, aliasing=True):
         ours, _ = _call(fn, mode, args, kwargs)
     except Exception as e:  # noqa: BLE001 - a raise is the difference it is
         return [f"raised {type(e).__name__}: {str(e)[:300]}"]
-    diffs = compare(ours, ref, values=not random)
+    process = _output_processing(s)
+    diffs = compare(ours, ref, values=not random and process is None)
     if diffs or random:
         return diffs
+    if process is not None:     # NOTE: values compared as torch's test_compare_cpu does
+        diffs = compare(process[1](ours), process[0](ref), where="processed result")
+        if diffs:
+            return diffs
     if grads and any(r.requires_grad for r, _ in leaves) and op.supports_autograd:
         try:
-            got = check_grads(ours, ref, leaves)
+            forward, g_ours, g_ref = _gradient_functions(op, fn, s, mode, args, kwargs, ours,
+                                                         ref, process)
+            got = check_grads(g_ours, g_ref, leaves)
             if got and torch_gradient_fails_gradcheck(op):
-                got = check_grads_numerically(op, s, ours, ref, leaves, got)
+                got = check_grads_numerically(forward, g_ours, g_ref, leaves, got)
             diffs += got
         except Exception as e:  # noqa: BLE001
             diffs.append(f"gradient: raised {type(e).__name__}: {str(e)[:300]}")
