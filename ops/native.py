@@ -714,3 +714,66 @@ def layer_norm_grad_rows(x, w, g, eps, out, acc):
         for c in range(d):
             xh = (x[r, c] - mu) * rstd
             out[r, c] = rstd * (g[r, c] * w[c] - a - xh * m)
+
+
+# -- torch's quickselect (kthvalue's CPU kernel) ------------------------------------------------
+@njit(cache=True, nogil=True)
+def _above(x, y):
+    """x sorts after y: greater, or NaN against a number."""
+    return (x != x and y == y) or x > y
+
+
+@njit(cache=True, nogil=True)
+def _swap(a, ix, p, q):
+    a[p], a[q] = a[q], a[p]
+    ix[p], ix[q] = ix[q], ix[p]
+
+
+@njit(cache=True, nogil=True)
+def _select_rows(rows, k, out):
+    n = rows.shape[1]
+    for r in range(rows.shape[0]):
+        a = rows[r].copy()
+        ix = np.arange(n)
+        lo, hi = 0, n - 1
+        while hi > lo:
+            if hi == lo + 1:
+                if _above(a[lo], a[hi]):
+                    _swap(a, ix, lo, hi)
+                break
+            _swap(a, ix, (lo + hi) >> 1, lo + 1)    # median of three for the pivot
+            if _above(a[lo + 1], a[hi]):
+                _swap(a, ix, lo + 1, hi)
+            if _above(a[lo], a[hi]):
+                _swap(a, ix, lo, hi)
+            if _above(a[lo + 1], a[lo]):
+                _swap(a, ix, lo + 1, lo)
+            i, j, piv = lo + 1, hi, a[lo]
+            while True:
+                i += 1
+                while _above(piv, a[i]):
+                    i += 1
+                j -= 1
+                while _above(a[j], piv):
+                    j -= 1
+                if j < i:
+                    break
+                _swap(a, ix, i, j)
+            _swap(a, ix, lo, j)
+            if j <= k:
+                lo = i
+            if j >= k:
+                hi = j - 1
+        out[r] = ix[k]
+
+
+def kth_index(rows, k):
+    """Each row's index (last axis) of its k-th smallest value (0-based), found as torch's CPU
+    kthvalue finds it: Sedgewick's quickselect with a median-of-three pivot, NaN sorting last.
+    Among equal values the index is the one that partitioning leaves at position k."""
+    flat = rows.reshape(-1, rows.shape[-1])
+    if flat.dtype in (np.float16, BFLOAT16, np.bool_):
+        flat = flat.astype(np.float32)          # NOTE: the same order, in a type numba knows
+    out = np.empty(flat.shape[0], np.int64)
+    _select_rows(np.ascontiguousarray(flat), k, out)
+    return out.reshape(rows.shape[:-1])

@@ -1,0 +1,28 @@
+"""Which index torch reports among equal values, where its CPU kernel decides it by an
+algorithm dualgrad follows (kthvalue's quickselect), against real torch on random rows full
+of ties and NaN.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dualgrad import eager
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.mark.parametrize("dtype", ["int64", "uint8", "float32", "float16"])
+def test_kthvalue_picks_torchs_index_among_ties(dtype):
+    rng = np.random.default_rng(0)
+    for trial in range(60):
+        n = int(rng.integers(1, 40))
+        rows = rng.integers(0, 6, (3, n)).astype(dtype)
+        if dtype.startswith("float") and trial % 4 == 0:
+            rows[rng.integers(3), rng.integers(n)] = np.nan
+        k = int(rng.integers(1, n + 1))
+        ref = torch.kthvalue(torch.from_numpy(rows), k, dim=1)
+        ours = eager.kthvalue(eager.tensor(rows), k, dim=1)
+        np.testing.assert_array_equal(np.asarray(ours.indices), ref.indices.numpy())
+        np.testing.assert_array_equal(np.asarray(ours.values).astype(np.float64),
+                                      ref.values.double().numpy())
