@@ -76,10 +76,14 @@ def _argsort_infer(x, axis=-1, descending=False, **_):
     return same(x, dtype=np.int64)
 
 
-def _argsort_kernel(x, axis=-1, descending=False):
+def _argsort_kernel(x, axis=-1, descending=False, topk=0, topk_sorted=True):
     x = np.asarray(x)
     if x.ndim == 0:
         return np.zeros((), np.int64)
+    if topk:    # NOTE: the first `topk` in torch's CPU topk order (ties included)
+        from . import tie_order
+        return np.moveaxis(tie_order.topk_order(np.moveaxis(x, axis, -1), topk, descending,
+                                                topk_sorted), -1, axis)
     if descending:     # NOTE: negating keeps equal values in their original order (stable)
         neg = -(x.astype(np.int64) if x.dtype.kind in "bu" else x)
         if floating(x.dtype) and np.isnan(x).any():
@@ -166,7 +170,13 @@ GATHER_GRAD = register(
         np_, g, _gather_ref(np, refs.positions(x.shape), idx, axis), x.shape))
 
 
-def argsort(x, axis=-1, descending=False):
+def argsort(x, axis=-1, descending=False, topk=0, topk_sorted=True):
+    """Indices that sort x along axis (stable: equal values keep their order). topk=k > 0:
+    the first k are torch's CPU topk's (k largest when descending, else smallest; among
+    equal values its order, sorted unless topk_sorted=False), the rest unspecified."""
+    if topk:
+        return bind(ARGSORT, x, axis=int(axis), descending=bool(descending), topk=int(topk),
+                    topk_sorted=bool(topk_sorted))
     return bind(ARGSORT, x, axis=int(axis), descending=bool(descending))
 
 

@@ -26,3 +26,21 @@ def test_kthvalue_picks_torchs_index_among_ties(dtype):
         np.testing.assert_array_equal(np.asarray(ours.indices), ref.indices.numpy())
         np.testing.assert_array_equal(np.asarray(ours.values).astype(np.float64),
                                       ref.values.double().numpy())
+
+
+@pytest.mark.parametrize("dtype", ["int64", "float32"])
+def test_topk_picks_torchs_indices_among_ties(dtype):
+    """Both of torch's paths: nth_element + sort (k * 64 > n) and partial_sort (k * 64 <= n),
+    largest and smallest, sorted or not."""
+    rng = np.random.default_rng(1)
+    for trial in range(40):
+        n = int(rng.integers(1, 300)) if trial % 2 else int(rng.integers(1, 40))
+        rows = rng.integers(0, 5, (2, n)).astype(dtype)
+        if dtype == "float32" and trial % 5 == 0:
+            rows[0, rng.integers(n)] = np.nan
+        k = int(rng.integers(1, max(2, n // 64 + 1))) if trial % 3 == 0 else \
+            int(rng.integers(1, n + 1))
+        largest, srt = trial % 4 != 1, trial % 7 != 3
+        ref = torch.topk(torch.from_numpy(rows), k, largest=largest, sorted=srt)
+        ours = eager.topk(eager.tensor(rows), k, largest=largest, sorted=srt)
+        np.testing.assert_array_equal(np.asarray(ours.indices), ref.indices.numpy())
