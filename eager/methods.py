@@ -39,11 +39,16 @@ class TensorMethods:
 
     # -- ordering and gathering -----------------------------------------------------------------
     def argsort(self, dim=-1, descending=False, stable=False):
-        return ops.argsort(self, axis=dim, descending=descending)
+        return ops.argsort(self, axis=dim, descending=descending, unstable=not stable)
 
     def sort(self, dim=-1, descending=False, stable=False):
-        """(values, indices) along dim; equal values keep their order (always stable)."""
-        idx = ops.argsort(self, axis=dim, descending=descending)
+        """(values, indices) along dim; equal values in torch's CPU order: kept in order with
+        stable=True, std::sort's order otherwise, as torch's (ops/tie_order.py)."""
+        if self.ndim == 0:      # NOTE: torch: the element itself and index 0
+            norm_axis("sort", dim, 1)
+            one = ops.reshape(self, (1,)).sort(0, descending, stable)
+            return SortResult(ops.reshape(one.values, ()), ops.reshape(one.indices, ()))
+        idx = ops.argsort(self, axis=dim, descending=descending, unstable=not stable)
         return SortResult(ops.gather(self, idx, axis=dim), idx)
 
     def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - torch's name

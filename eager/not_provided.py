@@ -112,8 +112,6 @@ DIFFERS = {
     # test's samples (the reason is the first difference seen); edit a reason freely
     ('addbmm', '*', '*', 'result'):
         "float32: one element in 50 differs by 3e-6 relative (BLAS accumulation order of the per-batch products; torch's tolerance is 1.3e-6)",
-    ('argsort', '*', '*', 'result'):
-        "bool, uint8, int8, float16, bfloat16: the order of equal values. op_db's large sample is randperm(8000) cast to these dtypes, which makes ties; torch's default CPU sort (stable=False) orders them by its own algorithm (not even its stable=True order), dualgrad's sort is stable: the sorted values agree, and so do the indices of every stable=True sample",
     ('as_strided.partial_views', '*', 'eager', 'result'):
         "every dtype: the samples are views into a larger tensor (base[5:15]) and as_strided(storage_offset=0 or 10) reads torch's storage outside the view; dualgrad's as_strided reads the input's own elements, laid out contiguously (it has no storage beneath a tensor; docs/pytorch-compat.md)",
     ('linalg.pinv.hermitian', 'float32', '*', 'result'):
@@ -122,8 +120,6 @@ DIFFERS = {
         "float16, bfloat16: torch's half matrix_exp is wrong for any matrix of 1-norm above 2.6e-8 (off by 1.0 at norm 1e-5, inf/nan beyond; its degree-4+ Taylor coefficients, doubles, are read as half values), dualgrad's is computed in float32 and rounded. float32: on a batch with exponentials near 5e7 torch's elements whose sums cancel are 1e-5 (relative) from the float64 value, beyond float32's tolerance from dualgrad's (SciPy's Pade, or torch's own Taylor algorithm replayed with another BLAS: both differ from torch's as much)",
     ('nn.functional.conv_transpose3d', 'float32', '*', 'result'):
         "float32: torch's oneDNN kernel sums in its own order: on samples whose sums cancel (one output 0.107 of terms up to 9) it is 1.4e-5 from the float64 value, dualgrad 1e-6, beyond torch's float32 tolerance of each other",
-    ('sort', '*', '*', 'result'):
-        "bool, uint8, int8, float16, bfloat16: the order of equal values. op_db's large sample is randperm(8000) cast to these dtypes, which makes ties; torch's default CPU sort (stable=False) orders them by its own algorithm (not even its stable=True order), dualgrad's sort is stable: the sorted values agree, and so do the indices of every stable=True sample",
     ('special.bessel_j0', '*', '*', 'result'):
         "float64: torch's value is off by up to 7e-7 near the function's zeros (at x = -5.4215, bessel_j0: torch -0.0337815018, mpmath and dualgrad (SciPy's Cephes) -0.0337813128): dualgrad keeps the accurate value",
     ('special.bessel_j1', '*', '*', 'result'):

@@ -3,7 +3,8 @@ decides it, replayed with numba (imported on first use):
 
 - `kth_index`: kthvalue's quickselect (Sedgewick's, with a median-of-three pivot);
 - `topk_order`: topk's libstdc++ selection: std::partial_sort when k * 64 <= n, else
-  std::nth_element then std::sort of the first k - 1 (when sorted), comparing values only.
+  std::nth_element then std::sort of the first k - 1 (when sorted), comparing values only;
+- `sort_order`: sort(stable=False)'s std::sort, where torch does not sort stably.
 
 NaN sorts as the largest value in both. Checked against torch on random rows full of ties
 and NaN (tests/eager/test_tie_order.py); on rows without ties any correct selection agrees,
@@ -295,4 +296,32 @@ def topk_order(x, k, largest, sort):
     flat = _rows(x)
     out = np.empty(flat.shape, np.int64)
     _topk_rows(flat, k, largest, sort, out)
+    return out.reshape(x.shape)
+
+
+# -- sort(stable=False) -------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _sort_rows(rows, largest, out):
+    n = rows.shape[1]
+    for r in range(rows.shape[0]):
+        v = rows[r].copy()
+        ix = np.arange(n)
+        _std_sort(v, ix, n, largest)
+        out[r] = ix
+
+
+def sorts_stably(x, descending):
+    """torch's CPU sort(stable=False) orders x's rows (last axis) as a stable sort does: when
+    no row has ties, or when it takes its radix sort (a 1-d integer tensor of at least 32768
+    elements, ascending)."""
+    radix = x.ndim == 1 and x.dtype.kind in "iu" and x.size >= 32768 and not descending
+    return radix or not has_ties(x)
+
+
+def sort_order(x, descending):
+    """Each row's (last axis) order as torch's CPU sort(stable=False) leaves it where it is not
+    stable: std::sort (introsort, then insertion sort) of (value, index) pairs by value."""
+    flat = _rows(x)
+    out = np.empty(flat.shape, np.int64)
+    _sort_rows(flat, descending, out)
     return out.reshape(x.shape)

@@ -44,3 +44,21 @@ def test_topk_picks_torchs_indices_among_ties(dtype):
         ref = torch.topk(torch.from_numpy(rows), k, largest=largest, sorted=srt)
         ours = eager.topk(eager.tensor(rows), k, largest=largest, sorted=srt)
         np.testing.assert_array_equal(np.asarray(ours.indices), ref.indices.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["int8", "float16", "bool"])
+def test_unstable_sort_orders_ties_as_torch(dtype):
+    """sort(stable=False) is std::sort in torch, except its stable radix sort for a 1-d integer
+    tensor of 32768 or more elements sorted ascending; stable=True keeps equal values in
+    order."""
+    rng = np.random.default_rng(2)
+    for shape in ((3, 50), (700,), (33000,)):
+        x = rng.integers(0, 7, shape).astype(dtype)
+        for descending in (False, True):
+            for stable in (False, True):
+                ref = torch.sort(torch.from_numpy(x), descending=descending, stable=stable)
+                ours = eager.sort(eager.tensor(x), descending=descending, stable=stable)
+                np.testing.assert_array_equal(np.asarray(ours.indices), ref.indices.numpy())
+                np.testing.assert_array_equal(
+                    np.asarray(eager.argsort(eager.tensor(x), descending=descending)),
+                    torch.argsort(torch.from_numpy(x), descending=descending).numpy())
