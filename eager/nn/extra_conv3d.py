@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from dualgrad import ops
+from dualgrad.ops.composite import in_opmath
 from dualgrad.ops.rules import BFLOAT16
 
 from ..functions import _arr, _no_grad_tensor, _t
@@ -246,11 +247,11 @@ def _conv_transpose3d(x, weight, bias=None, stride=1, padding=0, output_padding=
         return ops.cast(_conv_transpose3d(ops.cast(x, f64), ops.cast(w, f64), bias if bias is
                                           None else ops.cast(bias, f64), stride, padding,
                                           output_padding, groups, dilation), x.dtype)
-    if np.dtype(x.dtype) == BFLOAT16:   # NOTE: as torch's oneDNN kernel: float32, rounded once
-        f32 = np.dtype("float32")
-        return ops.cast(_conv_transpose3d(ops.cast(x, f32), ops.cast(w, f32), bias if bias is
-                                          None else ops.cast(bias, f32), stride, padding,
-                                          output_padding, groups, dilation), BFLOAT16)
+    return _summed_depth_slices(x, w, bias, stride, padding, output_padding, groups, dilation)
+
+
+@in_opmath   # NOTE: bfloat16 in float32, rounded once, as torch's oneDNN kernel
+def _summed_depth_slices(x, w, bias, stride, padding, output_padding, groups, dilation):
     k, s, p = tuple(w.shape[2:]), _triple(stride), _triple(padding)
     op, d = _triple(output_padding), _triple(dilation)
     dout = (x.shape[2] - 1) * s[0] - 2 * p[0] + d[0] * (k[0] - 1) + op[0] + 1
