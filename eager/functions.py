@@ -99,12 +99,15 @@ def _beta_alpha(input, prod, beta, alpha):
 
 
 @lowers
+@in_opmath   # NOTE: torch's CPU gemm adds beta * input in float32 before its one rounding
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
-    """beta * input + alpha * (mat1 @ mat2); beta=0 ignores input's values (NaN too), as torch."""
+    """beta * input + alpha * (mat1 @ mat2); beta=0 ignores input's values (NaN too), as torch.
+    float16 and bfloat16 are computed in float32 and rounded once, as torch's CPU kernel."""
     return _beta_alpha(input, mm(mat1, mat2), beta, alpha)
 
 
 @lowers
+@in_opmath   # NOTE: as addmm's
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     return _beta_alpha(input, bmm(batch1, batch2), beta, alpha)
 

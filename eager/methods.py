@@ -77,11 +77,16 @@ class TensorMethods:
 
     # -- ordering and gathering -----------------------------------------------------------------
     def argsort(self, dim=-1, descending=False, stable=False):
-        return ops.argsort(self, axis=dim, descending=descending)
+        return ops.argsort(self, axis=dim, descending=descending, unstable=not stable)
 
     def sort(self, dim=-1, descending=False, stable=False):
-        """(values, indices) along dim; equal values keep their order (always stable)."""
-        idx = ops.argsort(self, axis=dim, descending=descending)
+        """(values, indices) along dim; equal values in torch's CPU order: kept in order with
+        stable=True, std::sort's order otherwise, as torch's (ops/tie_order.py)."""
+        if self.ndim == 0:      # NOTE: torch: the element itself and index 0
+            norm_axis("sort", dim, 1)
+            one = ops.reshape(self, (1,)).sort(0, descending, stable)
+            return SortResult(ops.reshape(one.values, ()), ops.reshape(one.indices, ()))
+        idx = ops.argsort(self, axis=dim, descending=descending, unstable=not stable)
         return SortResult(ops.gather(self, idx, axis=dim), idx)
 
     def topk(self, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - torch's name
@@ -89,9 +94,13 @@ class TensorMethods:
         if not 0 <= k <= n:
             raise RuntimeError(f"topk: selected index k={k} out of range for dimension {dim} "
                                f"of size {n}")
-        idx = ops.argsort(self, axis=dim, descending=largest)
-        index = (slice(None),) * (dim % max(self.ndim, 1)) + (slice(0, k),)
-        idx = ops.slice_(idx, index=index) if self.ndim else idx
+        if self.ndim == 0:      # NOTE: torch gives the element and index 0, for k 0 or 1
+            norm_axis("topk", dim, 1)
+            one = ops.reshape(self, (1,)).topk(1, 0, largest, sorted)
+            return TopkResult(ops.reshape(one.values, ()), ops.reshape(one.indices, ()))
+        # NOTE: the first k as torch's CPU topk orders them, ties included (ops/tie_order.py)
+        idx = ops.argsort(self, axis=dim, descending=largest, topk=k, topk_sorted=sorted)
+        idx = ops.slice_(idx, index=(slice(None),) * (dim % self.ndim) + (slice(0, k),))
         return TopkResult(ops.gather(self, idx, axis=dim), idx)
 
     def gather(self, dim, index):

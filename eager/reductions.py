@@ -118,7 +118,9 @@ def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
     n = x.shape[dim] if x.ndim else 1
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}")
-    return _selected("kthvalue", x, dim, keepdim, _kth_smallest(k - 1))   # NaN sorts last
+    from dualgrad.ops import tie_order   # NOTE: numba on first use
+    # NOTE: torch's quickselect, so that among equal values the index is torch's
+    return _selected("kthvalue", x, dim, keepdim, lambda rows: tie_order.kth_index(rows, k - 1))
 
 
 def _mode_pick(rows):

@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 
+from . import interp_uint8
 from .core import Sample, fmt_shape, located, spec_of
 from .elementwise import abs as abs_, cast, copy, floordiv, sign
 from .index import gather
@@ -485,7 +486,8 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
     """torch.nn.functional.interpolate: modes nearest, nearest-exact and area (1 to 3
     spatial dims), linear (3-d input), bilinear and bicubic (4-d), trilinear (5-d). Each
     output axis is a gather (nearest) or a matmul by that axis's interpolation or averaging
-    matrix, so gradients come from take / matmul. Integer inputs: nearest modes only."""
+    matrix, so gradients come from take / matmul. Integer inputs: nearest modes, and uint8
+    images in bilinear and bicubic (torch's integer resampler, ops/interp_uint8.py)."""
     if mode not in _MODES:
         raise NotImplementedError(f"interpolate(mode={mode!r}) is not supported by dualgrad; "
                                   f"supported: {sorted(_MODES)}")
@@ -512,10 +514,19 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
         scales = [s / o if recompute_scale_factor else 1.0 / f
                   for s, o, f in zip(sizes, outs, fs)]
     dt = np.dtype(getattr(x, "dtype", np.float32))
+    if mode in ("bilinear", "bicubic") and dt == np.uint8:    # NOTE: torch's integer resampler
+        for axis in reversed(range(2, 2 + nd)):
+            size_i, out, scale = sizes[axis - 2], outs[axis - 2], scales[axis - 2]
+            if align_corners:
+                scale = (size_i - 1) / (out - 1) if out > 1 else 0.0
+            if out != size_i:
+                x = interp_uint8.resample(x, axis, size_i, out, scale, bool(align_corners),
+                                          4 if mode == "bicubic" else 2)
+        return x
     if not mode.startswith("nearest") and not floating(dt):
         raise NotImplementedError(f"interpolate(mode={mode!r}) of a {dt} input is not "
-                                  f"supported by dualgrad (torch rounds its integer "
-                                  f"arithmetic its own way): cast to float32 first")
+                                  f"supported by dualgrad (torch's CPU kernels take uint8 and "
+                                  f"floating inputs): cast to float32 first")
     for i, (size_i, out, scale) in enumerate(zip(sizes, outs, scales)):
         axis = 2 + i
         if mode.startswith("nearest"):

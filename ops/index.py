@@ -76,10 +76,18 @@ def _argsort_infer(x, axis=-1, descending=False, **_):
     return same(x, dtype=np.int64)
 
 
-def _argsort_kernel(x, axis=-1, descending=False):
+def _argsort_kernel(x, axis=-1, descending=False, topk=0, topk_sorted=True, unstable=False):
     x = np.asarray(x)
     if x.ndim == 0:
         return np.zeros((), np.int64)
+    if topk or unstable:    # NOTE: ties in torch's CPU order (topk's, or sort(stable=False)'s)
+        from . import tie_order
+        rows = np.moveaxis(x, axis, -1)
+        if topk:
+            return np.moveaxis(tie_order.topk_order(rows, topk, descending, topk_sorted), -1,
+                               axis)
+        if not tie_order.sorts_stably(rows, descending):
+            return np.moveaxis(tie_order.sort_order(rows, descending), -1, axis)
     if descending:     # NOTE: negating keeps equal values in their original order (stable)
         neg = -(x.astype(np.int64) if x.dtype.kind in "bu" else x)
         if floating(x.dtype) and np.isnan(x).any():
@@ -166,7 +174,16 @@ GATHER_GRAD = register(
         np_, g, _gather_ref(np, refs.positions(x.shape), idx, axis), x.shape))
 
 
-def argsort(x, axis=-1, descending=False):
+def argsort(x, axis=-1, descending=False, topk=0, topk_sorted=True, unstable=False):
+    """Indices that sort x along axis (stable: equal values keep their order). topk=k > 0:
+    the first k are torch's CPU topk's (k largest when descending, else smallest; among
+    equal values its order, sorted unless topk_sorted=False), the rest unspecified.
+    unstable=True: equal values in torch's CPU sort(stable=False) order."""
+    if topk:
+        return bind(ARGSORT, x, axis=int(axis), descending=bool(descending), topk=int(topk),
+                    topk_sorted=bool(topk_sorted))
+    if unstable:
+        return bind(ARGSORT, x, axis=int(axis), descending=bool(descending), unstable=True)
     return bind(ARGSORT, x, axis=int(axis), descending=bool(descending))
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 from dualgrad.eager.amp import keeps_fp32, lowers
-from dualgrad.ops.rules import floating, mirrored
+from dualgrad.ops.rules import BFLOAT16, floating, mirrored
 
 from dualgrad import ops
 from dualgrad.ops.core import TRACING
 from dualgrad.ops.updates import running_average
+from . import half_conv
 
 
 def _inplace(x, inplace, name, fn, *args):
@@ -169,8 +170,17 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 @lowers
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,  # noqa: A002
                      groups=1, dilation=1):
-    return _unbatched(ops.conv_transpose2d, input, 2, weight, bias, stride, padding,
+    return _unbatched(_conv_transpose2d, input, 2, weight, bias, stride, padding,
                       output_padding, groups, dilation)
+
+
+def _conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups, dilation):
+    pair = ops.nn.pair
+    if half_conv.takes_slow_path(x, weight, pair(stride), pair(output_padding), groups):
+        return half_conv.slow_path(x, weight, bias, pair(stride), pair(padding),
+                                   pair(output_padding), groups, pair(dilation))
+    return ops.conv_transpose2d(x, weight, bias, stride, padding, output_padding, groups,
+                                dilation)
 
 
 @lowers
@@ -185,9 +195,9 @@ def _conv_transpose1d(input, weight, bias, stride, padding, output_padding, grou
     stride, padding, output_padding, dilation = (
         v[0] if isinstance(v, (tuple, list)) else v
         for v in (stride, padding, output_padding, dilation))
-    y = ops.conv_transpose2d(ops.expand_dims(input, axis=2), ops.expand_dims(weight, axis=2),
-                             bias, (1, stride), (0, padding), (0, output_padding), groups,
-                             (1, dilation))
+    y = _conv_transpose2d(ops.expand_dims(input, axis=2), ops.expand_dims(weight, axis=2),
+                          bias, (1, stride), (0, padding), (0, output_padding), groups,
+                          (1, dilation))
     return ops.squeeze(y, axis=2)
 
 
@@ -258,21 +268,75 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
     batch, with the UNBIASED batch variance for running_var (as torch). Otherwise it
     normalises with running_mean and running_var.
     """
+    if input.numel() == 0:
+        return input * 1     # NOTE: torch's result for an empty input: empty, not an error
     if not training:
-        return ops.batch_norm(input, running_mean, running_var, weight, bias, eps=eps)
+        out = ops.batch_norm(input, running_mean, running_var, weight, bias, eps=eps)
+        if _is_half(input):     # NOTE: ops.batch_norm has checked the shapes
+            out = _half_batch_norm(input, weight, bias, eps, running_mean, running_var)
+        return out
     shape = tuple(input.shape)
     axes = (0,) + tuple(range(2, len(shape)))
-    n = int(np.prod([shape[a] for a in axes], dtype=np.int64)) if len(shape) >= 2 else 0
-    if n <= 1:
+    n = int(np.prod([shape[a] for a in axes if a < len(shape)], dtype=np.int64))
+    if n == 1:
         raise ValueError(f"batch_norm: expected more than 1 value per channel when training, "
                          f"got input of size {shape}")
     mean, var = ops.moments(input, axes)
     out = ops.batch_norm(input, mean, var, weight, bias, eps=eps)   # checks shapes first
+    if _is_half(input):
+        out = _half_batch_norm(input, weight, bias, eps)
     if running_mean is not None:
         _update_running(running_mean, mean, momentum)
     if running_var is not None:
         _update_running(running_var, var * (n / (n - 1)), momentum)
     return out
+
+
+def _is_half(x):
+    return np.dtype(x.dtype) in (np.dtype("float16"), BFLOAT16)
+
+
+def _half_batch_norm(x, weight, bias, eps, running_mean=None, running_var=None):
+    """batch_norm of a float16 or bfloat16 input as torch's CPU kernel rounds it (torch 2.13,
+    checked bit for bit on random inputs, tests/eager/test_half_kernels.py): float32 statistics
+    of which the mean and 1/sqrt(var + eps) are rounded to x's dtype when computed from the
+    batch (bfloat16 rounds the sum of squares and the variance too), then
+    x * alpha + beta per channel in one fused multiply-add, alpha = invstd * weight and
+    beta = bias - mean * alpha in float32. Without running statistics, the batch's."""
+    f32, dt = np.dtype("float32"), np.dtype(x.dtype)
+    c, rest = x.shape[1], (1,) * (x.ndim - 2)
+    if running_mean is not None:
+        mean = ops.cast(running_mean, f32)
+        invstd = 1.0 / ops.sqrt(ops.cast(running_var, f32) + np.float32(eps))
+    else:
+        axes = (0,) + tuple(range(2, x.ndim))
+        n = x.numel() // c
+        xf = ops.cast(x, f32)
+        mean32 = ops.sum(xf, axis=axes) / np.float32(n)
+        var = ops.sum(ops.square(xf - ops.reshape(mean32, (1, c) + rest)), axis=axes)
+        if dt != np.dtype("float16"):
+            var = ops.cast(ops.cast(ops.cast(var, dt), f32) / np.float32(n), dt)
+        else:
+            var = var / np.float32(n)
+        invstd = ops.cast(1.0 / ops.sqrt(ops.cast(var, "float64") + eps), f32)
+        mean, invstd = ops.cast(ops.cast(mean32, dt), f32), ops.cast(ops.cast(invstd, dt), f32)
+    alpha = invstd if weight is None else invstd * ops.cast(weight, f32)
+    beta = -mean * alpha if bias is None else ops.cast(bias, f32) - mean * alpha
+    # NOTE: float64 holds x * alpha exactly: the sum rounded to float32 is the fused multiply-add
+    wide = [ops.reshape(ops.cast(v, "float64"), (1, c) + rest) for v in (alpha, beta)]
+    y = ops.cast(x, "float64") * wide[0] + wide[1]
+    return ops.cast(ops.cast(y, f32), dt)
+
+
+def _half_instance_norm(x, weight, bias, eps, running_mean=None, running_var=None):
+    """instance_norm of a float16 or bfloat16 input as torch computes it: batch_norm of x
+    seen as (1, N * C, ...) with the per-channel tensors repeated N times."""
+    n, c = x.shape[0], x.shape[1]
+    per = [None if v is None else ops.tile(v, (n,))
+           for v in (weight, bias, running_mean, running_var)]
+    y = _half_batch_norm(ops.reshape(x, (1, n * c) + tuple(x.shape[2:])), per[0], per[1], eps,
+                         per[2], per[3])
+    return ops.reshape(y, tuple(x.shape))
 
 
 def _update_running(buf, batch, momentum):
@@ -325,8 +389,12 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
         if running_mean is None or running_var is None:
             raise ValueError("instance_norm: use_input_stats=False needs running_mean and "
                              "running_var")
-        return ops.batch_norm(input, running_mean, running_var, weight, bias, eps=eps)
+        out = ops.batch_norm(input, running_mean, running_var, weight, bias, eps=eps)
+        return _half_instance_norm(input, weight, bias, eps, running_mean, running_var) \
+            if _is_half(input) else out
     out = ops.group_norm(input, weight, bias, num_groups=input.shape[1], eps=eps)
+    if _is_half(input):
+        out = _half_instance_norm(input, weight, bias, eps)
     if running_mean is not None or running_var is not None:
         axes = tuple(range(2, input.ndim))
         n = int(np.prod([input.shape[a] for a in axes], dtype=np.int64))

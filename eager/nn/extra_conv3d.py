@@ -10,14 +10,18 @@ results of the input slices its window covers, so the gradients are the 2-d ops'
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 
 from dualgrad import ops
+from dualgrad.ops.composite import in_opmath
+from dualgrad.ops.rules import BFLOAT16
 
 from ..functions import _arr, _no_grad_tensor, _t
 from .core_functional import pad
+from . import half_conv
 
 
 def _triple(v):
@@ -181,10 +185,36 @@ def _adaptive3d(x, output_size, reduce2d, combine):
 
 
 def _adaptive_avg_pool3d(x, output_size):
-    if x.dtype == np.float16:   # NOTE: torch sums half in float32
-        return ops.cast(_adaptive_avg_pool3d(ops.cast(x, np.float32), output_size), np.float16)
+    if output_size is not None and _triple(output_size) == (1, 1, 1):   # NOTE: torch: the mean
+        return ops.mean(x, axis=(2, 3, 4), keepdims=True)
+    if np.dtype(x.dtype) in (np.dtype(np.float16), BFLOAT16):
+        return _half_adaptive_avg_pool3d(x, output_size)
     return _adaptive3d(x, output_size, ops.adaptive_avg_pool2d,
                        lambda ps: sum(ps[1:], ps[0]) / len(ps))
+
+
+def _half_adaptive_avg_pool3d(x, output_size):
+    """torch's CPU kernel for a float16 or bfloat16 input: each window summed element by
+    element in the input's dtype (depth, then height, then width; every addition rounded),
+    then divided by its depth, height and width in turn, each division rounded."""
+    out = _triple(output_size) if output_size is not None else (None,) * 3
+    out = tuple(x.shape[2 + i] if o is None else o for i, o in enumerate(out))
+    wins = [_adaptive_windows(x.shape[2 + i], out[i]) for i in range(3)]
+    lo = [np.array([w[0] for w in ws]) for ws in wins]
+    size = [np.array([w[1] - w[0] for w in ws]) for ws in wins]
+    acc = None
+    # NOTE: one masked step per offset in the window, in lexicographic order, is every
+    # window's own order of additions; offset (0, 0, 0) is in every window
+    for off in itertools.product(*(range(int(n.max())) for n in size)):
+        y = x
+        for a in range(3):
+            y = ops.take(y, np.minimum(lo[a] + off[a], x.shape[2 + a] - 1), axis=2 + a)
+        inside = (off[0] < size[0])[:, None, None] & (off[1] < size[1])[None, :, None] & \
+            (off[2] < size[2])[None, None, :]
+        acc = y if acc is None else ops.where(inside, acc + y, acc)
+    for a, n in enumerate(size):
+        acc = acc / n.reshape((-1,) + (1,) * (2 - a)).astype(np.dtype(x.dtype))
+    return acc
 
 
 def _adaptive_max_pool3d(x, output_size, return_indices=False):
@@ -209,6 +239,19 @@ def _adaptive_max_pool3d(x, output_size, return_indices=False):
 def _conv_transpose3d(x, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                       dilation=1):
     w = _t(weight)
+    if half_conv.takes_slow_path(x, w, _triple(stride), _triple(output_padding), groups):
+        return half_conv.slow_path(x, w, bias, _triple(stride), _triple(padding),
+                                   _triple(output_padding), groups, _triple(dilation))
+    if np.dtype(x.dtype).kind in "iu":   # NOTE: torch's integer result; float64 is exact here
+        f64 = np.dtype("float64")
+        return ops.cast(_conv_transpose3d(ops.cast(x, f64), ops.cast(w, f64), bias if bias is
+                                          None else ops.cast(bias, f64), stride, padding,
+                                          output_padding, groups, dilation), x.dtype)
+    return _summed_depth_slices(x, w, bias, stride, padding, output_padding, groups, dilation)
+
+
+@in_opmath   # NOTE: bfloat16 in float32, rounded once, as torch's oneDNN kernel
+def _summed_depth_slices(x, w, bias, stride, padding, output_padding, groups, dilation):
     k, s, p = tuple(w.shape[2:]), _triple(stride), _triple(padding)
     op, d = _triple(output_padding), _triple(dilation)
     dout = (x.shape[2] - 1) * s[0] - 2 * p[0] + d[0] * (k[0] - 1) + op[0] + 1

@@ -85,7 +85,10 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A00
     sq = ops.pad(sq, tuple(pads), value=0.0)
     c = x.shape[1]
     window = sum(sq[:, :, i:i + c] for i in range(size))
-    div = ops.squeeze(window, axis=1) / size * alpha + k   # NOTE: torch's order of rounding
+    window = ops.squeeze(window, axis=1)
+    # NOTE: torch averages with avg_pool, which divides an integer input's sums in integers
+    avg = window // size if np.dtype(x.dtype).kind in "iu" else window / size
+    div = avg * alpha + k   # NOTE: torch's order of rounding
     return x / div ** beta
 
 

@@ -5,7 +5,8 @@ Every entry is either
 - provided (tests/eager/opdb_harness.py resolves it to a dualgrad callable) and its samples
   agree with torch in every dtype torch supports on CPU among bool, uint8, int8, int16, int32,
   int64, float16, bfloat16, float32, float64: result structure, shape, dtype, values (torch's
-  tolerances for the dtype), float64 gradients against torch's autograd, and aliasing (a
+  tolerances for the dtype), float64 gradients against torch's autograd (or finite
+  differences, where op_db marks torch's gradient as failing gradcheck), and aliasing (a
   write through the result changes the input exactly when torch's does), in eager and inside
   compile(); or a difference that is a row of `DIFFERS` in eager/not_provided.py, with its
   reason (a row that no longer fails makes the test fail, so the table stays true); or
@@ -138,3 +139,19 @@ def test_the_global_rows_are_true():
     with eager.no_grad():
         y.add_(1)
     assert (x.sum().item() == 0) == (("*", "*", "compile", "aliasing") in DIFFERS)
+
+
+def test_gradients_torch_gets_wrong_are_checked_by_finite_differences():
+    """as_strided_scatter's input gradient fails torch's own gradcheck (op_db says so):
+    dualgrad's is checked against central differences instead, and a wrong one still fails."""
+    op = ENTRIES["as_strided_scatter"]
+    assert H.torch_gradient_fails_gradcheck(op) and not H.torch_gradient_fails_gradcheck(
+        ENTRIES["add"])
+    fn = H.resolved()["as_strided_scatter"]
+    s = H.samples(op, torch.float64, 3)[2]
+
+    def input_not_differentiated(x, src, *args, **kwargs):
+        return fn(x.detach(), src, *args, **kwargs)
+    assert H.check_sample(op, fn, s) == []
+    assert any("finite differences" in d for d in H.check_sample(
+        op, input_not_differentiated, s, aliasing=False))

@@ -1,0 +1,143 @@
+"""float16 and bfloat16 kernels that round where torch's CPU kernels round, against real torch
+bit for bit (not within a tolerance): addmm and baddbmm, batch_norm and instance_norm, eager
+and inside compile(), on random inputs of several shapes (op_db's samples are in
+tests/eager/test_opdb.py; these are more of them).
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from dualgrad import compiler, eager
+
+torch = pytest.importorskip("torch")
+
+HALVES = ("float16", "bfloat16")
+
+
+def _pair(rng, shape, dtype, low=-3.0):
+    """The same random tensor in torch and in dualgrad, of a half dtype."""
+    t = torch.from_numpy(rng.uniform(low, 3.0, shape).astype(np.float32)).to(getattr(torch, dtype))
+    return t, eager.tensor(t.float().numpy(), dtype=getattr(eager, dtype))
+
+
+def _bits(ours, ref):
+    """dualgrad's result equals torch's exactly (same dtype, same values)."""
+    assert str(ours.dtype) == str(ref.dtype).replace("torch.", "")
+    a = np.asarray(ours.detach()).astype(np.float32)
+    b = ref.detach().float().numpy()
+    mism = np.flatnonzero(a != b)
+    assert mism.size == 0, f"{mism.size} of {a.size} differ, e.g. {a.flat[mism[0]]} != {b.flat[mism[0]]}"
+
+
+def _both_modes(fn, *args):
+    """fn's result eagerly and compiled (the tensors as the compiled function's arguments)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*args), compiler.compile(fn)(*args)
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_addmm_and_baddbmm_round_once(dtype):
+    rng = np.random.default_rng(0)
+    for n, k, m in ((2, 3, 4), (5, 7, 3), (1, 16, 9)):
+        (tc, c), (ta, a), (tb, b) = (_pair(rng, s, dtype) for s in ((n, m), (n, k), (k, m)))
+        ref = torch.addmm(tc, ta, tb, beta=0.2, alpha=0.6)
+        for out in _both_modes(lambda c, a, b: eager.addmm(c, a, b, beta=0.2, alpha=0.6), c, a, b):
+            _bits(out, ref)
+        (tc, c), (ta, a), (tb, b) = (_pair(rng, s, dtype) for s in ((2, n, m), (2, n, k),
+                                                                    (2, k, m)))
+        ref = torch.baddbmm(tc, ta, tb, beta=0.2, alpha=0.6)
+        _bits(eager.baddbmm(c, a, b, beta=0.2, alpha=0.6), ref)
+
+
+SHAPES = ((5, 5, 5), (3, 2, 4), (4, 3), (2, 3, 4, 5), (8, 16, 3), (2, 3, 40))
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+@pytest.mark.parametrize("training", (True, False))
+def test_batch_norm_rounds_as_torch(dtype, training):
+    rng = np.random.default_rng(1)
+    for shape in SHAPES:
+        c = shape[1]
+        (tx, x), (tw, w), (tb, b), (tm, m) = (_pair(rng, s, dtype) for s in (shape, (c,), (c,), (c,)))
+        tv, v = _pair(rng, (c,), dtype, low=0.1)
+        ref = torch.nn.functional.batch_norm(tx, tm.clone(), tv.clone(), tw, tb,
+                                             training=training, eps=1e-5)
+        out, compiled = _both_modes(lambda x, m, v, w, b: eager.nn.functional.batch_norm(
+            x, m, v, w, b, training=training, eps=1e-5), x, m * 1, v * 1, w, b)
+        _bits(out, ref)
+        _bits(compiled, ref)
+        ref = torch.nn.functional.batch_norm(tx, tm, tv, training=training, eps=0.6)
+        _bits(eager.nn.functional.batch_norm(x, m * 1, v * 1, training=training, eps=0.6), ref)
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_instance_norm_rounds_as_torch(dtype):
+    rng = np.random.default_rng(2)
+    for shape in ((5, 5, 5), (2, 3, 4, 5), (3, 2, 40)):
+        c = shape[1]
+        (tx, x), (tw, w), (tb, b), (tm, m) = (_pair(rng, s, dtype) for s in (shape, (c,), (c,), (c,)))
+        tv, v = _pair(rng, (c,), dtype, low=0.1)
+        for stats in (True, False):
+            ref = torch.nn.functional.instance_norm(tx, tm.clone(), tv.clone(), tw, tb,
+                                                    use_input_stats=stats)
+            _bits(eager.nn.functional.instance_norm(x, m * 1, v * 1, w, b, use_input_stats=stats),
+                  ref)
+        ref = torch.nn.functional.instance_norm(tx)
+        for out in _both_modes(eager.nn.functional.instance_norm, x):
+            _bits(out, ref)
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_adaptive_avg_pool3d_sums_in_its_dtype(dtype):
+    rng = np.random.default_rng(3)
+    for shape, size in (((2, 3, 8, 8, 8), (5, 7, 4)), ((1, 2, 9, 5, 7), (4, None, 3)),
+                        ((2, 4, 3, 7), (1, 1, 1)), ((1, 2, 6, 6, 6), 4)):
+        tx, x = _pair(rng, shape, dtype)
+        ref = torch.nn.functional.adaptive_avg_pool3d(tx, size)
+        for out in _both_modes(lambda x: eager.nn.functional.adaptive_avg_pool3d(x, size), x):
+            _bits(out, ref)
+
+
+def test_torch_here_takes_the_paths_half_conv_assumes():
+    """eager/nn/half_conv.py follows torch on a CPU where oneDNN has bfloat16 but not float16
+    (the project's machines): on another CPU torch picks other kernels and this says so."""
+    assert not torch.ops.mkldnn._is_mkldnn_fp16_supported()
+    assert torch.ops.mkldnn._is_mkldnn_bf16_supported()
+
+
+CONV_T = (  # (input shape, weight shape, keyword arguments)
+    ((2, 3, 5), (3, 2, 3), dict(stride=2, padding=1, output_padding=1)),
+    ((1, 4, 5, 6), (4, 3, 3, 3), dict(stride=(2, 1), padding=(2, 0), output_padding=(1, 0))),
+    ((2, 4, 4, 4), (4, 2, 2, 3), dict(stride=(3, 2), padding=(1, 2), output_padding=(2, 3),
+                                      groups=2, dilation=(4, 4))),
+    ((1, 3, 4, 4, 4), (3, 2, 3, 3, 3), dict(stride=2, padding=2, output_padding=1)),
+    ((1, 2, 3, 4, 3), (2, 2, 2, 3, 2), dict(stride=(1, 2, 1), output_padding=(0, 1, 2),
+                                            dilation=(1, 1, 3))),
+)
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_conv_transpose_rounds_as_torch(dtype):
+    """float16 always, and bfloat16 with an output_padding >= its stride, take torch's slow
+    path, bit for bit; bfloat16 otherwise is oneDNN's float32, within an ulp."""
+    rng = np.random.default_rng(4)
+    for xs, ws, kw in CONV_T:
+        name = f"conv_transpose{len(xs) - 2}d"
+        (tx, x), (tw, w), (tb, b) = (_pair(rng, s, dtype) for s in (xs, ws, (ws[1] * kw.get(
+            "groups", 1),)))
+        ref = getattr(torch.nn.functional, name)(tx, tw, tb, **kw)
+        fn = getattr(eager.nn.functional, name)
+        nd = len(xs) - 2
+        op, st = (np.broadcast_to(kw.get(k, d), nd) for k, d in (("output_padding", 0),
+                                                                 ("stride", 1)))
+        slow = dtype == "float16" or any(op >= st)
+        for out in _both_modes(lambda x, w, b: fn(x, w, b, **kw), x, w, b):
+            if slow:
+                _bits(out, ref)
+            else:
+                np.testing.assert_allclose(np.asarray(out).astype(np.float32),
+                                           ref.float().numpy(), rtol=1e-2, atol=1e-2)
