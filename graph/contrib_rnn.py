@@ -28,7 +28,7 @@ from .contrib_layers import normalize
 from .init_ops import constant_initializer, zeros_initializer
 from .nn_dropout import dropout
 from .core import Tensor
-from .rnn_cell import LSTMStateTuple, RNNCell
+from .rnn_cell import CellWrapper, LSTMStateTuple, RNNCell
 from .variable_scope import get_variable, variable_scope
 
 __all__ = ["NASCell", "LayerNormBasicLSTMCell", "OutputProjectionWrapper", "ResidualWrapper"]
@@ -173,7 +173,7 @@ class OutputProjectionWrapper(RNNCell):
         return (out if self.activation is None else self.activation(out)), new
 
 
-class ResidualWrapper(RNNCell):
+class ResidualWrapper(CellWrapper):
     """`ResidualWrapper(cell, residual_fn=None)`: the output is `residual_fn(inputs, output)`,
     by default inputs + output (their shapes must agree); the state is the cell's. No
     variables or scope of its own, as TF 1.15's wrappers."""
@@ -181,20 +181,6 @@ class ResidualWrapper(RNNCell):
     def __init__(self, cell, residual_fn=None):
         super().__init__()
         self.cell, self._fn = cell, residual_fn
-
-    state_size = property(lambda self: self.cell.state_size)
-    output_size = property(lambda self: self.cell.output_size)
-
-    def zero_state(self, batch_size, dtype):
-        return self.cell.zero_state(batch_size, dtype)
-
-    def _ensure_built(self, inputs):
-        self.cell._ensure_built(inputs)
-        self.built = True
-
-    def build_with_depth(self, depth, dtype):
-        self.cell.build_with_depth(depth, dtype)
-        self.built = True
 
     def __call__(self, inputs, state, scope=None):
         out, new = self.cell(inputs, state, scope)

@@ -64,13 +64,24 @@ def _collect(value, keys):
         add_to_collection(key, value)
 
 
+def _collected(value, update_op, metrics_collections, updates_collections):
+    """(value, update_op), each added to the collections the caller named."""
+    _collect(value, metrics_collections)
+    _collect(update_op, updates_collections)
+    return value, update_op
+
+
+def _named(metric, what, doc):
+    metric.__name__ = metric.__qualname__ = what
+    metric.__doc__ = doc
+    return metric
+
+
 def mean(values, weights=None, metrics_collections=None, updates_collections=None, name=None):
     """The (weighted) mean of `values` over every update run: (mean, update_op)."""
     with variable_scope(name, "mean", [values, weights]):
         value, update_op = _mean(values, weights)
-    _collect(value, metrics_collections)
-    _collect(update_op, updates_collections)
-    return value, update_op
+    return _collected(value, update_op, metrics_collections, updates_collections)
 
 
 def _mean(values, weights):
@@ -100,9 +111,7 @@ def accuracy(labels, predictions, weights=None, metrics_collections=None,
             predictions = cast(predictions, labels.dtype)
         is_correct = cast(equal(predictions, labels), float32)
         value, update_op = _mean(is_correct, weights)
-    _collect(value, metrics_collections)
-    _collect(update_op, updates_collections)
-    return value, update_op
+    return _collected(value, update_op, metrics_collections, updates_collections)
 
 
 # -- counts of a confusion matrix, precision, recall, AUC --------------------------------------
@@ -131,14 +140,10 @@ def _counter(what, label_is, prediction_is):
             labels, predictions, weights = _as_bool(labels, predictions, weights)
             hit = logical_and(label_is(labels), prediction_is(predictions))
             value, update_op = _count(hit, weights)
-        _collect(value, metrics_collections)
-        _collect(update_op, updates_collections)
-        return value, update_op
-    metric.__name__ = metric.__qualname__ = what
-    metric.__doc__ = (f"TF1's tf.metrics.{what}: the weighted count of entries whose label is "
-                      f"{label_is.__name__} and prediction {prediction_is.__name__} (both cast "
-                      f"to bool), summed over every update run: (count, update_op).")
-    return metric
+        return _collected(value, update_op, metrics_collections, updates_collections)
+    return _named(metric, what, f"TF1's tf.metrics.{what}: the weighted count of entries whose "
+                  f"label is {label_is.__name__} and prediction {prediction_is.__name__} (both "
+                  f"cast to bool), summed over every update run: (count, update_op).")
 
 
 def _is_true(x):
@@ -165,14 +170,10 @@ def _ratio(what, other):
             miss, miss_op = other(labels, predictions, weights)
             value = _part(tp, miss, "value")
             update_op = _part(tp_op, miss_op, "update_op")
-        _collect(value, metrics_collections)
-        _collect(update_op, updates_collections)
-        return value, update_op
-    metric.__name__ = metric.__qualname__ = what
-    metric.__doc__ = (f"TF1's tf.metrics.{what}: true positives / (true positives + "
-                      f"{other.__name__.replace('_', ' ')}), 0 while both are 0, over every "
-                      f"update run: ({what}, update_op).")
-    return metric
+        return _collected(value, update_op, metrics_collections, updates_collections)
+    return _named(metric, what, f"TF1's tf.metrics.{what}: true positives / (true positives + "
+                  f"{other.__name__.replace('_', ' ')}), 0 while both are 0, over every update "
+                  f"run: ({what}, update_op).")
 
 
 def _part(tp, other, name):
@@ -203,9 +204,7 @@ def auc(labels, predictions, weights=None, num_thresholds=200, metrics_collectio
                   else summation_method)
         value = _area([c for c, _ in counts], curve, method, len(cuts), "value")
         update_op = _area([u for _, u in counts], curve, method, len(cuts), "update_op")
-    _collect(value, metrics_collections)
-    _collect(update_op, updates_collections)
-    return value, update_op
+    return _collected(value, update_op, metrics_collections, updates_collections)
 
 
 def _thresholds(n, given):

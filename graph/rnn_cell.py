@@ -255,7 +255,25 @@ class MultiRNNCell(RNNCell):
         return inputs, tuple(new)
 
 
-class DropoutWrapper(RNNCell):
+class CellWrapper(RNNCell):
+    """A cell around another (`self.cell`): its sizes, zero state and building are the inner
+    cell's; no variables or scope of its own."""
+    state_size = property(lambda self: self.cell.state_size)
+    output_size = property(lambda self: self.cell.output_size)
+
+    def zero_state(self, batch_size, dtype):
+        return self.cell.zero_state(batch_size, dtype)
+
+    def _ensure_built(self, inputs):
+        self.cell._ensure_built(inputs)
+        self.built = True
+
+    def build_with_depth(self, depth, dtype):
+        self.cell.build_with_depth(depth, dtype)
+        self.built = True
+
+
+class DropoutWrapper(CellWrapper):
     """Dropout on a cell's inputs, outputs and state (not an LSTM's c), keep probabilities
     as floats or scalar tensors, as tf.nn.rnn_cell.DropoutWrapper (not variational)."""
 
@@ -268,17 +286,6 @@ class DropoutWrapper(RNNCell):
                                       "dropout_state_filter_visitor are not supported")
         self.cell, self.seed = cell, seed
         self.keep = (input_keep_prob, output_keep_prob, state_keep_prob)
-
-    state_size = property(lambda self: self.cell.state_size)
-    output_size = property(lambda self: self.cell.output_size)
-
-    def _ensure_built(self, inputs):
-        self.cell._ensure_built(inputs)
-        self.built = True
-
-    def build_with_depth(self, depth, dtype):
-        self.cell.build_with_depth(depth, dtype)
-        self.built = True
 
     def _drop(self, x, keep):
         if not isinstance(keep, Tensor) and float(keep) == 1.0:
