@@ -6,7 +6,8 @@ passing per dtype, eager and compiled.
     python -m tests.eager.opdb_summary --write-doc   # docs/pytorch-compat.md's table
     python -m tests.eager.opdb_summary --write-rows  # DIFFERS's rows, then the doc
 
---cap: samples per entry per dtype (default 4, the test's); 0 = every sample.
+--cap: samples per entry per dtype (default 4, twice the test's EAGER_CAP: the summary looks past
+the test's cap, so it counts differences the test does not see); 0 = every sample.
 --failures: print the first difference of each failing entry and dtype.
 """
 from __future__ import annotations
