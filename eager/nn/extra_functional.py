@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from dualgrad import ops
+from dualgrad.ops.rules import torch_opmath_dtype
 
 from ..amp import keeps_fp32
 from ..functions import _arr, _t
@@ -238,6 +239,12 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,  # no
     idx = np.asarray(_arr(input)).astype(np.int64)
     w = _t(weight)
     psw = None if per_sample_weights is None else _t(per_sample_weights)
+    wide = torch_opmath_dtype(w.dtype)
+    if wide != w.dtype:   # NOTE: half weights: summed in float32, rounded once, as torch's
+        out = embedding_bag(idx, ops.cast(w, wide), offsets, None, norm_type, False, mode,
+                            False, None if psw is None else ops.cast(psw, wide),
+                            include_last_offset, padding_idx)
+        return ops.cast(out, w.dtype)
     if idx.ndim == 2:
         starts = list(range(0, idx.size, idx.shape[1]))
         flat, psw = idx.reshape(-1), None if psw is None else ops.reshape(psw, (-1,))
