@@ -13,10 +13,19 @@ the last bits (2e-6 relative in float32, tests/ops/test_gemm.py). Nothing global
 the user's thread settings stay as they are, and above SERIAL_MAX (a product of ~0.35 ms on
 one core here) BLAS threads as it likes.
 
-The blocks are used only where the BLAS is known to have more than one thread: OpenBLAS found
-among the libraries this process has already loaded (its `get_num_threads`, asked at each large
-enough product, so `threadpoolctl` limits and `dualgrad bench`'s one BLAS thread are seen). With
-another BLAS, or none found, products are NumPy's own.
+The blocks are used only where the BLAS is known to have more than one thread: NumPy's own
+OpenBLAS among the libraries this process has already loaded (its `get_num_threads`, asked at
+each large enough product, so `threadpoolctl` limits and `dualgrad bench`'s one BLAS thread are
+seen). A process may hold several OpenBLAS copies (SciPy's wheel brings another, with its own
+thread setting): the one asked is the one NumPy's wheel ships (in NumPy's install, with the
+64-bit-index symbols NumPy builds against), never whichever the loader mapped first. Asking
+SciPy's copy (2 threads) while NumPy's had 1 cut the LSTM's (64, 256) @ (256, 1024) products into
+64 one-row products: the compiled training step took 174 ms instead of 90. With another BLAS,
+or none found, products are NumPy's own.
+
+A block has at least MIN_ROWS rows: where k * n is so large that fewer rows would fit under
+SERIAL_MIN, the product is left whole (one-row blocks are matrix-vector products, 2.5x slower
+than the whole product on one thread, 1.5x on two: (64, 256) @ (256, 1024) here).
 """
 from __future__ import annotations
 
@@ -32,6 +41,7 @@ SERIAL_MAX = 1 << 24     # m*k*n above which the product is left to BLAS's threa
 # (128, 64) @ (64, 128) took 44 µs on W.T and 28 with the copy (2-3x on 10 shapes with
 # k <= 128); with k = 256 the copy lost (102 -> 160 µs at (64, 256) @ (256, 256)).
 COPY_MAX_K = 128
+MIN_ROWS = 8             # fewer rows per block lose more than BLAS's threads cost (docstring)
 _NAMES = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
           "openblas_get_num_threads64_", "openblas_get_num_threads")
 _LOCK = threading.Lock()
@@ -53,17 +63,26 @@ def _loaded_openblas():
                     paths.append(fields[5].strip())
     except OSError:
         return None
+    found = []   # (rank, fn): NumPy's own copy first, then by symbol (64-bit indices first)
     for path in dict.fromkeys(p for p in paths if os.path.isabs(p)):
         try:
             lib = ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
         except OSError:
             continue
-        for name in _NAMES:
+        for rank, name in enumerate(_NAMES):
             fn = getattr(lib, name, None)
             if fn is not None:
                 fn.restype, fn.argtypes = ctypes.c_int, []
-                return fn
-    return None
+                found.append((0 if _numpys(path) else 1, rank, fn))
+                break
+    return min(found, key=lambda f: f[:2])[2] if found else None
+
+
+def _numpys(path):
+    """True for a library inside NumPy's install (its wheel's `numpy.libs`, or numpy/)."""
+    root = os.path.dirname(os.path.realpath(np.__file__))
+    real = os.path.realpath(path)
+    return real.startswith(root + os.sep) or real.startswith(root + ".libs" + os.sep)
 
 
 def blas_threads():
@@ -82,12 +101,13 @@ def matmul2d(a, b):
     m, k = a.shape
     n = b.shape[1]
     mnk = m * k * n
-    if not SERIAL_MIN < mnk <= SERIAL_MAX or k * n > SERIAL_MIN or a.dtype != b.dtype or \
+    if not SERIAL_MIN < mnk <= SERIAL_MAX or k * n * MIN_ROWS > SERIAL_MIN or \
+            a.dtype != b.dtype or \
             a.dtype.char not in "fdFD" or k != b.shape[0] or not _threaded():
         return np.matmul(a, b)
     if k <= COPY_MAX_K and not b.flags.c_contiguous and a.flags.c_contiguous:
         b = np.ascontiguousarray(b)   # NOTE: each block would pack the strided b again
-    rows = max(1, SERIAL_MIN // (k * n))
+    rows = SERIAL_MIN // (k * n)
     out = np.empty((m, n), a.dtype)
     for i in range(0, m, rows):
         np.matmul(a[i:i + rows], b, out=out[i:i + rows])

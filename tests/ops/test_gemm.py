@@ -95,3 +95,39 @@ def test_blas_threads_reads_the_setting_and_changes_nothing():
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() in ("1", "None")
+
+
+def test_a_product_too_wide_for_eight_row_blocks_is_left_whole(threaded):
+    # k * n = 256 * 1024: a block under SERIAL_MIN would be one row (a matrix-vector product)
+    a, b = _pair(64, 256, 1024, np.float32, False)
+    np.testing.assert_array_equal(gemm.matmul2d(a, b), np.matmul(a, b))
+    assert threaded == []
+    a, b = _pair(64, 64, 256, np.float32, False)    # 16-row blocks still run
+    gemm.matmul2d(a, b)
+    assert threaded and all(s[0] >= gemm.MIN_ROWS for s in threaded)
+
+
+def test_numpys_own_openblas_is_the_one_asked():
+    """SciPy's wheel maps a second OpenBLAS with its own thread count; blas_threads() must read
+    NumPy's, whichever the loader mapped first (each set here to a different count)."""
+    code = ("import ctypes, numpy as np, scipy.linalg\n"
+            "scipy.linalg.blas.sgemm(1.0, np.ones((2, 2), np.float32), np.ones((2, 2), np.float32))\n"
+            "libs = [l.split()[-1] for l in open('/proc/self/maps') if 'openblas' in l.lower()]\n"
+            "libs = list(dict.fromkeys(libs))\n"
+            "assert len(libs) == 2, libs\n"
+            "from dualgrad.ops import gemm\n"
+            "for path in libs:\n"
+            "    lib = ctypes.CDLL(path)\n"
+            "    mine = gemm._numpys(path)\n"
+            "    for name in ('scipy_openblas_set_num_threads64_', 'scipy_openblas_set_num_threads',\n"
+            "                 'openblas_set_num_threads64_', 'openblas_set_num_threads'):\n"
+            "        if hasattr(lib, name):\n"
+            "            getattr(lib, name)(1 if mine else 3)\n"
+            "            break\n"
+            "print(gemm.blas_threads())\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    if "AssertionError" in out.stderr and "libs" in out.stderr:
+        pytest.fail(f"expected NumPy's and SciPy's OpenBLAS in one process: {out.stderr}")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "1"
