@@ -5,7 +5,8 @@ Every entry is either
 - provided (tests/eager/opdb_harness.py resolves it to a dualgrad callable) and its samples
   agree with torch in every dtype torch supports on CPU among bool, uint8, int8, int16, int32,
   int64, float16, bfloat16, float32, float64: result structure, shape, dtype, values (torch's
-  tolerances for the dtype), float64 gradients against torch's autograd (or finite
+  tolerances for the dtype, or wider where the entry's own tests compare torch with NumPy's
+  reference at wider ones: `opdb_harness.reference_tolerances`), float64 gradients against torch's autograd (or finite
   differences, where op_db marks torch's gradient as failing gradcheck), and aliasing (a
   write through the result changes the input exactly when torch's does), in eager and inside
   compile(); or a difference that is a row of `DIFFERS` in eager/not_provided.py, with its
