@@ -40,6 +40,7 @@ from .fused_spec import ROLES, CodegenError, FusedSpec, SpecInfo
 # Below this many elements splitting a loop over threads costs more than it saves (handing a
 # slice to a worker costs ~10-20 us; 2**16 float32 elements stream in ~10 us on one core).
 PARALLEL_MIN_ELEMENTS = int(os.environ.get("DUALGRAD_PARALLEL_MIN_ELEMENTS", 1 << 16))
+CHUNKS = 4   # slices per thread of a split loop (FusedKernel._pieces)
 PROBE_EVERY = 64
 
 
@@ -162,10 +163,10 @@ class FusedKernel:
         return slower if self._big_calls % PROBE_EVERY == 0 else faster
 
     def _threaded(self, R, C, *arrays):
-        """The serial loop on slices of rows (flat layout: of the flattened arrays), one per
-        worker thread."""
-        n = workers.size()
+        """The serial loop on slices of rows (flat layout: of the flattened arrays), which the
+        worker threads and this one share (`_pieces`)."""
         codes = [kc for _, kc in self._ins] + [kc for _, kc in self._outs]
+        n = self._pieces(R * C if self.layout == "flat" else R, C if self.layout != "flat" else 1)
         if self.layout == "flat":
             total = R * C
             arrays = [a.reshape(1, total) if kc == 0 else a for a, kc in zip(arrays, codes)]
@@ -182,6 +183,16 @@ class FusedKernel:
             return lambda: serial(*shape(lo, hi), *[part(a, kc, lo, hi)
                                                      for a, kc in zip(arrays, codes)])
         workers.run([task(lo, hi) for lo, hi in zip(cut, cut[1:]) if hi > lo])
+
+    @staticmethod
+    def _pieces(units, per_unit):
+        """How many slices to cut `units` rows (of `per_unit` elements) into: CHUNKS per
+        thread, each of at least half PARALLEL_MIN_ELEMENTS elements, at least one per
+        thread. The threads take them as they come free (workers.run), so a thread whose
+        core is busy with another process takes fewer."""
+        threads = workers.size()
+        least = max(1, (PARALLEL_MIN_ELEMENTS // 2) // max(1, per_unit))
+        return max(threads, min(threads * CHUNKS, units // least, units))
 
     def _timed(self, kernel, seconds_per_element):
         i = 0 if kernel is self._serial else 1

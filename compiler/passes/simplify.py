@@ -325,20 +325,116 @@ def row_sum_to_like(n, users):
                                                         "keepdims": True}, n)
 
 
+# A sum of products is turned into one only when each product's inner dimension is at most
+# this: thin products (an RNN's weight gradient at every step, k = the batch) run far below
+# the gemm rate, wide ones already reach it and would only pay for the copies.
+STACK_MAX_K = 256
+
+
+def sum_of_products(n, users):
+    """X_1 @ Y_1 + ... + X_T @ Y_T -> concat(X, axis=1) @ concat(Y, axis=0): T thin products
+    and a T-term sum become one gemm over the stacked inner dimension (a recurrent layer's
+    weight gradient, the sum over steps of (h_t^T g_t)^T: 49 products (1024, 64) @ (64, 256)
+    and a 49-term sum, 30 ms, become (1024, 3136) @ (3136, 256)). A term may be a product's
+    transpose, (X Y)^T = Y^T X^T; transposed operands are stacked as the transpose of the
+    stack of what they transpose (a view BLAS reads as it is, no copy of the transposes).
+    Products (and their transposes) read only by the sum, 2-D float operands of the sum's
+    dtype, inner dims <= STACK_MAX_K, and no operand shared by every term (X (Y_1 + Y_2) is
+    the better form there, and stacking would only copy X). The sum is then BLAS's over all the terms: it rounds
+    as one product of that size does, not as T products and T - 1 adds."""
+    if n.op.name != "add" or None in n.spec.shape or len(n.spec.shape) != 2 or \
+            not floating(n.spec.dtype):
+        return None
+    up = users.get(id(n), ())
+    if len(up) == 1 and up[0][0].tag == "op" and up[0][0].op.name == "add" and \
+            _same_spec((up[0][0], 0), n.spec):
+        return None     # NOTE: an inner add of a longer sum: its root takes the whole tree
+    leaves = _add_leaves(n, users, want=("matmul", "transpose"))
+    if leaves is None or len(leaves) < 2:
+        return None
+    lefts, rights = [], []
+    for leaf, i in leaves:
+        if not _same_spec((leaf, i), n.spec):
+            return None
+        mm, flip = (leaf.inputs[0][0], True) if leaf.op.name == "transpose" else (leaf, False)
+        if flip and (_transposed(leaf) is None or mm.tag != "op" or mm.op.name != "matmul"
+                     or len(users.get(id(mm), ())) != 1):
+            return None
+        if len(users.get(id(leaf), ())) != 1 or not _plain_product(mm, n.spec.dtype):
+            return None
+        x, y = (_as_transposed(r) for r in mm.inputs)   # (transposed?, what it reads)
+        left, right = ((not y[0], y[1]), (not x[0], x[1])) if flip else (x, y)
+        if _oriented_shape(left)[1] > STACK_MAX_K:
+            return None
+        lefts.append(left)
+        rights.append(right)
+    if len(set(map(_key, lefts))) == 1 or len(set(map(_key, rights))) == 1:
+        return None     # NOTE: one operand shared by every term: stacking only copies it
+    left = _stacked(lefts, 1, n)
+    right = _stacked(rights, 0, n)
+    return _new_op(ops.REGISTRY["matmul"], [left, right], {}, n)
+
+
+def _key(part):
+    return part[0], id(part[1][0]), part[1][1]
+
+
+def _plain_product(mm, dtype):
+    return mm.tag == "op" and mm.op.name == "matmul" and mm.pure() and \
+        all(len(_spec_of(r).shape) == 2 and _spec_of(r).dtype == dtype for r in mm.inputs)
+
+
+def _transposed(node):
+    """What a 2-D transpose node reads, or None (not a plain 2-D transpose)."""
+    if node.tag == "op" and node.op.name == "transpose" and node.pure() and \
+            tuple(node.attrs["axes"]) == (1, 0):
+        return node.inputs[0]
+    return None
+
+
+def _as_transposed(ref):
+    """(True, a) when ref is transpose(a), else (False, ref)."""
+    inner = _transposed(ref[0])
+    return (False, ref) if inner is None else (True, inner)
+
+
+def _oriented_shape(part):
+    shape = tuple(_spec_of(part[1]).shape)
+    return shape[::-1] if part[0] else shape
+
+
+def _stacked(parts, axis, n):
+    """The matrices `parts` ((transposed?, ref) each) joined along axis: transpose(concat of
+    what they transpose) when all are transposes, else one concat (transposing the few)."""
+    dt = n.spec.dtype
+    shapes = [_oriented_shape(p) for p in parts]
+    whole = list(shapes[0])
+    whole[axis] = sum(s[axis] for s in shapes)
+    if all(t for t, _ in parts):
+        inner = _new_op(ops.REGISTRY["concat"], [r for _, r in parts], {"axis": 1 - axis}, n,
+                        ops.Spec(tuple(whole[::-1]), dt))
+        return _new_op(ops.REGISTRY["transpose"], [inner], {"axes": (1, 0)}, n,
+                       ops.Spec(tuple(whole), dt))
+    refs = [_new_op(ops.REGISTRY["transpose"], [r], {"axes": (1, 0)}, n, ops.Spec(s, dt))
+            if t else r for (t, r), s in zip(parts, shapes)]
+    return _new_op(ops.REGISTRY["concat"], refs, {"axis": axis}, n, ops.Spec(tuple(whole), dt))
+
+
 def _spec_of(ref):
     return ref[0].specs[ref[1]]
 
 
-def _add_leaves(n, users, want="slice_grad"):
+def _add_leaves(n, users, want=("slice_grad",)):
     """The operands of the tree of adds rooted at n (inner adds used only inside it), or
-    None as soon as one is not a `want` node (so a long chain of adds costs little)."""
+    None as soon as one is not a node of an op named in `want` (so a long chain of adds
+    costs little)."""
     out, stack = [], list(reversed(n.inputs))
     while stack:
         src, i = stack.pop()
         if (src.tag == "op" and src.op.name == "add" and len(users.get(id(src), ())) == 1
                 and _same_spec((src, i), n.spec)):
             stack.extend(reversed(src.inputs))
-        elif src.tag == "op" and src.op.name == want:
+        elif src.tag == "op" and src.op.name in want:
             out.append((src, i))
         else:
             return None
@@ -374,7 +470,7 @@ def _sliced_spec(sg, spec):
 RULES = [add_zero, sub_zero, mul_one, div_one, pow_one, mul_zero, zero_product, double_neg,
          identity_like, transpose_transpose, elementwise_of_transposes, reshape_reshape,
          static_count, slice_grads_to_concat, slice_grad_into_concat,
-         elementwise_of_sparse_concat, add_of_sums_to_like, row_sum_to_like]
+         elementwise_of_sparse_concat, add_of_sums_to_like, row_sum_to_like, sum_of_products]
 
 
 def _new_const(value, n):
@@ -382,8 +478,10 @@ def _new_const(value, n):
     return (c, 0)
 
 
-def _new_op(op, inputs, attrs, n):
-    m = INode("op", op, inputs, attrs, [n.spec], origin=n.origin)
+def _new_op(op, inputs, attrs, n, spec=None):
+    """A new op node with n's spec (or `spec`), credited to n's origin (n: the node whose
+    value the rule replaces)."""
+    m = INode("op", op, inputs, attrs, [spec or n.spec], origin=n.origin)
     return (m, 0)
 
 

@@ -47,7 +47,19 @@ def test_a_sum_of_transposes_is_the_transpose_of_the_sum():
     np.testing.assert_allclose(got[1], (feeds[xs[2]] * feeds[xs[3]]).T, rtol=1e-6)
 
 
-def test_a_sum_of_transposed_products_is_left_to_layout():
+def _counts(g, fetches, feeds):
+    """How many nodes of each op the optimised plan runs (fused groups by their members)."""
+    from collections import Counter
+    from dualgrad.compiler import optimize
+    specs = {p: ops.Spec(v.shape, v.dtype) for p, v in feeds.items()}
+    plan, _ = optimize(g, fetches, specs)
+    return Counter(st.node.type for st in plan.steps)
+
+
+def test_a_sum_of_transposed_products_is_one_product():
+    """sum over t of (h_t^T g_t)^T, a traced RNN's weight gradient: one gemm over the stacked
+    batch dimension (g's and h's stacked, each read in place as a transpose), not a product
+    per step and a sum."""
     g = graph.Graph()
     with g.as_default():
         hs = [graph.placeholder(graph.float32, (5, 4)) for _ in range(3)]
@@ -56,9 +68,64 @@ def test_a_sum_of_transposed_products_is_left_to_layout():
                     for h, d in zip(hs, gs))
     feeds = {p: _rand(*p.shape, seed=21 + k) for k, p in enumerate(hs + gs)}
     got, report = _same(g, [total], feeds)
+    assert _rewrites(report).get("sum_of_products") == 1
     assert "elementwise_of_transposes" not in _rewrites(report)
-    assert report["layout"].details["transposed_products"] == 3
-    assert got[0].flags.c_contiguous and got[0].shape == (6, 4)
+    assert _counts(g, [total], feeds)["matmul"] == 1
+    want = sum(feeds[d].T @ feeds[h] for h, d in zip(hs, gs))
+    np.testing.assert_allclose(got[0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_sum_of_products_with_mixed_operands_is_one_product():
+    """X_t @ Y_t with some X_t and Y_t transposes and some not, inner dims 2, 3 and 4."""
+    g = graph.Graph()
+    with g.as_default():
+        ks = (2, 3, 4)
+        xs = [graph.placeholder(graph.float64, (5, k) if t % 2 else (k, 5)) for t, k in
+              enumerate(ks)]
+        ys = [graph.placeholder(graph.float64, (k, 7) if t != 1 else (7, k)) for t, k in
+              enumerate(ks)]
+        terms = []
+        for t, (x, y) in enumerate(zip(xs, ys)):
+            left = x if t % 2 else graph.transpose(x, (1, 0))
+            right = graph.transpose(y, (1, 0)) if t == 1 else y
+            terms.append(graph.matmul(left, right))
+        total = terms[0] + terms[1] + terms[2]
+    rng = np.random.default_rng(3)
+    feeds = {p: rng.standard_normal(p.shape) for p in xs + ys}
+    got, report = _same(g, [total], feeds)
+    assert _rewrites(report).get("sum_of_products") == 1
+    want = feeds[xs[0]].T @ feeds[ys[0]] + feeds[xs[1]] @ feeds[ys[1]].T + \
+        feeds[xs[2]].T @ feeds[ys[2]]
+    np.testing.assert_allclose(got[0], want, rtol=1e-12)
+
+
+def test_sums_of_products_that_must_stay_apart():
+    """Not rewritten: a product read elsewhere too, an inner dim above STACK_MAX_K, integer
+    products, a term that broadcasts, a sum over 3-D products, terms sharing an operand."""
+    from dualgrad.compiler.passes.simplify import STACK_MAX_K
+    g = graph.Graph()
+    with g.as_default():
+        a, b = graph.placeholder(graph.float32, (4, 3)), graph.placeholder(graph.float32, (3, 5))
+        c, d = graph.placeholder(graph.float32, (4, 3)), graph.placeholder(graph.float32, (3, 5))
+        shared = graph.matmul(a, b)
+        read_twice = shared + graph.matmul(c, d) + shared * 2.0
+        k = STACK_MAX_K + 1
+        wa, wb = graph.placeholder(graph.float32, (2, k)), graph.placeholder(graph.float32, (k, 3))
+        wide = graph.matmul(wa, wb) + graph.matmul(wa * 2.0, wb)
+        ia, ib = graph.placeholder(graph.int64, (2, 3)), graph.placeholder(graph.int64, (3, 2))
+        ints = graph.matmul(ia, ib) + graph.matmul(ia * 2, ib)
+        row = graph.placeholder(graph.float32, (1, 3))
+        broad = graph.matmul(row, b[:, :3]) + graph.matmul(a, b[:, :3])
+        sa, sb = graph.placeholder(graph.float32, (2, 4, 3)), graph.placeholder(graph.float32, (3, 5))
+        stacks = graph.matmul(sa, sb) + graph.matmul(sa * 3.0, sb)
+        shared_right = graph.matmul(a, b) + graph.matmul(c, b)
+    rng = np.random.default_rng(9)
+    feeds = {p: (rng.integers(-3, 4, p.shape) if p.dtype == graph.int64 else
+                 rng.standard_normal(p.shape).astype(np.float32))
+             for p in (a, b, c, d, wa, wb, ia, ib, row, sa, sb)}
+    got, report = _same(g, [read_twice, wide, ints, broad, stacks, shared_right], feeds)
+    assert "sum_of_products" not in _rewrites(report)
+    assert got[2].dtype == np.int64
 
 
 def test_transposes_that_differ_or_are_read_elsewhere_stay():
@@ -224,6 +291,6 @@ def test_a_compiled_lstm_loop_matches_eager_with_fewer_products():
         np.testing.assert_allclose(p.grad.numpy(), w, rtol=1e-4, atol=1e-6)
     names = [n.name for n in fn.report.program.nodes]
     # 6 steps: x_t @ W_ih^T (6) and h @ W_hh^T (5, the zero state's is gone), the head's 1;
-    # backward: dh (5), dW_ih (6), dW_hh (5), the head's 2
-    assert names.count("matmul") == 30
+    # backward: dh (5), dW_ih (1: the 6 steps' products stacked), dW_hh (1, of 5), the head's 2
+    assert names.count("matmul") == 21
     assert names.count("sum_to_like") <= 2

@@ -44,3 +44,26 @@ def test_an_error_in_a_task_reaches_the_caller():
     with pytest.raises(ValueError, match="in a worker"):
         workers.run([lambda: None, boom])
     assert fused_kernel.PARALLEL_MIN_ELEMENTS > 0
+
+
+def test_the_tasks_are_shared_so_a_late_worker_is_not_waited_for(monkeypatch):
+    """A worker that cannot start (as one whose core another process holds) leaves its share
+    to the caller: every task runs once, and the call returns without it."""
+    if workers.size() < 2:
+        pytest.skip("one usable core: nothing is split")
+    gate = threading.Event()
+    workers._workers(1)                      # the pool exists; hold its first worker
+    workers._POOL[1][0].put(type("Held", (), {"drain": lambda self: gate.wait(5)})())
+    ran = []
+    t0 = time.perf_counter()
+    workers.run([lambda k=k: ran.append(k) for k in range(8)], threads=2)
+    took = time.perf_counter() - t0
+    gate.set()
+    assert sorted(ran) == list(range(8)) and took < 1.0
+
+
+def test_a_split_loop_is_cut_into_more_slices_than_threads():
+    fn = compile_fused(GELU)
+    assert fn._pieces(64, 4096) == min(workers.size() * fused_kernel.CHUNKS, 64)
+    assert fn._pieces(3, 70001) == max(workers.size(), 3)
+    assert fn._pieces(1 << 20, 1) == workers.size() * fused_kernel.CHUNKS
