@@ -24,7 +24,7 @@ from dualgrad import graph
 from dualgrad import ops
 from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Parameter
-from dualgrad.eager.core import Tensor, array_of
+from dualgrad.eager.core import Tensor, array_of, blank
 from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
 from dualgrad.ops.rules import as_operand, torch_needs_cast
 from .ddp_sync import average_bucket
@@ -41,7 +41,6 @@ KEEP = "keep"   # an optimizer step's .grad that is the tensor the call finds (T
 _STOP = ops.REGISTRY["stop_gradient"]
 _CAST = ops.REGISTRY["cast"]
 _RAND = ops.REGISTRY["rand_like"]
-_new = object.__new__
 
 
 # -- graph breaks -----------------------------------------------------------------------------
@@ -335,8 +334,8 @@ class Trace:
                                 if b is not None)
 
     def wrap(self, g, requires_grad):
-        t = _new(Tracer)
-        t._g, t._trace, t.requires_grad, t.grad, t._node = g, self, requires_grad, None, None
+        t = blank(Tracer, requires_grad)
+        t._g, t._trace = g, self
         return t
 
     def apply(self, op, args, attrs):

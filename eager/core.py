@@ -34,6 +34,52 @@ class _GradMode(threading.local):
 
 _GRAD = _GradMode()
 _new = object.__new__
+
+
+class Entry(tuple):
+    """A tensor's tape entry (`Tensor._node`): `op` was applied to `inputs` with `attrs` and
+    gave the tensor, at `clock`, the in-place write counter then (None for an entry that
+    `recorded` joined to the tape, which skips the check that its inputs were not written
+    since). A tuple, so the reverse-mode walker shared with the graph engine reads its first
+    three fields as it reads a graph node's (ops/autodiff.py). Built by `entry` only."""
+    __slots__ = ()
+    op = property(lambda e: e[0])
+    inputs = property(lambda e: e[1])
+    attrs = property(lambda e: e[2])
+    clock = property(lambda e: e[3])
+
+
+_tuple_new = tuple.__new__
+
+
+def entry(op, inputs, attrs, clock=None) -> Entry:
+    """The one place a tape entry is made."""
+    return _tuple_new(Entry, (op, inputs, attrs, clock))
+
+
+def blank(cls, requires_grad=False):
+    """A new `cls` (Tensor or a subclass) made without __init__ and off the tape: no grad, no
+    entry, its array not set yet. The compile() tracer makes its tensors so
+    (compiler/tracer.py), which then hold a graph value instead of an array."""
+    t = _new(cls)
+    t.requires_grad, t.grad, t._node = requires_grad, None, None
+    return t
+
+
+def _wrapped(out, op, inputs, attrs, track, _entry=_tuple_new, _Entry=Entry):
+    """A new Tensor holding a kernel's result: on the tape (`op` of `inputs`) when `track` (an
+    input requires grad), grad mode is on and the result is floating point. What every op
+    call ends with: `EagerEngine.apply` and the operator fast path (`_binary`) alike."""
+    t = _new(Tensor)
+    t._array = out = out if type(out) is np.ndarray else np.asarray(out)
+    t.grad = None
+    if track and _GRAD.enabled and (out.dtype.kind in "fc" or out.dtype is BFLOAT16):
+        t.requires_grad = True
+        t._node = _entry(_Entry, (op, inputs, attrs, CLOCK[0]))   # NOTE: entry(), inlined
+    else:
+        t.requires_grad = False
+        t._node = None
+    return t
 CLOCK = [0]   # ticks once per in-place write; tape entries record the tick they were made at
 RETAINS_GRAD = {}   # id(non-leaf) -> weakref to it: backward() fills its .grad (retain_grad)
 DEFAULT_FLOAT = [np.dtype(np.float32)]   # torch.get_default_dtype / set_default_dtype
@@ -113,18 +159,7 @@ class EagerEngine:
             out = op.kernel(*arrays, **attrs)
         except Exception as err:  # noqa: BLE001 - becomes the op's ShapeError / KernelError
             raise _fail(op, args, attrs, err) from None
-        if type(out) is not np.ndarray:
-            out = np.asarray(out)
-        t = _new(Tensor)
-        t._array = out
-        t.grad = None
-        if track and _GRAD.enabled and (out.dtype.kind in "fc" or out.dtype is BFLOAT16):
-            t.requires_grad = True
-            t._node = (op, args, attrs, CLOCK[0])
-        else:
-            t.requires_grad = False
-            t._node = None
-        return t
+        return _wrapped(out, op, args, attrs, track)
 
 
 def _promote_arrays(op, arrays):
@@ -189,17 +224,8 @@ def _binary(op, a, b):
         raise _fail(op, (a, b), {}, err) from None
     if type(b) is Tensor and b._array.ndim != a._array.ndim and op is not _MATMUL:
         warn_outer(op.name, a._array.shape, b._array.shape)   # NOTE: (N, 1) - (N,) is (N, N)
-    t = _new(Tensor)
-    t._array = out if type(out) is np.ndarray else np.asarray(out)
-    t.grad = None
-    if _GRAD.enabled and (a.requires_grad or isinstance(b, Tensor) and b.requires_grad) \
-            and inexact(t._array.dtype):
-        t.requires_grad = True
-        t._node = (op, (a, b), {}, CLOCK[0])
-    else:
-        t.requires_grad = False
-        t._node = None
-    return t
+    return _wrapped(out, op, (a, b), {}, a.requires_grad or isinstance(b, Tensor)
+                    and b.requires_grad)
 
 
 def recorded(data, op, inputs, attrs):
@@ -208,7 +234,7 @@ def recorded(data, op, inputs, attrs):
     joins the tape (a compile()d function's whole graph; torch's autograd.Function)."""
     t = Tensor(data)
     t.requires_grad = True
-    t._node = (op, tuple(inputs), attrs)
+    t._node = entry(op, tuple(inputs), attrs)
     return t
 
 
@@ -238,7 +264,7 @@ def _node_of(t):
             f"Trying to backward through the graph a second time (through '{node.name}'): "
             f"its saved values were freed by the first backward(). Pass retain_graph=True to "
             f"the first backward() if you need to call it twice.")
-    if node is not None and len(node) > 3 and node[3] != CLOCK[0]:
+    if node is not None and node[3] is not None and node[3] != CLOCK[0]:
         _check_unmodified(t, node)
     return node
 
@@ -282,9 +308,9 @@ def _accumulate_grad(t, g, create_graph, owned):
         if arr is not g._array or g.requires_grad:   # NOTE: else g is a plain tensor to keep
             g = Tensor(arr)
     t.grad = g if t.grad is None else t.grad + g
-    entry = _POST_ACCUMULATE_HOOKS.get(id(t))
-    if entry is not None and entry[0]() is t:
-        for hook in list(entry[1]):
+    held = _POST_ACCUMULATE_HOOKS.get(id(t))
+    if held is not None and held[0]() is t:
+        for hook in list(held[1]):
             hook(t)
 
 
@@ -298,8 +324,8 @@ def grad_hooks(t):
     """The hooks a backward() runs for t: (register_hook's, register_post_accumulate_grad_hook's),
     each a list; compile() reads them to know when a traced backward would skip one."""
     def live(table):
-        entry = table.get(id(t))
-        return list(entry[1]) if entry is not None and entry[0]() is t else []
+        held = table.get(id(t))
+        return list(held[1]) if held is not None and held[0]() is t else []
     return live(_LEAF_HOOKS), live(_POST_ACCUMULATE_HOOKS)
 
 
@@ -339,7 +365,7 @@ def _keep(t):
 def _after_hooks(t, g, grads):
     """A retained gradient is the one t's register_hook hooks passed on, as torch's."""
     node = t._node
-    if type(node) is tuple and node[0] is _HOOK:
+    if type(node) is Entry and node[0] is _HOOK:
         passed = grads.get(id(node[1][0]))
         return g if passed is None else passed[1]
     return g
@@ -361,10 +387,10 @@ def _one_node(t, gradient, create_graph, retain_graph, owned):
     a loss of parameters): the rule runs and the leaves accumulate, without the walk. False
     (nothing done) for any other tape."""
     node = t._node
-    if type(node) is not tuple or create_graph or _POST_ACCUMULATE_HOOKS or RETAINS_GRAD:
+    if type(node) is not Entry or create_graph or _POST_ACCUMULATE_HOOKS or RETAINS_GRAD:
         return False
     op, inputs = node[0], node[1]
-    if op.vjp is None or len(node) > 3 and node[3] != CLOCK[0]:
+    if op.vjp is None or node[3] is not None and node[3] != CLOCK[0]:
         return False
     needs = []
     for inp in inputs:
@@ -467,7 +493,7 @@ class Tensor:
     @property
     def grad_fn(self):
         node = self._node
-        if type(node) is tuple and node[0] is _HOOK:   # register_hook's entry: what it wraps
+        if type(node) is Entry and node[0] is _HOOK:   # register_hook's entry: what it wraps
             return node[1][0].grad_fn
         return None if node is None else node.name if type(node) is _Freed else node[0].name
 
@@ -614,12 +640,12 @@ class Tensor:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require "
                                "gradient")
         key = id(self)
-        entry = _POST_ACCUMULATE_HOOKS.get(key)
-        if entry is None or entry[0]() is not self:
-            entry = _POST_ACCUMULATE_HOOKS[key] = (
+        held = _POST_ACCUMULATE_HOOKS.get(key)
+        if held is None or held[0]() is not self:
+            held = _POST_ACCUMULATE_HOOKS[key] = (
                 weakref.ref(self, lambda _, k=key, d=_POST_ACCUMULATE_HOOKS: d.pop(k, None)), [])
-        entry[1].append(hook)
-        return _HookHandle(entry[1], hook)
+        held[1].append(hook)
+        return _HookHandle(held[1], hook)
 
     # -- operators ----------------------------------------------------------------------------
     def __add__(self, o):
@@ -949,20 +975,20 @@ def register_hook(t, hook):
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if t._node is None:
         key = id(t)
-        entry = _LEAF_HOOKS.get(key)
-        if entry is None or entry[0]() is not t:
-            entry = _LEAF_HOOKS[key] = (
+        held = _LEAF_HOOKS.get(key)
+        if held is None or held[0]() is not t:
+            held = _LEAF_HOOKS[key] = (
                 weakref.ref(t, lambda _, k=key: _LEAF_HOOKS.pop(k, None)), [])
-        hooks = entry[1]
-    elif type(t._node) is tuple and t._node[0] is _HOOK:
+        hooks = held[1]
+    elif type(t._node) is Entry and t._node[0] is _HOOK:
         hooks = t._node[2]["hooks"]
     else:
-        if type(t._node) is not tuple:
+        if type(t._node) is not Entry:
             raise RuntimeError("register_hook: the tensor's graph was freed by backward()")
         prev = _new(Tensor)       # NOTE: t's old self, sharing its storage
         prev._array, prev.grad = t._array, None
         prev.requires_grad, prev._node = True, t._node
         hooks = []
-        t._node = (_HOOK, (prev,), {"hooks": hooks})
+        t._node = entry(_HOOK, (prev,), {"hooks": hooks})
     hooks.append(hook)
     return _HookHandle(hooks, hook)

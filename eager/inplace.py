@@ -30,7 +30,7 @@ from dualgrad.ops.index import staged
 
 from . import core as _core
 from .amp import AUTOCAST as _AUTOCAST, not_autocast
-from .core import CLOCK
+from .core import CLOCK, Entry, entry
 from .generator import drawn
 
 LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -90,7 +90,7 @@ def _stamp(t):
     while t is not None:
         t._modified = CLOCK[0]
         node = t._node
-        t = node[1][0] if node is not None and type(node) is tuple and node[0].view \
+        t = node[1][0] if node is not None and type(node) is Entry and node[0].view \
             and _is_tensor(node[1][0]) else None
 
 
@@ -114,7 +114,7 @@ def apply_inplace(t, name, compute, *others):
         raise RuntimeError(f"{name}: {LEAF_ERROR} Wrap the update in `with torch.no_grad():` "
                            f"(at {_where()})")
     node = t._node
-    view = node is not None and type(node) is tuple and node[0].view and t.requires_grad
+    view = node is not None and type(node) is Entry and node[0].view and t.requires_grad
     private = view and _private_view(t)
     if view and not private:
         raise RuntimeError(
@@ -131,7 +131,7 @@ def apply_inplace(t, name, compute, *others):
     else:
         _stamp(t)
     if new.requires_grad:     # the entry is as new as the write: it used the snapshot, not t
-        t.requires_grad, t._node = True, new._node[:3] + (CLOCK[0],)
+        t.requires_grad, t._node = True, entry(*new._node[:3], CLOCK[0])
     return t
 
 
@@ -140,7 +140,7 @@ def _private_view(t):
     (an intermediate inside a composite, e.g. conv2d's output reshaped from a matmul): no
     other tensor or tape entry can see the base, so t may stop sharing its storage."""
     node = t._node
-    while node is not None and type(node) is tuple and node[0].view:
+    while node is not None and type(node) is Entry and node[0].view:
         base = node[1][0]
         # NOTE: three references: the entry's inputs, `base` here, getrefcount's argument
         if not _is_tensor(base) or sys.getrefcount(base) > 3:
@@ -388,7 +388,7 @@ def _shaped_inplace(t, name, view):
     t._modified = CLOCK[0]
     t._array = new._array
     if tape and new.requires_grad:
-        t._node = new._node[:3] + (CLOCK[0],)
+        t._node = entry(*new._node[:3], CLOCK[0])
     return t
 
 

@@ -138,7 +138,7 @@ def run(op, args, attrs, mixed=False):
     if _core.EagerEngine.records() and inexact(dtype) and any(
             [isinstance(a, Tensor) and a.requires_grad for a in args]):
         t.requires_grad = True
-        t._node = (op, args, attrs, _core.CLOCK[0])
+        t._node = _core.entry(op, args, attrs, _core.CLOCK[0])
     return t
 
 

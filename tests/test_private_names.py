@@ -20,10 +20,7 @@ import functools
 
 from tests.imports import PACKAGES, ROOT
 
-KNOWN_TOUCHES = {
-    ("compiler", "_node"): "the tracer's Tensor (a subclass of eager's, made without __init__) "
-                           "sets eager's tape slot on its own instances",
-}
+KNOWN_TOUCHES = {}
 
 
 def _private(name):
