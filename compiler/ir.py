@@ -21,6 +21,7 @@ from dualgrad.ops.core import quiet_broadcast
 from dualgrad import ops
 from dualgrad.graph.plan import Plan, Step, build_plan, fetch_nodes, needed_nodes, node_kernel, plan_frees
 from dualgrad.graph.core import Tensor as GTensor
+from dualgrad.graph.variables import adopting_assign_kernel
 
 from .plan_memory import adopts
 
@@ -194,7 +195,6 @@ def _plan_step(n):
     if n.tag == "graph":
         kernel, stateful = node_kernel(n.origin)
         if adopts(n):
-            from dualgrad.graph.variables import adopting_assign_kernel
             kernel = adopting_assign_kernel(n.origin)
         return n.origin, kernel, stateful
     if n.tag == "const":

@@ -9,6 +9,8 @@ import time
 import warnings
 
 from .ir import ReinferError, from_graph, to_plan, topo_sort
+from dualgrad.graph.core import Tensor
+from dualgrad.graph.plan import build_plan, needed_nodes
 from dualgrad.ops.core import user_stacklevel
 
 from . import plan_memory
@@ -32,7 +34,6 @@ def optimize(graph, fetches, feed_specs=None, passes=None, memory_budget=None):
     activations so that the planned peak (`plan.memory`) is at most the budget; a warning
     names the budget and the peak reached when it cannot be met. Results are the same bits.
     """
-    from dualgrad.graph.plan import build_plan
     pin_if_asked()
     if feed_specs is None:      # as Grappler: optimise for the placeholders' declared specs
         feed_specs = declared_specs(fetches)
@@ -94,8 +95,6 @@ def _memory(prog, budget):
 
 def declared_specs(fetches):
     """{placeholder Tensor: its declared Spec} for the placeholders `fetches` need."""
-    from dualgrad.graph.core import Tensor
-    from dualgrad.graph.plan import needed_nodes
     nodes = needed_nodes([f.node if isinstance(f, Tensor) else f for f in fetches], frozenset())
     return {n.outputs[0]: n.outputs[0].spec for n in nodes if n.type == "placeholder"}
 

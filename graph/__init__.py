@@ -34,7 +34,8 @@ from .dtypes import (as_dtype, bool_, float16, float32, float64, int8, int16, in
 from .variables import (Variable, assign, assign_add, assign_sub, global_variables,
                         global_variables_initializer, local_variables,
                         local_variables_initializer, trainable_variables,
-                        variables_initializer, count_up_to)
+                        variables_initializer, count_up_to, is_variable_initialized,
+                        report_uninitialized_variables, assert_variables_initialized)
 from .control_flow import case, cond, group, identity, map_fn, no_op, print_, while_loop
 from . import while_grad as _while_grad  # noqa: F401 - registers the while_grad graph op
 from .gradients import gradients
@@ -131,7 +132,8 @@ __all__ = [
     "bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
     "Variable", "assign", "assign_add", "assign_sub", "global_variables",
     "global_variables_initializer", "trainable_variables", "variables_initializer", "cond",
-    "local_variables", "local_variables_initializer",
+    "local_variables", "local_variables_initializer", "is_variable_initialized",
+    "report_uninitialized_variables", "assert_variables_initialized",
     "case", "group", "identity", "map_fn", "no_op", "print", "Print", "while_loop", "gradients",
     "InteractiveSession", "Session", "get_default_session", "ConfigProto", "GPUOptions",
     "GraphOptions", "OptimizerOptions", "RunMetadata", "RunOptions", "Plan", "Step", "build_plan",

@@ -1,10 +1,13 @@
 """Shapes known only at run time, as TF1 has them: `shape(x)`, `size`, `rank`, `fill` and
 `zeros`/`ones` of a shape tensor, `range` with tensor bounds, `reshape` to a shape tensor
-(or a list mixing ints and scalar tensors), `unstack`.
+(or a list mixing ints and scalar tensors), `unstack`, `where_indices` (TF's `Where`); and
+`identity`, an array op as in TF.
 
 `shape`, `size` and `rank` are graph-only ops whose kernels read the array's shape;
 `fill` and `range` produce arrays whose static shape is as known as their arguments;
 `dynamic_reshape` takes its target shape from a tensor and differentiates as `reshape`.
+The module sits below math_ops (which calls `dynamic_reshape`, `identity` and
+`where_indices`) and imports no other op module.
 
 >>> import numpy as np
 >>> from dualgrad import graph
@@ -28,8 +31,7 @@ from dualgrad.ops.rules import norm_axis
 from .core import (PLACEHOLDER, Tensor, _graph_of, _lift, _norm_shape, constant,
                    convert_to_tensor, get_default_graph, graph_op)
 from .dtypes import as_dtype
-from .control_flow import IDENTITY
-from .math_ops import named
+from .naming import named
 
 __all__ = ["shape", "size", "rank", "fill", "zeros", "ones", "range", "unstack",
            "dynamic_reshape", "placeholder_with_default", "eye", "linspace", "lin_space"]
@@ -46,6 +48,24 @@ def _simple(fn):
         attrs = node.attrs
         return (lambda *xs: fn(*xs, **attrs)), False
     return make_kernel
+
+
+# -- identity ------------------------------------------------------------------------------------
+def _identity_kernel(node):
+    return (lambda x: x), False
+
+
+IDENTITY = graph_op("identity", _identity_kernel, vjp=lambda g, x, **kw: (g,),
+                    inference_identity=True, tf="Identity")
+
+
+def identity(x, name=None) -> Tensor:
+    """tf.identity: a node passing `x` through (a name for it, a point to hang control
+    dependencies on); as TF, it lives with the array ops."""
+    g = _graph_of([x])
+    t = _lift(g, x, [x])
+    return g.create_node(IDENTITY, (t,), {}, [Spec(t.shape, t.dtype)], name or "Identity") \
+        .outputs[0]
 
 
 SHAPE = graph_op("shape", _simple(lambda x, out_type: np.array(np.shape(x), out_type)))
@@ -213,6 +233,24 @@ def unstack(value, num=None, axis=0, name="unstack"):
     pre = (slice(None),) * a
     return [ops.slice_(value, index=pre + (i,)) for i in builtins.range(n)]
 
+
+
+# -- coordinates of True elements: a shape known only at run time --------------------------------
+def _where_indices_kernel(node):
+    return (lambda c: np.argwhere(c).astype(np.int64)), False
+
+
+WHERE_INDICES = graph_op("where_indices", _where_indices_kernel)
+
+
+def where_indices(condition, name=None):
+    """The coordinates (N, rank) int64 of condition's True (nonzero) elements, in row-major
+    order: tf.where(condition) without x and y."""
+    c = convert_to_tensor(condition)
+    if c.ndim is None:
+        raise located("where: the condition's rank must be known")
+    return _node(WHERE_INDICES, [c], {}, Spec((None, c.ndim), np.dtype(np.int64)),
+                 name or "Where")
 
 
 # -- placeholders with a default, and constant helpers ---------------------------------------------

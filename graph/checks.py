@@ -1,6 +1,6 @@
-"""TF1's run-time checks: `Assert`, the `assert_*` family, `check_numerics`, and the
-variable-initialisation queries `is_variable_initialized`, `report_uninitialized_variables`
-and `assert_variables_initialized`.
+"""TF1's run-time checks: `Assert`, the `assert_*` family and `check_numerics` (the
+variable-initialisation queries, `assert_variables_initialized` among them, are in
+graph/variables.py, as in TF).
 
 An assertion is a node that raises `errors.InvalidArgumentError` (naming itself and the
 line that built it) when it runs with a false condition; as in TF1 it runs only when
@@ -23,7 +23,6 @@ from __future__ import annotations
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.core import located
 
 from .core import Node, Tensor, _graph_of, _lift, convert_to_tensor, get_default_graph, graph_op
 from .errors import InvalidArgumentError, describe
@@ -31,9 +30,7 @@ from .math_ops import named, reduce_all
 
 __all__ = ["Assert", "assert_equal", "assert_none_equal", "assert_less", "assert_less_equal",
            "assert_greater", "assert_greater_equal", "assert_positive", "assert_negative",
-           "assert_non_negative", "assert_non_positive", "check_numerics",
-           "is_variable_initialized", "report_uninitialized_variables",
-           "assert_variables_initialized"]
+           "assert_non_negative", "assert_non_positive", "check_numerics"]
 
 
 def _show(value, summarize):
@@ -150,65 +147,3 @@ def check_numerics(tensor, message, name=None) -> Tensor:
     g = _graph_of([t])
     return g.create_node(CHECK_NUMERICS, (_lift(g, t, [t]),), {"message": str(message)},
                          [t.spec], name or "CheckNumerics").outputs[0]
-
-
-# -- variables ---------------------------------------------------------------------------------
-def _initialized_kernel(node):
-    names = node.attrs["vars"]
-
-    def run(state):
-        return np.array([n in state.variables for n in names], np.bool_)
-    return run, True
-
-
-INITIALIZED = graph_op("is_variable_initialized", _initialized_kernel)
-
-
-def _flags(var_list, name):
-    from .variables import Variable
-    for v in var_list:
-        if not isinstance(v, Variable):
-            raise TypeError(f"expected graph.Variables, got {v!r}")
-    g = var_list[0].graph if var_list else get_default_graph()
-    return g.create_node(INITIALIZED, (), {"vars": [v.node.name for v in var_list]},
-                         [ops.Spec((len(var_list),), np.dtype(np.bool_))], name).outputs[0]
-
-
-@named
-def is_variable_initialized(variable):
-    """A bool scalar: whether `variable` has a value in the session that runs it."""
-    return ops.reshape(_flags([variable], "IsVariableInitialized"), ())
-
-
-def report_uninitialized_variables(var_list=None, name="report_uninitialized_variables"):
-    """The names (a 1-d array of strings) of the variables in var_list (default: global and
-    local ones) that have no value in the session that runs it."""
-    from .variables import global_variables, local_variables
-    vs = list(global_variables() + local_variables()) if var_list is None else list(var_list)
-    g = vs[0].graph if vs else get_default_graph()
-    with g.as_default(), g.name_scope(name):
-        flags = _flags(vs, "IsVariableInitialized")
-    names = np.array([v.node.name for v in vs], dtype=object)
-    return g.create_node(_REPORT, (flags,), {"names": list(names)},
-                         [ops.Spec((None,), np.dtype(object))], name).outputs[0]
-
-
-def _report_kernel(node):
-    names = np.array(node.attrs["names"], dtype=object)
-    return (lambda flags: names[~np.asarray(flags, np.bool_)] if names.size else
-            np.zeros((0,), object)), False
-
-
-_REPORT = graph_op("report_uninitialized", _report_kernel)
-
-
-def assert_variables_initialized(var_list=None):
-    """An Assert node that fails when a variable of var_list (default: all) has no value."""
-    from .variables import global_variables, local_variables
-    vs = list(global_variables() + local_variables()) if var_list is None else list(var_list)
-    if not vs:
-        raise located("assert_variables_initialized: no variables")
-    flags = _flags(vs, "IsVariableInitialized")
-    return Assert(reduce_all(flags), ["Variables are not all initialized:",
-                                      report_uninitialized_variables(vs)])
-

@@ -26,14 +26,21 @@ import numpy as np
 from dualgrad import ops
 from dualgrad.ops.core import ShapeError, Spec, fmt_shape
 
+from .array_ops import identity, shape
+from .checks import Assert
 from .core import (Graph, Node, Tensor, _at_user_line, _graph_of, _lift, get_default_graph,
                    graph_op, placeholder)
+from .errors import InvalidArgumentError
+from .gradients import gradients
+from .math_ops import cast, less_equal, reduce_any, reduce_sum, stack
+from .plan import Function
+from .while_grad import while_vjp
 
 __all__ = ["cond", "case", "while_loop", "map_fn", "group", "no_op", "identity", "print_", "Body",
            "Function"]
 
 
-# -- group / no_op / identity / print ---------------------------------------------------------
+# -- group / no_op / print (identity is array_ops', re-exported here) --------------------------
 def _no_op_kernel(node):
     return (lambda: None), False
 
@@ -58,21 +65,6 @@ def group(*inputs, name=None) -> Node:
 
 def no_op(name=None) -> Node:
     return get_default_graph().create_node(NO_OP, (), {}, [], name or "NoOp")
-
-
-def _identity_kernel(node):
-    return (lambda x: x), False
-
-
-IDENTITY = graph_op("identity", _identity_kernel, vjp=lambda g, x, **kw: (g,),
-                    inference_identity=True, tf="Identity")
-
-
-def identity(x, name=None) -> Tensor:
-    g = _graph_of([x])
-    t = _lift(g, x, [x])
-    return g.create_node(IDENTITY, (t,), {}, [Spec(t.shape, t.dtype)], name or "Identity") \
-        .outputs[0]
 
 
 def _print_kernel(node):
@@ -129,23 +121,6 @@ class Body(Graph):
         return f"<graph.Body '{self.label}' with {len(self._nodes)} nodes>"
 
 
-class Function:
-    """A callable view of a body: named inputs (placeholders) and outputs, run by a plan."""
-
-    def __init__(self, body, inputs, outputs):
-        self.body, self.inputs, self.outputs = body, list(inputs), list(outputs)
-        self._plan = None
-
-    def __call__(self, state, *arrays):
-        if self._plan is None:
-            from .plan import build_plan
-            self._plan = build_plan(self.outputs, self.inputs)
-        return self._plan.run(state, dict(zip(self.inputs, arrays)))
-
-    def __reduce__(self):
-        raise TypeError("graph functions cannot be pickled; save the graph with graph.save()")
-
-
 def _flatten(x):
     if isinstance(x, (list, tuple)):
         parts = [_flatten(v) for v in x]
@@ -182,7 +157,6 @@ def _maybe_scalar(t):
 
 def _scalar_pred(pred, node, what):
     if np.ndim(pred) != 0:
-        from .errors import InvalidArgumentError
         raise InvalidArgumentError(f"{what} '{node.name}': the predicate must be a scalar, "
                                    f"but it has shape {list(np.shape(pred))}", node=node)
     return bool(pred)
@@ -215,7 +189,6 @@ def _cond_vjp(g, pred, *caps, out, needs, branches, **kw):
 
 
 def _branch_grad(fn, i, spec, want):
-    from .gradients import gradients
     body = fn.body
     with body.as_default(), body.name_scope(body.label + "/grad/"):
         gp = placeholder(spec.dtype, spec.shape, name="grad_in")
@@ -305,8 +278,6 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name="case"
 
 
 def _case_checks(preds, need_one, exclusive):
-    from .checks import Assert
-    from .math_ops import cast, less_equal, reduce_any, reduce_sum, stack
     names = ", ".join(p.name for p in preds)
     flags = stack(preds)
     checks = []
@@ -358,7 +329,6 @@ def stack_steps(values, spec, node):
     if values:
         return np.stack(values)
     if None in spec.shape[1:]:
-        from .errors import InvalidArgumentError
         raise InvalidArgumentError(
             f"while_loop '{node.name}': no iteration ran, and a stacked value of unknown "
             f"shape {fmt_shape(spec.shape[1:])} cannot be stacked zero times", node=node)
@@ -374,12 +344,7 @@ def _check_invariants(node, specs, vs, it):
                              f"{fmt_shape(s.shape)}")
 
 
-def _while_vjp(g, *inputs, out, needs, **attrs):
-    from .while_grad import while_vjp
-    return while_vjp(g, *inputs, out=out, needs=needs, **attrs)
-
-
-WHILE = graph_op("while", _while_kernel, vjp=_while_vjp)
+WHILE = graph_op("while", _while_kernel, vjp=while_vjp)
 
 
 def while_loop(cond, body, loop_vars, shape_invariants=None, maximum_iterations=None,
@@ -423,7 +388,6 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True,
         raise ValueError("map_fn: elems must be tensors of rank 1 or more")
     n = xs[0].shape[0]
     if n is None:
-        from .array_ops import shape
         n = ops.reshape(ops.slice_(shape(xs[0]), index=(slice(0, 1),)), ())
     results = []
 

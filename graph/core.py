@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.core import ShapeError, Spec, fmt_shape, user_frame, where_str
+from dualgrad.ops.core import ShapeError, Spec, fmt_shape, tracing, user_frame, where_str
 from dualgrad.ops.rules import DtypeMismatch, strict_dtypes
 from dualgrad.ops.composite import current_composite
 
@@ -76,7 +76,6 @@ class Node:
 
     def run(self, feed_dict=None, session=None):
         """Run this node in `session` (default: the default session), like TF's `op.run()`."""
-        from .session import _session_or_default
         _session_or_default(session).run(self, feed_dict)
 
     def __repr__(self):
@@ -146,7 +145,6 @@ class Tensor:
 
     def eval(self, feed_dict=None, session=None):
         """The value in `session` (default: the default session), like TF's `Tensor.eval()`."""
-        from .session import _session_or_default
         return _session_or_default(session).run(self, feed_dict)
 
     # -- no Python truth, length or array for a value that does not exist yet -------------------
@@ -256,17 +254,19 @@ class Tensor:
     def __ge__(self, o):
         return ops.ge(self, o)
 
+    # NOTE: graph.logical_not / _and / _or are these ops under `named`: the same calls, in the
+    # graph's trace
     def __invert__(self):
-        from .math_ops import logical_not
-        return logical_not(self)
+        with tracing(GraphEngine):
+            return ops.logical_not(self)
 
     def __and__(self, o):
-        from .math_ops import logical_and
-        return logical_and(self, o)
+        with tracing(GraphEngine):
+            return ops.logical_and(self, o)
 
     def __or__(self, o):
-        from .math_ops import logical_or
-        return logical_or(self, o)
+        with tracing(GraphEngine):
+            return ops.logical_or(self, o)
 
     def __getitem__(self, index):
         return ops.getitem(self, index)
@@ -499,6 +499,7 @@ class _ThreadState(threading.local):
     def __init__(self):
         self.stack: list[Graph] = []      # `with g.as_default()` blocks of this thread
         self.grad_of: list[Node] = []     # the forward node whose gradient rule is being built
+        self.sessions: list = []          # `with Session() as s:` blocks (graph/session.py)
 
 
 _TLS = _ThreadState()
@@ -509,6 +510,27 @@ _GLOBAL = [Graph()]
 def get_default_graph() -> Graph:
     stack = _TLS.stack
     return stack[-1] if stack else _GLOBAL[0]
+
+
+# NOTE: the default-session stack lives here, beside the default graph's (as TF's ops.py keeps
+# it), so that Tensor.eval, Operation.run and Variable.load reach a session without importing
+# graph/session.py, which imports this module
+def default_sessions() -> list:
+    """This thread's stack of default sessions (as TF1, per thread); Session pushes on it."""
+    return _TLS.sessions
+
+
+def get_default_session():
+    stack = _TLS.sessions
+    return stack[-1] if stack else None
+
+
+def _session_or_default(session):
+    s = session or get_default_session()
+    if s is None:
+        raise ValueError("no session given and no default session: use `with graph.Session()"
+                         " as sess:` or pass session=")
+    return s
 
 
 class GraphKeys:

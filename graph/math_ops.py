@@ -14,7 +14,6 @@ a composite builds on the way go under `name/`. Axis arguments follow TF (`axis`
 from __future__ import annotations
 
 import functools
-import inspect
 import weakref
 
 import numpy as np
@@ -23,8 +22,10 @@ from dualgrad import ops
 from dualgrad.ops.core import ShapeError, fmt_shape, located, tracing
 from dualgrad.ops.rules import mirrored, norm_axis
 
-from .core import GraphEngine, Tensor, _graph_of, check_tf1_types, constant, truediv as _truediv, convert_to_tensor, get_default_graph, graph_op
+from .core import GraphEngine, Tensor, check_tf1_types, constant, truediv as _truediv, convert_to_tensor, get_default_graph, graph_op
+from .array_ops import dynamic_reshape, identity, where_indices
 from .dtypes import as_dtype
+from .naming import _named_call, named, with_keywords
 
 __all__ = [
     "add", "subtract", "multiply", "divide", "truediv", "pow", "negative", "abs", "exp",
@@ -43,49 +44,6 @@ __all__ = [
 ]
 
 newaxis = None
-
-
-def named(fn):
-    """Make `fn` a graph function: its ops build nodes (arrays and numbers become constants,
-    as in TF), and it takes TF's `name=` argument."""
-    @functools.wraps(fn)
-    def wrapper(*args, name=None, **kw):
-        with tracing(GraphEngine):
-            return _named_call(fn, args, kw, name)
-    return with_keywords(wrapper, "name")
-
-
-def with_keywords(wrapper, *names):
-    """Give `wrapper` (a functools.wraps of a function) the signature it really has: the
-    wrapped function's parameters plus the keyword-only `names` the wrapper itself takes,
-    so `inspect.signature` and `help()` show TF's `name=` and the old argument names."""
-    try:
-        sig = inspect.signature(wrapper)
-    except (TypeError, ValueError):
-        return wrapper
-    params = list(sig.parameters.values())
-    kwargs = [p for p in params if p.kind is p.VAR_KEYWORD]
-    params = [p for p in params if p.kind is not p.VAR_KEYWORD]
-    have = {p.name for p in params}
-    params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None)
-               for n in names if n not in have]
-    wrapper.__signature__ = sig.replace(parameters=params + kwargs)
-    return wrapper
-
-
-def _named_call(fn, args, kw, name):
-    if name is None:
-        return fn(*args, **kw)
-    tensors = [a for a in list(args) + list(kw.values()) if isinstance(a, Tensor)]
-    for a in args:
-        if isinstance(a, (list, tuple)):
-            tensors += [x for x in a if isinstance(x, Tensor)]
-    g = _graph_of(tensors) if tensors else get_default_graph()
-    with g.name_scope(name) as scope:
-        out = fn(*args, **kw)
-    if isinstance(out, Tensor) and out.graph is g and out.node.name.startswith(scope):
-        g.rename(out.node, scope[:-1])
-    return out
 
 
 def old_names(**renamed):
@@ -201,7 +159,6 @@ def where(condition, x=None, y=None, name=None):
     higher-rank x picks whole rows (TF1's rule, not broadcasting). Without x and y: the
     (N, rank) int64 coordinates of the True elements."""
     if x is None and y is None:
-        from .select_ops import where_indices
         return where_indices(condition, name=name)
     if x is None or y is None:
         raise ValueError("where: x and y must both be given, or neither")
@@ -364,7 +321,6 @@ def add_n(inputs, name=None):
                              f"{ops.fmt_shape(ts[0].spec)} ('{ts[0].name}') and "
                              f"{ops.fmt_shape(t.spec)} ('{t.name}')")
     if len(ts) == 1:   # NOTE: TF returns the tensor itself, or its identity when named
-        from .control_flow import identity
         return ts[0] if name is None else identity(ts[0], name=name)
     return _named_call(_sum_list, (ts,), {}, name or "AddN")
 
@@ -568,7 +524,6 @@ def reshape(tensor, shape):
     """tf.reshape: `shape` is a list of ints (-1 for one inferred dim), a 1-d shape tensor,
     or a list mixing ints and scalar tensors (`[tf.shape(x)[0], -1]`)."""
     if isinstance(shape, Tensor) or any(isinstance(d, Tensor) for d in shape):
-        from .array_ops import dynamic_reshape
         return dynamic_reshape(tensor, shape)
     return ops.reshape(tensor, [-1 if d is None else int(d) for d in shape])
 

@@ -180,6 +180,23 @@ def plan_frees(steps, keep):
         s.free = tuple(f)
 
 
+# -- a body's outputs as a function (cond branches, while_loop bodies) ----------------------------
+class Function:
+    """A callable view of a body: named inputs (placeholders) and outputs, run by a plan."""
+
+    def __init__(self, body, inputs, outputs):
+        self.body, self.inputs, self.outputs = body, list(inputs), list(outputs)
+        self._plan = None
+
+    def __call__(self, state, *arrays):
+        if self._plan is None:
+            self._plan = build_plan(self.outputs, self.inputs)
+        return self._plan.run(state, dict(zip(self.inputs, arrays)))
+
+    def __reduce__(self):
+        raise TypeError("graph functions cannot be pickled; save the graph with graph.save()")
+
+
 def _shape_str(t):
     from dualgrad.ops.core import fmt_shape
     return fmt_shape(t.spec)

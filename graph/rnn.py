@@ -21,8 +21,8 @@ from dualgrad import ops
 from dualgrad.ops.core import located
 from dualgrad.ops.core import Spec, fmt_shape
 
-from .array_ops import shape as shape_of
-from .control_flow import IDENTITY, while_loop_stacked
+from .array_ops import IDENTITY, shape as shape_of
+from .control_flow import while_loop_stacked
 from .core import Tensor, constant
 from .variable_scope import variable_scope
 

@@ -5,8 +5,9 @@
 Values that select (top_k's values, boolean_mask, gather_nd, slices) differentiate through
 the op library's gather / take / slice rules. Two graph-only ops compute what depends on
 the values: `where_indices` (TF's `Where`: the coordinates of the True elements, a shape
-known only at run time) and `ravel_index` (gather_nd's flat index, checking every index
-against the params' dims as TF does).
+known only at run time; it lives in array_ops.py, below math_ops' `where`) and
+`ravel_index` (gather_nd's flat index, checking every index against the params' dims as TF
+does).
 
 >>> import numpy as np
 >>> from dualgrad import graph as tf
@@ -28,7 +29,7 @@ from dualgrad import ops
 from dualgrad.ops.core import Spec, fmt_shape, located
 from dualgrad.ops.rules import norm_axis
 
-from .array_ops import _node, range as range_, shape as shape_
+from .array_ops import _node, range as range_, shape as shape_, where_indices
 from .core import Tensor, check_tf1_types, constant, convert_to_tensor, graph_op
 from .dtypes import as_dtype
 from .math_ops import named, reshape, trunc_div
@@ -204,23 +205,6 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, el
 
 
 # -- selections whose size depends on the values ---------------------------------------------------
-def _where_indices_kernel(node):
-    return (lambda c: np.argwhere(c).astype(np.int64)), False
-
-
-WHERE_INDICES = graph_op("where_indices", _where_indices_kernel)
-
-
-def where_indices(condition, name=None):
-    """The coordinates (N, rank) int64 of condition's True (nonzero) elements, in row-major
-    order: tf.where(condition) without x and y."""
-    c = convert_to_tensor(condition)
-    if c.ndim is None:
-        raise located("where: the condition's rank must be known")
-    return _node(WHERE_INDICES, [c], {}, Spec((None, c.ndim), np.dtype(np.int64)),
-                 name or "Where")
-
-
 @named
 def boolean_mask(tensor, mask, axis=None):
     """The elements (or slices) of `tensor` where the bool `mask` is True: mask covers the

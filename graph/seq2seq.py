@@ -36,9 +36,9 @@ from dualgrad import ops
 from dualgrad.ops.core import Spec, fmt_shape, located
 
 from .array_ops import shape as shape_of
-from .array_ops import zeros
+from .array_ops import IDENTITY, zeros
 from .augment import multinomial
-from .control_flow import IDENTITY, while_loop_stacked
+from .control_flow import while_loop_stacked
 from .core import Tensor, constant, convert_to_tensor
 from .init_ops import constant_initializer, ones_initializer, zeros_initializer
 from .math_ops import reduce_all

@@ -25,7 +25,7 @@ import numpy as np
 from dualgrad.ops.core import Spec, fmt_shape
 
 from .config import ConfigProto, RunMetadata, RunOptions, check
-from .core import Graph, Node, Tensor, get_default_graph
+from .core import Graph, Node, Tensor, default_sessions, get_default_graph, get_default_session
 from .errors import InvalidArgumentError, describe
 from .plan import build_plan
 
@@ -33,7 +33,6 @@ __all__ = ["Session", "InteractiveSession", "get_default_session", "run_deadline
 
 class _Defaults(threading.local):
     def __init__(self):
-        self.sessions: list = []    # as TF1, the default-session stack is per thread
         self.deadline = None        # time.monotonic() by which this run's waits must end
 
 
@@ -58,19 +57,6 @@ class _Deadline:
 
     def __exit__(self, *exc):
         _TLS.deadline = self.before
-
-
-def get_default_session():
-    stack = _TLS.sessions
-    return stack[-1] if stack else None
-
-
-def _session_or_default(session):
-    s = session or get_default_session()
-    if s is None:
-        raise ValueError("no session given and no default session: use `with graph.Session()"
-                         " as sess:` or pass session=")
-    return s
 
 
 class RunState:
@@ -162,12 +148,13 @@ class Session:
 
     # -- lifetime --------------------------------------------------------------------------------
     def __enter__(self):
-        _TLS.sessions.append(self)
+        default_sessions().append(self)
         return self
 
     def __exit__(self, *exc):
-        if _TLS.sessions and _TLS.sessions[-1] is self:
-            _TLS.sessions.pop()
+        stack = default_sessions()
+        if stack and stack[-1] is self:
+            stack.pop()
         self.close()
 
     def as_default(self):
@@ -476,11 +463,11 @@ class _AsDefault:
         self.s = s
 
     def __enter__(self):
-        _TLS.sessions.append(self.s)
+        default_sessions().append(self.s)
         return self.s
 
     def __exit__(self, *exc):
-        _TLS.sessions.remove(self.s)
+        default_sessions().remove(self.s)
 
 
 class InteractiveSession(Session):
@@ -489,9 +476,10 @@ class InteractiveSession(Session):
     def __init__(self, graph=None, optimize=True, config=None, target="", *,
                  memory_budget=None):
         super().__init__(graph, optimize, config, target, memory_budget=memory_budget)
-        _TLS.sessions.append(self)
+        default_sessions().append(self)
 
     def close(self):
-        if self in _TLS.sessions:
-            _TLS.sessions.remove(self)
+        stack = default_sessions()
+        if self in stack:
+            stack.remove(self)
         super().close()

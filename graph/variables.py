@@ -21,16 +21,22 @@ from __future__ import annotations
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.core import ShapeError, Spec, fmt_shape, where_str
+from dualgrad.ops.core import ShapeError, Spec, fmt_shape, located, where_str
 
-from .core import (NON_GLOBAL, GraphKeys, Tensor, _graph_of, _lift, check_tf1_types,
-                   get_default_graph, graph_op, constant, _at_user_line)
+from .core import (NON_GLOBAL, GraphKeys, Tensor, _graph_of, _lift, _session_or_default,
+                   check_tf1_types, get_default_graph, graph_op, constant, _at_user_line)
+from .checks import Assert
+from .control_flow import group
 from .dtypes import as_dtype
 from .errors import FailedPreconditionError, InvalidArgumentError, OutOfRangeError, describe
+from .math_ops import reduce_all
+from .naming import named
 
 __all__ = ["Variable", "global_variables_initializer", "variables_initializer",
            "global_variables", "trainable_variables", "assign", "assign_add", "assign_sub",
-           "local_variables", "local_variables_initializer", "count_up_to"]
+           "local_variables", "local_variables_initializer", "count_up_to",
+           "is_variable_initialized", "report_uninitialized_variables",
+           "assert_variables_initialized"]
 
 
 # -- node kinds ------------------------------------------------------------------------------
@@ -199,7 +205,6 @@ class Variable(Tensor):
 
     def load(self, value, session=None):
         """Set the value in `session` directly (TF's `Variable.load`)."""
-        from .session import _session_or_default
         s = _session_or_default(session)
         s.load_variable_values({self.node.name: _check_assign(self.initializer,
                                                               np.asarray(value))})
@@ -286,7 +291,6 @@ def trainable_variables(graph=None):
 
 
 def variables_initializer(var_list, name="init"):
-    from .control_flow import group
     return group(*[v.initializer for v in var_list], name=name)
 
 
@@ -315,3 +319,61 @@ def get_or_create_global_step(graph=None):
         with g.as_default(), g.name_scope(None):
             step = Variable(np.array(0, np.int64), name="global_step", trainable=False)
     return step
+
+
+# -- is it initialised? (TF's variables.py has these queries too) --------------------------------
+def _initialized_kernel(node):
+    names = node.attrs["vars"]
+
+    def run(state):
+        return np.array([n in state.variables for n in names], np.bool_)
+    return run, True
+
+
+INITIALIZED = graph_op("is_variable_initialized", _initialized_kernel)
+
+
+def _flags(var_list, name):
+    for v in var_list:
+        if not isinstance(v, Variable):
+            raise TypeError(f"expected graph.Variables, got {v!r}")
+    g = var_list[0].graph if var_list else get_default_graph()
+    return g.create_node(INITIALIZED, (), {"vars": [v.node.name for v in var_list]},
+                         [Spec((len(var_list),), np.dtype(np.bool_))], name).outputs[0]
+
+
+@named
+def is_variable_initialized(variable):
+    """A bool scalar: whether `variable` has a value in the session that runs it."""
+    return ops.reshape(_flags([variable], "IsVariableInitialized"), ())
+
+
+def report_uninitialized_variables(var_list=None, name="report_uninitialized_variables"):
+    """The names (a 1-d array of strings) of the variables in var_list (default: global and
+    local ones) that have no value in the session that runs it."""
+    vs = list(global_variables() + local_variables()) if var_list is None else list(var_list)
+    g = vs[0].graph if vs else get_default_graph()
+    with g.as_default(), g.name_scope(name):
+        flags = _flags(vs, "IsVariableInitialized")
+    names = np.array([v.node.name for v in vs], dtype=object)
+    return g.create_node(_REPORT, (flags,), {"names": list(names)},
+                         [Spec((None,), np.dtype(object))], name).outputs[0]
+
+
+def _report_kernel(node):
+    names = np.array(node.attrs["names"], dtype=object)
+    return (lambda flags: names[~np.asarray(flags, np.bool_)] if names.size else
+            np.zeros((0,), object)), False
+
+
+_REPORT = graph_op("report_uninitialized", _report_kernel)
+
+
+def assert_variables_initialized(var_list=None):
+    """An Assert node that fails when a variable of var_list (default: all) has no value."""
+    vs = list(global_variables() + local_variables()) if var_list is None else list(var_list)
+    if not vs:
+        raise located("assert_variables_initialized: no variables")
+    flags = _flags(vs, "IsVariableInitialized")
+    return Assert(reduce_all(flags), ["Variables are not all initialized:",
+                                      report_uninitialized_variables(vs)])

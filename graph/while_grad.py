@@ -13,6 +13,8 @@ from dualgrad.ops.core import Spec
 
 from .core import _lift, graph_op, placeholder
 from .errors import UnimplementedError
+from .gradients import gradients
+from .plan import Function
 
 _ADD = ops.REGISTRY["add"].kernel         # the op library's own kernels, no arithmetic here
 _ZEROS_LIKE = ops.REGISTRY["zeros_like"].kernel
@@ -25,8 +27,6 @@ def _float(t):
 def _grad_function(b_fn, n, fv, fc, fs=()):
     """In the body graph: d(new float vars, float stacked values)/d(float vars, float
     captures), given the incoming gradients as placeholders."""
-    from .control_flow import Function
-    from .gradients import gradients
     body = b_fn.body
     ys = [b_fn.outputs[k] for k in fv] + [b_fn.outputs[k] for k in fs]
     with body.as_default(), body.name_scope(body.label + "/grad/"):

@@ -2,9 +2,10 @@
 inside functions too (a late import that only dodges a cycle is still a cycle).
 
 A cycle works only while some module happens to be imported first; tests/ops/test_imports.py
-keeps ops/ free of them. Elsewhere the cycles that remain are the rows of KNOWN_CYCLES, each
-with its reason: a new cycle, or a known one that grows, fails here, and so does a row whose
-cycle is gone (the table only shrinks). docs/architecture.md ("Import cycles") says so.
+keeps ops/ free of them. Elsewhere a cycle that had to stay would be a row of KNOWN_CYCLES,
+with its reason (none is left): a new cycle, or a known one that grows, fails here, and so
+does a row whose cycle is gone (the table only shrinks). docs/architecture.md ("Import
+cycles") says so.
 """
 from __future__ import annotations
 
@@ -12,16 +13,7 @@ import sys
 
 from tests.imports import PACKAGES, ROOT, import_graph
 
-KNOWN_CYCLES = {
-    frozenset({"compiler.ir", "compiler.optimize", "compiler.passes",
-               "compiler.passes.constant_fold", "compiler.passes.cse", "compiler.passes.fuse",
-               "compiler.passes.layout", "compiler.passes.simplify", "graph.array_ops",
-               "graph.checks", "graph.control_flow", "graph.core", "graph.gradients",
-               "graph.math_ops", "graph.plan", "graph.select_ops", "graph.session",
-               "graph.variables", "graph.while_grad"}):
-        "graph's Session asks compiler.optimize for a plan (the one allowed late import) and "
-        "graph's op modules import one another through graph.core",
-}
+KNOWN_CYCLES: dict = {}   # {frozenset of modules: why the cycle is still there}; none left
 
 
 def import_cycles(root=ROOT, packages=PACKAGES):
