@@ -151,19 +151,19 @@ def _threaded():
 
 def sum_nt(g, y):
     """sum over b of g[b] @ y[b].T for stacks g (B, m, n) and y (B, k, n): one (m, k) output
-    that BLAS adds each product into (gemm with beta = 1), in b order, instead of B products
-    kept apart and then summed (a convolution's weight gradient: 10.9 -> 9.6 ms at the CNN's
-    (64, 64, 256) by (64, 288, 256)). Other dtypes or layouts: np.matmul, then the sum."""
+    that each product is added into, in b order, instead of B products kept apart and then
+    summed (a convolution's weight gradient, the CNN's (64, 64, 256) by (64, 288, 256)).
+    Products through matmul2d, so on NumPy's own BLAS with its thread setting: SciPy's gemm
+    with beta = 1 was 1.5 ms faster here (9.6 against 11.1 ms), but it is a second OpenBLAS
+    with its own thread pool, which neither `threadpoolctl` limits set before it loaded nor
+    `dualgrad bench`'s one BLAS thread reach, and whose threads spin after each call. The
+    values are the same bits. Other dtypes or layouts: np.matmul, then the sum."""
     b, m, n = g.shape
     k = y.shape[1]
-    if g.dtype != y.dtype or g.dtype.char not in "fd" or not g.flags.c_contiguous or \
-            not y.flags.c_contiguous or y.shape != (b, k, n) or not b or not m * n * k:
+    if g.dtype != y.dtype or g.dtype.char not in "fd" or y.shape != (b, k, n) or \
+            not b or not m * n * k:
         return np.matmul(g, np.swapaxes(y, -1, -2)).sum(axis=0)
-    from scipy.linalg import blas      # NOTE: on first use
-    gemm = blas.sgemm if g.dtype.char == "f" else blas.dgemm
-    out = np.zeros((m, k), g.dtype)
-    ct = out.T                          # NOTE: Fortran order (k, m): out's transpose, no copy
-    for i in range(b):
-        # out.T += y[i] @ g[i].T, each C-order matrix read as its Fortran-order transpose
-        ct = gemm(1.0, y[i].T, g[i].T, beta=1.0, c=ct, trans_a=1, overwrite_c=1)
-    return ct.T
+    out = matmul2d(g[0], y[0].T)
+    for i in range(1, b):
+        out += matmul2d(g[i], y[i].T)
+    return out
