@@ -259,8 +259,8 @@ def any(t, dim=None, keepdim=False):  # noqa: A001
     return _lift(t).any(dim, keepdim)
 
 
-def clone(t):
-    return t.clone()
+def clone(t, *, memory_format=None):
+    return t.clone(memory_format=memory_format)
 
 
 def equal(a, b):

@@ -955,9 +955,6 @@ class Tensor:
     def bfloat16(self, memory_format=None):
         return self._as(BFLOAT16, memory_format)
 
-    def clone(self):
-        return ops.copy(self)
-
 
 
 CORE_NAMES = frozenset(vars(Tensor))   # what eager/surface.py's table does not override

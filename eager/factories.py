@@ -17,6 +17,7 @@ from dualgrad.ops.rules import as_operand, floating, inexact
 from dualgrad.ops.symbolic import Dim
 
 from .devices import META_IMPL as _META, check as _check_device, is_meta as _is_meta
+from .formats import array_order, format_order, in_order, laid_out
 from .core import DEFAULT_FLOAT as _DEFAULT_FLOAT, Tensor, default_float  # noqa: F401 - others import it here
 
 
@@ -122,9 +123,10 @@ def ones(*size, dtype=None, device=None, requires_grad=False, **kw):
     return _filled(np.ones, _size_kw("ones", size, kw), dtype, device, requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, **kw):
+def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, **kw):
     # NOTE: zero-filled, not uninitialised: reading it is then at least deterministic
-    return _filled(np.zeros, _size_kw("empty", size, kw), dtype, device, requires_grad)
+    t = _filled(np.zeros, _size_kw("empty", size, kw), dtype, device, requires_grad)
+    return _laid(t, None, memory_format, "empty")
 
 
 def _size_kw(fn, size, kw):
@@ -160,25 +162,49 @@ def _like(t, dtype):
     return tuple(t.shape), dtype or t.dtype
 
 
-def zeros_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
-    shape, dt = _like(input, dtype)
-    m = _meta(shape, dt, device, requires_grad, like=input)
-    return m if m is not None else _make(np.zeros(shape, dt), None, device, requires_grad)
+def _laid(t, like, fmt, name):
+    """A new tensor t laid out in memory format fmt, or (preserve_format, the default) in the
+    order `like`'s elements lie in, as torch's factories: strides change, values do not."""
+    order = format_order(name, fmt, len(t.shape))
+    arr = getattr(t, "_array", None)
+    if TRACING[0] or not isinstance(arr, np.ndarray):
+        return t                        # NOTE: a traced or meta value has no memory to lay out
+    if order is None:
+        src = getattr(like, "_array", None)
+        if not isinstance(src, np.ndarray):
+            return t
+        order = array_order(src)
+    if not in_order(arr, order):
+        t._array = laid_out(arr, order)
+    return t
 
 
-def ones_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
+def zeros_like(input, dtype=None, device=None, requires_grad=False, *,  # noqa: A002
+               memory_format=None):
     shape, dt = _like(input, dtype)
     m = _meta(shape, dt, device, requires_grad, like=input)
-    return m if m is not None else _make(np.ones(shape, dt), None, device, requires_grad)
+    return m if m is not None else _laid(_make(np.zeros(shape, dt), None, device, requires_grad),
+                                         input, memory_format, "zeros_like")
+
+
+def ones_like(input, dtype=None, device=None, requires_grad=False, *,  # noqa: A002
+              memory_format=None):
+    shape, dt = _like(input, dtype)
+    m = _meta(shape, dt, device, requires_grad, like=input)
+    return m if m is not None else _laid(_make(np.ones(shape, dt), None, device, requires_grad),
+                                         input, memory_format, "ones_like")
 
 
 empty_like = zeros_like
 
 
-def full_like(input, fill_value, dtype=None, device=None, requires_grad=False):  # noqa: A002
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, *,  # noqa: A002
+              memory_format=None):
     shape, dt = _like(input, dtype)
     m = _meta(shape, dt, device, requires_grad, like=input)
-    return m if m is not None else _make(np.full(shape, fill_value, dt), None, device, requires_grad)
+    return m if m is not None else _laid(
+        _make(np.full(shape, fill_value, dt), None, device, requires_grad), input,
+        memory_format, "full_like")
 
 
 def _random(generator, shape, dtype, sample, device, requires_grad):
@@ -208,14 +234,16 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
                    lambda g: g.standard_normal(shape), device, requires_grad)
 
 
-def rand_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
-    return rand(*input.shape, dtype=dtype or input.dtype, device=device,
-                requires_grad=requires_grad)
+def rand_like(input, dtype=None, device=None, requires_grad=False, *,  # noqa: A002
+              memory_format=None):
+    return _laid(rand(*input.shape, dtype=dtype or input.dtype, device=device,
+                      requires_grad=requires_grad), input, memory_format, "rand_like")
 
 
-def randn_like(input, dtype=None, device=None, requires_grad=False):  # noqa: A002
-    return randn(*input.shape, dtype=dtype or input.dtype, device=device,
-                 requires_grad=requires_grad)
+def randn_like(input, dtype=None, device=None, requires_grad=False, *,  # noqa: A002
+               memory_format=None):
+    return _laid(randn(*input.shape, dtype=dtype or input.dtype, device=device,
+                       requires_grad=requires_grad), input, memory_format, "randn_like")
 
 
 def randint(*args, size=None, generator=None, dtype=None, device=None, requires_grad=False):
@@ -243,10 +271,12 @@ def randint(*args, size=None, generator=None, dtype=None, device=None, requires_
                    device, requires_grad)
 
 
-def randint_like(input, low=0, high=None, dtype=None, device=None):  # noqa: A002
+def randint_like(input, low=0, high=None, dtype=None, device=None, *,  # noqa: A002
+                 memory_format=None):
     if high is None:
         low, high = 0, low
-    return randint(low, high, tuple(input.shape), dtype=dtype or input.dtype, device=device)
+    return _laid(randint(low, high, tuple(input.shape), dtype=dtype or input.dtype,
+                         device=device), input, memory_format, "randint_like")
 
 
 def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):

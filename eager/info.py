@@ -16,34 +16,10 @@ import numpy as np
 from dualgrad.ops.rules import floating
 
 from .factories import get_default_dtype
+from .formats import (channels_last, channels_last_3d, contiguous_format,  # noqa: F401 - torch.*
+                      memory_format, preserve_format)
 
 pi, e, inf, nan, newaxis = math.pi, math.e, math.inf, math.nan, None
-
-
-class memory_format:  # noqa: N801 - torch's name
-    """torch's memory formats, as arguments: dualgrad's tensors are row-major NumPy arrays, so
-    `contiguous_format` and `preserve_format` are what every tensor has, and
-    `channels_last` raises where it is passed (check_memory_format)."""
-
-    def __init__(self, name):
-        self.name = name
-
-    def __repr__(self):
-        return f"torch.{self.name}"
-
-
-contiguous_format, preserve_format = memory_format("contiguous_format"), \
-    memory_format("preserve_format")
-channels_last, channels_last_3d = memory_format("channels_last"), \
-    memory_format("channels_last_3d")
-
-
-def check_memory_format(name, fmt):
-    """A memory_format argument dualgrad can honour (None, contiguous or preserve), else a
-    clear error."""
-    if fmt is not None and fmt not in (contiguous_format, preserve_format):
-        raise NotImplementedError(f"{name}(memory_format={fmt!r}) is not supported by dualgrad: "
-                                  f"its tensors are row-major (contiguous) only")
 
 
 class layout:  # noqa: N801 - torch's name

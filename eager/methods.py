@@ -21,7 +21,7 @@ from . import devices as _device
 from . import functions
 from .core import RETAINS_GRAD, Tensor, register_hook, retains_grad
 from .functions import accumulate
-from .info import check_memory_format
+from .formats import format_order, in_order, preserve_format
 from .inplace import getitem
 
 SortResult = namedtuple("SortResult", "values indices")
@@ -62,18 +62,21 @@ class TensorMethods:
         The same tensor when nothing changes (as torch); a dtype change is a differentiable
         cast; any device but the CPU raises PyTorch's CPU-only error.
         """
-        dtype, copy, dev = to_args(args, kwargs)
+        dtype, copy, dev, fmt = to_args(args, kwargs)
         if dev is not None:
             return _device.META_IMPL["to"](self, dtype)
-        if dtype is None or np.dtype(dtype) == self._array.dtype:
-            return self.clone() if copy else self
-        return ops.cast(self, dtype)
+        out = self if dtype is None or np.dtype(dtype) == self._array.dtype else \
+            ops.cast(self, dtype)
+        order = format_order("to", fmt, self.ndim)
+        if order is not None:
+            out = in_format(out, order)
+        return out.clone() if copy and out is self else out
 
     def _as(self, dtype, memory_format):
         """self.float() and the like: self when the dtype is already right (as torch)."""
-        if memory_format is not None:
-            check_memory_format(dtype, memory_format)
-        return self if self._array.dtype == dtype else ops.cast(self, dtype)
+        out = self if self._array.dtype == dtype else ops.cast(self, dtype)
+        order = format_order(np.dtype(dtype).name, memory_format, self.ndim)
+        return out if order is None else in_format(out, order)
 
     # -- ordering and gathering -----------------------------------------------------------------
     def argsort(self, dim=-1, descending=False, stable=False):
@@ -159,13 +162,23 @@ class TensorMethods:
     reshape_as = view_as
 
     def contiguous(self, memory_format=None):
-        """self when its elements lie in row-major order, else a row-major copy."""
-        if self._array.flags.c_contiguous:
-            return self
-        return ops.transpose(self, axes=tuple(range(self._array.ndim)), copy=True)
+        """self when its elements lie in the format's order (row-major by default), else a
+        copy laid out so."""
+        row_major = tuple(range(self.ndim))
+        if memory_format is preserve_format and not in_order(self._array, row_major):
+            raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+        return in_format(self, format_order("contiguous", memory_format, self.ndim) or row_major)
 
     def is_contiguous(self, memory_format=None):
-        return bool(self._array.flags.c_contiguous)
+        order = format_order("is_contiguous", memory_format, self.ndim)
+        return in_order(self._array, order or tuple(range(self.ndim)))
+
+    def clone(self, *, memory_format=None):
+        """A copy with memory of its own, laid out as the input (preserve_format) or in the
+        format given."""
+        order = format_order("clone", memory_format, self.ndim)
+        out = self if order is None else in_format(self, order)
+        return ops.copy(self) if out is self else out
 
     def stride(self, dim=None):
         """Steps in elements between neighbours along each dim, of this tensor's storage
@@ -346,14 +359,23 @@ class TensorMethods:
                       requires_grad=requires_grad)
 
 
+def in_format(t, order):
+    """t itself when its elements lie densely in `order` (dims outermost first), else a copy
+    laid out so: a differentiable op, as torch's contiguous() and to(memory_format=)."""
+    if in_order(t._array, order):
+        return t
+    moved = ops.transpose(t, axes=order, copy=True)
+    back = tuple(int(i) for i in np.argsort(order))
+    return moved if order == back else ops.transpose(moved, axes=back)
+
+
 def to_args(args, kwargs):
-    """(dtype or None, copy, the meta device or None) from Tensor.to's positional and keyword
+    """(dtype or None, copy, the meta device or None, memory_format or None) from Tensor.to's positional and keyword
     forms; any other device but the CPU raises."""
     dtype, copy = kwargs.pop("dtype", None), kwargs.pop("copy", False)
     dev = kwargs.pop("device", None)
     kwargs.pop("non_blocking", None)
-    if "memory_format" in kwargs:
-        check_memory_format("to", kwargs.pop("memory_format"))
+    fmt = kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     flags = []                            # positional non_blocking, then copy
@@ -368,9 +390,9 @@ def to_args(args, kwargs):
             dtype = np.dtype(a)
     copy = copy or (len(flags) > 1 and flags[1])
     if _device.is_meta(dev):
-        return dtype, copy, _device.META
+        return dtype, copy, _device.META, fmt
     _device.check(dev)
-    return dtype, copy, None
+    return dtype, copy, None, fmt
 
 
 def _truth(x, how, dim, keepdim):

@@ -124,8 +124,6 @@ DIFFERS = {
         "float64: torch's value is off by up to 7e-7 near the function's zeros (at x = -5.4215, bessel_j0: torch -0.0337815018, mpmath and dualgrad (SciPy's Cephes) -0.0337813128): dualgrad keeps the accurate value",
     ('special.bessel_y1', '*', '*', 'result'):
         "float64: torch's value is off by up to 7e-7 near the function's zeros (at x = -5.4215, bessel_j0: torch -0.0337815018, mpmath and dualgrad (SciPy's Cephes) -0.0337813128): dualgrad keeps the accurate value",
-    ('to', '*', 'eager', 'result'):
-        'bool, float16, float32, int16, int32, int64, int8, uint8: raised NotImplementedError: to(memory_format=torch.channels_last) is not supported by dualgrad: its tensors are row-major (contiguous) only',
 }
 
 

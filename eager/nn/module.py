@@ -18,6 +18,7 @@ from .. import devices as _device
 from ..core import Tensor, zero_grads
 from ..methods import to_args
 from ..devices import META_IMPL
+from ..formats import format_order, in_order, laid_out
 from . import module_hooks
 
 
@@ -279,13 +280,25 @@ class Module:
         """to(device), to(dtype), to(device, dtype), to(tensor): casts floating-point parameters
         and buffers (and their gradients) in place, keeping the same Parameter objects;
         to("meta") moves them to the meta device (eager/meta.py), dropping their values."""
-        dtype, _, meta = to_args(args, kwargs)
+        dtype, _, meta, fmt = to_args(args, kwargs)
         if meta is not None:
             META_IMPL["module"](self, Parameter)
         if dtype is not None and not inexact(np.dtype(dtype)):
             raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
                             f"got desired dtype={np.dtype(dtype)}")
+        if fmt is not None:
+            self._lay_out(fmt)
         return self._cast(dtype) if dtype is not None else self
+
+    def _lay_out(self, fmt):
+        """to(memory_format=...): rank-4 and -5 parameters and buffers (and their gradients)
+        laid out in fmt, in place, as torch's Module.to (values unchanged)."""
+        for t in list(self.parameters()) + [b for _, b in self.named_buffers()]:
+            if t.ndim in (4, 5):
+                order = format_order("to", fmt, t.ndim)
+                for x in (t, t.grad):
+                    if order is not None and x is not None and not in_order(x._array, order):
+                        x._array = laid_out(x._array, order)
 
     def _cast(self, dtype):
         for t in list(self.parameters()) + [b for _, b in self.named_buffers()]:
