@@ -25,6 +25,7 @@ from dualgrad import ops
 from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Parameter
 from dualgrad.eager.core import Tensor, array_of, blank
+from dualgrad.eager.formats import format_order
 from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
 from dualgrad.ops.rules import as_operand, torch_needs_cast
 from .ddp_sync import average_bucket
@@ -226,8 +227,15 @@ class Tracer(Tensor):
     def detach(self):
         return ops.stop_gradient(self)
 
-    def clone(self):
+    def clone(self, *, memory_format=None):
+        format_order("clone", memory_format, self.ndim)
         return ops.cast(self, self.dtype)
+
+    def contiguous(self, memory_format=None):
+        """self: a traced value has no layout of its own (a compiled function's results are
+        row-major); the format is checked as eager checks it."""
+        format_order("contiguous", memory_format, self.ndim)
+        return self
 
     def __reduce__(self):
         raise TypeError("a traced tensor cannot be pickled")

@@ -362,8 +362,9 @@ class TensorMethods:
 def in_format(t, order):
     """t itself when its elements lie densely in `order` (dims outermost first), else a copy
     laid out so: a differentiable op, as torch's contiguous() and to(memory_format=)."""
-    if in_order(t._array, order):
-        return t
+    arr = t._array
+    if not isinstance(arr, np.ndarray) or in_order(arr, order):
+        return t            # NOTE: a traced value has no layout (compiled results are row-major)
     moved = ops.transpose(t, axes=order, copy=True)
     back = tuple(int(i) for i in np.argsort(order))
     return moved if order == back else ops.transpose(moved, axes=back)

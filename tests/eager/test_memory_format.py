@@ -115,3 +115,29 @@ def test_module_to_channels_last_lays_out_rank_4_parameters_only():
 def test_not_a_memory_format_is_a_type_error():
     with pytest.raises(TypeError, match="memory_format"):
         eager.zeros(2, 3, 4, 5).contiguous(memory_format="channels_last")
+
+
+def test_layout_calls_compile_without_a_graph_break():
+    """contiguous() after a transpose, clone and to(memory_format=) inside a compiled function
+    (the attention idiom `y.transpose(1, 2).contiguous().view(B, T, C)`) are traced, and give
+    eager's values."""
+    import warnings
+
+    from dualgrad.compiler import compile
+
+    def attention_merge(y):
+        b, h, t, d = y.shape
+        return y.transpose(1, 2).contiguous().view(b, t, h * d).clone() * 2
+
+    def to_channels_last(x):
+        return x.to(memory_format=eager.channels_last).contiguous(
+            memory_format=eager.channels_last) + 1
+
+    for fn, shape in ((attention_merge, (2, 4, 5, 3)), (to_channels_last, SHAPE)):
+        x = eager.randn(*shape)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            got = compile(fn)(x)
+        np.testing.assert_array_equal(got.numpy(), fn(x).numpy())
+    with pytest.raises(RuntimeError, match="required rank"):
+        compile(lambda x: x.contiguous(memory_format=eager.channels_last))(eager.randn(3, 4))
