@@ -39,7 +39,7 @@ from dualgrad.ops import distributed as _mpi
 from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.amp import state as autocast_state
 from dualgrad.eager.nn import Module
-from dualgrad.eager.core import Tensor, array_of, owned_array, recorded
+from dualgrad.eager.core import Tensor, array_of, keep_view_base, owned_array, recorded
 from dualgrad.ops.core import FRAMEWORK_DIRS, tracing, where_str
 
 from .ddp_sync import average_bucket
@@ -426,7 +426,10 @@ class Compiled:
             phs = [graph.placeholder(t.dtype, t.shape, name=n) for t, n in zip(tensors, names)]
             arg_rg = [t.requires_grad and inexact(t.dtype) for t in tensors]
             tr.args = [(t, p) for t, p, rg in zip(tensors, phs, arg_rg) if rg]
-            tracers = iter([tr.wrap(p, rg) for p, rg in zip(phs, arg_rg)])
+            made = [tr.wrap(p, rg) for p, rg in zip(phs, arg_rg)]
+            for t, m in zip(tensors, made):
+                keep_view_base(m, t)     # NOTE: as_strided of it reads storage: a graph break
+            tracers = iter(made)
             try:
                 t_args = tree_map(args, lambda t: next(tracers))
                 t_kwargs = tree_map(kwargs, lambda t: next(tracers))

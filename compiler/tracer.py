@@ -72,6 +72,9 @@ _BREAKS = {
     "after_step": ("a parameter read after the optimizer's step() inside the compiled "
                    "function", "end the function with the step: compute what you need from "
                    "the parameters before it, or after the call"),
+    "storage": ("as_strided of a view (a slice, a transpose, ...) passed in, which reads the "
+                "storage of the tensor it is a view of",
+                "pass that tensor in and take as_strided of it, or of a contiguous() copy"),
     "requires_grad": ("requires_grad_() on a traced tensor",
                       "pass the tensor in with requires_grad=True"),
 }

@@ -159,7 +159,54 @@ class EagerEngine:
             out = op.kernel(*arrays, **attrs)
         except Exception as err:  # noqa: BLE001 - becomes the op's ShapeError / KernelError
             raise _fail(op, args, attrs, err) from None
-        return _wrapped(out, op, args, attrs, track)
+        t = _wrapped(out, op, args, attrs, track)
+        if op.view:
+            _note_view(t, args[0])
+        return t
+
+
+def _note_view(t, src):
+    """t, a view op's result, keeps the array of the tensor whose memory it lies in (torch's
+    `_base`: src's own base, or src), when it does lie there (a reshape may copy). The array,
+    not the tensor: a view must not keep its base's tape alive."""
+    if isinstance(src, Tensor):
+        base = getattr(src, "_root", None)
+        base = src._array if base is None else base
+        arr = t._array
+        if arr.base is not None and isinstance(base, np.ndarray) and \
+                np.may_share_memory(arr, base):
+            t._root = base
+
+
+def view_base(t):
+    """The array of the tensor t is a view of (made by a view op: slicing, transpose,
+    reshape, ..., or detach), or None: the storage of what torch calls `t._base`."""
+    return getattr(t, "_root", None)
+
+
+def keep_view_base(t, of):
+    """t stands for `of` (a compile() tracer for an eager argument): it has of's base."""
+    base = getattr(of, "_root", None)
+    if base is not None:
+        t._root = base
+
+
+def storage_of(t):
+    """Where t's elements lie as torch sees them, when t is a view of a tensor whose elements
+    lie row-major: (that tensor's elements as a 1-d array sharing its memory, t's offset in
+    it, t's strides in it), all in elements. None when t's storage is its own."""
+    mem = getattr(t, "_root", None)
+    if mem is None:
+        return None
+    arr = t._array
+    if not (isinstance(arr, np.ndarray) and isinstance(mem, np.ndarray)) or \
+            not mem.flags.c_contiguous or mem.dtype != arr.dtype or \
+            not np.may_share_memory(arr, mem):
+        return None
+    item, lo = arr.itemsize, arr.__array_interface__["data"][0] - mem.__array_interface__["data"][0]
+    if lo % item or any(s % item or s < 0 for s in arr.strides):
+        return None
+    return mem.reshape(-1), lo // item, tuple(s // item for s in arr.strides)
 
 
 def _promote_arrays(op, arrays):
@@ -449,7 +496,7 @@ class Tensor:
     """An n-dimensional array with autograd, in PyTorch's style: its core here (storage,
     dtype and shape, autograd, the arithmetic operators); every other method and operator
     comes from the table in eager/surface.py."""
-    __slots__ = ("_array", "requires_grad", "grad", "_node", "_modified", "__weakref__")
+    __slots__ = ("_array", "requires_grad", "grad", "_node", "_modified", "_root", "__weakref__")
     _engine = EagerEngine
     __array_ufunc__ = None   # ndarray + Tensor defers to Tensor.__radd__
 
@@ -509,6 +556,12 @@ class Tensor:
 
     def numel(self):
         return self._array.size
+
+    def storage_offset(self):
+        """Where this tensor's first element lies in its storage, in elements: its place in
+        the tensor it is a view of (slicing, transpose, ...), else 0."""
+        where = storage_of(self)
+        return 0 if where is None else where[1]
 
     def __len__(self):
         if self._array.ndim == 0:
@@ -576,7 +629,10 @@ class Tensor:
             out = ops.stop_gradient(self)
             out.requires_grad, out._node = False, None
             return out
-        return Tensor(self._array)
+        out = Tensor(self._array)
+        base = getattr(self, "_root", None)
+        out._root = self._array if base is None else base    # NOTE: the storage, as torch's
+        return out
 
     def requires_grad_(self, requires_grad=True):
         if self._node is not None and not requires_grad:

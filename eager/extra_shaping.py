@@ -20,8 +20,9 @@ from dualgrad.eager.amp import lowers
 from dualgrad.ops.rules import HALF, floating, inexact, torch_opmath_dtype
 
 from dualgrad import ops
+from dualgrad.ops.core import current_trace
 
-from .core import Tensor
+from .core import Tensor, storage_of, view_base
 from .functions import _arr, _no_grad_tensor, _t, diagonal, narrow, unbind
 from .shaping import scatter_reduce, split_with_sizes, unfold
 
@@ -58,11 +59,26 @@ def zero_(input):  # noqa: A002 - torch.zero_(t): t filled with zeros, in place
     return _t(input).zero_()
 
 
-def as_strided(input, size, stride, storage_offset=0):  # noqa: A002
-    """A view of input's elements (laid out contiguously) at offset + sum(i * stride)."""
+def as_strided(input, size, stride, storage_offset=None):  # noqa: A002
+    """A view of input's storage at storage_offset + sum(i * stride), as torch's: a view made
+    by slicing, transpose, ... reads the storage of the tensor it is a view of (storage_offset
+    defaults to its own, input.storage_offset()); any other tensor's storage is its own
+    elements, row-major."""
     x = _t(input)
-    return ops.as_strided(x if x.is_contiguous() else x.contiguous(), size=tuple(size),
-                          stride=tuple(stride), storage_offset=int(storage_offset or 0))
+    size, stride = tuple(int(n) for n in size), tuple(int(s) for s in stride)
+    where = storage_of(x)
+    if where is None:
+        if view_base(x) is not None:    # NOTE: compile()'s tracer for an eager view
+            tr = current_trace()
+            if tr is not None:
+                tr.break_here("storage")
+        return ops.as_strided(x.contiguous(), size=size, stride=stride,
+                              storage_offset=int(storage_offset or 0))
+    flat, offset, steps = where
+    return ops.as_strided_within(
+        x, Tensor(flat), size=size, stride=stride,
+        storage_offset=offset if storage_offset is None else int(storage_offset),
+        x_stride=steps, x_offset=offset)
 
 
 as_strided_copy = _copy_of(as_strided)

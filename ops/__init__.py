@@ -46,7 +46,7 @@ from .activations import (celu, cosine_similarity, elu, glu, group_norm, hardsig
 from .linalg import einsum
 from .special import digamma, erfc, lgamma, polygamma, trigamma
 from .linalg_np import *  # noqa: E402,F401,F403 - inv, solve, cholesky, eigh_*, svd_*, matrix_exp
-from .strided import as_strided, diagonal, sliding_windows, strided_positions  # noqa: E402,F401
+from .strided import as_strided, as_strided_within, diagonal, sliding_windows, strided_positions  # noqa: E402,F401
 from .special_math import *  # noqa: E402,F401,F403 - i0, ndtri, bessel_j0, the polynomials, …
 from .collective import all_reduce, all_reduce_many
 from . import api, autodiff

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from .core import Sample, ShapeError, Spec, fmt_shape, primitive, register
-from .shape import reshape, reshape_like, take_grad, transpose
+from .elementwise import mul
+from .shape import reshape, reshape_like, take, take_grad, transpose
 
 
 def strided_positions(size, stride, storage_offset=0):
@@ -25,18 +26,18 @@ def strided_positions(size, stride, storage_offset=0):
     return pos
 
 
-def _check(x, size, stride, storage_offset):
+def _check(x, size, stride, storage_offset, name="as_strided"):
     numel = int(np.prod(x.shape)) if None not in x.shape else None
     if len(size) != len(stride):
-        raise ShapeError(f"as_strided: mismatch in length of strides and shape: size {size}, "
+        raise ShapeError(f"{name}: mismatch in length of strides and shape: size {size}, "
                          f"stride {stride}")
     if any(s < 0 for s in stride) or storage_offset < 0:
-        raise ShapeError(f"as_strided: negative strides or offset are not supported: stride "
+        raise ShapeError(f"{name}: negative strides or offset are not supported: stride "
                          f"{stride}, storage_offset {storage_offset}")
     need = storage_offset + sum((n - 1) * s for n, s in zip(size, stride)) + 1 \
-        if all(n > 0 for n in size) else 0
+        if all(n is not None and n > 0 for n in size) else 0
     if numel is not None and need > numel:
-        raise ShapeError(f"as_strided: setStorage: sizes {list(size)}, strides {list(stride)},"
+        raise ShapeError(f"{name}: setStorage: sizes {list(size)}, strides {list(stride)},"
                          f" storage offset {storage_offset} need {need} elements, the input "
                          f"{fmt_shape(x)} has {numel}")
 
@@ -70,6 +71,63 @@ AS_STRIDED = register("as_strided", _infer, _kernel, _vjp, category="shape", vie
                                       match="need")),
                       ref=None, alias_layout="strided")
 as_strided = primitive(AS_STRIDED)
+
+
+# -- as_strided of a view: torch's storage beneath it ------------------------------------------
+def _within_check(x, storage, x_stride, x_offset):
+    if len(storage.shape) != 1 or x.dtype != storage.dtype or len(x_stride) != len(x.shape):
+        raise ShapeError(f"as_strided_within: a 1-d storage of x's dtype and one stride per dim "
+                         f"of x, got x {fmt_shape(x)} {x.dtype}, storage {fmt_shape(storage)} "
+                         f"{storage.dtype}, x_stride {x_stride}")
+    _check(storage, tuple(x.shape), tuple(x_stride), x_offset, "as_strided_within")
+
+
+def _within_infer(x, storage, size, stride, storage_offset, x_stride, x_offset):
+    _within_check(x, storage, x_stride, x_offset)
+    _check(storage, tuple(size), tuple(stride), storage_offset, "as_strided_within")
+    return Spec(tuple(size), x.dtype)
+
+
+def _within_kernel(x, storage, size, stride, storage_offset, x_stride, x_offset):
+    x, flat = np.asarray(x), np.asarray(storage)
+    _within_check(x, flat, x_stride, x_offset)
+    if not np.may_share_memory(x, flat):    # NOTE: in eager x lies in storage already
+        flat = flat.copy()
+        flat[strided_positions(x.shape, x_stride, x_offset)] = x
+    return _kernel(flat, size, stride, storage_offset)
+
+
+def _within_vjp(g, x, storage, size, stride, storage_offset, x_stride, x_offset, **kw):
+    pos = strided_positions(size, stride, storage_offset).reshape(-1)
+    whole = take_grad(reshape(g, (-1,)), pos, storage, axis=0)
+    xpos = strided_positions(tuple(x.shape), x_stride, x_offset)
+    mask = np.ones(storage.shape, bool)
+    mask[xpos] = False
+    return take(whole, xpos, axis=0), mul(whole, mask.astype(storage.dtype))
+
+
+def _within_ref(xp, x, storage, size, stride, storage_offset, x_stride, x_offset):
+    xpos = strided_positions(x.shape, x_stride, x_offset).reshape(-1)
+    which = np.full(storage.shape, -1)
+    which[xpos] = np.arange(xpos.size)
+    flat = xp.where(which >= 0, xp.reshape(x, (-1,))[np.maximum(which, 0)], storage)
+    return flat[strided_positions(size, stride, storage_offset)]
+
+
+AS_STRIDED_WITHIN = register(
+    "as_strided_within", _within_infer, _within_kernel, _within_vjp, category="shape",
+    view=True, alias_layout="strided", ref=_within_ref,
+    samples=(Sample(((2, 5), (20,)), {"size": (2, 2), "stride": (1, 2), "storage_offset": 0,
+                                      "x_stride": (5, 1), "x_offset": 5}),
+             Sample(((3, 2), (12,)), {"size": (4,), "stride": (3,), "storage_offset": 1,
+                                      "x_stride": (1, 6), "x_offset": 2}),
+             Sample(((10,), (20,)), {"size": (2, 2), "stride": (1, 2), "storage_offset": 19,
+                                     "x_stride": (1,), "x_offset": 5}, match="need")))
+as_strided_within = primitive(AS_STRIDED_WITHIN)
+"""as_strided(storage, size, stride, storage_offset) after x is written into the 1-d storage at
+x_offset + sum(i * x_stride): torch's as_strided of a view x, which reads the storage of the
+tensor x is a view of. In eager x lies in that storage already and the result is a view of it;
+its gradient reaches x at x's own positions."""
 
 
 # -- diagonal: a view of any input, by its own strides ------------------------------------------
@@ -154,4 +212,4 @@ SLIDING_WINDOWS = register(
         x, (np.arange(0, x.shape[axis] - size + 1, step)[:, None] + np.arange(size)),
         axis=axis), axis + 1, -1))
 sliding_windows = primitive(SLIDING_WINDOWS)
-__all__ = ["as_strided", "diagonal", "sliding_windows", "strided_positions"]
+__all__ = ["as_strided", "as_strided_within", "diagonal", "sliding_windows", "strided_positions"]

@@ -152,9 +152,9 @@ def to_eager(v, leaves):
         dt = eager_dtype(name) if name else None
         if dt is None:
             raise Unconvertible(f"dualgrad has no dtype {v.dtype}")
-        arr = v.detach().to(torch.float32 if v.dtype == torch.bfloat16 else v.dtype) \
-            .numpy().copy()
-        t = eager.tensor(arr, dtype=dt, requires_grad=v.requires_grad)
+        t = _as_view(v, dt)
+        if t is None:
+            t = eager.tensor(_host(v), dtype=dt, requires_grad=v.requires_grad)
         leaves.append((v, t))
         return t
     if isinstance(v, torch.dtype):
@@ -183,6 +183,21 @@ def to_eager(v, leaves):
     if callable(v) and not isinstance(v, type):
         return _callable_to_eager(v)
     return v
+
+
+def _host(v):
+    return v.detach().to(torch.float32 if v.dtype == torch.bfloat16 else v.dtype).numpy().copy()
+
+
+def _as_view(v, dt):
+    """A torch view (base[5:15], x.t()) as the same view of a dualgrad base, so that what
+    reads storage (as_strided, storage_offset) sees torch's; None for any other tensor."""
+    base = v._base
+    if base is None or not base.is_contiguous() or v.dtype != base.dtype:
+        return None
+    whole = eager.tensor(_host(base), dtype=dt)
+    view = eager.as_strided(whole, tuple(v.shape), v.stride(), v.storage_offset()).detach()
+    return view.requires_grad_(True) if v.requires_grad else view
 
 
 def _callable_to_eager(f):
