@@ -139,15 +139,20 @@ def small_markdown(res, commit) -> str:
     """The small tier's run (`dualgrad bench --json`) as the page shows it."""
     from .report_more import markdown as tables_md
     m, st = res["machine"], res["settings"]
-    head = (f"`dualgrad bench all --profile --load` at commit {commit}, {res['date']}: "
+    loaded = m.get("loadavg_before_loaded") is not None
+    profiled = any(w.get("profile") for w in res["workloads"])
+    flags = "".join([" --profile" if profiled else "", " --load" if loaded else ""])
+    head = (f"`dualgrad bench all{flags}` at commit {commit}, {res['date']}: "
             f"{m['cpu']}, {m['cores']} cores, numpy {m['numpy']}, numba {m['numba']}, jax "
             f"{m['jax']}, torch {m['torch']}; 1-thread sgemm {st['sgemm_gflops_1thread']:.0f} "
             f"GFLOP/s; 1-minute load average {m.get('loadavg_before')} before, "
-            f"{m.get('loadavg_after')} after the table, {m.get('loadavg_before_loaded')} -> "
-            f"{m.get('loadavg_after_loaded')} over the loaded half; {res['total_s']:.0f} s. "
-            "Per cell the median per step and its spread, speed-up over eager in brackets; "
-            "then where each model step goes, the share of the 1-thread sgemm rate per column, "
-            "and the loaded medians with their growth.")
+            f"{m.get('loadavg_after')} after the table"
+            + (f", {m['loadavg_before_loaded']} -> {m.get('loadavg_after_loaded')} over the "
+               f"loaded half" if loaded else "") + f"; {res['total_s']:.0f} s. "
+            "Per cell the median per step and its spread, speed-up over eager in brackets"
+            + ("; then where each model step goes" if profiled else "")
+            + ", the share of the 1-thread sgemm rate per column"
+            + (", and the loaded medians with their growth" if loaded else "") + ".")
     return head + "\n\n" + tables_md(res)
 
 
