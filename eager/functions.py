@@ -578,35 +578,54 @@ def argwhere(input):  # noqa: A002
     return nonzero(input)
 
 
-def _scatter_prep(name, x, dim, index, src):
-    idx = _arr(index).astype(np.int64)
+def _scatter_index(name, x, dim, index, src):
+    """(index as an int64 operand, dim, src shaped as the index): an index tensor stays a
+    tensor, so compile() traces it instead of reading its values."""
+    idx = index if isinstance(index, Tensor) else np.asarray(index)
     if idx.ndim != x.ndim:
         raise RuntimeError(f"{name}: Index tensor must have the same number of dimensions as "
-                           f"self tensor (index {idx.shape}, self {tuple(x.shape)})")
+                           f"self tensor (index {tuple(idx.shape)}, self {tuple(x.shape)})")
+    if idx.dtype != np.int64:
+        idx = ops.cast(idx, np.dtype(np.int64)) if isinstance(idx, Tensor) else \
+            idx.astype(np.int64)
     d = norm_axis(name, dim, x.ndim)
-    if np.ndim(src) == 0:
-        src = np.full(idx.shape, src, _arr(x).dtype)
-    elif tuple(_t(src).shape) != idx.shape:
-        src = _t(src)[tuple(slice(0, n) for n in idx.shape)]
+    shape = tuple(idx.shape)
+    if not isinstance(src, Tensor) and np.ndim(src) == 0:
+        src = np.full(shape, src, x.dtype)
+    elif tuple(_t(src).shape) != shape:
+        src = _t(src)[tuple(slice(0, n) for n in shape)]
     return idx, d, src
+
+
+def _scatter_prep(name, x, dim, index, src):
+    """_scatter_index with the index's values as a NumPy array."""
+    idx, d, src = _scatter_index(name, x, dim, index, src)
+    return _arr(idx), d, src
 
 
 def scatter_add(input, dim, index, src):  # noqa: A002
     """input with src added at index along dim (torch.scatter_add)."""
     x = _t(input)
-    idx, d, src = _scatter_prep("scatter_add", x, dim, index, src)
+    idx, d, src = _scatter_index("scatter_add", x, dim, index, src)
     return x + ops.gather_grad(src, idx, x, axis=d)
 
 
 def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A002
-    """input with src (or value) written at index along dim. Duplicate indices, where
-    torch's pick is unspecified, raise."""
+    """input with src (or value) written at index along dim. A value (or a 0-d src) is the
+    same at every index, so repeated indices are fine; a src tensor with repeated indices,
+    where torch's pick is unspecified, raises."""
     if reduce is not None:
         if reduce == "add":
             return scatter_add(input, dim, index, src if value is None else value)
         raise NotImplementedError(f"scatter(reduce={reduce!r}) is not supported by dualgrad")
     x = _t(input)
-    idx, d, src = _scatter_prep("scatter", x, dim, index, src if value is None else value)
+    fill = src if value is None else value
+    if not isinstance(fill, Tensor) and np.ndim(fill) == 0:
+        idx, d, _ = _scatter_index("scatter", x, dim, index, fill)
+        hits = ops.gather_grad(np.ones(tuple(idx.shape), np.float32), idx,
+                               np.zeros(tuple(x.shape), np.float32), axis=d)
+        return ops.where(ops.gt(hits, 0), np.asarray(fill).astype(x.dtype), x)
+    idx, d, src = _scatter_prep("scatter", x, dim, index, fill)
     hits = ops.gather_grad(np.ones(idx.shape, np.float32), idx, np.zeros(x.shape, np.float32),
                            axis=d)
     if np.max(_arr(hits), initial=0) > 1:

@@ -252,15 +252,15 @@ class TensorMethods:
         return self._array.dtype.kind == "c"
 
     def element_size(self):
-        return self._array.itemsize
+        return np.dtype(self.dtype).itemsize      # NOTE: from the dtype: traced tensors too
 
     @property
     def itemsize(self):
-        return self._array.itemsize
+        return np.dtype(self.dtype).itemsize
 
     @property
     def nbytes(self):
-        return self._array.nbytes
+        return self.numel() * np.dtype(self.dtype).itemsize
 
     def is_same_size(self, other):
         return self._array.shape == other.shape
