@@ -142,30 +142,3 @@ def test_layout_calls_compile_without_a_graph_break():
     with pytest.raises(RuntimeError, match="required rank"):
         compile(lambda x: x.contiguous(memory_format=eager.channels_last))(eager.randn(3, 4))
 
-
-def test_size_and_scatter_calls_compile_without_a_graph_break():
-    """element_size/itemsize/nbytes come from the dtype, and scatter of a value or scatter_add
-    with a computed index trace the index as a tensor: no graph break, eager's values (a
-    value scattered at repeated indices is the same everywhere, as torch's)."""
-    import warnings
-
-    from dualgrad.compiler import compile
-
-    programs = {
-        "sizes": lambda t: t * (t.element_size() + t.itemsize + t.nbytes),
-        "one_hot_by_scatter": lambda t: eager.zeros(4, 6).scatter_(1, t.argmax(1, keepdim=True),
-                                                                    1.0),
-        "mask_top2": lambda t: t.scatter(1, t.topk(2, dim=1).indices, float("-inf")),
-        "repeated": lambda t: t.scatter(1, eager.zeros(4, 3, dtype=eager.int64), 5.0),
-        "scatter_add": lambda t: t.scatter_add(1, t.argsort(1), t * 2),
-    }
-    x = eager.randn(4, 6)
-    tx = torch.tensor(x.numpy())
-    for name, fn in programs.items():
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            got = compile(fn)(x)
-        np.testing.assert_array_equal(got.numpy(), fn(x).numpy(), err_msg=name)
-    np.testing.assert_array_equal(
-        programs["repeated"](x).numpy(),
-        tx.scatter(1, torch.zeros(4, 3, dtype=torch.int64), 5.0).numpy())
