@@ -165,22 +165,43 @@ class EagerEngine:
         return t
 
 
+class Storage:
+    """The array a view's elements lie in (torch's storage), held by the view. Not copied or
+    pickled with it: a copy, a deepcopy or an unpickled tensor (a DataLoader worker's sample)
+    has storage of its own, and never drags its base's whole array along."""
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return None
+
+    def __reduce__(self):
+        return type(None), ()
+
+
 def _note_view(t, src):
-    """t, a view op's result, keeps the array of the tensor whose memory it lies in (torch's
-    `_base`: src's own base, or src), when it does lie there (a reshape may copy). The array,
-    not the tensor: a view must not keep its base's tape alive."""
+    """t, a view op's result, keeps the storage of the tensor whose memory it lies in
+    (torch's `_base`: src's own base, or src), when it does lie there (a reshape may copy).
+    The array, not the tensor: a view must not keep its base's tape alive."""
     if isinstance(src, Tensor):
-        base = getattr(src, "_root", None)
-        base = src._array if base is None else base
+        root = getattr(src, "_root", None)
         arr = t._array
-        if arr.base is not None and isinstance(base, np.ndarray) and \
-                np.may_share_memory(arr, base):
-            t._root = base
+        if root is None:
+            if arr.base is not None and isinstance(src._array, np.ndarray) and \
+                    np.may_share_memory(arr, src._array):
+                t._root = Storage(src._array)
+        elif arr.base is not None and np.may_share_memory(arr, root.array):
+            t._root = root
 
 
 def view_base(t):
-    """The array of the tensor t is a view of (made by a view op: slicing, transpose,
-    reshape, ..., or detach), or None: the storage of what torch calls `t._base`."""
+    """The storage (`Storage`) of the tensor t is a view of (made by a view op: slicing,
+    transpose, reshape, ..., or detach), or None: what torch calls `t._base`'s."""
     return getattr(t, "_root", None)
 
 
@@ -195,10 +216,10 @@ def storage_of(t):
     """Where t's elements lie as torch sees them, when t is a view of a tensor whose elements
     lie row-major: (that tensor's elements as a 1-d array sharing its memory, t's offset in
     it, t's strides in it), all in elements. None when t's storage is its own."""
-    mem = getattr(t, "_root", None)
-    if mem is None:
+    root = getattr(t, "_root", None)
+    if root is None:
         return None
-    arr = t._array
+    arr, mem = t._array, root.array
     if not (isinstance(arr, np.ndarray) and isinstance(mem, np.ndarray)) or \
             not mem.flags.c_contiguous or mem.dtype != arr.dtype or \
             not np.may_share_memory(arr, mem):
@@ -631,7 +652,7 @@ class Tensor:
             return out
         out = Tensor(self._array)
         base = getattr(self, "_root", None)
-        out._root = self._array if base is None else base    # NOTE: the storage, as torch's
+        out._root = Storage(self._array) if base is None else base   # NOTE: as torch's
         return out
 
     def requires_grad_(self, requires_grad=True):

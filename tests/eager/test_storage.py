@@ -120,3 +120,18 @@ def test_detach_keeps_the_storage_not_the_tape():
     gc.collect()
     assert ref() is None              # the detached view does not hold its base's tape
     assert kept.storage_offset() == 3
+
+
+def test_copies_and_pickles_of_a_view_do_not_carry_its_base():
+    """A DataLoader worker pickles samples that are views of a whole dataset tensor: the
+    pickle holds the sample's elements only, and a deepcopy or unpickled view is a tensor of
+    its own (storage offset 0)."""
+    import copy
+    import pickle
+    whole = eager.arange(1_000_000.0)
+    row = whole[10:20]
+    assert len(pickle.dumps(row)) < 2_000
+    for other in (copy.deepcopy(row), pickle.loads(pickle.dumps(row))):
+        np.testing.assert_array_equal(other.numpy(), row.numpy())
+        assert other.storage_offset() == 0
+    assert row.storage_offset() == 10
