@@ -62,7 +62,7 @@ def blank(cls, requires_grad=False):
     entry, its array not set yet. The compile() tracer makes its tensors so
     (compiler/tracer.py), which then hold a graph value instead of an array."""
     t = _new(cls)
-    t.requires_grad, t.grad, t._node = requires_grad, None, None
+    t.requires_grad, t.grad, t._node, t._root = requires_grad, None, None, None
     return t
 
 
@@ -72,7 +72,7 @@ def _wrapped(out, op, inputs, attrs, track, _entry=_tuple_new, _Entry=Entry):
     call ends with: `EagerEngine.apply` and the operator fast path (`_binary`) alike."""
     t = _new(Tensor)
     t._array = out = out if type(out) is np.ndarray else np.asarray(out)
-    t.grad = None
+    t.grad = t._root = None
     if track and _GRAD.enabled and (out.dtype.kind in "fc" or out.dtype is BFLOAT16):
         t.requires_grad = True
         t._node = _entry(_Entry, (op, inputs, attrs, CLOCK[0]))   # NOTE: entry(), inlined
@@ -188,15 +188,15 @@ def _note_view(t, src):
     """t, a view op's result, keeps the storage of the tensor whose memory it lies in
     (torch's `_base`: src's own base, or src), when it does lie there (a reshape may copy).
     The array, not the tensor: a view must not keep its base's tape alive."""
-    if isinstance(src, Tensor):
-        root = getattr(src, "_root", None)
-        arr = t._array
-        if root is None:
-            if arr.base is not None and isinstance(src._array, np.ndarray) and \
-                    np.may_share_memory(arr, src._array):
-                t._root = Storage(src._array)
-        elif arr.base is not None and np.may_share_memory(arr, root.array):
-            t._root = root
+    within = t._array.base            # NOTE: NumPy's base of a view is the memory's owner
+    if within is None or not isinstance(src, Tensor):
+        return
+    root = getattr(src, "_root", None)
+    mem = src._array if root is None else root.array
+    if type(mem) is not np.ndarray:
+        return
+    if within is mem or within is mem.base or np.may_share_memory(t._array, mem):
+        t._root = Storage(mem) if root is None else root
 
 
 def view_base(t):
@@ -524,7 +524,7 @@ class Tensor:
     def __init__(self, data, requires_grad=False):
         self._array = data if type(data) is np.ndarray else np.asarray(data)
         self.requires_grad = bool(requires_grad)
-        self.grad = None
+        self.grad = self._root = None
         self._node = None
 
     # -- what it is ---------------------------------------------------------------------------
