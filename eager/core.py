@@ -439,14 +439,23 @@ def _after_hooks(t, g, grads):
     return g
 
 
-def _add_into(total, g):
+def _add_into(total, g, at=None):
     """backward()'s in-place sum of two gradients (ops.autodiff's add_into): arrays of one
-    shape and dtype only, so the values are those of `total + g`."""
+    shape and dtype only, so the values are those of `total + g`; with `at` (a basic index),
+    g is added into total[at], which has g's shape."""
     a, b = total._array, getattr(g, "_array", None)
-    if type(a) is not np.ndarray or type(b) is not np.ndarray or a.shape != b.shape or \
-            a.dtype != b.dtype or not a.flags.writeable:
+    if type(a) is not np.ndarray or type(b) is not np.ndarray or a.dtype != b.dtype or \
+            not a.flags.writeable:
         return False
-    np.add(a, b, out=a)
+    if at is None:
+        if a.shape != b.shape:
+            return False
+        np.add(a, b, out=a)
+        return True
+    part = a[at]
+    if type(part) is not np.ndarray or part.shape != b.shape or part.base is None:
+        return False
+    np.add(part, b, out=part)
     return True
 
 

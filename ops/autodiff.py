@@ -74,7 +74,8 @@ def _backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=Non
     so arrays no longer needed are freed as the walk goes on and later rules reuse warm
     memory, as torch's engine does (eager frees its tape entries there; graph.gradients
     wants inner values' gradients and passes none).
-    `add_into(total, g)` may add g into a running total in place (True) or decline (False):
+    `add_into(total, g, at=None)` may add g into a running total (at index `at` of it: an op
+    with `grad_at`) in place (True) or decline (False):
     it is offered only totals this walk made (`prev + g`) and has not handed on, i.e. whose
     only reference is its own table, so an in-place sum changes nothing anyone else holds
     (eager, when it records no graph: a weight used at every step of an RNN sums 50
@@ -94,7 +95,8 @@ def _backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=Non
         v, node, needs = pop()
         entry = acc.get(id(v))
         op, inputs, attrs = node[0], node[1], node[2]   # eager entries carry a 4th field
-        if entry is not None and op.vjp is not None and True in needs:
+        if entry is not None and op.vjp is not None and True in needs and \
+                not _added_at(op, entry[1], inputs, attrs, acc, private, add_into):
             if vjp_context is None:
                 in_grads = op.vjp(entry[1], *inputs, out=v, needs=needs, **attrs)
             else:
@@ -106,6 +108,8 @@ def _backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=Non
                     prev = acc.get(k)
                     if prev is None:
                         acc[k] = (inp, g)
+                        if add_into is not None and op.grad_at is not None:
+                            private.add(k)      # NOTE: a new full-size array of its own
                     elif k not in private or not add_into(prev[1], g):
                         acc[k] = (inp, prev[1] + g)
                         if add_into is not None:
@@ -117,6 +121,18 @@ def _backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=Non
         if uses:
             _release(uses, inputs, needs, acc, on_leaf)
     return acc
+
+
+def _added_at(op, g, inputs, attrs, acc, private, add_into):
+    """An op whose gradient lands at one index of input 0 (op.grad_at: a slice) adds g there
+    into input 0's running total, when this walk alone holds that total: no full-size
+    gradient is built (an RNN's 50 steps sliced from one (T, B, 4H) projection). False: the
+    rule runs as usual."""
+    if op.grad_at is None or add_into is None:
+        return False
+    k = id(inputs[0])
+    prev = acc.get(k)
+    return prev is not None and k in private and add_into(prev[1], g, op.grad_at(**attrs))
 
 
 def _leaf_uses(order):

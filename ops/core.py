@@ -92,12 +92,12 @@ class Op:
     __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "reduce", "category", "samples", "ref",
                  "stateful", "view", "onnx", "tf", "nondiff", "fn", "decompose", "promote",
                  "shape_only_from", "zero_from", "may_alias", "inference_identity", "front",
-                 "alias_layout")
+                 "alias_layout", "grad_at")
 
     def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, reduce=None, category=None,
                  samples=(), ref=None, stateful=False, view=False, onnx=None, tf=None, promote=None,
                  shape_only_from=None, zero_from=(), may_alias=False, inference_identity=False,
-                 front=(), alias_layout=None):
+                 front=(), alias_layout=None, grad_at=None):
         self.name, self.infer, self.kernel, self.vjp = name, infer, kernel, vjp
         self.scalar, self.reduce, self.samples, self.ref = scalar, reduce, tuple(samples), ref
         self.onnx = onnx   # the ONNX operator that computes the same from the same inputs
@@ -120,6 +120,10 @@ class Op:
         # moves nothing), "strided" (a strided view); None: a view as contiguous as its input
         self.alias_layout = alias_layout
         self.inference_identity = inference_identity   # its input at inference (freeze, export)
+        # grad_at(**attrs): the basic index of input 0 the result's gradient lands at, the rest
+        # of input 0's gradient being zero (slice): backward adds it into a running total there
+        # instead of building a full-size gradient per use (ops.autodiff's add_into)
+        self.grad_at = grad_at
         # the front ends that offer the op unchanged, and under which name (ops/api.py)
         self.front = dict(front) if isinstance(front, dict) else {f: name for f in front}
         self.nondiff = vjp is None

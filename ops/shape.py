@@ -496,7 +496,8 @@ SLICE = register("slice", _slice_infer, _slice_kernel,
                           _S((2, 3, 4), attrs={"index": (Ellipsis, -1)}),
                           _S((3, 4), attrs={"index": (None, slice(None), 2)}),
                           _S((3,), attrs={"index": (5,)}, match="index 5 is out of range")),
-                 ref=lambda np, x, index: x[index], alias_layout="strided")
+                 ref=lambda np, x, index: x[index], alias_layout="strided",
+                 grad_at=lambda index: index)
 
 
 def _slice_grad_kernel(g, x, index):
