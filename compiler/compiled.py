@@ -90,7 +90,7 @@ class _Entry:
                 if d is not None:
                     self.fetches.append(d)
         self.op = ops.Op(f"compiled:{tr.name}", None, None, _tape_vjp)
-        # a traced training step: what each call does after the plan (Trace.effects)
+        # a traced training step: what each call does after the plan (EffectsLog.effects)
         at = {}
 
         def fetch(g):
@@ -103,7 +103,7 @@ class _Entry:
         self.effects = [(kind, target, [(p, fetch(d)) for p, d in key], None)
                         if kind == "step" else (kind, target, key, fetch(g))
                         for kind, target, key, g in effects]
-        self.guards = tr.guards
+        self.guards = tr.log.guards
         self.constants = list(tr.constants.values())
         # NOTE: fetches and feeds resolved once (TF1's make_callable): a call passes arrays
         self.sources = [source for source, _ in tr.sourced]
@@ -149,7 +149,7 @@ class _Entry:
         return out
 
     def _effects(self, vals, arrays):
-        """What the traced step changes, done with this call's values (Trace.effects)."""
+        """What the traced step changes, done with this call's values (EffectsLog.effects)."""
         taken = {id(a) for a in arrays}   # NOTE: a .grad keeps an array of its own
         for kind, target, key, i in self.effects:
             if kind == "write":   # NOTE: key "source": target() is the tensor at this call
@@ -376,14 +376,14 @@ class Compiled:
             failed = f.err
         except BaseException:   # NOTE: KeyboardInterrupt, or an error of the tracer itself:
             tr.undo_changes()   # eager state is as before the call (.grad, tensors, stream)
-            tr.restore()
+            tr.log.restore()
             rng.bit_generator.state = rng_state
             raise
         if failed is not None:
             # NOTE: out of the except block, so that an error of the eager run (the user's
             # ShapeError) is not shown below an internal _Failed ("During handling of ...")
             tr.undo_changes()
-            tr.restore()
+            tr.log.restore()
             rng.bit_generator.state = rng_state   # the eager run draws what eager would
             self._eager.add(key)
             try:
@@ -421,7 +421,7 @@ class Compiled:
         """Run fn with tracers; the entry, or _Failed with why it could not be traced."""
         names = leaf_names(self.fn, args, kwargs)
         for _, p in tr.params:
-            tr.note_grad(p, "snap")   # NOTE: fn may set a .grad (p.grad = None) directly
+            tr.log.note_grad(p, "snap")   # NOTE: fn may set a .grad (p.grad = None) directly
         with tr.graph.as_default(), tracing(tr):
             phs = [graph.placeholder(t.dtype, t.shape, name=n) for t, n in zip(tensors, names)]
             arg_rg = [t.requires_grad and inexact(t.dtype) for t in tensors]
@@ -437,18 +437,18 @@ class Compiled:
                 err = tr.breaks[0] if tr.breaks else tr.changed_in_place()
                 leaves = []
                 tree = flatten_out(result, tr, leaves)
-                effects = tr.effects()
+                effects = tr.log.effects()
             except GraphBreak as e:
                 raise _Failed(e) from None
             except Exception as e:  # noqa: BLE001 - eager runs it, and says what is wrong
                 raise _Failed(tr.breaks[0] if tr.breaks else e) from None
             if err is not None:
                 raise _Failed(err)
-        tr.restore()
+        tr.log.restore()
         fetches = [g for g, _ in leaves]
         # NOTE: after a backward() inside fn, the results hand no gradients back (a second
         # backward through them would be through a freed graph in torch)
-        rg_outs = [] if tr.did_backward else \
+        rg_outs = [] if tr.log.did_backward else \
             [i for i, (g, rg) in enumerate(leaves) if rg and inexact(g.dtype)]
         return _Entry(tr, phs, arg_rg, tree, fetches, rg_outs, is_grad_enabled(), effects,
                       self.memory_budget)

@@ -5,7 +5,9 @@ traced function runs, `ops.bind` hands it every op call, and it records the op i
 `graph.Graph` through `GraphEngine`. The function's tensors are `Tracer`s, eager Tensors
 whose methods work unchanged; what needs a value in Python (`bool(t)`, `.item()`,
 `.numpy()`, `print(t)`) raises `GraphBreak`, naming the user's line. `compile()`
-(compiled.py) and `export()` (export.py) run functions under a `Trace`.
+(compiled.py) and `export()` (export.py) run functions under a `Trace`. A trace's `log`, an
+`EffectsLog`, holds what a traced training step changes besides its results (.grad, tensors
+written in place, optimizer steps), for every call of the compiled function to do again.
 
 >>> from dualgrad import eager, graph, ops
 >>> tr = Trace("f", params=[])
@@ -32,13 +34,13 @@ from .ddp_sync import average_bucket
 from dualgrad.ops.core import ELEMENTWISE, bind_args, current_trace, tracing, user_frame, \
     where_str
 
-__all__ = ["Trace", "Tracer", "TraceEngine", "GraphBreak", "active_trace", "flatten_out",
-           "rebuild_out"]
+__all__ = ["Trace", "EffectsLog", "Tracer", "TraceEngine", "GraphBreak", "active_trace",
+           "flatten_out", "rebuild_out"]
 
 # A captured eager tensor up to this many elements is a constant of the graph (folded), its
 # values checked at every call; a larger one is an input fed at every call.
 CONSTANT_CHECK_MAX = 1 << 16
-KEEP = "keep"   # an optimizer step's .grad that is the tensor the call finds (Trace.effects)
+KEEP = "keep"   # an optimizer step's .grad that is the tensor the call finds (EffectsLog)
 _STOP = ops.REGISTRY["stop_gradient"]
 _CAST = ops.REGISTRY["cast"]
 _RAND = ops.REGISTRY["rand_like"]
@@ -222,7 +224,7 @@ class Tracer(Tensor):
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         if create_graph or inputs is not None:
             _graph_break(self, "backward")
-        self._trace.backward(self, gradient)
+        self._trace.log.backward(self, gradient)
 
     def requires_grad_(self, requires_grad=True):
         _graph_break(self, "requires_grad")
@@ -284,11 +286,14 @@ def _is_live(a):
 
 
 class Trace:
-    """One trace in progress: its graph, what it captured, the breaks it met.
+    """One trace in progress: the graph it records, what that graph reads from eager, the
+    breaks it met; what a traced training step changes is its `log` (an `EffectsLog`).
 
     While fn runs it is on this thread's trace stack (`ops.core.tracing`), so ops.bind hands
     it every op call, tracers or not: `self.pos[:T]` or `w * 2` on a parameter involves no
     tracer, and would otherwise run once and be frozen into the graph with today's value.
+    It is what eager's protocol `eager.effects.TraceEffects` calls: the members about the
+    graph are its own, those about a training step are its log's.
     """
     level = 2   # ops.bind: outranks eager and graph arguments
 
@@ -300,26 +305,23 @@ class Trace:
         self.graph = graph.Graph()
         self.graph.promote_dtypes = True   # NOTE: eager code's dtypes, not TF1's
         self.captured = {}        # id(eager tensor) -> graph tensor
-        self.live = []            # [(eager tensor, placeholder)] fed with .data at every call
-        self.snapshots = []       # [(eager tensor, copy of its data, where captured)]
-        self.randoms = []         # [(placeholder, sample())]: random tensors, drawn per call
-        self.breaks = []
-        self.averaged = []        # [(buckets of (name, parameter), find_unused)]: see below
-        self.decomposing = 0      # inside an op's `decompose`: its ops are recorded once each
-        self.shared = {}          # (op, ids of args, attrs) -> (args, result), see _decompose
-        # a whole training step (see "Side effects" below): what a call must redo
-        self.frozen = set()       # ids of eager tensors captured as constants
+        # what the graph reads at every call: fed inputs, and constants checked by value
         self.args = []            # [(eager argument, placeholder)] that require grad
-        self.assigned = {}        # id(eager tensor) -> (tensor, new value, source): written back
+        self.live = []            # [(eager tensor, placeholder)] fed with .data at every call
         self.sourced = []         # [(source, placeholder)]: fed source()'s array at every call
-        self.grads = {}           # id(leaf) -> [leaf, its .grad before the trace, read or set]
-        self.done = []            # the writes and optimizer steps, in program order: effects()
-        self.stepped = set()      # ids of parameters an optimizer step has changed
-        self.guards = []          # [(leaf, whether its .grad was None)]
+        self.randoms = []         # [(placeholder, sample())]: random tensors, drawn per call
+        self.frozen = set()       # ids of eager tensors captured as constants
+        self.constants = {}       # id -> (eager tensor frozen in, its values): checked per call
         self.modules = {}         # id -> module whose forward ran: its flags are guarded
         self.buffers = set()      # ids of those modules' buffers: inputs, fed at every call
-        self.constants = {}       # id -> (eager tensor frozen in, its values): checked per call
-        self.did_backward = False
+        self.averaged = []        # [(buckets of (name, parameter), find_unused)]: DDP's
+        # what it read and wrote, to see what fn changes in place (changed_in_place, aliased)
+        self.snapshots = []       # [(eager tensor, copy of its data, where captured)]
+        self.assigned = {}        # id(eager tensor) -> (tensor, new value, source): written back
+        self.breaks = []
+        self.decomposing = 0      # inside an op's `decompose`: its ops are recorded once each
+        self.shared = {}          # (op, ids of args, attrs) -> (args, result), see _decompose
+        self.log = EffectsLog(self)
 
     def is_input(self, a):
         """a is read at every call (a placeholder), not frozen: a tracer, a parameter or a
@@ -425,7 +427,7 @@ class Trace:
 
     def capture(self, t):
         """An eager tensor the function reached without receiving it as an argument."""
-        if self.stepped and id(t) in self.stepped:
+        if id(t) in self.log.stepped:
             self.break_here("after_step")
         g = self.captured.get(id(t))
         if g is not None:
@@ -452,21 +454,15 @@ class Trace:
                 self.capture(p)     # NOTE: a placeholder even if unused here: it may get one
         self.averaged.append((buckets, find_unused))
 
-    # -- side effects: a whole training step -------------------------------------------------
-    # NOTE: `opt.zero_grad(); loss.backward(); opt.step()` inside fn is traced as a training
-    # step: backward() becomes graph.gradients in the same plan, and what eager would change
-    # is recorded: a leaf's .grad (its graph value, or None), a tensor written in place (its
-    # new graph value), an optimizer step (run eagerly after the plan, on the .grad values it
-    # saw). When fn returns, `effects()` lists them, to be done in that order by every call
-    # with the plan's results, and `restore()` puts the .grad attributes back as they were.
-    # What the trace decided by (whether a .grad it read was None) is guarded: a call where
-    # it differs traces again. A .grad is a new tensor from step to step: it is read through
-    # its `source` (a function giving the tensor) at every call, not as the object traced.
+    # NOTE: what a training step changes (a .grad, a tensor written in place) is read through
+    # the graph: `read` gives a tensor's value at every call, `write` its new value from here
+    # on, `gradients` what backward() adds to the leaves' .grad. The log (EffectsLog) records
+    # the changes themselves, to be made by every call.
     def read(self, t, source=None):
         """A tracer of eager tensor t's value, read at every call: t itself, or source()."""
         if type(t) is Tracer:
             return t
-        if self.stepped and id(t) in self.stepped:
+        if id(t) in self.log.stepped:
             self.break_here("after_step")
         if id(t) in self.frozen:
             _graph_break_at("inplace", "an eager tensor read as a constant and then changed "
@@ -482,9 +478,9 @@ class Trace:
             self.captured[id(t)] = g
         return self.wrap(g, False)
 
-    def assign(self, t, value, source=None):
-        """t (an eager tensor; source() at a call) is written in place with `value` (a
-        tracer of its shape, or an array: a fill)."""
+    def write(self, t, value, source=None):
+        """t's value from here on is `value` (a tracer of its shape, or an array: a fill): its
+        graph tensor, which t (source() at a call) is to be written with."""
         g = self.lift(value) if isinstance(value, Tensor) else \
             graph.constant(np.array(value, dtype=t.dtype))
         if tuple(g.spec.shape) != t.shape:
@@ -499,13 +495,118 @@ class Trace:
                 self.aliased()
         self.captured[id(t)] = g
         self.assigned[id(t)] = (t, g, source)
+        return g
+
+    def gradients(self, y, gradient=None):
+        """[(leaf, graph tensor or None)]: what `y.backward(gradient)` inside fn adds to each
+        leaf's .grad (eager's errors, or a graph break where eager's walk would differ)."""
+        if not self.steps:
+            _graph_break(y, "backward")
+        if not y.requires_grad:
+            raise RuntimeError("element 0 of tensors does not require grad and does not have "
+                               "a grad_fn")
+        if gradient is None and int(np.prod(y.shape)) != 1:
+            raise RuntimeError(f"grad can be implicitly created only for scalar outputs; this "
+                               f"output has shape {y.shape}")
+        if any(not t.is_leaf for t, _ in self.args):
+            _graph_break(y, "backward")   # NOTE: eager's walk goes on past such an argument
+        leaves = self.args + [(t, g) for t, g in self.live
+                              if t.requires_grad and t.is_leaf]
+        if any([_hooked(t, self.averaged) for t, _ in leaves]):
+            _graph_break(y, "backward")   # NOTE: hooks see each gradient: eager's walk
+        gy = None if gradient is None else [self.lift(gradient)]
+        xs = [g for _, g in leaves]
+        with tracing(GraphEngine):   # NOTE: graph nodes, built as graph code builds them
+            dxs = list(graph.gradients([y._g], xs, grad_ys=gy))
+            if self.averaged:   # NOTE: DistributedDataParallel's buckets, averaged in the graph
+                at = {id(t): k for k, (t, _) in enumerate(leaves)}
+                for buckets, find_unused in self.averaged:
+                    for bucket in buckets:
+                        average_bucket(dxs, [(n, at[id(p)]) for n, p in bucket], find_unused,
+                                       xs)
+        return [(t, d) for (t, _), d in zip(leaves, dxs)]
+
+    def break_here(self, kind):
+        """A graph break of `kind` (see _BREAKS) at the user's line."""
+        _graph_break_at(kind, _BREAKS[kind][0] + ", which")
+
+    @staticmethod
+    def aliased():
+        _graph_break_at("inplace", "an eager tensor written in place while another that "
+                        "shares its memory (a view, .data, its base) is read, which")
+
+    def changed_in_place(self):
+        """A GraphBreak if fn changed a captured tensor in place (a replay would not)."""
+        for t, before, loc in self.snapshots:
+            if array_of(t).shape != before.shape or not np.array_equal(array_of(t), before,
+                                                                  equal_nan=True):
+                return GraphBreak("an eager tensor used here was changed in place by the "
+                                  "function (.data[...] =, zero_(), an optimizer step), which",
+                                  "change it outside the compiled function", loc)
+        return None
+
+    def undo_changes(self):
+        """Put captured tensors back as they were, so the eager run starts where eager would."""
+        for t, before, _ in self.snapshots:
+            if array_of(t).shape == before.shape and not np.array_equal(array_of(t), before,
+                                                                   equal_nan=True):
+                array_of(t)[...] = before
+
+    # -- TraceEffects members about a training step: the log's -------------------------------
+    def assign(self, t, value, source=None):
+        self.log.assign(t, value, source)
+
+    def grad_value(self, leaf):
+        return self.log.grad_value(leaf)
+
+    def set_grad_value(self, leaf, value):
+        self.log.set_grad_value(leaf, value)
+
+    def zero_grad(self, leaf):
+        self.log.zero_grad(leaf)
+
+    def note_grad(self, leaf, how):
+        self.log.note_grad(leaf, how)
+
+    def defer_step(self, opt):
+        self.log.defer_step(opt)
+
+
+class EffectsLog:
+    """What a traced training step changes besides its results, which every call of the
+    compiled function must do again, in program order, with the plan's values.
+
+    `opt.zero_grad(); loss.backward(); opt.step()` inside fn is traced as a training step:
+    backward() becomes graph.gradients in the same plan, and what eager would change is
+    recorded: a leaf's .grad (its graph value, or None), a tensor written in place (its new
+    graph value), an optimizer step (run eagerly after the plan, on the .grad values it
+    saw). When fn returns, `effects()` lists them, to be done in that order by every call
+    with the plan's results, and `restore()` puts the .grad attributes back as they were.
+    What the trace decided by (whether a .grad it read was None) is guarded: a call where
+    it differs traces again. A .grad is a new tensor from step to step: it is read through
+    its `source` (a function giving the tensor) at every call, not as the object traced.
+    The values themselves are the trace's graph tensors (`Trace.read`, `write`, `gradients`).
+    """
+
+    def __init__(self, trace):
+        self.trace = trace
+        self.grads = {}           # id(leaf) -> [leaf, its .grad before the trace, read or set]
+        self.guards = []          # [(leaf, whether its .grad was None)]
+        self.done = []            # the writes and optimizer steps, in program order: effects()
+        self.stepped = set()      # ids of parameters an optimizer step has changed
+        self.did_backward = False
+
+    def assign(self, t, value, source=None):
+        """t (an eager tensor; source() at a call) is written in place with `value` (a
+        tracer of its shape, or an array: a fill)."""
+        g = self.trace.write(t, value, source)
         self.done.append(("write", t, None, g) if source is None else
                          ("write", source, "source", g))
 
     def grad_value(self, leaf):
         """leaf.grad (not None) as a tracer: a .grad from outside fn is read at every call."""
         self.note_grad(leaf, "read")
-        return self.read(leaf.grad, lambda: leaf.grad)
+        return self.trace.read(leaf.grad, lambda: leaf.grad)
 
     def set_grad_value(self, leaf, value):
         """leaf.grad changed in place to `value` (gradient clipping)."""
@@ -521,15 +622,6 @@ class Trace:
         else:
             self.assign(leaf.grad, np.zeros(leaf.grad.shape, leaf.grad.dtype),
                         lambda: leaf.grad)
-
-    def break_here(self, kind):
-        """A graph break of `kind` (see _BREAKS) at the user's line."""
-        _graph_break_at(kind, _BREAKS[kind][0] + ", which")
-
-    @staticmethod
-    def aliased():
-        _graph_break_at("inplace", "an eager tensor written in place while another that "
-                        "shares its memory (a view, .data, its base) is read, which")
 
     def note_grad(self, leaf, how):
         """Remember leaf.grad as it was before the trace. how: "snap" (only that), "read" (the
@@ -558,36 +650,13 @@ class Trace:
 
     def backward(self, y, gradient=None):
         """`y.backward(gradient)` inside fn: the leaves' gradients, accumulated into .grad."""
-        if not self.steps:
-            _graph_break(y, "backward")
-        if not y.requires_grad:
-            raise RuntimeError("element 0 of tensors does not require grad and does not have "
-                               "a grad_fn")
-        if gradient is None and int(np.prod(y.shape)) != 1:
-            raise RuntimeError(f"grad can be implicitly created only for scalar outputs; this "
-                               f"output has shape {y.shape}")
-        if any(not t.is_leaf for t, _ in self.args):
-            _graph_break(y, "backward")   # NOTE: eager's walk goes on past such an argument
-        leaves = self.args + [(t, g) for t, g in self.live
-                              if t.requires_grad and t.is_leaf]
-        if any([_hooked(t, self.averaged) for t, _ in leaves]):
-            _graph_break(y, "backward")   # NOTE: hooks see each gradient: eager's walk
-        gy = None if gradient is None else [self.lift(gradient)]
-        xs = [g for _, g in leaves]
-        with tracing(GraphEngine):   # NOTE: graph nodes, built as graph code builds them
-            dxs = list(graph.gradients([y._g], xs, grad_ys=gy))
-            if self.averaged:   # NOTE: DistributedDataParallel's buckets, averaged in the graph
-                at = {id(t): k for k, (t, _) in enumerate(leaves)}
-                for buckets, find_unused in self.averaged:
-                    for bucket in buckets:
-                        average_bucket(dxs, [(n, at[id(p)]) for n, p in bucket], find_unused,
-                                       xs)
-        for (t, _), d in zip(leaves, dxs):
+        tr = self.trace
+        for t, d in tr.gradients(y, gradient):
             if d is not None:
                 self.note_grad(t, "read")
-                d = self.wrap(d, False)
+                d = tr.wrap(d, False)
                 cur = t.grad
-                t.grad = d if cur is None else self.read(cur, lambda t=t: t.grad) + d
+                t.grad = d if cur is None else tr.read(cur, lambda t=t: t.grad) + d
         self.did_backward = True
 
     def effects(self):
@@ -618,24 +687,6 @@ class Trace:
         """Put the .grad attributes the function set back as they were."""
         for leaf, before, _ in self.grads.values():
             leaf.grad = before
-
-    def changed_in_place(self):
-        """A GraphBreak if fn changed a captured tensor in place (a replay would not)."""
-        for t, before, loc in self.snapshots:
-            if array_of(t).shape != before.shape or not np.array_equal(array_of(t), before,
-                                                                  equal_nan=True):
-                return GraphBreak("an eager tensor used here was changed in place by the "
-                                  "function (.data[...] =, zero_(), an optimizer step), which",
-                                  "change it outside the compiled function", loc)
-        return None
-
-    def undo_changes(self):
-        """Put captured tensors back as they were, so the eager run starts where eager would."""
-        for t, before, _ in self.snapshots:
-            if array_of(t).shape == before.shape and not np.array_equal(array_of(t), before,
-                                                                   equal_nan=True):
-                array_of(t)[...] = before
-
 
 
 # -- a traced function's result: its structure and its tensors -------------------------------
