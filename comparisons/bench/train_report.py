@@ -72,12 +72,14 @@ def tables(res):
     if res.get("neighbour"):
         rows = [[n, f"{p['alone_ms']:.1f}", f"{p['after_ms']:.1f}",
                  f"{p['after_ms'] / p['alone_ms']:.2f}",
+                 f"{p['after_numpy_ms'] / p['alone_ms']:.2f}" if "after_numpy_ms" in p else "-",
                  f"{p['torch_threads']} -> {p.get('torch_threads_after', '?')}"]
-                if "alone_ms" in p else [n, p.get("error", "-"), "-", "-", "-"]
+                if "alone_ms" in p else [n, p.get("error", "-"), "-", "-", "-", "-"]
                 for n, p in res["neighbour"].items()]
         out.append(("a PyTorch step before any dualgrad call and right after a compiled "
-                    "dualgrad step (ms), and PyTorch's thread count before -> after",
-                    ["model", "alone", "after", "ratio", "threads"], rows))
+                    "dualgrad step (ms); the ratio right after a plain NumPy product instead "
+                    "(numpy); PyTorch's thread count before -> after",
+                    ["model", "alone", "after", "ratio", "numpy", "threads"], rows))
     prof = _profile_rows(res)
     if prof:
         out.append(("where a step goes (ms per step; kernels = op kernels without their "

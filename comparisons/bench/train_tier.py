@@ -27,7 +27,9 @@ matrix products and convolutions (train_models.flops).
 The neighbour probe (`neighbour`, MLP and GPT) times a PyTorch step (on 1 thread, then on its
 default threads) in one process, first before dualgrad has run anything, then each right
 after a compiled dualgrad step: how much dualgrad's threads slow the user's other work once
-its call has returned, and whether PyTorch still has the thread count it was given.
+its call has returned, and whether PyTorch still has the thread count it was given; then,
+as a control, each right after a plain NumPy float32 512^3 product (NumPy's BLAS on its
+default threads, no dualgrad code).
 """
 from __future__ import annotations
 
@@ -170,7 +172,16 @@ def neighbour(spec) -> dict:
         t0 = time.perf_counter()
         theirs()
         after.append(time.perf_counter() - t0)
+    import numpy as np
+    a = np.ones((512, 512), np.float32)
+    control = []       # NOTE: the same, right after a plain NumPy product: no dualgrad code
+    for _ in range(k):
+        a @ a
+        t0 = time.perf_counter()
+        theirs()
+        control.append(time.perf_counter() - t0)
     return {"alone_ms": statistics.median(alone) * 1e3, "after_ms": statistics.median(after) * 1e3,
+            "after_numpy_ms": statistics.median(control) * 1e3,
             "torch_threads": threads, "torch_threads_after": torch.get_num_threads()}
 
 

@@ -87,8 +87,10 @@ def _op_name_tables(names):
             for node in ast.parse(f.read_text()).body:
                 keys = _literal_keys(node)
                 if len(keys) >= 2 and sum(k in names for k in keys) >= 0.8 * len(keys):
-                    target = node.targets[0] if isinstance(node, ast.Assign) else node.target
-                    yield str(f.relative_to(ROOT)), ast.unparse(target)
+                    target = ast.unparse(node.targets[0] if isinstance(node, ast.Assign)
+                                         else node.target)
+                    if target != "__all__":     # NOTE: a module's exports, not op facts
+                        yield str(f.relative_to(ROOT)), target
 
 
 def _literal_keys(node):
