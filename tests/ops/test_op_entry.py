@@ -21,7 +21,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 KNOWN_TABLES = {
     ("ops/scalar.py", "FUNCTIONS"): "the scalar vocabulary's functions; their names match ops'",
     ("ops/special_math.py", "_POLYS"): "the polynomials' registration table, beside their entries",
-    ("ops/linalg_np.py", "__all__"): "the module's export list",
     ("graph/inspect.py", "_STYLE"): "how to draw graph-only node kinds in DOT, not op facts",
     ("graph/onnx/rules_math.py", "_PY"): "the ONNX reader's shape arithmetic in Python",
     ("graph/onnx/to_onnx.py", "RULES"): "the ONNX writer's rules take its Writer, which ops/ "
