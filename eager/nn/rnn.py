@@ -25,18 +25,16 @@ from ..core import Tensor
 from .utils.rnn import PackedSequence, packed_data, padded
 
 
-# NOTE: each step takes its input's projection x W_ih^T + b_ih, computed for every step in
-# one product before the loop (RNNBase._projected), as torch's CPU kernels do
-def _lstm_step(xw, state, w_hh, b_hh):
+def _lstm_step(x, state, w_ih, w_hh, b_ih, b_hh):
     h, c = state
-    z = xw + F.linear(h, w_hh, b_hh)
+    z = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
     c = ops.lstm_cell_c(z, c)
     return ops.lstm_cell_h(z, c), c
 
 
-def _gru_step(xw, h, w_hh, b_hh):
+def _gru_step(x, h, w_ih, w_hh, b_ih, b_hh):
     hidden = w_hh.shape[1]
-    gi = ops.split(xw, hidden, axis=-1)
+    gi = ops.split(F.linear(x, w_ih, b_ih), hidden, axis=-1)
     gh = ops.split(F.linear(h, w_hh, b_hh), hidden, axis=-1)
     r = F.sigmoid(gi[0] + gh[0])
     z = F.sigmoid(gi[1] + gh[1])
@@ -45,8 +43,8 @@ def _gru_step(xw, h, w_hh, b_hh):
 
 
 def _rnn_step(act):
-    def step(xw, h, w_hh, b_hh):
-        return act(xw + F.linear(h, w_hh, b_hh))
+    def step(x, h, w_ih, w_hh, b_ih, b_hh):
+        return act(F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh))
     return step
 
 
@@ -164,20 +162,12 @@ class RNNBase(Module):
                 x = F.dropout(x, self.dropout, True)
         return x, finals
 
-    @staticmethod
-    def _projected(x, weights):
-        """Every step's input projection x_t W_ih^T + b_ih as one product over the whole
-        sequence (T * B rows), and the weights each step still needs (W_hh, b_hh)."""
-        w_ih, w_hh, b_ih, b_hh = weights
-        return F.linear(x, w_ih, b_ih), (w_hh, b_hh)
-
     def _run(self, x, state, weights, reverse):
         state = tuple(state) if self._lstm else state[0]
         steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
         outs = [None] * x.shape[0]
-        xw, weights = self._projected(x, weights)
         for t in steps:
-            state = self._step(xw[t], state, *weights)
+            state = self._step(x[t], state, *weights)
             outs[t] = state[0] if self._lstm else state
         return ops.stack(*outs, axis=0), state
 
@@ -188,11 +178,10 @@ class RNNBase(Module):
         parts, batch = list(state), x.shape[1]
         steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
         outs = [None] * x.shape[0]
-        xw, weights = self._projected(x, weights)
         for t in steps:
             n = sizes[t]
             cur = [p[:n] for p in parts] if n < batch else parts
-            new = self._step(xw[t, :n], tuple(cur) if self._lstm else cur[0], *weights)
+            new = self._step(x[t, :n], tuple(cur) if self._lstm else cur[0], *weights)
             new = list(new) if self._lstm else [new]
             parts = [ops.concat(a, p[n:], axis=0) if n < batch else a
                      for a, p in zip(new, parts)]
