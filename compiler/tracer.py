@@ -74,6 +74,10 @@ _BREAKS = {
     "after_step": ("a parameter read after the optimizer's step() inside the compiled "
                    "function", "end the function with the step: compute what you need from "
                    "the parameters before it, or after the call"),
+    "layout": ("a tensor's memory layout read (is_contiguous(), stride(), or storage_offset() "
+               "of a view passed in)",
+               "read it outside the compiled function: a traced tensor has no layout of its "
+               "own (contiguous() is traced)"),
     "storage": ("as_strided of a view (a slice, a transpose, ...) passed in, which reads the "
                 "storage of the tensor it is a view of",
                 "pass that tensor in and take as_strided of it, or of a contiguous() copy"),
@@ -235,6 +239,12 @@ class Tracer(Tensor):
     def clone(self, *, memory_format=None):
         format_order("clone", memory_format, self.ndim)
         return ops.cast(self, self.dtype)
+
+    def is_contiguous(self, memory_format=None):
+        _graph_break(self, "layout")
+
+    def stride(self, dim=None):
+        _graph_break(self, "layout")
 
     def contiguous(self, memory_format=None):
         """self: a traced value has no layout of its own (a compiled function's results are

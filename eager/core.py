@@ -591,6 +591,11 @@ class Tensor:
         """Where this tensor's first element lies in its storage, in elements: its place in
         the tensor it is a view of (slicing, transpose, ...), else 0."""
         where = storage_of(self)
+        if where is None and getattr(self, "_root", None) is not None and \
+                type(self._array) is not np.ndarray:
+            tr = current_trace()            # NOTE: compile()'s tracer for an eager view
+            if tr is not None:
+                tr.break_here("layout")
         return 0 if where is None else where[1]
 
     def __len__(self):
