@@ -12,6 +12,7 @@ bincount, searchsorted, multinomial) compute with NumPy and carry no gradient, l
 from __future__ import annotations
 
 import builtins
+import functools
 
 import math
 
@@ -89,7 +90,11 @@ def zero_link(t):
 
 def _beta_alpha(input, prod, beta, alpha):
     """beta * input + alpha * prod; beta 0 ignores input's values (NaN included), as torch;
-    integer tensors take beta and alpha truncated to integers, as torch's do."""
+    integer tensors take beta and alpha truncated to integers, as torch's do; bool tensors
+    give bool, (beta and input) or (alpha and prod), as torch's."""
+    if prod.dtype == np.bool_ and _t(input).dtype == np.bool_:
+        out = prod if alpha else ops.eq(prod, 2)          # NOTE: alpha 0: all False
+        return ops.maximum(_t(input), out) if beta else ops.copy(out)   # NOTE: max is or
     if prod.dtype.kind in "iu":
         beta, alpha = int(beta), int(alpha)
     prod = prod if alpha == 1 else prod * alpha
@@ -112,10 +117,12 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     return _beta_alpha(input, bmm(batch1, batch2), beta, alpha)
 
 
+@in_opmath   # NOTE: torch's CPU kernel computes a half input's in float32, rounded once
 def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
     return input + _scaled(tensor1 * tensor2, value)
 
 
+@in_opmath
 def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
     return input + _scaled(tensor1 / tensor2, value)
 
@@ -143,7 +150,14 @@ def einsum(equation, *operands):
         x = x.reshape(tuple(shape))
         prod = x if prod is None else prod * x
     summed = tuple(i for i, c in enumerate(letters) if c not in rhs)
-    return accumulate(ops.sum, prod, axis=summed) if summed else prod
+    if not summed:
+        return prod
+    out = accumulate(ops.sum, prod, axis=summed)
+    # NOTE: torch sums a letter only one operand has (and the output has not) out of that
+    # operand first, with sum (integers: int64); the rest goes through bmm, which keeps the
+    # operands' dtype: 'ij,jk->ik' of int16 is int16, 'ij,jk->' and 'ij->i' are int64
+    solo = any(c not in rhs and sum(c in t for t in terms) == 1 for t in terms for c in t)
+    return out if solo or out.dtype == prod.dtype else ops.cast(out, prod.dtype)
 
 
 def _diagonals(x, term):
@@ -279,7 +293,12 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
 
 def cumprod(input, dim, *, dtype=None):  # noqa: A002
     x = accumulating(input, dtype)
+    if x.ndim == 0:         # NOTE: torch: a 0-d tensor's running product is 0-d, itself
+        norm_axis("cumprod", dim, 1)
+        return ops.copy(x)
     d = norm_axis("cumprod", dim, x.ndim)
+    if x.shape[d] == 0:
+        return ops.copy(x)
     parts, outs = _slices(x, d), []
     for p in parts:
         outs.append(p if not outs else outs[-1] * p)
@@ -334,12 +353,30 @@ def frac(input):  # noqa: A002
     return input - trunc(input)
 
 
+def _half_in_opmath(fn):
+    """fn(a, b) computed in float32 and rounded once when its tensor operands are all of one
+    half dtype (the others Python numbers), as torch's CPU kernels compute fmod and
+    remainder of float16 and bfloat16."""
+    @functools.wraps(fn)
+    def run(a, b):
+        dts = {v.dtype for v in (a, b) if isinstance(v, Tensor)}
+        if len(dts) != 1 or torch_opmath_dtype(next(iter(dts))) == next(iter(dts)):
+            return fn(a, b)
+        dt = next(iter(dts))
+        wide = [ops.cast(v, torch_opmath_dtype(dt)) if isinstance(v, Tensor) else v
+                for v in (a, b)]
+        return ops.cast(fn(*wide), dt)
+    return run
+
+
+@_half_in_opmath
 def fmod(input, other):  # noqa: A002
     """The remainder with the sign of the dividend (C's fmod)."""
     return input - trunc(input / other) * other if _is_float(input, other) else \
         _t(np.fmod(_arr(input), _arr(other)))
 
 
+@_half_in_opmath
 def remainder(input, other):  # noqa: A002
     """The remainder with the sign of the divisor (Python's %)."""
     return input - ops.floor(input / other) * other if _is_float(input, other) else \
@@ -615,9 +652,16 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A
     same at every index, so repeated indices are fine; a src tensor with repeated indices,
     where torch's pick is unspecified, raises."""
     if reduce is not None:
+        fill = src if value is None else value
         if reduce == "add":
-            return scatter_add(input, dim, index, src if value is None else value)
-        raise NotImplementedError(f"scatter(reduce={reduce!r}) is not supported by dualgrad")
+            return scatter_add(input, dim, index, fill)
+        if reduce == "multiply":
+            from .shaping import scatter_reduce
+            x = _t(input)
+            if not isinstance(fill, Tensor) and np.ndim(fill) == 0:
+                fill = np.full(tuple(np.shape(_arr(index))), fill, x.dtype)
+            return scatter_reduce(x, dim, index, fill, "prod", include_self=True)
+        raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce!r}")
     x = _t(input)
     fill = src if value is None else value
     if not isinstance(fill, Tensor) and np.ndim(fill) == 0:
@@ -642,8 +686,10 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
     lead = (slice(None),) * d
     for _ in range(n):
         m = x.shape[d]
-        x = ops.slice_(x, index=lead + (slice(1, m),)) - ops.slice_(x, index=lead +
-                                                                    (slice(0, m - 1),))
+        after, before = (ops.slice_(x, index=lead + (slice(1, m),)),
+                         ops.slice_(x, index=lead + (slice(0, m - 1),)))
+        # NOTE: bool: torch's diff is logical_xor (NumPy has no bool subtraction)
+        x = ops.ne(after, before) if x.dtype == np.bool_ else after - before
     return ops.copy(x) if len(parts) == 1 and not n else x   # NOTE: n=0: a copy, as torch
 
 

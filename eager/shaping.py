@@ -311,10 +311,12 @@ def index_copy(input, dim, index, source):  # noqa: A002
 
 def masked_scatter(input, mask, source):  # noqa: A002
     """input with source's first elements (in order) written where mask is True."""
-    x, src = _t(input), _t(source)
-    m = np.broadcast_to(_arr(mask), tuple(x.shape))
+    x, src, m = _t(input), _t(source), _arr(mask)
     if m.dtype != np.bool_:
         raise RuntimeError(f"masked_scatter_: expected BoolTensor for mask, got {m.dtype}")
+    shape = np.broadcast_shapes(tuple(x.shape), m.shape)   # NOTE: torch broadcasts both
+    x, m = (x if tuple(x.shape) == shape else ops.broadcast_to(x, shape=shape)), \
+        np.broadcast_to(m, shape)
     pos = np.flatnonzero(m)
     if len(pos) > src.numel():
         raise RuntimeError(f"masked_scatter: expected source to have at least {len(pos)} "

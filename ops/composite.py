@@ -203,7 +203,7 @@ def argmin(x, axis=-1, keepdims=False):
 @in_opmath
 def norm(x, ord=2, axis=None, keepdims=False):  # noqa: A002 - numpy's name
     """The vector p-norm over `axis` (all elements by default): ord 2 (or "fro"), 1, any
-    other positive p (sum |x|^p)^(1/p), inf (max |x|), -inf (min |x|), 0 (the count of
+    other p, negative too, (sum |x|^p)^(1/p), inf (max |x|), -inf (min |x|), 0 (the count of
     nonzeros, its gradient zero), as torch's vector norms."""
     from .elementwise import abs as abs_, gt
     if ord == 1:
@@ -225,8 +225,13 @@ def norm(x, ord=2, axis=None, keepdims=False):  # noqa: A002 - numpy's name
         pos = gt(s, 0.0)
         s = where(pos, s, 1.0)
         return where(pos, sqrt(s) if p == 2 else s ** (1.0 / p), 0.0)
-    raise ValueError(f"norm: ord must be a positive number, inf, -inf, 0 or 'fro', got "
-                     f"{ord!r}")
+    if isinstance(ord, (int, float)) and ord < 0:   # NOTE: a zero element makes it 0, as torch
+        ax = abs_(x)
+        nz = gt(ax, 0.0)
+        s = sum_(where(nz, where(nz, ax, 1.0) ** float(ord), math.inf), axis=axis,
+                 keepdims=keepdims)
+        return s ** (1.0 / ord)
+    raise ValueError(f"norm: ord must be a number, inf, -inf or 'fro', got {ord!r}")
 
 
 # -- small elementwise compositions: one definition for eager's and graph's names ------------

@@ -560,14 +560,18 @@ def pixel_shuffle(x, upscale_factor):
         raise located(f"pixel_shuffle: channels {xs[1]} of input {fmt_shape(xs)} are not "
                        f"divisible by upscale_factor^2 = {r * r}")
     c, h, w = xs[1] // (r * r), xs[2], xs[3]
-    y = transpose(reshape(x, (-1, c, r, r, h, w)), axes=(0, 1, 4, 2, 5, 3))
-    return copy(reshape(y, (-1, c, h * r, w * r)))     # NOTE: a new tensor, as torch's
+    n = -1 if xs[0] is None else xs[0]     # NOTE: no -1 when known: 0 channels leave it open
+    y = transpose(reshape(x, (n, c, r, r, h, w)), axes=(0, 1, 4, 2, 5, 3))
+    return copy(reshape(y, (n, c, h * r, w * r)))     # NOTE: a new tensor, as torch's
 
 
 def pixel_unshuffle(x, downscale_factor):
     """(N, C, H * r, W * r) -> (N, C * r^2, H, W), the inverse of pixel_shuffle."""
     xs = _need("pixel_unshuffle", x, 4, "(N, C, H * r, W * r)")
     r = int(downscale_factor)
+    if None not in xs and 0 in xs:
+        return copy(x)      # NOTE: torch's pixel_unshuffle returns an empty input's clone
     c, h, w = xs[1], xs[2] // r, xs[3] // r
-    y = transpose(reshape(x, (-1, c, h, r, w, r)), axes=(0, 1, 3, 5, 2, 4))
-    return copy(reshape(y, (-1, c * r * r, h, w)))
+    n = -1 if xs[0] is None else xs[0]
+    y = transpose(reshape(x, (n, c, h, r, w, r)), axes=(0, 1, 3, 5, 2, 4))
+    return copy(reshape(y, (n, c * r * r, h, w)))

@@ -575,6 +575,9 @@ def _detached(s):
 
     def d(v):
         if isinstance(v, torch.Tensor):
+            if v._base is not None and v._base.is_contiguous():   # NOTE: a view stays a view
+                return v._base.detach().clone().as_strided(v.size(), v.stride(),
+                                                            v.storage_offset())
             return v.detach().clone()
         if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
             return type(v)(d(x) for x in v)
