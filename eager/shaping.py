@@ -358,7 +358,9 @@ def unflatten(input, dim, sizes):  # noqa: A002
 
 
 def ravel(input):  # noqa: A002
-    return _t(input).reshape(-1)
+    """A contiguous flattened tensor, as torch's: a copy unless input is row-major (NumPy's
+    reshape would give a strided view of a strided input)."""
+    return _t(input).contiguous().reshape(-1)
 
 
 def fliplr(input):  # noqa: A002
