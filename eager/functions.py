@@ -656,11 +656,8 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A
         if reduce == "add":
             return scatter_add(input, dim, index, fill)
         if reduce == "multiply":
-            from .shaping import scatter_reduce
-            x = _t(input)
-            if not isinstance(fill, Tensor) and np.ndim(fill) == 0:
-                fill = np.full(tuple(np.shape(_arr(index))), fill, x.dtype)
-            return scatter_reduce(x, dim, index, fill, "prod", include_self=True)
+            raise NotImplementedError("scatter(reduce='multiply') is not supported by dualgrad: "
+                                      "use scatter_reduce(..., 'prod')")
         raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce!r}")
     x = _t(input)
     fill = src if value is None else value

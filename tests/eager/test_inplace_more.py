@@ -182,23 +182,8 @@ def test_duplicate_indices_raise_where_torch_is_unspecified():
         eager.zeros(3).index_copy_(0, eager.tensor([1, 1]), eager.ones(2))
     with pytest.raises(NotImplementedError, match="duplicate indices"):
         eager.zeros(3).put_(eager.tensor([1, 1]), eager.ones(2))
-
-
-
-def test_scatter_reduce_multiply_matches_torch():
-    """scatter_(reduce="multiply") multiplies at each index, repeated indices too (torch's
-    deprecated form of scatter_reduce(..., "prod"))."""
-    import warnings
-    for src in (2.5, [[2.0, 3.0, 4.0]]):
-        got = eager.full((3, 4), 2.0).scatter_(
-            0, eager.tensor([[0, 1, 0]]), src if isinstance(src, float) else eager.tensor(src),
-            reduce="multiply")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")      # NOTE: torch's deprecation of the Tensor form
-            want = torch.full((3, 4), 2.0).scatter_(
-                0, torch.tensor([[0, 1, 0]]),
-                src if isinstance(src, float) else torch.tensor(src), reduce="multiply")
-        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    with pytest.raises(NotImplementedError, match="multiply"):
+        eager.zeros(3).scatter_(0, eager.tensor([1]), eager.ones(1), reduce="multiply")
 
 
 # -- layout ------------------------------------------------------------------------------------
