@@ -374,9 +374,11 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
 
 
 def cov(input, *, correction=1, fweights=None, aweights=None):  # noqa: A002
-    """The covariance matrix of the variables in input's rows (observations in columns)."""
+    """The covariance matrix of the variables in input's rows (observations in columns),
+    each observation weighted by fweights (integer repeat counts) times aweights, as
+    torch's (and numpy.cov's) formula."""
     if fweights is not None or aweights is not None:
-        raise NotImplementedError("cov(fweights=, aweights=) is not supported by dualgrad")
+        return _weighted_cov(_t(input), correction, fweights, aweights)
     x = _t(input)
     if x.ndim > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
@@ -388,6 +390,42 @@ def cov(input, *, correction=1, fweights=None, aweights=None):  # noqa: A002
     centred = x - ops.mean(x, axis=1, keepdims=True)
     c = ops.matmul(centred, ops.matrix_transpose(centred)) / float(max(n - correction, 0))
     return c.reshape(()) if c.shape == (1, 1) else c   # one variable: 0-d, as torch
+
+
+def _weighted_cov(x, correction, fweights, aweights):
+    if x.ndim > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
+                           f"input with {x.ndim} dimensions")
+    x = x.reshape(1, -1) if x.ndim < 2 else x
+    if not floating(x.dtype):
+        x = ops.cast(x, np.float32)
+    n, w = x.shape[1], None
+    for name, v in (("fweights", fweights), ("aweights", aweights)):
+        if v is None:
+            continue
+        v = _t(v)
+        if v.ndim > 1 or v.shape[0] != n:
+            raise RuntimeError(f"cov(): expected {name} to have one dimension and the same "
+                               f"number of elements as the observations ({n}), got shape "
+                               f"{tuple(v.shape)}")
+        if name == "fweights" and floating(v.dtype):
+            raise RuntimeError(f"cov(): expected fweights to have integral dtype but got "
+                               f"fweights with {v.dtype} dtype")
+        w = v if w is None else w * v
+    aw = None if aweights is None else _t(aweights)
+    if aw is not None and floating(aw.dtype) and aw.dtype.itemsize > x.dtype.itemsize:
+        x = ops.cast(x, aw.dtype)      # NOTE: torch promotes: half input, float32 weights
+    w = ops.cast(w, x.dtype)
+    total = ops.sum(w)
+    avg = ops.sum(x * w, axis=1, keepdims=True) / total
+    if aweights is None:
+        norm = total - correction
+    else:
+        norm = total - correction * ops.sum(w * ops.cast(aw, x.dtype)) / total
+    norm = ops.maximum(norm, 0.0)        # NOTE: torch clamps a non-positive factor to 0
+    centred = x - avg
+    c = ops.matmul(centred, ops.matrix_transpose(centred * w)) / norm
+    return c.reshape(()) if c.shape == (1, 1) else c
 
 
 def corrcoef(input):  # noqa: A002
