@@ -651,8 +651,8 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A
     """input with src (or value) written at index along dim. A value (or a 0-d src) is the
     same at every index, so repeated indices are fine; a src tensor with repeated indices,
     where torch's pick is unspecified, raises."""
+    fill = src if value is None else value
     if reduce is not None:
-        fill = src if value is None else value
         if reduce == "add":
             return scatter_add(input, dim, index, fill)
         if reduce == "multiply":
@@ -660,15 +660,15 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A
                                       "use scatter_reduce(..., 'prod')")
         raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce!r}")
     x = _t(input)
-    fill = src if value is None else value
-    if not isinstance(fill, Tensor) and np.ndim(fill) == 0:
-        idx, d, _ = _scatter_index("scatter", x, dim, index, fill)
-        hits = ops.gather_grad(np.ones(tuple(idx.shape), np.float32), idx,
-                               np.zeros(tuple(x.shape), np.float32), axis=d)
+    one_value = not isinstance(fill, Tensor) and np.ndim(fill) == 0
+    # NOTE: a value's index stays a tensor (compile() traces it); a src tensor's duplicate
+    # check reads the index's values
+    idx, d, src = (_scatter_index if one_value else _scatter_prep)("scatter", x, dim, index,
+                                                                     fill)
+    hits = ops.gather_grad(np.ones(tuple(idx.shape), np.float32), idx,
+                           np.zeros(tuple(x.shape), np.float32), axis=d)
+    if one_value:
         return ops.where(ops.gt(hits, 0), np.asarray(fill).astype(x.dtype), x)
-    idx, d, src = _scatter_prep("scatter", x, dim, index, fill)
-    hits = ops.gather_grad(np.ones(idx.shape, np.float32), idx, np.zeros(x.shape, np.float32),
-                           axis=d)
     if np.max(_arr(hits), initial=0) > 1:
         raise NotImplementedError("scatter: duplicate indices along dim (torch leaves which "
                                   "value wins unspecified); use scatter_add or unique indices")

@@ -378,27 +378,25 @@ def cov(input, *, correction=1, fweights=None, aweights=None):  # noqa: A002
     each observation weighted by fweights (integer repeat counts) times aweights, as
     torch's (and numpy.cov's) formula."""
     if fweights is not None or aweights is not None:
-        return _weighted_cov(_t(input), correction, fweights, aweights)
-    x = _t(input)
-    if x.ndim > 2:
-        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
-                           f"input with {x.ndim} dimensions")
-    x = x.reshape(1, -1) if x.ndim < 2 else x
-    if not floating(x.dtype):
-        x = ops.cast(x, np.float32)
+        return _weighted_cov(_variables(input), correction, fweights, aweights)
+    x = _variables(input)
     n = x.shape[1]
     centred = x - ops.mean(x, axis=1, keepdims=True)
     c = ops.matmul(centred, ops.matrix_transpose(centred)) / float(max(n - correction, 0))
     return c.reshape(()) if c.shape == (1, 1) else c   # one variable: 0-d, as torch
 
 
-def _weighted_cov(x, correction, fweights, aweights):
+def _variables(input):  # noqa: A002
+    """cov's input as (variables, observations), floating (integers as float32)."""
+    x = _t(input)
     if x.ndim > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
                            f"input with {x.ndim} dimensions")
     x = x.reshape(1, -1) if x.ndim < 2 else x
-    if not floating(x.dtype):
-        x = ops.cast(x, np.float32)
+    return x if floating(x.dtype) else ops.cast(x, np.float32)
+
+
+def _weighted_cov(x, correction, fweights, aweights):
     n, w = x.shape[1], None
     for name, v in (("fweights", fweights), ("aweights", aweights)):
         if v is None:
