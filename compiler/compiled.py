@@ -144,8 +144,9 @@ class _Entry:
         the same view ops run eagerly on this call's input, so writes through it reach the
         input exactly as eager's (and torch's) do, and backward goes through their rules."""
         out = tensors[k] if k < len(tensors) else self.live_tensors[k - len(tensors)]
-        for op, attrs in chain:
-            out = ops.bind(op, out, **attrs)
+        for op, attrs, shaped in chain:   # NOTE: shape-only inputs: any array of their shape
+            out = ops.bind(op, out, *[np.broadcast_to(np.zeros((), dt), sh) for sh, dt in shaped],
+                           **attrs)
         return out
 
     def _effects(self, vals, arrays):
@@ -459,8 +460,9 @@ class Compiled:
 
 
 def view_chain(y, sources):
-    """(index of the source placeholder, [(op, attrs), ...]) when graph tensor y is that
-    placeholder seen through view ops only (`Op.view`, one tensor input each), else None."""
+    """(index of the source placeholder, [(op, attrs, shaped), ...]) when graph tensor y is
+    that placeholder seen through view ops only (`Op.view`, whose other inputs, if any, give
+    only their shape: `shaped` is their (shape, dtype)s, as expand_as's), else None."""
     chain = []
     while True:
         for k, s in enumerate(sources):
@@ -468,9 +470,13 @@ def view_chain(y, sources):
                 return k, chain[::-1]
         node = y.node
         op = getattr(node, "op", None)
-        if not getattr(op, "view", False) or len(node.inputs) != 1 or y.index != 0:
+        if not getattr(op, "view", False) or y.index != 0 or not node.inputs or (
+                len(node.inputs) > 1 and op.shape_only_from != 1):
             return None
-        chain.append((op, dict(node.attrs)))
+        shaped = [(tuple(x.shape), x.dtype) for x in node.inputs[1:]]
+        if any(d is None for sh, _ in shaped for d in sh):
+            return None
+        chain.append((op, dict(node.attrs), shaped))
         y = node.inputs[0]
 
 

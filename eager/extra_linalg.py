@@ -322,8 +322,9 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):  # noqa: N803
         v = ops.eigh_vectors(a)
         s = ops.eigh_values(a)
         u, vh = v, v.mT
-    else:
-        u, s, vh = ops.svd_u(a), ops.svd_s(a), ops.svd_vh(a)
+    else:   # NOTE: its own gradient, which holds where the rank is deficient (torch's)
+        tols = np.stack(np.broadcast_arrays(*_tolerances(a, atol, rtol)), axis=-1)
+        return ops.pinv_tol(a, np.broadcast_to(tols, tuple(a.shape[:-2]) + (1, 2)))
     keep = np.abs(_arr(s)) > _tolerance(np.abs(_arr(s)), a, atol, rtol)
     inv_s = ops.where(keep, 1.0 / ops.where(keep, s, 1.0), 0.0)
     return ops.matmul(vh.mT * ops.expand_dims(inv_s, axis=-2), u.mT)
@@ -332,7 +333,12 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):  # noqa: N803
 def _tolerance(s, a, atol, rtol):
     """max(atol, rtol * the largest singular value), torch's default rtol eps * max(m, n)
     when neither is given (atol and rtol may be tensors, one value per matrix)."""
-    smax = np.max(s, axis=-1, keepdims=True, initial=0.0)
+    atol, rtol = _tolerances(a, atol, rtol)
+    return np.maximum(atol, rtol * np.max(s, axis=-1, keepdims=True, initial=0.0))
+
+
+def _tolerances(a, atol, rtol):
+    """(atol, rtol) as float64 arrays, one value per matrix (batch + (1,)) or one for all."""
     atol = None if atol is None else np.asarray(_arr(atol), dtype=np.float64)
     rtol = None if rtol is None else np.asarray(_arr(rtol), dtype=np.float64)
     if rtol is None:
@@ -341,7 +347,7 @@ def _tolerance(s, a, atol, rtol):
     atol = np.float64(0.0) if atol is None else atol
     atol = atol[..., None] if atol.ndim else atol
     rtol = rtol[..., None] if rtol.ndim else rtol
-    return np.maximum(atol, rtol * smax)
+    return atol, rtol
 
 
 @keeps_fp32

@@ -1,4 +1,4 @@
-"""torch.* math that PyTorch programs call by name (mm, einsum, std, roll, scatter, …), as
+"""torch.* math that PyTorch programs call by name (mm, einsum, std, roll, scatter_add, …), as
 compositions of the op library's ops, and the same names as Tensor methods.
 
 Functions whose result's shape depends on the values (nonzero, masked_select's count,
@@ -12,7 +12,6 @@ bincount, searchsorted, multinomial) compute with NumPy and carry no gradient, l
 from __future__ import annotations
 
 import builtins
-import functools
 
 import math
 
@@ -353,30 +352,14 @@ def frac(input):  # noqa: A002
     return input - trunc(input)
 
 
-def _half_in_opmath(fn):
-    """fn(a, b) computed in float32 and rounded once when its tensor operands are all of one
-    half dtype (the others Python numbers), as torch's CPU kernels compute fmod and
-    remainder of float16 and bfloat16."""
-    @functools.wraps(fn)
-    def run(a, b):
-        dts = {v.dtype for v in (a, b) if isinstance(v, Tensor)}
-        if len(dts) != 1 or torch_opmath_dtype(next(iter(dts))) == next(iter(dts)):
-            return fn(a, b)
-        dt = next(iter(dts))
-        wide = [ops.cast(v, torch_opmath_dtype(dt)) if isinstance(v, Tensor) else v
-                for v in (a, b)]
-        return ops.cast(fn(*wide), dt)
-    return run
-
-
-@_half_in_opmath
+@in_opmath
 def fmod(input, other):  # noqa: A002
     """The remainder with the sign of the dividend (C's fmod)."""
     return input - trunc(input / other) * other if _is_float(input, other) else \
         _t(np.fmod(_arr(input), _arr(other)))
 
 
-@_half_in_opmath
+@in_opmath
 def remainder(input, other):  # noqa: A002
     """The remainder with the sign of the divisor (Python's %)."""
     return input - ops.floor(input / other) * other if _is_float(input, other) else \
@@ -647,34 +630,6 @@ def scatter_add(input, dim, index, src):  # noqa: A002
     return x + ops.gather_grad(src, idx, x, axis=d)
 
 
-def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A002
-    """input with src (or value) written at index along dim. A value (or a 0-d src) is the
-    same at every index, so repeated indices are fine; a src tensor with repeated indices,
-    where torch's pick is unspecified, raises."""
-    fill = src if value is None else value
-    if reduce is not None:
-        if reduce == "add":
-            return scatter_add(input, dim, index, fill)
-        if reduce == "multiply":
-            raise NotImplementedError("scatter(reduce='multiply') is not supported by dualgrad: "
-                                      "use scatter_reduce(..., 'prod')")
-        raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce!r}")
-    x = _t(input)
-    one_value = not isinstance(fill, Tensor) and np.ndim(fill) == 0
-    # NOTE: a value's index stays a tensor (compile() traces it); a src tensor's duplicate
-    # check reads the index's values
-    idx, d, src = (_scatter_index if one_value else _scatter_prep)("scatter", x, dim, index,
-                                                                     fill)
-    hits = ops.gather_grad(np.ones(tuple(idx.shape), np.float32), idx,
-                           np.zeros(tuple(x.shape), np.float32), axis=d)
-    if one_value:
-        return ops.where(ops.gt(hits, 0), np.asarray(fill).astype(x.dtype), x)
-    if np.max(_arr(hits), initial=0) > 1:
-        raise NotImplementedError("scatter: duplicate indices along dim (torch leaves which "
-                                  "value wins unspecified); use scatter_add or unique indices")
-    return ops.where(ops.gt(hits, 0), ops.gather_grad(src, idx, x, axis=d), x)
-
-
 def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
     x = _t(input)
     d = norm_axis("diff", dim, x.ndim)
@@ -824,5 +779,5 @@ __all__ = TORCH_NAMES = [
     "nan_to_num", "clamp_min", "clamp_max", "lerp", "logical_and", "logical_or",
     "logical_not", "logical_xor", "narrow", "unbind", "roll", "repeat_interleave", "tile",
     "broadcast_to", "broadcast_tensors", "take", "masked_select", "nonzero", "argwhere",
-    "isin", "scatter", "scatter_add", "diff", "meshgrid", "bincount", "searchsorted", "bucketize",
+    "isin", "scatter_add", "diff", "meshgrid", "bincount", "searchsorted", "bucketize",
     "multinomial", "bernoulli", "normal"]

@@ -397,7 +397,7 @@ class MoreInPlace:
     __slots__ = ()
 
     def scatter_(self, dim, index, src=None, *, value=None, reduce=None):
-        from .functions import scatter
+        from .shaping import scatter
         return apply_inplace(self, "scatter_", lambda t, s: scatter(
             t, dim, index, s, value=value, reduce=reduce), _scalar_or_tensor(src))
 

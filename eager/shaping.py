@@ -16,10 +16,11 @@ from __future__ import annotations
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.rules import floating, norm_axis
+from dualgrad.ops.rules import floating, norm_axis, torch_opmath_dtype
 
 from .core import Tensor
-from .functions import _arr, _t
+from .functions import (_arr, _no_grad_tensor, _scatter_index, _scatter_prep, _t, diag,
+                        floor_divide, meshgrid, scatter_add)
 
 
 def _seq(tensors):
@@ -339,7 +340,14 @@ def put(input, index, source, accumulate=False):  # noqa: A002
     placed = ops.take_grad(ops.cast(src.reshape(-1), x.dtype), idx, x.reshape(-1), axis=0)
     placed = placed.reshape(tuple(x.shape))
     if accumulate:
-        return x + placed
+        out = x + placed
+        if torch_opmath_dtype(x.dtype) == x.dtype:
+            return out
+        # NOTE: half: torch adds each source value into self in index order, every addition
+        # rounded; the gradient is the sum's
+        value = _arr(x).reshape(-1).copy()
+        np.add.at(value, idx, _arr(ops.cast(src.reshape(-1), x.dtype)))
+        return (out - ops.stop_gradient(out)) + value.reshape(tuple(x.shape))
     _unique("put", idx)
     mask = np.zeros(x.numel(), bool)
     mask[idx] = True
@@ -428,12 +436,16 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
     """input with src's values reduced into it at index along dim: "sum", "prod", "mean",
     "amax", "amin" (torch's gradients: amax/amin share among the elements equal to the
     result, prod's factors get the product of the others)."""
-    from .functions import _scatter_prep, floor_divide
     reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)   # NOTE: torch's aliases
     if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
     x = _t(input)
+    if x.ndim == 0:   # NOTE: torch reads 0-d tensors as their one element along dim 0 or -1
+        norm_axis("scatter_reduce", dim, 1)
+        flat = [v.reshape(1) if isinstance(v, Tensor) else np.reshape(v, 1) for v in (index, src)]
+        return scatter_reduce(x.reshape(1), 0, *flat, reduce,
+                              include_self=include_self).reshape(())
     idx, d, src = _scatter_prep("scatter_reduce", x, dim, index, src)
     src = ops.cast(_t(src), x.dtype)
     hits = _arr(ops.gather_grad(np.ones(idx.shape, np.int64), idx, np.zeros(x.shape, np.int64),
@@ -449,6 +461,35 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
     if reduce == "prod":
         return _scatter_prod(x, d, idx, src, keep)
     return _scatter_extreme(x, d, idx, src, keep, hits, reduce)
+
+
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):  # noqa: A002
+    """input with src (or value) written at index along dim. A value (or a 0-d src) is the
+    same at every index, so repeated indices are fine; a src tensor with repeated indices,
+    where torch's pick is unspecified, raises."""
+    fill = src if value is None else value
+    if reduce is not None:
+        if reduce == "add":
+            return scatter_add(input, dim, index, fill)
+        if reduce == "multiply":   # NOTE: a value multiplies once per index that hits
+            if not isinstance(fill, Tensor) and np.ndim(fill) == 0:
+                fill = np.full(np.shape(_arr(index)), fill, dtype=_t(input).dtype)
+            return scatter_reduce(input, dim, index, fill, "prod")
+        raise RuntimeError(f"reduce argument must be either add or multiply, got {reduce!r}")
+    x = _t(input)
+    one_value = not isinstance(fill, Tensor) and np.ndim(fill) == 0
+    # NOTE: a value's index stays a tensor (compile() traces it); a src tensor's duplicate
+    # check reads the index's values
+    idx, d, src = (_scatter_index if one_value else _scatter_prep)("scatter", x, dim, index,
+                                                                     fill)
+    hits = ops.gather_grad(np.ones(tuple(idx.shape), np.float32), idx,
+                           np.zeros(tuple(x.shape), np.float32), axis=d)
+    if one_value:
+        return ops.where(ops.gt(hits, 0), np.asarray(fill).astype(x.dtype), x)
+    if np.max(_arr(hits), initial=0) > 1:
+        raise NotImplementedError("scatter: duplicate indices along dim (torch leaves which "
+                                  "value wins unspecified); use scatter_add or unique indices")
+    return ops.where(ops.gt(hits, 0), ops.gather_grad(src, idx, x, axis=d), x)
 
 
 def _where_at(idx, d):
@@ -561,7 +602,6 @@ def block_diag(*tensors):
 
 def cartesian_prod(*tensors):
     """Every combination of the 1-D tensors' elements, one per row (a 1-D input as is)."""
-    from .functions import meshgrid
     if len(tensors) == 1:
         return _t(tensors[0])
     grids = meshgrid(*tensors, indexing="ij")
@@ -571,7 +611,6 @@ def cartesian_prod(*tensors):
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """Each run of equal consecutive values kept once (no gradient: the shape depends on the
     values)."""
-    from .functions import _no_grad_tensor
     a = _arr(input)
     if dim is None:
         flat = a.reshape(-1)
@@ -644,7 +683,6 @@ def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):  # noqa: A002
 
 
 def diagflat(input, offset=0):  # noqa: A002
-    from .functions import diag
     return diag(_t(input).reshape(-1), offset)
 
 
@@ -654,5 +692,5 @@ __all__ = TORCH_NAMES = [
     "movedim", "moveaxis", "swapaxes", "swapdims", "t", "masked_fill", "take_along_dim",
     "rot90", "index_add", "index_fill", "index_copy", "masked_scatter", "put", "unflatten",
     "ravel", "fliplr", "flipud", "diag_embed", "split_with_sizes", "msort", "index_put",
-    "scatter_reduce", "tril_indices", "triu_indices", "block_diag", "cartesian_prod",
+    "scatter", "scatter_reduce", "tril_indices", "triu_indices", "block_diag", "cartesian_prod",
     "unique_consecutive", "select_scatter", "slice_scatter", "diagonal_scatter", "diagflat"]

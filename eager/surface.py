@@ -61,8 +61,7 @@ SURFACE = (
         "log1p", "expm1", "log2", "log10", "reciprocal", "isnan", "isinf", "isfinite",
         "nan_to_num", "clamp_min", "clamp_max", "lerp", "logical_and", "logical_or",
         "logical_not", "logical_xor", "narrow", "unbind", "roll", "repeat_interleave", "tile",
-        "broadcast_to", "take", "masked_select", "nonzero", "argwhere", "scatter",
-        "scatter_add", "diff", "bincount", "multinomial", "bernoulli")),
+        "broadcast_to", "take", "masked_select", "nonzero", "argwhere", "scatter_add", "diff", "bincount", "multinomial", "bernoulli")),
     # NOTE: torch's // and % are floor_divide (rounding down) and remainder (the divisor's sign)
     (BODIES, {"__floordiv__": self_first(functions.floor_divide),
               "__rfloordiv__": _reflected(functions.floor_divide),
@@ -83,7 +82,7 @@ SURFACE = (
         "select", "tensor_split", "hsplit", "vsplit", "dsplit", "movedim", "moveaxis",
         "swapaxes", "swapdims", "take_along_dim", "rot90", "sum_to_size", "index_add",
         "index_fill", "index_copy", "masked_scatter", "put", "unflatten", "ravel", "fliplr",
-        "flipud", "diag_embed", "split_with_sizes", "msort", "index_put", "scatter_reduce",
+        "flipud", "diag_embed", "split_with_sizes", "msort", "index_put", "scatter", "scatter_reduce",
         "unique_consecutive", "unfold", "select_scatter", "slice_scatter", "diagonal_scatter",
         "diagflat")),
     (SELF_FIRST, extra_pointwise, tuple(extra_pointwise.TORCH_NAMES)),

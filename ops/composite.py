@@ -66,19 +66,26 @@ def composite(samples=(), ref=None):
 
 
 def in_opmath(fn):
-    """fn computing in the wider dtype PyTorch's CPU kernels use for its input's dtype
+    """fn computing in the wider dtype PyTorch's CPU kernels use for its operands' dtype
     (`rules.torch_opmath_dtype`: float32 for float16), its result rounded back once: a float16
-    softmax or mean agrees with torch's to float16's last bit, not a few bits worse. Further
-    positional operands of x's dtype (a conv's weight and bias) are widened with it."""
+    softmax or mean agrees with torch's to float16's last bit, not a few bits worse. It acts
+    when the positional tensor operands (a conv's input, weight and bias; `2 % x`'s x) are all
+    of one half dtype; Python and NumPy numbers stay as they are, and operands of mixed dtypes
+    are left to fn's promotion."""
     @functools.wraps(fn)
-    def run(x, *args, **kwargs):
-        dt = getattr(x, "dtype", None)
+    def run(*args, **kwargs):
+        dts = {np.dtype(a.dtype) for a in args if _operand(a)}
+        dt = dts.pop() if len(dts) == 1 else None
         if dt is None or torch_opmath_dtype(dt) == dt:
-            return fn(x, *args, **kwargs)
+            return fn(*args, **kwargs)
         wide = torch_opmath_dtype(dt)
-        args = tuple(cast(a, wide) if getattr(a, "dtype", None) == dt else a for a in args)
-        return cast(fn(cast(x, wide), *args, **kwargs), np.dtype(dt))
+        return cast(fn(*[cast(a, wide) if _operand(a) else a for a in args], **kwargs), dt)
     return run
+
+
+def _operand(a):
+    """A tensor operand (an array, eager or graph tensor), not a number."""
+    return hasattr(a, "dtype") and hasattr(a, "shape") and not isinstance(a, np.generic)
 
 
 def _shape(x):

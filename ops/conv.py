@@ -7,19 +7,20 @@ ceil instead of floor under ceil_mode (a window must still start inside the inpu
 """
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 
 from . import interp_uint8
 from .core import Sample, fmt_shape, located, spec_of
-from .elementwise import abs as abs_, cast, copy, floordiv, sign
+from .elementwise import abs as abs_, add, cast, copy, div, floordiv, sign, where
 from .index import gather
 from .composite import _shape, composite, in_opmath, mean
 from .nn import fold, matmul, pair, unfold, window_outs
 from .pool import max_pool, window_argmax, window_stack
 from .reduce import argmax, max as max_, sum as sum_
-from .rules import floating
+from .rules import floating, torch_opmath_dtype
 from .shape import (concat, expand_dims, pad, reshape, slice_, squeeze, take, transpose,
                     zeros_like)
 
@@ -430,6 +431,32 @@ def adaptive_max_pool1d(x, output_size, return_indices=False):
     return squeeze(out, axis=2)
 
 
+def half_adaptive_avg_pool3d(x, out):
+    """torch's CPU adaptive_avg_pool3d (and interpolate(mode="area") of a 5-d input) for a
+    float16 or bfloat16 input: each window summed element by element in the input's dtype
+    (depth, then height, then width; every addition rounded), then divided by its depth,
+    height and width in turn, each division rounded. out: the three output sizes."""
+    xs = _shape(x)
+    wins = [[(math.floor(o * xs[2 + i] / n), math.ceil((o + 1) * xs[2 + i] / n))
+             for o in range(n)] for i, n in enumerate(out)]
+    lo = [np.array([w[0] for w in ws]) for ws in wins]
+    size = [np.array([w[1] - w[0] for w in ws]) for ws in wins]
+    acc = None
+    # NOTE: one masked step per offset in the window, in lexicographic order, is every
+    # window's own order of additions; offset (0, 0, 0) is in every window
+    for off in itertools.product(*(range(int(n.max())) for n in size)):
+        y = x
+        for a in range(3):
+            y = take(y, np.minimum(lo[a] + off[a], xs[2 + a] - 1), axis=2 + a)
+        inside = (off[0] < size[0])[:, None, None] & (off[1] < size[1])[None, :, None] & \
+            (off[2] < size[2])[None, None, :]
+        acc = y if acc is None else where(inside, add(acc, y), acc)
+    dt = np.dtype(x.dtype)
+    for a, n in enumerate(size):
+        acc = div(acc, n.reshape((-1,) + (1,) * (2 - a)).astype(dt))
+    return acc
+
+
 # -- resampling -------------------------------------------------------------------------------
 def _source_index(out, size, scale, mode, align_corners):
     """torch's source coordinate of each output position along one axis."""
@@ -443,18 +470,20 @@ def _source_index(out, size, scale, mode, align_corners):
     return np.maximum((dst + 0.5) * scale - 0.5, 0.0)
 
 
-def _linear_matrix(out, size, scale, align_corners):
+def _linear_matrix(out, size, scale, align_corners, dtype=np.float64):
+    """Linear interpolation weights along one axis; for a half dtype rounded as torch's CPU
+    kernel stores them (lambda in the dtype, then 1 - lambda in the dtype)."""
     src = _source_index(out, size, scale, "linear", align_corners)
     lo = np.minimum(np.floor(src).astype(np.int64), size - 1)
     hi = np.minimum(lo + 1, size - 1)
-    lam = src - lo
+    lam = (src - lo).astype(dtype).astype(np.float64)
     m = np.zeros((out, size))
-    np.add.at(m, (np.arange(out), lo), 1.0 - lam)
+    np.add.at(m, (np.arange(out), lo), (1.0 - lam).astype(dtype).astype(np.float64))
     np.add.at(m, (np.arange(out), hi), lam)
     return m
 
 
-def _cubic_matrix(out, size, scale, align_corners):
+def _cubic_matrix(out, size, scale, align_corners, dtype=np.float64):
     """torch's bicubic weights along one axis: the cubic convolution kernel (A = -0.75) at the
     four neighbours of each source coordinate (not clamped at 0, as torch), their indices
     clamped to the edge."""
@@ -471,7 +500,7 @@ def _cubic_matrix(out, size, scale, align_corners):
     m = np.zeros((out, size))
     for k, w in zip((-1, 0, 1, 2), (far(t + 1), near(t), near(1 - t), far(2 - t))):
         idx = np.clip(x0.astype(np.int64) + k, 0, size - 1)
-        np.add.at(m, (np.arange(out), idx), w)
+        np.add.at(m, (np.arange(out), idx), np.asarray(w).astype(dtype).astype(np.float64))
     return m
 
 
@@ -480,7 +509,6 @@ _MODES = {"nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinea
 _MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
 
 
-@in_opmath
 def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """torch.nn.functional.interpolate: modes nearest, nearest-exact and area (1 to 3
@@ -527,18 +555,26 @@ def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=N
         raise NotImplementedError(f"interpolate(mode={mode!r}) of a {dt} input is not "
                                   f"supported by dualgrad (torch's CPU kernels take uint8 and "
                                   f"floating inputs): cast to float32 first")
+    if mode == "area" and nd == 3 and torch_opmath_dtype(dt) != dt:
+        return half_adaptive_avg_pool3d(x, outs)
+    # NOTE: half inputs: summed in float32 over every axis, the result rounded once, as
+    # torch's CPU kernels; linear's and trilinear's weights rounded to the input's dtype first
+    # (bilinear's kernel keeps them in float32)
+    wide = dt if mode.startswith("nearest") else torch_opmath_dtype(dt)
+    x = x if wide == dt else cast(x, wide)
     for i, (size_i, out, scale) in enumerate(zip(sizes, outs, scales)):
         axis = 2 + i
         if mode.startswith("nearest"):
             x = take(x, _source_index(out, size_i, scale, mode, False), axis=axis)
         else:
             m = (_average_matrix(size_i, out) if mode == "area" else
-                 _cubic_matrix(out, size_i, scale, bool(align_corners)) if mode == "bicubic"
-                 else _linear_matrix(out, size_i, scale, bool(align_corners))).astype(dt)
+                 _cubic_matrix(out, size_i, scale, bool(align_corners), dt) if mode == "bicubic"
+                 else _linear_matrix(out, size_i, scale, bool(align_corners),
+                                     dt if mode != "bilinear" else np.float64)).astype(wide)
             x = matmul(x, m.T) if axis == len(xs) - 1 else \
                 transpose(matmul(transpose(x, axes=_swap(len(xs), axis)), m.T),
                           axes=_swap(len(xs), axis))
-    return x
+    return x if wide == dt else cast(x, dt)
 
 
 def _swap(nd, axis):

@@ -112,7 +112,9 @@ ARGSORT = register(
 def _gather_infer(x, idx, axis, **_):
     if idx.weak is None and idx.dtype.kind not in "iu":
         raise ShapeError(f"gather: index must be integers, got {idx.dtype} for {fmt_shape(idx)}")
-    if idx.ndim != x.ndim:
+    if 0 in idx.shape:   # NOTE: torch takes an empty index of any rank
+        return same(x, shape=idx.shape)
+    if max(idx.ndim, 1) != max(x.ndim, 1):   # NOTE: torch reads 0-d as 1-d of one element
         raise ShapeError(f"gather: index {fmt_shape(idx)} and input {fmt_shape(x)} must have "
                          f"the same number of dimensions")
     a = norm_axis("gather", axis, x.ndim, x)
@@ -125,6 +127,10 @@ def _gather_infer(x, idx, axis, **_):
 
 def _gather_kernel(x, idx, axis):
     x, idx = np.asarray(x), np.asarray(idx)
+    if idx.size == 0:
+        return np.zeros(idx.shape, x.dtype)
+    if x.ndim == 0 or idx.ndim == 0:   # NOTE: torch reads 0-d as 1-d of one element
+        return _gather_kernel(x.reshape(-1), idx.reshape(-1), 0).reshape(idx.shape)
     a = axis % x.ndim
     n = x.shape[a]
     if idx.size and (idx.max() >= n or idx.min() < -n):
@@ -135,6 +141,8 @@ def _gather_kernel(x, idx, axis):
 
 
 def _gather_ref(np, x, idx, axis):
+    if x.ndim == 0:
+        return x.reshape(1)[idx.reshape(1)].reshape(idx.shape)
     a = axis % x.ndim
     sl = tuple(slice(None) if d == a else slice(0, s) for d, s in enumerate(idx.shape))
     return np.take_along_axis(x[sl], idx, axis=a)
@@ -146,6 +154,7 @@ GATHER = register(
     samples=(Sample(((3, 4), np.array([[0, 1], [2, 0], [3, 3]])), {"axis": 1}),
              Sample(((3, 4), np.array([[2, 0, 1, 1]])), {"axis": 0}),
              Sample(((2, 3, 2), np.array([[[1], [0]], [[2], [2]]])), {"axis": 1}),
+             Sample(((), np.array(0)), {"axis": 0}),
              Sample(((3, 4), (3, 2)), {"axis": 1}, match="index must be integers"),
              Sample(((3, 4), np.array([0, 1])), {"axis": 0},
                     match=r"gather: index \(2,\) and input \(3, 4\) must have the same number")),
@@ -159,6 +168,11 @@ def _gather_grad_infer(g, idx, x, axis, **_):
 def _gather_grad_kernel(g, idx, x, axis):
     """Scatter-add g into zeros shaped like x at gather's positions (repeats accumulate)."""
     g, idx = np.asarray(g), np.asarray(idx)
+    if idx.size == 0:
+        return np.zeros(np.shape(x), g.dtype)
+    if np.ndim(x) == 0 or idx.ndim == 0:   # NOTE: as gather's 0-d
+        return _gather_grad_kernel(g.reshape(-1), idx.reshape(-1), np.zeros(np.size(x)),
+                                   0).reshape(np.shape(x))
     z = np.zeros(np.shape(x), g.dtype)
     a = axis % z.ndim
     grid = np.indices(idx.shape, sparse=True)

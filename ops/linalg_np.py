@@ -207,6 +207,44 @@ svd_s = _register("svd_s", _svd_s_infer, _svd(1), _svd_s_vjp, samples=_RECT)
 svd_vh = _register("svd_vh", _svd_vh_infer, _svd(2), _svd_vh_vjp, samples=_RECT)
 
 
+# -- the pseudo-inverse over the singular values above a cutoff --------------------------------
+def _pinv_infer(a, tols, **_):
+    if a.ndim is not None and a.ndim < 2:
+        raise ShapeError(f"pinv: expected a batch of matrices, got {fmt_shape(a)}")
+    return Spec(a.shape[:-2] + (a.shape[-1], a.shape[-2]), a.dtype)
+
+
+def _pinv_kernel(a, tols):
+    """V diag(1/s) U^T over the singular values s > max(atol, rtol * max(s)), tols[..., 0, :]
+    = (atol, rtol), one pair per matrix (shape batch + (1, 2))."""
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    tols = np.asarray(tols, np.float64)
+    keep = s > np.maximum(tols[..., 0], tols[..., 1] * np.max(s, axis=-1, keepdims=True,
+                                                               initial=0.0))
+    inv_s = np.where(keep, 1.0 / np.where(keep, s, 1.0), 0.0).astype(s.dtype)
+    return np.matmul(np.swapaxes(vh, -1, -2) * inv_s[..., None, :], np.swapaxes(u, -1, -2))
+
+
+def _pinv_vjp(g, a, tols, out, **kw):
+    """-P^T g P^T + (I - A P) g^T P P^T + P^T P g^T (I - P A), P = pinv(A) (Golub and
+    Pereyra's derivative at constant rank, torch's rule): unlike the SVD's rules it has no
+    1 / (s_i^2 - s_j^2), so it holds at the zero singular values of a rank-deficient A."""
+    pt, gt = _T(out), _T(g)
+    left = matmul(matmul(gt, out), pt)                  # g^T P P^T
+    right = matmul(matmul(pt, out), gt)                 # P^T P g^T
+    ga = (-matmul(pt, matmul(g, pt)) + left - matmul(a, matmul(out, left))
+          + right - matmul(matmul(right, out), a))
+    return unbroadcast(ga, a), None
+
+
+pinv_tol = primitive(register(
+    "pinv_tol", _pinv_infer, _pinv_kernel, _pinv_vjp, category="other", ref=None,
+    samples=(Sample(((4, 3), np.array([[0.0, 1e-6]]))),
+             Sample(((2, 3, 5), np.array([[[1e-6, 0.0]], [[0.0, 0.5]]]))),
+             Sample((np.array([[1.0, 2.0], [2.0, 4.0], [0.5, 1.0]]), np.array([[1e-9, 0.0]])),
+                    grad=False))))
+
+
 # -- QR (reduced, m >= n): A = Q R ----------------------------------------------------------------
 def _qr_q_infer(x, **_):
     k = None if None in x.shape[-2:] else min(x.shape[-2:])
@@ -313,5 +351,5 @@ def singular_value_norm(a, ord, axis=(-2, -1), keepdims=False):  # noqa: A002 - 
     return out
 
 
-__all__ = ["inv", "logabsdet", "det_sign", "det", "solve", "cholesky", "eigh_values", "eigh_vectors",
+__all__ = ["inv", "logabsdet", "det_sign", "det", "solve", "cholesky", "eigh_values", "eigh_vectors", "pinv_tol",
            "svd_u", "svd_s", "svd_vh", "qr_q", "qr_r", "matrix_exp", "singular_value_norm"]

@@ -117,7 +117,8 @@ def _torch_fn(name):
              "svd_u": lambda a: _svd_part(la.svd(a, full_matrices=False), 0),
              "svd_s": lambda a: la.svd(a, full_matrices=False).S,
              "svd_vh": lambda a: _svd_part(la.svd(a, full_matrices=False), 1),
-             "qr_q": lambda a: la.qr(a).Q, "qr_r": lambda a: la.qr(a).R}
+             "qr_q": lambda a: la.qr(a).Q, "qr_r": lambda a: la.qr(a).R,
+             "pinv_tol": lambda a, tols: la.pinv(a, atol=tols[..., 0, 0], rtol=tols[..., 0, 1])}
     if name in parts:
         return parts[name]
     for module in (torch.special, torch.linalg, torch):

@@ -10,13 +10,13 @@ results of the input slices its window covers, so the gradients are the 2-d ops'
 """
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops.composite import in_opmath
+from dualgrad.ops.conv import half_adaptive_avg_pool3d
 from dualgrad.ops.rules import BFLOAT16
 
 from ..functions import _arr, _no_grad_tensor, _t
@@ -59,6 +59,13 @@ def _same_padding(x, k, dilation):
 
 def _conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     w = _t(weight)
+    if np.dtype(x.dtype) in (np.dtype(np.float16), BFLOAT16) and w.dtype == x.dtype:
+        # NOTE: torch's half conv3d (oneDNN's bfloat16, its slow path's float16) sums every
+        # product of an output, bias included, in float32 and rounds once
+        f32 = np.dtype("float32")
+        return ops.cast(_conv3d(ops.cast(x, f32), ops.cast(w, f32), bias if bias is None else
+                                ops.cast(_t(bias), f32), stride, padding, dilation, groups),
+                        x.dtype)
     k, s, d = tuple(w.shape[2:]), _triple(stride), _triple(dilation)
     if isinstance(padding, str):
         if padding == "same":
@@ -188,33 +195,11 @@ def _adaptive_avg_pool3d(x, output_size):
     if output_size is not None and _triple(output_size) == (1, 1, 1):   # NOTE: torch: the mean
         return ops.mean(x, axis=(2, 3, 4), keepdims=True)
     if np.dtype(x.dtype) in (np.dtype(np.float16), BFLOAT16):
-        return _half_adaptive_avg_pool3d(x, output_size)
+        out = _triple(output_size) if output_size is not None else (None,) * 3
+        return half_adaptive_avg_pool3d(x, tuple(x.shape[2 + i] if o is None else o
+                                                     for i, o in enumerate(out)))
     return _adaptive3d(x, output_size, ops.adaptive_avg_pool2d,
                        lambda ps: sum(ps[1:], ps[0]) / len(ps))
-
-
-def _half_adaptive_avg_pool3d(x, output_size):
-    """torch's CPU kernel for a float16 or bfloat16 input: each window summed element by
-    element in the input's dtype (depth, then height, then width; every addition rounded),
-    then divided by its depth, height and width in turn, each division rounded."""
-    out = _triple(output_size) if output_size is not None else (None,) * 3
-    out = tuple(x.shape[2 + i] if o is None else o for i, o in enumerate(out))
-    wins = [_adaptive_windows(x.shape[2 + i], out[i]) for i in range(3)]
-    lo = [np.array([w[0] for w in ws]) for ws in wins]
-    size = [np.array([w[1] - w[0] for w in ws]) for ws in wins]
-    acc = None
-    # NOTE: one masked step per offset in the window, in lexicographic order, is every
-    # window's own order of additions; offset (0, 0, 0) is in every window
-    for off in itertools.product(*(range(int(n.max())) for n in size)):
-        y = x
-        for a in range(3):
-            y = ops.take(y, np.minimum(lo[a] + off[a], x.shape[2 + a] - 1), axis=2 + a)
-        inside = (off[0] < size[0])[:, None, None] & (off[1] < size[1])[None, :, None] & \
-            (off[2] < size[2])[None, None, :]
-        acc = y if acc is None else ops.where(inside, acc + y, acc)
-    for a, n in enumerate(size):
-        acc = acc / n.reshape((-1,) + (1,) * (2 - a)).astype(np.dtype(x.dtype))
-    return acc
 
 
 def _adaptive_max_pool3d(x, output_size, return_indices=False):

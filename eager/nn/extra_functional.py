@@ -217,8 +217,42 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
 def linear_cross_entropy(input, linear_weight, target, *, linear_bias=None, weight=None,  # noqa: A002
                          reduction="mean", ignore_index=None, label_smoothing=0.0, options=None):
     """cross_entropy(linear(input, linear_weight, linear_bias), target): torch's chunking
-    options change only its memory use, so they are accepted and ignored here."""
-    logits = linear(input, linear_weight, linear_bias)
+    options change only its memory use, so they are accepted and ignored here. A weight of
+    shape (C, d1, ..., dK, in_features) gives K-dimensional logits (N, C, d1, ..., dK)."""
+    x, w = _t(input), _t(linear_weight)
+    wide = torch_opmath_dtype(x.dtype)
+    if (options is not None and wide != x.dtype and w.ndim == 2 and label_smoothing == 0.0
+            and reduction in ("mean", "sum", "none") and _t(target).dtype == np.int64):
+        # NOTE: torch's chunked path (taken with options) keeps half logits in float32
+        loss = linear_cross_entropy(
+            ops.cast(x, wide), ops.cast(w, wide), target, reduction=reduction,
+            linear_bias=None if linear_bias is None else ops.cast(_t(linear_bias), wide),
+            weight=None if weight is None else ops.cast(_t(weight), wide),
+            ignore_index=ignore_index)
+        return ops.cast(loss, x.dtype)
+    if not 1 <= x.ndim <= 2:
+        raise RuntimeError(f"expected input with dimensionality 1 or 2, got {x.ndim}")
+    if w.ndim < 2:
+        raise RuntimeError(f"expected linear_weight with dimensionality at least 2, got {w.ndim}")
+    if x.shape[-1] != w.shape[-1]:
+        raise RuntimeError("expected equal input and linear_weight last dimensions (in_features), "
+                           f"got {x.shape[-1]} and {w.shape[-1]}, respectively")
+    classes = tuple(w.shape[:-1])
+    if linear_bias is not None and tuple(_t(linear_bias).shape) != classes:
+        raise RuntimeError(f"expected linear_bias shape {classes}, got "
+                           f"{tuple(_t(linear_bias).shape)}")
+    if len(classes) > 1 and x.ndim == 1:
+        raise RuntimeError(f"K-dimensional loss defined by linear_weight shape {tuple(w.shape)} "
+                           f"requires batched input, (N, {x.shape[-1]}), got unbatched input "
+                           f"with shape {tuple(x.shape)}")
+    if len(classes) > 1:
+        flat = ops.reshape(w, (-1, w.shape[-1]))
+        bias = None if linear_bias is None else ops.reshape(_t(linear_bias), (-1,))
+        logits = ops.reshape(linear(x, flat, bias), tuple(x.shape[:-1]) + classes)
+    else:
+        logits = linear(x, w, linear_bias)
+    if ignore_index is not None and tuple(_t(target).shape) == tuple(logits.shape):
+        raise RuntimeError("ignore_index cannot be specified when target contains probabilities")
     return cross_entropy(logits, target, weight, ignore_index=-100 if ignore_index is None
                          else ignore_index, reduction=reduction, label_smoothing=label_smoothing)
 
@@ -292,10 +326,20 @@ def channel_shuffle(input, groups):  # noqa: A002
 
 
 def bilinear(input1, input2, weight, bias=None):
-    """y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j] + b[o]."""
-    out = ops.einsum(input1, weight, input2, equation="...i,oij,...j->...o")
-    out = out if bias is None else out + bias
+    """y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j] + b[o], contracted as torch's
+    (over i first, then j), half dtypes rounded after each step as torch's are."""
     dt = _t(input1).dtype
+    wide = torch_opmath_dtype(dt)
+
+    def step(a, b, equation):
+        if wide == dt:
+            return ops.einsum(a, b, equation=equation)
+        return ops.cast(ops.einsum(ops.cast(_t(a), wide), ops.cast(_t(b), wide),
+                                   equation=equation), dt)
+    out = step(step(input1, weight, "...i,oij->...oj"), input2, "...oj,...j->...o")
+    if bias is not None:
+        out = out + bias if wide == dt else ops.cast(ops.cast(out, wide) + ops.cast(_t(bias),
+                                                                                  wide), dt)
     return out if out.dtype == dt else ops.cast(out, dt)   # NOTE: integers keep their dtype
 
 

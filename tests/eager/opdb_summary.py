@@ -6,7 +6,7 @@ passing per dtype, eager and compiled.
     python -m tests.eager.opdb_summary --write-doc   # docs/pytorch-compat.md's table
     python -m tests.eager.opdb_summary --write-rows  # DIFFERS's rows, then the doc
 
---cap: samples per entry per dtype (default 4, twice the test's EAGER_CAP: the summary looks past
+--cap: samples per entry per dtype (default 8, twice the test's EAGER_CAP: the summary looks past
 the test's cap, so it counts differences the test does not see); 0 = every sample.
 --failures: print the first difference of each failing entry and dtype.
 """
@@ -83,8 +83,8 @@ def _write_rows():
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
-    ap.add_argument("--cap", type=int, default=4)
-    ap.add_argument("--compile-cap", type=int, default=2)
+    ap.add_argument("--cap", type=int, default=8)
+    ap.add_argument("--compile-cap", type=int, default=4)
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--failures", action="store_true")
     ap.add_argument("--eager-only", action="store_true")

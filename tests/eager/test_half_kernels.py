@@ -141,3 +141,72 @@ def test_conv_transpose_rounds_as_torch(dtype):
             else:
                 np.testing.assert_allclose(np.asarray(out).astype(np.float32),
                                            ref.float().numpy(), rtol=1e-2, atol=1e-2)
+
+
+RESAMPLE = (  # (mode, input shape, keyword arguments of interpolate)
+    ("linear", (2, 3, 5), dict(size=7, align_corners=True)),
+    ("linear", (1, 2, 9), dict(scale_factor=0.6)),
+    ("trilinear", (2, 3, 4, 3, 5), dict(size=(5, 4, 6), align_corners=True)),
+    ("trilinear", (1, 2, 3, 4, 4), dict(scale_factor=1.7)),
+    ("bicubic", (2, 3, 5, 4), dict(size=(7, 6), align_corners=False)),
+    ("bicubic", (1, 2, 4, 6), dict(scale_factor=1.5, align_corners=True)),
+    ("area", (2, 3, 4, 5, 6), dict(size=(3, 6, 4))),
+)
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_interpolate_rounds_as_torch(dtype):
+    """torch's CPU resampling of a half input: the weights rounded to its dtype (linear,
+    trilinear, bicubic), the sums in float32, rounded once; area of a 5-d input is
+    adaptive_avg_pool3d, summed in the dtype. Bit for bit, eagerly and compiled."""
+    rng = np.random.default_rng(5)
+    for mode, shape, kw in RESAMPLE:
+        tx, x = _pair(rng, shape, dtype)
+        ref = torch.nn.functional.interpolate(tx, mode=mode, **kw)
+        for out in _both_modes(lambda x: eager.nn.functional.interpolate(x, mode=mode, **kw), x):
+            _bits(out, ref)
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_bilinear_contracts_in_two_rounded_steps(dtype):
+    """F.bilinear: over the first input's features, rounded, then the second's, rounded, then
+    the bias (torch's _trilinear)."""
+    rng = np.random.default_rng(6)
+    for n, i, j, o in ((8, 3, 4, 5), (2, 8, 8, 8), (5, 1, 6, 2)):
+        (t1, x1), (t2, x2), (tw, w), (tb, b) = (_pair(rng, s, dtype) for s in
+                                                ((n, i), (n, j), (o, i, j), (o,)))
+        _bits(eager.nn.functional.bilinear(x1, x2, w, b),
+              torch.nn.functional.bilinear(t1, t2, tw, tb))
+        _bits(eager.nn.functional.bilinear(x1, x2, w), torch.nn.functional.bilinear(t1, t2, tw))
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_index_put_accumulates_in_index_order(dtype):
+    """index_put(accumulate=True) of repeated indices: each value added into
+    self in turn, every addition rounded (a sum first and one addition differs)."""
+    rng = np.random.default_rng(7)
+    for rows, k in ((5, 12), (3, 40)):
+        tx, x = _pair(rng, (rows, 4), dtype, low=-200.0)
+        tv, v = _pair(rng, (k, 4), dtype)
+        idx = rng.integers(0, rows, k)
+        ref = tx.index_put((torch.from_numpy(idx),), tv, accumulate=True)
+        _bits(x.index_put((eager.tensor(idx),), v, accumulate=True), ref)
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_conv3d_sums_in_float32_once(dtype):
+    """conv3d of a half input (depth slices summed in the dtype were off by up to 1.0 in
+    bfloat16): every product of an output in float32, bias included, rounded once, within
+    torch's tolerance of its kernel (oneDNN's summation order)."""
+    rng = np.random.default_rng(8)
+    cases = (((1, 1, 10, 11, 12), (1, 1, 4, 4, 4), dict(padding="same", dilation=3)),
+             ((3, 9, 3, 1, 9), (3, 3, 3, 1, 9), dict(groups=3)),
+             ((2, 2, 5, 5, 5), (4, 2, 3, 3, 3), dict(stride=2, padding=1)))
+    for xs, ws, kw in cases:
+        (tx, x), (tw, w), (tb, b) = (_pair(rng, s, dtype) for s in (xs, ws, (ws[0],)))
+        ref = torch.nn.functional.conv3d(tx, tw, tb, **kw)
+        tol = 1e-3 if dtype == "float16" else 1e-2
+        for out in _both_modes(lambda x, w, b: eager.nn.functional.conv3d(x, w, b, **kw),
+                               x, w, b):
+            np.testing.assert_allclose(np.asarray(out.detach()).astype(np.float32),
+                                       ref.float().numpy(), rtol=tol, atol=tol)

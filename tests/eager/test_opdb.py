@@ -37,8 +37,8 @@ from dualgrad.eager.not_provided import ABSENT, DIFFERS  # noqa: E402
 
 from . import opdb_harness as H  # noqa: E402
 
-EAGER_CAP = 2
-COMPILE_CAP = 1
+EAGER_CAP = 4
+COMPILE_CAP = 2
 ENTRIES = H.entries()
 
 
