@@ -23,7 +23,6 @@ from .core import Tensor, _GRAD
 float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
 int8, int16, int32, int64 = (np.dtype(n) for n in ("int8", "int16", "int32", "int64"))
 uint8, bool_, complex64 = np.dtype("uint8"), np.dtype("bool"), np.dtype("complex64")
-from dualgrad.ops.rules import BFLOAT16 as bfloat16  # noqa: E402 - ml_dtypes' (NumPy has none)
 bool = bool_  # noqa: A001 - torch.bool
 float, double, half, long, int, short = (  # noqa: A001 - torch's aliases
     float32, float64, float16, int64, int32, int16)
@@ -318,7 +317,7 @@ _accept_numpy_names(globals(), Tensor)   # x.sum(axis=1), torch.cat(ts, axis=0),
 # NOTE: last, so no code of this module calls it for the builtin (torch exports it too)
 from .factories import range  # noqa: E402,A004 - torch.range, deprecated there too
 
-__all__ = [n for n in dir() if not n.startswith("_")]
+__all__ = [n for n in dir() if not n.startswith("_")] + ["bfloat16"]
 
 _ = (ShapeError, KernelError)
 
@@ -329,5 +328,8 @@ def __getattr__(name):
     if name == "fx":   # NOTE: torch.fx without `import torch.fx`, loaded on first use
         import importlib
         return importlib.import_module(".fx", __name__)
+    if name == "bfloat16":   # NOTE: ml_dtypes' (NumPy has none), imported on first use
+        from dualgrad.ops.rules import bfloat16
+        return bfloat16()
     from .not_provided import absent
     raise absent("", name)

@@ -27,7 +27,7 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops.core import is_value
-from dualgrad.ops.rules import BFLOAT16
+from dualgrad.ops.rules import HALF, bfloat16
 
 from .grad_scaler import GradScaler
 
@@ -40,8 +40,16 @@ class _Autocast(threading.local):
     """This thread's CPU autocast: on or off, its dtype, and whether a marked function is
     running (its inner calls are not cast again, as torch runs the op's own kernel)."""
     enabled = False
-    dtype = BFLOAT16
+    chosen = None      # NOTE: None: bfloat16, torch's default (ml_dtypes loaded on first use)
     inside = False
+
+    @property
+    def dtype(self):
+        return bfloat16() if self.chosen is None else self.chosen
+
+    @dtype.setter
+    def dtype(self, dt):
+        self.chosen = dt
 
 
 AUTOCAST = _Autocast()
@@ -75,7 +83,7 @@ def _eligible(x, to):
     if not is_value(x):
         return False
     dt = np.dtype(x.dtype)
-    return dt != to and dt in (_FLOAT32, _FLOAT16, BFLOAT16)
+    return dt != to and (dt == _FLOAT32 or dt in HALF)
 
 
 def _cast(v, to):
@@ -146,7 +154,7 @@ class autocast:  # noqa: N801 - torch's name
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
         self.device, self._enabled = device_type, bool(enabled)
-        self.fast_dtype = BFLOAT16 if dtype is None else np.dtype(dtype)
+        self.fast_dtype = bfloat16() if dtype is None else np.dtype(dtype)
         if self._enabled and device_type == "cuda":
             warnings.warn("CUDA is not available or torch_xla is imported. Disabling "
                           "autocast.", stacklevel=2)
@@ -154,7 +162,7 @@ class autocast:  # noqa: N801 - torch's name
         elif device_type != "cpu" and device_type != "cuda":
             raise RuntimeError(f"User specified an unsupported autocast device_type "
                                f"'{device_type}'")
-        elif self._enabled and self.fast_dtype not in (BFLOAT16, _FLOAT16):
+        elif self._enabled and self.fast_dtype not in HALF:
             warnings.warn("In CPU autocast, but the target dtype is not supported. Disabling "
                           "autocast.\nCPU Autocast only supports dtypes of torch.bfloat16, "
                           "torch.float16 currently.", stacklevel=2)

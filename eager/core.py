@@ -20,8 +20,8 @@ from dualgrad.ops import REGISTRY as R
 from dualgrad.ops.autodiff import backprop, toposort
 from dualgrad.ops.composite import current_composite
 from dualgrad.ops.core import TRACING, current_trace, explain_failure, spec_of, user_frame, where_str
-from dualgrad.ops.rules import (BFLOAT16, as_operand, inexact, ints_fit, norm_axis, torch_needs_cast,
-                                warn_outer)
+from dualgrad.ops.rules import (as_operand, bfloat16, inexact, ints_fit, is_bfloat16, norm_axis,
+                                torch_needs_cast, warn_outer)
 
 from . import devices as _device
 from .amp import AUTOCAST as _AUTOCAST, lowers as _lowers
@@ -73,7 +73,7 @@ def _wrapped(out, op, inputs, attrs, track, _entry=_tuple_new, _Entry=Entry):
     t = _new(Tensor)
     t._array = out = out if type(out) is np.ndarray else np.asarray(out)
     t.grad = t._root = None
-    if track and _GRAD.enabled and (out.dtype.kind in "fc" or out.dtype is BFLOAT16):
+    if track and _GRAD.enabled and (out.dtype.kind in "fc" or is_bfloat16(out.dtype)):
         t.requires_grad = True
         t._node = _entry(_Entry, (op, inputs, attrs, CLOCK[0]))   # NOTE: entry(), inlined
     else:
@@ -259,12 +259,12 @@ def _one_dtype(op, arrays):
             anynum, wide = True, wide or not 0 <= a <= 127
         elif t is not bool:
             return False
-    if dt is None or anynum and dt is BFLOAT16:
+    if dt is None or anynum and is_bfloat16(dt):
         return False
     if wide and dt.kind in "iu" and not ints_fit(arrays, dt):
         return False    # NOTE: a Python int outside an integer dtype wraps, as torch's
     # NOTE: rules.inexact inlined: this runs on every call of a promoting op
-    return dt.kind in "fc" or dt is BFLOAT16 or not num and op.promote != "divide"
+    return dt.kind in "fc" or is_bfloat16(dt) or not num and op.promote != "divide"
 
 
 def _binary(op, a, b):
@@ -604,7 +604,7 @@ class Tensor:
         return self._array.shape[0]
 
     def __repr__(self):
-        arr = self._array.astype(np.float32) if self._array.dtype == BFLOAT16 else self._array
+        arr = self._array.astype(np.float32) if is_bfloat16(self._array.dtype) else self._array
         body = np.array2string(arr, separator=", ", prefix="tensor(", precision=4,
                                threshold=200, edgeitems=3)
         extra = [f"shape={self._array.shape}", f"dtype={self._array.dtype}"]
@@ -621,7 +621,7 @@ class Tensor:
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on a Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
-        if self._array.dtype == BFLOAT16:   # NOTE: as torch: NumPy has no bfloat16
+        if is_bfloat16(self._array.dtype):   # NOTE: as torch: NumPy has no bfloat16
             raise TypeError("Got unsupported ScalarType BFloat16")
         return self._array
 
@@ -1023,6 +1023,7 @@ class Tensor:
             return _TYPE_NAMES.get(self._array.dtype.name, self._array.dtype.name)
         if isinstance(dtype, str) and dtype in _TYPE_DTYPES:
             dtype = _TYPE_DTYPES[dtype]
+            dtype = bfloat16() if dtype == "bfloat16" else dtype
         return ops.cast(self, getattr(dtype, "dtype", dtype))
 
     def type_as(self, other):
@@ -1044,7 +1045,7 @@ class Tensor:
         return self._as("bool", memory_format)
 
     def bfloat16(self, memory_format=None):
-        return self._as(BFLOAT16, memory_format)
+        return self._as(bfloat16(), memory_format)
 
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from dualgrad.ops.rules import BFLOAT16, floating
+from dualgrad.ops.rules import HALF, floating
 
 from dualgrad import ops
 
@@ -236,7 +236,7 @@ sum, _prod = _sum_type(sum), _sum_type(prod)   # noqa: A001 - integers sum to in
 def prod(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A002
     """The product of the unmasked elements (1 where none is)."""
     if isinstance(input, Tensor) and input.ndim == 0 and mask is None and \
-            dim is None and dtype in (None, input.dtype) and input.dtype in (
-                np.int64, np.float16, BFLOAT16, np.float32, np.float64):
+            dim is None and dtype in (None, input.dtype) and (input.dtype in (
+                np.int64, np.float32, np.float64) or input.dtype in HALF):
         return input   # NOTE: torch returns the 0-d input itself (a write through it shows)
     return _prod(input, dim, keepdim=keepdim, dtype=dtype, mask=mask)

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from dualgrad.ops.rules import BFLOAT16
+from dualgrad.ops.rules import is_bfloat16
 
 from .core import Tensor
 from .info import Size
@@ -24,8 +24,8 @@ from .info import Size
 __all__ = ["assert_close", "assert_allclose"]
 
 # (rtol, atol) when the caller gives neither: torch's table; exact for the rest
-_TOLERANCES = {np.dtype(np.float16): (1e-3, 1e-5), BFLOAT16: (1.6e-2, 1e-5),
-               np.dtype(np.float32): (1.3e-6, 1e-5), np.dtype(np.float64): (1e-7, 1e-7)}
+_TOLERANCES = {"float16": (1e-3, 1e-5), "bfloat16": (1.6e-2, 1e-5),   # NOTE: by name (lazy bfloat16)
+               "float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7)}
 # assert_allclose's older table
 _OLD_TOLERANCES = {np.dtype(np.float16): (1e-3, 1e-3), np.dtype(np.float32): (1e-4, 1e-5),
                    np.dtype(np.float64): (1e-5, 1e-8)}
@@ -142,7 +142,7 @@ def _arrays(a, e, tol, equal_nan, check_dtype, path):
 
 
 def _defaults(dt):
-    return _TOLERANCES.get(np.dtype(dt), (0.0, 0.0))
+    return _TOLERANCES.get(np.dtype(dt).name, (0.0, 0.0))
 
 
 def _values(x, y, tol, equal_nan, path, scalar):
@@ -151,7 +151,7 @@ def _values(x, y, tol, equal_nan, path, scalar):
     # NOTE: bools and integers differ as int64, relatively in float32 (torch's true
     # division); a scalar's values compare as Python numbers
     xs, ys = (v.astype(np.int64) if ints else
-              v.astype(np.float64) if scalar and v.dtype.kind == "f" or v.dtype == BFLOAT16
+              v.astype(np.float64) if scalar and v.dtype.kind == "f" or is_bfloat16(v.dtype)
               else v for v in (x, y))
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         diff = np.abs(xs - ys)

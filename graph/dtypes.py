@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from dualgrad.ops.rules import BFLOAT16 as bfloat16   # NOTE: ml_dtypes' (NumPy has none)
+from dualgrad.ops.rules import bfloat16 as _bfloat16, is_bfloat16
+
 
 float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
 int8, int16, int32, int64 = (np.dtype(f"int{b}") for b in (8, 16, 32, 64))
@@ -22,21 +23,29 @@ string = np.dtype(object)   # tf.string: bytes values in object arrays (tf.data,
 # TF's names whose NumPy reading differs ("float" is float64 to NumPy, float32 to TF)
 _TF_NAMES = {"float": float32, "double": float64, "half": float16, "bool": bool_,
              "string": string}
-_SUPPORTED = {float16, bfloat16, float32, float64, int8, int16, int32, int64, uint8, bool_, string}
+_SUPPORTED = {float16, float32, float64, int8, int16, int32, int64, uint8, bool_, string}
+
+
+def __getattr__(name):
+    if name == "bfloat16":   # NOTE: ml_dtypes' (NumPy has none), imported on first use
+        return _bfloat16()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def as_dtype(dtype) -> np.dtype:
     """A NumPy dtype from a dtype, type or name; a clear TypeError for anything else."""
     if isinstance(dtype, str) and dtype in _TF_NAMES:
         return _TF_NAMES[dtype]
+    if isinstance(dtype, str) and dtype == "bfloat16":
+        return _bfloat16()
     try:
         dt = np.dtype(dtype)
     except TypeError:
         raise TypeError(f"{dtype!r} is not a dtype; use graph.float32, np.float32 or "
                         f"'float32'") from None
-    if dt not in _SUPPORTED:
+    if dt not in _SUPPORTED and not is_bfloat16(dt):
         raise TypeError(f"dtype {dt} is not supported; supported: "
-                        f"{', '.join(sorted(d.name for d in _SUPPORTED))}")
+                        f"{', '.join(sorted([d.name for d in _SUPPORTED] + ['bfloat16']))}")
     return dt
 
 

@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from .rules import BFLOAT16
+from .rules import bfloat16, is_bfloat16
 
 SUFFIX = ".dualgrad-tmp"
 STALE_SECONDS = 24 * 3600
@@ -208,7 +208,7 @@ def _refuse_dtypes(dtypes):
 def _read_raw(data):
     """Every tensor of safetensors bytes read from its header: the safetensors library's
     NumPy reader knows no bfloat16 (ml_dtypes' is a NumPy dtype all the same)."""
-    names = {"BF16": BFLOAT16, "BOOL": np.bool_, "U8": np.uint8, "I8": np.int8,
+    names = {"BOOL": np.bool_, "U8": np.uint8, "I8": np.int8,
              "U16": np.uint16, "I16": np.int16, "U32": np.uint32, "I32": np.int32,
              "U64": np.uint64, "I64": np.int64, "F16": np.float16, "F32": np.float32,
              "F64": np.float64}
@@ -219,7 +219,8 @@ def _read_raw(data):
     out = {}
     for k, v in header.items():
         a, b = v["data_offsets"]
-        out[k] = np.frombuffer(body[a:b], dtype=names[v["dtype"]]).reshape(v["shape"]).copy()
+        dt = bfloat16() if v["dtype"] == "BF16" else names[v["dtype"]]
+        out[k] = np.frombuffer(body[a:b], dtype=dt).reshape(v["shape"]).copy()
     return out
 
 
@@ -230,7 +231,7 @@ _DTYPE_NAMES = {"b": "BOOL", "u1": "U8", "i1": "I8", "u2": "U16", "i2": "I16", "
 
 
 def _dtype_name(name, arr):
-    if arr.dtype == BFLOAT16:
+    if is_bfloat16(arr.dtype):
         return "BF16"
     key = "b" if arr.dtype.kind == "b" else f"{arr.dtype.kind}{arr.dtype.itemsize}"
     if key not in _DTYPE_NAMES:

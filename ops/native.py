@@ -16,7 +16,7 @@ import functools
 import numpy as np
 from numba import njit
 
-from .rules import BFLOAT16
+from .rules import is_bfloat16
 
 # float sums that may be reordered (several running sums, so loops vectorise) and a*b+c
 # contracted; nothing assumed about nan or inf, so they propagate (see layer norm, below)
@@ -107,7 +107,7 @@ def unfold(x, kernel, stride, padding, dilation, ho, wo):
                       wo).astype(np.float16)
     kh, kw = kernel
     x = np.ascontiguousarray(x)
-    if x.dtype == BFLOAT16:   # NOTE: numba has no bfloat16; a gather moves bits alone
+    if is_bfloat16(x.dtype):   # NOTE: numba has no bfloat16; a gather moves bits alone
         return unfold(x.view(np.uint16), kernel, stride, padding, dilation, ho, wo).view(x.dtype)
     n, c, h, w = x.shape
     out = np.empty((n, c * kh * kw, ho * wo), x.dtype)
@@ -125,7 +125,7 @@ def fold(cols, shape, kernel, stride, padding, dilation, ho, wo):
         return fold(cols.astype(np.float32), shape, kernel, stride, padding, dilation, ho,
                     wo).astype(np.float16)
     kh, kw = kernel
-    if cols.dtype == BFLOAT16:   # NOTE: numba has no bfloat16: sums in float32, rounded once
+    if is_bfloat16(cols.dtype):   # NOTE: numba has no bfloat16: sums in float32, rounded once
         return fold(cols.astype(np.float32), shape, kernel, stride, padding, dilation, ho,
                     wo).astype(cols.dtype)
     n, c, h, w = shape

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from .rules import BFLOAT16, floating, inexact
+from .rules import floating, inexact, is_bfloat16
 
 from .core import Sample, ShapeError, Spec, bind, primitive, register
 from .elementwise import cast, div, eq, mul, where
@@ -50,11 +50,11 @@ def in_opmath(kernel):
     """kernel computing bfloat16 inputs in float32 and rounding its result once, as torch's
     CPU kernels accumulate (rules.torch_opmath_dtype); NumPy's bfloat16 loops round each step."""
     def run(x, *args, **kwargs):
-        if getattr(x, "dtype", None) != BFLOAT16:
+        if not is_bfloat16(getattr(x, "dtype", None)):
             return kernel(x, *args, **kwargs)
-        wide = [np.asarray(a, np.float32) if getattr(a, "dtype", None) == BFLOAT16 else a
+        wide = [np.asarray(a, np.float32) if is_bfloat16(getattr(a, "dtype", None)) else a
                 for a in (x,) + args]
-        return np.asarray(kernel(*wide, **kwargs)).astype(BFLOAT16)
+        return np.asarray(kernel(*wide, **kwargs)).astype(x.dtype)
     run.__name__ = kernel.__name__
     return run
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import contextlib
 import threading
 
-import ml_dtypes
 import numpy as np
 
 from .symbolic import fixing
@@ -184,27 +183,62 @@ def same(spec: Spec, shape=None, dtype=None) -> Spec:
 
 
 # NOTE: NumPy has no bfloat16; ml_dtypes' is a NumPy dtype whose kind is "V", so a test of
-# `dtype.kind in "fc"` misses it: ask `floating` / `inexact`
-BFLOAT16 = np.dtype(ml_dtypes.bfloat16)
+# `dtype.kind in "fc"` misses it: ask `floating` / `inexact`. ml_dtypes is imported on first
+# use (`bfloat16()`; its import takes 0.1 to 0.7 s of CPU): an array can only be bfloat16
+# once it is, so `is_bfloat16` asks the dtype's name and imports nothing.
+_BF16 = []
+
+
+def bfloat16() -> np.dtype:
+    """ml_dtypes' bfloat16 NumPy dtype (importing ml_dtypes the first time)."""
+    if not _BF16:
+        import ml_dtypes
+        _BF16.append(np.dtype(ml_dtypes.bfloat16))
+    return _BF16[0]
+
+
+def is_bfloat16(dtype) -> bool:
+    """dtype (a NumPy dtype, or None) is ml_dtypes' bfloat16."""
+    return getattr(dtype, "kind", None) == "V" and dtype.name == "bfloat16"
+
+
+def __getattr__(name):
+    if name == "BFLOAT16":   # NOTE: the dtype itself, for code that needs it (imports ml_dtypes)
+        return bfloat16()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def floating(dtype) -> bool:
     """A real floating dtype: float16/32/64 or bfloat16."""
-    return dtype.kind == "f" or dtype == BFLOAT16
+    return dtype.kind == "f" or is_bfloat16(dtype)
 
 
 def inexact(dtype) -> bool:
     """A floating or complex dtype (what a gradient can flow through)."""
-    return dtype.kind in "fc" or dtype == BFLOAT16
+    return dtype.kind in "fc" or is_bfloat16(dtype)
 
 
-# the half-width floats torch's CPU kernels compute in float32 (`torch_opmath_dtype`)
-HALF = frozenset({np.dtype(np.float16), BFLOAT16})
+class _Half:
+    """`dtype in HALF`: float16 or bfloat16, the half-width floats torch's CPU kernels
+    compute in float32 (`torch_opmath_dtype`); None is not."""
+    __slots__ = ()
+
+    def __contains__(self, dtype):
+        return dtype is not None and (dtype == _FLOAT16 or is_bfloat16(dtype))
+
+
+_FLOAT16, _FLOAT32 = np.dtype(np.float16), np.dtype(np.float32)
+HALF = _Half()
+
+
+def is_half(dtype) -> bool:
+    """float16 or bfloat16."""
+    return dtype in HALF
 
 
 def _category(dt) -> int:
     dt = np.dtype(dt)
-    return 2 if dt == BFLOAT16 else {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}.get(dt.kind, 1)
+    return 2 if is_bfloat16(dt) else {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}.get(dt.kind, 1)
 
 
 def _promote(a, b):
@@ -308,7 +342,7 @@ def torch_needs_cast(op, operands, default_float=np.dtype(np.float32)):
     if want is None:
         return None
     vals = operands[1:] if op.promote == "where" else operands
-    if want == BFLOAT16 and any(isinstance(v, (int, float)) for v in vals):
+    if is_bfloat16(want) and any(isinstance(v, (int, float)) for v in vals):
         return want   # NOTE: NumPy lifts bfloat16 with a Python number to float32 (where, clip)
     if want.kind in "iu" and op.promote != "where" and not ints_fit(vals, want):
         return want   # NOTE: NumPy 2 refuses uint8 + 300; torch wraps it (as_operand does)
@@ -325,7 +359,7 @@ def as_operand(x, want):
     Python numbers too when `want` is bfloat16 (NumPy would compute those in float32), or a
     Python int outside the integer dtype `want` (wrapped modulo 2**bits, as torch does:
     uint8 tensor - 1 adds 255)."""
-    if isinstance(x, (np.ndarray, np.generic)) or want == BFLOAT16 and \
+    if isinstance(x, (np.ndarray, np.generic)) or is_bfloat16(want) and \
             isinstance(x, (int, float)) and not isinstance(x, bool):
         return np.asarray(x, want)
     if type(x) is int and want.kind in "iu" and not ints_fit((x,), want):
@@ -355,8 +389,6 @@ def torch_sum_dtype(dtype, requested=None) -> np.dtype:
     return np.dtype(np.int64) if dtype.kind in "biu" else dtype
 
 
-# PyTorch's CPU kernels compute float16 and bfloat16 reductions in float32 (their "opmath")
-_OPMATH = {np.dtype(np.float16): np.dtype(np.float32), BFLOAT16: np.dtype(np.float32)}
 
 
 def torch_opmath_dtype(dtype) -> np.dtype:
@@ -367,5 +399,5 @@ def torch_opmath_dtype(dtype) -> np.dtype:
     >>> torch_opmath_dtype(np.dtype("float16")), torch_opmath_dtype(np.dtype("int64"))
     (dtype('float32'), dtype('int64'))
     """
-    dtype = np.dtype(dtype)
-    return _OPMATH.get(dtype, dtype)
+    dtype = np.dtype(dtype)   # NOTE: torch's CPU kernels compute half in float32 ("opmath")
+    return _FLOAT32 if dtype in HALF else dtype

@@ -16,14 +16,14 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .rules import BFLOAT16
+from .rules import is_bfloat16
 
 
 def _rows(x):
     """x's rows (last axis) as a contiguous 2-d array of float64 (floating x) or int64: the
     same order, in one of two types (numba compiles each loop once per type)."""
     flat = x.reshape(-1, x.shape[-1])
-    floating = flat.dtype.kind == "f" or flat.dtype == BFLOAT16
+    floating = flat.dtype.kind == "f" or is_bfloat16(flat.dtype)
     return np.ascontiguousarray(flat, dtype=np.float64 if floating else np.int64)
 
 
@@ -281,7 +281,7 @@ def has_ties(x):
     """Some row (last axis) holds a value twice (two NaN count as equal)."""
     s = np.sort(x, axis=-1)
     same = s[..., 1:] == s[..., :-1]
-    if s.dtype.kind == "f" or s.dtype == BFLOAT16:
+    if s.dtype.kind == "f" or is_bfloat16(s.dtype):
         same |= np.isnan(s[..., 1:]) & np.isnan(s[..., :-1])
     return bool(same.any())
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from dualgrad.eager.amp import keeps_fp32, lowers
-from dualgrad.ops.rules import BFLOAT16, floating, mirrored
+from dualgrad.ops.rules import HALF, floating, mirrored
 
 from dualgrad import ops
 from dualgrad.ops.core import TRACING
@@ -293,7 +293,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa
 
 
 def _is_half(x):
-    return np.dtype(x.dtype) in (np.dtype("float16"), BFLOAT16)
+    return np.dtype(x.dtype) in HALF
 
 
 def _half_batch_norm(x, weight, bias, eps, running_mean=None, running_var=None):

@@ -17,7 +17,7 @@ import numpy as np
 from dualgrad import ops
 from dualgrad.ops.composite import in_opmath
 from dualgrad.ops.conv import half_adaptive_avg_pool3d
-from dualgrad.ops.rules import BFLOAT16
+from dualgrad.ops.rules import HALF
 
 from ..functions import _arr, _no_grad_tensor, _t
 from .core_functional import pad
@@ -59,7 +59,7 @@ def _same_padding(x, k, dilation):
 
 def _conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     w = _t(weight)
-    if np.dtype(x.dtype) in (np.dtype(np.float16), BFLOAT16) and w.dtype == x.dtype:
+    if np.dtype(x.dtype) in HALF and w.dtype == x.dtype:
         # NOTE: torch's half conv3d (oneDNN's bfloat16, its slow path's float16) sums every
         # product of an output, bias included, in float32 and rounds once
         f32 = np.dtype("float32")
@@ -194,7 +194,7 @@ def _adaptive3d(x, output_size, reduce2d, combine):
 def _adaptive_avg_pool3d(x, output_size):
     if output_size is not None and _triple(output_size) == (1, 1, 1):   # NOTE: torch: the mean
         return ops.mean(x, axis=(2, 3, 4), keepdims=True)
-    if np.dtype(x.dtype) in (np.dtype(np.float16), BFLOAT16):
+    if np.dtype(x.dtype) in HALF:
         out = _triple(output_size) if output_size is not None else (None,) * 3
         return half_adaptive_avg_pool3d(x, tuple(x.shape[2 + i] if o is None else o
                                                      for i, o in enumerate(out)))

@@ -18,7 +18,7 @@ import itertools
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.rules import BFLOAT16
+from dualgrad.ops.rules import is_bfloat16
 
 
 def takes_slow_path(x, weight, stride, output_padding, groups):
@@ -26,7 +26,7 @@ def takes_slow_path(x, weight, stride, output_padding, groups):
     output_padding: one int per spatial dim); arguments the slow path cannot take go to the
     general op, which raises the error that names what is wrong."""
     dt = np.dtype(x.dtype)
-    if dt != np.float16 and (dt != BFLOAT16 or all(o < s for o, s in zip(output_padding,
+    if dt != np.float16 and (not is_bfloat16(dt) or all(o < s for o, s in zip(output_padding,
                                                                           stride))):
         return False
     return x.ndim == weight.ndim and x.shape[1] == weight.shape[0] and groups >= 1 and \

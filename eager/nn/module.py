@@ -12,7 +12,7 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.rules import BFLOAT16, inexact
+from dualgrad.ops.rules import bfloat16 as _bfloat16, inexact
 from dualgrad.ops.core import ShapeError, user_frame, where_str
 from .. import devices as _device
 from ..core import Tensor, zero_grads
@@ -318,7 +318,7 @@ class Module:
         return self._cast(np.dtype(np.float16))
 
     def bfloat16(self):
-        return self._cast(BFLOAT16)
+        return self._cast(_bfloat16())
 
     def type(self, dst_type):
         return self._cast(np.dtype(dst_type))

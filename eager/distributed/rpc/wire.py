@@ -25,7 +25,7 @@ import struct
 
 import numpy as np
 
-from dualgrad.ops.rules import BFLOAT16
+from dualgrad.ops.rules import bfloat16, is_bfloat16
 from ...core import Tensor
 from ...nn import Parameter
 
@@ -124,11 +124,11 @@ class Codec:
 
 
 def _array(arr, bufs, what):
-    if arr.dtype.kind in "OV" and arr.dtype != BFLOAT16:
+    if arr.dtype.kind in "OV" and not is_bfloat16(arr.dtype):
         raise TypeError(f"{what}: cannot send an array of dtype {arr.dtype} (Python objects or "
                         f"records); RPC sends {SENDABLE}")
     bufs.append(np.ascontiguousarray(arr))
-    name = "bfloat16" if arr.dtype == BFLOAT16 else arr.dtype.str
+    name = "bfloat16" if is_bfloat16(arr.dtype) else arr.dtype.str
     return [len(bufs) - 1, name, list(arr.shape)]
 
 
@@ -139,7 +139,7 @@ def _from(spec, bufs):
 
 def _dtype(name):
     if name == "bfloat16":
-        return BFLOAT16
+        return bfloat16()
     dt = np.dtype(name)
     if dt.kind in "OV":
         raise ValueError(f"rpc: a message holds an array of dtype {dt}")
