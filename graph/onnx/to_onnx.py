@@ -273,8 +273,15 @@ def _argsort(w, n, ins):
 
 
 def _gather(w, n, ins):
-    return w.emit("GatherElements", [ins[0], w.cast(ins[1], n.inputs[1].dtype, np.int64)],
-                  axis=n.attrs["axis"] % len(n.inputs[0].shape))
+    x, idx = ins[0], w.cast(ins[1], n.inputs[1].dtype, np.int64)
+    nd, ni = len(n.inputs[0].shape), len(n.inputs[1].shape)
+    if nd and ni:
+        return w.emit("GatherElements", [x, idx], axis=n.attrs["axis"] % nd)
+    # NOTE: a 0-d input or index is read as 1-d of one element (torch's); GatherElements
+    # wants rank >= 1
+    flat = w.emit("GatherElements", [w.emit("Reshape", [x, w.ints([-1])]),
+                                     w.emit("Reshape", [idx, w.ints([-1])])], axis=0)
+    return w.emit("Reshape", [flat, w.ints(list(n.outputs[0].shape), "shape")])
 
 
 def _pad(w, n, ins):
