@@ -224,10 +224,11 @@ class _Half:
     __slots__ = ()
 
     def __contains__(self, dtype):
-        return dtype is not None and (dtype == _FLOAT16 or is_bfloat16(dtype))
+        kind = getattr(dtype, "kind", None)
+        return kind == "f" and dtype.itemsize == 2 or kind == "V" and dtype.name == "bfloat16"
 
 
-_FLOAT16, _FLOAT32 = np.dtype(np.float16), np.dtype(np.float32)
+_FLOAT32 = np.dtype(np.float32)
 HALF = _Half()
 
 
