@@ -693,8 +693,13 @@ def _reflect(i, n, lo, hi):
 
 def _circular(i, n, lo, hi):
     if max(lo, hi) > n:
-        raise ValueError("Padding value causes wrapping around more than once.")
-    return i % n
+        raise RuntimeError("Padding value causes wrapping around more than once.")
+    if n + lo + hi < 0:
+        raise RuntimeError("Negative padding value is resulting in an empty dimension")
+    # NOTE: a negative width crops first, and the rest wraps around what is left (torch's);
+    # reflect and replicate mirror and repeat at the input's own ends
+    start, stop = max(-lo, 0), n - max(-hi, 0)
+    return start + (i - start) % max(stop - start, 1)
 
 
 _PAD_INDEX = {"reflect": _reflect, "replicate": lambda i, n, lo, hi: np.clip(i, 0, n - 1),
