@@ -75,13 +75,6 @@ def _lift(x):
     return x if isinstance(x, Tensor) else tensor(x)
 
 
-def cat(tensors, dim=0):
-    return ops.concat(*[_lift(t) for t in tensors], axis=dim)
-
-
-concat = cat
-
-
 def stack(tensors, dim=0):
     return ops.stack(*[_lift(t) for t in tensors], axis=dim)
 

@@ -860,10 +860,7 @@ class Tensor:
         return ops.norm(self, ord=p, axis=dim, keepdims=keepdim)
 
     def flip(self, dims):
-        out = self
-        for d in (dims,) if isinstance(dims, int) else dims:
-            out = ops.flip(out, d)
-        return out
+        return ops.flip(self, dims if isinstance(dims, int) else tuple(dims))   # a copy, as torch
 
     def tril(self, diagonal=0):
         return ops.tril(self, diagonal)
@@ -960,10 +957,12 @@ class Tensor:
 
     def transpose(self, dim0, dim1):
         nd = self.ndim
-        dim0, dim1 = (norm_axis("transpose", d, nd, self.shape, frontend=True)
+        # NOTE: a 0-d tensor takes dims 0 and -1 (as one of 1 dim), and is its own transpose
+        dim0, dim1 = (norm_axis("transpose", d, max(nd, 1), self.shape, frontend=True)
                       for d in (dim0, dim1))
         axes = list(range(nd))
-        axes[dim0], axes[dim1] = axes[dim1], axes[dim0]
+        if nd:
+            axes[dim0], axes[dim1] = axes[dim1], axes[dim0]
         return ops.transpose(self, axes=tuple(axes))
 
     def permute(self, *dims):

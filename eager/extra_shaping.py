@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 from dualgrad.eager.amp import lowers
-from dualgrad.ops.rules import HALF, floating, inexact, torch_opmath_dtype
+from dualgrad.ops.rules import HALF, floating, torch_opmath_dtype
 
 from dualgrad import ops
 from dualgrad.ops.core import current_trace
@@ -119,59 +119,55 @@ def _along(x, d, lo, hi):
     return x[tuple(idx)]
 
 
-def _coords_shape(c, d, ndim):
-    shape = [1] * ndim
-    shape[d] = -1
-    return np.asarray(c, np.float64).reshape(shape)
-
-
 def _gradient_1d(f, d, h, edge_order):
-    """numpy.gradient's differences of f along dim d: h a number (uniform) or coordinates."""
+    """torch.gradient's differences of f along dim d, h a number (uniform) or a tensor of
+    coordinates, written as torch's: in f's dtype (its integer arithmetic too) and the
+    coordinates', each promoted as torch promotes them."""
     n = f.shape[d]
     if n < edge_order + 1:
-        raise RuntimeError(f"torch.gradient expected each dimension size to be at least "
-                           f"edge_order+1")
+        raise RuntimeError("torch.gradient expected each dimension size to be at least "
+                           "edge_order+1")
     at = lambda lo, hi: _along(f, d, lo, hi)   # noqa: E731
-    if np.ndim(h) == 0:
-        mid = (at(2, n) - at(0, n - 2)) / (2.0 * h)
+    if not isinstance(h, Tensor):
+        center = (at(2, n) - at(0, n - 2)) / h / 2
         if edge_order == 1:
             first, last = (at(1, 2) - at(0, 1)) / h, (at(n - 1, n) - at(n - 2, n - 1)) / h
         else:
-            first = (at(0, 1) * -1.5 + at(1, 2) * 2.0 - at(2, 3) * 0.5) / h
-            last = (at(n - 3, n - 2) * 0.5 - at(n - 2, n - 1) * 2.0 + at(n - 1, n) * 1.5) / h
+            first = (-1.5 * at(0, 1) + 2 * at(1, 2) - 0.5 * at(2, 3)) / h
+            last = (0.5 * at(n - 3, n - 2) - 2 * at(n - 2, n - 1) + 1.5 * at(n - 1, n)) / h
+        return ops.concat(first, center, last, axis=d)
+    dx = h[1:] - h[:-1]
+    dx1, dx2 = dx[:-1], dx[1:]
+    shape = tuple(-1 if k == d else 1 for k in range(f.ndim))
+    a = (-dx2 / (dx1 * (dx1 + dx2))).reshape(shape)
+    b = ((dx2 - dx1) / (dx1 * dx2)).reshape(shape)
+    c = (dx1 / (dx2 * (dx1 + dx2))).reshape(shape)
+    center = a * at(0, n - 2) + b * at(1, n - 1) + c * at(2, n)
+    if edge_order == 1:
+        first = (at(1, 2) - at(0, 1)) / dx[0]
+        last = (at(n - 1, n) - at(n - 2, n - 1)) / dx[-1]
     else:
-        x = np.asarray(h, np.float64)
-        dx = np.diff(x)
-        hl, hr = _coords_shape(dx[:-1], d, f.ndim), _coords_shape(dx[1:], d, f.ndim)
-        mid = (at(2, n) * (hl * hl) - at(0, n - 2) * (hr * hr)
-               + at(1, n - 1) * (hr * hr - hl * hl)) / (hl * hr * (hl + hr))
-        if edge_order == 1:
-            first = (at(1, 2) - at(0, 1)) / dx[0]
-            last = (at(n - 1, n) - at(n - 2, n - 1)) / dx[-1]
-        else:
-            a, b = dx[0], dx[1]
-            first = at(0, 1) * (-(2 * a + b) / (a * (a + b))) + at(1, 2) * ((a + b) / (a * b)) \
-                - at(2, 3) * (a / (b * (a + b)))
-            a, b = dx[-2], dx[-1]
-            last = at(n - 3, n - 2) * (b / (a * (a + b))) \
-                - at(n - 2, n - 1) * ((a + b) / (a * b)) \
-                + at(n - 1, n) * ((a + 2 * b) / (b * (a + b)))
-    return ops.concat(first, mid, last, axis=d)
+        p, q = dx[0], dx[1]
+        first = -(2.0 * p + q) / (p * (p + q)) * at(0, 1) + (p + q) / (p * q) * at(1, 2) \
+            + -p / (q * (p + q)) * at(2, 3)
+        p, q = dx[-2], dx[-1]
+        last = q / (p * (q + p)) * at(n - 3, n - 2) + -(q + p) / (q * p) * at(n - 2, n - 1) \
+            + (2 * q + p) / (q * (q + p)) * at(n - 1, n)
+    return ops.concat(first, center, last, axis=d)
 
 
 def gradient(input, *, spacing=1, dim=None, edge_order=1):  # noqa: A002
     """torch.gradient: the central differences of input along each dim (one tensor per dim),
     one-sided at the edges (edge_order 1 or 2); spacing a number, one per dim, or each dim's
-    coordinates."""
+    coordinates (a 1-d tensor per dim)."""
     f = _t(input)
-    f = f if inexact(f.dtype) else ops.cast(f, np.float32)
     dims = list(range(f.ndim)) if dim is None else [dim] if isinstance(dim, int) else list(dim)
     dims = [d % f.ndim for d in dims]
     spacing = 1 if spacing is None else spacing
     if not isinstance(spacing, (list, tuple)):
         spacing = [spacing] * len(dims)
-    spacing = [_arr(h) if isinstance(h, Tensor) else h for h in spacing]
-    spacing = [h.item() if isinstance(h, np.ndarray) and h.ndim == 0 else h for h in spacing]
+    spacing = [h.item() if isinstance(h, Tensor) and h.ndim == 0 else
+               h if isinstance(h, Tensor) or np.ndim(h) == 0 else _t(h) for h in spacing]
     return tuple(_gradient_1d(f, d, h, edge_order) for d, h in zip(dims, spacing))
 
 

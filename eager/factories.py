@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from dualgrad.ops.core import TRACING
-from dualgrad.ops.rules import as_operand, floating, inexact
+from dualgrad.ops.rules import HALF, as_operand, floating, inexact
 from dualgrad.ops.symbolic import Dim
 
 from .devices import META_IMPL as _META, check as _check_device, is_meta as _is_meta
@@ -148,10 +148,15 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     m = _meta(size, dtype, device, requires_grad)
     if m is not None:
         return m
+    return _make(np.full(size, _fill_value(fill_value, dtype), dtype), None, device,
+                 requires_grad)
+
+
+def _fill_value(fill_value, dtype):
     value = getattr(fill_value, "_array", fill_value)
     if type(value) is int and np.dtype(dtype).kind in "iu":
         value = as_operand(value, np.dtype(dtype))   # NOTE: full((2,), -5, uint8) is 251, as torch
-    return _make(np.full(size, value, dtype), None, device, requires_grad)
+    return value
 
 
 def eye(n, m=None, dtype=None, device=None, requires_grad=False):
@@ -202,9 +207,10 @@ def full_like(input, fill_value, dtype=None, device=None, requires_grad=False, *
               memory_format=None):
     shape, dt = _like(input, dtype)
     m = _meta(shape, dt, device, requires_grad, like=input)
-    return m if m is not None else _laid(
-        _make(np.full(shape, fill_value, dt), None, device, requires_grad), input,
-        memory_format, "full_like")
+    if m is not None:
+        return m
+    filled = np.full(shape, _fill_value(fill_value, dt), dt)
+    return _laid(_make(filled, None, device, requires_grad), input, memory_format, "full_like")
 
 
 def _random(generator, shape, dtype, sample, device, requires_grad):
@@ -286,13 +292,42 @@ def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
 
 
 def arange(start, end=None, step=1, dtype=None, device=None, requires_grad=False):
-    """Integers (int64) when start, end and step are all integers, else the default float."""
+    """Integers (int64) when start, end and step are all integers, else the default float.
+    As torch's CPU kernel: start + step * i, computed in int64 for an integer dtype (start,
+    end and step truncated first) and in double otherwise."""
     if end is None:
         start, end = 0, start
+    start, end, step = (_number(v) for v in (start, end, step))
     ints = builtins.all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
                         for v in (start, end, step))
-    arr = np.arange(start, end, step, dtype=np.int64 if ints else np.float64)
-    return _make(arr, dtype or (np.int64 if ints else _DEFAULT_FLOAT[0]), device, requires_grad)
+    dt = np.dtype(dtype or (np.int64 if ints else _DEFAULT_FLOAT[0]))
+    _range_checks(start, end, step)
+    if dt.kind not in "iu":
+        return _make(np.arange(start, end, step, dtype=np.float64), dt, device, requires_grad)
+    xs, xstep = int(start), int(step)   # NOTE: torch's int64 accumulator truncates them
+    if dt == np.int64:   # NOTE: torch counts int64 steps in integers, other dtypes' in double
+        if not xstep:
+            raise ValueError("step must be nonzero")
+        size = _c_div(int(end) - xs + xstep - (1 if xstep > 0 else -1), xstep)
+    else:
+        size = math.ceil((end - start) / step)
+    arr = (xs + xstep * np.arange(size, dtype=np.int64)).astype(dt)
+    return _make(arr, dt, device, requires_grad)
+
+
+def _c_div(a, b):
+    """a / b rounded toward zero, as C's integer division."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def _range_checks(start, end, step):
+    if not step:
+        raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {float(start):g} -> {float(end):g}")
+    if not (step > 0 and end >= start or step < 0 and end <= start):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
 
 
 def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False):  # noqa: A001
@@ -312,13 +347,99 @@ def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False): 
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
-    arr = np.linspace(float(start), float(end), int(steps))
-    return _make(arr, dtype or _DEFAULT_FLOAT[0], device, requires_grad)
+    """As torch's CPU kernel: start + step * i up to halfway, end - step * (steps - 1 - i)
+    after, with start and end first converted to the dtype; in double for an integer dtype
+    (then truncated), else in the dtype."""
+    dt = np.dtype(dtype or _DEFAULT_FLOAT[0])
+    steps = _steps(steps)
+    s, e = (_converted(_number(v), dt) for v in (start, end))
+    if steps == 1:
+        return _make(np.full(1, s, dt), dt, device, requires_grad)
+    i = np.arange(steps)
+    up, down = i.astype(np.float64), (steps - 1 - i).astype(np.float64)
+    if dt in HALF:   # NOTE: c10's Half and BFloat16 round every product and sum
+        step = (e - s) / dt.type(steps - 1)
+        vals = np.where(i < steps // 2, s + step * up.astype(dt), e - step * down.astype(dt))
+        return _make(np.asarray(vals, dt), dt, device, requires_grad)
+    wide = np.float64 if dt.kind in "iu" else dt.type
+    step = float(wide((wide(e) - wide(s)) / wide(steps - 1)))
+    # NOTE: the kernel's a + b * c compiles to one fused multiply-add (x86 builds with FMA)
+    vals = np.where(i < steps // 2, _fma(step, up, float(s), wide),
+                    _fma(-step, down, float(e), wide))
+    return _make(_c_cast(vals, dt), dt, device, requires_grad)
 
 
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):
-    arr = np.logspace(float(start), float(end), int(steps), base=base)
-    return _make(arr, dtype or _DEFAULT_FLOAT[0], device, requires_grad)
+    """base ** linspace(start, end) as torch's CPU kernel: exponents and powers (the C
+    library's pow) in double, base in float for an integer dtype, start and end first
+    converted to the dtype."""
+    dt = np.dtype(dtype or _DEFAULT_FLOAT[0])
+    steps = _steps(steps)
+    if steps == 1:
+        return _make(_c_cast([_pow(float(base), float(_number(start)))], dt), dt, device,
+                     requires_grad)
+    s, e = (_converted(_number(v), dt) for v in (start, end))
+    b = float(np.float32(base)) if dt.kind in "iu" else float(base)
+    step = float(e - s) / (steps - 1)    # NOTE: e - s in dt (rounded, for a half dtype)
+    i = np.arange(steps)
+    exps = np.where(i < steps // 2, float(s) + step * i, float(e) - step * (steps - 1 - i))
+    return _make(_c_cast([_pow(b, x) for x in exps.tolist()], dt), dt, device, requires_grad)
+
+
+def _pow(b, x):
+    """C's pow (NumPy's power may differ from it in the last bit)."""
+    try:
+        return math.pow(b, x)
+    except OverflowError:
+        return math.inf
+    except ValueError:
+        return math.nan
+
+
+def _fma(a, b, c, dt):
+    """a * b + c rounded once to dt (float32, or float64 through Dekker's exact product)."""
+    if dt is not np.float64:
+        return (a * b + c).astype(dt)      # NOTE: a float32 product is exact in double
+    split = 134217729.0 * a                # NOTE: 2**27 + 1, Veltkamp's splitting
+    ah = split - (split - a)
+    al = a - ah
+    split = 134217729.0 * b
+    bh = split - (split - b)
+    bl = b - bh
+    p = a * b
+    err = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    total = p + c
+    back = total - p
+    return total + (((p - (total - back)) + (c - back)) + err)
+
+
+def _steps(steps):
+    steps = int(_number(steps))
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    return steps
+
+
+def _number(v):
+    return v.item() if isinstance(v, (Tensor, np.generic)) else v
+
+
+def _converted(v, dt):
+    """A Python number as torch's Scalar.to<dt>: truncated (and wrapped) for an integer dtype,
+    rounded through float32 for a half one."""
+    if dt.kind in "iu":
+        return int(np.array(int(v)).astype(dt))
+    return _c_cast(np.float64(v), dt)[()]
+
+
+def _c_cast(a, dt):
+    """Doubles converted to dt as C++ does: truncated toward zero for an integer dtype (wrapped
+    past its range), through float32 for float16 and bfloat16."""
+    a = np.asarray(a, np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):     # NOTE: inf and nan, as C gives them
+        if dt.kind in "iu":
+            return np.trunc(a).astype(np.int64).astype(dt)
+        return a.astype(np.float32).astype(dt) if dt in HALF else a.astype(dt)
 
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "empty", "full", "eye",

@@ -633,6 +633,10 @@ def scatter_add(input, dim, index, src):  # noqa: A002
 def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
     x = _t(input)
     d = norm_axis("diff", dim, x.ndim)
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    if not n:
+        return ops.copy(x)   # NOTE: n=0: a copy of input alone, prepend and append unused (torch)
     parts = [p for p in (prepend, x, append) if p is not None]
     x = ops.concat(*[_t(p) for p in parts], axis=d) if len(parts) > 1 else x
     lead = (slice(None),) * d
@@ -642,7 +646,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
                          ops.slice_(x, index=lead + (slice(0, m - 1),)))
         # NOTE: bool: torch's diff is logical_xor (NumPy has no bool subtraction)
         x = ops.ne(after, before) if x.dtype == np.bool_ else after - before
-    return ops.copy(x) if len(parts) == 1 and not n else x   # NOTE: n=0: a copy, as torch
+    return x
 
 
 def meshgrid(*tensors, indexing="ij"):
@@ -680,10 +684,17 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     if seq.ndim == 1:
         out = np.searchsorted(seq, vals, side=side)
     else:
-        out = np.stack([np.searchsorted(s, v, side=side) for s, v in
-                        zip(seq.reshape(-1, seq.shape[-1]), vals.reshape(-1, vals.shape[-1]))])
+        rows = _rows(seq), _rows(vals)
+        out = np.zeros(rows[1].shape, np.int64)
+        for i, (s, v) in enumerate(zip(*rows)):
+            out[i] = np.searchsorted(s, v, side=side)
         out = out.reshape(vals.shape)
     return _no_grad_tensor(out.astype(np.int32 if out_int32 else np.int64))
+
+
+def _rows(a):
+    """a as a matrix of its last dim (the row count spelled out: -1 is ambiguous at size 0)."""
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
 
 
 def bucketize(input, boundaries, *, out_int32=False, right=False):  # noqa: A002

@@ -69,8 +69,23 @@ def atleast_3d(*tensors):
     return _atleast(3, tensors)
 
 
-def concatenate(tensors, axis=0):
-    return ops.concat(*_seq(tensors), axis=axis)
+def cat(tensors, dim=0):
+    """torch.cat. A 1-d tensor of size 0, torch's legacy empty tensor, joins tensors of any
+    rank and adds nothing (it still takes part in the dtype promotion, and gets a gradient)."""
+    ts = _seq(tensors)
+    like = next((t for t in ts if not _legacy_empty(t)), None)
+    if like is not None and len(ts) > 1:
+        axis = norm_axis("cat", dim, like.ndim, like, frontend=True)
+        empty = tuple(0 if d == axis else n for d, n in enumerate(like.shape))
+        ts = [ops.reshape(t, empty) if _legacy_empty(t) else t for t in ts]
+    return ops.concat(*ts, axis=dim)
+
+
+def _legacy_empty(t):
+    return t.shape == (0,)
+
+
+concat = concatenate = cat
 
 
 def hstack(tensors):
@@ -236,10 +251,11 @@ def sum_to_size(input, *size):  # noqa: A002
         raise RuntimeError(f"size {list(size)} is not expandable to size {list(x.shape)}")
     axes = tuple(range(lead)) + tuple(lead + k for k, (s, n) in
                                       enumerate(zip(size, x.shape[lead:])) if s == 1 and n != 1)
+    if not size:
+        return x.sum()      # NOTE: size (): the sum of all, of a 0-d input too (torch's sum_to)
     if axes:
         return x.sum(dim=axes, keepdim=True).reshape(size)
-    # NOTE: nothing to sum: still a new tensor, of sum's dtype (int64 from bool and integers)
-    return ops.cast(x, "int64") if x.dtype.kind in "biu" and x.dtype != "int64" else ops.copy(x)
+    return x                # NOTE: nothing to sum: x itself, as torch's
 
 
 # -- out-of-place index writes -------------------------------------------------------------
@@ -620,7 +636,10 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
         inv = (np.cumsum(start) - 1).reshape(a.shape)
     else:
         d = norm_axis("unique_consecutive", dim, a.ndim)
-        rows = np.moveaxis(a, d, 0).reshape(a.shape[d], -1)
+        if a.size == 0 and a.shape[d]:
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so "
+                               "unique cannot be applied")
+        rows = np.moveaxis(a, d, 0).reshape(a.shape[d], a.size // max(a.shape[d], 1))
         start = np.concatenate([[True], np.any(rows[1:] != rows[:-1], axis=1)]) \
             if len(rows) else np.zeros(0, bool)
         vals = np.take(a, np.flatnonzero(start), axis=d)
@@ -687,7 +706,8 @@ def diagflat(input, offset=0):  # noqa: A002
 
 
 __all__ = TORCH_NAMES = [
-    "select", "atleast_1d", "atleast_2d", "atleast_3d", "concatenate", "hstack", "vstack",
+    "select", "atleast_1d", "atleast_2d", "atleast_3d", "cat", "concat", "concatenate",
+    "hstack", "vstack",
     "row_stack", "dstack", "column_stack", "tensor_split", "hsplit", "vsplit", "dsplit",
     "movedim", "moveaxis", "swapaxes", "swapdims", "t", "masked_fill", "take_along_dim",
     "rot90", "index_add", "index_fill", "index_copy", "masked_scatter", "put", "unflatten",

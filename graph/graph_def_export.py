@@ -176,9 +176,20 @@ def _concat(w, n, ins):
 
 
 def _pad(w, n, ins):
-    pads = w.const(n, "paddings", n.attrs["pad_width"])
+    widths = [(int(lo), int(hi)) for lo, hi in n.attrs["pad_width"]]
+    x = ins[0]
+    if any(lo < 0 or hi < 0 for lo, hi in widths):   # NOTE: TF's pads are not negative: crop first
+        args = [w.const(n, what, v) for what, v in (
+            ("crop_begin", [max(-lo, 0) for lo, _ in widths]),
+            ("crop_end", [min(hi, 0) for _, hi in widths]), ("crop_strides", [1] * len(widths)))]
+        x = w.add(w.aux(n, "crop"), "StridedSlice", [x, *args], T=_t(n),
+                  Index=np.dtype(np.int32), begin_mask=0, ellipsis_mask=0, new_axis_mask=0,
+                  shrink_axis_mask=0,
+                  end_mask=sum(1 << k for k, (_, hi) in enumerate(widths) if hi >= 0))
+        widths = [(max(lo, 0), max(hi, 0)) for lo, hi in widths]
+    pads = w.const(n, "paddings", widths)
     value = w.const(n, "constant_values", n.attrs.get("value", 0), _t(n))
-    return w.add(n.name, "PadV2", [ins[0], pads, value], T=_t(n), Tpaddings=np.dtype(np.int32))
+    return w.add(n.name, "PadV2", [x, pads, value], T=_t(n), Tpaddings=np.dtype(np.int32))
 
 
 def _pair(v):

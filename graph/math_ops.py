@@ -645,6 +645,10 @@ def pad(tensor, paddings, mode="CONSTANT", constant_values=0):
     gathers along each padded dim (gradients flow back to where each value came from)."""
     how = str(mode).upper()
     if how == "CONSTANT":
+        static = [] if isinstance(paddings, Tensor) else np.asarray(paddings, np.int64)
+        for lo, hi in np.reshape(static, (-1, 2)).tolist():
+            if lo < 0 or hi < 0:    # NOTE: ops.pad crops at a negative width (torch's rule)
+                raise ValueError(f"Paddings must be non-negative: {lo} {hi}")
         return ops.pad(tensor, paddings, value=constant_values)
     if how not in ("REFLECT", "SYMMETRIC"):
         raise ValueError(f"pad: mode must be 'CONSTANT', 'REFLECT' or 'SYMMETRIC', got {mode!r}")

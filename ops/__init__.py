@@ -17,7 +17,7 @@ from .elementwise import (abs, add, atan2, cast, ceil, copy, cos, div, eq, erf, 
                           floor,
                           floordiv, floormod, ge, gt, le, log, log1p, lt, round,
                           maximum, minimum, mul, ne, neg, pow, relu, sigmoid, sign, sin,
-                          small_int_power, softplus, sqrt, stop_gradient, sub, tanh,
+                          scale_grad, small_int_power, softplus, sqrt, stop_gradient, sub, tanh,
                           unbroadcast, where)
 from .shape import (broadcast_like, broadcast_to, concat, concat_part, expand_dims, matrix_transpose,
                     expand_index, ones_like, pad, reshape, reshape_like, slice_, slice_grad,

@@ -322,6 +322,29 @@ STOP_GRADIENT = register("stop_gradient", _unary_infer, _stop_gradient_kernel, N
                          view=True, inference_identity=True, tf="StopGradient")
 
 
+def _scale_grad_infer(x, s, **_):
+    if broadcast("scale_grad", x, s) != tuple(x.shape):
+        raise ShapeError(f"scale_grad: the scale {fmt_shape(s)} does not broadcast to "
+                         f"{fmt_shape(x)}")
+    return x
+
+
+# NOTE: x itself, whose gradient is scaled by s (torch's embedding(scale_grad_by_freq=True)
+# divides each row's gradient by the row's count in the batch): s takes no gradient
+def _scale_grad_kernel(x, s):
+    if np.broadcast_shapes(np.shape(x), np.shape(s)) != np.shape(x):
+        raise ValueError("the scale does not broadcast to x")
+    return x
+
+
+SCALE_GRAD = register("scale_grad", _scale_grad_infer, _scale_grad_kernel,
+                      lambda g, x, s, **kw: (g * s, None), category="other", view=True,
+                      inference_identity=True,
+                      samples=(_S((3, 4), (3, 1), grad=False),
+                               _S((3, 1), (3, 4), match="does not broadcast")),
+                      ref=lambda np, x, s: x)
+
+
 def _copy_kernel(x):
     return np.array(x, copy=True)
 
@@ -604,7 +627,7 @@ sigmoid_grad, tanh_grad = SIGMOID_GRAD.fn, TANH_GRAD.fn
 add, sub, mul, div, pow, maximum, minimum, where = (  # noqa: A001
     ADD.fn, SUB.fn, MUL.fn, DIV.fn, POW.fn, MAXIMUM.fn, MINIMUM.fn, WHERE.fn)
 eq, ne, lt, le, gt, ge = (REGISTRY[n].fn for n in ("eq", "ne", "lt", "le", "gt", "ge"))
-stop_gradient = STOP_GRADIENT.fn
+stop_gradient, scale_grad = STOP_GRADIENT.fn, SCALE_GRAD.fn
 copy = COPY.fn
 floor, ceil, round = FLOOR.fn, CEIL.fn, ROUND.fn  # noqa: A001
 

@@ -38,7 +38,8 @@ def getitem(x, index):
         raise IndexError("only one integer-array index, with ':' elsewhere, is supported "
                          "(e.g. x[idx] or x[:, idx]); see gather for more")
     axis = arrays[0]
-    if any(p is Ellipsis for p in parts):   # NOTE: not `in`, which would call a tensor's __eq__
+    # NOTE: `is`, not `in`, which would call a tensor's __eq__
+    if any(p is Ellipsis for p in parts[:axis]):
         axis = len(x.shape) - (len(parts) - axis)
     idx = parts[arrays[0]]
     return take(x, idx if is_value(idx) else np.asarray(idx, dtype=np.int64), axis=axis)

@@ -5,6 +5,8 @@ arithmetic, and its adjoint `fold` is its gradient (max pooling has loops of its
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import refs
@@ -79,7 +81,7 @@ def _batched_weight_grad(x, y, g):
     both together, on the transformer's weights); None when the shapes do not have that
     form."""
     k, n = (y.shape if len(y.shape) == 2 else (None, None))
-    if len(x.shape) < 3 or k is None or n is None:
+    if len(x.shape) < 3 or not k or not n:   # NOTE: -1 cannot stand beside a 0 dim
         return None
     return matmul(transpose(reshape(x, (-1, k)), axes=(1, 0)), reshape(g, (-1, n)))
 
@@ -99,7 +101,8 @@ def _matmul_kernel(x, y):
         if x.ndim == 2:
             return matmul2d(x, y)
         if x.ndim > 2 and x.flags.c_contiguous:
-            return matmul2d(x.reshape(-1, x.shape[-1]), y).reshape(x.shape[:-1] + y.shape[1:])
+            rows = math.prod(x.shape[:-1])   # NOTE: spelled out: -1 is ambiguous when k is 0
+            return matmul2d(x.reshape(rows, x.shape[-1]), y).reshape(x.shape[:-1] + y.shape[1:])
     return np.matmul(x, y)
 
 

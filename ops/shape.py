@@ -388,6 +388,7 @@ def _concat_vjp(g, *xs, axis, out=None, **kw):
 
 
 CONCAT = register("concat", _concat_infer, _concat_kernel, _concat_vjp, category=_SHAPE,
+                  promote="common",
                   samples=(_S((2, 3), (4, 3), attrs={"axis": 0}),
                            _S((2, 3), (2, 1), (2, 2), attrs={"axis": -1}),
                            _S((2, 3), (2, 4), attrs={"axis": 0},
@@ -485,7 +486,11 @@ def _slice_infer(x, index, **_):
 
 
 def _slice_kernel(x, index):
-    return x[index]
+    out = x[index]
+    if isinstance(out, np.generic) and isinstance(x, np.ndarray):
+        # NOTE: an int per dim gives a NumPy scalar, a copy; with `...` a 0-d view, as torch's
+        return x[(index if isinstance(index, tuple) else (index,)) + (Ellipsis,)]
+    return out
 
 
 SLICE = register("slice", _slice_infer, _slice_kernel,
@@ -583,17 +588,29 @@ def _pad_infer(x, pad_width, value=0.0, **_):
     if len(pad_width) != x.ndim:
         raise ShapeError(f"pad: pad_width has {len(pad_width)} pairs for {fmt_shape(x)}, "
                          f"needs {x.ndim}")
+    for axis, (d, (lo, hi)) in enumerate(zip(x.shape, pad_width)):
+        if d is not None and d + min(lo, 0) + min(hi, 0) < 0:
+            raise ShapeError(f"pad: negative padding ({lo}, {hi}) crops more than dim {axis} "
+                             f"of {fmt_shape(x)} holds")
     return same(x, shape=[None if d is None else d + lo + hi
                           for d, (lo, hi) in zip(x.shape, pad_width)])
 
 
 def _pad_kernel(x, pad_width, value=0.0):
+    """np.pad, where a negative width crops (as torch's constant_pad_nd): crop, then pad."""
     if len(pad_width) != np.ndim(x):
         raise ValueError("pad_width does not match the input's rank")  # NOTE: np.pad broadcasts
-    return np.pad(x, pad_width, constant_values=value)
+    crop = tuple(slice(max(-lo, 0), n - max(-hi, 0))
+                 for n, (lo, hi) in zip(np.shape(x), pad_width))
+    if any(c.stop < c.start for c in crop):
+        raise ValueError("negative padding crops more than the dim holds")
+    return np.pad(x[crop], [(max(lo, 0), max(hi, 0)) for lo, hi in pad_width],
+                  constant_values=value)
 
 
 def _pad_vjp(g, x, pad_width, **kw):
+    if any(lo < 0 or hi < 0 for lo, hi in pad_width):
+        return (pad(g, tuple((-lo, -hi) for lo, hi in pad_width)),)
     index = tuple(slice(lo, -hi if hi else None) for lo, hi in pad_width)
     return (slice_(g, index=index),)
 
@@ -601,9 +618,13 @@ def _pad_vjp(g, x, pad_width, **kw):
 PAD = register("pad", _pad_infer, _pad_kernel, _pad_vjp, category=_SHAPE,
                samples=(_S((2, 3), attrs={"pad_width": ((1, 0), (2, 1))}),
                         _S((2, 3), attrs={"pad_width": ((0, 0), (1, 1)), "value": -1.0}),
-                        _S((2, 3), attrs={"pad_width": ((1, 1),)}, match="needs 2")),
-               ref=lambda np, x, pad_width, value=0.0: np.pad(x, pad_width,
-                                                              constant_values=value))
+                        _S((3, 4), attrs={"pad_width": ((-1, 2), (1, -2))}),
+                        _S((2, 3), attrs={"pad_width": ((1, 1),)}, match="needs 2"),
+                        _S((2, 3), attrs={"pad_width": ((0, 0), (-2, -2))}, match="crops")),
+               ref=lambda np, x, pad_width, value=0.0: np.pad(
+                   x[tuple(slice(max(-lo, 0), x.shape[d] - max(-hi, 0))
+                           for d, (lo, hi) in enumerate(pad_width))],
+                   [(max(lo, 0), max(hi, 0)) for lo, hi in pad_width], constant_values=value))
 
 
 # -- constants shaped like a tensor -----------------------------------------------------------

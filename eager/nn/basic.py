@@ -152,15 +152,14 @@ class LayerNorm(Module):
 
 class Embedding(Module):
     """A lookup table: rows of weight (num_embeddings, embedding_dim) picked by index; the
-    padding_idx row starts at zero and gets no gradient. max_norm, scale_grad_by_freq and
-    sparse raise NotImplementedError."""
+    padding_idx row starts at zero and gets no gradient; max_norm and scale_grad_by_freq as
+    F.embedding's. sparse raises NotImplementedError (dualgrad's tensors are dense)."""
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
                  _freeze=False, device=None, dtype=None):
         super().__init__()
-        _refuse("Embedding", max_norm=(max_norm, None),
-                  scale_grad_by_freq=(scale_grad_by_freq, False), sparse=(sparse, False))
+        _refuse("Embedding", sparse=(sparse, False))
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise AssertionError("Padding_idx must be within num_embeddings")
@@ -196,7 +195,8 @@ class Embedding(Module):
                    _weight=embeddings, _freeze=freeze)
 
     def forward(self, input):  # noqa: A002 - torch's argument name
-        return F.embedding(input, self.weight, self.padding_idx)
+        return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
+                           self.scale_grad_by_freq)
 
     def extra_repr(self):
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
@@ -206,8 +206,7 @@ class Embedding(Module):
 class EmbeddingBag(Embedding):
     """Sums, means or maxes of bags of embedding rows (F.embedding_bag): bags are the rows of
     a 2-d input, or the runs of a 1-d input that `offsets` start. The weight starts as
-    Embedding's (N(0, 1), the padding row zero); max_norm, scale_grad_by_freq and sparse
-    raise NotImplementedError."""
+    Embedding's (N(0, 1), the padding row zero); sparse raises NotImplementedError."""
 
     def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,

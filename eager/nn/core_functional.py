@@ -421,16 +421,46 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,  # noqa: A002
               scale_grad_by_freq=False, sparse=False):
-    """Rows of weight picked by integer indices; the padding_idx row gets no gradient."""
-    _refuse("embedding", max_norm=(max_norm, None), scale_grad_by_freq=(scale_grad_by_freq,
-                                                                        False),
-            sparse=(sparse, False))
+    """Rows of weight picked by integer indices; the padding_idx row gets no gradient.
+    max_norm renormalises the rows input picks, in weight itself (torch's embedding_renorm_);
+    scale_grad_by_freq divides each row's gradient by its count in input."""
+    _refuse("embedding", sparse=(sparse, False))
+    if max_norm is not None:
+        renorm_rows(weight, input, max_norm, norm_type)
     out = ops.embedding(input, weight)
+    if scale_grad_by_freq:
+        out = ops.scale_grad(out, ops.expand_dims(freq_scale(input, weight), axis=-1))
     if padding_idx is None:
         return out
     padding_idx = padding_idx % weight.shape[0] if padding_idx < 0 else padding_idx
     pad = ops.expand_dims(ops.eq(input, padding_idx), axis=-1)
     return ops.where(pad, ops.stop_gradient(out), out)
+
+
+def renorm_rows(weight, input, max_norm, norm_type):  # noqa: A002
+    """The rows of weight that input picks scaled, in place and outside autograd, to a
+    norm_type-norm of at most max_norm (torch's embedding_renorm_: the norm in weight's dtype,
+    the scale max_norm / (norm + 1e-7) in double, then rounded to weight's dtype)."""
+    from ..grad_mode import no_grad
+    with no_grad():
+        norm = ops.cast(ops.norm(weight, ord=norm_type, axis=1, keepdims=True), np.float64)
+        picked = ops.gt(ops.expand_dims(_counts(input, weight), axis=-1), 0.0)
+        scale = ops.where(ops.logical_and(picked, ops.gt(norm, max_norm)),
+                          max_norm / (norm + 1e-7), 1.0)
+        weight.mul_(ops.cast(scale, weight.dtype))
+
+
+def _counts(input, weight):  # noqa: A002
+    """How many times input holds each row index of weight (float64, one per row)."""
+    flat = ops.reshape(input, (-1,))
+    return ops.take_grad(ops.ones_like(ops.cast(flat, np.float64)), flat,
+                         np.zeros(weight.shape[0]), axis=0)
+
+
+def freq_scale(input, weight):  # noqa: A002
+    """1 / (the count in input of each of its indices), in weight's dtype: the factor torch's
+    scale_grad_by_freq puts on each row's gradient."""
+    return ops.cast(1.0 / ops.take(_counts(input, weight), input, axis=0), weight.dtype)
 
 
 def _symbolic(shape):
@@ -693,8 +723,13 @@ def _reflect(i, n, lo, hi):
 
 def _circular(i, n, lo, hi):
     if max(lo, hi) > n:
-        raise ValueError("Padding value causes wrapping around more than once.")
-    return i % n
+        raise RuntimeError("Padding value causes wrapping around more than once.")
+    if n + lo + hi < 0:
+        raise RuntimeError("Negative padding value is resulting in an empty dimension")
+    # NOTE: a negative width crops first, and the rest wraps around what is left (torch's);
+    # reflect and replicate mirror and repeat at the input's own ends
+    start, stop = max(-lo, 0), n - max(-hi, 0)
+    return start + (i - start) % max(stop - start, 1)
 
 
 _PAD_INDEX = {"reflect": _reflect, "replicate": lambda i, n, lo, hi: np.clip(i, 0, n - 1),

@@ -21,7 +21,7 @@ from dualgrad.ops.rules import torch_opmath_dtype
 from ..amp import keeps_fp32
 from ..functions import _arr, _t
 from .core_functional import (_channel_dropout, _inplace, _no_legacy, _reduce, cross_entropy,
-                              interpolate, linear)
+                              freq_scale, interpolate, linear, renorm_rows)
 
 
 # -- activations -------------------------------------------------------------------------------
@@ -261,10 +261,18 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,  # no
                   scale_grad_by_freq=False, mode="mean", sparse=False, per_sample_weights=None,
                   include_last_offset=False, padding_idx=None):
     """Each bag's rows of weight summed, averaged or maxed (an empty bag gives zeros): bags
-    are input's rows (2-d input) or the runs offsets start (1-d input)."""
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding_bag(max_norm=, scale_grad_by_freq=, sparse=) is "
-                                  "not supported by dualgrad")
+    are input's rows (2-d input) or the runs offsets start (1-d input). max_norm and
+    scale_grad_by_freq as F.embedding's.
+
+    NOTE: torch's CPU backward with scale_grad_by_freq divides the gradient of the k-th
+    distinct index by the count of the k-th smallest index (of [2, 2, 5], row 5's by 2):
+    dualgrad divides each row's by its own count, as embedding and the docs do."""
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if sparse:
+        raise NotImplementedError("embedding_bag(sparse=True) is not supported by dualgrad")
+    if max_norm is not None:
+        renorm_rows(weight, input, max_norm, norm_type)
     if per_sample_weights is not None and mode != "sum":
         raise NotImplementedError(
             f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
@@ -275,8 +283,9 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,  # no
     psw = None if per_sample_weights is None else _t(per_sample_weights)
     wide = torch_opmath_dtype(w.dtype)
     if wide != w.dtype:   # NOTE: half weights: summed in float32, rounded once, as torch's
-        out = embedding_bag(idx, ops.cast(w, wide), offsets, None, norm_type, False, mode,
-                            False, None if psw is None else ops.cast(psw, wide),
+        out = embedding_bag(idx, ops.cast(w, wide), offsets, None, norm_type,
+                            scale_grad_by_freq, mode, False,
+                            None if psw is None else ops.cast(psw, wide),
                             include_last_offset, padding_idx)
         return ops.cast(out, w.dtype)
     if idx.ndim == 2:
@@ -288,6 +297,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,  # no
             starts = starts[:-1]
         flat = idx
     ends = starts[1:] + [flat.size]
+    scale = freq_scale(flat, w) if scale_grad_by_freq else None
     bags = []
     for lo, hi in zip(starts, ends):
         keep = [i for i in range(lo, hi)
@@ -296,6 +306,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,  # no
             bags.append(ops.sum(w[:0], axis=0))
             continue
         rows = ops.take(w, flat[keep], axis=0)
+        if scale is not None:
+            rows = ops.scale_grad(rows, np.asarray(scale)[keep][:, None])
         if psw is not None:
             rows = rows * ops.expand_dims(ops.take(psw, np.array(keep), axis=0), axis=-1)
         bags.append(ops.sum(rows, axis=0) if mode == "sum" else ops.mean(rows, axis=0)

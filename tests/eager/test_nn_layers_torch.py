@@ -197,9 +197,50 @@ def test_embedding_padding_idx_and_options_match_torch():
     assert nn.Embedding(3, 4, _weight=eager.tensor(w)).weight.requires_grad
     g = F.embedding(eager.tensor([0, 1]), eager.tensor(w, requires_grad=True), padding_idx=-3)
     assert g.shape == (2, 4)
-    for kw in (dict(max_norm=1.0), dict(scale_grad_by_freq=True), dict(sparse=True)):
-        with pytest.raises(NotImplementedError, match=list(kw)[0]):
-            nn.Embedding(5, 2, **kw)
+    with pytest.raises(NotImplementedError, match="sparse"):
+        nn.Embedding(5, 2, sparse=True)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("kw", [dict(max_norm=1.0), dict(max_norm=0.5, norm_type=1.0),
+                                dict(scale_grad_by_freq=True),
+                                dict(scale_grad_by_freq=True, padding_idx=0, max_norm=1.0)])
+def test_embedding_max_norm_and_scale_grad_by_freq_match_torch(kw, dtype):
+    """max_norm renormalises the picked rows of weight itself (in its dtype, as torch's
+    embedding_renorm_); scale_grad_by_freq divides each row's gradient by its count."""
+    w = np.random.default_rng(0).standard_normal((6, 5))
+    idx = np.array([[0, 1, 1], [3, 0, 1]])
+    tw = torch.tensor(w).to(getattr(torch, dtype)).requires_grad_()
+    ew = eager.tensor(w).to(getattr(eager, dtype)).requires_grad_()
+    tout = torch.nn.functional.embedding(torch.tensor(idx), tw, **kw)
+    out = F.embedding(eager.tensor(idx), ew, **kw)
+    g = np.random.default_rng(1).standard_normal(tuple(tout.shape))
+    tout.backward(torch.tensor(g).to(tout.dtype))
+    out.backward(eager.tensor(g).to(out.dtype))
+    for ours, ref in ((out, tout), (ew, tw), (ew.grad, tw.grad)):
+        assert str(ours.dtype) == str(ref.dtype)[6:]
+        np.testing.assert_array_equal(ours.detach().float().numpy(), ref.detach().float().numpy())
+    module = nn.Embedding(6, 5, _weight=eager.tensor(w), **kw)
+    module(eager.tensor(idx))
+    if "max_norm" in kw:
+        assert np.abs(module.weight.detach().numpy() - w).max() > 0.1   # renormalised in place
+
+
+def test_embedding_bag_scale_grad_by_freq_is_embeddings_and_max_mode_refuses_it():
+    """Each row's gradient divided by its count, as embedding's (torch's CPU embedding_bag
+    divides the k-th distinct index's by the k-th smallest index's count instead)."""
+    w = np.random.default_rng(0).standard_normal((6, 3))
+    idx = eager.tensor([[2, 2, 5], [3, 2, 1]])
+    bag_w, emb_w = eager.tensor(w, requires_grad=True), eager.tensor(w, requires_grad=True)
+    bag = F.embedding_bag(idx, bag_w, mode="sum", scale_grad_by_freq=True, max_norm=2.0)
+    emb = F.embedding(idx, emb_w, scale_grad_by_freq=True, max_norm=2.0).sum(1)
+    np.testing.assert_allclose(bag.detach().numpy(), emb.detach().numpy(), rtol=1e-12)
+    (bag * eager.tensor([[1.0, 2, 3], [4, 5, 6]])).sum().backward()
+    (emb * eager.tensor([[1.0, 2, 3], [4, 5, 6]])).sum().backward()
+    np.testing.assert_allclose(bag_w.grad.numpy(), emb_w.grad.numpy(), rtol=1e-12)
+    assert bag_w.grad[5, 0].item() == 1.0 and bag_w.grad[2, 0].item() == 2.0   # (1+1+4) / 3
+    with pytest.raises(ValueError, match="max mode does not support scaling"):
+        F.embedding_bag(idx, bag_w, mode="max", scale_grad_by_freq=True)
 
 
 LOSSES = [

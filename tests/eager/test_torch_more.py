@@ -381,6 +381,37 @@ EDGES = [
     ("select_scatter-shape", lambda L, x, s: L.select_scatter(x, s, 0, 0),
      [np.ones((2, 3), F32), np.ones(2, F32)]),
     ("casts", lambda L, x: (x.byte(), x.char(), x.short()), [I([1, 2, 3], F32)]),
+    # op_db's samples past the test's cap (tests/eager/test_opdb.py)
+    ("getitem-list-ellipsis", lambda L, x: (x[[0, 2], ...], x[..., [1]], x[:, [1], ...]),
+     [np.arange(24, dtype=F32).reshape(3, 2, 4)]),
+    ("matmul-empty-inner", lambda L, a, b: L.matmul(a, b), [np.ones((2, 3, 0), F32),
+                                                            np.ones((0, 4), F32)]),
+    ("cat-legacy-empty", lambda L, e, x: (L.cat([e, x], 1), L.cat([x, e, x], -2)),
+     [np.zeros(0), np.ones((2, 2), F32)]),
+    ("cat-int-float", lambda L, i, x: L.cat([i, x]), [I([[1, 2]], np.int32), np.ones((1, 2), F32)]),
+    ("constant_pad_nd-crop", lambda L, x: L.constant_pad_nd(x, [-1, 2, 1, -2], 3.0),
+     [np.arange(12, dtype=F32).reshape(3, 4)]),
+    ("pad-circular-crop", lambda L, x: L.nn.functional.pad(x, [-1, 2, 2, -1], "circular"),
+     [np.arange(24, dtype=F32).reshape(1, 2, 3, 4)]),
+    ("diff-n0", lambda L, x, p: L.diff(x, 0, 0, p, p), [np.ones((3, 2), F32),
+                                                      np.zeros((1, 2), F32)]),
+    ("diff-negative-n", lambda L, x: L.diff(x, -1), [np.ones(3, F32)]),
+    ("transpose-0d", lambda L, x: (x.transpose(0, -1), L.swapaxes(x, 0, 0)), [I(2.0, F32)]),
+    ("sum_to_size-0d", lambda L, x: x.sum_to_size(()), [I(3, np.int32)]),
+    ("sum_to_size-same", lambda L, x: x.sum_to_size(2, 3), [np.ones((2, 3), np.int8)]),
+    ("unique_consecutive-empty-dim", lambda L, x: x.unique_consecutive(
+        return_inverse=True, return_counts=True, dim=1), [np.zeros((2, 0, 3), np.int64)]),
+    ("unique_consecutive-empty-other", lambda L, x: x.unique_consecutive(dim=0),
+     [np.zeros((2, 0, 3), F32)]),
+    ("searchsorted-empty", lambda L, s, v: (L.searchsorted(s, v), L.searchsorted(s[:0], v[:0])),
+     [np.zeros((3, 0), F32), np.ones((3, 2), F32)]),
+    ("gradient-coords-int", lambda L, x, c: L.gradient(x, spacing=[c], dim=1, edge_order=2),
+     [I([[1, 4, 9, 20], [2, 2, 5, 1]], np.int16), I([0, 1, 3, 4], np.int16)]),
+    ("gradient-coords-half", lambda L, x, c: L.gradient(x.detach(), spacing=[c.detach()] * 2,
+                                                        dim=(0, 1)),
+     [np.linspace(0, 3, 16).reshape(4, 4).astype(np.float16), I([0, 1, 3, 4], np.float16)]),
+    ("gradient-int8-wraps", lambda L, x: L.gradient(x, edge_order=2),
+     [I([100, -100, 100, 0], np.int8)]),
 ]
 
 
@@ -419,3 +450,26 @@ def test_edge_cases_match_torch(case):
         for a, b in zip(ours, theirs):
             if b.grad is not None:
                 np.testing.assert_allclose(_np(a.grad), _np(b.grad), rtol=1e-5, atol=1e-6)
+
+
+# (id, call(lib, x)): a write through the result reaches x exactly when torch's does
+ALIASING = [
+    ("flip-no-dims", lambda L, x: L.flip(x, ())),
+    ("flip", lambda L, x: x.flip(0)),
+    ("select-1d", lambda L, x: L.select(x, 0, 2)),
+    ("getitem-int-1d", lambda L, x: x[1]),
+    ("sum_to_size-same", lambda L, x: x.sum_to_size(4)),
+    ("diff-n0", lambda L, x: L.diff(x, 0)),
+    ("transpose-0d-view", lambda L, x: x[0].transpose(0, -1)),
+]
+
+
+@pytest.mark.parametrize("case", ALIASING, ids=[c[0] for c in ALIASING])
+def test_writes_through_results_reach_the_input_as_torch(case):
+    _, call = case
+    changed = []
+    for lib in (eager, torch):
+        x = lib.tensor(np.arange(4, dtype=F32))
+        call(lib, x).fill_(7.0)
+        changed.append(x.tolist() != [0.0, 1.0, 2.0, 3.0])
+    assert changed[0] == changed[1], f"dualgrad's write {'reaches' if changed[0] else 'misses'} x"

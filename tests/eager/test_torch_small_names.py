@@ -1,6 +1,7 @@
 """Smaller torch names the census found missing, each against real torch: torch.range,
 nn.EmbeddingBag, the torch.cuda allocator counters on a CPU-only build, nn.parallel's
-data_parallel, RNN.flatten_parameters and the nn.modules.<file>.<Class> paths."""
+data_parallel, RNN.flatten_parameters and the nn.modules.<file>.<Class> paths; beside
+torch.range, arange, linspace, logspace and full_like in integer and half dtypes."""
 import warnings
 
 import numpy as np
@@ -21,6 +22,44 @@ def test_range_includes_its_end_as_torch(args, dtype):
         warnings.simplefilter("ignore")
         want = torch.range(*args, dtype=getattr(torch, dtype) if dtype else None)
     assert got.tolist() == want.tolist() and str(got.dtype) == str(want.dtype)[6:]
+
+
+# torch's CPU kernels: an integer dtype truncates start, end and step (int64 counts its steps
+# in integers), linspace goes up to halfway and back from end with fused multiply-adds and
+# converts start and end to the dtype first, logspace takes C's pow; op_db's samples past the
+# test's cap (tests/eager/test_opdb.py)
+SPACED = [
+    ("arange", (-0.9, 2.1, 2.0), "int16"), ("arange", (-0.9, 2.1, 2.0), "int64"),
+    ("arange", (2.1, -2.9, -1.0), "uint8"), ("arange", (0.0, -8.000001, -4.0), "int64"),
+    ("arange", (0, 5, 0.5), "int32"), ("arange", (0, 5, 0.5), "int64"),
+    ("arange", (0, 5, 0), None), ("arange", (3, 1), None), ("arange", (0, float("inf")), None),
+    ("linspace", (-15.131, 17.521, 101), "int16"), ("linspace", (4.3, -3, 50), "int8"),
+    ("linspace", (4.3, 50, 50), "uint8"), ("linspace", (4.3, -3, 50), "float16"),
+    ("linspace", (4.3, -3, 50), "bfloat16"), ("linspace", (0, 4.863, 101), "float64"),
+    ("linspace", (14.479, -8, 50), "float32"), ("linspace", (2.5, 7, 1), "int32"),
+    ("linspace", (0, 1, -1), None),
+    ("logspace", (4.3, 0, 2, 2.0), "uint8"), ("logspace", (1.2, 4, 4), "int32"),
+    ("logspace", (4.3, -3, 2), "float16"), ("logspace", (4.3, -3, 2, 5.0), "bfloat16"),
+    ("logspace", (4.947, 13.697, 50), "float64"), ("logspace", (0.5, 2, 1, 3.0), "int64"),
+]
+
+
+@pytest.mark.parametrize("name,args,dtype", SPACED)
+def test_arange_linspace_logspace_values_as_torch(name, args, dtype):
+    def run(lib):
+        try:
+            out = getattr(lib, name)(*args, dtype=getattr(lib, dtype) if dtype else None)
+        except (RuntimeError, ValueError) as e:
+            return type(e), str(e)
+        return str(out.dtype).replace("torch.", ""), out.double().tolist()
+    assert run(dg) == run(torch)
+
+
+@pytest.mark.parametrize("dtype,value", [("uint8", -3), ("uint8", -255), ("int8", -128)])
+def test_full_like_wraps_a_negative_int_as_torch(dtype, value):
+    got = dg.full_like(dg.zeros(2, dtype=getattr(dg, dtype)), value)
+    assert got.tolist() == torch.full_like(torch.zeros(2, dtype=getattr(torch, dtype)),
+                                           value).tolist()
 
 
 def test_range_refuses_a_step_against_the_bounds():

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("tensorflow")
 
-from dualgrad import graph as dg  # noqa: E402
+from dualgrad import graph as dg, ops  # noqa: E402
 from dualgrad.graph.graph_def import MAX_TENSOR_BYTES, shape_proto  # noqa: E402
 from dualgrad.graph.graph_def_import import GraphDefError  # noqa: E402
 from dualgrad.graph.protobuf import DecodeError  # noqa: E402
@@ -392,6 +392,7 @@ def test_many_dualgrad_node_types_run_in_tf(tf):
             dg.fill(dg.shape(x), 2.0), dg.reshape(x, dg.shape(x)) * 2.0,
             dg.ones_like(x), dg.transpose(dg.reshape(x, [-1, 2, 3]), [1, 2, 0]),
             dg.matmul(dg.reshape(x, [-1, 2, 3]), np.ones((3, 2), np.float32)),
+            ops.pad(x, ((1, -2), (-3, 1)), value=2.0),   # NOTE: torch's cropping pad, traced
         ]
         names = [dg.identity(t, name=f"out_{k}").op.name for k, t in enumerate(outs)]
     with dg.Session(graph=g) as s:
@@ -399,6 +400,11 @@ def test_many_dualgrad_node_types_run_in_tf(tf):
         frozen = dg.graph_util.convert_variables_to_constants(s, g.as_graph_def(), names)
     got = _run_tf(tf, frozen.SerializeToString(), names)
     _same(expected, got)
+
+
+def test_tf_pad_refuses_negative_paddings_as_tf():
+    with dg.Graph().as_default(), pytest.raises(ValueError, match="Paddings must be non-neg"):
+        dg.pad(dg.placeholder(dg.float32, (None, 6)), [[0, 0], [-1, 2]])
 
 
 def test_docs_list_every_imported_op_type():
