@@ -182,8 +182,19 @@ def test_duplicate_indices_raise_where_torch_is_unspecified():
         eager.zeros(3).index_copy_(0, eager.tensor([1, 1]), eager.ones(2))
     with pytest.raises(NotImplementedError, match="duplicate indices"):
         eager.zeros(3).put_(eager.tensor([1, 1]), eager.ones(2))
-    with pytest.raises(NotImplementedError, match="multiply"):
-        eager.zeros(3).scatter_(0, eager.tensor([1]), eager.ones(1), reduce="multiply")
+
+
+def test_scatter_multiply_multiplies_once_per_index_as_torch():
+    for src in (2.5, [[2.0, 3.0, 5.0]]):
+        x, tx = eager.ones(2, 3), torch.ones(2, 3)
+        idx = [[0, 1, 0]]
+        s = eager.tensor(src) if isinstance(src, list) else src
+        ts = torch.tensor(src) if isinstance(src, list) else src
+        x.scatter_(0, eager.tensor(idx), s, reduce="multiply")
+        tx.scatter_(0, torch.tensor(idx), ts, reduce="multiply")
+        np.testing.assert_array_equal(x.numpy(), tx.numpy())
+    hit_twice = eager.tensor([[1, 2, 3]]).scatter(1, eager.tensor([[0, 0]]), 3, reduce="multiply")
+    assert hit_twice.tolist() == [[9, 2, 3]]      # torch: each index multiplies in turn
 
 
 # -- layout ------------------------------------------------------------------------------------
