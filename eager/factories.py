@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from dualgrad.ops.core import TRACING
-from dualgrad.ops.rules import as_operand, floating, inexact
+from dualgrad.ops.rules import HALF, as_operand, floating, inexact
 from dualgrad.ops.symbolic import Dim
 
 from .devices import META_IMPL as _META, check as _check_device, is_meta as _is_meta
@@ -312,8 +312,61 @@ def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False): 
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
-    arr = np.linspace(float(start), float(end), int(steps))
-    return _make(arr, dtype or _DEFAULT_FLOAT[0], device, requires_grad)
+    dt = np.dtype(dtype or _DEFAULT_FLOAT[0])
+    if dt.kind == "c":
+        return _make(np.linspace(complex(start), complex(end), int(steps)), dt, device,
+                     requires_grad)
+    return _make(linspace_values(start, end, int(steps), dt), dt, device, requires_grad)
+
+
+def linspace_values(start, end, steps, dtype):
+    """torch's CPU linspace as an array of the real dtype `dtype`: start + step * i over the
+    first half, end - step * (steps - 1 - i) over the rest, each a fused multiply-add in the
+    dtype (float64 for integers, truncated); float16 and bfloat16 round every step (their
+    step and i too), as c10::Half's operators do. histc's bin edges are these values."""
+    if steps <= 1:
+        return np.full(steps, start, dtype)
+    i = np.arange(steps, dtype=np.float64)
+    first, k = i < steps // 2, steps - 1 - i
+    if dtype in HALF:
+        s, e = np.asarray(float(start), dtype), np.asarray(float(end), dtype)
+        step = _rounded(dtype, _rounded(dtype, e, "-", s), "/", np.asarray(steps - 1, dtype))
+        lo = _rounded(dtype, s, "+", _rounded(dtype, step, "*", i.astype(dtype)))
+        hi = _rounded(dtype, e, "-", _rounded(dtype, step, "*", k.astype(dtype)))
+        return np.where(first, lo, hi)
+    if dtype == np.float32:    # NOTE: a float32 product is exact in float64: one rounding
+        s, e = np.float32(float(start)), np.float32(float(end))
+        step = np.float64((e - s) / np.float32(steps - 1))
+        return np.where(first, step * i + np.float64(s), e - step * k).astype(dtype)
+    s, e = (float(start), float(end)) if dtype.kind == "f" else (float(int(start)), float(int(end)))
+    step = (e - s) / (steps - 1)
+    out = np.where(first, _fma(step, i, s), _fma(-step, k, e))
+    return out if dtype.kind == "f" else np.trunc(out).astype(dtype)
+
+
+def _rounded(dtype, a, op, b):
+    """a op b computed in float32 and rounded to the half dtype, as c10::Half's operators."""
+    a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    return {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide}[op](a, b) \
+        .astype(dtype)
+
+
+def _split(a):
+    c = 134217729.0 * a            # 2**27 + 1: Dekker's split into two 26-bit halves
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def _fma(a, b, c):
+    """a * b + c rounded once (C's fma, which the compiler makes of torch's a * b + c), from
+    an error-free product (Dekker) and sum (Knuth): exact but in ties of ties."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    err = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    s = p + c
+    bb = s - p
+    return s + (((p - (s - bb)) + (c - bb)) + err)
 
 
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):

@@ -22,7 +22,7 @@ from dualgrad.ops.rules import floating
 from dualgrad import ops
 from dualgrad.ops.linalg import parse_einsum
 from dualgrad.ops.composite import in_opmath
-from dualgrad.ops.rules import norm_axis, torch_opmath_dtype, torch_sum_dtype
+from dualgrad.ops.rules import HALF, norm_axis, torch_opmath_dtype, torch_sum_dtype
 
 from .core import Tensor
 
@@ -226,15 +226,30 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # n
     population variance."""
     if isinstance(dim, bool):      # torch's var(input, unbiased) overload
         dim, unbiased = None, dim
-    x = _t(input)
-    c = _correction("var", unbiased, correction)
+    return _var(_t(input), dim, keepdim, _correction("var", unbiased, correction))
+
+
+def _var(x, dim, keepdim, c, root=False):
+    """The variance (its square root when root) with correction c. NOTE: torch's CPU kernel
+    accumulates in float64 (Welford) for every real dtype and rounds its result, float16 and
+    bfloat16 through float32 (their kernel runs in float32)."""
+    dt = x.dtype
+    wide = floating(dt) and dt != np.float64
+    if wide:
+        x = ops.cast(x, np.float64)
     v = ops.var(x, axis=dim, keepdims=keepdim)
     n = ops.reduce.static_count(x.shape, dim)
-    return v if c == 0 else v * (n / builtins.max(n - c, 0) if n - c > 0 else float("inf"))
+    v = v if c == 0 else v * (n / builtins.max(n - c, 0) if n - c > 0 else float("inf"))
+    v = ops.sqrt(v) if root else v
+    if dt in HALF:
+        v = ops.cast(v, np.float32)
+    return ops.cast(v, dt) if wide else v
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
-    return ops.sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+    if isinstance(dim, bool):      # torch's std(input, unbiased) overload
+        dim, unbiased = None, dim
+    return _var(_t(input), dim, keepdim, _correction("std", unbiased, correction), root=True)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
@@ -282,8 +297,13 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     x = accumulating(input, dtype)
     if dim is None:
         x, dim = x.reshape(-1), 0
+    if x.ndim == 0:         # NOTE: torch: a 0-d tensor takes dim 0 or -1, its product is itself
+        norm_axis("prod", dim, 1)
+        return ops.copy(x)
     d = norm_axis("prod", dim, x.ndim)
     parts = _slices(x, d)
+    if len(parts) == 1:     # a new tensor, never a view of the input
+        return ops.copy(x) if keepdim else ops.squeeze(ops.copy(x), axis=d)
     out = parts[0] if parts else ops.ones_like(ops.sum(x, axis=d, keepdims=True))
     for p in parts[1:]:
         out = out * p

@@ -25,6 +25,7 @@ from dualgrad import ops
 from dualgrad.ops.rules import norm_axis
 
 from .core import Tensor
+from .factories import linspace_values
 from .functions import _arr, _beta_alpha, _no_grad_tensor, _t, accumulate, diagonal, isnan
 
 return_types = types.SimpleNamespace(**{
@@ -123,21 +124,11 @@ def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
     return _selected("kthvalue", x, dim, keepdim, lambda rows: tie_order.kth_index(rows, k - 1))
 
 
-def _mode_pick(rows):
-    """Each row's most frequent value (the smallest of equally frequent ones), at its last
-    position, as torch's CPU kernel reports it."""
-    out = np.empty(rows.shape[:-1], np.int64)
-    for i in np.ndindex(*rows.shape[:-1]):
-        row = rows[i]
-        vals, counts = np.unique(row, return_counts=True)
-        best = vals[np.argmax(counts)]
-        hits = np.flatnonzero((row == best) | (np.isnan(row) & np.isnan(best)))
-        out[i] = hits[-1]
-    return out
-
-
 def mode(input, dim=-1, keepdim=False):  # noqa: A002
-    return _selected("mode", input, dim, keepdim, _mode_pick)
+    """(values, indices) of each row's most frequent value (the smallest of equally frequent
+    ones) along dim; among its copies, the index torch's CPU kernel reports."""
+    from dualgrad.ops import tie_order   # NOTE: numba on first use
+    return _selected("mode", input, dim, keepdim, tie_order.mode_index)
 
 
 def _running(name, input, dim, better):
@@ -284,13 +275,21 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
                                   f"'{arr.dtype}'")
     lo, hi = float(min), float(max)
     if lo == hi and arr.size:
-        lo, hi = float(np.nanmin(arr)), float(np.nanmax(arr))
+        lo, hi = float(np.min(arr)), float(np.max(arr))
     if lo == hi:
         lo, hi = lo - 1, hi + 1
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{lo:g}, {hi:g}] is not finite")
     if lo > hi:
-        raise RuntimeError(f"histc: max must be larger than min (got min={lo}, max={hi})")
-    counts, _ = np.histogram(arr[~np.isnan(arr)], bins=bins, range=(lo, hi))
-    return _no_grad_tensor(counts.astype(arr.dtype))
+        raise RuntimeError("torch.histc: max must be larger than min")
+    # NOTE: as torch: a value's bin is (x - lo) * bins / (hi - lo) in the input's dtype
+    # (float16 rounds each step), lo and hi the ends of linspace's edges in that dtype
+    edges = linspace_values(lo, hi, bins + 1, arr.dtype)
+    x = arr.reshape(-1)
+    x = x[(x >= edges[0]) & (x <= edges[-1])]
+    pos = ((x - edges[0]) * arr.dtype.type(bins) / (edges[-1] - edges[0])).astype(np.int64)
+    return _no_grad_tensor(np.bincount(np.minimum(pos, bins - 1), minlength=bins)
+                           .astype(arr.dtype))
 
 
 def mv(input, vec):  # noqa: A002
@@ -329,9 +328,12 @@ def cross(input, other, dim=None):  # noqa: A002
 def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
     """(min, max) over dim (all elements by default); ties share the gradient, as torch."""
     x = _t(input)
-    if x.numel() == 0:
+    if dim is None and x.numel() == 0:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
                            "operation has no identity.")
+    d = norm_axis("aminmax", dim, x.ndim) if dim is not None and x.ndim else None
+    if d is not None and x.shape[d] == 0:
+        raise RuntimeError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
     return return_types.aminmax(ops.min(x, axis=dim, keepdims=keepdim),
                                 ops.max(x, axis=dim, keepdims=keepdim))
 
@@ -413,14 +415,14 @@ def _weighted_cov(x, correction, fweights, aweights):
     aw = None if aweights is None else _t(aweights)
     if aw is not None and floating(aw.dtype) and aw.dtype.itemsize > x.dtype.itemsize:
         x = ops.cast(x, aw.dtype)      # NOTE: torch promotes: half input, float32 weights
-    w = ops.cast(w, x.dtype)
+    # NOTE: the weights' sum and the normalising factor in the weights' own dtype, as torch
     total = ops.sum(w)
     avg = ops.sum(x * w, axis=1, keepdims=True) / total
-    if aweights is None:
+    if aweights is None or correction == 0:
         norm = total - correction
     else:
-        norm = total - correction * ops.sum(w * ops.cast(aw, x.dtype)) / total
-    norm = ops.maximum(norm, 0.0)        # NOTE: torch clamps a non-positive factor to 0
+        norm = total - correction * ops.sum(w * aw) / total
+    norm = ops.maximum(norm, 0)        # NOTE: torch clamps a non-positive factor to 0
     centred = x - avg
     c = ops.matmul(centred, ops.matrix_transpose(centred * w)) / norm
     return c.reshape(()) if c.shape == (1, 1) else c

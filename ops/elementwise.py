@@ -21,13 +21,17 @@ _EW = "elementwise"
 
 
 def unbroadcast(g, x):
-    """Reduce a gradient back to x's shape (None for a Python scalar or a raw array input)."""
+    """Reduce a gradient back to x's shape, and to x's floating dtype (None for a Python
+    scalar or a raw array input). NOTE: torch's engine hands each input its gradient in its
+    own dtype: a float32 weight times a float64 input has a float32 gradient."""
     if getattr(x, "_engine", None) is None:   # NOTE: is_value(x), inlined (~140 calls a step)
         return None
     xs, gs = x.shape, g.shape
-    if xs == gs and None not in xs:
-        return g
-    return sum_to_like(g, x)
+    if xs != gs or None in xs:
+        g = sum_to_like(g, x)
+    if g.dtype != x.dtype and floating(x.dtype) and floating(g.dtype):
+        return cast(g, x.dtype)
+    return g
 
 
 # -- shape rules ------------------------------------------------------------------------------

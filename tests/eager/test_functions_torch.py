@@ -211,3 +211,28 @@ def test_einsum_output_letter_no_operand_has_raises_as_torch():
     with pytest.raises(RuntimeError):
         torch.einsum("ij,jk->il", torch.ones(2, 3), torch.ones(3, 4))
     assert eager.einsum("ii->i", eager.eye(3)).tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("compiled", (False, True))
+def test_weighted_cov_sums_its_weights_in_their_dtype(compiled):
+    """torch's cov sums the weights and forms the normalising factor in the weights' dtype
+    (float32 aweights of a float64 input: a float32 factor); the aweights' gradient is float32."""
+    from dualgrad import compiler
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 5))
+    aw = rng.uniform(0.1, 1.0, 5).astype(np.float32)
+    fw = np.array([1, 2, 1, 3, 1], np.int32)
+    for correction in (0, 1, 2):
+        ex, ea = eager.tensor(x, requires_grad=True), eager.tensor(aw, requires_grad=True)
+        tx, ta = torch.tensor(x, requires_grad=True), torch.tensor(aw, requires_grad=True)
+        f = (lambda x, a: eager.cov(x, correction=correction, fweights=eager.tensor(fw),
+                                    aweights=a))
+        ours = (compiler.compile(f) if compiled else f)(ex, ea)
+        ref = torch.cov(tx, correction=correction, fweights=torch.tensor(fw), aweights=ta)
+        np.testing.assert_allclose(np.asarray(ours.detach()), ref.detach().numpy(), rtol=1e-12)
+        ct = rng.standard_normal((3, 3))
+        (ours * eager.tensor(ct)).sum().backward()
+        (ref * torch.tensor(ct)).sum().backward()
+        assert ea.grad.dtype == np.float32
+        np.testing.assert_allclose(np.asarray(ea.grad), ta.grad.numpy(), rtol=1e-5)
+        np.testing.assert_allclose(np.asarray(ex.grad), tx.grad.numpy(), rtol=1e-6)

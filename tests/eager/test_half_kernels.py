@@ -210,3 +210,48 @@ def test_conv3d_sums_in_float32_once(dtype):
                                x, w, b):
             np.testing.assert_allclose(np.asarray(out.detach()).astype(np.float32),
                                        ref.float().numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", HALVES + ("float32",))
+def test_var_and_std_round_once_from_float64(dtype):
+    """torch's var and std accumulate in float64 (Welford) and round once, whatever the dtype:
+    a correction applied after rounding, or a float32 mean, is a last bit off."""
+    rng = np.random.default_rng(3)
+    for shape, dim in (((2000, 7), 1), ((50, 300), 0), ((4, 5, 6), (0, 2)), ((300,), None)):
+        tx, x = _pair(rng, shape, "float32")
+        tx, x = tx.to(getattr(torch, dtype)), x.to(getattr(eager, dtype))
+        for c in (0, 1, 1.3):
+            _bits(eager.var(x, dim, correction=c), torch.var(tx, dim, correction=c))
+            _bits(eager.std(x, dim, correction=c), torch.std(tx, dim, correction=c))
+        _bits(eager.var_mean(x, dim)[0], torch.var_mean(tx, dim)[0])
+
+
+@pytest.mark.parametrize("dtype", HALVES + ("float32", "float64", "int64", "int16"))
+def test_linspace_is_torchs_to_the_bit(dtype):
+    """start + step * i over the first half, end - step * (steps - 1 - i) over the rest: fused
+    multiply-adds in float32 / float64 (integers: float64, truncated), every step rounded in
+    float16 and bfloat16 (i too, which bfloat16 holds exactly only to 256)."""
+    rng = np.random.default_rng(4)
+    for trial in range(40):
+        a, b = rng.uniform(-300, 300, 2) if trial % 2 else sorted(rng.uniform(-20, 20, 2))
+        if dtype.startswith("int"):
+            a, b = int(a), int(b)
+        n = int(rng.integers(1, 3000))
+        ref = torch.linspace(a, b, n, dtype=getattr(torch, dtype))
+        ours = eager.linspace(a, b, n, dtype=getattr(eager, dtype))
+        np.testing.assert_array_equal(np.asarray(ours).astype(np.float64), ref.double().numpy())
+
+
+@pytest.mark.parametrize("dtype", HALVES + ("float32", "float64"))
+def test_histc_bins_as_torch(dtype):
+    """A value's bin is (x - lo) * bins / (hi - lo) in the input's dtype, lo and hi the ends of
+    linspace's edges: in float16 a value on an edge can land in the bin below."""
+    rng = np.random.default_rng(5)
+    for trial in range(60):
+        tx, x = _pair(rng, (int(rng.integers(0, 300)),), "float32")
+        tx, x = (tx * 3).to(getattr(torch, dtype)), (x * 3).to(getattr(eager, dtype))
+        bins = int(rng.integers(1, 200))
+        lo, hi = (0, 0) if trial % 3 == 0 else sorted(rng.uniform(-10, 10, 2).round(1))
+        _bits(eager.histc(x, bins, lo, hi), torch.histc(tx, bins, lo, hi))
+    with pytest.raises(RuntimeError, match=r"range of \[.*nan.*\] is not finite"):
+        eager.histc(eager.tensor([1.0, float("nan")], dtype=getattr(eager, dtype)))
