@@ -107,7 +107,10 @@ def solve(A, B, *, left=True, out=None):  # noqa: N803
     if a.dtype != b2.dtype:
         dt = np.promote_types(a.dtype, b2.dtype)
         a, b2 = ops.cast(a, dt), ops.cast(b2, dt)
-    x = b2 * 1.0 if a.numel() == 0 or b2.numel() == 0 else ops.solve(a, b2)
+    if a.numel() == 0 or b2.numel() == 0:   # NOTE: LAPACK wants elements; empty, on both's tape
+        x = b2 + ops.sum(a, axis=(-2, -1), keepdims=True) * 0.0
+    else:
+        x = ops.solve(a, b2)
     return ops.squeeze(x, axis=-1) if vec else x
 
 
@@ -180,11 +183,8 @@ def eigvalsh(A, UPLO="L", *, out=None):  # noqa: N803
 @keeps_fp32
 def svd(A, full_matrices=True, *, driver=None, out=None):  # noqa: N803
     a = _float("svd", A)
-    m, n = a.shape[-2:]
-    if full_matrices and m != n and min(m, n) > 0:
-        raise NotImplementedError("linalg.svd(full_matrices=True) of a non-square matrix is "
-                                  "not supported by dualgrad; pass full_matrices=False")
-    return SvdResult(ops.svd_u(a), ops.svd_s(a), ops.svd_vh(a))
+    full = bool(full_matrices) and a.shape[-2] != a.shape[-1]
+    return SvdResult(ops.svd_u(a, full=full), ops.svd_s(a), ops.svd_vh(a, full=full))
 
 
 def torch_svd(input, some=True, compute_uv=True):  # noqa: A002 - torch.svd
@@ -250,7 +250,9 @@ def _lapack(name, dt):
 
 
 def _batches(arr, tail):
-    return arr.reshape((-1,) + arr.shape[arr.ndim - tail:])
+    """arr as a stack of its last `tail` dims (its batch counted, not -1: a 0x0 matrix's)."""
+    lead = arr.shape[:arr.ndim - tail]
+    return arr.reshape((int(np.prod(lead)),) + arr.shape[arr.ndim - tail:])
 
 
 def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):  # noqa: N803
@@ -286,9 +288,11 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):  # noqa: N803
     ld = np.broadcast_to(ld, batch + ld.shape[-2:])
     piv = np.broadcast_to(piv, batch + piv.shape[-1:])
     b = np.broadcast_to(b, batch + b.shape[-2:])
-    xs = [(_lapack("sytrs", ld.dtype)(m, p, r, lower=1)[0] if r.size and m.size else r.copy())
-          for m, p, r in zip(_batches(ld, 2), _batches(piv, 1), _batches(b, 2))]
-    return _no_grad_tensor(np.array(xs, b.dtype).reshape(b.shape))
+    out = np.zeros(b.shape, b.dtype)
+    for k, (m, p, r) in enumerate(zip(_batches(ld, 2), _batches(piv, 1), _batches(b, 2))):
+        if r.size and m.size:
+            _batches(out, 2)[k] = _lapack("sytrs", ld.dtype)(m, p, r, lower=1)[0]
+    return _no_grad_tensor(out)
 
 
 def householder_product(A, tau, *, out=None):  # noqa: N803

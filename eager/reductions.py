@@ -171,7 +171,7 @@ def _quantile(name, input, q, dim, keepdim, interpolation, skip_nan):
     if interpolation not in _INTERPOLATIONS:
         raise ValueError(f"{name}() interpolation must be one of {', '.join(_INTERPOLATIONS)}. "
                          f"Got {interpolation!r}")
-    qs = _arr(q).astype(np.float64)
+    qs = _arr(q).astype(x.dtype)     # NOTE: torch's ranks are q * (n - 1) in x's dtype
     if isinstance(q, Tensor) and _arr(q).dtype != x.dtype:
         raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
     if qs.ndim > 1:
@@ -193,8 +193,17 @@ def _quantile(name, input, q, dim, keepdim, interpolation, skip_nan):
     # NOTE: as torch, quantile ranks a row with a NaN at its last (NaN) value, nanquantile an
     # all-NaN row at its first
     nan_row = np.zeros(m.shape, bool) if skip_nan else nan.any(-1)
-    out = [_interpolate(srt, np.where(nan_row, n - 1, q1 * np.maximum(m - 1, 0)),
-                        interpolation) for q1 in qs.reshape(-1)]
+    scale = np.maximum(m - 1, 0).astype(x.dtype)
+    # NOTE: a q that requires grad has one through the linear weight, as torch's, but not
+    # where the rank is fixed (a NaN row; nanquantile's all-NaN row)
+    qt = q.reshape(-1) if isinstance(q, Tensor) and q.requires_grad and \
+        interpolation == "linear" else None
+    fixed = nan_row | (m == 0)
+    out = []
+    for k, q1 in enumerate(qs.reshape(-1)):
+        rank = np.where(nan_row, n - 1, q1 * scale)
+        rank_t = None if qt is None else ops.where(fixed, rank, qt[k] * scale)
+        out.append(_interpolate(srt, rank, interpolation, rank_t))
     res = ops.stack(*out, axis=0) if qs.ndim else out[0]
     if keepdim:
         lead = 1 if qs.ndim else 0
@@ -204,7 +213,9 @@ def _quantile(name, input, q, dim, keepdim, interpolation, skip_nan):
     return res
 
 
-def _interpolate(srt, rank, how):
+def _interpolate(srt, rank, how, rank_t=None):
+    """Each row's value at rank (an array) by `how`; rank_t: the same ranks as a tensor that
+    carries a gradient (to q) into the linear weight."""
     lo = np.floor(rank).astype(np.int64)
     hi = np.ceil(rank).astype(np.int64)
     if how == "nearest":
@@ -214,11 +225,24 @@ def _interpolate(srt, rank, how):
     elif how == "higher":
         lo = hi
     a = ops.squeeze(ops.gather(srt, lo[..., None], axis=-1), axis=-1)
-    if (lo == hi).all():
+    if (lo == hi).all() and rank_t is None:
         return a
     b = ops.squeeze(ops.gather(srt, hi[..., None], axis=-1), axis=-1)
-    w = 0.5 if how == "midpoint" else (rank - lo).astype(_arr(srt).dtype)
-    return a + (b - a) * w
+    if how == "midpoint":
+        w = np.full(rank.shape, 0.5, srt.dtype)
+    else:
+        w = (rank - lo).astype(srt.dtype) if rank_t is None else rank_t - lo.astype(srt.dtype)
+    return _lerp(a, b, w, np.abs(_arr(w)) < 0.5)
+
+
+def _lerp(a, b, w, small):
+    """torch's lerp: a + w (b - a) where |w| < 0.5, else b - (b - a) (1 - w), each a fused
+    multiply-add (float32's computed in float64, where its products are exact)."""
+    dt, d = a.dtype, b - a
+    if dt == np.float32:
+        a, b, w, d = (ops.cast(v, np.float64) for v in (a, b, w, d))
+    out = ops.where(small, a + w * d, b - d * (1 - w))
+    return ops.cast(out, dt) if dt == np.float32 else out
 
 
 @keeps_fp32
@@ -333,7 +357,7 @@ def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
                            "operation has no identity.")
     d = norm_axis("aminmax", dim, x.ndim) if dim is not None and x.ndim else None
     if d is not None and x.shape[d] == 0:
-        raise RuntimeError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
+        raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
     return return_types.aminmax(ops.min(x, axis=dim, keepdims=keepdim),
                                 ops.max(x, axis=dim, keepdims=keepdim))
 

@@ -2,6 +2,8 @@
 with torch (op_db's own samples run in tests/eager/test_opdb.py; these check the behaviours a
 sample list does not: aliasing through as_strided, hasattr on what is not provided, a gradient
 through a whole decomposition, the namedtuple fields). Small inputs: under 10 s in all."""
+import re
+
 import numpy as np
 import pytest
 
@@ -31,6 +33,14 @@ def test_as_strided_is_a_view_and_its_gradient_adds_overlaps():
     assert x.grad.tolist() == [1.0, 1.0, 2.0, 1.0, 1.0, 0.0]
 
 
+def test_prod_over_one_element_is_a_new_tensor():
+    """A product over a dim of size one (or of a 0-d input) is a copy, never a view."""
+    for x, dim in ((eager.ones(1, 3), 0), (eager.ones(()), 0), (eager.ones(2, 1), -1)):
+        p = x.prod(dim)
+        p.fill_(5.0)
+        assert x.sum().item() == x.numel()
+
+
 def test_solve_det_inv_and_their_gradients_match_torch():
     rng = np.random.default_rng(0)
     a = rng.standard_normal((3, 3)) + 3 * np.eye(3)
@@ -58,6 +68,61 @@ def test_svd_and_qr_reconstruct_and_differentiate_as_torch():
     ((tu @ tvh).sum() + ts.sum() + torch.linalg.qr(ta).R.sum()).backward()
     ((res.U @ res.Vh).sum() + res.S.sum() + r.sum()).backward()
     np.testing.assert_allclose(ea.grad.numpy(), ta.grad.numpy(), rtol=1e-7, atol=1e-10)
+
+
+@pytest.mark.parametrize("shape", [(4, 3), (2, 3, 5), (3, 0), (0, 2)])
+@pytest.mark.parametrize("compiled", (False, True))
+def test_full_svd_completes_an_orthonormal_basis(shape, compiled):
+    """full_matrices=True of a non-square matrix: U (m, m) and Vh (n, n), the first min(m, n)
+    vectors torch's, the rest an orthonormal completion (LAPACK's choice, as torch's) that
+    gets no gradient, as in torch's rule."""
+    a = np.random.default_rng(2).standard_normal(shape)
+    m, n = shape[-2:]
+    k = min(m, n)
+    ta, ea = torch.tensor(a, requires_grad=True), _t(a, requires_grad=True)
+    f = (lambda x: tuple(eager.linalg.svd(x)))
+    u, s, vh = (compiler.compile(f) if compiled else f)(ea)
+    tu, ts, tvh = torch.linalg.svd(ta)
+    assert u.shape == tu.shape and vh.shape == tvh.shape
+    for q in (u.detach().numpy(), vh.detach().numpy()):
+        np.testing.assert_allclose(q @ np.swapaxes(q, -1, -2), np.broadcast_to(
+            np.eye(q.shape[-1]), q.shape), atol=1e-12)
+    np.testing.assert_allclose((u[..., :k] * s[..., None, :] @ vh[..., :k, :]).detach().numpy(),
+                               a, atol=1e-12)
+    if k:   # NOTE: the defined part: U[:, :k] Vh[:k] (each pair's sign is LAPACK's) and S
+        ((tu[..., :k] @ tvh[..., :k, :]).sum() + ts.sum() + tu.sum() * 0).backward()
+        ((u[..., :k] @ vh[..., :k, :]).sum() + s.sum() + u.sum() * 0).backward()
+        np.testing.assert_allclose(ea.grad.numpy(), ta.grad.numpy(), rtol=1e-7, atol=1e-10)
+
+
+@pytest.mark.parametrize("shape", [(0, 0), (5, 0), (0, 5), (2, 0, 3)])
+@pytest.mark.parametrize("ord", [1, -1, float("inf"), -float("inf"), 2, -2, "nuc", "fro"])
+def test_matrix_norm_of_an_empty_matrix_as_torch(shape, ord):
+    """The largest of no sums (or singular values) is 0; the smallest raises amin's error."""
+    for keepdim in (False, True):
+        try:
+            want = torch.linalg.matrix_norm(torch.zeros(shape), ord, keepdim=keepdim)
+        except IndexError as e:
+            with pytest.raises(IndexError, match=re.escape(str(e))):
+                eager.linalg.matrix_norm(eager.zeros(shape), ord, keepdim=keepdim)
+            continue
+        got = eager.linalg.matrix_norm(eager.zeros(shape), ord, keepdim=keepdim)
+        assert tuple(got.shape) == tuple(want.shape) and got.sum().item() == 0.0
+
+
+def test_empty_solves_as_torch():
+    """solve_triangular of an empty system keeps both operands on the tape; ldl_solve of a
+    0x0 factor is an empty X (B's shape)."""
+    a = _t(np.zeros((2, 0, 0)), requires_grad=True)
+    b = _t(np.zeros((2, 0, 3)), requires_grad=True)
+    x = eager.linalg.solve_triangular(a, b, upper=True)
+    assert x.shape == (2, 0, 3) and x.requires_grad
+    x.sum().backward()
+    assert a.grad.shape == (2, 0, 0) and b.grad.shape == (2, 0, 3)
+    ld, piv = eager.linalg.ldl_factor(eager.zeros(0, 0))
+    assert eager.linalg.ldl_solve(ld, piv, eager.zeros(0, 5)).shape == (0, 5)
+    ld, piv = eager.linalg.ldl_factor(eager.zeros(0, 2, 2))
+    assert eager.linalg.ldl_solve(ld, piv, eager.zeros(2, 5)).shape == (0, 2, 5)
 
 
 @pytest.mark.parametrize("name", ["i0", "special.i1e", "special.ndtri", "special.erfcx",
