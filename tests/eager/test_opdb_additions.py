@@ -110,6 +110,17 @@ def test_matrix_norm_of_an_empty_matrix_as_torch(shape, ord):
         assert tuple(got.shape) == tuple(want.shape) and got.sum().item() == 0.0
 
 
+@pytest.mark.parametrize("ord", [2, 2.0, 1, 3, 0.5, -1, -2.5, float("inf"), -float("inf"), 0])
+def test_vector_norm_propagates_nan_as_torch(ord):
+    """A NaN among the elements makes the norm NaN (it compared > 0 and counted as zero)."""
+    x = np.array([[np.nan, 3.5, 0.0, 2.0], [3.2, np.inf, -1.8, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    want = torch.linalg.vector_norm(torch.tensor(x), ord, dim=1).numpy()
+    np.testing.assert_array_equal(eager.linalg.vector_norm(_t(x), ord, dim=1).numpy(), want)
+    want = torch.masked.norm(torch.tensor(x), ord, 0, mask=torch.tensor(x != 2.0)).numpy()
+    np.testing.assert_array_equal(
+        eager.masked.norm(_t(x), ord, 0, mask=_t(x != 2.0)).numpy(), want)
+
+
 def test_empty_solves_as_torch():
     """solve_triangular of an empty system keeps both operands on the tape; ldl_solve of a
     0x0 factor is an empty X (B's shape)."""
@@ -150,6 +161,23 @@ def test_masked_mean_and_softmax_ignore_masked_elements():
     want = torch.masked.softmax(torch.tensor(x), 1, mask=torch.tensor(m))
     np.testing.assert_allclose(eager.masked.softmax(_t(x), 1, mask=_t(m)).numpy(),
                                want.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "uint8", "int8", "int16", "int64"])
+def test_masked_softmax_and_logsumexp_of_a_slice_masked_whole(dtype):
+    """softmax / softmin along a slice masked whole are NaN (0 / 0); an integer logsumexp
+    stands its dtype's least value in for the masked elements (truncated back), as torch."""
+    x = np.array([[6, 6, 8], [6, 9, 1]], dtype)
+    m = np.array([[True, False, True], [False, False, False]])
+    want = torch.masked.logsumexp(torch.tensor(x), -1, mask=torch.tensor(m))
+    got = eager.masked.logsumexp(_t(x), -1, mask=_t(m))
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    if dtype == "float32":
+        for fn in ("softmax", "softmin"):
+            want = getattr(torch.masked, fn)(torch.tensor(x), 1, mask=torch.tensor(m))
+            got = getattr(eager.masked, fn)(_t(x), 1, mask=_t(m))
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
 
 
 def test_windows_and_conv3d_under_compile():
