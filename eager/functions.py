@@ -387,14 +387,14 @@ def remainder(input, other):  # noqa: A002
 
 
 def _is_float(*xs):
-    # NOTE: dtypes only, never values: a compile() tracer has none
-    return builtins.any(np.dtype(x.dtype if hasattr(x, "dtype") else np.result_type(x)).kind
-                        == "f" for x in xs)
+    # NOTE: dtypes only, never values: a compile() tracer has none; bfloat16 (kind "V") too
+    return builtins.any(floating(np.dtype(x.dtype if hasattr(x, "dtype") else
+                                          np.result_type(x))) for x in xs)
 
 
 def floor_divide(input, other):  # noqa: A002
-    return ops.floor(input / other) if _is_float(input, other) else \
-        ops.floordiv(input, other)
+    """The floor of the exact quotient, as torch's (1 // 0.1 is 9, not floor(1 / 0.1))."""
+    return ops.floordiv(input, other, exact=_is_float(input, other))
 
 
 def add(input, other, *, alpha=1):  # noqa: A002
