@@ -273,3 +273,19 @@ def test_floor_divide_is_torchs_exact_floor(dtype):
     _bits(eager.div(ea, eb, rounding_mode="floor"), want)
     for got in _both_modes(lambda x, y: x // y, ea, eb):
         _bits(got, want)
+
+
+@pytest.mark.parametrize("dtype", HALVES + ("float32",))
+@pytest.mark.parametrize("reduce", ("mean", "prod"))
+def test_index_reduce_accumulates_in_index_order(dtype, reduce):
+    """torch adds (multiplies) each source slice into self in index order, every step rounded
+    in the dtype, then divides by the count; a product that overflows is inf, not NaN."""
+    rng = np.random.default_rng(7)
+    for include_self in (True, False):
+        tx, x = _pair(rng, (5, 6, 4), dtype)
+        ts, s = _pair(rng, (5, 12, 4), dtype)
+        if reduce == "prod":
+            tx, x, ts, s = tx * 40, x * 40, ts * 40, s * 40
+        index = rng.integers(0, 6, 12)
+        want = tx.index_reduce(1, torch.from_numpy(index), ts, reduce, include_self=include_self)
+        _bits(x.index_reduce(1, eager.tensor(index), s, reduce, include_self=include_self), want)
