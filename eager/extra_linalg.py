@@ -396,9 +396,8 @@ def multi_dot(tensors, *, out=None):
         ts[0] = ops.expand_dims(ts[0], axis=0)
     if last_vec:
         ts[-1] = ops.expand_dims(ts[-1], axis=-1)
-    out = ts[0]
-    for t in ts[1:]:
-        out = ops.matmul(out, t)
+    out = _chain(ts, _chain_order([t.shape[0] for t in ts] + [ts[-1].shape[1]]), 0,
+                 len(ts) - 1)
     if first_vec:
         out = ops.squeeze(out, axis=0)
     if last_vec:
@@ -406,9 +405,43 @@ def multi_dot(tensors, *, out=None):
     return out
 
 
+def _chain_order(p):
+    """split[i][j]: where the product of matrices i..j (matrix k is p[k] x p[k + 1]) splits
+    in the cheapest order: the textbook dynamic programme, first minimum kept, as torch's;
+    three matrices by torch's own rule, (AB)C unless A(BC) costs strictly less."""
+    n = len(p) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    if n == 3:
+        a, b, c, d = p
+        split[0][1], split[1][2] = 0, 1
+        split[0][2] = 0 if a * c * (b + d) > b * d * (a + c) else 1
+        return split
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                q = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if cost[i][j] is None or q < cost[i][j]:
+                    cost[i][j], split[i][j] = q, k
+    return split
+
+
+def _chain(ts, split, i, j):
+    """The product of ts[i..j] in split's order: each product rounded to the dtype, as
+    torch's chain of mm (which matters in float16)."""
+    if i == j:
+        return ts[i]
+    k = split[i][j]
+    return ops.matmul(_chain(ts, split, i, k), _chain(ts, split, k + 1, j))
+
+
 @lowers
 def vecdot(x, y, *, dim=-1, out=None):
-    return ops.sum(_t(x) * y, axis=dim)
+    """(x * y).sum(dim), as torch's: the products rounded to the dtype, summed as sum sums
+    (float16 in float32, rounded once)."""
+    return (_t(x) * y).sum(dim)
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):  # noqa: N803

@@ -137,6 +137,13 @@ def einsum(equation, *operands):
     mul, sum and the layout ops; '...' is supported."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
+    dts = {_t(o).dtype for o in operands}
+    if len(dts) == 1 and torch_opmath_dtype(next(iter(dts))) != next(iter(dts)):
+        # NOTE: float16 / bfloat16: torch contracts through bmm, products exact and summed in
+        # float32, the result rounded once
+        half = dts.pop()
+        out = einsum(equation, *[ops.cast(_t(o), torch_opmath_dtype(half)) for o in operands])
+        return ops.cast(out, half)
     terms, rhs = parse_einsum(equation, [_t(o).ndim for o in operands], diagonals=True)
     letters = list(dict.fromkeys(rhs + "".join(terms)))
     prod = None

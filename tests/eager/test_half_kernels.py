@@ -289,3 +289,25 @@ def test_index_reduce_accumulates_in_index_order(dtype, reduce):
         index = rng.integers(0, 6, 12)
         want = tx.index_reduce(1, torch.from_numpy(index), ts, reduce, include_self=include_self)
         _bits(x.index_reduce(1, eager.tensor(index), s, reduce, include_self=include_self), want)
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_multi_dot_vecdot_and_einsum_round_as_torch(dtype):
+    """multi_dot multiplies in torch's matrix-chain order (its three-matrix rule on ties),
+    each product rounded; vecdot rounds the products, then sums in float32; a two-operand
+    einsum is one bmm, its products summed in float32 and rounded once."""
+    rng = np.random.default_rng(8)
+    for trial in range(40):
+        n = int(rng.integers(2, 7))
+        dims = rng.integers(1, 7, n + 1)
+        pairs = [_pair(rng, (dims[i], dims[i + 1]), dtype) for i in range(n)]
+        want = torch.linalg.multi_dot([t for t, _ in pairs])
+        _bits(eager.linalg.multi_dot([e for _, e in pairs]), want)
+    for shape, dim in (((5, 3), 0), ((3, 40), -1), ((2, 3, 9), 1)):
+        (ta, a), (tb, b) = _pair(rng, shape, dtype), _pair(rng, shape, dtype)
+        _bits(eager.linalg.vecdot(a, b, dim=dim), torch.linalg.vecdot(ta, tb, dim=dim))
+    for eq, sa, sb in (("aij,ajk->aik", (2, 3, 4), (2, 4, 5)), ("aij,jk->aik", (1, 3, 4), (4, 4)),
+                       ("ij,j->i", (4, 9), (9,))):
+        (ta, a), (tb, b) = _pair(rng, sa, dtype), _pair(rng, sb, dtype)
+        for got in _both_modes(lambda x, y: eager.einsum(eq, x, y), a, b):
+            _bits(got, torch.einsum(eq, ta, tb))
