@@ -223,7 +223,8 @@ class _Call:
         if one:
             return [None if s is None or not need else Tensor(s)
                     for s, need in zip(self.stored, needs)]
-        return [None if s is None or not need else Tensor(ga * s)
+        # NOTE: in each input's dtype: a float64 g must not widen a float32 weight's gradient
+        return [None if s is None or not need else Tensor((ga * s).astype(s.dtype, copy=False))
                 for s, need in zip(self.stored, needs)]
 
 

@@ -107,7 +107,10 @@ def solve(A, B, *, left=True, out=None):  # noqa: N803
     if a.dtype != b2.dtype:
         dt = np.promote_types(a.dtype, b2.dtype)
         a, b2 = ops.cast(a, dt), ops.cast(b2, dt)
-    x = b2 * 1.0 if a.numel() == 0 or b2.numel() == 0 else ops.solve(a, b2)
+    if a.numel() == 0 or b2.numel() == 0:   # NOTE: LAPACK wants elements; empty, on both's tape
+        x = b2 + ops.sum(a, axis=(-2, -1), keepdims=True) * 0.0
+    else:
+        x = ops.solve(a, b2)
     return ops.squeeze(x, axis=-1) if vec else x
 
 
@@ -180,11 +183,8 @@ def eigvalsh(A, UPLO="L", *, out=None):  # noqa: N803
 @keeps_fp32
 def svd(A, full_matrices=True, *, driver=None, out=None):  # noqa: N803
     a = _float("svd", A)
-    m, n = a.shape[-2:]
-    if full_matrices and m != n and min(m, n) > 0:
-        raise NotImplementedError("linalg.svd(full_matrices=True) of a non-square matrix is "
-                                  "not supported by dualgrad; pass full_matrices=False")
-    return SvdResult(ops.svd_u(a), ops.svd_s(a), ops.svd_vh(a))
+    full = bool(full_matrices) and a.shape[-2] != a.shape[-1]
+    return SvdResult(ops.svd_u(a, full=full), ops.svd_s(a), ops.svd_vh(a, full=full))
 
 
 def torch_svd(input, some=True, compute_uv=True):  # noqa: A002 - torch.svd
@@ -250,7 +250,9 @@ def _lapack(name, dt):
 
 
 def _batches(arr, tail):
-    return arr.reshape((-1,) + arr.shape[arr.ndim - tail:])
+    """arr as a stack of its last `tail` dims (its batch counted, not -1: a 0x0 matrix's)."""
+    lead = arr.shape[:arr.ndim - tail]
+    return arr.reshape((int(np.prod(lead)),) + arr.shape[arr.ndim - tail:])
 
 
 def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):  # noqa: N803
@@ -286,9 +288,11 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):  # noqa: N803
     ld = np.broadcast_to(ld, batch + ld.shape[-2:])
     piv = np.broadcast_to(piv, batch + piv.shape[-1:])
     b = np.broadcast_to(b, batch + b.shape[-2:])
-    xs = [(_lapack("sytrs", ld.dtype)(m, p, r, lower=1)[0] if r.size and m.size else r.copy())
-          for m, p, r in zip(_batches(ld, 2), _batches(piv, 1), _batches(b, 2))]
-    return _no_grad_tensor(np.array(xs, b.dtype).reshape(b.shape))
+    out = np.zeros(b.shape, b.dtype)
+    for k, (m, p, r) in enumerate(zip(_batches(ld, 2), _batches(piv, 1), _batches(b, 2))):
+        if r.size and m.size:
+            _batches(out, 2)[k] = _lapack("sytrs", ld.dtype)(m, p, r, lower=1)[0]
+    return _no_grad_tensor(out)
 
 
 def householder_product(A, tau, *, out=None):  # noqa: N803
@@ -392,9 +396,8 @@ def multi_dot(tensors, *, out=None):
         ts[0] = ops.expand_dims(ts[0], axis=0)
     if last_vec:
         ts[-1] = ops.expand_dims(ts[-1], axis=-1)
-    out = ts[0]
-    for t in ts[1:]:
-        out = ops.matmul(out, t)
+    out = _chain(ts, _chain_order([t.shape[0] for t in ts] + [ts[-1].shape[1]]), 0,
+                 len(ts) - 1)
     if first_vec:
         out = ops.squeeze(out, axis=0)
     if last_vec:
@@ -402,9 +405,43 @@ def multi_dot(tensors, *, out=None):
     return out
 
 
+def _chain_order(p):
+    """split[i][j]: where the product of matrices i..j (matrix k is p[k] x p[k + 1]) splits
+    in the cheapest order: the textbook dynamic programme, first minimum kept, as torch's;
+    three matrices by torch's own rule, (AB)C unless A(BC) costs strictly less."""
+    n = len(p) - 1
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    if n == 3:
+        a, b, c, d = p
+        split[0][1], split[1][2] = 0, 1
+        split[0][2] = 0 if a * c * (b + d) > b * d * (a + c) else 1
+        return split
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                q = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if cost[i][j] is None or q < cost[i][j]:
+                    cost[i][j], split[i][j] = q, k
+    return split
+
+
+def _chain(ts, split, i, j):
+    """The product of ts[i..j] in split's order: each product rounded to the dtype, as
+    torch's chain of mm (which matters in float16)."""
+    if i == j:
+        return ts[i]
+    k = split[i][j]
+    return ops.matmul(_chain(ts, split, i, k), _chain(ts, split, k + 1, j))
+
+
 @lowers
 def vecdot(x, y, *, dim=-1, out=None):
-    return ops.sum(_t(x) * y, axis=dim)
+    """(x * y).sum(dim), as torch's: the products rounded to the dtype, summed as sum sums
+    (float16 in float32, rounded once)."""
+    return (_t(x) * y).sum(dim)
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):  # noqa: N803

@@ -347,26 +347,33 @@ def range(start, end, step=1, *, dtype=None, device=None, requires_grad=False): 
 
 
 def linspace(start, end, steps, dtype=None, device=None, requires_grad=False):
-    """As torch's CPU kernel: start + step * i up to halfway, end - step * (steps - 1 - i)
-    after, with start and end first converted to the dtype; in double for an integer dtype
-    (then truncated), else in the dtype."""
     dt = np.dtype(dtype or _DEFAULT_FLOAT[0])
-    steps = _steps(steps)
+    if dt.kind == "c":
+        return _make(np.linspace(complex(start), complex(end), int(steps)), dt, device,
+                     requires_grad)
+    return _make(linspace_values(start, end, _steps(steps), dt), dt, device, requires_grad)
+
+
+def linspace_values(start, end, steps, dt):
+    """As torch's CPU kernel, an array of the real dtype dt: start + step * i up to halfway,
+    end - step * (steps - 1 - i) after, with start and end first converted to the dtype; in
+    double for an integer dtype (then truncated), else in the dtype. histc's bin edges are
+    these values."""
     s, e = (_converted(_number(v), dt) for v in (start, end))
-    if steps == 1:
-        return _make(np.full(1, s, dt), dt, device, requires_grad)
+    if steps <= 1:
+        return np.full(steps, s, dt)
     i = np.arange(steps)
     up, down = i.astype(np.float64), (steps - 1 - i).astype(np.float64)
     if dt in HALF:   # NOTE: c10's Half and BFloat16 round every product and sum
         step = (e - s) / dt.type(steps - 1)
-        vals = np.where(i < steps // 2, s + step * up.astype(dt), e - step * down.astype(dt))
-        return _make(np.asarray(vals, dt), dt, device, requires_grad)
+        return np.asarray(np.where(i < steps // 2, s + step * up.astype(dt),
+                                   e - step * down.astype(dt)), dt)
     wide = np.float64 if dt.kind in "iu" else dt.type
     step = float(wide((wide(e) - wide(s)) / wide(steps - 1)))
     # NOTE: the kernel's a + b * c compiles to one fused multiply-add (x86 builds with FMA)
     vals = np.where(i < steps // 2, _fma(step, up, float(s), wide),
                     _fma(-step, down, float(e), wide))
-    return _make(_c_cast(vals, dt), dt, device, requires_grad)
+    return _c_cast(vals, dt)
 
 
 def logspace(start, end, steps, base=10.0, dtype=None, device=None, requires_grad=False):

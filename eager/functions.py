@@ -22,7 +22,7 @@ from dualgrad.ops.rules import floating
 from dualgrad import ops
 from dualgrad.ops.linalg import parse_einsum
 from dualgrad.ops.composite import in_opmath
-from dualgrad.ops.rules import norm_axis, torch_opmath_dtype, torch_sum_dtype
+from dualgrad.ops.rules import HALF, norm_axis, torch_opmath_dtype, torch_sum_dtype
 
 from .core import Tensor
 
@@ -137,6 +137,13 @@ def einsum(equation, *operands):
     mul, sum and the layout ops; '...' is supported."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
+    dts = {_t(o).dtype for o in operands}
+    if len(dts) == 1 and torch_opmath_dtype(next(iter(dts))) != next(iter(dts)):
+        # NOTE: float16 / bfloat16: torch contracts through bmm, products exact and summed in
+        # float32, the result rounded once
+        half = dts.pop()
+        out = einsum(equation, *[ops.cast(_t(o), torch_opmath_dtype(half)) for o in operands])
+        return ops.cast(out, half)
     terms, rhs = parse_einsum(equation, [_t(o).ndim for o in operands], diagonals=True)
     letters = list(dict.fromkeys(rhs + "".join(terms)))
     prod = None
@@ -226,15 +233,30 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # n
     population variance."""
     if isinstance(dim, bool):      # torch's var(input, unbiased) overload
         dim, unbiased = None, dim
-    x = _t(input)
-    c = _correction("var", unbiased, correction)
+    return _var(_t(input), dim, keepdim, _correction("var", unbiased, correction))
+
+
+def _var(x, dim, keepdim, c, root=False):
+    """The variance (its square root when root) with correction c. NOTE: torch's CPU kernel
+    accumulates in float64 (Welford) for every real dtype and rounds its result, float16 and
+    bfloat16 through float32 (their kernel runs in float32)."""
+    dt = x.dtype
+    wide = floating(dt) and dt != np.float64
+    if wide:
+        x = ops.cast(x, np.float64)
     v = ops.var(x, axis=dim, keepdims=keepdim)
     n = ops.reduce.static_count(x.shape, dim)
-    return v if c == 0 else v * (n / builtins.max(n - c, 0) if n - c > 0 else float("inf"))
+    v = v if c == 0 else v * (n / builtins.max(n - c, 0) if n - c > 0 else float("inf"))
+    v = ops.sqrt(v) if root else v
+    if dt in HALF:
+        v = ops.cast(v, np.float32)
+    return ops.cast(v, dt) if wide else v
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
-    return ops.sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+    if isinstance(dim, bool):      # torch's std(input, unbiased) overload
+        dim, unbiased = None, dim
+    return _var(_t(input), dim, keepdim, _correction("std", unbiased, correction), root=True)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
@@ -282,8 +304,13 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     x = accumulating(input, dtype)
     if dim is None:
         x, dim = x.reshape(-1), 0
+    if x.ndim == 0:         # NOTE: torch: a 0-d tensor takes dim 0 or -1, its product is itself
+        norm_axis("prod", dim, 1)
+        return ops.copy(x)
     d = norm_axis("prod", dim, x.ndim)
     parts = _slices(x, d)
+    if len(parts) == 1:     # a new tensor, never a view of the input
+        return ops.copy(x) if keepdim else ops.squeeze(ops.copy(x), axis=d)
     out = parts[0] if parts else ops.ones_like(ops.sum(x, axis=d, keepdims=True))
     for p in parts[1:]:
         out = out * p
@@ -367,14 +394,14 @@ def remainder(input, other):  # noqa: A002
 
 
 def _is_float(*xs):
-    # NOTE: dtypes only, never values: a compile() tracer has none
-    return builtins.any(np.dtype(x.dtype if hasattr(x, "dtype") else np.result_type(x)).kind
-                        == "f" for x in xs)
+    # NOTE: dtypes only, never values: a compile() tracer has none; bfloat16 (kind "V") too
+    return builtins.any(floating(np.dtype(x.dtype if hasattr(x, "dtype") else
+                                          np.result_type(x))) for x in xs)
 
 
 def floor_divide(input, other):  # noqa: A002
-    return ops.floor(input / other) if _is_float(input, other) else \
-        ops.floordiv(input, other)
+    """The floor of the exact quotient, as torch's (1 // 0.1 is 9, not floor(1 / 0.1))."""
+    return ops.floordiv(input, other, exact=_is_float(input, other))
 
 
 def add(input, other, *, alpha=1):  # noqa: A002

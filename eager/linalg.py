@@ -42,14 +42,21 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=No
     A = _cast(A, dtype)
     if ord == "fro":
         return ops.norm(A, ord=2, axis=tuple(dim), keepdims=keepdim)
+    rows, cols = (d % A.ndim for d in dim)
+    if ord == -2 and 0 in (A.shape[rows], A.shape[cols]):
+        raise IndexError("amin(): Expected reduction dim -1 to have non-zero size.")
     if ord in ("nuc", 2, -2):
         return ops.singular_value_norm(A, ord, tuple(dim), keepdim)
     if ord not in (1, -1, math.inf, -math.inf):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
-    rows, cols = (d % A.ndim for d in dim)
     summed, over = (cols, rows) if abs(ord) == math.inf else (rows, cols)
+    if ord < 0 and A.shape[over] == 0:   # NOTE: the dim torch's amin reports, after the sum
+        raise IndexError(f"amin(): Expected reduction dim "
+                           f"{over - (not keepdim and summed < over)} to have non-zero size.")
     sums = ops.sum(ops.abs(A), axis=summed, keepdims=True)
-    out = (ops.max if ord > 0 else ops.min)(sums, axis=over, keepdims=True)
+    # NOTE: the largest sum over an empty dim is 0, as torch's (sums of |A| are >= 0)
+    out = ops.max(sums, axis=over, keepdims=True, initial=0.0) if ord > 0 else \
+        ops.min(sums, axis=over, keepdims=True)
     return out if keepdim else ops.squeeze(out, axis=(rows, cols))
 
 

@@ -17,7 +17,7 @@ from dualgrad.ops.rules import HALF, floating
 
 from dualgrad import ops
 
-from .core import Tensor
+from .core import Tensor, default_float
 from .functions import _arr, _t
 
 __all__ = ["sum", "prod", "cumsum", "cumprod", "amax", "amin", "argmax", "argmin", "mean",
@@ -181,8 +181,9 @@ def std(input, dim=None, unbiased=None, *, correction=None, keepdim=False, dtype
 
 
 def softmax(input, dim, *, dtype=None, mask=None):  # noqa: A002
+    """0 where masked; NaN along a slice masked whole (0 / 0), as torch's."""
     x, m = _prep(input, mask, dtype)
-    return ops.where(m, ops.softmax(ops.where(m, x, -math.inf), axis=dim), 0.0)
+    return ops.softmax(ops.where(m, x, -math.inf), axis=dim)
 
 
 def log_softmax(input, dim, *, dtype=None, mask=None):  # noqa: A002
@@ -203,8 +204,13 @@ def normalize(input, ord, dim, *, eps=1e-12, dtype=None, mask=None):  # noqa: A0
 
 
 def logsumexp(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A002
+    """An integer input's masked elements are its dtype's least value, its logsumexp taken
+    in the default float and truncated back (_keep), as torch's."""
     x, m = _prep(input, mask, dtype)
-    return ops.logsumexp(ops.where(m, x, -math.inf), axis=_dims(dim, x.ndim), keepdims=keepdim)
+    x = ops.where(m, x, _extreme(x.dtype, False))
+    if not floating(x.dtype):
+        x = ops.cast(x, default_float())
+    return ops.logsumexp(x, axis=_dims(dim, x.ndim), keepdims=keepdim)
 
 
 def logaddexp(input, other, *, dtype=None, input_mask=None, other_mask=None):  # noqa: A002
@@ -236,7 +242,7 @@ sum, _prod = _sum_type(sum), _sum_type(prod)   # noqa: A001 - integers sum to in
 def prod(input, dim=None, *, keepdim=False, dtype=None, mask=None):  # noqa: A002
     """The product of the unmasked elements (1 where none is)."""
     if isinstance(input, Tensor) and input.ndim == 0 and mask is None and \
-            dim is None and dtype in (None, input.dtype) and (input.dtype in (
+            dim in (None, (), []) and dtype in (None, input.dtype) and (input.dtype in (
                 np.int64, np.float32, np.float64) or input.dtype in HALF):
         return input   # NOTE: torch returns the 0-d input itself (a write through it shows)
     return _prod(input, dim, keepdim=keepdim, dtype=dtype, mask=mask)

@@ -25,6 +25,7 @@ from dualgrad import ops
 from dualgrad.ops.rules import norm_axis
 
 from .core import Tensor
+from .factories import linspace_values
 from .functions import _arr, _beta_alpha, _no_grad_tensor, _t, accumulate, diagonal, isnan
 
 return_types = types.SimpleNamespace(**{
@@ -123,21 +124,11 @@ def kthvalue(input, k, dim=-1, keepdim=False):  # noqa: A002
     return _selected("kthvalue", x, dim, keepdim, lambda rows: tie_order.kth_index(rows, k - 1))
 
 
-def _mode_pick(rows):
-    """Each row's most frequent value (the smallest of equally frequent ones), at its last
-    position, as torch's CPU kernel reports it."""
-    out = np.empty(rows.shape[:-1], np.int64)
-    for i in np.ndindex(*rows.shape[:-1]):
-        row = rows[i]
-        vals, counts = np.unique(row, return_counts=True)
-        best = vals[np.argmax(counts)]
-        hits = np.flatnonzero((row == best) | (np.isnan(row) & np.isnan(best)))
-        out[i] = hits[-1]
-    return out
-
-
 def mode(input, dim=-1, keepdim=False):  # noqa: A002
-    return _selected("mode", input, dim, keepdim, _mode_pick)
+    """(values, indices) of each row's most frequent value (the smallest of equally frequent
+    ones) along dim; among its copies, the index torch's CPU kernel reports."""
+    from dualgrad.ops import tie_order   # NOTE: numba on first use
+    return _selected("mode", input, dim, keepdim, tie_order.mode_index)
 
 
 def _running(name, input, dim, better):
@@ -180,7 +171,7 @@ def _quantile(name, input, q, dim, keepdim, interpolation, skip_nan):
     if interpolation not in _INTERPOLATIONS:
         raise ValueError(f"{name}() interpolation must be one of {', '.join(_INTERPOLATIONS)}. "
                          f"Got {interpolation!r}")
-    qs = _arr(q).astype(np.float64)
+    qs = _arr(q).astype(x.dtype)     # NOTE: torch's ranks are q * (n - 1) in x's dtype
     if isinstance(q, Tensor) and _arr(q).dtype != x.dtype:
         raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
     if qs.ndim > 1:
@@ -202,8 +193,17 @@ def _quantile(name, input, q, dim, keepdim, interpolation, skip_nan):
     # NOTE: as torch, quantile ranks a row with a NaN at its last (NaN) value, nanquantile an
     # all-NaN row at its first
     nan_row = np.zeros(m.shape, bool) if skip_nan else nan.any(-1)
-    out = [_interpolate(srt, np.where(nan_row, n - 1, q1 * np.maximum(m - 1, 0)),
-                        interpolation) for q1 in qs.reshape(-1)]
+    scale = np.maximum(m - 1, 0).astype(x.dtype)
+    # NOTE: a q that requires grad has one through the linear weight, as torch's, but not
+    # where the rank is fixed (a NaN row; nanquantile's all-NaN row)
+    qt = q.reshape(-1) if isinstance(q, Tensor) and q.requires_grad and \
+        interpolation == "linear" else None
+    fixed = nan_row | (m == 0)
+    out = []
+    for k, q1 in enumerate(qs.reshape(-1)):
+        rank = np.where(nan_row, n - 1, q1 * scale)
+        rank_t = None if qt is None else ops.where(fixed, rank, qt[k] * scale)
+        out.append(_interpolate(srt, rank, interpolation, rank_t))
     res = ops.stack(*out, axis=0) if qs.ndim else out[0]
     if keepdim:
         lead = 1 if qs.ndim else 0
@@ -213,7 +213,9 @@ def _quantile(name, input, q, dim, keepdim, interpolation, skip_nan):
     return res
 
 
-def _interpolate(srt, rank, how):
+def _interpolate(srt, rank, how, rank_t=None):
+    """Each row's value at rank (an array) by `how`; rank_t: the same ranks as a tensor that
+    carries a gradient (to q) into the linear weight."""
     lo = np.floor(rank).astype(np.int64)
     hi = np.ceil(rank).astype(np.int64)
     if how == "nearest":
@@ -223,11 +225,24 @@ def _interpolate(srt, rank, how):
     elif how == "higher":
         lo = hi
     a = ops.squeeze(ops.gather(srt, lo[..., None], axis=-1), axis=-1)
-    if (lo == hi).all():
+    if (lo == hi).all() and rank_t is None:
         return a
     b = ops.squeeze(ops.gather(srt, hi[..., None], axis=-1), axis=-1)
-    w = 0.5 if how == "midpoint" else (rank - lo).astype(_arr(srt).dtype)
-    return a + (b - a) * w
+    if how == "midpoint":
+        w = np.full(rank.shape, 0.5, srt.dtype)
+    else:
+        w = (rank - lo).astype(srt.dtype) if rank_t is None else rank_t - lo.astype(srt.dtype)
+    return _lerp(a, b, w, np.abs(_arr(w)) < 0.5)
+
+
+def _lerp(a, b, w, small):
+    """torch's lerp: a + w (b - a) where |w| < 0.5, else b - (b - a) (1 - w), each a fused
+    multiply-add (float32's computed in float64, where its products are exact)."""
+    dt, d = a.dtype, b - a
+    if dt == np.float32:
+        a, b, w, d = (ops.cast(v, np.float64) for v in (a, b, w, d))
+    out = ops.where(small, a + w * d, b - d * (1 - w))
+    return ops.cast(out, dt) if dt == np.float32 else out
 
 
 @keeps_fp32
@@ -284,13 +299,21 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
                                   f"'{arr.dtype}'")
     lo, hi = float(min), float(max)
     if lo == hi and arr.size:
-        lo, hi = float(np.nanmin(arr)), float(np.nanmax(arr))
+        lo, hi = float(np.min(arr)), float(np.max(arr))
     if lo == hi:
         lo, hi = lo - 1, hi + 1
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{lo:g}, {hi:g}] is not finite")
     if lo > hi:
-        raise RuntimeError(f"histc: max must be larger than min (got min={lo}, max={hi})")
-    counts, _ = np.histogram(arr[~np.isnan(arr)], bins=bins, range=(lo, hi))
-    return _no_grad_tensor(counts.astype(arr.dtype))
+        raise RuntimeError("torch.histc: max must be larger than min")
+    # NOTE: as torch: a value's bin is (x - lo) * bins / (hi - lo) in the input's dtype
+    # (float16 rounds each step), lo and hi the ends of linspace's edges in that dtype
+    edges = linspace_values(lo, hi, bins + 1, arr.dtype)
+    x = arr.reshape(-1)
+    x = x[(x >= edges[0]) & (x <= edges[-1])]
+    pos = ((x - edges[0]) * arr.dtype.type(bins) / (edges[-1] - edges[0])).astype(np.int64)
+    return _no_grad_tensor(np.bincount(np.minimum(pos, bins - 1), minlength=bins)
+                           .astype(arr.dtype))
 
 
 def mv(input, vec):  # noqa: A002
@@ -329,9 +352,12 @@ def cross(input, other, dim=None):  # noqa: A002
 def aminmax(input, *, dim=None, keepdim=False):  # noqa: A002
     """(min, max) over dim (all elements by default); ties share the gradient, as torch."""
     x = _t(input)
-    if x.numel() == 0:
+    if dim is None and x.numel() == 0:
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
                            "operation has no identity.")
+    d = norm_axis("aminmax", dim, x.ndim) if dim is not None and x.ndim else None
+    if d is not None and x.shape[d] == 0:
+        raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
     return return_types.aminmax(ops.min(x, axis=dim, keepdims=keepdim),
                                 ops.max(x, axis=dim, keepdims=keepdim))
 
@@ -413,14 +439,14 @@ def _weighted_cov(x, correction, fweights, aweights):
     aw = None if aweights is None else _t(aweights)
     if aw is not None and floating(aw.dtype) and aw.dtype.itemsize > x.dtype.itemsize:
         x = ops.cast(x, aw.dtype)      # NOTE: torch promotes: half input, float32 weights
-    w = ops.cast(w, x.dtype)
+    # NOTE: the weights' sum and the normalising factor in the weights' own dtype, as torch
     total = ops.sum(w)
     avg = ops.sum(x * w, axis=1, keepdims=True) / total
-    if aweights is None:
+    if aweights is None or correction == 0:
         norm = total - correction
     else:
-        norm = total - correction * ops.sum(w * ops.cast(aw, x.dtype)) / total
-    norm = ops.maximum(norm, 0.0)        # NOTE: torch clamps a non-positive factor to 0
+        norm = total - correction * ops.sum(w * aw) / total
+    norm = ops.maximum(norm, 0)        # NOTE: torch clamps a non-positive factor to 0
     centred = x - avg
     c = ops.matmul(centred, ops.matrix_transpose(centred * w)) / norm
     return c.reshape(()) if c.shape == (1, 1) else c

@@ -13,6 +13,7 @@ the tensor written into and the values written.
 """
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from dualgrad import ops
@@ -468,7 +469,8 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):  # noq
                                 axis=d))
     keep = np.ones(x.shape, bool) if include_self else hits == 0   # NOTE: self's own value
     if reduce in ("sum", "mean"):
-        out = ops.where(keep, x, 0) + ops.gather_grad(src, idx, x, axis=d)
+        # NOTE: added into self one by one in index order, as torch's (float16 rounds each)
+        out = ops.gather_grad(src, idx, ops.where(keep, x, 0), axis=d, into=True)
         if reduce == "sum":
             return ops.cast(out, x.dtype) if x.dtype == np.bool_ else out   # NOTE: bool: or
         count = (hits + keep).astype(x.dtype)
@@ -536,10 +538,15 @@ def _scatter_prod(x, d, idx, src, keep):
     zeros = (keep & (xa == 0)).astype(np.int64)
     np.add.at(zeros, at, (sa == 0).astype(np.int64))
 
+    big = float(ml_dtypes.finfo(x.dtype).max)
+
     def coef(v, n_zero, prod_nz, total):
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(n_zero == 0, total / np.where(v == 0, 1, v),
-                            np.where((n_zero == 1) & (v == 0), prod_nz, 0)).astype(x.dtype)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            c = np.where(n_zero == 0, total / np.where(v == 0, 1, v),
+                         np.where((n_zero == 1) & (v == 0), prod_nz, 0))
+        # NOTE: finite, or the 0 * c below that carries the gradient is NaN in the value: a
+        # product that overflows (float16's 65504) has its slope at the dtype's largest
+        return np.where(np.isnan(c), 0, np.clip(c, -big, big)).astype(x.dtype)
     c_self = np.where(keep, coef(xa, zeros, nonzero, res), 0).astype(x.dtype)
     c_src = coef(sa, _at_index(zeros, idx, d), _at_index(nonzero, idx, d), _at_index(res, idx, d))
     fx = ops.where(np.isfinite(xa), x, 0)      # NOTE: x - x is NaN at inf: no slope there

@@ -212,7 +212,7 @@ def norm(x, ord=2, axis=None, keepdims=False):  # noqa: A002 - numpy's name
     """The vector p-norm over `axis` (all elements by default): ord 2 (or "fro"), 1, any
     other p, negative too, (sum |x|^p)^(1/p), inf (max |x|), -inf (min |x|), 0 (the count of
     nonzeros, its gradient zero), as torch's vector norms."""
-    from .elementwise import abs as abs_, gt
+    from .elementwise import abs as abs_
     if ord == 1:
         return sum_(abs_(x), axis=axis, keepdims=keepdims)
     if ord in (math.inf, -math.inf):
@@ -220,21 +220,22 @@ def norm(x, ord=2, axis=None, keepdims=False):  # noqa: A002 - numpy's name
     if ord == 0:    # NOTE: x * 0 is taken only where x is 0: the count, with torch's zero gradient
         return sum_(where(ne(x, 0.0), 1.0, x * 0.0), axis=axis, keepdims=keepdims)
     if ord == "fro" or isinstance(ord, (int, float)) and ord > 0:
-        # NOTE: the root's gradient at 0 is inf (and inf * 0 nan); torch's there is 0
+        # NOTE: the root's gradient at 0 is inf (and inf * 0 nan); torch's there is 0. The
+        # masks test != 0, not > 0, so that a NaN propagates
         p = 2 if ord == "fro" else ord
         if p == 2:
             s = sum_(x * x, axis=axis, keepdims=keepdims)
         else:   # NOTE: |x|^p's gradient at 0 is nan for p < 1; torch's is 0
             ax = abs_(x)
-            nz = gt(ax, 0.0)
+            nz = ne(ax, 0.0)
             s = sum_(where(nz, where(nz, ax, 1.0) ** float(p), 0.0), axis=axis,
                      keepdims=keepdims)
-        pos = gt(s, 0.0)
+        pos = ne(s, 0.0)
         s = where(pos, s, 1.0)
         return where(pos, sqrt(s) if p == 2 else s ** (1.0 / p), 0.0)
     if isinstance(ord, (int, float)) and ord < 0:   # NOTE: a zero element makes it 0, as torch
         ax = abs_(x)
-        nz = gt(ax, 0.0)
+        nz = ne(ax, 0.0)
         s = sum_(where(nz, where(nz, ax, 1.0) ** float(ord), math.inf), axis=axis,
                  keepdims=keepdims)
         return s ** (1.0 / ord)

@@ -21,13 +21,17 @@ _EW = "elementwise"
 
 
 def unbroadcast(g, x):
-    """Reduce a gradient back to x's shape (None for a Python scalar or a raw array input)."""
+    """Reduce a gradient back to x's shape, and to x's floating dtype (None for a Python
+    scalar or a raw array input). NOTE: torch's engine hands each input its gradient in its
+    own dtype: a float32 weight times a float64 input has a float32 gradient."""
     if getattr(x, "_engine", None) is None:   # NOTE: is_value(x), inlined (~140 calls a step)
         return None
     xs, gs = x.shape, g.shape
-    if xs == gs and None not in xs:
-        return g
-    return sum_to_like(g, x)
+    if xs != gs or None in xs:
+        g = sum_to_like(g, x)
+    if g.dtype != x.dtype and floating(x.dtype) and floating(g.dtype):
+        return cast(g, x.dtype)
+    return g
 
 
 # -- shape rules ------------------------------------------------------------------------------
@@ -591,11 +595,25 @@ def _divmod_infer(name):
     return infer
 
 
-def _floordiv_kernel(x, y):
+def _floordiv_kernel(x, y, exact=False):
+    """floor(x / y), TF's FloorDiv (1 // 0.1 is 10); exact=True: the floor of the exact
+    quotient, Python's float // and torch's div_floor_floating (1 // 0.1 is 9), each step in
+    the operands' dtype (float16 and bfloat16 round every one, as c10::Half does)."""
     _int_divisor("floordiv", x, y)
-    if inexact(np.result_type(x, y)):   # NOTE: floor(x / y) as TF; np's // gives 1 // 0.1 = 9
+    if not inexact(np.result_type(x, y)):
+        return np.floor_divide(x, y)
+    if not exact:
         return np.floor(np.divide(x, y))
-    return np.floor_divide(x, y)
+    dt = np.result_type(x, y)
+    x, y = np.asarray(x, dt), np.asarray(y, dt)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mod = np.fmod(x, y)
+        div = (x - mod) / y
+        div = np.where((mod != 0) & ((y < 0) != (mod < 0)), div - dt.type(1), div)
+        low = np.floor(div)
+        low = np.where(div - low > dt.type(0.5), low + dt.type(1), low)
+        low = np.where(div != 0, low, np.copysign(dt.type(0), x / y))
+        return np.where(y == 0, x / y, low).astype(dt, copy=False)
 
 
 def _floormod_kernel(x, y):
@@ -612,8 +630,11 @@ _DIV_SAMPLES = tuple(Sample(s.args, domain=(-3.0, -0.3) if k % 2 else (0.3, 3.0)
                      for k, s in enumerate(_BINARY_SAMPLES))
 FLOORDIV = register("floordiv", _divmod_infer("floordiv"), _floordiv_kernel,
                     lambda g, x, y, **kw: (unbroadcast(g * 0.0, x), unbroadcast(g * 0.0, y)),
-                    category="other", promote="common", samples=_DIV_SAMPLES,
-                    ref=lambda np, x, y: np.floor(x / y), tf="FloorDiv")
+                    category="other", promote="common", samples=_DIV_SAMPLES + tuple(
+                        Sample(s.args, {"exact": True}, domain=s.domain)
+                        for s in _DIV_SAMPLES[:2]),
+                    ref=lambda np, x, y, exact=False: np.floor_divide(x, y) if exact
+                    else np.floor(x / y), tf="FloorDiv")
 FLOORMOD = register("floormod", _divmod_infer("floormod"), _floormod_kernel, _floormod_vjp,
                     category="other", promote="common", samples=_DIV_SAMPLES,
                     ref=lambda np, x, y: x - np.floor(x / y) * y, tf="FloorMod")

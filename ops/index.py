@@ -166,15 +166,18 @@ def _gather_grad_infer(g, idx, x, axis, **_):
     return same(x, dtype=g.dtype)
 
 
-def _gather_grad_kernel(g, idx, x, axis):
-    """Scatter-add g into zeros shaped like x at gather's positions (repeats accumulate)."""
+def _gather_grad_kernel(g, idx, x, axis, into=False):
+    """Scatter-add g into zeros shaped like x at gather's positions (repeats accumulate);
+    into=True: into x itself, one addition after another in index order, each rounded in
+    g's dtype (torch's scatter_add and scatter_reduce / index_reduce's sums: float16 and
+    float32 round as theirs)."""
     g, idx = np.asarray(g), np.asarray(idx)
     if idx.size == 0:
-        return np.zeros(np.shape(x), g.dtype)
+        return np.array(x, g.dtype) if into else np.zeros(np.shape(x), g.dtype)
     if np.ndim(x) == 0 or idx.ndim == 0:   # NOTE: as gather's 0-d
-        return _gather_grad_kernel(g.reshape(-1), idx.reshape(-1), np.zeros(np.size(x)),
-                                   0).reshape(np.shape(x))
-    z = np.zeros(np.shape(x), g.dtype)
+        return _gather_grad_kernel(g.reshape(-1), idx.reshape(-1), np.reshape(x, -1), 0,
+                                   into).reshape(np.shape(x))
+    z = np.array(x, g.dtype) if into else np.zeros(np.shape(x), g.dtype)
     a = axis % z.ndim
     grid = np.indices(idx.shape, sparse=True)
     np.add.at(z, tuple(idx if d == a else grid[d] for d in range(z.ndim)), g)
@@ -183,10 +186,14 @@ def _gather_grad_kernel(g, idx, x, axis):
 
 GATHER_GRAD = register(
     "gather_grad", _gather_grad_infer, _gather_grad_kernel,
-    lambda gg, g, idx, x, axis, **kw: (gather(gg, idx, axis=axis), None, None), category="other",
-    samples=(Sample(((3, 2), np.array([[0, 1], [2, 2], [3, 3]]), (3, 4)), {"axis": 1}),),
-    ref=lambda np_, g, idx, x, axis: refs.scatter(
-        np_, g, _gather_ref(np, refs.positions(x.shape), idx, axis), x.shape))
+    lambda gg, g, idx, x, axis, into=False, **kw: (gather(gg, idx, axis=axis), None,
+                                                  gg if into else None), category="other",
+    samples=(Sample(((3, 2), np.array([[0, 1], [2, 2], [3, 3]]), (3, 4)), {"axis": 1}),
+             Sample(((3, 2), np.array([[0, 1], [2, 2], [3, 3]]), (3, 4)),
+                    {"axis": 1, "into": True})),
+    ref=lambda np_, g, idx, x, axis, into=False: refs.scatter(
+        np_, g, _gather_ref(np, refs.positions(x.shape), idx, axis), x.shape) +
+    (x if into else 0))
 
 
 def argsort(x, axis=-1, descending=False, topk=0, topk_sorted=True, unstable=False):
@@ -206,7 +213,9 @@ def gather(x, idx, axis):
     return bind(GATHER, x, idx, axis=int(axis))
 
 
-def gather_grad(g, idx, x, axis):
+def gather_grad(g, idx, x, axis, into=False):
+    if into:
+        return bind(GATHER_GRAD, g, idx, x, axis=int(axis), into=True)
     return bind(GATHER_GRAD, g, idx, x, axis=int(axis))
 
 

@@ -139,10 +139,13 @@ eigh_vectors = _register("eigh_vectors", _square("eigh_vectors"),
                          lambda x: np.linalg.eigh(x)[1], _eigh_vectors_vjp, samples=_SPD)
 
 
-# -- the reduced SVD A = U diag(S) Vh, one op per factor ---------------------------------------
-def _svd_u_infer(x, **_):
+# -- the SVD A = U diag(S) Vh, one op per factor ------------------------------------------------
+# NOTE: full=True gives U (m, m) and Vh (n, n), as torch's full_matrices: the columns past
+# min(m, n) complete an orthonormal basis (which one is LAPACK's choice) and, as in torch's
+# rule, get no gradient
+def _svd_u_infer(x, full=False, **_):
     k = None if None in x.shape[-2:] else min(x.shape[-2:])
-    return Spec(x.shape[:-1] + (k,), x.dtype)
+    return Spec(x.shape[:-1] + (x.shape[-2] if full else k,), x.dtype)
 
 
 def _svd_s_infer(x, **_):
@@ -150,9 +153,9 @@ def _svd_s_infer(x, **_):
     return Spec(x.shape[:-2] + (k,), x.dtype)
 
 
-def _svd_vh_infer(x, **_):
+def _svd_vh_infer(x, full=False, **_):
     k = None if None in x.shape[-2:] else min(x.shape[-2:])
-    return Spec(x.shape[:-2] + (k, x.shape[-1]), x.dtype)
+    return Spec(x.shape[:-2] + (x.shape[-1] if full else k, x.shape[-1]), x.dtype)
 
 
 def svd_signs(u, vh, xp=np):
@@ -166,11 +169,26 @@ def svd_signs(u, vh, xp=np):
 
 
 def _svd(i):
-    def kernel(x):
-        u, s, vh = np.linalg.svd(x, full_matrices=False)
-        u, vh = svd_signs(u, vh)
-        return (u, s, vh)[i]
+    def kernel(x, full=False):
+        u, s, vh = np.linalg.svd(x, full_matrices=full)
+        k = s.shape[-1]
+        uk, vk = svd_signs(u[..., :k], vh[..., :k, :])    # NOTE: the first k fix the signs
+        if i == 0:
+            return np.concatenate([uk, u[..., k:]], axis=-1) if full else uk
+        if i == 2:
+            return np.concatenate([vk, vh[..., k:, :]], axis=-2) if full else vk
+        return s
     return kernel
+
+
+def _reduced(g, out, x, axis):
+    """g and out cut to their first min(m, n) columns (axis -1) or rows (-2): full=True's
+    extra singular vectors get no gradient, as in torch's rule."""
+    k = min(x.shape[-2:])
+    if out.shape[axis] == k:
+        return g, out
+    cut = (Ellipsis, slice(0, k)) if axis == -1 else (Ellipsis, slice(0, k), slice(None))
+    return slice_(g, index=cut), slice_(out, index=cut)
 
 
 def _svd_s_vjp(g, x, **kw):
@@ -185,6 +203,7 @@ def _sq_gaps(s):
 
 def _svd_u_vjp(g, x, out, **kw):
     """U [(skew(U^T gU) / E) S] Vh + (I - U U^T) gU S^-1 Vh (torch's rule, gU's part)."""
+    g, out = _reduced(g, out, x, -1)
     s, vh = svd_s(x), svd_vh(x)
     utg = matmul(_T(out), g)
     inner = (utg - _T(utg)) * _sq_gaps(s) * expand_dims(s, axis=-2)
@@ -194,6 +213,7 @@ def _svd_u_vjp(g, x, out, **kw):
 
 def _svd_vh_vjp(g, x, out, **kw):
     """U [S (skew(V^T gV) / E)] Vh + U S^-1 gV^T (I - V V^T), gV = gVh^T (gVh's part)."""
+    g, out = _reduced(g, out, x, -2)
     s, u = svd_s(x), svd_u(x)
     vtg = matmul(out, _T(g))            # V^T gV
     inner = expand_dims(s, axis=-1) * ((vtg - _T(vtg)) * _sq_gaps(s))
@@ -202,6 +222,8 @@ def _svd_vh_vjp(g, x, out, **kw):
 
 
 _RECT = (Sample(((4, 3),)), Sample(((2, 3, 5),)))
+# NOTE: no samples of full=True: its extra vectors are LAPACK's choice, which no reference
+# shares (tests/eager/test_linalg_torch.py checks what is defined of them)
 svd_u = _register("svd_u", _svd_u_infer, _svd(0), _svd_u_vjp, samples=_RECT)
 svd_s = _register("svd_s", _svd_s_infer, _svd(1), _svd_s_vjp, samples=_RECT)
 svd_vh = _register("svd_vh", _svd_vh_infer, _svd(2), _svd_vh_vjp, samples=_RECT)
@@ -345,7 +367,8 @@ def singular_value_norm(a, ord, axis=(-2, -1), keepdims=False):  # noqa: A002 - 
     rows, cols = (d % nd for d in axis)
     rest = [d for d in range(nd) if d not in (rows, cols)]
     s = svd_s(transpose(a, tuple(rest) + (rows, cols)))
-    out = {"nuc": sum_, 2: max_, -2: min_}[ord](s, axis=-1)
+    # NOTE: 2 of an empty matrix is 0, as torch's (singular values are >= 0)
+    out = max_(s, axis=-1, initial=0.0) if ord == 2 else {"nuc": sum_, -2: min_}[ord](s, axis=-1)
     if keepdims:
         out = expand_dims(expand_dims(out, axis=min(rows, cols)), axis=max(rows, cols))
     return out

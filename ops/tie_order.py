@@ -4,7 +4,9 @@ decides it, replayed with numba (imported on first use):
 - `kth_index`: kthvalue's quickselect (Sedgewick's, with a median-of-three pivot);
 - `topk_order`: topk's libstdc++ selection: std::partial_sort when k * 64 <= n, else
   std::nth_element then std::sort of the first k - 1 (when sorted), comparing values only;
-- `sort_order`: sort(stable=False)'s std::sort, where torch does not sort stably.
+- `sort_order`: sort(stable=False)'s std::sort, where torch does not sort stably;
+- `mode_index`: mode's std::sort by C++'s `<`, then the last index of the first most
+  frequent run.
 
 NaN sorts as the largest value in both. Checked against torch on random rows full of ties
 and NaN (tests/eager/test_tie_order.py); on rows without ties any correct selection agrees,
@@ -88,9 +90,13 @@ def kth_index(rows, k):
 
 
 # -- topk: libstdc++'s algorithms on (value, index) pairs, comparing values --------------------
+PLAIN_LESS = 2
 @njit(cache=True, nogil=True)
 def _before(x, y, largest):
-    """topk's comparator: x goes first (larger, or smaller; NaN first when largest)."""
+    """The comparator: x goes first (larger, or smaller; NaN first when largest). largest
+    PLAIN_LESS is C++'s x < y, mode's comparator, under which NaN ties with everything."""
+    if largest == PLAIN_LESS:
+        return x < y
     if largest:
         return (x != x and y == y) or x > y
     return (x == x and y != y) or x < y
@@ -325,3 +331,30 @@ def sort_order(x, descending):
     out = np.empty(flat.shape, np.int64)
     _sort_rows(flat, descending, out)
     return out.reshape(x.shape)
+
+
+# -- mode ---------------------------------------------------------------------------------------
+@njit(cache=True, nogil=True)
+def _mode_rows(rows, out):
+    n = rows.shape[1]
+    for r in range(rows.shape[0]):
+        v = rows[r].copy()
+        ix = np.arange(n)
+        _std_sort(v, ix, n, PLAIN_LESS)
+        run, best = 0, 0
+        for i in range(n):
+            run += 1
+            if i == n - 1 or v[i] != v[i + 1]:      # NOTE: each NaN is a run of its own
+                if run > best:
+                    best, out[r] = run, ix[i]
+                run = 0
+
+
+def mode_index(rows):
+    """Each row's index (last axis) of its mode as torch's CPU kernel reports it: std::sort of
+    (value, index) pairs by `value <`, then the last pair of the first longest run of equal
+    values (the smallest mode)."""
+    flat = _rows(rows)
+    out = np.zeros(flat.shape[0], np.int64)
+    _mode_rows(flat, out)
+    return out.reshape(rows.shape[:-1])

@@ -340,7 +340,7 @@ def _fuse(prog, g, users, fetched):
             nodes.append(("const", src.value.item(), src.value.dtype.name))
         else:
             r = role(src.specs[i].shape, S)
-            if src.tag == "const" and src.value.size == 1:
+            if src.tag == "const" and src.value.ndim == 0:   # NOTE: as Group.roles says
                 r = "scalar"
             in_index[key] = len(inputs)
             inputs.append(((src, i), r))

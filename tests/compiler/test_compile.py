@@ -601,3 +601,13 @@ def test_equality_of_traced_tensors_is_elementwise_as_in_eager():
     for g, w in zip(got, f(a, b)):
         np.testing.assert_array_equal(g.numpy(), w.numpy())
     assert cf.traces == 1
+
+
+def test_a_fused_group_on_a_one_element_domain_reads_size_one_constants_as_its_roles_say():
+    """On the domain (1,), a (1,) constant is a full input (Group.roles): the kernel's spec
+    called it a scalar, so a member reading only constants came out as a scalar output
+    where the step wanted a full one (masked.norm(x, 0) of a 0-d x, differentiated)."""
+    x = eager.tensor(np.float64(0.5), requires_grad=True)
+    y = compiler.compile(lambda x: eager.masked.norm(x * 2, 0) + x)(x)
+    y.backward()
+    assert y.item() == 1.5 and x.grad.item() == 1.0

@@ -296,3 +296,19 @@ def test_shape_error_from_a_layer_names_the_callers_line():
 def test_shape_error_raised_by_the_shape_rule_is_a_value_error():
     with pytest.raises(ValueError):
         eager.cat([eager.ones(2, 3), eager.ones(2, 4)])
+
+
+@pytest.mark.parametrize("compiled", (False, True))
+def test_an_inputs_gradient_keeps_its_dtype_in_a_mixed_dtype_op(compiled):
+    """torch's engine hands each input its gradient in its own dtype: a float32 weight times a
+    float64 input has a float32 gradient (eager, and a compiled call scaled by a float64 g)."""
+    from dualgrad import compiler
+    x = eager.tensor(np.arange(3.0), requires_grad=True)
+    w = eager.tensor(np.full(3, 0.5, np.float32), requires_grad=True)
+    f = (lambda x, w: (x * w).sum() / eager.sum(w))
+    out = (compiler.compile(f) if compiled else f)(x, w)
+    (out * eager.tensor(2.0, dtype=eager.float64)).backward()
+    assert (x.grad.dtype, w.grad.dtype) == (np.float64, np.float32)
+    xs, total = np.arange(3.0), 1.5        # d/dw 2 (x . w) / sum(w) = 2 (x sum(w) - x . w) / sum(w)^2
+    np.testing.assert_allclose(np.asarray(w.grad), 2 * (xs * total - xs @ np.full(3, 0.5)) /
+                               total ** 2, rtol=1e-6)

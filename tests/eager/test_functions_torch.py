@@ -211,3 +211,55 @@ def test_einsum_output_letter_no_operand_has_raises_as_torch():
     with pytest.raises(RuntimeError):
         torch.einsum("ij,jk->il", torch.ones(2, 3), torch.ones(3, 4))
     assert eager.einsum("ii->i", eager.eye(3)).tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("compiled", (False, True))
+def test_weighted_cov_sums_its_weights_in_their_dtype(compiled):
+    """torch's cov sums the weights and forms the normalising factor in the weights' dtype
+    (float32 aweights of a float64 input: a float32 factor); the aweights' gradient is float32."""
+    from dualgrad import compiler
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 5))
+    aw = rng.uniform(0.1, 1.0, 5).astype(np.float32)
+    fw = np.array([1, 2, 1, 3, 1], np.int32)
+    for correction in (0, 1, 2):
+        ex, ea = eager.tensor(x, requires_grad=True), eager.tensor(aw, requires_grad=True)
+        tx, ta = torch.tensor(x, requires_grad=True), torch.tensor(aw, requires_grad=True)
+        f = (lambda x, a: eager.cov(x, correction=correction, fweights=eager.tensor(fw),
+                                    aweights=a))
+        ours = (compiler.compile(f) if compiled else f)(ex, ea)
+        ref = torch.cov(tx, correction=correction, fweights=torch.tensor(fw), aweights=ta)
+        np.testing.assert_allclose(np.asarray(ours.detach()), ref.detach().numpy(), rtol=1e-12)
+        ct = rng.standard_normal((3, 3))
+        (ours * eager.tensor(ct)).sum().backward()
+        (ref * torch.tensor(ct)).sum().backward()
+        assert ea.grad.dtype == np.float32
+        np.testing.assert_allclose(np.asarray(ea.grad), ta.grad.numpy(), rtol=1e-5)
+        np.testing.assert_allclose(np.asarray(ex.grad), tx.grad.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ("quantile", "nanquantile"))
+@pytest.mark.parametrize("interpolation", ("linear", "midpoint", "lower"))
+def test_quantile_interpolates_as_torch_with_a_gradient_to_q(name, interpolation):
+    """torch's ranks are q * (n - 1) in the input's dtype, its weight carries q's gradient
+    (linear), and it interpolates with lerp's two fused forms (float32 to the bit)."""
+    rng = np.random.default_rng(8)
+    for trial in range(12):
+        x = rng.standard_normal((3, int(rng.integers(1, 12)))).astype(np.float32)
+        if trial % 3 == 0:
+            x[0, 0] = np.nan
+        if trial % 4 == 0:
+            x[1] = np.nan
+        q = rng.uniform(0, 1, 4).astype(np.float32)
+        tx, tq = torch.tensor(x, requires_grad=True), torch.tensor(q, requires_grad=True)
+        ex, eq = eager.tensor(x, requires_grad=True), eager.tensor(q, requires_grad=True)
+        ref = getattr(torch, name)(tx, tq, dim=1, interpolation=interpolation)
+        ours = getattr(eager, name)(ex, eq, dim=1, interpolation=interpolation)
+        np.testing.assert_array_equal(np.asarray(ours.detach()), ref.detach().numpy())
+        ct = rng.standard_normal(tuple(ref.shape)).astype(np.float32)
+        (ref * torch.tensor(ct)).sum().backward()
+        (ours * eager.tensor(ct)).sum().backward()
+        for g, tg in ((eq.grad, tq.grad), (ex.grad, tx.grad)):
+            want = np.zeros(1) if tg is None else tg.numpy()
+            np.testing.assert_allclose(np.zeros(1) if g is None else np.asarray(g), want,
+                                       rtol=1e-5, atol=1e-6)

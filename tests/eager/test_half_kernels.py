@@ -28,7 +28,7 @@ def _bits(ours, ref):
     assert str(ours.dtype) == str(ref.dtype).replace("torch.", "")
     a = np.asarray(ours.detach()).astype(np.float32)
     b = ref.detach().float().numpy()
-    mism = np.flatnonzero(a != b)
+    mism = np.flatnonzero((a != b) & ~(np.isnan(a) & np.isnan(b)))
     assert mism.size == 0, f"{mism.size} of {a.size} differ, e.g. {a.flat[mism[0]]} != {b.flat[mism[0]]}"
 
 
@@ -210,3 +210,104 @@ def test_conv3d_sums_in_float32_once(dtype):
                                x, w, b):
             np.testing.assert_allclose(np.asarray(out.detach()).astype(np.float32),
                                        ref.float().numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", HALVES + ("float32",))
+def test_var_and_std_round_once_from_float64(dtype):
+    """torch's var and std accumulate in float64 (Welford) and round once, whatever the dtype:
+    a correction applied after rounding, or a float32 mean, is a last bit off."""
+    rng = np.random.default_rng(3)
+    for shape, dim in (((2000, 7), 1), ((50, 300), 0), ((4, 5, 6), (0, 2)), ((300,), None)):
+        tx, x = _pair(rng, shape, "float32")
+        tx, x = tx.to(getattr(torch, dtype)), x.to(getattr(eager, dtype))
+        for c in (0, 1, 1.3):
+            _bits(eager.var(x, dim, correction=c), torch.var(tx, dim, correction=c))
+            _bits(eager.std(x, dim, correction=c), torch.std(tx, dim, correction=c))
+        _bits(eager.var_mean(x, dim)[0], torch.var_mean(tx, dim)[0])
+
+
+@pytest.mark.parametrize("dtype", HALVES + ("float32", "float64", "int64", "int16"))
+def test_linspace_is_torchs_to_the_bit(dtype):
+    """start + step * i over the first half, end - step * (steps - 1 - i) over the rest: fused
+    multiply-adds in float32 / float64 (integers: float64, truncated), every step rounded in
+    float16 and bfloat16 (i too, which bfloat16 holds exactly only to 256)."""
+    rng = np.random.default_rng(4)
+    for trial in range(40):
+        a, b = rng.uniform(-300, 300, 2) if trial % 2 else sorted(rng.uniform(-20, 20, 2))
+        if dtype.startswith("int"):
+            a, b = int(a), int(b)
+        n = int(rng.integers(1, 3000))
+        ref = torch.linspace(a, b, n, dtype=getattr(torch, dtype))
+        ours = eager.linspace(a, b, n, dtype=getattr(eager, dtype))
+        np.testing.assert_array_equal(np.asarray(ours).astype(np.float64), ref.double().numpy())
+
+
+@pytest.mark.parametrize("dtype", HALVES + ("float32", "float64"))
+def test_histc_bins_as_torch(dtype):
+    """A value's bin is (x - lo) * bins / (hi - lo) in the input's dtype, lo and hi the ends of
+    linspace's edges: in float16 a value on an edge can land in the bin below."""
+    rng = np.random.default_rng(5)
+    for trial in range(60):
+        tx, x = _pair(rng, (int(rng.integers(0, 300)),), "float32")
+        tx, x = (tx * 3).to(getattr(torch, dtype)), (x * 3).to(getattr(eager, dtype))
+        bins = int(rng.integers(1, 200))
+        lo, hi = (0, 0) if trial % 3 == 0 else sorted(rng.uniform(-10, 10, 2).round(1))
+        _bits(eager.histc(x, bins, lo, hi), torch.histc(tx, bins, lo, hi))
+    with pytest.raises(RuntimeError, match=r"range of \[.*nan.*\] is not finite"):
+        eager.histc(eager.tensor([1.0, float("nan")], dtype=getattr(eager, dtype)))
+
+
+@pytest.mark.parametrize("dtype", HALVES + ("float32", "float64"))
+def test_floor_divide_is_torchs_exact_floor(dtype):
+    """torch's // is the floor of the exact quotient (fmod-based, Python's: 1 // 0.1 is 9),
+    each step rounded in float16 / bfloat16, not floor of the rounded quotient."""
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal(20000) * 10
+    b = rng.standard_normal(20000) * 3
+    b[:4] = 0.0
+    a[:2] = 0.0
+    ta, tb = (torch.from_numpy(v).to(getattr(torch, dtype)) for v in (a, b))
+    ea, eb = (eager.tensor(v.double().numpy()).to(getattr(eager, dtype)) for v in (ta, tb))
+    want = torch.floor_divide(ta, tb)
+    _bits(eager.floor_divide(ea, eb), want)
+    _bits(eager.div(ea, eb, rounding_mode="floor"), want)
+    for got in _both_modes(lambda x, y: x // y, ea, eb):
+        _bits(got, want)
+
+
+@pytest.mark.parametrize("dtype", HALVES + ("float32",))
+@pytest.mark.parametrize("reduce", ("mean", "prod"))
+def test_index_reduce_accumulates_in_index_order(dtype, reduce):
+    """torch adds (multiplies) each source slice into self in index order, every step rounded
+    in the dtype, then divides by the count; a product that overflows is inf, not NaN."""
+    rng = np.random.default_rng(7)
+    for include_self in (True, False):
+        tx, x = _pair(rng, (5, 6, 4), dtype)
+        ts, s = _pair(rng, (5, 12, 4), dtype)
+        if reduce == "prod":
+            tx, x, ts, s = tx * 40, x * 40, ts * 40, s * 40
+        index = rng.integers(0, 6, 12)
+        want = tx.index_reduce(1, torch.from_numpy(index), ts, reduce, include_self=include_self)
+        _bits(x.index_reduce(1, eager.tensor(index), s, reduce, include_self=include_self), want)
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_multi_dot_vecdot_and_einsum_round_as_torch(dtype):
+    """multi_dot multiplies in torch's matrix-chain order (its three-matrix rule on ties),
+    each product rounded; vecdot rounds the products, then sums in float32; a two-operand
+    einsum is one bmm, its products summed in float32 and rounded once."""
+    rng = np.random.default_rng(8)
+    for trial in range(40):
+        n = int(rng.integers(2, 7))
+        dims = rng.integers(1, 7, n + 1)
+        pairs = [_pair(rng, (dims[i], dims[i + 1]), dtype) for i in range(n)]
+        want = torch.linalg.multi_dot([t for t, _ in pairs])
+        _bits(eager.linalg.multi_dot([e for _, e in pairs]), want)
+    for shape, dim in (((5, 3), 0), ((3, 40), -1), ((2, 3, 9), 1)):
+        (ta, a), (tb, b) = _pair(rng, shape, dtype), _pair(rng, shape, dtype)
+        _bits(eager.linalg.vecdot(a, b, dim=dim), torch.linalg.vecdot(ta, tb, dim=dim))
+    for eq, sa, sb in (("aij,ajk->aik", (2, 3, 4), (2, 4, 5)), ("aij,jk->aik", (1, 3, 4), (4, 4)),
+                       ("ij,j->i", (4, 9), (9,))):
+        (ta, a), (tb, b) = _pair(rng, sa, dtype), _pair(rng, sb, dtype)
+        for got in _both_modes(lambda x, y: eager.einsum(eq, x, y), a, b):
+            _bits(got, torch.einsum(eq, ta, tb))

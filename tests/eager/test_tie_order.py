@@ -62,3 +62,20 @@ def test_unstable_sort_orders_ties_as_torch(dtype):
                 np.testing.assert_array_equal(
                     np.asarray(eager.argsort(eager.tensor(x), descending=descending)),
                     torch.argsort(torch.from_numpy(x), descending=descending).numpy())
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool", "float32", "float16"])
+def test_mode_picks_torchs_index_among_copies(dtype):
+    """mode's index among the copies of the mode is where std::sort (introsort past 16
+    elements) left the last of them; NaN, equal to nothing under C++'s <, scatters."""
+    rng = np.random.default_rng(3)
+    for trial in range(30):
+        n = int(rng.integers(1, 40)) if trial % 2 else int(rng.integers(100, 3000))
+        rows = rng.integers(0, max(2, n // 5), (3, n)).astype(dtype)
+        if dtype.startswith("float") and trial % 3 == 0:
+            rows[rng.random(rows.shape) < 0.1] = np.nan
+        ref = torch.mode(torch.from_numpy(rows), dim=1)
+        ours = eager.mode(eager.tensor(rows), dim=1)
+        np.testing.assert_array_equal(np.asarray(ours.indices), ref.indices.numpy())
+        np.testing.assert_array_equal(np.asarray(ours.values).astype(np.float64),
+                                      ref.values.double().numpy())
