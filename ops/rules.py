@@ -308,6 +308,8 @@ def torch_needs_cast(op, operands, default_float=np.dtype(np.float32)):
     if want is None:
         return None
     vals = operands[1:] if op.promote == "where" else operands
+    if op.scalar_opmath and want in _OPMATH and torch_scalar_opmath(op, vals) == _OPMATH[want]:
+        return None   # NOTE: the kernel reads the number in float32 itself
     if want == BFLOAT16 and any(isinstance(v, (int, float)) for v in vals):
         return want   # NOTE: NumPy lifts bfloat16 with a Python number to float32 (where, clip)
     if want.kind in "iu" and op.promote != "where" and not ints_fit(vals, want):
@@ -318,6 +320,21 @@ def torch_needs_cast(op, operands, default_float=np.dtype(np.float32)):
     if any(isinstance(v, float) for v in vals) or op.promote == "divide":
         return want   # NOTE: NumPy's int * 2.5 and int / int give float64: cast first
     return None
+
+
+def torch_scalar_opmath(op, operands):
+    """float32 when `op` reads a Python number operand in float32 (`Op.scalar_opmath`: torch's
+    mul and div take a scalar's own value in their opmath dtype) beside a float16 or bfloat16
+    tensor, else None; the result is that tensor's dtype, rounded once: `t * 6.2832` of a
+    float16 t is float16(float32(t) * 6.2832f), not float16(t * float16(6.2832)).
+    operands: arrays, Specs, engine tensors or numbers."""
+    if not op.scalar_opmath or len(operands) != 2:
+        return None
+    a, b = operands
+    t = a if type(b) in (int, float) else b if type(a) in (int, float) else None
+    if t is None or type(t) in (int, float, bool):
+        return None
+    return _OPMATH.get(_operand(t)[0])
 
 
 def as_operand(x, want):
