@@ -29,7 +29,7 @@ from dualgrad.eager.nn import Parameter
 from dualgrad.eager.core import Tensor, array_of, blank
 from dualgrad.eager.formats import format_order
 from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
-from dualgrad.ops.rules import as_operand, torch_needs_cast
+from dualgrad.ops.rules import as_operand, torch_needs_cast, torch_scalar_opmath
 from .ddp_sync import average_bucket
 from dualgrad.ops.core import ELEMENTWISE, bind_args, current_trace, tracing, user_frame, \
     where_str
@@ -283,6 +283,15 @@ def _promoted(op, args):
             for i, a in enumerate(args)]
 
 
+def _number_in_opmath(op, args, attrs, wide):
+    """op on its float16 tensor cast to `wide` and its Python number (read unrounded), cast
+    back once (ops.rules.torch_scalar_opmath; eager's kernel does the same on arrays)."""
+    narrow = next(a.dtype for a in args if isinstance(a, GraphTensor))
+    args = [GraphEngine.apply(_CAST, [a], {"dtype": wide}) if isinstance(a, GraphTensor) else a
+            for a in args]
+    return GraphEngine.apply(_CAST, [GraphEngine.apply(op, args, attrs)], {"dtype": narrow})
+
+
 def active_trace():
     """The compile() trace running in this thread, or None."""
     tr = current_trace()
@@ -374,7 +383,9 @@ class Trace:
         lifted = [self.lift(a) for a in args]
         if op.promote is not None:
             lifted = _promoted(op, lifted)
-        out = GraphEngine.apply(op, lifted, attrs)
+        wide = torch_scalar_opmath(op, lifted)
+        out = GraphEngine.apply(op, lifted, attrs) if wide is None else \
+            _number_in_opmath(op, lifted, attrs, wide)
         grad = inexact(out.dtype) and any(
             isinstance(a, Tensor) and a.requires_grad for a in args)
         if grad and not is_grad_enabled():   # no_grad() inside fn: no gradient flows through here

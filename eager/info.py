@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from dualgrad.ops.rules import floating, is_bfloat16
+from dualgrad.ops.rules import finfo as rules_finfo, floating
 
 from .factories import get_default_dtype
 from .formats import (channels_last, channels_last_3d, contiguous_format,  # noqa: F401 - torch.*
@@ -42,11 +42,6 @@ def check_layout(name, lay):
                                   f"tensors are dense (torch.strided) only")
 
 
-def _bfloat16_finfo(dt):
-    import ml_dtypes   # NOTE: NumPy's finfo knows no bfloat16; loaded only for it
-    return ml_dtypes.finfo(dt)
-
-
 class finfo:  # noqa: N801 - torch's name
     """Machine limits of a floating dtype (the default dtype when none is given), as Python
     floats: bits, eps, max, min, tiny (= smallest_normal), resolution."""
@@ -55,7 +50,7 @@ class finfo:  # noqa: N801 - torch's name
         dt = np.dtype(get_default_dtype() if type is None else type)
         if not floating(dt):
             raise TypeError(f"torch.finfo() requires a floating point input type, got {dt}")
-        fi = _bfloat16_finfo(dt) if is_bfloat16(dt) else np.finfo(dt)
+        fi = rules_finfo(dt)   # NOTE: ml_dtypes' for bfloat16 (NumPy's knows none)
         self.dtype, self.bits = dt.name, int(fi.bits)
         self.eps, self.max, self.min = float(fi.eps), float(fi.max), float(fi.min)
         self.tiny = self.smallest_normal = float(fi.smallest_normal)

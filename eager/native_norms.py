@@ -81,7 +81,8 @@ def native_batch_norm(input, weight, bias, running_mean, running_var, training, 
 
 def native_group_norm(input, weight, bias, N, C, HxW, group, eps):  # noqa: A002, N803
     x = _t(input)
-    g = ops.reshape(_wide(x), (N, group, -1))
+    # NOTE: the group's size spelt out: -1 is ambiguous when N is 0
+    g = ops.reshape(_wide(x), (N, group, C // group * HxW))
     mean, rstd = _stats(g, (2,), eps)
     y = ops.reshape((g - mean) * rstd, tuple(x.shape))
     y = _back(_affine(y, weight, bias, (1, C) + (1,) * (x.ndim - 2)), x.dtype)

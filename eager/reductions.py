@@ -390,10 +390,12 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):  # noqa: A002
     a, b = _t(vec1), _t(vec2)
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(f"addr: expected 1-D vectors, got {a.ndim}-D and {b.ndim}-D")
-    if floating(a.dtype) and alpha != 1:
+    if floating(a.dtype):
         # NOTE: torch's kernel is beta * self + alpha * vec1 * vec2, left to right in the
-        # tensors' dtype (float16: each product rounded): alpha scales vec1 first
-        a, alpha = a * alpha, 1
+        # tensors' dtype, beta and alpha too (float16: each product rounded, the scalars
+        # first, not read in float32 as mul's): alpha scales vec1 first
+        beta, alpha = np.asarray(beta, a.dtype), np.asarray(alpha, a.dtype)
+        a, alpha = (a, 1) if alpha == 1 else (a * alpha, 1)
     return _beta_alpha(input, ops.expand_dims(a, axis=1) * ops.expand_dims(b, axis=0), beta,
                        alpha)
 

@@ -13,11 +13,10 @@ the tensor written into and the values written.
 """
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.rules import floating, norm_axis, torch_opmath_dtype
+from dualgrad.ops.rules import finfo, floating, norm_axis, torch_opmath_dtype
 
 from .core import Tensor
 from .functions import (_arr, _no_grad_tensor, _scatter_index, _scatter_prep, _t, diag,
@@ -538,7 +537,7 @@ def _scatter_prod(x, d, idx, src, keep):
     zeros = (keep & (xa == 0)).astype(np.int64)
     np.add.at(zeros, at, (sa == 0).astype(np.int64))
 
-    big = float(ml_dtypes.finfo(x.dtype).max)
+    big = float(finfo(x.dtype).max)
 
     def coef(v, n_zero, prod_nz, total):
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

@@ -25,16 +25,17 @@ from .shape import (broadcast_like, broadcast_to, concat, concat_part, expand_di
 from .reduce import argmax, count, cumprod, cumsum, max, prod, sum
 from .nn import fold, generator, manual_seed, matmul, matmul_nt, one_hot, rand_like, unfold
 from .index import argsort, gather, gather_grad, getitem
-from .losses import softmax_cross_entropy, softmax_cross_entropy_grad
+from .losses import cascade_sum, softmax_cross_entropy, softmax_cross_entropy_grad
 from .pool import max_pool, max_pool_grad
 from .lstm import lstm_cell_c, lstm_cell_c_grad, lstm_cell_h, lstm_cell_h_grad
 from .norm import layer_norm_last, layer_norm_last_grad
 from .composite import (COMPOSITES, argmin, clamp, logical_and, logical_not, logical_or, rsqrt,
                         square, batch_norm, binary_cross_entropy,
-                        binary_cross_entropy_with_logits, cross_entropy, dropout,
+                        binary_cross_entropy_with_logits, dropout,
                         embedding, flip, gelu, layer_norm, linear, log_softmax, logsumexp,
-                        masked_fill, mean, min, moments, mse_loss, nll_loss, norm,
+                        masked_fill, mean, min, moments, mse_loss, norm,
                         silu, softmax, split, stack, tile, tril, triu, var)
+from .nll import cross_entropy, nll_loss
 from .conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,
                    adaptive_max_pool2d, avg_pool1d, avg_pool2d, conv1d, conv2d,
                    conv_transpose2d, interpolate, max_pool1d, max_pool2d, pixel_shuffle,

@@ -11,7 +11,8 @@ from .composite import (_reduce_loss, _shape, clamp, composite, in_opmath, logic
 from .elementwise import (abs, exp, log, maximum, minimum, sigmoid, softplus, stop_gradient,
                           tanh, where)  # noqa: A004
 from .reduce import sum as sum_
-from .shape import reshape, slice_
+from .rules import broadcast, is_bfloat16
+from .shape import broadcast_like, broadcast_to, reshape, slice_
 
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
 
@@ -120,17 +121,25 @@ def glu(x, dim=-1):
 
 def _prelu_weight(x, weight):
     ws, xs = _shape(weight), _shape(x)
-    if len(ws) == 1 and ws[0] != 1 and len(xs) >= 2:
-        if xs[1] is not None and xs[1] != ws[0]:
-            raise located(f"prelu: weight {fmt_shape(ws)} has {ws[0]} parameters but input "
-                           f"{fmt_shape(xs)} has {xs[1]} channels (dim 1)")
-        return reshape(weight, (ws[0],) + (1,) * (len(xs) - 2))
-    return weight
+    if len(ws) > 1:
+        raise located(f"prelu: Expected `weight` to be a scalar or 1D tensor, but got: "
+                      f"ndim = {len(ws)}")
+    if not ws or ws[0] == 1:
+        # NOTE: one value acts as a scalar: the result keeps x's shape, a 0-d x's too
+        return reshape(weight, ()) if ws else weight
+    if not xs:
+        raise located("prelu: Not allow zero-dim input tensor.")
+    channels = xs[1] if len(xs) >= 2 else 1
+    if channels is not None and ws[0] is not None and channels != ws[0]:
+        raise located(f"prelu: weight {fmt_shape(ws)} has {ws[0]} parameters but input "
+                      f"{fmt_shape(xs)} has {channels} channels (dim 1)")
+    return reshape(weight, (ws[0],) + (1,) * (len(xs) - 2)) if len(xs) >= 2 else weight
 
 
-@composite(samples=(Sample(((2, 3, 4), (3,))), Sample(((5,), (1,)))),
+@composite(samples=(Sample(((2, 3, 4), (3,))), Sample(((5,), (1,))), Sample(((), (1,))),
+                    Sample(((2, 3), (2,)), match="has 2 parameters but input")),
            ref=lambda np, x, w: np.where(x > 0, x, x * (w.reshape((-1,) + (1,) * (x.ndim - 2))
-                                                        if w.size > 1 else w)))
+                                                        if w.size > 1 else w.reshape(()))))
 def prelu(x, weight):
     """x where x > 0, else weight * x; weight has one value or one per channel (dim 1)."""
     return where(x > 0, x, x * _prelu_weight(x, weight))
@@ -184,8 +193,19 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):  # noqa: A002
 def huber_loss(input, target, reduction="mean", delta=1.0):  # noqa: A002
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta) (torch.nn.HuberLoss)."""
     _check_pair("huber_loss", input, target)
-    d = abs(input - target)
-    return _reduce_loss(where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta), reduction)
+    if is_bfloat16(spec_of(input).dtype):
+        # NOTE: torch's bfloat16 kernel rounds delta and each step to bfloat16; its float16
+        # one computes in float32 and rounds once
+        return _reduce_loss(_huber(input, target, np.asarray(delta, spec_of(input).dtype)), reduction)
+    return _reduce_loss(_huber_opmath(input, target, delta), reduction)
+
+
+def _huber(x, t, delta):
+    d = abs(x - t)
+    return where(d < delta, 0.5 * d * d, (d - 0.5 * delta) * delta)
+
+
+_huber_opmath = in_opmath(_huber)
 
 
 def _kl_ref(np, x, t, reduction="mean", log_target=False):
@@ -260,12 +280,29 @@ def normalize(x, p=2.0, dim=1, eps=1e-12):
     return x / maximum(norm(x, ord=p, axis=dim, keepdims=True), eps)
 
 
-@composite(samples=(Sample(((3, 4), (3, 4))), Sample(((2, 3), (1, 3)), {"dim": -1})),
-           ref=lambda np, a, b, dim=1, eps=1e-8: np.sum(
-               a / np.maximum(np.linalg.norm(a, axis=dim, keepdims=True), eps) *
-               b / np.maximum(np.linalg.norm(b, axis=dim, keepdims=True), eps), axis=dim))
+def _cosine_ref(np, a, b, dim, eps):
+    return np.sum(a / np.maximum(np.linalg.norm(a, axis=dim, keepdims=True), eps) *
+                  b / np.maximum(np.linalg.norm(b, axis=dim, keepdims=True), eps), axis=dim)
+
+
+def _broadcast_pair(x1, x2):
+    s1, s2 = _shape(x1), _shape(x2)
+    if s1 == s2:
+        return x1, x2
+    shape = broadcast("cosine_similarity", spec_of(x1), spec_of(x2))
+    if None in shape:       # NOTE: a dim known at run time only: the product has the shape
+        like = x1 * x2
+        return broadcast_like(x1, like), broadcast_like(x2, like)
+    return broadcast_to(x1, shape=shape), broadcast_to(x2, shape=shape)
+
+
+@composite(samples=(Sample(((3, 4), (3, 4))), Sample(((2, 3), (1, 3)), {"dim": -1}),
+                    Sample(((1, 2, 3), (2, 1, 3)), {"dim": -2})),
+           ref=lambda np, a, b, dim=1, eps=1e-8: _cosine_ref(np, *np.broadcast_arrays(a, b),
+                                                             dim, eps))
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum(x1 / max(||x1||, eps) * x2 / max(||x2||, eps)) along dim, as torch computes it."""
+    x1, x2 = _broadcast_pair(x1, x2)      # NOTE: torch's norms are of the broadcast inputs
     a = x1 / maximum(norm(x1, ord=2, axis=dim, keepdims=True), eps)
     b = x2 / maximum(norm(x2, ord=2, axis=dim, keepdims=True), eps)
     return sum_(a * b, axis=dim)

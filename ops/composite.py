@@ -16,14 +16,13 @@ from .rules import floating, ints_fit
 from .core import (Sample, ShapeError, fmt_shape, located, spec_of, user_frame, user_stacklevel,
                    where_str)
 from .elementwise import cast, copy, eq, erf, exp, log, ne, sqrt, stop_gradient, tanh, where
-from .losses import softmax_cross_entropy
-from .nn import matmul, matmul_nt, one_hot, rand_like, unfold
+from .nn import matmul, matmul_nt, rand_like, unfold
 from .reduce import count, max as max_, static_count, sum as sum_
 from .symbolic import fixing
 from .rules import (broadcast, dims_match, norm_axes, norm_axis, quiet_broadcast,
                     torch_opmath_dtype)
 from .shape import (concat, expand_dims, pad, reshape, reverse, slice_, squeeze, take,
-                    transpose, zeros_like)
+                    zeros_like)
 
 
 @dataclass(frozen=True)
@@ -179,10 +178,24 @@ def softmax(x, axis=-1):
 
 @composite(samples=(Sample(((3, 5),), {"axis": -1}), Sample(((2, 3, 4),), {"axis": 1})),
            ref=lambda np, x, axis=-1: x - _lse_ref(np, x, axis=axis, keepdims=True))
-@in_opmath
 def log_softmax(x, axis=-1):
     """(x - max) - log(sum(exp(x - max))) over `axis`: exact at large logits (x - lse(x)
-    would round lse(x) at the size of x first)."""
+    would round lse(x) at the size of x first). float16 and bfloat16 compute in float32;
+    over the last axis the sum and its log are each rounded to the dtype first, as torch's
+    kernel for the last dim keeps them (its kernel for another dim rounds once)."""
+    xs, dt = _shape(x), np.dtype(spec_of(x).dtype)
+    wide = torch_opmath_dtype(dt)
+    if wide == dt or not xs or norm_axis("log_softmax", axis, len(xs), frontend=True) != \
+            len(xs) - 1:
+        return _log_softmax(x, axis)
+    z = cast(x, wide)
+    z = z - _finite_max(z, axis)
+    lse = log(cast(cast(sum_(exp(z), axis=axis, keepdims=True), dt), wide))
+    return cast(z - cast(cast(lse, dt), wide), dt)
+
+
+@in_opmath
+def _log_softmax(x, axis):
     z = x - _finite_max(x, axis)
     return z - log(sum_(exp(z), axis=axis, keepdims=True))
 
@@ -470,105 +483,6 @@ def batch_norm(x, mean, var, weight=None, bias=None, eps=1e-5):
 
 
 # -- losses -----------------------------------------------------------------------------------
-def _ce_ref(np, logits, target, reduction="mean", ignore_index=None, label_smoothing=0.0):
-    m = np.max(logits, axis=-1, keepdims=True)
-    logp = logits - m - np.log(np.sum(np.exp(logits - m), axis=-1, keepdims=True))
-    c = logits.shape[-1]
-    valid = (target != (-1 if ignore_index is None else ignore_index))[..., None] | \
-        (ignore_index is None)
-    oh = np.where(target[..., None] == np.arange(c), 1.0 - label_smoothing, 0.0)
-    t = np.where(valid, oh + label_smoothing / c, 0.0).astype(logits.dtype)
-    loss = -np.sum(t * logp, axis=-1)
-    if reduction == "mean":
-        return np.sum(loss) / np.sum(valid).astype(logits.dtype)
-    return np.sum(loss) if reduction == "sum" else loss
-
-
-@composite(samples=(Sample(((4, 5), np.array([0, 4, 2, 2]))),
-                    Sample(((3, 2, 4), np.array([[0, 1], [3, 3], [2, 0]])), {"reduction": "sum"}),
-                    Sample(((4, 5), np.array([0, -100, 2, 2])), {"ignore_index": -100}),
-                    Sample(((4, 5), np.array([0, 4, 3, 2])), {"label_smoothing": 0.1,
-                                                              "ignore_index": 3}),
-                    Sample(((4, 5), np.array([[0], [4], [2], [2]])),
-                           match=r"cross_entropy: target \(4, 1\) must have shape \(4,\)")),
-           ref=_ce_ref)
-def cross_entropy(logits, target, reduction="mean", weight=None, ignore_index=None,
-                  label_smoothing=0.0):
-    """Softmax cross-entropy from logits (..., C) and integer class targets (...), or class
-    probabilities (..., C), with torch's per-class `weight`, `ignore_index` (class targets)
-    and `label_smoothing`; 'mean' divides by the summed weight of the counted targets.
-    ignore_index=None (the default here) ignores nothing; eager's F.cross_entropy passes
-    PyTorch's -100."""
-    ls, ts = _shape(logits), _shape(target)
-    # NOTE: not getattr(target, "dtype", np.asarray(target).dtype): the default is evaluated
-    # first, and a graph tensor refuses np.asarray
-    t_dtype = np.dtype(target.dtype if hasattr(target, "dtype") else np.asarray(target).dtype)
-    if t_dtype.kind in "iu":
-        if not dims_match(ts, ls[:-1]):
-            raise located(f"cross_entropy: target {fmt_shape(ts)} must have shape "
-                             f"{fmt_shape(ls[:-1])} (class indices) for logits {fmt_shape(ls)}")
-    elif ts != ls:
-        raise located(f"cross_entropy: probability target {fmt_shape(ts)} must have the "
-                         f"shape of logits {fmt_shape(ls)}")
-    if weight is None and not label_smoothing and t_dtype.kind in "iu":
-        if ignore_index is None or not _may_ignore(target, ignore_index):
-            target = one_hot(target, ls[-1], dtype=logits.dtype)
-            return _reduce_loss(softmax_cross_entropy(logits, target), reduction)
-        # NOTE: some target may be ignore_index (or, traced, may be: its values are not known):
-        # the primitive on the other rows, 0 for those (as torch), 'mean' over the counted ones
-        keep = ne(target, ignore_index)
-        hot = one_hot(where(keep, target, 0), ls[-1], dtype=logits.dtype)
-        loss = where(keep, softmax_cross_entropy(logits, hot), 0.0)
-        if reduction == "mean":
-            return sum_(loss) / sum_(cast(keep, logits.dtype))
-        return _reduce_loss(loss, reduction)
-    return _weighted_ce(logits, target, t_dtype, reduction, weight, ignore_index,
-                        label_smoothing)
-
-
-def _may_ignore(target, ignore_index):
-    """False when no target can equal ignore_index (-100 with ordinary class indices)."""
-    arr = getattr(target, "_array", target)
-    if isinstance(arr, np.ndarray):
-        return bool(np.any(arr == ignore_index))
-    return True        # a graph tensor: its values are not known yet
-
-
-def _weighted_ce(logits, target, t_dtype, reduction, weight, ignore_index, eps):
-    return _weighted_nll(log_softmax(logits, axis=-1), target, t_dtype, reduction, weight,
-                         ignore_index, eps)
-
-
-def _weighted_nll(logp, target, t_dtype, reduction, weight, ignore_index, eps):
-    """The cross-entropy of log-probabilities logp (..., C) (classes last) with targets:
-    torch's weight, ignore_index and label smoothing `eps`."""
-    c = _shape(logp)[-1]
-    dt = logp.dtype
-    if t_dtype.kind in "iu":
-        if ignore_index is None:
-            hot = one_hot(target, c, dtype=dt)
-            valid = sum_(hot, axis=-1, keepdims=True)          # ones, shaped (..., 1)
-        else:
-            valid = cast(expand_dims(ne(target, ignore_index), axis=-1), dt)
-            hot = one_hot(where(ne(target, ignore_index), target, 0), c, dtype=dt) * valid
-        t = (hot * (1.0 - eps) + eps / c) * valid if eps else hot
-        denom = sum_(hot * weight) if weight is not None else sum_(valid)
-    else:
-        t = target * (1.0 - eps) + eps / c if eps else target
-        denom = count(sum_(t, axis=-1))
-    wt = t * weight if weight is not None else t
-    loss = -_weighted_sum(wt, logp, -1)
-    if reduction == "mean":
-        return sum_(loss) / denom
-    return _reduce_loss(loss, reduction)
-
-
-def _weighted_sum(w, logp, axis):
-    """sum(w * logp) where a -inf log-probability with weight 0 (a masked class) adds 0, not
-    0 * -inf = nan, as in torch."""
-    return sum_(where(ne(w, 0.0), w * logp, 0.0), axis=axis)
-
-
 def _reduce_loss(loss, reduction):
     if reduction == "mean":
         return mean(loss)
@@ -606,42 +520,6 @@ def mse_loss(input, target, reduction="mean"):  # noqa: A002 - torch's argument 
     return _reduce_loss(d * d, reduction)
 
 
-def _nll_ref(np, lp, t, reduction="mean"):
-    ax = 1 if lp.ndim >= 2 else 0
-    hit = np.expand_dims(t, ax) == np.arange(lp.shape[ax]).reshape((-1,) + (1,) * (lp.ndim - ax - 1))
-    loss = -np.sum(np.where(hit, lp, 0.0), axis=ax)
-    return np.mean(loss) if reduction == "mean" else np.sum(loss) if reduction == "sum" else loss
-
-
-@composite(samples=(Sample(((4, 5), np.array([0, 4, 2, 2]))),
-                    Sample(((5,), np.array(3)), {"reduction": "none"}),
-                    Sample(((2, 3, 4), np.array([[0, 1, 2, 2], [1, 1, 0, 2]])),
-                           {"reduction": "sum"}),
-                    Sample(((4, 5), np.array([[0], [4], [2], [2]])),
-                           match=r"nll_loss: target \(4, 1\) must have shape \(4,\)")),
-           ref=_nll_ref)
-def nll_loss(log_probs, target, reduction="mean", weight=None, ignore_index=None):
-    """Negative log-likelihood of integer class targets, classes in dim 1 as torch:
-    log_probs (N, C) or (N, C, d1, ...) with target (N,) or (N, d1, ...); (C,) with ().
-    torch's per-class `weight` and `ignore_index` ('mean' divides by the summed weight of the
-    counted targets); ignore_index=None ignores nothing (eager's F.nll_loss passes -100)."""
-    ls, ts = _shape(log_probs), _shape(target)
-    ax = 1 if len(ls) >= 2 else 0
-    want = ls[:1] + ls[2:] if len(ls) >= 2 else ()
-    if not ls or not dims_match(ts, want) or ls[ax] is None:
-        raise located(f"nll_loss: target {fmt_shape(ts)} must have shape {fmt_shape(want)} "
-                       f"(class indices) for input {fmt_shape(ls)} (classes in dim 1, known)")
-    if weight is not None or ignore_index is not None and _may_ignore(target, ignore_index):
-        last = log_probs if len(ls) <= 2 else \
-            transpose(log_probs, axes=(0,) + tuple(range(2, len(ls))) + (1,))
-        return _weighted_nll(last, target, np.dtype(target.dtype), reduction, weight,
-                             ignore_index, 0.0)
-    hit = one_hot(target, ls[ax], dtype=log_probs.dtype)         # classes last
-    if len(ls) > 2:
-        hit = transpose(hit, axes=(0, len(ls) - 1) + tuple(range(1, len(ls) - 1)))
-    return _reduce_loss(-_weighted_sum(hit, log_probs, ax), reduction)
-
-
 def _same_shape(name, x, t):
     xs, ts = _shape(x), _shape(t)
     if not dims_match(xs, ts):
@@ -661,12 +539,13 @@ def _bce_logits_ref(np, x, t, reduction="mean"):
                                  r"have the shape of input \(4, 3\)")),
            ref=_bce_logits_ref)
 def binary_cross_entropy_with_logits(logits, target, reduction="mean"):
-    """Sigmoid cross-entropy softplus(x) - x*t (softplus: max(x, 0) + log(1 + exp(-|x|)))."""
+    """Sigmoid cross-entropy (1 - t) x + softplus(-x), torch's (1 - t) x - log_sigmoid(x) in
+    its order of rounding (softplus: max(x, 0) + log(1 + exp(-|x|)))."""
     # NOTE: softplus's rule gives sigmoid(x) - t at x = 0 too, as torch and TF; max(x, 0) and
     # |x| differentiated apart gave 1 - t there
     from .elementwise import softplus
     _same_shape("binary_cross_entropy_with_logits", logits, target)
-    loss = softplus(logits) - logits * target
+    loss = (1.0 - target) * logits + softplus(-logits)
     return _reduce_loss(loss, reduction)
 
 

@@ -278,7 +278,8 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
     div = _avg_divisor(xs[2:], k, s, p, outs, count_include_pad, divisor_override)
     if dt.kind in "iub":
         total = reshape(sum_(cols, axis=1), (-1, xs[1]) + outs)        # int64 sums
-        q = floordiv(abs_(total), np.asarray(div, np.int64)) * sign(total)
+        div = np.asarray(div, np.int64)    # NOTE: divisor_override may be negative
+        q = floordiv(abs_(total), np.abs(div)) * (sign(total) * np.sign(div))
         return cast(q, dt if dt.kind != "b" else np.dtype(np.int64))
     if np.ndim(div) == 0 or np.all(div == k[0] * k[1]):
         scale = div if np.ndim(div) == 0 else k[0] * k[1]

@@ -92,12 +92,12 @@ class Op:
     __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "reduce", "category", "samples", "ref",
                  "stateful", "view", "onnx", "tf", "nondiff", "fn", "decompose", "promote",
                  "shape_only_from", "zero_from", "may_alias", "inference_identity", "front",
-                 "alias_layout", "grad_at")
+                 "alias_layout", "grad_at", "scalar_opmath")
 
     def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, reduce=None, category=None,
                  samples=(), ref=None, stateful=False, view=False, onnx=None, tf=None, promote=None,
                  shape_only_from=None, zero_from=(), may_alias=False, inference_identity=False,
-                 front=(), alias_layout=None, grad_at=None):
+                 front=(), alias_layout=None, grad_at=None, scalar_opmath=False):
         self.name, self.infer, self.kernel, self.vjp = name, infer, kernel, vjp
         self.scalar, self.reduce, self.samples, self.ref = scalar, reduce, tuple(samples), ref
         self.onnx = onnx   # the ONNX operator that computes the same from the same inputs
@@ -108,6 +108,9 @@ class Op:
         # how operands of several dtypes combine under PyTorch's rules: None, "common",
         # "divide" or "where" (ops.rules.torch_compute_dtype)
         self.promote = promote
+        # a Python number operand of a float16 / bfloat16 tensor is read in float32, not rounded
+        # to the tensor's dtype first: torch's mul and div (ops.rules.torch_scalar_opmath)
+        self.scalar_opmath = scalar_opmath
         # inputs from this position on are read for their spec only (CSE compares those by spec)
         self.shape_only_from = shape_only_from
         # positions of inputs any of which all zeros makes the result all zeros (simplify)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from .rules import floating, inexact
+from .rules import HALF, floating, inexact
 
 from . import refs
 from .core import (REGISTRY, Sample, Spec, ShapeError, bind, fmt_shape, is_value, register)
@@ -459,6 +459,21 @@ def _minimum_vjp(g, x, y, **kw):
     return unbroadcast(where(m, g, 0.0), x), unbroadcast(where(m, 0.0, g), y)
 
 
+def _scalar_in_opmath(ufunc):
+    """ufunc reading a Python number beside a float16 / bfloat16 array in float32 and rounding
+    the result once, as torch's mul and div do (`Op.scalar_opmath`)."""
+    def kernel(x, y):
+        # NOTE: on eager's dispatch path: two type tests for an array operand pair
+        tx, ty = type(x), type(y)
+        if (ty is float or ty is int) and tx is np.ndarray and x.dtype in HALF:
+            return ufunc(x.astype(np.float32), y).astype(x.dtype)
+        if (tx is float or tx is int) and ty is np.ndarray and y.dtype in HALF:
+            return ufunc(x, y.astype(np.float32)).astype(y.dtype)
+        return ufunc(x, y)
+    kernel.__name__ = ufunc.__name__
+    return kernel
+
+
 _POW_SAMPLES = (Sample(((3, 4), 3), domain=(-2.0, 2.0)), Sample(((3, 4), 2)),
                 Sample(((3, 4), 0.5), domain=(0.2, 3.0)),
                 Sample(((3, 4), (3, 4)), domain=(0.2, 3.0)), Sample(((4, 1), (1, 2)), domain=(0.5, 2.0)))
@@ -468,9 +483,10 @@ ADD = register("add", _binary_infer("add"), np.add, _add_vjp, promote="common", 
                samples=_BINARY_SAMPLES, ref=lambda np, x, y: x + y, tf="AddV2")
 SUB = register("sub", _binary_infer("sub"), np.subtract, _sub_vjp, promote="common", scalar="({0} - {1})",
                category=_EW, onnx="Sub", tf="Sub", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x - y)
-MUL = register("mul", _binary_infer("mul"), np.multiply, _mul_vjp, promote="common", scalar="({0} * {1})",
-               category=_EW, onnx="Mul", tf="Mul", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x * y)
-DIV = register("div", _div_infer, np.true_divide, _div_vjp, promote="divide", scalar="({0} / {1})", category=_EW,
+MUL = register("mul", _binary_infer("mul"), _scalar_in_opmath(np.multiply), _mul_vjp, promote="common",
+               scalar="({0} * {1})", scalar_opmath=True, category=_EW, onnx="Mul", tf="Mul", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x * y)
+DIV = register("div", _div_infer, _scalar_in_opmath(np.true_divide), _div_vjp, promote="divide",
+               scalar="({0} / {1})", scalar_opmath=True, category=_EW,
                onnx="Div",
                samples=tuple(Sample(s.args, domain=(0.5, 2.0), match=s.match)
                              for s in _BINARY_SAMPLES), ref=lambda np, x, y: x / y, tf="RealDiv")

@@ -24,7 +24,7 @@ from .core import Sample, ShapeError, Spec, bind, fmt_shape, register
 from .elementwise import abs as abs_, exp, log, lt, stop_gradient, where
 from .reduce import in_opmath, max as max_, sum as sum_
 from .rules import dims_match, result_dtype
-from .shape import expand_dims, last_axis_sum
+from .shape import broadcast_like, expand_dims, last_axis_sum
 
 
 def _known(a, b):
@@ -150,6 +150,79 @@ SOFTMAX_CROSS_ENTROPY_GRAD = register(
     ref=_sce_grad_ref)
 
 
+# -- torch's nll_loss reduction ----------------------------------------------------------------
+def _cascade_infer(values, keep=None, **_):
+    if keep is not None and not dims_match(values.shape, keep.shape):
+        raise ShapeError(f"cascade_sum: keep {fmt_shape(keep)} must have the shape of values "
+                         f"{fmt_shape(values)}")
+    return Spec((), values.dtype)
+
+
+def _cascade_kernel(values, keep=None):
+    """aten's nll_loss sum (LossNLL.cpp): the kept values in row-major order, each added in
+    their own dtype to the first of 8 partial sums; after a kept value at a flat position
+    that is a multiple of 16**j, the partial sums up to j are each added to the next one
+    and cleared (16: 2**4, a larger power past 2**32 values); the 8 are then added in order."""
+    if keep is not None and np.shape(keep) != np.shape(values):
+        raise ValueError("keep is not shaped as values")     # NOTE: the shape rule says why
+    v = np.asarray(values).reshape(-1)
+    at = np.arange(v.size) if keep is None else np.flatnonzero(np.asarray(keep).reshape(-1))
+    power = max(4, (max(v.size, 2) - 1).bit_length() // 8)
+    vals, total = v[at], np.zeros((), v.dtype)
+    for level in range(8):
+        if not vals.size:
+            break       # NOTE: the partial sums left are zeros
+        vals, at, rest = _runs(vals, at, None if level == 7 else 1 << power * (level + 1))
+        total = total + rest
+    return np.asarray(total, v.dtype)
+
+
+def _runs(vals, at, period):
+    """Each run of vals that ends at a position (at) divisible by period, summed in order in
+    vals' dtype: (those sums, their end positions, the sum of the run left open)."""
+    ends = np.zeros(vals.size, bool) if period is None else at % period == 0
+    if vals.size == 1:              # NOTE: the common case past the first levels
+        return (vals, at, np.zeros((), vals.dtype)) if ends[0] else (vals[:0], at[:0], vals[0])
+    closed = np.flatnonzero(ends)
+    starts = np.concatenate(([0], closed + 1))
+    lengths = np.diff(np.concatenate((starts, [vals.size])))
+    seg = np.repeat(np.arange(starts.size), lengths)          # the run of each value
+    pos = np.arange(vals.size) - starts[seg]                  # its place in the run
+    width = int(lengths.max())
+    if starts.size * width <= 4 * vals.size + 64:
+        grid = np.zeros((starts.size, width), vals.dtype)     # runs as rows, zero-padded
+        grid[seg, pos] = vals
+        acc = grid[:, 0]
+        for c in range(1, width):   # NOTE: + 0 after a run's end changes nothing
+            acc = acc + grid[:, c]
+    else:                           # a few long runs among many short ones
+        acc = np.zeros(starts.size, vals.dtype)
+        for c in range(width):
+            i = np.flatnonzero(pos == c)
+            acc[seg[i]] = acc[seg[i]] + vals[i]
+    return acc[:-1], at[closed], acc[-1]
+
+
+def _cascade_vjp(g, values, keep=None, out=None, **_):
+    g = broadcast_like(g, values)
+    return (g if keep is None else where(keep, g, 0.0)), None
+
+
+CASCADE_SUM = register(
+    "cascade_sum", _cascade_infer, _cascade_kernel, _cascade_vjp, category="other",
+    samples=(Sample(((40,),)), Sample(((3, 7),)),
+             Sample(((300,), np.arange(300) % 7 != 3)),
+             Sample(((5,), np.zeros(4, bool)), match=r"cascade_sum: keep \(4,\) must have")),
+    ref=lambda np, v, keep=None: np.sum(v if keep is None else np.where(keep, v, 0)))
+
+
+def cascade_sum(values, keep=None):
+    """The sum of values (where keep, if given) as torch's nll_loss adds them: in their own
+    dtype, into cascaded partial sums (a float16 loss rounds as torch's, not as a float32
+    sum rounded once)."""
+    return bind(CASCADE_SUM, values) if keep is None else bind(CASCADE_SUM, values, keep)
+
+
 def softmax_cross_entropy(logits, labels):
     """-sum(labels * log_softmax(logits)) over the last axis, one value per row; a zero label
     ignores its class's log-probability (TF's softmax_cross_entropy_with_logits)."""
@@ -163,3 +236,4 @@ def softmax_cross_entropy_grad(logits, labels, g):
 
 SOFTMAX_CROSS_ENTROPY.fn = softmax_cross_entropy
 SOFTMAX_CROSS_ENTROPY_GRAD.fn = softmax_cross_entropy_grad
+CASCADE_SUM.fn = cascade_sum

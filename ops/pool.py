@@ -24,11 +24,13 @@ import numpy as np
 
 from . import refs
 from .composite import _shape
-from .core import Sample, ShapeError, Spec, bind, fmt_shape, register
+from .core import Sample, ShapeError, Spec, bind, fmt_shape, register, spec_of
+from .elementwise import ne, where
 from .index import gather
-from .nn import pair, unfold
-from .reduce import argmax
-from .shape import pad, reshape, take
+from .nn import pair
+from .reduce import argmax, max_
+from .rules import floating
+from .shape import reshape, take
 
 
 def _outs(hw, kernel, stride, padding, dilation, extra):
@@ -98,30 +100,26 @@ def _max_pool_grad_vjp(u, x, g, out=None, needs=(True, True), **attrs):
     return None, reshape(picked, (-1, xs[1], ho, wo))
 
 
-def lowest(dtype):
-    """The value padding takes in a max over windows: -inf, or an integer dtype's minimum."""
-    if dtype.kind in "iu":
-        return int(np.iinfo(dtype).min)
-    return False if dtype.kind == "b" else -np.inf
-
-
 def window_argmax(x, kernel, stride, padding, dilation, extra=(0, 0)):
     """(N, C, Ho * Wo): each window's first maximum as a flat index into its channel's H * W
-    (torch's return_indices), over the windows unfolded with -inf padding."""
+    (torch's return_indices)."""
+    from . import native
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = (pair(v) for v in (kernel, stride, padding,
                                                                dilation))
-    (eh, ew), (_, c, h, w) = extra, _shape(x)
+    _, c, h, w = _shape(x)
     ho, wo = _outs((h, w), (kh, kw), (sh, sw), (ph, pw), (dh, dw), extra)
-    if ph or pw or eh or ew:
-        x = pad(x, ((0, 0), (0, 0), (ph, ph + eh), (pw, pw + ew)),
-                value=lowest(np.dtype(getattr(x, "dtype", np.float64))))
-    hp, wp = _shape(x)[2:]
-    cols = unfold(reshape(x, (-1, 1, hp, wp)), kernel=(kh, kw), stride=(sh, sw),
-                  dilation=(dh, dw))
-    offsets = np.array([i * dh * w + j * dw for i in range(kh) for j in range(kw)])
-    starts = (np.arange(ho) * sh - ph)[:, None] * w + np.arange(wo) * sw - pw
-    idx = take(offsets, argmax(cols, axis=1), axis=0) + starts.reshape(-1)
-    return reshape(idx, (-1, c, ho * wo))
+    # NOTE: the windows read through max_pool's index map, where a padded slot repeats an
+    # earlier inside one: padding is never picked, as in torch, whose scan starts at the
+    # window's first inside position (padding with the dtype's minimum tied with an integer
+    # input's minimum and could win)
+    pos = native._pool_map(h, w, kh, kw, sh, sw, ph, pw, dh, dw, ho, wo)    # (Ho*Wo, K)
+    cells, k = pos.shape
+    vals = reshape(take(reshape(x, (-1, c, h * w)), pos.reshape(-1), axis=2), (-1, c, cells, k))
+    at = argmax(vals, axis=-1)
+    if floating(spec_of(x).dtype):    # NOTE: a later nan wins, as in torch and max_pool_grad
+        last_nan = max_(where(ne(vals, vals), np.arange(k), -1), axis=-1)
+        at = where(last_nan >= 0, last_nan, at)
+    return take(pos.reshape(-1), at + np.arange(cells) * k, axis=0)
 
 
 def window_stack(np, x, kernel, stride, padding, dilation, extra, fill):

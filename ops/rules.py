@@ -202,6 +202,14 @@ def is_bfloat16(dtype) -> bool:
     return getattr(dtype, "kind", None) == "V" and dtype.name == "bfloat16"
 
 
+def finfo(dtype):
+    """np.finfo of a floating dtype; ml_dtypes' for bfloat16, which NumPy's does not know."""
+    if is_bfloat16(dtype):
+        import ml_dtypes
+        return ml_dtypes.finfo(dtype)
+    return np.finfo(dtype)
+
+
 def __getattr__(name):
     if name == "BFLOAT16":   # NOTE: the dtype itself, for code that needs it (imports ml_dtypes)
         return bfloat16()
@@ -343,6 +351,8 @@ def torch_needs_cast(op, operands, default_float=np.dtype(np.float32)):
     if want is None:
         return None
     vals = operands[1:] if op.promote == "where" else operands
+    if op.scalar_opmath and want in HALF and torch_scalar_opmath(op, vals) == _FLOAT32:
+        return None   # NOTE: the kernel reads the number in float32 itself
     if is_bfloat16(want) and any(isinstance(v, (int, float)) for v in vals):
         return want   # NOTE: NumPy lifts bfloat16 with a Python number to float32 (where, clip)
     if want.kind in "iu" and op.promote != "where" and not ints_fit(vals, want):
@@ -353,6 +363,22 @@ def torch_needs_cast(op, operands, default_float=np.dtype(np.float32)):
     if any(isinstance(v, float) for v in vals) or op.promote == "divide":
         return want   # NOTE: NumPy's int * 2.5 and int / int give float64: cast first
     return None
+
+
+def torch_scalar_opmath(op, operands):
+    """float32 when `op` reads a Python number operand in float32 (`Op.scalar_opmath`: torch's
+    mul and div take a scalar's own value in their opmath dtype) beside a float16 or bfloat16
+    tensor, else None; the result is that tensor's dtype, rounded once: `t * 6.2832` of a
+    float16 t is float16(float32(t) * 6.2832f), not float16(t * float16(6.2832)).
+    operands: arrays, Specs, engine tensors or numbers."""
+    if not op.scalar_opmath or len(operands) != 2:
+        return None
+    a, b = operands
+    t = a if type(b) in (int, float) else b if type(a) in (int, float) else None
+    if t is None or type(t) in (int, float, bool):
+        return None
+    dt = _operand(t)[0]
+    return _FLOAT32 if dt in HALF else None
 
 
 def as_operand(x, want):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 from dualgrad.eager.amp import keeps_fp32, lowers
-from dualgrad.ops.rules import HALF, floating, mirrored
+from dualgrad.ops.composite import in_opmath
+from dualgrad.ops.rules import HALF, mirrored, torch_opmath_dtype
 
 from dualgrad import ops
 from dualgrad.ops.core import TRACING
@@ -144,7 +145,17 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
 # -- layers -----------------------------------------------------------------------------------
 @lowers
 def linear(input, weight, bias=None):  # noqa: A002
-    return ops.linear(input, weight, bias)
+    """input @ weight.T + bias; float16 and bfloat16 in float32, rounded once, where torch
+    takes addmm: a 2-d input, or a contiguous one of another rank (its bias 1-d, or any
+    for 3-d); else the product and the sum are rounded each, as torch's matmul and add_."""
+    if torch_opmath_dtype(input.dtype) == input.dtype or bias is not None and \
+            input.ndim != 2 and not TRACING[0] and not (
+                input.is_contiguous() and (input.ndim == 3 or bias.ndim == 1)):
+        return ops.linear(input, weight, bias)
+    return _linear_once(input, weight, bias)
+
+
+_linear_once = in_opmath(ops.linear)
 
 
 def _unbatched(fn, input, spatial, *args):  # noqa: A002
@@ -208,25 +219,26 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
                return_indices=False):
-    return ops.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode,
-                          return_indices)
+    return _unbatched(ops.max_pool2d, input, 2, kernel_size, stride, padding, dilation,
+                      ceil_mode, return_indices)
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
                return_indices=False):
-    return ops.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode,
-                          return_indices)
+    return _unbatched(ops.max_pool1d, input, 1, kernel_size, stride, padding, dilation,
+                      ceil_mode, return_indices)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
                count_include_pad=True, divisor_override=None):
-    return ops.avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                          divisor_override)
+    return _unbatched(ops.avg_pool2d, input, 2, kernel_size, stride, padding, ceil_mode,
+                      count_include_pad, divisor_override)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,  # noqa: A002
                count_include_pad=True):
-    return ops.avg_pool1d(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
+    return _unbatched(ops.avg_pool1d, input, 1, kernel_size, stride, padding, ceil_mode,
+                      count_include_pad)
 
 
 def adaptive_avg_pool2d(input, output_size):  # noqa: A002
@@ -506,11 +518,6 @@ def one_hot(tensor, num_classes=-1):
     return ops.one_hot(tensor, num_classes, dtype="int64")
 
 
-def _classes_last(x):
-    """torch puts the classes in dim 1 of (N, C, d1, ...); the op library puts them last."""
-    return x.permute(0, *range(2, x.ndim), 1) if x.ndim > 2 else x
-
-
 @keeps_fp32
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,  # noqa: A002
                   reduce=None, reduction="mean", label_smoothing=0.0):
@@ -518,10 +525,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     (N, ...) or class probabilities shaped like the logits; weight, ignore_index and
     label_smoothing as torch."""
     _no_legacy("cross_entropy", size_average, reduce)
-    prob = floating(np.dtype(target.dtype)) if hasattr(target, "dtype") else False
-    return ops.cross_entropy(_classes_last(input), _classes_last(target) if prob else target,
-                             reduction=reduction, weight=weight, ignore_index=ignore_index,
-                             label_smoothing=label_smoothing)
+    return ops.cross_entropy(input, target, reduction=reduction, weight=weight,
+                             ignore_index=ignore_index, label_smoothing=label_smoothing,
+                             axis=min(1, input.ndim - 1))
 
 
 def _weighted(name, loss, weight, reduction, by_weight=True):

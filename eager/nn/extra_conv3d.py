@@ -112,7 +112,7 @@ def _depth_max(planes, window, hw):
     where = None if idx is None else np.asarray(_arr(idx)) + window[0] * hw
     for i in window[1:]:
         v, j = planes(i)
-        better = _arr(v) > best
+        better = (_arr(v) > best) | (_arr(v) != _arr(v))    # NOTE: a later nan wins, as torch
         val = ops.where(better, v, val)
         best = np.where(better, _arr(v), best)
         if where is not None:

@@ -311,3 +311,100 @@ def test_multi_dot_vecdot_and_einsum_round_as_torch(dtype):
         (ta, a), (tb, b) = _pair(rng, sa, dtype), _pair(rng, sb, dtype)
         for got in _both_modes(lambda x, y: eager.einsum(eq, x, y), a, b):
             _bits(got, torch.einsum(eq, ta, tb))
+@pytest.mark.parametrize("dtype", HALVES)
+def test_scalar_multiply_and_divide_read_the_scalar_in_float32(dtype):
+    """t * s, s * t and t / s of a half tensor by a Python number: torch's kernels read s in
+    float32 and round the result once (6.2832 * t is not float16(6.2832) * t); t + s rounds
+    s to the dtype first, as torch's add does."""
+    rng = np.random.default_rng(9)
+    tx, x = _pair(rng, (400,), dtype, low=-10.0)
+    for s in (6.283185307179586, 0.1, 1 / 3, 3001):
+        for f in (lambda t: t * s, lambda t: s * t, lambda t: t / s, lambda t: t + s,
+                  lambda t: t - s):
+            for out in _both_modes(f, x):
+                _bits(out, f(tx))
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_log_softmax_rounds_per_dim_as_torch(dtype):
+    """torch's half log_softmax over the last dim rounds the sum of exponentials and its log
+    to the dtype before the subtraction; over another dim it rounds once."""
+    rng = np.random.default_rng(10)
+    for shape, dim in (((30, 5), 1), ((200, 4), -1), ((6,), 0), ((3, 5, 2, 3), 1),
+                       ((30, 5, 1), 1), ((5, 30), 0)):
+        tx, x = _pair(rng, shape, dtype)
+        for out in _both_modes(lambda x: eager.log_softmax(x, dim), x):
+            _bits(out, torch.log_softmax(tx, dim))
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_linear_with_a_bias_rounds_once_as_addmm(dtype):
+    rng = np.random.default_rng(11)
+    for xs, (o, i) in (((8, 3), (4, 3)), ((30, 7), (5, 7)), ((3,), (4, 3)), ((2, 5, 3), (4, 3))):
+        (tx, x), (tw, w), (tb, b) = (_pair(rng, s, dtype) for s in (xs, (o, i), (o,)))
+        for out in _both_modes(lambda x, w, b: eager.nn.functional.linear(x, w, b), x, w, b):
+            _bits(out, torch.nn.functional.linear(tx, tw, tb))
+
+
+def _class_cases(rng, dtype):
+    """(logits, class-index target, probability target, weight) pairs of random draws, in
+    torch and dualgrad: 2-d, 1-d and K-dimensional, some targets ignore_index (-100)."""
+    for shape in ((int(rng.integers(1, 40)), 5), (300, 4), (6,), (3, 5, 2, 3), (2, 4, 3, 2, 2)):
+        c = shape[1] if len(shape) > 1 else shape[0]
+        tshape = (shape[0],) + shape[2:] if len(shape) > 1 else ()
+        t = rng.integers(0, c, tshape)
+        t = np.where(rng.random(tshape) < 0.2, -100, t) if shape[0] > 6 else t
+        p = rng.dirichlet(np.ones(c), size=tshape or None).astype(np.float32)
+        p = np.moveaxis(p, -1, 1) if len(shape) > 1 else p
+        tp = torch.from_numpy(p).to(getattr(torch, dtype))
+        yield (_pair(rng, shape, dtype), (torch.from_numpy(t), eager.tensor(t)),
+               (tp, eager.tensor(tp.float().numpy(), dtype=getattr(eager, dtype))),
+               _pair(rng, (c,), dtype, low=0.2))
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_class_losses_round_as_torch(dtype):
+    """cross_entropy and nll_loss of half inputs, bit for bit: log_softmax rounded to the
+    dtype, nll_loss's sums in the dtype into aten's cascaded partial sums, label smoothing
+    and probability targets in aten's order of operations."""
+    rng = np.random.default_rng(12)
+    F, TF = eager.nn.functional, torch.nn.functional
+    for (tx, x), (tt, t), (tp, p), (tw, w) in _class_cases(rng, dtype):
+        for red in ("mean", "sum", "none"):
+            for kw in ({}, {"label_smoothing": 0.15}):
+                for tkw, ekw in (({}, {}), ({"weight": tw}, {"weight": w})):
+                    for target, et in ((tt, t), (tp, p)):
+                        ref = TF.cross_entropy(tx, target, reduction=red, **kw, **tkw)
+                        _bits(F.cross_entropy(x, et, reduction=red, **kw, **ekw), ref)
+                ref = TF.nll_loss(tx, tt, reduction=red, **tkw)
+                _bits(F.nll_loss(x, t, reduction=red, **ekw), ref)
+        ref = TF.cross_entropy(tx, tt, weight=tw, label_smoothing=0.1)
+        for out in _both_modes(lambda x, t, w: F.cross_entropy(x, t, weight=w,
+                                                               label_smoothing=0.1), x, t, w):
+            _bits(out, ref)
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_elementwise_losses_round_as_torch(dtype):
+    """binary_cross_entropy_with_logits ((1 - t) x - log_sigmoid(x), times the weights),
+    huber_loss (computed in float32, delta too, rounded once) and poisson_nll_loss
+    (2 * pi * t read in float32) of half inputs, bit for bit."""
+    rng = np.random.default_rng(13)
+    F, TF = eager.nn.functional, torch.nn.functional
+    for shape in ((5, 5), (4, 3, 7)):
+        (tx, x), (tw, w), (tq, q) = (_pair(rng, s, dtype) for s in (shape, shape, shape[-1:]))
+        tt, t = _pair(rng, shape, dtype, low=0.0)
+        ty, y = _pair(rng, shape, dtype, low=0.5)
+        for red in ("none", "mean", "sum"):
+            _bits(F.binary_cross_entropy_with_logits(x, t, reduction=red),
+                  TF.binary_cross_entropy_with_logits(tx, tt, reduction=red))
+            _bits(F.binary_cross_entropy_with_logits(x, t, w, reduction=red, pos_weight=q),
+                  TF.binary_cross_entropy_with_logits(tx, tt, tw, reduction=red, pos_weight=tq))
+            for delta in (0.3, 1.0, 2.2):
+                _bits(F.huber_loss(x, w, reduction=red, delta=delta),
+                      TF.huber_loss(tx, tw, reduction=red, delta=delta))
+            for log_input in (True, False):
+                a, ta = (x, tx) if log_input else (y, ty)
+                _bits(F.poisson_nll_loss(a, t * 9, log_input=log_input, full=True, reduction=red),
+                      TF.poisson_nll_loss(ta, tt * 9, log_input=log_input, full=True,
+                                          reduction=red))

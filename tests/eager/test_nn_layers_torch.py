@@ -299,6 +299,10 @@ FUNCTIONAL = [
     ("normalize", dict(p=1.0, dim=-1), [(2, 3, 4)]),
     ("cosine_similarity", dict(dim=1), [(4, 5), (4, 5)]),
     ("cosine_similarity", dict(dim=-1), [(2, 3, 4), (1, 3, 4)]),
+    ("cosine_similarity", dict(dim=-2), [(1, 2, 3), (2, 1, 3)]),    # norms of the broadcast
+    ("max_pool1d", dict(kernel_size=2, padding=1), [(3, 7)]),        # unbatched (C, L)
+    ("max_pool2d", dict(kernel_size=2, stride=1), [(3, 5, 6)]),      # unbatched (C, H, W)
+    ("avg_pool2d", dict(kernel_size=2, ceil_mode=True), [(3, 5, 5)]),
     ("pairwise_distance", dict(), [(4, 5), (4, 5)]),
     ("pairwise_distance", dict(p=1.0, keepdim=True), [(4, 5), (4, 5)]),
     ("glu", dict(dim=1), [(3, 6, 2)]),
@@ -335,6 +339,51 @@ def test_prelu_and_conv_functional_forms_match_torch():
     _agree(lambda x: F.conv_transpose2d(x, w, stride=2),
            lambda x: torch.nn.functional.conv_transpose2d(x, tw, stride=2), (2, 4, 3, 3))
     _close(w.grad, tw.grad)
+
+
+def test_prelu_of_one_weight_keeps_the_input_shape_as_torch():
+    for shape in ((), (5,), (2, 3, 4)):
+        _agree(lambda x, w: F.prelu(x, w), torch.nn.functional.prelu, shape, (1,))
+        assert F.prelu(eager.ones(*shape), eager.ones(1)).shape == shape
+    with pytest.raises(ValueError, match="Not allow zero-dim input tensor"):
+        F.prelu(eager.tensor(1.0), eager.ones(2))
+
+
+def test_pooling_indices_never_point_into_padding_as_torch():
+    # NOTE: an integer window of its dtype's minimum tied with the padding (which took that
+    # value) and could win; torch's scan starts at the window's first inside position
+    x = np.zeros((1, 2, 5, 6), np.uint8)
+    x[0, 1, 2, 3] = 7
+    for kw in (dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
+               dict(kernel_size=(3, 2), stride=(2, 1), padding=1, dilation=(1, 2))):
+        _, idx = F.max_pool2d(eager.tensor(x), return_indices=True, **kw)
+        _, tidx = torch.nn.functional.max_pool2d(torch.tensor(x), return_indices=True, **kw)
+        assert np.array_equal(idx.numpy(), tidx.numpy())
+    x3 = np.zeros((1, 1, 4, 5, 5), np.uint8)
+    _, idx = F.max_pool3d(eager.tensor(x3), 3, 2, 1, return_indices=True)
+    _, tidx = torch.nn.functional.max_pool3d(torch.tensor(x3), 3, 2, 1, return_indices=True)
+    assert np.array_equal(idx.numpy(), tidx.numpy())
+    # a later nan wins the window, as in torch (and as max_pool's gradient picks it)
+    xn = np.array([[[[np.nan, 1.0, np.nan, 2.0], [1.0, 2.0, 3.0, np.nan]]]], np.float32)
+    _, idx = F.max_pool2d(eager.tensor(xn), (2, 4), return_indices=True)
+    _, tidx = torch.nn.functional.max_pool2d(torch.tensor(xn), (2, 4), return_indices=True)
+    assert np.array_equal(idx.numpy(), tidx.numpy())
+
+
+def test_integer_avg_pool2d_with_a_negative_divisor_truncates_as_torch():
+    x = np.arange(-8, 8).reshape(1, 1, 4, 4) * 3
+    for d in (-2, 3, -7):
+        out = F.avg_pool2d(eager.tensor(x), 2, divisor_override=d)
+        ref = torch.nn.functional.avg_pool2d(torch.tensor(x), 2, divisor_override=d)
+        assert out.dtype == np.int64 and np.array_equal(out.numpy(), ref.numpy())
+
+
+def test_native_group_norm_of_an_empty_batch():
+    x, w, b = eager.zeros(0, 4), eager.ones(4), eager.zeros(4)
+    out = eager.native_group_norm(x, w, b, 0, 4, 1, 2, 1e-5)
+    ref = torch.native_group_norm(torch.zeros(0, 4), torch.ones(4), torch.zeros(4), 0, 4, 1, 2,
+                                  1e-5)
+    assert [tuple(o.shape) for o in out] == [tuple(r.shape) for r in ref]
 
 
 def test_transformer_encoder_matches_torch_in_both_layouts():
