@@ -121,6 +121,16 @@ def _compare(w, n, ins):
     return w.emit(n.op.onnx, args)
 
 
+def _cascade_sum(w, n, ins):
+    """The sum of every value (where keep): ReduceSum, whose order of additions is the
+    runtime's (torch's cascade of partial sums is a float16 rounding detail)."""
+    x = ins[0]
+    if len(ins) == 2:
+        zero = w.const(np.zeros((), n.inputs[0].dtype), "zero")
+        x = w.emit("Where", [w.cast(ins[1], n.inputs[1].dtype, np.bool_), x, zero])
+    return w.reduce("ReduceSum", x, list(range(len(n.inputs[0].shape))), 0)
+
+
 def _where(w, n, ins):
     c = w.cast(ins[0], n.inputs[0].dtype, np.bool_)
     dt = n.outputs[0].dtype
@@ -412,7 +422,7 @@ RULES = {"matmul": _matmul, **{k: _compare for k in ("eq", "ne", "lt", "le", "gt
          "argsort": _argsort, "gather": _gather,
          "zeros_like": _fill(0), "ones_like": _fill(1), "one_hot": _one_hot, "unfold": _unfold,
          "max_pool": _max_pool,
-         "softmax_cross_entropy": _softmax_cross_entropy}
+         "softmax_cross_entropy": _softmax_cross_entropy, "cascade_sum": _cascade_sum}
 
 
 # -- the model ----------------------------------------------------------------------------------
