@@ -227,6 +227,9 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # n
     if isinstance(dim, bool):      # torch's var(input, unbiased) overload
         dim, unbiased = None, dim
     x = _t(input)
+    if _half(x):    # NOTE: torch's kernel accumulates a half input in double, rounds once
+        return ops.cast(var(ops.cast(x, np.float64), dim, unbiased, keepdim,
+                            correction=correction), x.dtype)
     c = _correction("var", unbiased, correction)
     v = ops.var(x, axis=dim, keepdims=keepdim)
     n = ops.reduce.static_count(x.shape, dim)
@@ -234,7 +237,17 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # n
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
-    return ops.sqrt(var(input, dim, unbiased, keepdim, correction=correction))
+    if isinstance(dim, bool):      # torch's std(input, unbiased) overload
+        dim, unbiased = None, dim
+    x = _t(input)
+    if _half(x):    # NOTE: as var's: the square root too before the one rounding
+        return ops.cast(std(ops.cast(x, np.float64), dim, unbiased, keepdim,
+                            correction=correction), x.dtype)
+    return ops.sqrt(var(x, dim, unbiased, keepdim, correction=correction))
+
+
+def _half(x):
+    return torch_opmath_dtype(x.dtype) != x.dtype
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
