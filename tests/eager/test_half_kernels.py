@@ -408,3 +408,16 @@ def test_elementwise_losses_round_as_torch(dtype):
                 _bits(F.poisson_nll_loss(a, t * 9, log_input=log_input, full=True, reduction=red),
                       TF.poisson_nll_loss(ta, tt * 9, log_input=log_input, full=True,
                                           reduction=red))
+
+
+@pytest.mark.parametrize("dtype", HALVES)
+def test_var_and_std_round_once_as_torch(dtype):
+    """torch's var and std of a half input accumulate in double and round once (a float16
+    variance times n / (n - 1) rounded twice)."""
+    rng = np.random.default_rng(14)
+    for shape, dim in (((5, 5), 1), ((40, 7), 0), ((3, 4, 5), (0, 2)), ((100,), None)):
+        tx, x = _pair(rng, shape, dtype, low=-9.0)
+        for name in ("var", "std"):
+            for kw in ({}, {"correction": 0}, {"correction": 2}):
+                for out in _both_modes(lambda x: getattr(eager, name)(x, dim, **kw), x):
+                    _bits(out, getattr(torch, name)(tx, dim, **kw))
