@@ -277,6 +277,8 @@ def _binary(op, a, b):
         # NOTE: mixed dtypes, or int / int: PyTorch's dtype, cast to before the kernel
         if y.dtype is not x.dtype or op.promote == "divide" and x.dtype.kind in "biu":
             x, y = _promote_arrays(op, [x, y])
+    elif bt is not float and bt is not int and isinstance(b, np.generic):
+        return _binary(op, a, _number(b))
     elif x.dtype.kind in "biu" and (bt is float or op.promote == "divide"):
         x, y = _promote_arrays(op, [x, y])
     elif bt is int and not 0 <= b <= 127 and x.dtype.kind in "iu":
@@ -318,8 +320,15 @@ def _autocast_matmul(a, b):
     return ops.matmul(a, b)
 
 
+def _number(v):
+    """A NumPy scalar as torch reads it: a Python number (an integer as int, else float)."""
+    return int(v) if isinstance(v, np.integer) else float(v)
+
+
 def _rbinary(op, a, b):
     """b op a where b is not a Tensor (2 - t)."""
+    if isinstance(b, np.generic):
+        b = _number(b)
     if TRACING[0]:
         return ops.bind(op, b, a)
     return EagerEngine.apply(op, (b, a), {})

@@ -263,3 +263,19 @@ def test_quantile_interpolates_as_torch_with_a_gradient_to_q(name, interpolation
             want = np.zeros(1) if tg is None else tg.numpy()
             np.testing.assert_allclose(np.zeros(1) if g is None else np.asarray(g), want,
                                        rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("scalar", [np.float64(0.5), np.float32(0.5), np.float16(2.0), np.int64(3),
+                                    np.int8(-2), np.uint8(200), np.bool_(True)],
+                         ids=lambda s: type(s).__name__)
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "uint8", "int64", "float64"])
+def test_numpy_scalars_are_read_as_python_numbers(scalar, dtype):
+    """torch reads a NumPy scalar beside a tensor as a Python number (x * np.float64(0.5) of a
+    float32 x is float32; NumPy 2 alone would make it float64)."""
+    forms = (lambda x, s: x * s, lambda x, s: s * x, lambda x, s: x + s, lambda x, s: s - x,
+             lambda x, s: x / s, lambda x, s: x < s)
+    for form in forms:
+        ref = form(torch.ones(3, dtype=getattr(torch, dtype)) * 3, scalar)
+        ours = form(eager.ones(3, dtype=getattr(eager, dtype)) * 3, scalar)
+        assert str(ours.dtype) == str(ref.dtype).replace("torch.", "")
+        np.testing.assert_array_equal(np.asarray(ours.float()), ref.float().numpy())
