@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.rules import finfo, floating, norm_axis, torch_opmath_dtype
+from dualgrad.ops.rules import finfo, floating, norm_axis
 
 from .core import Tensor
 from .functions import (_arr, _no_grad_tensor, _scatter_index, _scatter_prep, _t, diag,
@@ -353,17 +353,10 @@ def put(input, index, source, accumulate=False):  # noqa: A002
                            f"= {idx.size}")
     _in_range("put", idx, x.numel(), 0, negative=True)
     idx = idx % max(x.numel(), 1)
-    placed = ops.take_grad(ops.cast(src.reshape(-1), x.dtype), idx, x.reshape(-1), axis=0)
-    placed = placed.reshape(tuple(x.shape))
-    if accumulate:
-        out = x + placed
-        if torch_opmath_dtype(x.dtype) == x.dtype:
-            return out
-        # NOTE: half: torch adds each source value into self in index order, every addition
-        # rounded; the gradient is the sum's
-        value = _arr(x).reshape(-1).copy()
-        np.add.at(value, idx, _arr(ops.cast(src.reshape(-1), x.dtype)))
-        return (out - ops.stop_gradient(out)) + value.reshape(tuple(x.shape))
+    src = ops.cast(src.reshape(-1), x.dtype)
+    if accumulate:   # NOTE: added into self one by one in index order, as torch's (half rounds each)
+        return ops.gather_grad(src, idx, x.reshape(-1), axis=0, into=True).reshape(tuple(x.shape))
+    placed = ops.take_grad(src, idx, x.reshape(-1), axis=0).reshape(tuple(x.shape))
     _unique("put", idx)
     mask = np.zeros(x.numel(), bool)
     mask[idx] = True

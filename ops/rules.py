@@ -240,11 +240,6 @@ _FLOAT32 = np.dtype(np.float32)
 HALF = _Half()
 
 
-def is_half(dtype) -> bool:
-    """float16 or bfloat16."""
-    return dtype in HALF
-
-
 def _category(dt) -> int:
     dt = np.dtype(dt)
     return 2 if is_bfloat16(dt) else {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}.get(dt.kind, 1)
@@ -414,8 +409,6 @@ def torch_sum_dtype(dtype, requested=None) -> np.dtype:
         return np.dtype(requested)
     dtype = np.dtype(dtype)
     return np.dtype(np.int64) if dtype.kind in "biu" else dtype
-
-
 
 
 def torch_opmath_dtype(dtype) -> np.dtype:

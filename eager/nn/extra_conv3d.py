@@ -57,15 +57,11 @@ def _same_padding(x, k, dilation):
     return pad(x, pads)
 
 
+# NOTE: a half input (oneDNN's bfloat16, torch's slow path for float16): every product of an
+# output, bias included, summed in float32 and rounded once
+@in_opmath
 def _conv3d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     w = _t(weight)
-    if np.dtype(x.dtype) in HALF and w.dtype == x.dtype:
-        # NOTE: torch's half conv3d (oneDNN's bfloat16, its slow path's float16) sums every
-        # product of an output, bias included, in float32 and rounds once
-        f32 = np.dtype("float32")
-        return ops.cast(_conv3d(ops.cast(x, f32), ops.cast(w, f32), bias if bias is None else
-                                ops.cast(_t(bias), f32), stride, padding, dilation, groups),
-                        x.dtype)
     k, s, d = tuple(w.shape[2:]), _triple(stride), _triple(dilation)
     if isinstance(padding, str):
         if padding == "same":

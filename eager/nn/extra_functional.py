@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from dualgrad import ops
+from dualgrad.ops.composite import in_opmath
 from dualgrad.ops.rules import torch_opmath_dtype
 
 from ..amp import keeps_fp32
@@ -341,18 +342,14 @@ def bilinear(input1, input2, weight, bias=None):
     """y[..., o] = sum_ij x1[..., i] W[o, i, j] x2[..., j] + b[o], contracted as torch's
     (over i first, then j), half dtypes rounded after each step as torch's are."""
     dt = _t(input1).dtype
-    wide = torch_opmath_dtype(dt)
-
-    def step(a, b, equation):
-        if wide == dt:
-            return ops.einsum(a, b, equation=equation)
-        return ops.cast(ops.einsum(ops.cast(_t(a), wide), ops.cast(_t(b), wide),
-                                   equation=equation), dt)
-    out = step(step(input1, weight, "...i,oij->...oj"), input2, "...oj,...j->...o")
-    if bias is not None:
-        out = out + bias if wide == dt else ops.cast(ops.cast(out, wide) + ops.cast(_t(bias),
-                                                                                  wide), dt)
+    out = _contract(_contract(_t(input1), _t(weight), equation="...i,oij->...oj"), _t(input2),
+                    equation="...oj,...j->...o")
+    out = out if bias is None else _add(out, _t(bias))
     return out if out.dtype == dt else ops.cast(out, dt)   # NOTE: integers keep their dtype
+
+
+_contract = in_opmath(ops.einsum)
+_add = in_opmath(ops.add)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):  # noqa: A002
