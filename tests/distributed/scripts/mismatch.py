@@ -20,6 +20,8 @@ if rank == 1:
 try:
     wrapper(model)
 except RuntimeError as e:
-    print(f"rank {rank} raised: {e}", flush=True)
+    # one write per line: under PYTHONUNBUFFERED (as .ci/run sets) print() writes the text and
+    # its newline apart, and mpiexec may put the other rank's line between them
+    sys.stdout.write(f"rank {rank} raised: {e}\n")
 dist.barrier()
-print(f"rank {rank} done", flush=True)
+sys.stdout.write(f"rank {rank} done\n")
