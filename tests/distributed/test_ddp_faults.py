@@ -44,7 +44,10 @@ def test_a_ddp_step_failing_anywhere_on_one_rank_ends_every_rank(fault, step_bou
         assert proc.returncode != 0, (k, said)
         assert "not noticed" not in said and "never fired" not in said, (k, said)
         if WHAT_IT_SAYS[fault] is None:
-            assert proc.returncode == 86, (k, said)
+            # mpiexec's status is the first abnormal end it reaps: rank 1's 86, or, when the
+            # machine is loaded, rank 0 killed (signal 9) after it, which hydra then reports
+            assert proc.returncode == 86 or (proc.returncode == 9
+                                             and "BAD TERMINATION" in said), (k, said)
         else:
             for words in WHAT_IT_SAYS[fault]:
                 assert words in said, (k, words, said)
