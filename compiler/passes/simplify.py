@@ -2,13 +2,14 @@
 
 Each rule looks at one node (and, where it matters, who uses its inputs: `users`) and
 returns the value that replaces its output, or None. A replacement must have exactly the
-node's shape and dtype; rules never change results except `x * 0 -> 0`, which (like
--ffast-math) ignores that inf * 0 and nan * 0 are nan.
+node's shape and dtype and equal values, NaN where the node gives NaN (no fast-math: a
+product with a zero is zeros only where that is exact, see `_zero_is_exact`); a zero's sign
+may differ (x + 0 -> x keeps -0.0).
 """
 from __future__ import annotations
 
 import numpy as np
-from dualgrad.ops.rules import floating
+from dualgrad.ops.rules import floating, inexact
 
 from dualgrad import ops
 from dualgrad.ops.rules import broadcast
@@ -37,6 +38,8 @@ def _identity_operand(n, unit, positions=(0, 1)):
 
 
 def add_zero(n, users):
+    # NOTE: -0.0 + 0 is +0.0 where this keeps -0.0: equal values (the sign of a zero is the
+    # one difference simplify allows, as a sum's rounding is sum_of_products')
     return _identity_operand(n, 0) if n.op.name == "add" else None
 
 
@@ -56,24 +59,37 @@ def pow_one(n, users):
     return _identity_operand(n, 1, (1,)) if n.op.name == "pow" else None
 
 
-def mul_zero(n, users):
-    if n.op.name != "mul" or None in n.spec.shape:
+def _zero_is_exact(n, k):
+    """Is n's result all (positive) zeros whenever its input k is? Only when no other input
+    enters the arithmetic (the others are read for their shape: transpose(0), slice_grad(0,
+    x)) or the result is an integer or bool: in floats 0 * inf and 0 * nan are nan, as the
+    unoptimised graph and eager give (a zero initial state times a weight holding an inf)."""
+    if not inexact(n.spec.dtype):
+        return True
+    shape_only = n.op.shape_only_from
+    return all(j == k or (shape_only is not None and j >= shape_only)
+               for j in range(len(n.inputs)))
+
+
+def _zeros_from(n, positions):
+    if None in n.spec.shape:
         return None
-    if any(_const_eq(r, 0) for r in n.inputs):
+    if any(_const_eq(n.inputs[k], 0) and _zero_is_exact(n, k) for k in positions):
         return _new_const(np.zeros(n.spec.shape, n.spec.dtype), n)
     return None
+
+
+def mul_zero(n, users):
+    """x * 0 -> zeros, where exact (integers, bools)."""
+    return _zeros_from(n, range(len(n.inputs))) if n.op.name == "mul" else None
 
 
 def zero_product(n, users):
-    """matmul(0, w), matmul(x, 0), slice_grad(0, x), sigmoid_grad(y, 0), tanh_grad(y, 0),
-    transpose(0) -> zeros (as x * 0: inf * 0 ignored)."""
-    # NOTE: the op declares which inputs (Op.zero_from): the zero initial state of a recurrent
-    # cell, and its gradient
-    if not n.op.zero_from or None in n.spec.shape:
-        return None
-    if any(_const_eq(n.inputs[k], 0) for k in n.op.zero_from):
-        return _new_const(np.zeros(n.spec.shape, n.spec.dtype), n)
-    return None
+    """transpose(0), slice_grad(0, x) -> zeros; matmul(0, w), matmul(x, 0),
+    sigmoid_grad(y, 0), tanh_grad(y, 0) -> zeros where exact (integer results)."""
+    # NOTE: the op declares which inputs (Op.zero_from): a zero gradient of a slice, and its
+    # transposes
+    return _zeros_from(n, n.op.zero_from) if n.op.zero_from else None
 
 
 def double_neg(n, users):

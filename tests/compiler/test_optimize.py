@@ -120,18 +120,23 @@ def test_simplify_rewrites():
         y = -(-x) * 1.0 + 0.0
         z = graph.transpose(graph.transpose(x, (1, 0)), (1, 0))
         w = graph.reshape(graph.reshape(x, (12,)), (4, 3))
-        q = x * 0.0
+        q = x * 0.0                                   # kept: inf * 0 and nan * 0 are nan
+        n = graph.placeholder(graph.int64, (3, 4))
+        r = n * 0 + n
     xv = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    xv[0, :2] = np.inf, np.nan
+    nv = np.arange(12).reshape(3, 4)
     with graph.Session(g) as s:
-        got = s.run([y, z, w, q], {x: xv})
+        got = s.run([y, z, w, q, r], {x: xv, n: nv})
         rules = s.last_report["simplify"].details["rewrites"]
-    for k in ("double_neg", "mul_one", "add_zero", "transpose_transpose", "reshape_reshape",
-              "mul_zero"):
+    for k in ("double_neg", "mul_one", "add_zero", "transpose_transpose", "reshape_reshape"):
         assert rules.get(k, 0) >= 1, (k, rules)
+    assert rules.get("mul_zero") == 1, rules          # the integer product only
     np.testing.assert_array_equal(got[0], xv)
     np.testing.assert_array_equal(got[1], xv)
     np.testing.assert_array_equal(got[2], xv.reshape(4, 3))
-    np.testing.assert_array_equal(got[3], np.zeros((3, 4), np.float32))
+    np.testing.assert_array_equal(got[3], xv * np.float32(0))
+    np.testing.assert_array_equal(got[4], nv)
 
 
 def test_gradients_of_disjoint_slices_of_an_axis_become_one_concat():
