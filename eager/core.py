@@ -259,8 +259,8 @@ def _one_dtype(op, arrays):
             anynum, wide = True, wide or not 0 <= a <= 127
         elif t is not bool:
             return False
-    if dt is None or anynum and is_bfloat16(dt):
-        return False
+    if dt is None or anynum and (is_bfloat16(dt) or dt.kind == "b"):
+        return False    # NOTE: a number lifts a bool tensor (bool ** 3 is int64, as torch's)
     if wide and dt.kind in "iu" and not ints_fit(arrays, dt):
         return False    # NOTE: a Python int outside an integer dtype wraps, as torch's
     # NOTE: rules.inexact inlined: this runs on every call of a promoting op
@@ -279,9 +279,11 @@ def _binary(op, a, b):
             x, y = _promote_arrays(op, [x, y])
     elif bt is not float and bt is not int and isinstance(b, np.generic):
         return _binary(op, a, _number(b))
-    elif x.dtype.kind in "biu" and (bt is float or op.promote == "divide"):
+    elif x.dtype.kind in "biu" and (bt is float or op.promote == "divide") or \
+            bt is int and x.dtype.kind == "b":    # NOTE: bool ** 3 is int64, as torch's
         x, y = _promote_arrays(op, [x, y])
-    elif bt is int and not 0 <= b <= 127 and x.dtype.kind in "iu":
+    elif bt is int and not 0 <= b <= 127 and x.dtype.kind in "iu" and \
+            (b > 0 or op is not _POW):   # NOTE: uint8 ** -2 raises (the kernel's check)
         x, y = _promote_arrays(op, [x, y])   # NOTE: uint8 - 1 adds 255, as torch's
     try:
         out = op.kernel(x, y)
@@ -858,6 +860,8 @@ class Tensor:
 
     def logsumexp(self, dim, keepdim=False):
         """(ops only: eager.logsumexp runs it on a compile() tracer or a graph tensor too)"""
+        if self.dtype.kind in "biu":   # NOTE: torch computes integers in the default float
+            self = ops.cast(self, DEFAULT_FLOAT[0])
         if len(self.shape) == 0:    # NOTE: torch reads a 0-d tensor as one element along dim 0
             return ops.reshape(ops.logsumexp(ops.reshape(self, (1,)), axis=0), ())
         return ops.logsumexp(self, axis=dim, keepdims=keepdim)

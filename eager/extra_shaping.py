@@ -24,7 +24,7 @@ from dualgrad.ops.core import current_trace
 
 from .core import Tensor, storage_of, view_base
 from .functions import _arr, _no_grad_tensor, _t, diagonal, narrow, unbind
-from .shaping import scatter_reduce, split_with_sizes, unfold
+from .shaping import same_dtype_source, scatter_reduce, split_with_sizes, unfold
 
 
 # -- the *_copy forms: the view's values in a tensor of their own ------------------------------
@@ -316,6 +316,7 @@ def renorm(input, p, dim, maxnorm):  # noqa: A002
 def index_reduce(input, dim, index, source, reduce, *, include_self=True):  # noqa: A002
     """input with source's slices reduced into the slices index names along dim."""
     x, src = _t(input), _t(source)
+    same_dtype_source("index_reduce", x, source)
     if x.ndim == 0:
         return index_reduce(x.reshape(1), 0, index, src.reshape(-1), reduce,
                             include_self=include_self).reshape(())

@@ -22,7 +22,8 @@ from dualgrad.ops.rules import floating
 from dualgrad import ops
 from dualgrad.ops.linalg import parse_einsum
 from dualgrad.ops.composite import in_opmath
-from dualgrad.ops.rules import HALF, norm_axis, torch_opmath_dtype, torch_sum_dtype
+from dualgrad.ops.rules import (HALF, norm_axis, torch_opmath_dtype, torch_scalar_argument,
+                                torch_sum_dtype)
 
 from .core import Tensor
 
@@ -118,12 +119,22 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
 
 @in_opmath   # NOTE: torch's CPU kernel computes a half input's in float32, rounded once
 def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    value = torch_scalar_argument(value, _arrays(input, tensor1, tensor2))
     return input + _scaled(tensor1 * tensor2, value)
 
 
 @in_opmath
 def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    if all(_t(t).dtype.kind in "biu" for t in (tensor1, tensor2)):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported: for integer inputs compute "
+            "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype), as torch says")
     return input + _scaled(tensor1 / tensor2, value)
+
+
+def _arrays(*xs):
+    """Tensors as their arrays, numbers as they are: what the promotion rules read."""
+    return [x._array if isinstance(x, Tensor) else x for x in xs]
 
 
 def _scaled(x, k):
@@ -405,18 +416,26 @@ def floor_divide(input, other):  # noqa: A002
 
 
 def add(input, other, *, alpha=1):  # noqa: A002
-    """input + alpha * other (torch.add)."""
-    return input + (other if alpha == 1 else other * alpha)
+    """input + alpha * other (torch.add; alpha takes the operands' dtype, see
+    rules.torch_scalar_argument)."""
+    return input + scaled_by_alpha(other, alpha, input)
 
 
 def sub(input, other, *, alpha=1):  # noqa: A002
     """input - alpha * other (torch.sub)."""
-    return input - (other if alpha == 1 else other * alpha)
+    return input - scaled_by_alpha(other, alpha, input)
 
 
 def rsub(input, other, *, alpha=1):  # noqa: A002
     """other - alpha * input (torch.rsub)."""
-    return other - (input if alpha == 1 else input * alpha)
+    return other - scaled_by_alpha(input, alpha, other)
+
+
+def scaled_by_alpha(x, alpha, other):
+    """alpha * x for torch.add / sub (and their in-place forms) beside `other`."""
+    if alpha == 1 and type(alpha) is not float:
+        return x
+    return x * torch_scalar_argument(alpha, _arrays(x, other), "alpha")
 
 
 def mul(input, other):  # noqa: A002
@@ -637,6 +656,8 @@ def _scatter_index(name, x, dim, index, src):
             idx.astype(np.int64)
     d = norm_axis(name, dim, x.ndim)
     shape = tuple(idx.shape)
+    if isinstance(src, Tensor) and src.dtype != x.dtype:   # NOTE: torch casts nothing here
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     if not isinstance(src, Tensor) and np.ndim(src) == 0:
         src = np.full(shape, src, x.dtype)
     elif tuple(_t(src).shape) != shape:

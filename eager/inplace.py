@@ -31,6 +31,7 @@ from dualgrad.ops.index import staged
 from . import core as _core
 from .amp import AUTOCAST as _AUTOCAST, not_autocast
 from .core import CLOCK, Entry, entry
+from .functions import addcdiv, addcmul, scaled_by_alpha
 from .generator import drawn
 
 LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -261,12 +262,10 @@ class InPlaceMixin:
         setitem(self, index, value)
 
     def add_(self, other, alpha=1):
-        return apply_inplace(self, "add_", lambda t, o: t + (o if alpha == 1 else o * alpha),
-                             other)
+        return apply_inplace(self, "add_", lambda t, o: t + scaled_by_alpha(o, alpha, t), other)
 
     def sub_(self, other, alpha=1):
-        return apply_inplace(self, "sub_", lambda t, o: t - (o if alpha == 1 else o * alpha),
-                             other)
+        return apply_inplace(self, "sub_", lambda t, o: t - scaled_by_alpha(o, alpha, t), other)
 
     def mul_(self, other):
         return apply_inplace(self, "mul_", lambda t, o: t * o, other)
@@ -313,11 +312,11 @@ class InPlaceMixin:
         return self.clamp_(max=max)
 
     def addcmul_(self, tensor1, tensor2, value=1):
-        return apply_inplace(self, "addcmul_", lambda t, a, b: t + value * (a * b),
+        return apply_inplace(self, "addcmul_", lambda t, a, b: addcmul(t, a, b, value=value),
                              tensor1, tensor2)
 
     def addcdiv_(self, tensor1, tensor2, value=1):
-        return apply_inplace(self, "addcdiv_", lambda t, a, b: t + value * (a / b),
+        return apply_inplace(self, "addcdiv_", lambda t, a, b: addcdiv(t, a, b, value=value),
                              tensor1, tensor2)
 
     def lerp_(self, end, weight):

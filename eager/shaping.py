@@ -290,6 +290,7 @@ def index_add(input, dim, index, source, *, alpha=1):  # noqa: A002
     """input with alpha * source's slices added at index along dim (repeats accumulate)."""
     x = _t(input)
     d = norm_axis("index_add", dim, max(x.ndim, 1))
+    same_dtype_source("index_add", x, source)
     idx = _index_vector("index_add", index, x, d, negative=False)
     src = _source_like("index_add", x, d, idx, source)
     src = src if alpha == 1 else src * alpha
@@ -318,6 +319,7 @@ def _unique(name, idx):
 def index_copy(input, dim, index, source):  # noqa: A002
     x = _t(input)
     d = norm_axis("index_copy", dim, max(x.ndim, 1))
+    same_dtype_source("index_copy", x, source)
     idx = _index_vector("index_copy", index, x, d, negative=False)
     _unique("index_copy", idx)
     src = _source_like("index_copy", x, d, idx, source)
@@ -329,6 +331,7 @@ def index_copy(input, dim, index, source):  # noqa: A002
 def masked_scatter(input, mask, source):  # noqa: A002
     """input with source's first elements (in order) written where mask is True."""
     x, src, m = _t(input), _t(source), _arr(mask)
+    same_dtype_source("masked_scatter", x, source)
     if m.dtype != np.bool_:
         raise RuntimeError(f"masked_scatter_: expected BoolTensor for mask, got {m.dtype}")
     shape = np.broadcast_shapes(tuple(x.shape), m.shape)   # NOTE: torch broadcasts both
@@ -343,8 +346,41 @@ def masked_scatter(input, mask, source):  # noqa: A002
     return ops.where(m, placed.reshape(tuple(x.shape)), x)
 
 
+# torch's refusals of a source whose dtype is not self's (the index ops cast nothing)
+_MISMATCH = {
+    "index_add": "index_add_(): self ({x}) and source ({s}) must have the same scalar type",
+    "index_reduce": "index_reduce_(): self ({x}) and source ({s}) must have the same scalar "
+                    "type",
+    "index_copy": "index_copy_(): self and source expected to have the same dtype, but got "
+                  "(self) {x} and (source) {s}",
+    "put": "put_(): self and source expected to have the same dtype, but got self.dtype = {x} "
+           "and source.dtype = {s}",
+    "index_put": "Index put requires the source and destination dtypes match, got {x} for the "
+                 "destination and {s} for the source.",
+    "masked_scatter": "masked_scatter: expected self and source to have same dtypes but got "
+                      "{x} and {s}",
+}
+_SCALAR_TYPE = {"float32": "Float", "float64": "Double", "float16": "Half",
+                "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+                "int8": "Char", "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
+                "complex128": "ComplexDouble"}
+
+
+def same_dtype_source(name, x, source):
+    """Refuse, as torch, a source tensor of another dtype than x's."""
+    if isinstance(source, Tensor) and source.dtype != x.dtype:
+        raise RuntimeError(_MISMATCH[name].format(
+            x=_SCALAR_TYPE.get(str(x.dtype), x.dtype), s=_SCALAR_TYPE.get(str(source.dtype),
+                                                                          source.dtype)))
+
+
 def put(input, index, source, accumulate=False):  # noqa: A002
     """input (seen flat) with source written (or added, accumulate=True) at index."""
+    same_dtype_source("put", _t(input), source)
+    return _put(input, index, source, accumulate)
+
+
+def _put(input, index, source, accumulate=False):  # noqa: A002
     x, src = _t(input), _t(source)
     idx = _arr(index).reshape(-1).astype(np.int64)
     if idx.size != src.numel():
@@ -431,10 +467,11 @@ def msort(input):  # noqa: A002
 def index_put(input, indices, values, accumulate=False):  # noqa: A002
     """input with values written (or added, accumulate=True) at input[indices]."""
     x, v = _t(input), _t(values)
+    same_dtype_source("index_put", x, values)
     pos = np.arange(x.numel()).reshape(tuple(x.shape))[tuple(_arr(i) for i in indices)]
     if tuple(v.shape) != pos.shape:
         v = ops.broadcast_to(v, shape=pos.shape)
-    return put(x, pos.reshape(-1), v, accumulate)
+    return _put(x, pos.reshape(-1), v, accumulate)
 
 
 
@@ -674,7 +711,7 @@ def _scatter_at(name, x, src, positions):
         raise RuntimeError(f"{name}(): expected src to have a size equal to the slice of self. "
                            f"src size = {list(src.shape)}, slice size = "
                            f"{list(positions.shape)}")
-    return put(x, positions.reshape(-1), src.reshape(-1))
+    return _put(x, positions.reshape(-1), src.reshape(-1))
 
 
 def _positions(x):

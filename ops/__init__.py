@@ -10,7 +10,7 @@ array([2., 2.], dtype=float32)
 if __name__ != "dualgrad.ops":  # NOTE: a second copy would mean a second op registry
     raise ImportError(f"dualgrad's engines import under one root: write `from dualgrad import ops`, "
                       f"not `import {__name__}` (found {__file__})")
-from .core import (ELEMENTWISE, FLOATING, REDUCTION, REGISTRY, KernelError, Op, Sample,
+from .core import (ELEMENTWISE, FLOATING, REDUCTION, REGISTRY, DtypeError, KernelError, Op, Sample,
                    ShapeError, Spec, bind, fmt_shape, infer_spec, is_value, register, spec_of,
                    user_frame, where_str)
 from .elementwise import (abs, add, atan2, cast, ceil, copy, cos, div, eq, erf, erfinv, exp, expm1,

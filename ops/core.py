@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "ShapeError", "KernelError", "Spec", "Op", "Sample", "REGISTRY", "ELEMENTWISE",
+    "ShapeError", "KernelError", "DtypeError", "Spec", "Op", "Sample", "REGISTRY", "ELEMENTWISE",
     "REDUCTION", "FLOATING", "register", "bind", "bind_args", "engine_of", "tracing",
     "current_trace", "TRACING",
     "spec_of", "user_frame", "fmt_shape", "infer_spec",
@@ -32,6 +32,11 @@ class ShapeError(ValueError):
 
 class KernelError(RuntimeError):
     """A kernel failed for a reason the shape rule does not cover (e.g. an index out of range)."""
+
+
+class DtypeError(TypeError, RuntimeError):
+    """An op refuses its operands' dtypes (a bool tensor in a subtraction): a TypeError, as
+    NumPy and TF raise it, and a RuntimeError, as torch does."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from .rules import HALF, floating, inexact
+from .rules import HALF, SUB_BOOL, floating, inexact
 
 from . import refs
-from .core import (REGISTRY, Sample, Spec, ShapeError, bind, fmt_shape, is_value, register)
+from .core import (REGISTRY, DtypeError, Sample, Spec, ShapeError, bind, fmt_shape, is_value,
+                   register)
 from .rules import broadcast, result_dtype, same, warn_outer
 from .shape import sum_to_like
 
@@ -401,8 +402,12 @@ def small_int_power(y):
 def _pow_kernel(x, y):
     # NOTE: x ** 3 on negative x takes NumPy's scalar pow path (about 18x slower than x*x*x).
     k = small_int_power(y)
-    if k is None and np.ndim(y) == 0 and y < 0 and np.result_type(x, y).kind in "iu":
-        # NOTE: as torch, also for an empty x (NumPy checks element by element)
+    xk, yk = np.asarray(x).dtype.kind, np.asarray(y).dtype.kind
+    if xk == "b" and yk == "b":
+        raise TypeError("pow: not implemented for bool inputs (as torch's)")
+    if k is None and np.ndim(y) == 0 and yk in "iu" and xk in "biu" and y < 0:
+        # NOTE: as torch, also for an empty x (NumPy checks element by element); the integer
+        # read before any cast (uint8 ** -2 is not uint8 ** 254)
         raise ValueError("Integers to negative integer powers are not allowed.")
     if k is None and np.ndim(y) > 0 and np.result_type(x, y).kind in "iu" and \
             np.asarray(y).dtype.kind == "i" and (np.asarray(y) < 0).any():
@@ -481,7 +486,16 @@ _POW_SAMPLES = (Sample(((3, 4), 3), domain=(-2.0, 2.0)), Sample(((3, 4), 2)),
 ADD = register("add", _binary_infer("add"), np.add, _add_vjp, promote="common", scalar="({0} + {1})", category=_EW,
                onnx="Add",
                samples=_BINARY_SAMPLES, ref=lambda np, x, y: x + y, tf="AddV2")
-SUB = register("sub", _binary_infer("sub"), np.subtract, _sub_vjp, promote="common", scalar="({0} - {1})",
+def _sub_kernel(x, y):
+    # NOTE: NumPy refuses bool - bool only; torch (and TF) any bool operand, a Python bool too
+    tx, ty = type(x), type(y)
+    if tx is bool or ty is bool or tx is np.ndarray and x.dtype.kind == "b" or \
+            ty is np.ndarray and y.dtype.kind == "b":
+        raise DtypeError(SUB_BOOL)
+    return np.subtract(x, y)
+
+
+SUB = register("sub", _binary_infer("sub"), _sub_kernel, _sub_vjp, promote="common", scalar="({0} - {1})",
                category=_EW, onnx="Sub", tf="Sub", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x - y)
 MUL = register("mul", _binary_infer("mul"), _scalar_in_opmath(np.multiply), _mul_vjp, promote="common",
                scalar="({0} * {1})", scalar_opmath=True, category=_EW, onnx="Mul", tf="Mul", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x * y)

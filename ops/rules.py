@@ -7,7 +7,8 @@ import threading
 import numpy as np
 
 from .symbolic import fixing
-from .core import ShapeError, Spec, fmt_shape, located, quiet_broadcast, QUIET_BROADCAST
+from .core import (DtypeError, ShapeError, Spec, fmt_shape, located, quiet_broadcast,
+                   QUIET_BROADCAST)
 
 
 class AxisError(ShapeError, IndexError):
@@ -325,6 +326,26 @@ def _torch_promote(operands, default_float):
 # so the kernel, the graph's shape rule, the optimiser and the fused loops all see operands
 # of one dtype and never re-derive it. TF1's graph front end promotes nothing
 # (`strict_dtypes`), so it never needs this.
+def torch_scalar_argument(value, operands, name=None, default_float=np.dtype(np.float32)):
+    """A Scalar argument (add's `alpha`, addcmul's `value`) as torch reads it: cast to the
+    dtype the operands give, never promoting it (add(int, int, alpha=2) stays int64 and
+    add(bool, bool, alpha=2) bool); a float where that dtype is an integer is refused when
+    `name` is given (add's and sub's alpha) and truncated toward zero otherwise."""
+    dt = torch_result_dtype(operands, default_float)
+    if dt.kind == "b":
+        return bool(value)
+    if dt.kind in "iu":
+        if name and isinstance(value, float):
+            raise RuntimeError(f"For integral input tensors, argument {name} must not be a "
+                               f"floating point number.")
+        return int(value)
+    return value
+
+
+SUB_BOOL = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+            "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
 def torch_compute_dtype(op, operands, default_float=np.dtype(np.float32)):
     """The dtype the tensor operands of `op` are cast to under PyTorch's rules (operands:
     arrays, Specs, engine tensors or Python numbers), or None when `op` declares no promotion.
@@ -333,6 +354,9 @@ def torch_compute_dtype(op, operands, default_float=np.dtype(np.float32)):
     if how is None:
         return None
     ops_ = [_operand(x) for x in (operands[1:] if how == "where" else operands)]
+    if op.name == "sub" and any(dt is not None and dt.kind == "b" or type(w) is bool
+                                for dt, _, w in ops_):
+        raise DtypeError(SUB_BOOL)   # NOTE: before a cast to int64 could hide the bool
     want = _torch_promote(ops_, default_float)
     if how == "divide" and want.kind in "biu":
         want = np.dtype(default_float)
