@@ -22,10 +22,10 @@ from dualgrad.ops.rules import floating
 from dualgrad import ops
 from dualgrad.ops.linalg import parse_einsum
 from dualgrad.ops.composite import in_opmath
-from dualgrad.ops.rules import (HALF, norm_axis, torch_opmath_dtype, torch_scalar_argument,
-                                torch_sum_dtype)
+from dualgrad.ops.rules import (HALF, norm_axis, torch_opmath_dtype, torch_result_dtype,
+                                torch_scalar_argument, torch_sum_dtype)
 
-from .core import Tensor
+from .core import DEFAULT_FLOAT, Tensor
 
 
 def _t(x):
@@ -119,7 +119,10 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
 
 @in_opmath   # NOTE: torch's CPU kernel computes a half input's in float32, rounded once
 def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
-    value = torch_scalar_argument(value, _arrays(input, tensor1, tensor2))
+    operands = _arrays(input, tensor1, tensor2)
+    if torch_result_dtype(operands).kind == "b":
+        raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'")
+    value = torch_scalar_argument(value, operands)
     return input + _scaled(tensor1 * tensor2, value)
 
 
@@ -393,15 +396,27 @@ def frac(input):  # noqa: A002
 @in_opmath
 def fmod(input, other):  # noqa: A002
     """The remainder with the sign of the dividend (C's fmod)."""
-    return input - trunc(input / other) * other if _is_float(input, other) else \
-        _t(np.fmod(_arr(input), _arr(other)))
+    if not _is_float(input, other):
+        return _t(np.fmod(_arr(input), _arr(other)))
+    input = _in_result_dtype(input, other)
+    return input - trunc(input / other) * other
 
 
 @in_opmath
 def remainder(input, other):  # noqa: A002
     """The remainder with the sign of the divisor (Python's %)."""
-    return input - ops.floor(input / other) * other if _is_float(input, other) else \
-        ops.floormod(input, other)
+    if not _is_float(input, other):
+        return ops.floormod(input, other)
+    input = _in_result_dtype(input, other)
+    return input - ops.floor(input / other) * other
+
+
+def _in_result_dtype(input, other):  # noqa: A002
+    """input (a bool or integer tensor beside a float) cast to the dtype torch computes
+    `input op other` in, so no bool enters the subtraction."""
+    want = torch_result_dtype(_arrays(input, other), DEFAULT_FLOAT[0])
+    x = _t(input)
+    return x if x.dtype == want else ops.cast(x, want)
 
 
 def _is_float(*xs):
@@ -433,7 +448,7 @@ def rsub(input, other, *, alpha=1):  # noqa: A002
 
 def scaled_by_alpha(x, alpha, other):
     """alpha * x for torch.add / sub (and their in-place forms) beside `other`."""
-    if alpha == 1 and type(alpha) is not float:
+    if type(alpha) is int and alpha == 1:
         return x
     return x * torch_scalar_argument(alpha, _arrays(x, other), "alpha")
 

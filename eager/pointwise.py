@@ -320,12 +320,19 @@ def isreal(input):  # noqa: A002
 
 
 def _bitwise(name, fn, *xs):
-    arrs = [_arr(x) for x in xs]
+    """A bitwise op in the dtype torch gives its operands (uint8 & 3 is uint8: a Python int
+    does not widen a tensor; it wraps into the tensor's dtype, as torch's)."""
+    arrs = [x if type(x) in (bool, int, float) else _arr(x) for x in xs]
+    want = torch_result_dtype(arrs)
     for a in arrs:
-        if a.dtype.kind not in "biu":
-            raise RuntimeError(f"\"{name}_cpu\" not implemented for '{a.dtype}': bitwise ops "
-                               f"take integer or bool tensors")
-    return _no_grad_tensor(fn(*arrs))
+        dt = want if type(a) in (bool, int, float) else a.dtype
+        if dt.kind not in "biu" or type(a) is float:
+            raise RuntimeError(f"\"{name}_cpu\" not implemented for "
+                               f"'{dt if type(a) is not float else 'float'}': bitwise ops take "
+                               f"integer or bool tensors")
+    if want.kind == "b" and name in ("lshift", "rshift"):
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
+    return _no_grad_tensor(fn(*[np.asarray(a).astype(want, copy=False) for a in arrs]))
 
 
 def bitwise_and(input, other):  # noqa: A002

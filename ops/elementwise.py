@@ -403,7 +403,8 @@ def _pow_kernel(x, y):
     # NOTE: x ** 3 on negative x takes NumPy's scalar pow path (about 18x slower than x*x*x).
     k = small_int_power(y)
     xk, yk = np.asarray(x).dtype.kind, np.asarray(y).dtype.kind
-    if xk == "b" and yk == "b":
+    if xk == "b" and yk == "b" and type(y) is np.ndarray:
+        # NOTE: a bool tensor ** True is a bool, as torch's; a bool tensor exponent is refused
         raise TypeError("pow: not implemented for bool inputs (as torch's)")
     if k is None and np.ndim(y) == 0 and yk in "iu" and xk in "biu" and y < 0:
         # NOTE: as torch, also for an empty x (NumPy checks element by element); the integer
@@ -427,8 +428,8 @@ def _int_pow_negative(x, y):
     (NumPy raises): x ** -k truncates 1 / x ** k, so it is 1 for x = 1, +-1 for x = -1 (by
     k's parity) and 0 otherwise (0 too, as torch)."""
     neg = y < 0
+    dt = np.result_type(x, y)   # NOTE: before x becomes an array (3 ** int8 is int8, as torch's)
     x, y = np.broadcast_arrays(np.asarray(x), y)
-    dt = np.result_type(x, y)
     pos = np.power(x, np.where(neg, 0, y)).astype(dt)
     inv = np.where(x == 1, 1, np.where(x == -1, np.where(y % 2 == 0, 1, -1), 0)).astype(dt)
     return np.where(neg, inv, pos)
@@ -607,8 +608,8 @@ FLOOR, CEIL, ROUND = (_rounding("floor", np.floor, "Floor"), _rounding("ceil", n
 def _int_divisor(name, x, y):
     if np.result_type(x, y) == np.bool_:
         raise TypeError(f"{name}: not implemented for bool inputs (as torch's and TF's)")
-    if np.asarray(x).dtype.kind in "iu" and np.asarray(y).dtype.kind in "iu" and \
-            np.any(np.asarray(y) == 0):
+    if np.asarray(x).dtype.kind in "biu" and np.asarray(y).dtype.kind in "biu" and \
+            np.any(np.asarray(y) == 0):   # NOTE: True // 0 too
         raise ZeroDivisionError(f"{name}: integer division by zero")
 
 

@@ -329,17 +329,27 @@ def _torch_promote(operands, default_float):
 def torch_scalar_argument(value, operands, name=None, default_float=np.dtype(np.float32)):
     """A Scalar argument (add's `alpha`, addcmul's `value`) as torch reads it: cast to the
     dtype the operands give, never promoting it (add(int, int, alpha=2) stays int64 and
-    add(bool, bool, alpha=2) bool); a float where that dtype is an integer is refused when
-    `name` is given (add's and sub's alpha) and truncated toward zero otherwise."""
+    add(bool, bool, alpha=2) bool). Where that dtype is an integer or bool, `alpha` (`name`
+    given) refuses a float, and a bool unless the result is bool; `value` truncates a float
+    toward zero and refuses one outside the dtype's range."""
     dt = torch_result_dtype(operands, default_float)
-    if dt.kind == "b":
-        return bool(value)
-    if dt.kind in "iu":
-        if name and isinstance(value, float):
+    if name and isinstance(value, bool) and dt.kind != "b":
+        raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
+    if dt.kind not in "biu":
+        return value
+    if isinstance(value, float):
+        if name:
             raise RuntimeError(f"For integral input tensors, argument {name} must not be a "
                                f"floating point number.")
-        return int(value)
-    return value
+        info = np.iinfo(dt) if dt.kind != "b" else None
+        if info is not None and not info.min <= value <= info.max:
+            raise RuntimeError(f"value cannot be converted to type {_C_TYPES[dt.name]} "
+                               f"without overflow")
+    return bool(value) if dt.kind == "b" else int(value)
+
+
+_C_TYPES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+            "int64": "int64_t"}
 
 
 SUB_BOOL = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "

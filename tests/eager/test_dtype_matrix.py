@@ -1,0 +1,159 @@
+"""Every operator on every pair of dtypes, against torch: each Python operator with a tensor of
+each of 9 dtypes on the left and, on the right, a tensor of each dtype or a Python scalar
+(bool, small, negative, wide and float numbers) on either side; the Scalar arguments torch
+casts instead of promoting (add/sub's alpha, addcmul's value) and the index ops that refuse a
+source of another dtype. Eager must raise where torch raises and otherwise give torch's
+dtype and values; compile() gives eager's dtype for the operators (one right-hand scalar per
+pair, a capped sample: compiling every case would take minutes).
+
+Found by this matrix, each a quiet difference before: bool ** 3 was bool (int64), uint8 & 3
+and uint8 << 3 were int64 (uint8), 3 ** int8 was int64, uint8 ** -2 gave 1 (raises), bool - 1
+and int - True computed (raise), True // 0 and True % 0 of integer tensors computed,
+bool % 1.5 raised after subtraction of bools was refused (float32)."""
+import operator
+import warnings
+
+import numpy as np
+import pytest
+
+from dualgrad import compiler, eager
+
+torch = pytest.importorskip("torch")
+
+DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64"]
+SCALARS = [True, 0, 3, -2, 200, 1.5, -0.5]
+OPERATORS = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+    "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "&": operator.and_,
+    "|": operator.or_, "^": operator.xor, "<<": operator.lshift, ">>": operator.rshift,
+    "<": operator.lt, "==": operator.eq,
+}
+
+
+def _values(dtype):
+    if dtype == "bool":
+        return [True, False, True]
+    if dtype == "uint8":
+        return [0, 3, 250]
+    return [-3, 0, 5] if dtype[0] in "iu" else [-1.5, 0.0, 2.25]
+
+
+def _tensor(lib, dtype):
+    return lib.tensor(_values(dtype), dtype=getattr(lib, dtype))
+
+
+def _outcome(lib, fn):
+    """("raises", exception name) or (dtype name, values as float64)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = fn(lib)
+    except Exception as e:  # noqa: BLE001 - which error is compared below, by kind
+        return ("raises", type(e).__name__)
+    arr = out.numpy() if hasattr(out, "numpy") else np.asarray(out)
+    return (str(arr.dtype), arr.astype(np.float64))
+
+
+def _differs(want, got):
+    if (want[0] == "raises") != (got[0] == "raises"):
+        return True
+    if want[0] == "raises":
+        return False
+    return want[0] != got[0] or not np.allclose(want[1], got[1], rtol=1e-3, atol=1e-3,
+                                                 equal_nan=True)
+
+
+def _cases(op):
+    for left in DTYPES:
+        for right in DTYPES:
+            yield f"{left} {op} {right}", lambda L, a=left, b=right: \
+                OPERATORS[op](_tensor(L, a), _tensor(L, b))
+        for s in SCALARS:
+            yield f"{left} {op} {s!r}", lambda L, a=left, s=s: OPERATORS[op](_tensor(L, a), s)
+            yield f"{s!r} {op} {left}", lambda L, a=left, s=s: OPERATORS[op](s, _tensor(L, a))
+
+
+@pytest.mark.parametrize("op", list(OPERATORS))
+def test_an_operator_on_every_pair_of_dtypes_is_torchs(op):
+    bad = []
+    for what, fn in _cases(op):
+        want, got = _outcome(torch, fn), _outcome(eager, fn)
+        if _differs(want, got):
+            bad.append(f"{what}: torch {want[0]} {want[1]}, eager {got[0]} {got[1]}")
+    assert not bad, f"{len(bad)} of {len(list(_cases(op)))} cases differ:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("op", list(OPERATORS))
+def test_compile_gives_eager_dtypes_for_an_operator(op):
+    bad = []
+    for left in DTYPES:
+        for right in ([left, "float32"] + [3, 1.5]):
+            x = _tensor(eager, left)
+            if isinstance(right, str):
+                y = _tensor(eager, right)
+                fn = lambda a, b: OPERATORS[op](a, b)   # noqa: E731
+                args = (x, y)
+            else:
+                fn = lambda a, s=right: OPERATORS[op](a, s)   # noqa: E731
+                args = (x,)
+            want = _outcome(eager, lambda _: fn(*args))
+            if want[0] == "raises":
+                continue
+            got = _outcome(eager, lambda _: compiler.compile(fn)(*args))
+            if _differs(want, got):
+                bad.append(f"{left} {op} {right!r}: eager {want[0]}, compiled {got[0]} {got[1]}")
+    assert not bad, "\n".join(bad)
+
+
+SCALAR_ARGS = {
+    "add(alpha)": lambda L, a, b, k: L.add(a, b, alpha=k),
+    "sub(alpha)": lambda L, a, b, k: L.sub(a, b, alpha=k),
+    "add_(alpha)": lambda L, a, b, k: a.clone().add_(b, alpha=k),
+    "addcmul(value)": lambda L, a, b, k: L.addcmul(a, b, b, value=k),
+    "addcmul_(value)": lambda L, a, b, k: a.clone().addcmul_(b, b, value=k),
+    "addcdiv(value)": lambda L, a, b, k: L.addcdiv(a, b, b + 7, value=k),
+}
+
+
+@pytest.mark.parametrize("name", list(SCALAR_ARGS))
+def test_a_scalar_argument_takes_the_operands_dtype(name):
+    bad = []
+    for dtype in DTYPES:
+        for k in (2, 1.5, -1.5, True):
+            fn = lambda L, d=dtype, k=k: SCALAR_ARGS[name](L, _tensor(L, d), _tensor(L, d), k)  # noqa: E731,E501
+            want, got = _outcome(torch, fn), _outcome(eager, fn)
+            if _differs(want, got):
+                bad.append(f"{name} {dtype} {k!r}: torch {want[0]} {want[1]}, eager {got[0]} "
+                           f"{got[1]}")
+    assert not bad, "\n".join(bad)
+
+
+INDEX_OPS = {
+    "scatter": lambda L, x, i, s: x.scatter(0, i, s),
+    "scatter_add": lambda L, x, i, s: x.scatter_add(0, i, s),
+    "scatter_reduce": lambda L, x, i, s: x.scatter_reduce(0, i, s, "sum"),
+    "index_add": lambda L, x, i, s: x.index_add(0, i, s),
+    "index_copy": lambda L, x, i, s: x.index_copy(0, i, s),
+    "index_reduce": lambda L, x, i, s: x.index_reduce(0, i, s, "prod"),
+    "put": lambda L, x, i, s: x.put(i, s),
+    "put_": lambda L, x, i, s: x.clone().put_(i, s, accumulate=True),
+    "index_put": lambda L, x, i, s: x.index_put((i,), s),
+    "masked_scatter": lambda L, x, i, s: x.masked_scatter(L.tensor([True, True, False]), s),
+}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name", list(INDEX_OPS))
+def test_an_index_op_refuses_a_source_of_another_dtype_as_torch(name):
+    bad = []
+    for self_dt in ("float32", "float64", "int64", "uint8"):
+        for src_dt in ("float32", "float64", "int64", "uint8"):
+            def fn(L, a=self_dt, b=src_dt):
+                x = L.zeros(3, dtype=getattr(L, a))
+                return INDEX_OPS[name](L, x, L.tensor([0, 1]),
+                                       L.tensor([1, 2], dtype=getattr(L, b)))
+            want, got = _outcome(torch, fn), _outcome(eager, fn)
+            if _differs(want, got):
+                bad.append(f"{name} self {self_dt} source {src_dt}: torch {want[0]}, eager "
+                           f"{got[0]} {got[1]}")
+    assert not bad, "\n".join(bad)
