@@ -245,7 +245,7 @@ def _promote_arrays(op, arrays):
 def _one_dtype(op, arrays):
     """The common case, asked in a few identity tests: arrays of one dtype (and Python
     numbers that do not lift an integer one to float), so the kernel gives PyTorch's dtype."""
-    dt, num, anynum, wide = None, False, False, False
+    dt, num, anynum, wide, flag = None, False, False, False, False
     for a in arrays[op.promote == "where":]:
         t = type(a)
         if t is np.ndarray:
@@ -257,10 +257,14 @@ def _one_dtype(op, arrays):
             num = anynum = True
         elif t is int:
             anynum, wide = True, wide or not 0 <= a <= 127
-        elif t is not bool:
+        elif t is bool:
+            flag = True
+        else:
             return False
     if dt is None or anynum and (is_bfloat16(dt) or dt.kind == "b"):
         return False    # NOTE: a number lifts a bool tensor (bool ** 3 is int64, as torch's)
+    if flag and dt.kind != "b":
+        return False    # NOTE: the rules see it (int - True raises, as torch's)
     if wide and dt.kind in "iu" and not ints_fit(arrays, dt):
         return False    # NOTE: a Python int outside an integer dtype wraps, as torch's
     # NOTE: rules.inexact inlined: this runs on every call of a promoting op
@@ -280,7 +284,8 @@ def _binary(op, a, b):
     elif bt is not float and bt is not int and isinstance(b, np.generic):
         return _binary(op, a, _number(b))
     elif x.dtype.kind in "biu" and (bt is float or op.promote == "divide") or \
-            bt is int and x.dtype.kind == "b":    # NOTE: bool ** 3 is int64, as torch's
+            bt is int and x.dtype.kind == "b" or \
+            bt is bool and x.dtype.kind != "b":   # NOTE: bool ** 3 is int64; int - True raises
         x, y = _promote_arrays(op, [x, y])
     elif bt is int and not 0 <= b <= 127 and x.dtype.kind in "iu" and \
             (b > 0 or op is not _POW):   # NOTE: uint8 ** -2 raises (the kernel's check)

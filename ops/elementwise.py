@@ -10,11 +10,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from .rules import HALF, SUB_BOOL, floating, inexact
+from .rules import HALF, floating, inexact
 
 from . import refs
-from .core import (REGISTRY, DtypeError, Sample, Spec, ShapeError, bind, fmt_shape, is_value,
-                   register)
+from .core import (REGISTRY, Sample, Spec, ShapeError, bind, fmt_shape, is_value, register)
 from .rules import broadcast, result_dtype, same, warn_outer
 from .shape import sum_to_like
 
@@ -487,16 +486,7 @@ _POW_SAMPLES = (Sample(((3, 4), 3), domain=(-2.0, 2.0)), Sample(((3, 4), 2)),
 ADD = register("add", _binary_infer("add"), np.add, _add_vjp, promote="common", scalar="({0} + {1})", category=_EW,
                onnx="Add",
                samples=_BINARY_SAMPLES, ref=lambda np, x, y: x + y, tf="AddV2")
-def _sub_kernel(x, y):
-    # NOTE: NumPy refuses bool - bool only; torch (and TF) any bool operand, a Python bool too
-    tx, ty = type(x), type(y)
-    if tx is bool or ty is bool or tx is np.ndarray and x.dtype.kind == "b" or \
-            ty is np.ndarray and y.dtype.kind == "b":
-        raise DtypeError(SUB_BOOL)
-    return np.subtract(x, y)
-
-
-SUB = register("sub", _binary_infer("sub"), _sub_kernel, _sub_vjp, promote="common", scalar="({0} - {1})",
+SUB = register("sub", _binary_infer("sub"), np.subtract, _sub_vjp, promote="common", scalar="({0} - {1})",
                category=_EW, onnx="Sub", tf="Sub", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x - y)
 MUL = register("mul", _binary_infer("mul"), _scalar_in_opmath(np.multiply), _mul_vjp, promote="common",
                scalar="({0} * {1})", scalar_opmath=True, category=_EW, onnx="Mul", tf="Mul", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x * y)
