@@ -306,6 +306,12 @@ from .serialization import load, save  # noqa: E402
 from .checking import check  # noqa: E402 - shape bugs on meta tensors (checking.py)
 from .aliases import accept_numpy_names as _accept_numpy_names  # noqa: E402
 
+from . import refusals as _refusals, special as _special  # noqa: E402
+from .nn import functional as _functional  # noqa: E402
+import sys as _sys  # noqa: E402
+
+# NOTE: the dtypes torch refuses (x.mean() of integers, ...), over methods and functions alike
+_refusals.install(Tensor, _sys.modules[__name__], _functional, _special)
 _accept_numpy_names(globals(), Tensor)   # x.sum(axis=1), torch.cat(ts, axis=0), keepdims=
 # NOTE: last, so no code of this module calls it for the builtin (torch exports it too)
 from .factories import range  # noqa: E402,A004 - torch.range, deprecated there too

@@ -19,6 +19,7 @@ from dualgrad import ops
 from dualgrad.ops.rules import finfo, floating, norm_axis
 
 from .core import Tensor
+from .refusals import scalar_type
 from .functions import (_arr, _no_grad_tensor, _scatter_index, _scatter_prep, _t, diag,
                         floor_divide, meshgrid, scatter_add)
 
@@ -360,18 +361,11 @@ _MISMATCH = {
     "masked_scatter": "masked_scatter: expected self and source to have same dtypes but got "
                       "{x} and {s}",
 }
-_SCALAR_TYPE = {"float32": "Float", "float64": "Double", "float16": "Half",
-                "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
-                "int8": "Char", "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
-                "complex128": "ComplexDouble"}
-
-
 def same_dtype_source(name, x, source):
     """Refuse, as torch, a source tensor of another dtype than x's."""
     if isinstance(source, Tensor) and source.dtype != x.dtype:
-        raise RuntimeError(_MISMATCH[name].format(
-            x=_SCALAR_TYPE.get(str(x.dtype), x.dtype), s=_SCALAR_TYPE.get(str(source.dtype),
-                                                                          source.dtype)))
+        raise RuntimeError(_MISMATCH[name].format(x=scalar_type(x.dtype),
+                                                  s=scalar_type(source.dtype)))
 
 
 def put(input, index, source, accumulate=False):  # noqa: A002

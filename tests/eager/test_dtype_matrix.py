@@ -157,3 +157,47 @@ def test_an_index_op_refuses_a_source_of_another_dtype_as_torch(name):
                 bad.append(f"{name} self {self_dt} source {src_dt}: torch {want[0]}, eager "
                            f"{got[0]} {got[1]}")
     assert not bad, "\n".join(bad)
+
+
+def _reduce_call(name):
+    """x.name(...) with the arguments each of eager/refusals.py's names needs."""
+    args = {"softmax": (1,), "log_softmax": (1,), "logcumsumexp": (1,), "kthvalue": (1, 1),
+            "topk": (1,), "quantile": (0.5,), "nanquantile": (0.5,), "renorm": (2, 0, 1.0)}
+    if name == "dist":
+        return lambda lib, x: x.dist(x), lambda lib, x: lib.dist(x, x)
+    if name == "bincount":
+        return lambda lib, x: x.reshape(-1).bincount(), lambda lib, x: lib.bincount(x.reshape(-1))
+    a = args.get(name, ())
+    return (lambda lib, x: getattr(x, name)(*a)), (lambda lib, x: getattr(lib, name)(x, *a))
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int64", "float16", "float32"])
+def test_a_method_or_function_torch_refuses_for_a_dtype_is_refused(dtype):
+    """Every name of eager/refusals.py's table, as a method and as a function, on 2x3
+    tensors of 5 dtypes: raises where torch raises, torch's dtype where torch computes."""
+    from dualgrad.eager.refusals import REFUSED
+    bad = []
+    rows = [[True, False, True], [False, False, True]] if dtype == "bool" else \
+        [[1, 0, 5], [2, 3, 4]] if dtype[0] in "iu" else [[-1.5, 0.0, 2.25], [1.0, 2.0, 3.0]]
+    for name in REFUSED:
+        for form, call in zip(("method", "function"), _reduce_call(name)):
+            if form == "function" and not hasattr(torch, name):
+                continue
+            fn = lambda L, c=call: _first(c(L, L.tensor(rows, dtype=getattr(L, dtype))))  # noqa: E731,E501
+            want, got = _outcome(torch, fn), _outcome(eager, fn)
+            if _differs(want, got):
+                bad.append(f"{form} {name} of {dtype}: torch {want[0]} {want[1]}, eager "
+                           f"{got[0]} {got[1]}")
+    assert not bad, "\n".join(bad)
+
+
+def _first(out):
+    return out[0] if isinstance(out, tuple) else out
+
+
+def test_the_refusal_tables_example_runs():
+    import doctest
+
+    from dualgrad.eager import refusals
+    assert doctest.testmod(refusals).failed == 0
