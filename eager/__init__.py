@@ -266,6 +266,12 @@ def result_type(a, b):
                               get_default_dtype())
 
 
+def can_cast(from_, to):
+    """torch.can_cast: may a result of dtype from_ be written in place into dtype `to`?"""
+    from dualgrad.ops.rules import torch_can_cast
+    return torch_can_cast(from_, to)
+
+
 def promote_types(a, b):
     from dualgrad.ops.rules import torch_result_dtype
     return torch_result_dtype([np.zeros(1, a), np.zeros(1, b)])

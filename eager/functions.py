@@ -26,6 +26,7 @@ from dualgrad.ops.rules import (HALF, norm_axis, torch_opmath_dtype, torch_resul
                                 torch_scalar_argument, torch_sum_dtype)
 
 from .core import DEFAULT_FLOAT, Tensor
+from .refusals import scalar_type
 
 
 def _t(x):
@@ -307,7 +308,10 @@ def accumulate(op, x, dtype=None, **attrs):
     x = accumulating(x, dtype)
     wide = torch_opmath_dtype(x.dtype)
     if wide == x.dtype:
-        return op(x, **attrs)
+        out = op(x, **attrs)
+        # NOTE: an integer sum is int64 unless dtype= asks for another (sum(dtype=int8) is
+        # int8, wrapping as the int64 sum cast to it does)
+        return out if out.dtype == x.dtype else ops.cast(out, x.dtype)
     return ops.cast(op(ops.cast(x, wide), **attrs), x.dtype)
 
 
@@ -378,6 +382,9 @@ def ceil(input):  # noqa: A002
 def round(input, *, decimals=0):  # noqa: A001,A002
     if decimals == 0:
         return ops.round(input)
+    if _t(input).dtype.kind in "biu":
+        raise NotImplementedError(f"\"round_cpu\" not implemented for "
+                                  f"'{scalar_type(_t(input).dtype)}'")
     k = 10.0 ** decimals
     return ops.round(input * k) / k
 

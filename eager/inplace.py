@@ -27,6 +27,7 @@ import numpy as np
 from dualgrad import ops
 from dualgrad.ops.core import TRACING, user_frame, where_str
 from dualgrad.ops.index import staged
+from dualgrad.ops.rules import torch_can_cast
 
 from . import core as _core
 from .amp import AUTOCAST as _AUTOCAST, not_autocast
@@ -77,7 +78,7 @@ def _check_result(t, arr, name):
     if arr.shape != t._array.shape:
         raise RuntimeError(f"{name}: output with shape {list(t._array.shape)} doesn't match the "
                            f"broadcast shape {list(arr.shape)} (at {_where()})")
-    if not np.can_cast(arr.dtype, t._array.dtype, "same_kind"):
+    if not torch_can_cast(arr.dtype, t._array.dtype):
         raise RuntimeError(f"{name}: result type {arr.dtype} can't be cast to the desired "
                            f"output type {t._array.dtype} (at {_where()})")
     if not t._array.flags.writeable:
@@ -324,7 +325,8 @@ class InPlaceMixin:
 
     def masked_fill_(self, mask, value):
         mask = mask._array if _is_tensor(mask) else mask
-        return apply_inplace(self, "masked_fill_", lambda t, v: ops.where(mask, v, t),
+        # NOTE: the value takes self's dtype (1.5 into an int64 tensor is 1), as masked_fill's
+        return apply_inplace(self, "masked_fill_", lambda t, v: ops.masked_fill(t, mask, v),
                              _scalar_or_tensor(value))
 
     def zero_(self):

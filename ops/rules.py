@@ -352,6 +352,18 @@ _C_TYPES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "
             "int64": "int64_t"}
 
 
+def torch_can_cast(src, dst) -> bool:
+    """torch.can_cast: may an in-place result of dtype src be written into a tensor of dtype
+    dst? Not complex into real, floating into integer or bool, nor anything but bool into
+    bool; any integer into any other (uint8 += int64 wraps, as torch's)."""
+    src, dst = np.dtype(src), np.dtype(dst)
+    if src.kind == "c" and dst.kind != "c":
+        return False
+    if (src.kind == "f" or is_bfloat16(src)) and dst.kind in "biu":
+        return False
+    return src.kind == "b" or dst.kind != "b"
+
+
 SUB_BOOL = ("Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
             "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 

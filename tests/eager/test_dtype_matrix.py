@@ -9,7 +9,8 @@ pair, a capped sample: compiling every case would take minutes).
 Found by this matrix, each a quiet difference before: bool ** 3 was bool (int64), uint8 & 3
 and uint8 << 3 were int64 (uint8), 3 ** int8 was int64, uint8 ** -2 gave 1 (raises), bool - 1
 and int - True computed (raise), True // 0 and True % 0 of integer tensors computed,
-bool % 1.5 raised after subtraction of bools was refused (float32)."""
+bool % 1.5 raised after subtraction of bools was refused (float32); uint8 += int64 raised (torch
+wraps), int_tensor.masked_fill_(mask, 1.5) raised (1), sum(dtype=int8) was int64."""
 import operator
 import warnings
 
@@ -194,6 +195,66 @@ def test_a_method_or_function_torch_refuses_for_a_dtype_is_refused(dtype):
 
 def _first(out):
     return out[0] if isinstance(out, tuple) else out
+
+
+IN_PLACE = {
+    "+=": operator.iadd, "-=": operator.isub, "*=": operator.imul, "/=": operator.itruediv,
+    "//=": operator.ifloordiv, "%=": operator.imod, "**=": operator.ipow, "&=": operator.iand,
+    "<<=": operator.ilshift,
+}
+
+
+@pytest.mark.parametrize("op", list(IN_PLACE))
+def test_an_in_place_operator_on_every_pair_of_dtypes_is_torchs(op):
+    """x op= y writes the result in x's dtype where torch.can_cast allows it (uint8 += int64
+    wraps) and raises where it does not (int64 += 1.5)."""
+    bad = []
+    for left in DTYPES:
+        for right in DTYPES + [True, 3, -2, 1.5]:
+            def fn(L, a=left, b=right):
+                return IN_PLACE[op](_tensor(L, a), _tensor(L, b) if isinstance(b, str) else b)
+            want, got = _outcome(torch, fn), _outcome(eager, fn)
+            if _differs(want, got):
+                bad.append(f"{left} {op} {right!r}: torch {want[0]} {want[1]}, eager {got[0]} "
+                           f"{got[1]}")
+    assert not bad, "\n".join(bad)
+
+
+METHODS = {
+    "masked_fill_(1.5)": lambda L, x: x.masked_fill_(L.tensor([True, False, True]), 1.5),
+    "masked_fill(1.5)": lambda L, x: x.masked_fill(L.tensor([True, False, True]), 1.5),
+    "sum(dtype=int8)": lambda L, x: x.sum(dtype=L.int8),
+    "cumsum(dtype=float16)": lambda L, x: x.cumsum(0, dtype=L.float16),
+    "mean(dtype=float64)": lambda L, x: x.mean(dtype=L.float64),
+    "round(decimals=1)": lambda L, x: x.round(decimals=1),
+    "clamp(max=1.5)": lambda L, x: x.clamp(max=1.5),
+    "clamp_(max=1.5)": lambda L, x: x.clamp_(max=1.5),
+    "fill_(1.5)": lambda L, x: x.fill_(1.5),
+    "copy_(float64)": lambda L, x: x.copy_(L.tensor([1.7, -2.2, 3.9], dtype=L.float64)),
+    "where(c, x, 1.5)": lambda L, x: L.where(L.tensor([True, False, True]), x, 1.5),
+    "x[0] = 1.7": lambda L, x: (x.__setitem__(0, 1.7), x)[1],
+    "x[x > 0] = 300": lambda L, x: (x.__setitem__(x > 0, 300), x)[1],
+    "floor_divide_(1.5)": lambda L, x: x.floor_divide_(1.5),
+    "true_divide_(2)": lambda L, x: x.true_divide_(2),
+}
+
+
+@pytest.mark.parametrize("name", list(METHODS))
+def test_a_method_with_a_number_or_dtype_argument_is_torchs(name):
+    bad = []
+    for dtype in DTYPES:
+        fn = lambda L, d=dtype: METHODS[name](L, _tensor(L, d))   # noqa: E731
+        want, got = _outcome(torch, fn), _outcome(eager, fn)
+        if _differs(want, got):
+            bad.append(f"{name} of {dtype}: torch {want[0]} {want[1]}, eager {got[0]} {got[1]}")
+    assert not bad, "\n".join(bad)
+
+
+def test_can_cast_is_torchs():
+    bad = [(a, b) for a in DTYPES for b in DTYPES
+           if eager.can_cast(getattr(eager, a), getattr(eager, b))
+           != torch.can_cast(getattr(torch, a), getattr(torch, b))]
+    assert not bad, bad
 
 
 def test_the_refusal_tables_example_runs():
