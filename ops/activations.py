@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from .core import Sample, fmt_shape, located, spec_of
-from .composite import (_reduce_loss, _shape, clamp, composite, in_opmath, logical_and,
-                        moments, norm)
+from .composite import (_reduce_loss, _shape, bool_as_other, clamp, composite, in_opmath,
+                        logical_and, moments, norm)
 from .elementwise import (abs, exp, log, maximum, minimum, sigmoid, softplus, stop_gradient,
                           tanh, where)  # noqa: A004
 from .reduce import sum as sum_
@@ -181,6 +181,7 @@ def l1_loss(input, target, reduction="mean"):  # noqa: A002 - torch's names
 def smooth_l1_loss(input, target, reduction="mean", beta=1.0):  # noqa: A002
     """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (torch's; beta=0 is the L1)."""
     _check_pair("smooth_l1_loss", input, target)
+    input, target = bool_as_other(input, target)
     d = abs(input - target)
     if beta == 0:
         return _reduce_loss(d, reduction)
@@ -193,6 +194,7 @@ def smooth_l1_loss(input, target, reduction="mean", beta=1.0):  # noqa: A002
 def huber_loss(input, target, reduction="mean", delta=1.0):  # noqa: A002
     """0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta) (torch.nn.HuberLoss)."""
     _check_pair("huber_loss", input, target)
+    input, target = bool_as_other(input, target)
     if is_bfloat16(spec_of(input).dtype):
         # NOTE: torch's bfloat16 kernel rounds delta and each step to bfloat16; its float16
         # one computes in float32 and rounds once

@@ -499,8 +499,22 @@ def _reduce_loss(loss, reduction):
                                  r"broadcast: dimension -2 is 7 vs 8")),
            ref=lambda np, a, b, reduction="mean": (np.mean if reduction == "mean" else np.sum)(
                (a - b) ** 2))
+def bool_as_other(input, target):  # noqa: A002
+    """A loss's bool target (or input) cast to the other's dtype, as torch's loss kernels read
+    it: no bool enters the loss's subtraction, which refuses one."""
+    di, dt = np.dtype(spec_of(input).dtype), np.dtype(spec_of(target).dtype)
+    if dt.kind == "b" and di.kind != "b":
+        return input, cast(target, di)
+    if di.kind == "b" and dt.kind != "b":
+        return cast(input, dt), target
+    return input, target
+
+
 def mse_loss(input, target, reduction="mean"):  # noqa: A002 - torch's argument name
-    """Mean (or sum) of squared differences; warns when the shapes would broadcast."""
+    """Mean (or sum) of squared differences; warns when the shapes would broadcast. A bool
+    target (or input) counts as the other's dtype, as torch's kernel reads it (no bool enters
+    the subtraction, which refuses one)."""
+    input, target = bool_as_other(input, target)
     si, st = _shape(input), _shape(target)
     if si != st:
         # NOTE: the loss's own words, not those of the `sub` inside it
