@@ -90,6 +90,10 @@ def where(condition, input=None, other=None):  # noqa: A002 - torch's names
         return nonzero(condition, as_tuple=True)
     if input is None or other is None:
         raise TypeError("where() expects condition, input and other (or condition alone)")
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        # NOTE: two Python numbers give torch's dtype (where(c, 1.0, 0.0) is float32)
+        from dualgrad.ops.rules import torch_result_dtype
+        input = np.asarray(input, torch_result_dtype([input, other], get_default_dtype()))
     return ops.where(_lift(condition), input, other)
 
 

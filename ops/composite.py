@@ -493,12 +493,6 @@ def _reduce_loss(loss, reduction):
     raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
 
 
-@composite(samples=(Sample(((4, 3), (4, 3))), Sample(((5,), (5,)), {"reduction": "sum"}),
-                    Sample(((4, 8, 3), (4, 7, 3)),
-                           match=r"mse_loss: input \(4, 8, 3\) and target \(4, 7, 3\) do not "
-                                 r"broadcast: dimension -2 is 7 vs 8")),
-           ref=lambda np, a, b, reduction="mean": (np.mean if reduction == "mean" else np.sum)(
-               (a - b) ** 2))
 def bool_as_other(input, target):  # noqa: A002
     """A loss's bool target (or input) cast to the other's dtype, as torch's loss kernels read
     it: no bool enters the loss's subtraction, which refuses one."""
@@ -510,6 +504,12 @@ def bool_as_other(input, target):  # noqa: A002
     return input, target
 
 
+@composite(samples=(Sample(((4, 3), (4, 3))), Sample(((5,), (5,)), {"reduction": "sum"}),
+                    Sample(((4, 8, 3), (4, 7, 3)),
+                           match=r"mse_loss: input \(4, 8, 3\) and target \(4, 7, 3\) do not "
+                                 r"broadcast: dimension -2 is 7 vs 8")),
+           ref=lambda np, a, b, reduction="mean": (np.mean if reduction == "mean" else np.sum)(
+               (a - b) ** 2))
 def mse_loss(input, target, reduction="mean"):  # noqa: A002 - torch's argument name
     """Mean (or sum) of squared differences; warns when the shapes would broadcast. A bool
     target (or input) counts as the other's dtype, as torch's kernel reads it (no bool enters

@@ -276,6 +276,16 @@ def test_a_loss_with_a_target_of_another_dtype_is_torchs(loss):
     assert not bad, "\n".join(bad)
 
 
+def test_where_of_two_numbers_is_torchs():
+    bad = []
+    for a, b in [(1.0, 0.0), (1, 0), (True, False), (1, 0.5), (True, 2), (2.5, True)]:
+        fn = lambda L, a=a, b=b: L.where(L.tensor([True, False]), a, b)   # noqa: E731
+        want, got = _outcome(torch, fn), _outcome(eager, fn)
+        if _differs(want, got):
+            bad.append(f"where(c, {a!r}, {b!r}): torch {want[0]}, eager {got[0]}")
+    assert not bad, bad
+
+
 def test_can_cast_is_torchs():
     bad = [(a, b) for a in DTYPES for b in DTYPES
            if eager.can_cast(getattr(eager, a), getattr(eager, b))
