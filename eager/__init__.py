@@ -18,6 +18,8 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops import ShapeError, KernelError
+from dualgrad.ops.rules import (torch_can_cast as _torch_can_cast,
+                                torch_result_dtype as _torch_result_dtype)
 from .core import Tensor, _GRAD
 
 float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
@@ -92,8 +94,7 @@ def where(condition, input=None, other=None):  # noqa: A002 - torch's names
         raise TypeError("where() expects condition, input and other (or condition alone)")
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         # NOTE: two Python numbers give torch's dtype (where(c, 1.0, 0.0) is float32)
-        from dualgrad.ops.rules import torch_result_dtype
-        input = np.asarray(input, torch_result_dtype([input, other], get_default_dtype()))
+        input = np.asarray(input, _torch_result_dtype([input, other], get_default_dtype()))
     return ops.where(_lift(condition), input, other)
 
 
@@ -265,20 +266,17 @@ def equal(a, b):
 
 def result_type(a, b):
     """PyTorch's promotion of two operands (tensors or Python numbers)."""
-    from dualgrad.ops.rules import torch_result_dtype
-    return torch_result_dtype([x._array if isinstance(x, Tensor) else x for x in (a, b)],
-                              get_default_dtype())
+    return _torch_result_dtype([x._array if isinstance(x, Tensor) else x for x in (a, b)],
+                               get_default_dtype())
 
 
 def can_cast(from_, to):
     """torch.can_cast: may a result of dtype from_ be written in place into dtype `to`?"""
-    from dualgrad.ops.rules import torch_can_cast
-    return torch_can_cast(from_, to)
+    return _torch_can_cast(from_, to)
 
 
 def promote_types(a, b):
-    from dualgrad.ops.rules import torch_result_dtype
-    return torch_result_dtype([np.zeros(1, a), np.zeros(1, b)])
+    return _torch_result_dtype([np.zeros(1, a), np.zeros(1, b)])
 
 
 exp, log, sqrt, tanh, sigmoid, relu = (ops.exp, ops.log, ops.sqrt, ops.tanh, ops.sigmoid,

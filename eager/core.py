@@ -245,7 +245,7 @@ def _promote_arrays(op, arrays):
 def _one_dtype(op, arrays):
     """The common case, asked in a few identity tests: arrays of one dtype (and Python
     numbers that do not lift an integer one to float), so the kernel gives PyTorch's dtype."""
-    dt, num, anynum, wide, flag = None, False, False, False, False
+    dt, num, anynum, wide, python_bool = None, False, False, False, False
     for a in arrays[op.promote == "where":]:
         t = type(a)
         if t is np.ndarray:
@@ -258,12 +258,12 @@ def _one_dtype(op, arrays):
         elif t is int:
             anynum, wide = True, wide or not 0 <= a <= 127
         elif t is bool:
-            flag = True
+            python_bool = True
         else:
             return False
     if dt is None or anynum and (is_bfloat16(dt) or dt.kind == "b"):
         return False    # NOTE: a number lifts a bool tensor (bool ** 3 is int64, as torch's)
-    if flag and dt.kind != "b":
+    if python_bool and dt.kind != "b":
         return False    # NOTE: the rules see it (int - True raises, as torch's)
     if wide and dt.kind in "iu" and not ints_fit(arrays, dt):
         return False    # NOTE: a Python int outside an integer dtype wraps, as torch's

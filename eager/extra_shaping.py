@@ -24,7 +24,8 @@ from dualgrad.ops.core import current_trace
 
 from .core import Tensor, storage_of, view_base
 from .functions import _arr, _no_grad_tensor, _t, diagonal, narrow, unbind
-from .shaping import same_dtype_source, scatter_reduce, split_with_sizes, unfold
+from .refusals import same_dtype_source
+from .shaping import scatter_reduce, split_with_sizes, unfold
 
 
 # -- the *_copy forms: the view's values in a tensor of their own ------------------------------

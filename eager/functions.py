@@ -26,7 +26,7 @@ from dualgrad.ops.rules import (HALF, norm_axis, torch_opmath_dtype, torch_resul
                                 torch_scalar_argument, torch_sum_dtype)
 
 from .core import DEFAULT_FLOAT, Tensor
-from .refusals import scalar_type
+from .refusals import same_dtype_source, scalar_type
 
 
 def _t(x):
@@ -678,8 +678,7 @@ def _scatter_index(name, x, dim, index, src):
             idx.astype(np.int64)
     d = norm_axis(name, dim, x.ndim)
     shape = tuple(idx.shape)
-    if isinstance(src, Tensor) and src.dtype != x.dtype:   # NOTE: torch casts nothing here
-        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    same_dtype_source("scatter", x, src)   # NOTE: torch casts nothing here
     if not isinstance(src, Tensor) and np.ndim(src) == 0:
         src = np.full(shape, src, x.dtype)
     elif tuple(_t(src).shape) != shape:

@@ -5,7 +5,9 @@ torch's error instead of quietly giving a float).
 
 A row is the function's name, the dtype kinds refused ("b" bool, "i"/"u" integers, or a
 predicate), the exception torch raises and its message ({T} is torch's name of the dtype). A
-`dtype=` argument lifts the refusal, as torch's (`x.mean(dtype=torch.float32)`).
+`dtype=` argument lifts the refusal, as torch's (`x.mean(dtype=torch.float32)`). The index
+ops (scatter, index_add, put, ...) refuse a source of another dtype than self's here too
+(`same_dtype_source`), with torch's messages.
 
 >>> from dualgrad import eager
 >>> try:
@@ -19,6 +21,8 @@ mean(): could not infer output dtype.
 from __future__ import annotations
 
 import functools
+
+from .core import Tensor
 
 SCALAR_TYPE = {"float32": "Float", "float64": "Double", "float16": "Half",
                "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
@@ -104,3 +108,27 @@ def install(*namespaces):
             fn = ns.__dict__.get(name) if isinstance(ns, type) else getattr(ns, name, None)
             if fn is not None and callable(fn):
                 setattr(ns, name, _checked(name, fn))
+
+
+# torch's refusals of a source whose dtype is not self's (the index ops cast nothing)
+_MISMATCH = {
+    "scatter": "scatter(): Expected self.dtype to be equal to src.dtype",
+    "index_add": "index_add_(): self ({x}) and source ({s}) must have the same scalar type",
+    "index_reduce": "index_reduce_(): self ({x}) and source ({s}) must have the same scalar "
+                    "type",
+    "index_copy": "index_copy_(): self and source expected to have the same dtype, but got "
+                  "(self) {x} and (source) {s}",
+    "put": "put_(): self and source expected to have the same dtype, but got self.dtype = {x} "
+           "and source.dtype = {s}",
+    "index_put": "Index put requires the source and destination dtypes match, got {x} for the "
+                 "destination and {s} for the source.",
+    "masked_scatter": "masked_scatter: expected self and source to have same dtypes but got "
+                      "{x} and {s}",
+}
+
+
+def same_dtype_source(name, x, source):
+    """Refuse, as torch, a source tensor of another dtype than x's."""
+    if isinstance(source, Tensor) and source.dtype != x.dtype:
+        raise RuntimeError(_MISMATCH[name].format(x=scalar_type(x.dtype),
+                                                  s=scalar_type(source.dtype)))

@@ -19,7 +19,7 @@ from dualgrad import ops
 from dualgrad.ops.rules import finfo, floating, norm_axis
 
 from .core import Tensor
-from .refusals import scalar_type
+from .refusals import same_dtype_source
 from .functions import (_arr, _no_grad_tensor, _scatter_index, _scatter_prep, _t, diag,
                         floor_divide, meshgrid, scatter_add)
 
@@ -345,27 +345,6 @@ def masked_scatter(input, mask, source):  # noqa: A002
     vals = ops.take(ops.cast(src.reshape(-1), x.dtype), np.arange(len(pos)), axis=0)
     placed = ops.take_grad(vals, pos, x.reshape(-1), axis=0)
     return ops.where(m, placed.reshape(tuple(x.shape)), x)
-
-
-# torch's refusals of a source whose dtype is not self's (the index ops cast nothing)
-_MISMATCH = {
-    "index_add": "index_add_(): self ({x}) and source ({s}) must have the same scalar type",
-    "index_reduce": "index_reduce_(): self ({x}) and source ({s}) must have the same scalar "
-                    "type",
-    "index_copy": "index_copy_(): self and source expected to have the same dtype, but got "
-                  "(self) {x} and (source) {s}",
-    "put": "put_(): self and source expected to have the same dtype, but got self.dtype = {x} "
-           "and source.dtype = {s}",
-    "index_put": "Index put requires the source and destination dtypes match, got {x} for the "
-                 "destination and {s} for the source.",
-    "masked_scatter": "masked_scatter: expected self and source to have same dtypes but got "
-                      "{x} and {s}",
-}
-def same_dtype_source(name, x, source):
-    """Refuse, as torch, a source tensor of another dtype than x's."""
-    if isinstance(source, Tensor) and source.dtype != x.dtype:
-        raise RuntimeError(_MISMATCH[name].format(x=scalar_type(x.dtype),
-                                                  s=scalar_type(source.dtype)))
 
 
 def put(input, index, source, accumulate=False):  # noqa: A002
