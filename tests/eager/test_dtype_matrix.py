@@ -64,6 +64,14 @@ def _differs(want, got):
                                                  equal_nan=True)
 
 
+def _against_torch(what, fn):
+    """[what, with both outcomes] when eager's outcome of fn(lib) differs from torch's."""
+    want, got = _outcome(torch, fn), _outcome(eager, fn)
+    if not _differs(want, got):
+        return []
+    return [f"{what}: torch {want[0]} {want[1]}, eager {got[0]} {got[1]}"]
+
+
 def _cases(op):
     for left in DTYPES:
         for right in DTYPES:
@@ -78,9 +86,7 @@ def _cases(op):
 def test_an_operator_on_every_pair_of_dtypes_is_torchs(op):
     bad = []
     for what, fn in _cases(op):
-        want, got = _outcome(torch, fn), _outcome(eager, fn)
-        if _differs(want, got):
-            bad.append(f"{what}: torch {want[0]} {want[1]}, eager {got[0]} {got[1]}")
+        bad += _against_torch(what, fn)
     assert not bad, f"{len(bad)} of {len(list(_cases(op)))} cases differ:\n" + "\n".join(bad)
 
 
@@ -122,10 +128,7 @@ def test_a_scalar_argument_takes_the_operands_dtype(name):
     for dtype in DTYPES:
         for k in (2, 1.5, -1.5, True):
             fn = lambda L, d=dtype, k=k: SCALAR_ARGS[name](L, _tensor(L, d), _tensor(L, d), k)  # noqa: E731,E501
-            want, got = _outcome(torch, fn), _outcome(eager, fn)
-            if _differs(want, got):
-                bad.append(f"{name} {dtype} {k!r}: torch {want[0]} {want[1]}, eager {got[0]} "
-                           f"{got[1]}")
+            bad += _against_torch(f"{name} {dtype} {k!r}", fn)
     assert not bad, "\n".join(bad)
 
 
@@ -153,10 +156,7 @@ def test_an_index_op_refuses_a_source_of_another_dtype_as_torch(name):
                 x = L.zeros(3, dtype=getattr(L, a))
                 return INDEX_OPS[name](L, x, L.tensor([0, 1]),
                                        L.tensor([1, 2], dtype=getattr(L, b)))
-            want, got = _outcome(torch, fn), _outcome(eager, fn)
-            if _differs(want, got):
-                bad.append(f"{name} self {self_dt} source {src_dt}: torch {want[0]}, eager "
-                           f"{got[0]} {got[1]}")
+            bad += _against_torch(f"{name} self {self_dt} source {src_dt}", fn)
     assert not bad, "\n".join(bad)
 
 
@@ -186,10 +186,7 @@ def test_a_method_or_function_torch_refuses_for_a_dtype_is_refused(dtype):
             if form == "function" and not hasattr(torch, name):
                 continue
             fn = lambda L, c=call: _first(c(L, L.tensor(rows, dtype=getattr(L, dtype))))  # noqa: E731,E501
-            want, got = _outcome(torch, fn), _outcome(eager, fn)
-            if _differs(want, got):
-                bad.append(f"{form} {name} of {dtype}: torch {want[0]} {want[1]}, eager "
-                           f"{got[0]} {got[1]}")
+            bad += _against_torch(f"{form} {name} of {dtype}", fn)
     assert not bad, "\n".join(bad)
 
 
@@ -213,10 +210,7 @@ def test_an_in_place_operator_on_every_pair_of_dtypes_is_torchs(op):
         for right in DTYPES + [True, 3, -2, 1.5]:
             def fn(L, a=left, b=right):
                 return IN_PLACE[op](_tensor(L, a), _tensor(L, b) if isinstance(b, str) else b)
-            want, got = _outcome(torch, fn), _outcome(eager, fn)
-            if _differs(want, got):
-                bad.append(f"{left} {op} {right!r}: torch {want[0]} {want[1]}, eager {got[0]} "
-                           f"{got[1]}")
+            bad += _against_torch(f"{left} {op} {right!r}", fn)
     assert not bad, "\n".join(bad)
 
 
@@ -244,9 +238,7 @@ def test_a_method_with_a_number_or_dtype_argument_is_torchs(name):
     bad = []
     for dtype in DTYPES:
         fn = lambda L, d=dtype: METHODS[name](L, _tensor(L, d))   # noqa: E731
-        want, got = _outcome(torch, fn), _outcome(eager, fn)
-        if _differs(want, got):
-            bad.append(f"{name} of {dtype}: torch {want[0]} {want[1]}, eager {got[0]} {got[1]}")
+        bad += _against_torch(f"{name} of {dtype}", fn)
     assert not bad, "\n".join(bad)
 
 
@@ -269,10 +261,7 @@ def test_a_loss_with_a_target_of_another_dtype_is_torchs(loss):
         def fn(L, d=dtype):
             f = getattr(L.nn.functional, loss)
             return f(L.tensor([0.5, 1.0, -2.0]), _tensor(L, d))
-        want, got = _outcome(torch, fn), _outcome(eager, fn)
-        if _differs(want, got):
-            bad.append(f"{loss} target {dtype}: torch {want[0]} {want[1]}, eager {got[0]} "
-                       f"{got[1]}")
+        bad += _against_torch(f"{loss} target {dtype}", fn)
     assert not bad, "\n".join(bad)
 
 
@@ -280,9 +269,7 @@ def test_where_of_two_numbers_is_torchs():
     bad = []
     for a, b in [(1.0, 0.0), (1, 0), (True, False), (1, 0.5), (True, 2), (2.5, True)]:
         fn = lambda L, a=a, b=b: L.where(L.tensor([True, False]), a, b)   # noqa: E731
-        want, got = _outcome(torch, fn), _outcome(eager, fn)
-        if _differs(want, got):
-            bad.append(f"where(c, {a!r}, {b!r}): torch {want[0]}, eager {got[0]}")
+        bad += _against_torch(f"where(c, {a!r}, {b!r})", fn)
     assert not bad, bad
 
 
