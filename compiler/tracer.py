@@ -29,7 +29,8 @@ from dualgrad.eager.nn import Parameter
 from dualgrad.eager.core import Tensor, array_of, blank
 from dualgrad.eager.formats import format_order
 from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
-from dualgrad.ops.rules import as_operand, torch_needs_cast, torch_scalar_opmath
+from dualgrad.ops.rules import (as_operand, torch_needs_cast, torch_result_dtype,
+                                torch_scalar_opmath)
 from .ddp_sync import average_bucket
 from dualgrad.ops.core import ELEMENTWISE, bind_args, current_trace, tracing, user_frame, \
     where_str
@@ -262,6 +263,11 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
               "__truediv__", "__rtruediv__", "__pow__", "__rpow__", "__matmul__", "__rmatmul__",
               "__neg__", "__abs__", "__lt__", "__le__", "__gt__", "__ge__"):
     setattr(Tracer, _name, GraphTensor.__dict__[_name])
+# NOTE: torch's reflected forms, as eager's: 2 * t is t.mul(2) (the scalar second, which
+# torch's half kernels read in float32) and 2 / t is t.reciprocal() * 2
+Tracer.__rmul__ = lambda self, o: ops.mul(self, o)
+Tracer.__rtruediv__ = lambda self, o: ops.mul(ops.div(1.0, self), o) \
+    if type(o) in (int, float, bool) else ops.div(o, self)
 # NOTE: not the graph tensor's == and != (TF1's: identity, a Python bool); eager's, elementwise
 Tracer.__eq__ = lambda self, o: ops.eq(self, o)
 Tracer.__ne__ = lambda self, o: ops.ne(self, o)
@@ -284,12 +290,19 @@ def _promoted(op, args):
 
 
 def _number_in_opmath(op, args, attrs, wide):
-    """op on its float16 tensor cast to `wide` and its Python number (read unrounded), cast
-    back once (ops.rules.torch_scalar_opmath; eager's kernel does the same on arrays)."""
-    narrow = next(a.dtype for a in args if isinstance(a, GraphTensor))
-    args = [GraphEngine.apply(_CAST, [a], {"dtype": wide}) if isinstance(a, GraphTensor) else a
-            for a in args]
-    return GraphEngine.apply(_CAST, [GraphEngine.apply(op, args, attrs)], {"dtype": narrow})
+    """op(a, b) with b a scalar (a Python number or a 0-d tensor) read at its own value in
+    `wide`, a cast to the half result dtype and then to `wide`, the result cast back once
+    (ops.rules.torch_scalar_opmath; eager does the same on arrays)."""
+    narrow = torch_result_dtype(args)
+
+    def cast(a, dt):
+        return GraphEngine.apply(_CAST, [a], {"dtype": dt}) if a.dtype != dt else a
+    a, b = args
+    if isinstance(a, GraphTensor):
+        a = cast(cast(a, narrow), wide)
+    if isinstance(b, GraphTensor):
+        b = cast(b, wide)
+    return GraphEngine.apply(_CAST, [GraphEngine.apply(op, [a, b], attrs)], {"dtype": narrow})
 
 
 def active_trace():
@@ -381,9 +394,9 @@ class Trace:
         if op.decompose is not None or self.decomposing:
             return self._decompose(op, args, attrs)
         lifted = [self.lift(a) for a in args]
-        if op.promote is not None:
-            lifted = _promoted(op, lifted)
         wide = torch_scalar_opmath(op, lifted)
+        if wide is None and op.promote is not None:
+            lifted = _promoted(op, lifted)
         out = GraphEngine.apply(op, lifted, attrs) if wide is None else \
             _number_in_opmath(op, lifted, attrs, wide)
         grad = inexact(out.dtype) and any(

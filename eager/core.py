@@ -21,7 +21,8 @@ from dualgrad.ops.autodiff import backprop, toposort
 from dualgrad.ops.composite import current_composite
 from dualgrad.ops.core import TRACING, current_trace, explain_failure, spec_of, user_frame, where_str
 from dualgrad.ops.rules import (as_operand, bfloat16, inexact, ints_fit, is_bfloat16, norm_axis,
-                                torch_needs_cast, warn_outer)
+                                torch_int_scalar, torch_needs_cast, torch_result_dtype,
+                                torch_scalar_opmath, warn_outer)
 
 from . import devices as _device
 from .amp import AUTOCAST as _AUTOCAST, lowers as _lowers
@@ -153,10 +154,17 @@ class EagerEngine:
                     track = True
             else:
                 arrays.append(a)
+        narrow = None
         if op.promote is not None:   # NOTE: PyTorch's dtype, decided before the kernel runs
-            arrays = _promote_arrays(op, arrays)
+            if op.scalar_opmath and len(arrays) == 2 and type(arrays[1]) is np.ndarray and \
+                    not arrays[1].ndim:
+                arrays, narrow = _opmath_arrays(op, arrays)
+            if narrow is None:
+                arrays = _promote_arrays(op, arrays)
         try:
             out = op.kernel(*arrays, **attrs)
+            if narrow is not None:
+                out = out.astype(narrow)
         except Exception as err:  # noqa: BLE001 - becomes the op's ShapeError / KernelError
             raise _fail(op, args, attrs, err) from None
         t = _wrapped(out, op, args, attrs, track)
@@ -242,6 +250,19 @@ def _promote_arrays(op, arrays):
     return [as_operand(a, want) if i >= skip else a for i, a in enumerate(arrays)]
 
 
+def _opmath_arrays(op, arrays):
+    """(arrays, dtype) for op(a, b) with b a 0-d array that torch's kernel reads at its own
+    value in float32 (rules.torch_scalar_opmath): both in float32 (a by way of the half
+    result dtype, as torch casts it), the result to be rounded to that dtype once; else
+    (arrays, None)."""
+    wide = torch_scalar_opmath(op, arrays)
+    if wide is None:
+        return arrays, None
+    a, b = arrays
+    narrow = torch_result_dtype(arrays)
+    return [np.asarray(a, narrow).astype(wide), b.astype(wide)], narrow
+
+
 def _one_dtype(op, arrays):
     """The common case, asked in a few identity tests: arrays of one dtype (and Python
     numbers that do not lift an integer one to float), so the kernel gives PyTorch's dtype."""
@@ -278,6 +299,8 @@ def _binary(op, a, b):
     x, y, bt = a._array, b, type(b)
     if bt is Tensor or isinstance(b, Tensor):
         y = b._array
+        if op.scalar_opmath and not y.ndim and y.dtype is not x.dtype:
+            return EagerEngine.apply(op, (a, b), {})   # NOTE: the scalar read in float32
         # NOTE: mixed dtypes, or int / int: PyTorch's dtype, cast to before the kernel
         if y.dtype is not x.dtype or op.promote == "divide" and x.dtype.kind in "biu":
             x, y = _promote_arrays(op, [x, y])
@@ -289,6 +312,8 @@ def _binary(op, a, b):
         x, y = _promote_arrays(op, [x, y])
     elif bt is int and not 0 <= b <= 127 and x.dtype.kind in "iu" and \
             (b > 0 or op is not _POW):   # NOTE: uint8 ** -2 raises (the kernel's check)
+        if op is _POW:   # NOTE: int8 ** 200 raises (an exponent is a Scalar argument)
+            torch_int_scalar(b, x.dtype)
         x, y = _promote_arrays(op, [x, y])   # NOTE: uint8 - 1 adds 255, as torch's
     try:
         out = op.kernel(x, y)
@@ -336,6 +361,16 @@ def _rbinary(op, a, b):
     """b op a where b is not a Tensor (2 - t)."""
     if isinstance(b, np.generic):
         b = _number(b)
+    if op is _MUL:   # NOTE: torch's 2 * t is t.mul(2): the scalar second (torch_scalar_opmath)
+        return _binary(op, a, b)
+    if op is _DIV and type(b) in (int, float, bool):
+        # NOTE: torch's 2 / t is t.reciprocal() * 2, rounded twice (not torch.div(2, t))
+        return _binary(_MUL, _reflected(op, a, 1.0), b)
+    return _reflected(op, a, b)
+
+
+def _reflected(op, a, b):
+    """op(b, a), b a number."""
     if TRACING[0]:
         return ops.bind(op, b, a)
     return EagerEngine.apply(op, (b, a), {})

@@ -17,19 +17,11 @@ import numpy as np
 from dualgrad.ops.rules import HALF, floating
 
 from dualgrad import ops
+from dualgrad.ops.composite import in_opmath
 from dualgrad.ops.rules import torch_result_dtype
 
-from .functions import _arr, _t
-
-
-def _common(name, xs, floating=True):
-    """The operands as tensors of torch's promoted dtype (float32 for integers when floating)."""
-    dt = torch_result_dtype(xs)   # NOTE: tensors as they are (no NumPy: compile() traces this)
-    if floating and dt.kind in "biu":
-        dt = np.dtype(np.float32)
-    if not floating and dt.kind not in "iu":
-        raise RuntimeError(f"{name}: expected integer tensors, got {dt}")
-    return [ops.cast(_t(v), dt) if _t(v).dtype != dt else _t(v) for v in xs]
+from .functions import _arr, _t, promoted
+from .refusals import scalar_type
 
 
 def i0(input):  # noqa: A002
@@ -37,32 +29,36 @@ def i0(input):  # noqa: A002
 
 
 def igamma(input, other):  # noqa: A002
-    return ops.igamma(*_common("igamma", (input, other)))
+    return ops.igamma(*promoted("igamma", (input, other), "float"))
 
 
 def igammac(input, other):  # noqa: A002
-    return ops.igammac(*_common("igammac", (input, other)))
+    return ops.igammac(*promoted("igammac", (input, other), "float"))
 
 
 def gcd(input, other):  # noqa: A002
-    return ops.gcd(*_common("gcd", (input, other), floating=False))
+    return ops.gcd(*promoted("gcd", (input, other), "integer"))
 
 
 def lcm(input, other):  # noqa: A002
-    return ops.lcm(*_common("lcm", (input, other), floating=False))
+    return ops.lcm(*promoted("lcm", (input, other), "integer"))
 
 
 def nextafter(input, other):  # noqa: A002
-    x, y = _t(input), _t(other)
-    if not floating(x.dtype) or x.dtype != y.dtype:
-        raise RuntimeError(f"nextafter: expected two floating tensors of one dtype, got "
-                           f"{x.dtype} and {y.dtype}")
-    return ops.nextafter(x, y)
+    return ops.nextafter(*promoted("nextafter", (input, other), "floating"))
 
 
 def ldexp(input, other):  # noqa: A002
     """input * 2**other."""
-    x, e = _common("ldexp", (input, other))
+    # NOTE: torch's kernel takes a bool exponent beside integers (all then float32), not
+    # beside a float input
+    if _t(other).dtype == np.bool_ and floating(torch_result_dtype((_t(input), _t(other)))):
+        raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool'")
+    return _scaled_by_exp2(*promoted("ldexp", (input, other), "float"))
+
+
+@in_opmath   # NOTE: torch's kernel: float16 in float32, rounded once
+def _scaled_by_exp2(x, e):
     return x * 2.0 ** e
 
 
@@ -94,7 +90,7 @@ def mvlgamma(input, p):  # noqa: A002
 
 def xlog1py(input, other):  # noqa: A002
     """x * log1p(y), 0 where x is 0 (unless y is NaN)."""
-    x, y = _common("xlog1py", (input, other))
+    x, y = promoted("xlog1py", (input, other), "float")
     masked = ops.logical_and(ops.eq(x, 0), ops.logical_not(ops.ne(y, y)))
     return x * ops.where(masked, 0.0, ops.log1p(ops.where(masked, 0.0, y)))
 
@@ -110,7 +106,11 @@ def entr(input):  # noqa: A002
 
 def _binary_special(op):
     def fn(input, other):  # noqa: A002
-        return op(*_common(op.__name__, (input, other)))
+        x, y = promoted(op.__name__, (input, other), "float")
+        if x.dtype in HALF and op.__name__ == "zeta":
+            raise NotImplementedError(f"\"zeta_cpu\" not implemented for "
+                                      f"'{scalar_type(x.dtype)}'")
+        return op(x, y)
     fn.__name__ = fn.__qualname__ = op.__name__
     return fn
 

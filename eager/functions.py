@@ -400,30 +400,37 @@ def frac(input):  # noqa: A002
     return input - trunc(input)
 
 
-@in_opmath
+def promoted(name, operands, kind="common"):
+    """The operands of a binary function as tensors of the dtype torch computes it in
+    (torch.result_type: a Python number or a 0-d tensor does not widen a tensor with dims, and
+    is rounded to its dtype first, as torch's kernels read it: float16 `fmod(x, 0.7)` divides
+    by float16(0.7)). kind: "common" keeps that dtype; "float" computes integers and bools in
+    the default float (atan2, xlogy, copysign, ldexp); "floating" refuses them (hypot,
+    logaddexp, nextafter) and "integer" refuses floats (gcd, lcm), with torch's errors."""
+    want = torch_result_dtype(_arrays(*operands), DEFAULT_FLOAT[0])
+    if kind == "float" and not floating(want):
+        want = DEFAULT_FLOAT[0]
+    elif kind == "floating" and not floating(want) or kind == "integer" and want.kind not in "iu":
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{scalar_type(want)}'")
+    if kind == "common" and want.kind == "b" and name in ("fmod", "remainder"):
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Bool'")
+    out = []
+    for v in operands:
+        t = _t(v) if isinstance(v, Tensor) or not isinstance(v, (bool, int, float)) else \
+            Tensor(np.asarray(v).astype(want))   # NOTE: a Python int wraps into uint8, as torch's
+        out.append(t if t.dtype == want else ops.cast(t, want))
+    return out
+
+
 def fmod(input, other):  # noqa: A002
-    """The remainder with the sign of the dividend (C's fmod)."""
-    if not _is_float(input, other):
-        return _t(np.fmod(_arr(input), _arr(other)))
-    input = _in_result_dtype(input, other)
-    return input - trunc(input / other) * other
+    """The remainder with the sign of the dividend (C's fmod, exact in every dtype)."""
+    return ops.truncatemod(*promoted("fmod", (input, other)))
 
 
-@in_opmath
 def remainder(input, other):  # noqa: A002
-    """The remainder with the sign of the divisor (Python's %)."""
-    if not _is_float(input, other):
-        return ops.floormod(input, other)
-    input = _in_result_dtype(input, other)
-    return input - ops.floor(input / other) * other
-
-
-def _in_result_dtype(input, other):  # noqa: A002
-    """input (a bool or integer tensor beside a float) cast to the dtype torch computes
-    `input op other` in, so no bool enters the subtraction."""
-    want = torch_result_dtype(_arrays(input, other), DEFAULT_FLOAT[0])
-    x = _t(input)
-    return x if x.dtype == want else ops.cast(x, want)
+    """The remainder with the sign of the divisor (Python's %): C's fmod, exact, plus the
+    divisor where the signs differ, as torch's and NumPy's."""
+    return ops.floormod(*promoted("remainder", (input, other)))
 
 
 def _is_float(*xs):
@@ -461,7 +468,9 @@ def scaled_by_alpha(x, alpha, other):
 
 
 def mul(input, other):  # noqa: A002
-    return input * other
+    # NOTE: torch.mul(0.7, t) rounds 0.7 to a half t's dtype; 0.7 * t is t.mul(0.7), which
+    # does not (rules.torch_scalar_opmath)
+    return input * other if isinstance(input, Tensor) else ops.mul(input, other)
 
 
 def neg(input):  # noqa: A002
@@ -472,12 +481,13 @@ multiply, subtract, negative = mul, sub, neg
 
 
 def true_divide(input, other):  # noqa: A002
-    return input / other
+    # NOTE: torch.div(2, t) divides; 2 / t is t.reciprocal() * 2
+    return input / other if isinstance(input, Tensor) else ops.div(input, other)
 
 
 def div(input, other, *, rounding_mode=None):  # noqa: A002
     if rounding_mode is None:
-        return input / other
+        return true_divide(input, other)
     if rounding_mode == "floor":
         return floor_divide(input, other)
     if rounding_mode == "trunc":
@@ -535,11 +545,19 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002
 
 
 def clamp_min(input, min):  # noqa: A002
+    _no_bool_clamp("clamp_min", input, min)
     return ops.clamp(input, min=min)
 
 
 def clamp_max(input, max):  # noqa: A002
+    _no_bool_clamp("clamp_max", input, max)
     return ops.clamp(input, max=max)
+
+
+def _no_bool_clamp(name, x, bound):
+    """torch's Scalar overload refuses a bool result (a tensor bound does not)."""
+    if isinstance(bound, (bool, int, float)) and torch_result_dtype(_arrays(x, bound)).kind == "b":
+        raise NotImplementedError(f"\"{name}_scalar_cpu\" not implemented for 'Bool'")
 
 
 @in_opmath

@@ -34,6 +34,7 @@ from .amp import AUTOCAST as _AUTOCAST, not_autocast
 from .core import CLOCK, Entry, entry
 from .functions import addcdiv, addcmul, scaled_by_alpha
 from .generator import drawn
+from .refusals import index_tensors
 
 LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
 
@@ -180,6 +181,7 @@ def getitem(t, index):
     """t[index]: the op library's getitem, and, in eager only, the indexing that needs the
     index's values (boolean masks, several index arrays: torch's advanced indexing, which is
     NumPy's), as a take of the positions it selects, so gradients flow as torch's."""
+    index = index_tensors(index)
     if _core.TRACING[0] or staged(index):
         return ops.getitem(t, index)
     try:
@@ -193,6 +195,7 @@ def getitem(t, index):
 
 def setitem(t, index, value):
     """t[index] = value: NumPy's indexing (ints, slices, masks, index arrays) on the array."""
+    index = index_tensors(index, value)
     if not _needs_tape(t, (value,)):
         val = value._array if _is_tensor(value) else value
         try:

@@ -22,7 +22,7 @@ from dualgrad.ops.composite import in_opmath
 from dualgrad.ops.rules import torch_result_dtype
 
 from .core import Tensor, default_float
-from .functions import _arr, _no_grad_tensor, _t, isinf, isnan, zero_link
+from .functions import _arr, _no_grad_tensor, _t, isinf, isnan, promoted, zero_link
 
 _LN2 = math.log(2.0)
 
@@ -104,7 +104,7 @@ def sinh(input):  # noqa: A002
 
 
 def atan2(input, other):  # noqa: A002
-    return ops.atan2(input, other)
+    return ops.atan2(*promoted("atan2", (input, other), "float"))
 
 
 def atan(input):  # noqa: A002
@@ -148,17 +148,14 @@ def logit(input, eps=None):  # noqa: A002
 def xlogy(input, other):  # noqa: A002
     """x * log(y), 0 where x is 0 (unless y is NaN). As torch's, the gradient for x is
     log(y), but 0 where x == 0 and y <= 0."""
-    x, y = _t(input), _t(other)
+    x, y = promoted("xlogy", (input, other), "float")
     masked = ops.logical_and(ops.eq(x, 0), ops.le(y, 0))
     return x * ops.where(masked, 0.0, ops.log(y))
 
 
 def hypot(input, other):  # noqa: A002
     """sqrt(x^2 + y^2), scaled by max(|x|, |y|) so that it overflows only where it should."""
-    x, y = _t(input), _t(other)
-    if not floating(x.dtype) or not floating(y.dtype):
-        raise RuntimeError(f"hypot: expected floating point tensors, got {x.dtype} and "
-                           f"{y.dtype}")
+    x, y = promoted("hypot", (input, other), "floating")
     m = ops.stop_gradient(ops.maximum(ops.abs(x), ops.abs(y)))
     inf = ops.logical_or(isinf(x), isinf(y))
     m = ops.where(ops.logical_or(ops.eq(m, 0), isinf(m)), 1.0, m)
@@ -258,7 +255,7 @@ arcsinh, arccosh, arctanh = asinh, acosh, atanh
 def copysign(input, other):  # noqa: A002
     """|input| with the sign bit of other (-0.0 and NaN's included); other gets a zero
     gradient, input's is +-1 (0 where input is 0), as torch's."""
-    x = _floating(input)
+    x, other = promoted("copysign", (input, other), "float")
     o = _arr(other)
     shape = np.broadcast_shapes(tuple(x.shape), np.shape(o))
     mag = ops.abs(x + zero_link(other)) if isinstance(other, Tensor) else ops.abs(x)
@@ -289,14 +286,16 @@ def sinc(input):  # noqa: A002
 def logaddexp(input, other):  # noqa: A002
     """log(exp(x) + exp(y)) = max(x, y) + log1p(exp(-|x - y|)), with maximum's torch
     gradient, so a tie gives each side half."""
-    x, y = _t(input), _t(other)
+    x, y = promoted("logaddexp", (input, other), "floating")
     d = ops.abs(x - y)
     d = ops.where(isnan(d), 0.0, d)        # NOTE: equal infinities: log(2) past them, not NaN
     return maximum(x, y) + ops.log1p(ops.exp(-d))
 
 
+@in_opmath
 def logaddexp2(input, other):  # noqa: A002
-    return logaddexp(_t(input) * _LN2, _t(other) * _LN2) * (1.0 / _LN2)
+    x, y = promoted("logaddexp2", (input, other), "floating")
+    return logaddexp(x * _LN2, y * _LN2) * (1.0 / _LN2)
 
 
 def positive(input):  # noqa: A002

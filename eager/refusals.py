@@ -21,6 +21,10 @@ mean(): could not infer output dtype.
 from __future__ import annotations
 
 import functools
+import inspect
+import warnings
+
+import numpy as np
 
 from .core import Tensor
 
@@ -100,14 +104,113 @@ def _checked(name, fn):
     return checked
 
 
+# The two-operand functions whose operands torch's signatures declare Tensor (no Scalar
+# overload): a Python number there is a TypeError in torch, however the arithmetic would go.
+# Each row names the positions: "input" (torch.maximum(0.5, t) raises) and "other"
+# (t.maximum(0.5) and torch.maximum(t, 0.5) raise). tests/eager/test_binary_matrix.py holds
+# this table against torch.
+_BOTH, _FIRST = ("input", "other"), ("input",)
+TENSOR_ONLY = {
+    **dict.fromkeys(("maximum", "minimum", "fmax", "fmin", "nextafter", "gcd", "lcm",
+                     "logical_and", "logical_or", "logical_xor", "isclose", "ldexp", "atan2",
+                     "arctan2", "hypot", "logaddexp", "logaddexp2"), _BOTH),
+    "heaviside": ("input", "values"),
+    **dict.fromkeys(("fmod", "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal",
+                     "less", "less_equal", "not_equal", "rsub", "copysign", "clamp_min",
+                     "clamp_max"), _FIRST),
+}
+
+
+def _tensor_only(name, fn, positions, method):
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        for k, param in enumerate(positions):
+            v = args[k] if k < len(args) else kwargs.get(param)
+            if k == 0 and method:
+                continue
+            if isinstance(v, (bool, int, float, complex)):
+                raise TypeError(f"{name}(): argument '{param}' (position {k + 1}) must be "
+                                f"Tensor, not {type(v).__name__}")
+        return fn(*args, **kwargs)
+    checked._tensor_only_of = name
+    return checked
+
+
+# The dtypes torch's index arguments take (the in-place forms, name_, alike): the argument,
+# the dtypes, the exception and torch's message ({T}: the index's dtype).
+_INT32_64, _INT64 = ("int32", "int64"), ("int64",)
+_SCATTER = ("index", _INT32_64, RuntimeError, "scatter(): Expected dtype int32/int64 for index")
+INDEX_DTYPES = {
+    "index_select": ("index", _INT32_64, RuntimeError,
+                     "index_select(): Expected dtype int32 or int64 for index"),
+    "gather": ("index", _INT32_64, RuntimeError, "gather(): Expected dtype int32/int64 for index"),
+    "scatter": _SCATTER, "scatter_add": _SCATTER, "scatter_reduce": _SCATTER,
+    "index_add": ("index", _INT32_64, RuntimeError,
+                  "index_add_(): Expected dtype int32/int64 for index but got: {T}"),
+    "index_reduce": ("index", _INT32_64, RuntimeError,
+                     "index_reduce_(): Expected dtype int32/int64 for index but got: {T}"),
+    "index_copy": ("index", _INT64, RuntimeError,
+                   "index_copy_(): Expected a long tensor for index, but got {T}"),
+    "index_fill": ("index", _INT64, IndexError, "index_fill_(): Expected dtype int64 for index."),
+    "take": ("index", _INT64, RuntimeError, "take(): Expected a long tensor for index, but got {T}"),
+    "put": ("index", _INT64, RuntimeError, "put_(): Expected a long tensor for index, but got {T}"),
+    "take_along_dim": ("indices", _INT64, RuntimeError,
+                       "torch.take_along_dim(): dtype of indices should be Long but got {T}"),
+    "one_hot": ("tensor", _INT64, RuntimeError,
+                "one_hot is only applicable to index tensor of type LongTensor."),
+    "embedding": ("input", _INT32_64, RuntimeError,
+                  "Expected tensor for argument #1 'indices' to have one of the following scalar "
+                  "types: Long, Int; but got torch.{t} instead (while checking arguments for "
+                  "embedding)"),
+    "embedding_bag": ("input", _INT32_64, RuntimeError,
+                      "Expected tensor for argument #1 'indices' to have one of the following "
+                      "scalar types: Long, Int; but got torch.{t} instead (while checking "
+                      "arguments for embedding_bag)"),
+}
+
+
+def _index_checked(name, fn, row):
+    param, dtypes, err, message = row
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return fn
+    if param not in sig.parameters:
+        return fn
+
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        try:
+            index = sig.bind_partial(*args, **kwargs).arguments.get(param)
+        except TypeError:
+            index = None   # NOTE: the call's own error follows, from fn
+        dt = getattr(index, "dtype", None)
+        if isinstance(index, Tensor) and str(dt) not in dtypes:
+            raise err(message.format(T=scalar_type(dt), t=str(dt)))
+        return fn(*args, **kwargs)
+    checked._index_of = name
+    return checked
+
+
 def install(*namespaces):
-    """Wrap every name of REFUSED that each namespace (Tensor, the eager module, nn.functional,
-    special) has with its check."""
+    """Wrap every name of REFUSED, TENSOR_ONLY and INDEX_DTYPES (with the in-place forms of
+    its names) that each namespace (Tensor, the eager module, nn.functional, special) has
+    with its check."""
     for ns in namespaces:
+        method = isinstance(ns, type)
+        for base, row in INDEX_DTYPES.items():
+            for name in (base, base + "_"):
+                fn = ns.__dict__.get(name) if method else getattr(ns, name, None)
+                if fn is not None and callable(fn) and getattr(fn, "_index_of", None) != name:
+                    setattr(ns, name, _index_checked(name, fn, row))
         for name in REFUSED:
-            fn = ns.__dict__.get(name) if isinstance(ns, type) else getattr(ns, name, None)
+            fn = ns.__dict__.get(name) if method else getattr(ns, name, None)
             if fn is not None and callable(fn):
                 setattr(ns, name, _checked(name, fn))
+        for name, positions in TENSOR_ONLY.items():
+            fn = ns.__dict__.get(name) if method else getattr(ns, name, None)
+            if fn is not None and callable(fn) and getattr(fn, "_tensor_only_of", None) != name:
+                setattr(ns, name, _tensor_only(name, fn, positions, method))
 
 
 # torch's refusals of a source whose dtype is not self's (the index ops cast nothing)
@@ -132,3 +235,30 @@ def same_dtype_source(name, x, source):
     if isinstance(source, Tensor) and source.dtype != x.dtype:
         raise RuntimeError(_MISMATCH[name].format(x=scalar_type(x.dtype),
                                                   s=scalar_type(source.dtype)))
+
+
+def index_tensors(index, setting=None):
+    """index with its tensors read as torch reads them: int64 and int32 as positions, bool
+    as a mask, uint8 as a mask too (with torch's deprecation warning), any other dtype
+    refused with torch's IndexError. setting: the value of t[index] = value (a uint8 mask
+    with a scalar value raises, as torch's masked_fill_)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    if not any(isinstance(p, Tensor) and p.dtype.kind != "b" and p.dtype not in _POSITIONS
+               for p in parts):
+        return index
+    out = []
+    for p in parts:
+        if isinstance(p, Tensor) and p.dtype == np.uint8:
+            if setting is not None and not (isinstance(setting, Tensor) and setting.ndim):
+                raise RuntimeError("masked_fill_ only supports boolean masks, but got mask "
+                                   "with dtype unsigned char")
+            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a "
+                          "dtype torch.bool instead.", UserWarning, stacklevel=4)
+            p = p != 0
+        elif isinstance(p, Tensor) and p.dtype.kind != "b" and p.dtype not in _POSITIONS:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        out.append(p)
+    return tuple(out) if isinstance(index, tuple) else out[0]
+
+
+_POSITIONS = (np.dtype(np.int64), np.dtype(np.int32))

@@ -19,7 +19,7 @@ from dualgrad import ops
 from dualgrad.ops.rules import finfo, floating, norm_axis
 
 from .core import Tensor
-from .refusals import same_dtype_source
+from .refusals import index_tensors, same_dtype_source
 from .functions import (_arr, _no_grad_tensor, _scatter_index, _scatter_prep, _t, diag,
                         floor_divide, meshgrid, scatter_add)
 
@@ -441,6 +441,7 @@ def index_put(input, indices, values, accumulate=False):  # noqa: A002
     """input with values written (or added, accumulate=True) at input[indices]."""
     x, v = _t(input), _t(values)
     same_dtype_source("index_put", x, values)
+    indices = index_tensors(tuple(indices), values)
     pos = np.arange(x.numel()).reshape(tuple(x.shape))[tuple(_arr(i) for i in indices)]
     if tuple(v.shape) != pos.shape:
         v = ops.broadcast_to(v, shape=pos.shape)

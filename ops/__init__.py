@@ -16,7 +16,7 @@ from .core import (ELEMENTWISE, FLOATING, REDUCTION, REGISTRY, DtypeError, Kerne
 from .elementwise import (abs, add, atan2, cast, ceil, copy, cos, div, eq, erf, erfinv, exp, expm1,
                           floor,
                           floordiv, floormod, ge, gt, le, log, log1p, lt, round,
-                          maximum, minimum, mul, ne, neg, pow, relu, sigmoid, sign, sin,
+                          maximum, minimum, mul, ne, neg, pow, relu, sigmoid, sign, sin, truncatemod,
                           scale_grad, small_int_power, softplus, sqrt, stop_gradient, sub, tanh,
                           unbroadcast, where)
 from .shape import (broadcast_like, broadcast_to, concat, concat_part, expand_dims, matrix_transpose,

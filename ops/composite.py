@@ -11,7 +11,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from .rules import floating, ints_fit
+from .rules import floating
 
 from .core import (Sample, ShapeError, fmt_shape, located, spec_of, user_frame, user_stacklevel,
                    where_str)
@@ -20,7 +20,7 @@ from .nn import matmul, matmul_nt, rand_like, unfold
 from .reduce import count, max as max_, static_count, sum as sum_
 from .symbolic import fixing
 from .rules import (broadcast, dims_match, norm_axes, norm_axis, quiet_broadcast,
-                    torch_opmath_dtype)
+                    torch_int_scalar, torch_opmath_dtype)
 from .shape import (concat, expand_dims, pad, reshape, reverse, slice_, squeeze, take,
                     zeros_like)
 
@@ -275,15 +275,11 @@ def rsqrt(x):
            ref=lambda np, x, min=None, max=None: np.clip(x, min, max))
 def clamp(x, min=None, max=None):  # noqa: A002 - torch's names
     """max(x, min) then min(., max), either bound optional (torch.clamp, tf.clip_by_value).
-    A Python int bound outside x's integer dtype is refused (torch raises for it too), never
-    wrapped around as arithmetic's operands are (rules.as_operand)."""
+    A Python int bound is read into x's integer dtype as torch reads it
+    (rules.torch_int_scalar: uint8's -2 is 254, 300 is refused)."""
     from .elementwise import maximum, minimum
     dt = np.dtype(getattr(x, "dtype", np.float64))
-    for b in (min, max):
-        if dt.kind in "iu" and type(b) is int and not ints_fit((b,), dt):
-            raise RuntimeError(f"clamp: the bound {b} cannot be converted to {dt} without "
-                               f"overflow (torch's error too); cast the tensor to a wider "
-                               f"dtype first")
+    min, max = torch_int_scalar(min, dt), torch_int_scalar(max, dt)  # noqa: A001
     if min is not None:
         x = maximum(x, min)
     if max is not None:

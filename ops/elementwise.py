@@ -407,7 +407,8 @@ def _pow_kernel(x, y):
         raise TypeError("pow: not implemented for bool inputs (as torch's)")
     if k is None and np.ndim(y) == 0 and yk in "iu" and xk in "biu" and y < 0:
         # NOTE: as torch, also for an empty x (NumPy checks element by element); the integer
-        # read before any cast (uint8 ** -2 is not uint8 ** 254)
+        # read before any cast (uint8 ** -2 is not uint8 ** 254). A graph holds a Python
+        # exponent as a 0-d constant, so a 0-d tensor exponent is refused too (torch computes)
         raise ValueError("Integers to negative integer powers are not allowed.")
     if k is None and np.ndim(y) > 0 and np.result_type(x, y).kind in "iu" and \
             np.asarray(y).dtype.kind == "i" and (np.asarray(y) < 0).any():
@@ -465,16 +466,15 @@ def _minimum_vjp(g, x, y, **kw):
 
 
 def _scalar_in_opmath(ufunc):
-    """ufunc reading a Python number beside a float16 / bfloat16 array in float32 and rounding
-    the result once, as torch's mul and div do (`Op.scalar_opmath`)."""
-    def kernel(x, y):
+    """ufunc reading a Python number second operand beside a float16 / bfloat16 array in
+    float32 and rounding the result once, as torch's mul and div do (`Op.scalar_opmath`,
+    rules.torch_scalar_opmath; a 0-d tensor operand is cast by the engine)."""
+    def kernel(x, y, **kw):
         # NOTE: on eager's dispatch path: two type tests for an array operand pair
-        tx, ty = type(x), type(y)
-        if (ty is float or ty is int) and tx is np.ndarray and x.dtype in HALF:
-            return ufunc(x.astype(np.float32), y).astype(x.dtype)
-        if (tx is float or tx is int) and ty is np.ndarray and y.dtype in HALF:
-            return ufunc(x, y.astype(np.float32)).astype(y.dtype)
-        return ufunc(x, y)
+        ty = type(y)
+        if (ty is float or ty is int) and type(x) is np.ndarray and x.dtype in HALF:
+            return ufunc(x.astype(np.float32), y, **kw).astype(x.dtype)
+        return ufunc(x, y, **kw)
     kernel.__name__ = ufunc.__name__
     return kernel
 
@@ -644,14 +644,32 @@ def _floormod_kernel(x, y):
 
 def _floormod_vjp(g, x, y, needs=(True, True), **kw):
     return (unbroadcast(g, x) if needs[0] else None,
-            unbroadcast(-(g * floordiv(x, y)), y) if needs[1] and is_value(y) else None)
+            unbroadcast(-(g * floordiv(x, y, exact=True)), y) if needs[1] and is_value(y)
+            else None)
+
+
+def _truncatemod_kernel(x, y):
+    _int_divisor("truncatemod", x, y)
+    with np.errstate(invalid="ignore"):
+        return np.fmod(x, y)   # NOTE: C's fmod: exact, the dividend's sign
+
+
+def _truncatemod_vjp(g, x, y, needs=(True, True), **kw):
+    return (unbroadcast(g, x) if needs[0] else None,
+            unbroadcast(-(g * _toward_zero(div(x, y))), y) if needs[1] and is_value(y)
+            else None)
+
+
+def _toward_zero(q):
+    return where(ge(q, 0), FLOOR.fn(q), CEIL.fn(q))
 
 
 _DIV_SAMPLES = tuple(Sample(s.args, domain=(-3.0, -0.3) if k % 2 else (0.3, 3.0), match=s.match)
                      for k, s in enumerate(_BINARY_SAMPLES))
-FLOORDIV = register("floordiv", _divmod_infer("floordiv"), _floordiv_kernel,
+FLOORDIV = register("floordiv", _divmod_infer("floordiv"), _scalar_in_opmath(_floordiv_kernel),
                     lambda g, x, y, **kw: (unbroadcast(g * 0.0, x), unbroadcast(g * 0.0, y)),
-                    category="other", promote="common", samples=_DIV_SAMPLES + tuple(
+                    category="other", promote="common", scalar_opmath=True,
+                    samples=_DIV_SAMPLES + tuple(
                         Sample(s.args, {"exact": True}, domain=s.domain)
                         for s in _DIV_SAMPLES[:2]),
                     ref=lambda np, x, y, exact=False: np.floor_divide(x, y) if exact
@@ -660,10 +678,17 @@ FLOORMOD = register("floormod", _divmod_infer("floormod"), _floormod_kernel, _fl
                     category="other", promote="common", samples=_DIV_SAMPLES,
                     ref=lambda np, x, y: x - np.floor(x / y) * y, tf="FloorMod")
 
+# NOTE: torch.fmod, TF's TruncateMod and ONNX's Mod(fmod=1): the remainder of the quotient
+# truncated toward zero, computed exactly (x - trunc(x / y) * y rounds twice)
+TRUNCATEMOD = register("truncatemod", _divmod_infer("truncatemod"), _truncatemod_kernel,
+                       _truncatemod_vjp, category="other", promote="common", samples=_DIV_SAMPLES,
+                       ref=lambda np, x, y: np.fmod(x, y), tf="TruncateMod")
+
 # public functions: ops.add(x, y), ops.exp(x), …
 neg, exp, log, sqrt, tanh, sigmoid, relu, abs, sign, erf = (  # noqa: A001 - op names
     NEG.fn, EXP.fn, LOG.fn, SQRT.fn, TANH.fn, SIGMOID.fn, RELU.fn, ABS.fn, SIGN.fn, ERF.fn)
 log1p, expm1, floordiv, floormod = LOG1P.fn, EXPM1.fn, FLOORDIV.fn, FLOORMOD.fn
+truncatemod = TRUNCATEMOD.fn
 sin, cos, softplus, erfinv, atan2 = SIN.fn, COS.fn, SOFTPLUS.fn, ERFINV.fn, ATAN2.fn
 sigmoid_grad, tanh_grad = SIGMOID_GRAD.fn, TANH_GRAD.fn
 add, sub, mul, div, pow, maximum, minimum, where = (  # noqa: A001

@@ -348,6 +348,21 @@ def torch_scalar_argument(value, operands, name=None, default_float=np.dtype(np.
     return bool(value) if dt.kind == "b" else int(value)
 
 
+def torch_int_scalar(value, dtype):
+    """A Python int Scalar argument (clamp's bounds) read into an integer dtype as torch's
+    c10 checks it: inside the signed range, or for an unsigned dtype within -max..max, a
+    negative value wrapping around (clamp(uint8, min=-2) is min=254); else torch's error."""
+    dt = np.dtype(dtype)
+    if dt.kind not in "iu" or type(value) is not int:
+        return value
+    info = np.iinfo(dt)
+    low = info.min if dt.kind == "i" else -int(info.max)
+    if not low <= value <= info.max:
+        raise RuntimeError(f"value cannot be converted to type {_C_TYPES[dt.name]} without "
+                           f"overflow")
+    return value if value >= 0 else int(np.asarray(value).astype(dt))
+
+
 _C_TYPES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
             "int64": "int64_t"}
 
@@ -407,19 +422,28 @@ def torch_needs_cast(op, operands, default_float=np.dtype(np.float32)):
 
 
 def torch_scalar_opmath(op, operands):
-    """float32 when `op` reads a Python number operand in float32 (`Op.scalar_opmath`: torch's
-    mul and div take a scalar's own value in their opmath dtype) beside a float16 or bfloat16
-    tensor, else None; the result is that tensor's dtype, rounded once: `t * 6.2832` of a
-    float16 t is float16(float32(t) * 6.2832f), not float16(t * float16(6.2832)).
-    operands: arrays, Specs, engine tensors or numbers."""
+    """float32 when torch's CPU kernel computes `op(a, b)` in float32 with the scalar b read
+    at its own value, else None: `op` declares it (`Op.scalar_opmath`: mul, and division
+    true, floor and trunc), the result is float16 or bfloat16, and b, the SECOND operand, is
+    a Python number or a 0-d tensor of any dtype. The result is rounded to the half dtype
+    once: `t * 6.2832` of a float16 t is float16(float32(t) * 6.2832f), not
+    float16(t * float16(6.2832)), and `t * torch.tensor(0.7)` reads 0.7f. A scalar FIRST
+    operand (`torch.mul(0.7, t)`, `torch.tensor(0.7) * t`) is rounded to the half dtype, as
+    every other op rounds its scalars (`0.7 * t` is `t.mul(0.7)`: second). operands: arrays,
+    Specs, engine tensors or numbers."""
     if not op.scalar_opmath or len(operands) != 2:
         return None
     a, b = operands
-    t = a if type(b) in (int, float) else b if type(a) in (int, float) else None
-    if t is None or type(t) in (int, float, bool):
+    tb = type(b)
+    if tb is float or tb is int:   # NOTE: the common case, without the promotion walk
+        return _FLOAT32 if type(a) not in (int, float, bool) and _operand(a)[0] in HALF \
+            else None
+    if isinstance(b, (bool, int, float, complex)):
         return None
-    dt = _operand(t)[0]
-    return _FLOAT32 if dt in HALF else None
+    dt, nd, weak = _operand(b)
+    if nd or weak is not None:
+        return None
+    return _FLOAT32 if torch_result_dtype(operands) in HALF else None
 
 
 def as_operand(x, want):

@@ -12,6 +12,7 @@ from dualgrad import ops
 from dualgrad.ops.core import TRACING
 from dualgrad.ops.updates import running_average
 from . import half_conv
+from ..refusals import scalar_type
 
 
 def _inplace(x, inplace, name, fn, *args):
@@ -518,6 +519,33 @@ def one_hot(tensor, num_classes=-1):
     return ops.one_hot(tensor, num_classes, dtype="int64")
 
 
+# -- the dtypes torch's losses take for a target ------------------------------------------------
+def _dt(x):
+    # NOTE: the dtype only (a compile() tracer has no values to read)
+    return np.dtype(x.dtype) if hasattr(x, "dtype") else np.asarray(x).dtype
+
+
+def _class_indices(target):
+    """torch's nll_loss and cross_entropy take class indices of int64 or uint8 only."""
+    dt = _dt(target)
+    if dt.kind in "biu" and dt not in (np.dtype(np.int64), np.dtype(np.uint8)):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                           f"{scalar_type(dt)}")
+
+
+def _same_dtype_target(input, target):  # noqa: A002
+    """binary_cross_entropy: a target of the input's dtype only."""
+    if _dt(target) != _dt(input):
+        raise RuntimeError(f"Found dtype {scalar_type(_dt(target))} but expected "
+                           f"{scalar_type(_dt(input))}")
+
+
+def _in_input_dtype(loss, input):  # noqa: A002
+    """huber_loss and soft_margin_loss write their result in the input's dtype (computed in
+    the promoted one), as torch's kernels do."""
+    return loss if loss.dtype == _dt(input) else ops.cast(loss, _dt(input))
+
+
 @keeps_fp32
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,  # noqa: A002
                   reduce=None, reduction="mean", label_smoothing=0.0):
@@ -525,6 +553,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     (N, ...) or class probabilities shaped like the logits; weight, ignore_index and
     label_smoothing as torch."""
     _no_legacy("cross_entropy", size_average, reduce)
+    _class_indices(target)
     return ops.cross_entropy(input, target, reduction=reduction, weight=weight,
                              ignore_index=ignore_index, label_smoothing=label_smoothing,
                              axis=min(1, input.ndim - 1))
@@ -577,16 +606,28 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 @keeps_fp32
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa: A002
     if weight is None:
-        return ops.huber_loss(input, target, reduction=reduction, delta=delta)
-    return _weighted("huber_loss", ops.huber_loss(input, target, reduction="none",
-                                                  delta=delta), weight, reduction, by_weight=False)
+        return _in_input_dtype(ops.huber_loss(input, target, reduction=reduction, delta=delta),
+                               input)
+    return _in_input_dtype(_weighted("huber_loss", ops.huber_loss(
+        input, target, reduction="none", delta=delta), weight, reduction, by_weight=False), input)
 
 
 @keeps_fp32
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
            log_target=False):
     _no_legacy("kl_div", size_average, reduce)
-    return ops.kl_div(input, target, reduction=reduction, log_target=log_target)
+    if _dt(input).kind in "biu" or _dt(target).kind in "biu":
+        raise RuntimeError("kl_div: Integral inputs not supported.")
+    if _dt(input) == _dt(target):
+        return ops.kl_div(input, target, reduction=reduction, log_target=log_target)
+    # NOTE: torch's xlogy(target, target) - target * input: the first term rounded to a half
+    # target's own dtype before the promoted subtraction
+    from ..pointwise import xlogy
+    loss = ops.exp(target) * (target - input) if log_target else \
+        xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        return ops.sum(loss) / (input.shape[0] if input.ndim else 1)
+    return _reduce(loss, reduction)
 
 
 @keeps_fp32
@@ -595,6 +636,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,  
     """Negative log-likelihood: minus input at each target class (classes in dim 1), with
     torch's weight and ignore_index; input need not be normalised log-probabilities."""
     _no_legacy("nll_loss", size_average, reduce)
+    _class_indices(target)
     return ops.nll_loss(input, target, reduction=reduction, weight=weight,
                         ignore_index=ignore_index)
 
@@ -646,19 +688,31 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     """BCE on logits; weight rescales each element's loss, pos_weight the positive term
     (broadcast along the last dim, as torch)."""
     _no_legacy("binary_cross_entropy_with_logits", size_average, reduce)
+    # NOTE: torch computes (1 - target).mul_(input)...: the result has the target's dtype,
+    # which an integer or bool target cannot hold
+    t_dt = _dt(target)
+    if t_dt.kind == "b":
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if t_dt.kind in "iu":
+        raise RuntimeError(f"result type {scalar_type(_dt(input))} can't be cast to the "
+                           f"desired output type {scalar_type(t_dt)}")
     if weight is None and pos_weight is None:
-        return ops.binary_cross_entropy_with_logits(input, target, reduction=reduction)
+        loss = ops.binary_cross_entropy_with_logits(input, target, reduction=reduction)
+        return loss if loss.dtype == t_dt else ops.cast(loss, t_dt)
     if pos_weight is None:
         loss = ops.binary_cross_entropy_with_logits(input, target, reduction="none")
     else:   # (1 - t) x + (1 + (pw - 1) t) softplus(-x), torch's stable form
         loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * ops.softplus(-input)
-    return _reduce(loss if weight is None else loss * weight, reduction)
+    loss = _reduce(loss if weight is None else loss * weight, reduction)
+    return loss if loss.dtype == t_dt else ops.cast(loss, t_dt)
 
 
 @keeps_fp32
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
                          reduction="mean"):
     _no_legacy("binary_cross_entropy", size_average, reduce)
+    _same_dtype_target(input, target)
     if weight is None:
         return ops.binary_cross_entropy(input, target, reduction=reduction)
     loss = ops.binary_cross_entropy(input, target, reduction="none")

@@ -17,11 +17,12 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops.composite import in_opmath
-from dualgrad.ops.rules import torch_opmath_dtype
+from dualgrad.ops.rules import HALF, SUB_BOOL, torch_opmath_dtype
 
 from ..amp import keeps_fp32
 from ..functions import _arr, _t
-from .core_functional import (_channel_dropout, _inplace, _no_legacy, _reduce, cross_entropy,
+from ..refusals import scalar_type
+from .core_functional import (_channel_dropout, _in_input_dtype, _inplace, _no_legacy, _reduce, cross_entropy,
                               freq_scale, interpolate, linear, renorm_rows)
 
 
@@ -99,7 +100,8 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A00
 def soft_margin_loss(input, target, size_average=None, reduce=None,  # noqa: A002
                      reduction="mean"):
     _no_legacy("soft_margin_loss", size_average, reduce)
-    return _reduce(ops.log1p(ops.exp(-_t(target) * input)), reduction)   # NOTE: torch's form
+    # NOTE: torch's form, -input * target (a uint8 target is not negated), in input's dtype
+    return _in_input_dtype(_reduce(ops.log1p(ops.exp(-_t(input) * target)), reduction), input)
 
 
 @keeps_fp32
@@ -115,6 +117,15 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None,  
                                 reduce=None, reduction="mean"):
     _no_legacy("multilabel_soft_margin_loss", size_average, reduce)
     x, t = _t(input), _t(target)
+    if t.dtype == np.bool_:   # NOTE: torch's 1 - target
+        raise RuntimeError(SUB_BOOL)
+    if x.dtype != t.dtype:
+        # NOTE: torch's -(t * logsigmoid(x) + (1 - t) * logsigmoid(-x)): the log-sigmoids in
+        # x's own dtype, then promoted
+        loss = -(t * ops.logsigmoid(x) + (1 - t) * ops.logsigmoid(-x))
+        if weight is not None:
+            loss = loss * weight
+        return _reduce(ops.sum(loss, axis=-1) / x.shape[-1], reduction)
     if x.dtype == np.float16:   # NOTE: torch computes half in float32, rounding once
         return ops.cast(multilabel_soft_margin_loss(
             ops.cast(x, np.float32), ops.cast(t, np.float32),
@@ -126,6 +137,15 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None,  
     return _reduce(ops.mean(loss, axis=-1), reduction)
 
 
+def _long_targets(kernel, input, target):  # noqa: A002
+    """The margin losses: no half kernel in torch, and int64 targets only."""
+    x_dt, t_dt = _t(input).dtype, _t(target).dtype
+    if x_dt in HALF:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{scalar_type(x_dt)}'")
+    if t_dt != np.int64:
+        raise RuntimeError(f"expected scalar type Long but found {scalar_type(t_dt)}")
+
+
 @keeps_fp32
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,  # noqa: A002
                       reduce=None, reduction="mean"):
@@ -133,6 +153,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     _no_legacy("multi_margin_loss", size_average, reduce)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
+    _long_targets("multi_margin_loss_cpu_kernel", input, target)
     x = _t(input)
     x2 = x if x.ndim == 2 else ops.reshape(x, (1, -1))
     y = np.asarray(_arr(target)).reshape(-1).astype(np.int64)
@@ -154,6 +175,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None,  # noq
     """For each target class j (the labels before the first -1) and each non-target class i:
     max(0, 1 - (x[j] - x[i])), summed and divided by the class count."""
     _no_legacy("multilabel_margin_loss", size_average, reduce)
+    _long_targets("multilabel_margin_loss_forward_out_frame", input, target)
     x = _t(input)
     x2 = x if x.ndim == 2 else ops.reshape(x, (1, -1))
     t = np.asarray(_arr(target)).reshape(x2.shape).astype(np.int64)

@@ -81,14 +81,11 @@ def _mod(floats_floor):
 
 
 def _mod_of(r, node, a, b, at, floats_floor):
-    m = ops.floormod(a, b)
-    if not at.get("fmod", 0):
-        if np.dtype(a.dtype).kind == "f" and not floats_floor:
-            r.fail(node, "Mod with fmod=0 on floating inputs is invalid before version 28")
-        return m
-    zero = scalar(m, 0)
-    other = ops.logical_and(ops.ne(m, zero), ops.ne(ops.lt(m, zero), ops.lt(a, zero)))
-    return ops.where(other, m - b, m)
+    if at.get("fmod", 0):
+        return ops.truncatemod(a, b)
+    if np.dtype(a.dtype).kind == "f" and not floats_floor:
+        r.fail(node, "Mod with fmod=0 on floating inputs is invalid before version 28")
+    return ops.floormod(a, b)
 
 
 def _pow(r, node, ins, at):

@@ -114,6 +114,11 @@ def _matmul(w, n, ins):
     return _conv(w, n, ins) if _is_conv(n) else _direct(w, n, ins)
 
 
+def _truncatemod(w, n, ins):
+    """ONNX's Mod with fmod=1: C's fmod, the dividend's sign (torch.fmod, TF's TruncateMod)."""
+    return w.emit("Mod", _in_dtype(w, n, ins, n.outputs[0].dtype), fmod=1)
+
+
 def _compare(w, n, ins):
     args = _in_dtype(w, n, ins, _common(n))
     if n.type == "ne":
@@ -422,7 +427,8 @@ RULES = {"matmul": _matmul, **{k: _compare for k in ("eq", "ne", "lt", "le", "gt
          "argsort": _argsort, "gather": _gather,
          "zeros_like": _fill(0), "ones_like": _fill(1), "one_hot": _one_hot, "unfold": _unfold,
          "max_pool": _max_pool,
-         "softmax_cross_entropy": _softmax_cross_entropy, "cascade_sum": _cascade_sum}
+         "softmax_cross_entropy": _softmax_cross_entropy, "cascade_sum": _cascade_sum,
+         "truncatemod": _truncatemod}
 
 
 # -- the model ----------------------------------------------------------------------------------

@@ -242,22 +242,17 @@ def test_a_method_with_a_number_or_dtype_argument_is_torchs(name):
     assert not bad, "\n".join(bad)
 
 
-LOSS_TARGETS = {
-    "mse_loss": DTYPES, "l1_loss": DTYPES, "smooth_l1_loss": DTYPES,
-    # NOTE: two differences left (issue 29's closing note): huber_loss with a float64 target
-    # is float64 where torch's is the input's float32; binary_cross_entropy_with_logits takes
-    # integer targets torch refuses and gives float32 for a float16 target (torch float16)
-    "huber_loss": ["bool", "float32"], "binary_cross_entropy_with_logits": ["bool", "float32"],
-}
+LOSS_TARGETS = ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+                "binary_cross_entropy_with_logits"]   # NOTE: every loss: test_loss_matrix.py
 
 
-@pytest.mark.parametrize("loss", list(LOSS_TARGETS))
+@pytest.mark.parametrize("loss", LOSS_TARGETS)
 def test_a_loss_with_a_target_of_another_dtype_is_torchs(loss):
     """A bool (or integer, or other float) target beside a float32 input: torch's mse_loss
     reads a bool target as the input's dtype (eager's refusal of a bool in a subtraction
     must not reach inside the loss)."""
     bad = []
-    for dtype in LOSS_TARGETS[loss]:
+    for dtype in DTYPES:
         def fn(L, d=dtype):
             f = getattr(L.nn.functional, loss)
             return f(L.tensor([0.5, 1.0, -2.0]), _tensor(L, d))
@@ -285,3 +280,49 @@ def test_the_refusal_tables_example_runs():
 
     from dualgrad.eager import refusals
     assert doctest.testmod(refusals).failed == 0
+
+
+def _x(L):
+    return L.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]])
+
+
+INDEX_ARGS = {
+    "index_select": lambda L, i: L.index_select(_x(L), 0, i),
+    "Tensor.index_select": lambda L, i: _x(L).index_select(0, i),
+    "gather": lambda L, i: L.gather(_x(L), 1, i.reshape(3, 1)),
+    "scatter": lambda L, i: _x(L).scatter(1, i.reshape(3, 1), L.ones(3, 1)),
+    "scatter_": lambda L, i: _x(L).scatter_(1, i.reshape(3, 1), L.ones(3, 1)),
+    "scatter_add": lambda L, i: _x(L).scatter_add(1, i.reshape(3, 1), L.ones(3, 1)),
+    "scatter_reduce": lambda L, i: _x(L).scatter_reduce(1, i.reshape(3, 1), L.ones(3, 1), "sum"),
+    "index_add": lambda L, i: _x(L).index_add(0, i, L.ones(3, 3)),
+    "index_add_": lambda L, i: _x(L).index_add_(0, i, L.ones(3, 3)),
+    "index_copy": lambda L, i: _x(L).index_copy(0, i, L.ones(3, 3)),
+    "index_fill": lambda L, i: _x(L).index_fill(0, i, -1.0),
+    "index_reduce": lambda L, i: _x(L).index_reduce(0, i, L.ones(3, 3), "prod"),
+    "take": lambda L, i: L.take(_x(L), i),
+    "put": lambda L, i: _x(L).put(i, L.ones(3)),
+    "take_along_dim": lambda L, i: L.take_along_dim(_x(L), i.reshape(3, 1), 1),
+    "x[i]": lambda L, i: _x(L)[i],
+    "x[i, i]": lambda L, i: _x(L)[i, i],
+    "x[i] = 0": lambda L, i: (_x(L).__setitem__(i, 0.0), 0)[1],
+    "x[i] = rows": lambda L, i: (_x(L).__setitem__(i, L.zeros(3) + 7), 0)[1],
+    "index_put": lambda L, i: _x(L).index_put((i,), L.tensor(0.0)),
+    "embedding": lambda L, i: L.nn.functional.embedding(i, _x(L)),
+    "one_hot": lambda L, i: L.nn.functional.one_hot(i, 3),
+}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")   # NOTE: torch's uint8 mask deprecation
+@pytest.mark.parametrize("name", list(INDEX_ARGS))
+def test_an_index_argument_of_each_dtype_is_taken_or_refused_as_torch(name):
+    """int64 (and int32 where torch takes it) as positions, bool as a mask, uint8 as a mask
+    in t[i] (torch's deprecated byte mask: it selects rows, it does not index them), every
+    other dtype refused with torch's error."""
+    bad = []
+    for dtype in ["bool", "uint8", "int8", "int16", "int32", "int64", "float32"]:
+        def fn(L, d=dtype):
+            i = L.tensor([True, False, True] if d == "bool" else [0, 2, 1],
+                         dtype=getattr(L, d))
+            return INDEX_ARGS[name](L, i)
+        bad += _against_torch(f"{name} with a {dtype} index", fn)
+    assert not bad, "\n".join(bad)
