@@ -16,6 +16,15 @@ Every entry is either
 docs/pytorch-compat.md shows that one table, generated from it (`test_doc_shows_the_table`;
 regenerate with `python -m tests.eager.opdb_summary --write-doc`).
 
+dualgrad may be more accurate than torch, never less (tests/eager/opdb_accuracy.py, the
+"precise" comparison torch's own test_ops applies to its Python references): values that
+differ from torch's beyond the tolerance still agree when every element is at least as close
+as torch's to a higher-precision reference, up to the dtype's tolerance. The reference is
+torch's own result on the sample with its float16, bfloat16 and float32 inputs upcast to
+float64; for the few entries opdb_accuracy.MPMATH_REFERENCES names (Bessel functions, whose
+float64 torch has nothing more precise for), mpmath's function at 40 digits. The rule judges
+values only: a shape, a dtype or a gradient that differs still fails.
+
 Cap (CI budget): the first EAGER_CAP samples of each entry per dtype in eager, the first
 COMPILE_CAP under compile() (each compiled sample is a trace and a graph optimisation, ten
 times an eager call). op_db puts its simplest samples first (a scalar, a small matrix), and
