@@ -169,8 +169,13 @@ INDEX_DTYPES = {
 }
 
 
+# NOTE: torch's gather and scatter check an index's dtype only when it has elements
+_EMPTY_UNCHECKED = ("gather", "scatter", "scatter_add", "scatter_reduce")
+
+
 def _index_checked(name, fn, row):
     param, dtypes, err, message = row
+    base = name.rstrip("_")
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -185,7 +190,8 @@ def _index_checked(name, fn, row):
         except TypeError:
             index = None   # NOTE: the call's own error follows, from fn
         dt = getattr(index, "dtype", None)
-        if isinstance(index, Tensor) and str(dt) not in dtypes:
+        if isinstance(index, Tensor) and str(dt) not in dtypes and \
+                (index.numel() or base not in _EMPTY_UNCHECKED):
             raise err(message.format(T=scalar_type(dt), t=str(dt)))
         return fn(*args, **kwargs)
     checked._index_of = name

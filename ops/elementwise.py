@@ -404,7 +404,7 @@ def _pow_kernel(x, y):
     xk, yk = np.asarray(x).dtype.kind, np.asarray(y).dtype.kind
     if xk == "b" and yk == "b" and type(y) is np.ndarray:
         # NOTE: a bool tensor ** True is a bool, as torch's; a bool tensor exponent is refused
-        raise TypeError("pow: not implemented for bool inputs (as torch's)")
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")   # NOTE: torch's words
     if k is None and np.ndim(y) == 0 and yk in "iu" and xk in "biu" and y < 0:
         # NOTE: as torch, also for an empty x (NumPy checks element by element); the integer
         # read before any cast (uint8 ** -2 is not uint8 ** 254). A graph holds a Python

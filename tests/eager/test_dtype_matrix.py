@@ -325,4 +325,11 @@ def test_an_index_argument_of_each_dtype_is_taken_or_refused_as_torch(name):
                          dtype=getattr(L, d))
             return INDEX_ARGS[name](L, i)
         bad += _against_torch(f"{name} with a {dtype} index", fn)
+    if name in ("gather", "scatter", "take"):   # NOTE: an empty index: torch's gather and
+        for dtype in ["uint8", "int16", "float32"]:   # scatter do not check its dtype
+            def empty(L, d=dtype):
+                i = L.zeros(0, 3, dtype=getattr(L, d))
+                return L.gather(_x(L), 0, i) if name == "gather" else \
+                    _x(L).scatter(0, i, _x(L)[:0]) if name == "scatter" else L.take(_x(L), i)
+            bad += _against_torch(f"{name} with an empty {dtype} index", empty)
     assert not bad, "\n".join(bad)
