@@ -124,7 +124,7 @@ def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
     if torch_result_dtype(operands).kind == "b":
         raise NotImplementedError("\"addcmul_cpu_out\" not implemented for 'Bool'")
     value = torch_scalar_argument(value, operands)
-    return input + _scaled(tensor1 * tensor2, value)
+    return input + _scaled(tensor1, value) * tensor2   # NOTE: torch's order: (value * t1) * t2
 
 
 @in_opmath
@@ -464,7 +464,10 @@ def scaled_by_alpha(x, alpha, other):
     """alpha * x for torch.add / sub (and their in-place forms) beside `other`."""
     if type(alpha) is int and alpha == 1:
         return x
-    return x * torch_scalar_argument(alpha, _arrays(x, other), "alpha")
+    alpha = torch_scalar_argument(alpha, _arrays(x, other), "alpha")
+    if type(x) is bool and type(alpha) is bool:   # NOTE: True * True is the int 1 in Python
+        return x and alpha
+    return x * alpha
 
 
 def mul(input, other):  # noqa: A002
@@ -554,15 +557,52 @@ def clamp_max(input, max):  # noqa: A002
     return ops.clamp(input, max=max)
 
 
-def _no_bool_clamp(name, x, bound):
-    """torch's Scalar overload refuses a bool result (a tensor bound does not)."""
-    if isinstance(bound, (bool, int, float)) and torch_result_dtype(_arrays(x, bound)).kind == "b":
-        raise NotImplementedError(f"\"{name}_scalar_cpu\" not implemented for 'Bool'")
+def _no_bool_clamp(name, x, *bounds):
+    """torch's clamp, clamp_min and clamp_max refuse a bool result: "{name}_scalar_cpu" for
+    number bounds, "{name}_cpu" for tensor ones (clamp_min/max of tensors compute)."""
+    bounds = [b for b in bounds if b is not None]
+    scalar = all(isinstance(b, (bool, int, float)) for b in bounds)
+    if bounds and (scalar or name == "clamp" and len(bounds) == 2) and \
+            torch_result_dtype(_arrays(x, *bounds)).kind == "b":
+        kernel = f"{name}_scalar_cpu" if scalar else f"{name}_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+
+
+def lerp(input, end, weight):  # noqa: A002
+    """torch's lerp: a floating result only (integers raise its error), and its two forms,
+    exact at either end: input + w (end - input) for |w| < 0.5, end - (end - input)(1 - w)
+    from there on, computed in float32 for float16 and bfloat16 and rounded once."""
+    for name, other in (("end", end), ("weight", weight)):
+        if isinstance(other, Tensor) and other.dtype != _t(input).dtype and \
+                (name == "end" or other.ndim):   # NOTE: a 0-d weight promotes instead
+            raise RuntimeError(f"expected dtype {_C_NAMES.get(str(_t(input).dtype))} for "
+                               f"`{name}` but got dtype {_C_NAMES.get(str(other.dtype))}")
+    # NOTE: a Python number weight does not take part in the dtype (lerp(uint8, uint8, 0.5)
+    # raises), a 0-d tensor one does (lerp(int64, int64, tensor(0.5)) is float32)
+    tensors = (input, end, weight) if isinstance(weight, Tensor) else (input, end)
+    want = torch_result_dtype(_arrays(*tensors), DEFAULT_FLOAT[0])
+    if not floating(want):
+        kind = "tensor" if isinstance(weight, Tensor) else "scalar"
+        raise NotImplementedError(f"\"lerp_kernel_{kind}\" not implemented for "
+                                  f"'{scalar_type(want)}'")
+    x, e = (t if t.dtype == want else ops.cast(t, want) for t in (_t(input), _t(end)))
+    if isinstance(weight, Tensor) and weight.dtype != want:
+        weight = ops.cast(weight, want)
+    return _lerp(x, e, weight)
+
+
+# NOTE: the C++ type names torch's dtype checks print
+_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+            "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
+            "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
 
 
 @in_opmath
-def lerp(input, end, weight):  # noqa: A002
-    return input + weight * (end - input)
+def _lerp(x, e, w):
+    d = e - x
+    if not isinstance(w, Tensor):
+        return x + w * d if abs(w) < 0.5 else e - d * (1 - w)
+    return ops.where(ops.lt(ops.abs(w), 0.5), x + w * d, e - d * (1 - w))
 
 
 def _as_bool(x):

@@ -27,12 +27,12 @@ import numpy as np
 from dualgrad import ops
 from dualgrad.ops.core import TRACING, user_frame, where_str
 from dualgrad.ops.index import staged
-from dualgrad.ops.rules import torch_can_cast
+from dualgrad.ops.rules import torch_can_cast, torch_int_scalar
 
 from . import core as _core
 from .amp import AUTOCAST as _AUTOCAST, not_autocast
 from .core import CLOCK, Entry, entry
-from .functions import addcdiv, addcmul, scaled_by_alpha
+from .functions import addcdiv, addcmul, lerp, scaled_by_alpha
 from .generator import drawn
 from .refusals import index_tensors
 
@@ -214,7 +214,7 @@ def _fill(p, value):
     if _is_tensor(value) and not value.requires_grad and not p.requires_grad and \
             tuple(value.shape) == tuple(p.shape) and value.dtype == p.dtype:
         return value   # NOTE: a compile() trace's per-call draw has no array to broadcast
-    value = _scalar_or_tensor(value)
+    value = torch_int_scalar(_scalar_or_tensor(value), p._array.dtype)   # NOTE: uint8 -2: 254
     if not p.requires_grad and not (_is_tensor(value) and value.requires_grad):
         arr = np.broadcast_to(np.asarray(getattr(value, "_array", value), p._array.dtype),
                               p._array.shape)
@@ -324,7 +324,7 @@ class InPlaceMixin:
                              tensor1, tensor2)
 
     def lerp_(self, end, weight):
-        return apply_inplace(self, "lerp_", lambda t, e: t + weight * (e - t), end)
+        return apply_inplace(self, "lerp_", lambda t, e: lerp(t, e, weight), end)
 
     def masked_fill_(self, mask, value):
         mask = mask._array if _is_tensor(mask) else mask

@@ -154,8 +154,12 @@ def xlogy(input, other):  # noqa: A002
 
 
 def hypot(input, other):  # noqa: A002
+    return _hypot(*promoted("hypot", (input, other), "floating"))
+
+
+@in_opmath   # NOTE: torch's kernel: float16 in float32, rounded once
+def _hypot(x, y):
     """sqrt(x^2 + y^2), scaled by max(|x|, |y|) so that it overflows only where it should."""
-    x, y = promoted("hypot", (input, other), "floating")
     m = ops.stop_gradient(ops.maximum(ops.abs(x), ops.abs(y)))
     inf = ops.logical_or(isinf(x), isinf(y))
     m = ops.where(ops.logical_or(ops.eq(m, 0), isinf(m)), 1.0, m)

@@ -115,6 +115,8 @@ TENSOR_ONLY = {
                      "logical_and", "logical_or", "logical_xor", "isclose", "ldexp", "atan2",
                      "arctan2", "hypot", "logaddexp", "logaddexp2"), _BOTH),
     "heaviside": ("input", "values"),
+    "addcmul": ("input", "tensor1", "tensor2"), "addcdiv": ("input", "tensor1", "tensor2"),
+    "lerp": ("input", "end"),
     **dict.fromkeys(("fmod", "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal",
                      "less", "less_equal", "not_equal", "rsub", "copysign", "clamp_min",
                      "clamp_max"), _FIRST),
