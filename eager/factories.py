@@ -70,9 +70,41 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
         data = [np.asarray(d._array if isinstance(d, Tensor) else d) for d in data]
         data = np.array(data) if data else data
     src = data._array if isinstance(data, Tensor) else data
-    arr = np.array(src, dtype=dtype if dtype is not None else _dtype_of(data), copy=True)
+    if dtype is not None and np.dtype(dtype).kind in "iu" and \
+            not isinstance(data, (Tensor, np.ndarray)):
+        _floats_fit(src, np.dtype(dtype))
+    try:
+        arr = np.array(src, dtype=dtype if dtype is not None else _dtype_of(data), copy=True)
+    except OverflowError:   # NOTE: NumPy 2 refuses uint8's -1; torch's c10 check wraps it
+        arr = _ints_as_torch(src, np.dtype(dtype))
     t = _make(arr, None, device, requires_grad)
     return from_host(t) if isinstance(data, np.ndarray) else t
+
+
+def _ints_as_torch(src, dt):
+    """Python ints into an integer dtype as torch's tensor() reads them: an unsigned dtype
+    takes -max..max (tensor(-1, dtype=uint8) is 255), a signed one its range; anything else
+    raises torch's error."""
+    try:
+        wide = np.array(src, dtype=np.int64)
+    except OverflowError:
+        wide = None
+    info = np.iinfo(dt) if dt.kind in "iu" else None
+    low = None if info is None else info.min if dt.kind == "i" else -int(info.max)
+    if wide is None or info is None or wide.size and (wide.min() < low or wide.max() > info.max):
+        raise RuntimeError(f"value cannot be converted to type {dt} without overflow")
+    return wide.astype(dt)
+
+
+def _floats_fit(src, dt):
+    """torch's tensor(): a Python float into an integer dtype must lie in its range (255.9 and
+    -0.5 do not fit uint8, nor do nan and inf); it is then truncated."""
+    probe = np.asarray(src)
+    if probe.dtype.kind != "f" or not probe.size:
+        return
+    info = np.iinfo(dt)
+    if not np.isfinite(probe).all() or probe.min() < info.min or probe.max() > info.max:
+        raise RuntimeError(f"value cannot be converted to type {dt} without overflow")
 
 
 def as_tensor(data, dtype=None, device=None):
