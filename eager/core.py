@@ -982,9 +982,7 @@ class Tensor:
         return _autocast_matmul(self, other)
 
     def clamp(self, min=None, max=None):  # noqa: A002 - torch's names
-        from .functions import _no_bool_clamp
-        _no_bool_clamp("clamp", self, min, max)
-        return ops.clamp(self, min, max)
+        return ops.clamp(self, min, max)   # NOTE: a bool result refused: refusals.install
 
     clip = clamp
 

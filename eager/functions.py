@@ -22,11 +22,11 @@ from dualgrad.ops.rules import floating
 from dualgrad import ops
 from dualgrad.ops.linalg import parse_einsum
 from dualgrad.ops.composite import in_opmath
-from dualgrad.ops.rules import (HALF, norm_axis, torch_opmath_dtype, torch_result_dtype,
+from dualgrad.ops.rules import (HALF, TORCH_C_NAMES, norm_axis, torch_opmath_dtype, torch_result_dtype,
                                 torch_scalar_argument, torch_sum_dtype)
 
 from .core import DEFAULT_FLOAT, Tensor
-from .refusals import same_dtype_source, scalar_type
+from .refusals import no_bool_clamp, same_dtype_source, scalar_type
 
 
 def _t(x):
@@ -548,24 +548,13 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):  # noqa: A002
 
 
 def clamp_min(input, min):  # noqa: A002
-    _no_bool_clamp("clamp_min", input, min)
+    no_bool_clamp("clamp_min", input, min)
     return ops.clamp(input, min=min)
 
 
 def clamp_max(input, max):  # noqa: A002
-    _no_bool_clamp("clamp_max", input, max)
+    no_bool_clamp("clamp_max", input, max)
     return ops.clamp(input, max=max)
-
-
-def _no_bool_clamp(name, x, *bounds):
-    """torch's clamp, clamp_min and clamp_max refuse a bool result: "{name}_scalar_cpu" for
-    number bounds, "{name}_cpu" for tensor ones (clamp_min/max of tensors compute)."""
-    bounds = [b for b in bounds if b is not None]
-    scalar = all(isinstance(b, (bool, int, float)) for b in bounds)
-    if bounds and (scalar or name == "clamp" and len(bounds) == 2) and \
-            torch_result_dtype(_arrays(x, *bounds)).kind == "b":
-        kernel = f"{name}_scalar_cpu" if scalar else f"{name}_cpu"
-        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
 
 
 def lerp(input, end, weight):  # noqa: A002
@@ -575,8 +564,8 @@ def lerp(input, end, weight):  # noqa: A002
     for name, other in (("end", end), ("weight", weight)):
         if isinstance(other, Tensor) and other.dtype != _t(input).dtype and \
                 (name == "end" or other.ndim):   # NOTE: a 0-d weight promotes instead
-            raise RuntimeError(f"expected dtype {_C_NAMES.get(str(_t(input).dtype))} for "
-                               f"`{name}` but got dtype {_C_NAMES.get(str(other.dtype))}")
+            raise RuntimeError(f"expected dtype {TORCH_C_NAMES.get(str(_t(input).dtype))} for "
+                               f"`{name}` but got dtype {TORCH_C_NAMES.get(str(other.dtype))}")
     # NOTE: a Python number weight does not take part in the dtype (lerp(uint8, uint8, 0.5)
     # raises), a 0-d tensor one does (lerp(int64, int64, tensor(0.5)) is float32)
     tensors = (input, end, weight) if isinstance(weight, Tensor) else (input, end)
@@ -589,12 +578,6 @@ def lerp(input, end, weight):  # noqa: A002
     if isinstance(weight, Tensor) and weight.dtype != want:
         weight = ops.cast(weight, want)
     return _lerp(x, e, weight)
-
-
-# NOTE: the C++ type names torch's dtype checks print
-_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
-            "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
-            "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
 
 
 @in_opmath

@@ -26,6 +26,9 @@ import warnings
 
 import numpy as np
 
+from dualgrad.ops.rules import TORCH_C_NAMES, torch_result_dtype
+
+from .amp import AUTOCAST
 from .core import Tensor
 
 SCALAR_TYPE = {"float32": "Float", "float64": "Double", "float16": "Half",
@@ -76,6 +79,9 @@ REFUSED = {
     "topk": (_NO_BOOL, RuntimeError, "topk does not support bool dtypes on CPU"),
     "argmax": (_NO_BOOL, RuntimeError, "argmax(): does not support bool input"),
     "argmin": (_NO_BOOL, RuntimeError, "argmin(): does not support bool input"),
+    "gelu": (_NO_NUMBERS, *_not_implemented("GeluKernelImpl")),
+    "normalize": (_NO_NUMBERS, RuntimeError, "linalg.vector_norm: Expected a floating point or "
+                  "complex tensor as input. Got {T}"),
     "quantile": (lambda dt: str(dt) not in ("float32", "float64"), RuntimeError,
                  "quantile() input tensor must be either float or double dtype"),
     "nanquantile": (lambda dt: str(dt) not in ("float32", "float64"), RuntimeError,
@@ -200,12 +206,111 @@ def _index_checked(name, fn, row):
     return checked
 
 
+# The functions torch gives no type promotion: every tensor argument named in a row must have
+# the first one's dtype (a float64 batch into a float32 model raises, as torch's kernels do,
+# instead of computing in float64). {A}/{B}: torch's scalar type names of the two dtypes,
+# {a}/{b}: the C++ names.
+_MIXED = "mixed dtype (CPU): all inputs must share same datatype."
+_SCALAR = "expected scalar type {A} but found {B}"
+_M1M2 = "expected m1 and m2 to have the same dtype, but got: {a} != {b}"
+_CONV = ("input", "weight", "bias")
+SAME_DTYPE = {
+    "linear": (("input", "weight", "bias"),
+               "mat1 and mat2 must have the same dtype, but got {A} and {B}"),
+    "bilinear": (("input1", "input2", "weight", "bias"), _SCALAR),
+    **dict.fromkeys(("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                     "conv_transpose3d"), (_CONV, _SCALAR)),
+    "layer_norm": (("input", "weight", "bias"), _MIXED),
+    "batch_norm": (("input", "running_mean", "running_var", "weight", "bias"), _MIXED),
+    "instance_norm": (("input", "running_mean", "running_var", "weight", "bias"), _MIXED),
+    "group_norm": (("input", "weight", "bias"), _MIXED),
+    "prelu": (("input", "weight"), "prelu: Type promoting not supported. Got {A} and {B}"),
+    "addmm": (("input", "mat1", "mat2"), "self and mat2 must have the same dtype, but got {A} "
+              "and {B}"),
+    "addmv": (("input", "mat", "vec"), _SCALAR),
+    "addbmm": (("input", "batch1", "batch2"), _SCALAR),
+    "baddbmm": (("input", "batch1", "batch2"), _SCALAR),
+    "mm": (("input", "mat2"), _M1M2), "bmm": (("input", "mat2"), _SCALAR),
+    "mv": (("input", "vec"), _SCALAR),
+    "dot": (("input", "tensor"), "dot : expected both vectors to have same dtype, but found {A} "
+            "and {B}"),
+    "vdot": (("input", "other"), "vdot : expected both vectors to have same dtype, but found {A} "
+             "and {B}"),
+    "cdist": (("x1", "x2"), _SCALAR),
+    "scaled_dot_product_attention": (("query", "key", "value"), "Expected query, key, and "
+                                     "value to have the same dtype, but got {a} and {b}"),
+    "einsum": (("operands",), _SCALAR),
+}
+
+
+def _same_dtype_checked(name, fn, row):
+    params, message = row
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return fn
+    if not any(p in sig.parameters for p in params):
+        return fn
+
+    autocast = getattr(fn, "__autocast__", None)
+
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        if autocast and AUTOCAST.enabled:   # NOTE: autocast casts the operands to one dtype
+            return fn(*args, **kwargs)
+        try:
+            bound = sig.bind_partial(*args, **kwargs).arguments
+        except TypeError:
+            bound = {}   # NOTE: the call's own error follows, from fn
+        ts = []
+        for p in params:
+            v = bound.get(p)
+            ts += [x for x in v if isinstance(x, Tensor)] if isinstance(v, (tuple, list)) \
+                else [v] if isinstance(v, Tensor) else []
+        for t in ts[1:]:
+            if t.dtype != ts[0].dtype:
+                a, b = str(ts[0].dtype), str(t.dtype)
+                raise RuntimeError(message.format(A=scalar_type(a), B=scalar_type(b),
+                                                  a=TORCH_C_NAMES.get(a, a),
+                                                  b=TORCH_C_NAMES.get(b, b)))
+        return fn(*args, **kwargs)
+    checked._same_dtype_of = name
+    return checked
+
+
+def no_bool_clamp(name, x, *bounds):
+    """torch's clamp, clamp_min and clamp_max refuse a bool result: "{name}_scalar_cpu" for
+    number bounds, "{name}_cpu" for tensor ones (clamp_min/max of tensors compute)."""
+    bounds = [b for b in bounds if b is not None]
+    scalar = all(isinstance(b, (bool, int, float)) for b in bounds)
+    arrays = [b._array if isinstance(b, Tensor) else b for b in (x, *bounds)]
+    if bounds and (scalar or name == "clamp" and len(bounds) == 2) and \
+            torch_result_dtype(arrays).kind == "b":
+        kernel = f"{name}_scalar_cpu" if scalar else f"{name}_cpu"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for 'Bool'")
+
+
+def _clamp_checked(fn):
+    @functools.wraps(fn)
+    def checked(self, min=None, max=None):  # noqa: A002 - torch's names
+        no_bool_clamp("clamp", self, min, max)
+        return fn(self, min, max)
+    checked._refusal_of = "clamp"
+    return checked
+
+
 def install(*namespaces):
     """Wrap every name of REFUSED, TENSOR_ONLY and INDEX_DTYPES (with the in-place forms of
     its names) that each namespace (Tensor, the eager module, nn.functional, special) has
     with its check."""
     for ns in namespaces:
         method = isinstance(ns, type)
+        if method and getattr(ns.__dict__.get("clamp"), "_refusal_of", None) != "clamp":
+            ns.clamp = ns.clip = _clamp_checked(ns.__dict__["clamp"])
+        for name, row in SAME_DTYPE.items():
+            fn = ns.__dict__.get(name) if method else getattr(ns, name, None)
+            if fn is not None and callable(fn) and getattr(fn, "_same_dtype_of", None) != name:
+                setattr(ns, name, _same_dtype_checked(name, fn, row))
         for base, row in INDEX_DTYPES.items():
             for name in (base, base + "_"):
                 fn = ns.__dict__.get(name) if method else getattr(ns, name, None)

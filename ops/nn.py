@@ -107,7 +107,7 @@ def _matmul_kernel(x, y):
 
 
 MATMUL = register(
-    "matmul", _matmul_infer, _matmul_kernel, _matmul_vjp, category="matmul", onnx="MatMul", promote="common",
+    "matmul", _matmul_infer, _matmul_kernel, _matmul_vjp, category="matmul", onnx="MatMul", promote="same",
     zero_from=(0, 1),
     samples=(Sample(((3, 4), (4, 5))), Sample(((2, 3, 4), (4, 5))),
              Sample(((2, 1, 3, 4), (3, 4, 2))), Sample(((4,), (4, 3))), Sample(((3, 4), (4,))),

@@ -383,14 +383,30 @@ SUB_BOOL = ("Subtraction, the `-` operator, with a bool tensor is not supported.
             "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
 
 
+# NOTE: the C++ type names torch's dtype checks print ("expected m1 and m2 to have the same
+# dtype, but got: double != float")
+TORCH_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+                 "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
+                 "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+                 "bool": "bool"}
+
+
 def torch_compute_dtype(op, operands, default_float=np.dtype(np.float32)):
     """The dtype the tensor operands of `op` are cast to under PyTorch's rules (operands:
     arrays, Specs, engine tensors or Python numbers), or None when `op` declares no promotion.
+    "same" (matmul): torch promotes nothing and refuses tensors of two dtypes.
     """
     how = op.promote
     if how is None:
         return None
     ops_ = [_operand(x) for x in (operands[1:] if how == "where" else operands)]
+    if how == "same":
+        dts = [dt for dt, _, w in ops_ if w is None]
+        if len(set(dts)) > 1:
+            raise DtypeError(f"expected m1 and m2 to have the same dtype, but got: "
+                             f"{TORCH_C_NAMES.get(str(dts[0]), dts[0])} != "
+                             f"{TORCH_C_NAMES.get(str(dts[1]), dts[1])}")
+        return dts[0] if dts else None
     if op.name == "sub" and any(dt is not None and dt.kind == "b" or type(w) is bool
                                 for dt, _, w in ops_):
         raise DtypeError(SUB_BOOL)   # NOTE: before a cast to int64 could hide the bool

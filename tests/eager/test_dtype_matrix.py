@@ -333,3 +333,74 @@ def test_an_index_argument_of_each_dtype_is_taken_or_refused_as_torch(name):
                     _x(L).scatter(0, i, _x(L)[:0]) if name == "scatter" else L.take(_x(L), i)
             bad += _against_torch(f"{name} with an empty {dtype} index", empty)
     assert not bad, "\n".join(bad)
+
+
+def _mixed_cases(L):
+    F = L.nn.functional
+    x32, x64 = L.ones(2, 3), L.ones(2, 3, dtype=L.float64)
+    x16, i64 = L.ones(2, 3, dtype=L.float16), L.ones(2, 3, dtype=L.int64)
+    w32, w64 = L.ones(4, 3), L.ones(4, 3, dtype=L.float64)
+    img64, k32 = L.ones(1, 2, 5, 5, dtype=L.float64), L.ones(3, 2, 3, 3)
+    return {
+      "linear(f64 x, f32 w)": lambda: F.linear(x64, w32),
+      "linear(f32 x, f64 w)": lambda: F.linear(x32, w64),
+      "linear(f32 x, f32 w, f64 b)": lambda: F.linear(x32, w32, L.ones(4, dtype=L.float64)),
+      "linear(i64 x, f32 w)": lambda: F.linear(i64, w32),
+      "matmul f32@f64": lambda: x32 @ w64.T,
+      "matmul f64@f32": lambda: x64 @ w32.T,
+      "matmul i64@f32": lambda: i64 @ w32.T,
+      "mm f16@f32": lambda: L.mm(x16, w32.T),
+      "bmm f32 f64": lambda: L.bmm(x32[None], w64.T[None]),
+      "conv2d(f64 x, f32 w)": lambda: F.conv2d(img64, k32),
+      "conv2d(f32 x, f32 w, f64 b)": lambda: F.conv2d(img64.float(), k32, L.ones(3, dtype=L.float64)),
+      "Linear module(f64)": lambda: L.nn.Linear(3, 4)(x64),
+      "Conv2d module(f64)": lambda: L.nn.Conv2d(2, 3, 3)(img64),
+      "LayerNorm module(f64)": lambda: L.nn.LayerNorm(3)(x64),
+      "layer_norm(f64 x, f32 w)": lambda: F.layer_norm(x64, (3,), L.ones(3), L.zeros(3)),
+      "layer_norm(f32 x, f64 w)": lambda: F.layer_norm(x32, (3,), L.ones(3, dtype=L.float64), L.zeros(3, dtype=L.float64)),
+      "BatchNorm1d module(f64)": lambda: L.nn.BatchNorm1d(3)(x64),
+      "batch_norm(f64, f32 stats)": lambda: F.batch_norm(x64, L.zeros(3), L.ones(3), training=False),
+      "group_norm(f64, f32 w)": lambda: F.group_norm(img64, 1, L.ones(2), L.zeros(2)),
+      "embedding(i64, f64 w)": lambda: F.embedding(L.tensor([0, 1]), w64),
+      "Embedding(int32 idx)": lambda: L.nn.Embedding(4, 3)(L.tensor([0, 1], dtype=L.int32)),
+      "LSTM module(f64)": lambda: L.nn.LSTM(3, 4, batch_first=True)(x64[None])[0],
+      "GRU module(f64)": lambda: L.nn.GRU(3, 4)(x64[None])[0],
+      "MultiheadAttention(f64)": lambda: L.nn.MultiheadAttention(3, 1)(x64[None], x64[None], x64[None])[0],
+      "prelu(f64, f32 w)": lambda: F.prelu(x64, L.ones(1)),
+      "addmm(f32, f64, f64)": lambda: L.addmm(L.ones(2, 4), x64, w64.T),
+      "baddbmm(f64, f32, f32)": lambda: L.baddbmm(L.ones(1, 2, 4, dtype=L.float64), x32[None], w32.T[None]),
+      "einsum f32 f64": lambda: L.einsum("ij,kj->ik", x32, w64),
+      "dot f32 f64": lambda: L.dot(L.ones(3), L.ones(3, dtype=L.float64)),
+      "cross_entropy(f64 logits)": lambda: F.cross_entropy(x64, L.tensor([0, 1])),
+      "mse_loss(f32, f64)": lambda: F.mse_loss(x32, x64),
+      "scaled_dot_product_attention(f32,f64,f64)": lambda: F.scaled_dot_product_attention(x32[None], x64[None], x64[None]),
+      "interpolate(f64)": lambda: F.interpolate(img64, scale_factor=2),
+      "max_pool2d(i64)": lambda: F.max_pool2d(L.ones(1, 1, 4, 4, dtype=L.int64), 2),
+      "avg_pool2d(i64)": lambda: F.avg_pool2d(L.ones(1, 1, 4, 4, dtype=L.int64), 2),
+      "softmax(i64)": lambda: F.softmax(i64, dim=1),
+      "relu(i64)": lambda: F.relu(i64),
+      "gelu(i64)": lambda: F.gelu(i64),
+      "sigmoid(i64)": lambda: L.sigmoid(i64),
+      "dropout(i64)": lambda: F.dropout(i64, 0.0),
+      "tanh(bool)": lambda: L.tanh(L.tensor([True])),
+      "cumsum(bool)": lambda: L.cumsum(L.tensor([True, True]), 0),
+      "mean(bool)": lambda: L.tensor([True]).float().mean(),
+      "pad(i64)": lambda: F.pad(i64, (1, 1)),
+      "normalize(i64)": lambda: F.normalize(i64),
+      "cosine_similarity(f32,f64)": lambda: F.cosine_similarity(x32, x64),
+      "pairwise_distance(f32,f64)": lambda: F.pairwise_distance(x32, x64),
+      "cdist(f32,f64)": lambda: L.cdist(x32, x64),
+    }
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_a_float64_batch_into_a_float32_layer_raises_as_torch():
+    """torch gives the matrix products, convolutions, normalisations, RNNs and attention no
+    type promotion: a float64 (or integer) input into float32 weights raises there ("expected
+    scalar type Float but found Double") and must raise here, not compute in float64
+    (eager/refusals.py SAME_DTYPE); the rest of the table computes in both."""
+    bad = []
+    for name in _mixed_cases(torch):
+        # NOTE: dtypes only: the layers draw their own weights
+        bad += _against_torch(name, lambda L, n=name: _mixed_cases(L)[n]().detach() * 0)
+    assert not bad, "\n".join(bad)
