@@ -912,8 +912,10 @@ class Tensor:
                                            keepdim)
         return ops.norm(self, ord=p, axis=dim, keepdims=keepdim)
 
-    def flip(self, dims):
-        return ops.flip(self, dims if isinstance(dims, int) else tuple(dims))   # a copy, as torch
+    def flip(self, *dims):
+        """x.flip(0, 1), x.flip((0, 1)) or x.flip(dims=...): a copy, as torch's."""
+        dims = dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims
+        return ops.flip(self, dims if isinstance(dims, int) else tuple(dims))
 
     def tril(self, diagonal=0):
         return ops.tril(self, diagonal)

@@ -26,7 +26,7 @@ from dualgrad.ops.rules import (HALF, TORCH_C_NAMES, norm_axis, torch_opmath_dty
                                 torch_scalar_argument, torch_sum_dtype)
 
 from .core import DEFAULT_FLOAT, Tensor
-from .refusals import no_bool_clamp, same_dtype_source, scalar_type
+from .refusals import in_range, no_bool_clamp, same_dtype_source, scalar_type
 
 
 def _t(x):
@@ -718,6 +718,7 @@ def _scatter_index(name, x, dim, index, src):
         idx = ops.cast(idx, np.dtype(np.int64)) if isinstance(idx, Tensor) else \
             idx.astype(np.int64)
     d = norm_axis(name, dim, x.ndim)
+    in_range(idx, x, d, name)
     shape = tuple(idx.shape)
     same_dtype_source("scatter", x, src)   # NOTE: torch casts nothing here
     if not isinstance(src, Tensor) and np.ndim(src) == 0:

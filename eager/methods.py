@@ -23,6 +23,7 @@ from .core import RETAINS_GRAD, Tensor, register_hook, retains_grad
 from .functions import accumulate
 from .formats import format_order, in_order, preserve_format
 from .inplace import getitem
+from .refusals import in_range
 
 SortResult = namedtuple("SortResult", "values indices")
 TopkResult = namedtuple("TopkResult", "values indices")
@@ -107,12 +108,14 @@ class TensorMethods:
         return TopkResult(ops.gather(self, idx, axis=dim), idx)
 
     def gather(self, dim, index):
+        in_range(index, self, dim, "gather")
         return ops.gather(self, index, axis=dim)
 
     def index_select(self, dim, index):
         if self.ndim == 0:      # NOTE: torch reads a 0-d tensor as one element along dim 0
             norm_axis("index_select", dim, 1)
             return ops.take(ops.reshape(self, (1,)), index, axis=0).reshape(())
+        in_range(index, self, dim, "index_select")
         return ops.take(self, index, axis=dim)
 
     def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002

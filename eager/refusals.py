@@ -26,7 +26,7 @@ import warnings
 
 import numpy as np
 
-from dualgrad.ops.rules import TORCH_C_NAMES, torch_result_dtype
+from dualgrad.ops.rules import TORCH_C_NAMES, norm_axis, torch_result_dtype
 
 from .amp import AUTOCAST
 from .core import Tensor
@@ -356,6 +356,11 @@ def index_tensors(index, setting=None):
     refused with torch's IndexError. setting: the value of t[index] = value (a uint8 mask
     with a scalar value raises, as torch's masked_fill_)."""
     parts = index if isinstance(index, tuple) else (index,)
+    for p in parts:
+        if type(p) is slice and p.step is not None and not isinstance(p.step, Tensor) and \
+                p.step <= 0:   # NOTE: torch flips nothing: x[::-1] is an error there
+            raise ValueError("step must be greater than zero" if p.step else
+                             "slice step cannot be zero")
     if not any(isinstance(p, Tensor) and p.dtype.kind != "b" and p.dtype not in _POSITIONS
                for p in parts):
         return index
@@ -375,3 +380,21 @@ def index_tensors(index, setting=None):
 
 
 _POSITIONS = (np.dtype(np.int64), np.dtype(np.int32))
+
+
+def in_range(index, x, dim, name):
+    """torch's gather, scatter and index_select take indices in [0, size) only (NumPy's
+    -1 is the last element; torch's is an error): an eager index's values, checked."""
+    arr = getattr(index, "_array", index)
+    if not isinstance(arr, np.ndarray) or not arr.size or arr.dtype.kind not in "iu" or \
+            not x.ndim:
+        return
+    d = norm_axis(name, dim, x.ndim)
+    n = x.shape[d]
+    low, high = arr.min(), arr.max()
+    if low >= 0 and high < n:
+        return
+    if name == "index_select":
+        raise IndexError("index out of range in self")
+    bad = low if low < 0 else high
+    raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {n}")
