@@ -912,8 +912,13 @@ class Tensor:
                                            keepdim)
         return ops.norm(self, ord=p, axis=dim, keepdims=keepdim)
 
-    def flip(self, *dims):
+    def flip(self, *dims, **kwargs):
         """x.flip(0, 1), x.flip((0, 1)) or x.flip(dims=...): a copy, as torch's."""
+        if kwargs:
+            if dims or set(kwargs) != {"dims"}:
+                raise TypeError(f"flip() got unexpected arguments {sorted(kwargs)}; "
+                                "it takes dims, as torch's")
+            dims = (kwargs["dims"],)
         dims = dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims
         return ops.flip(self, dims if isinstance(dims, int) else tuple(dims))
 

@@ -188,7 +188,7 @@ _X = np.arange(24, dtype=np.float32).reshape(2, 3, 4) / 7.0
 _INDEXES = [
     (1,), (-1,), (slice(None), -2), (slice(0, 2), slice(None, None, 2)),
     (None,), (slice(None), None, 1), (Ellipsis, 1), (Ellipsis, slice(1, 3)), (1, Ellipsis, None),
-    (slice(None, None, -1),), (0, slice(1, None), -1),
+    (slice(1, None, 2),), (0, slice(1, None), -1),  # a negative step raises, as torch's
     (np.array([1, 0, 1]),), ([0, 0],), (slice(None), [2, 0]), (Ellipsis, [3, 1, 1]),
     (slice(None), np.array([[0, 1], [2, 2]])),
 ]
