@@ -25,16 +25,16 @@ from ..core import Tensor
 from .utils.rnn import PackedSequence, packed_data, padded
 
 
-def _lstm_step(x, state, w_ih, w_hh, b_ih, b_hh):
+def _lstm_step(gx, state, w_hh, b_hh):
     h, c = state
-    z = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
+    z = gx + F.linear(h, w_hh, b_hh)
     c = ops.lstm_cell_c(z, c)
     return ops.lstm_cell_h(z, c), c
 
 
-def _gru_step(x, h, w_ih, w_hh, b_ih, b_hh):
+def _gru_step(gx, h, w_hh, b_hh):
     hidden = w_hh.shape[1]
-    gi = ops.split(F.linear(x, w_ih, b_ih), hidden, axis=-1)
+    gi = ops.split(gx, hidden, axis=-1)
     gh = ops.split(F.linear(h, w_hh, b_hh), hidden, axis=-1)
     r = F.sigmoid(gi[0] + gh[0])
     z = F.sigmoid(gi[1] + gh[1])
@@ -43,9 +43,19 @@ def _gru_step(x, h, w_ih, w_hh, b_ih, b_hh):
 
 
 def _rnn_step(act):
-    def step(x, h, w_ih, w_hh, b_ih, b_hh):
-        return act(F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh))
+    def step(gx, h, w_hh, b_hh):
+        return act(gx + F.linear(h, w_hh, b_hh))
     return step
+
+
+def _input_gates(x, weights):
+    """(x W_ih^T + b_ih for every step at once (T, N, gates * H), W_hh, b_hh), as torch's CPU
+    layers: one product over all T * N rows instead of one per step; each step then adds
+    h W_hh^T + b_hh to its slice (whose gradients eager's backward adds into one (T, N, G*H)
+    total, ops/autodiff.py's grad_at). The LSTM's 50 steps: 100 products forward and back
+    became 2, and the gates' sum per step one add fewer."""
+    w_ih, w_hh, b_ih, b_hh = weights
+    return F.linear(x, w_ih, b_ih), w_hh, b_hh
 
 
 class RNNBase(Module):
@@ -165,9 +175,10 @@ class RNNBase(Module):
     def _run(self, x, state, weights, reverse):
         state = tuple(state) if self._lstm else state[0]
         steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
+        gx, w_hh, b_hh = _input_gates(x, weights)
         outs = [None] * x.shape[0]
         for t in steps:
-            state = self._step(x[t], state, *weights)
+            state = self._step(gx[t], state, w_hh, b_hh)
             outs[t] = state[0] if self._lstm else state
         return ops.stack(*outs, axis=0), state
 
@@ -177,11 +188,12 @@ class RNNBase(Module):
         their output rows are zeros."""
         parts, batch = list(state), x.shape[1]
         steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
+        gx, w_hh, b_hh = _input_gates(x, weights)
         outs = [None] * x.shape[0]
         for t in steps:
             n = sizes[t]
             cur = [p[:n] for p in parts] if n < batch else parts
-            new = self._step(x[t, :n], tuple(cur) if self._lstm else cur[0], *weights)
+            new = self._step(gx[t, :n], tuple(cur) if self._lstm else cur[0], w_hh, b_hh)
             new = list(new) if self._lstm else [new]
             parts = [ops.concat(a, p[n:], axis=0) if n < batch else a
                      for a, p in zip(new, parts)]
