@@ -191,8 +191,21 @@ def _launch(n, steps, warm, models, with_torch, data):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     line = next((s for s in proc.stdout.splitlines() if s.startswith(TAG)), None)
     if proc.returncode != 0 or line is None:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr}")
+        raise RuntimeError(f"mpiexec -n {n} (the benchmark's ranks) failed with exit code "
+                           f"{proc.returncode}: {_why(proc.stderr)}\ncommand: {' '.join(cmd)}"
+                           f"\n{proc.stderr}")
     return json.loads(line[len(TAG):])
+
+
+def _why(stderr):
+    """The line of a failed run's stderr that says why, for the one line the CLI prints: a
+    rank's own report (ops.distributed.abort) or the last exception, else the last line."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for key in ("dualgrad.distributed:", "Error", "Exception"):
+        found = [ln for ln in lines if key in ln]
+        if found:
+            return found[-1 if key != "dualgrad.distributed:" else 0]
+    return lines[-1] if lines else "no output on stderr"
 
 
 def table_rows(results):
