@@ -292,8 +292,31 @@ def _one_dtype(op, arrays):
     return dt.kind in "fc" or is_bfloat16(dt) or not num and op.promote != "divide"
 
 
+_NUMBERS = (int, float, bool, complex)
+
+
+def foreign(b):
+    """Whether b is an operand torch's operators refuse: not a Tensor, a Python or NumPy number,
+    a NumPy array, or a higher engine's value (a graph tensor, a compile() tracer). The
+    operator then returns NotImplemented, so Python tries b's reflected method, raises
+    TypeError (t + "a", t < None) or, for == and !=, compares identity (t == None and
+    t == [1., 1.] are False), as torch's operators do. An object-dtype array raises torch's
+    TypeError."""
+    if type(b) in _NUMBERS or isinstance(b, Tensor):
+        return False
+    if isinstance(b, (np.ndarray, np.generic)):
+        if b.dtype.kind == "O":
+            raise TypeError("can't convert np.ndarray of type numpy.object_. The only supported "
+                            "types are: float64, float32, float16, complex64, complex128, "
+                            "int64, int32, int16, int8, uint64, uint32, uint16, uint8, and bool.")
+        return False
+    return getattr(getattr(b, "_engine", None), "level", None) is None
+
+
 def _binary(op, a, b):
     """The operator fast path (a + b …): no attrs, one kernel call, one wrap."""
+    if type(b) not in _NUMBERS and not isinstance(b, Tensor) and foreign(b):
+        return NotImplemented
     if TRACING[0]:   # NOTE: a thread may be tracing (compile): ops.bind asks its trace stack
         return ops.bind(op, a, b)
     x, y, bt = a._array, b, type(b)
@@ -359,6 +382,10 @@ def _number(v):
 
 def _rbinary(op, a, b):
     """b op a where b is not a Tensor (2 - t)."""
+    if type(b) not in _NUMBERS and foreign(b):
+        if op is _DIV:   # NOTE: torch's o / t is t.reciprocal() * o, through Python's * protocol
+            return a.reciprocal() * b
+        return NotImplemented
     if isinstance(b, np.generic):
         b = _number(b)
     if op is _MUL:   # NOTE: torch's 2 * t is t.mul(2): the scalar second (torch_scalar_opmath)

@@ -27,7 +27,7 @@ from dualgrad import ops
 
 from . import (extra_linalg, extra_pointwise, extra_shaping, functions, inplace, methods,
                pointwise, reductions, shaping)
-from .core import CORE_NAMES, Tensor
+from .core import CORE_NAMES, Tensor, foreign
 
 SELF_FIRST, IF_ABSENT, BODIES, INPLACE, COMPARE_INPLACE = (
     "self first", "self first if absent", "bodies", "in place", "compare in place")
@@ -43,14 +43,23 @@ def self_first(fn):
     return method
 
 
+def _operator(fn):
+    """An operator's body: NotImplemented for an operand torch's operators refuse
+    (core.foreign), so Python raises TypeError or tries the operand's reflected method."""
+    def op(self, other):
+        return NotImplemented if foreign(other) else fn(self, other)
+    op.__name__ = op.__qualname__ = getattr(fn, "__name__", "operator")
+    return op
+
+
 def _reflected(fn):
-    return lambda self, other: fn(other, self)
+    return _operator(lambda self, other: fn(other, self))
 
 
 # NOTE: & | ^ ~ are logical on bools (so compile() traces them), bitwise on integers
-_AND, _OR, _XOR = (pointwise.bool_or_bitwise(ops.logical_and, pointwise.bitwise_and),
-                   pointwise.bool_or_bitwise(ops.logical_or, pointwise.bitwise_or),
-                   pointwise.bool_or_bitwise(ops.ne, pointwise.bitwise_xor))
+_AND, _OR, _XOR = (_operator(pointwise.bool_or_bitwise(ops.logical_and, pointwise.bitwise_and)),
+                   _operator(pointwise.bool_or_bitwise(ops.logical_or, pointwise.bitwise_or)),
+                   _operator(pointwise.bool_or_bitwise(ops.ne, pointwise.bitwise_xor)))
 
 SURFACE = (
     (SELF_FIRST, functions, (
@@ -63,15 +72,15 @@ SURFACE = (
         "logical_not", "logical_xor", "narrow", "unbind", "roll", "repeat_interleave", "tile",
         "broadcast_to", "take", "masked_select", "nonzero", "argwhere", "scatter_add", "diff", "bincount", "multinomial", "bernoulli")),
     # NOTE: torch's // and % are floor_divide (rounding down) and remainder (the divisor's sign)
-    (BODIES, {"__floordiv__": self_first(functions.floor_divide),
+    (BODIES, {"__floordiv__": _operator(functions.floor_divide),
               "__rfloordiv__": _reflected(functions.floor_divide),
-              "__mod__": self_first(functions.remainder),
+              "__mod__": _operator(functions.remainder),
               "__rmod__": _reflected(functions.remainder),
               "__and__": _AND, "__or__": _OR, "__xor__": _XOR,
               "__rand__": _AND, "__ror__": _OR, "__rxor__": _XOR,
               "__invert__": pointwise.invert,
-              "__lshift__": lambda self, other: pointwise.bitwise_left_shift(self, other),
-              "__rshift__": lambda self, other: pointwise.bitwise_right_shift(self, other),
+              "__lshift__": _operator(pointwise.bitwise_left_shift),
+              "__rshift__": _operator(pointwise.bitwise_right_shift),
               "__rlshift__": _reflected(pointwise.bitwise_left_shift),
               "__rrshift__": _reflected(pointwise.bitwise_right_shift)}),
     # NOTE: pointwise's names include the registry ops offered unchanged under torch's names

@@ -4,12 +4,19 @@ The eager optimisers call them on NumPy arrays (the kernels run at once) and cop
 into the parameters; the graph optimisers call them on graph tensors and assign the result to
 Variables. The formulas follow torch.optim (SGD: momentum buffer, no dampening by default;
 Adam: bias-corrected moments, L2 weight decay added to the gradient; AdamW: decoupled weight
-decay; RMSprop, Adagrad and Adadelta with torch's eps placement and defaults). `running_average` is batch norm's running-statistics update, shared by eager's
-nn.BatchNorm and graph.layers.batch_normalization.
+decay; RMSprop, Adagrad and Adadelta with torch's eps placement and defaults; Adamax, NAdam,
+RAdam, ASGD and Rprop as torch.optim computes them, their running scalars (NAdam's momentum
+product, ASGD's eta and mu) rounded to float32 as torch keeps them). `running_average` is batch
+norm's running-statistics update, shared by eager's nn.BatchNorm and
+graph.layers.batch_normalization.
 """
 from __future__ import annotations
 
-from .elementwise import maximum, minimum, sqrt
+import numpy as np
+
+from .composite import clamp
+from .elementwise import abs as abs_, cast, maximum, minimum, sign, sqrt
+from .elementwise import where
 from .reduce import sum as sum_
 
 
@@ -87,6 +94,81 @@ def adadelta_update(p, g, square_avg, acc_delta, lr=1.0, rho=0.9, eps=1e-6, weig
     delta = sqrt(acc_delta + eps) / sqrt(square_avg + eps) * g
     acc_delta = rho * acc_delta + (1.0 - rho) * (delta * delta)
     return p - lr * delta, square_avg, acc_delta
+
+
+def _decayed(p, g, lr, weight_decay, decoupled):
+    """(p, g) after weight decay: L2 added to the gradient, or decoupled (p shrunk first)."""
+    if not weight_decay:
+        return p, g
+    return (p * (1.0 - lr * weight_decay), g) if decoupled else (p, g + weight_decay * p)
+
+
+def adamax_update(p, g, m, u, t, lr=2e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0):
+    """One Adamax step (torch.optim.Adamax: the infinity norm u = max(beta2 u, |g| + eps)):
+    returns (new_p, m, u)."""
+    p, g = _decayed(p, g, lr, weight_decay, False)
+    m = beta1 * m + (1.0 - beta1) * g
+    u = maximum(beta2 * u, abs_(g) + eps)
+    return p - (lr / (1.0 - beta1 ** t)) * (m / u), m, u
+
+
+def nadam_update(p, g, m, v, t, mu_product, lr=2e-3, beta1=0.9, beta2=0.999, eps=1e-8,
+                 weight_decay=0.0, momentum_decay=4e-3, decoupled=False):
+    """One NAdam step (torch.optim.NAdam, Dozat's momentum schedule mu_t): returns (new_p, m,
+    v, mu_product), the product of the mu's so far kept as a float32 number, as torch's."""
+    p, g = _decayed(p, g, lr, weight_decay, decoupled)
+    mu = beta1 * (1.0 - 0.5 * 0.96 ** (t * momentum_decay))
+    mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((t + 1) * momentum_decay))
+    mu_product = float(np.float32(mu_product) * np.float32(mu))
+    m = beta1 * m + (1.0 - beta1) * g
+    v = beta2 * v + (1.0 - beta2) * (g * g)
+    denom = sqrt(v / (1.0 - beta2 ** t)) + eps
+    p = p + (-lr * (1.0 - mu) / (1.0 - mu_product)) * (g / denom)
+    p = p + (-lr * mu_next / (1.0 - mu_product * mu_next)) * (m / denom)
+    return p, m, v, mu_product
+
+
+def radam_update(p, g, m, v, t, lr=1e-3, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0,
+                 decoupled=False):
+    """One RAdam step (torch.optim.RAdam: the variance rectification once rho_t > 5, plain
+    momentum SGD before): returns (new_p, m, v)."""
+    p, g = _decayed(p, g, lr, weight_decay, decoupled)
+    m = beta1 * m + (1.0 - beta1) * g
+    v = beta2 * v + (1.0 - beta2) * (g * g)
+    correction2 = 1.0 - beta2 ** t
+    m_hat = m / (1.0 - beta1 ** t)
+    rho_inf = 2.0 / (1.0 - beta2) - 1.0
+    rho_t = rho_inf - 2.0 * t * (beta2 ** t) / correction2
+    if rho_t <= 5.0:
+        return p - m_hat * lr, m, v
+    rect = ((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+    return p - m_hat * lr * (correction2 ** 0.5 / (sqrt(v) + eps)) * rect, m, v
+
+
+def asgd_update(p, g, ax, t, eta, mu, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6,
+                weight_decay=0.0):
+    """One averaged-SGD step (torch.optim.ASGD) at step t with the step size eta and averaging
+    weight mu of the step before: returns (new_p, ax, eta, mu), eta and mu for the next step
+    rounded to float32 as torch keeps them."""
+    p, g = _decayed(p, g, lr, weight_decay, False)
+    p = p * (1.0 - lambd * eta) - eta * g
+    ax = p if mu == 1 else ax + (p - ax) * mu
+    eta = float(np.float32(lr / ((1 + lambd * lr * t) ** alpha)))
+    mu = float(np.float32(1 / max(1, t - t0)))
+    return p, ax, eta, mu
+
+
+def rprop_update(p, g, prev, step_size, etaminus=0.5, etaplus=1.2, step_min=1e-6, step_max=50.0):
+    """One Rprop step (torch.optim.Rprop): each element's step size grows by etaplus while its
+    gradient keeps its sign, shrinks by etaminus when it flips (and that gradient is dropped),
+    within [step_min, step_max]; the parameter moves by the step size against the gradient's
+    sign. Returns (new_p, prev, step_size)."""
+    dt = step_size.dtype
+    s = sign(g * prev)
+    factor = cast(where(s > 0, etaplus, where(s < 0, etaminus, 1.0)), dt)
+    step_size = clamp(step_size * factor, step_min, step_max)
+    g = where(factor == cast(etaminus, dt), cast(0.0, dt), g)
+    return p - sign(g) * step_size, g, step_size
 
 
 def running_average(running, batch, momentum):

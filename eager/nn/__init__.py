@@ -30,7 +30,7 @@ from .layers import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,  #
                      Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, CosineSimilarity,
                      Dropout1d, Dropout2d, GroupNorm, InstanceNorm1d, InstanceNorm2d,
                      MaxPool1d, MaxPool2d, PairwiseDistance, PixelShuffle, PixelUnshuffle,
-                     RNNCell, Unflatten, Upsample, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d,
+                     RNNCell, Fold, Unfold, Unflatten, Upsample, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d,
                      ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d,
                      CircularPad1d, CircularPad2d)
 from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss,  # noqa: E402
@@ -58,6 +58,7 @@ _TORCH_FILES = {
     "loss": "L1Loss NLLLoss KLDivLoss MSELoss BCELoss BCEWithLogitsLoss SmoothL1Loss HuberLoss "
     "CrossEntropyLoss CosineEmbeddingLoss MarginRankingLoss TripletMarginLoss",
     "distance": "PairwiseDistance CosineSimilarity", "flatten": "Flatten Unflatten",
+    "fold": "Fold Unfold",
     "padding": "CircularPad1d CircularPad2d ConstantPad1d ConstantPad2d ReflectionPad1d "
     "ReflectionPad2d ReplicationPad1d ReplicationPad2d ZeroPad1d ZeroPad2d",
     "pixelshuffle": "PixelShuffle PixelUnshuffle", "upsampling": "Upsample UpsamplingNearest2d",

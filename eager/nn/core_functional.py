@@ -218,6 +218,51 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
     return ops.unfold(input, ops.nn.pair(kernel_size), stride, padding, dilation)
 
 
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
+    """torch.nn.functional.fold (col2im), unfold's adjoint: (N, C * kh * kw, L) blocks summed
+    into (N, C, H, W) of output_size, overlaps added; an unbatched (C * kh * kw, L) input
+    gives (C, H, W). The block count L must be the one output_size gives, as torch checks."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
+                           f"batch size and non-zero dimensions for input, but got: "
+                           f"{list(input.shape)}")
+    pair = ops.nn.pair
+    (kh, kw), size = pair(kernel_size), pair(output_size)
+    rows, blocks = input.shape[-2:]
+    if rows % (kh * kw):
+        raise RuntimeError(f"Expected size of input's dimension {input.ndim - 2} to be "
+                           f"divisible by the product of kernel_size, but got "
+                           f"input.size({input.ndim - 2})={rows} and kernel_size={(kh, kw)}.")
+    outs = ops.nn.window_outs(size, (kh, kw), stride, padding, dilation)
+    if outs[0] * outs[1] != blocks or min(outs) < 1:
+        raise RuntimeError(
+            f"Given output_size={size}, kernel_size={(kh, kw)}, dilation={pair(dilation)}, "
+            f"padding={pair(padding)}, stride={pair(stride)}, expected size of input's "
+            f"dimension {input.ndim - 1} to match the calculated number of sliding blocks "
+            f"{outs[0]} * {outs[1]} = {outs[0] * outs[1]}, but got "
+            f"input.size({input.ndim - 1})={blocks}.")
+    batch = input.shape[:-2] or (1,)
+    like = np.broadcast_to(np.zeros((), np.float32), batch + (rows // (kh * kw),) + size)
+    cols = input if input.ndim == 3 else ops.expand_dims(input, axis=0)
+    out = ops.fold(cols, like, (kh, kw), stride, padding, dilation)
+    return out if input.ndim == 3 else ops.squeeze(out, axis=0)
+
+
+def gumbel_softmax(logits, tau=1.0, hard=False, eps=1e-10, dim=-1):
+    """torch.nn.functional.gumbel_softmax: softmax((logits + g) / tau) along dim with Gumbel
+    noise g = -log(E), E ~ Exponential(1) (new draws per call, from eager's generator); hard:
+    the one-hot of each argmax in the forward pass, the soft sample's gradient in backward
+    (y_hard - y_soft.detach() + y_soft). eps is unused, as in torch."""
+    from dualgrad.eager.factories import empty_like
+    gumbels = -empty_like(logits).exponential_().log()
+    y_soft = softmax((logits + gumbels) / tau, dim=dim)
+    if not hard:
+        return y_soft
+    index = y_soft.argmax(dim=dim, keepdim=True)
+    y_hard = ops.zeros_like(y_soft).scatter(dim, index, 1.0)
+    return y_hard - y_soft.detach() + y_soft
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,  # noqa: A002
                return_indices=False):
     return _unbatched(ops.max_pool2d, input, 2, kernel_size, stride, padding, dilation,

@@ -321,6 +321,39 @@ class PixelShuffle(Module):
         return F.pixel_shuffle(input, self.upscale_factor)
 
 
+class Unfold(Module):
+    """im2col as a module: F.unfold with the constructor's geometry."""
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size, self.dilation, self.padding, self.stride = (kernel_size, dilation,
+                                                                      padding, stride)
+
+    def forward(self, input):  # noqa: A002
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, "
+                f"padding={self.padding}, stride={self.stride}")
+
+
+class Fold(Module):
+    """col2im as a module: F.fold into output_size with the constructor's geometry."""
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.output_size, self.kernel_size = output_size, kernel_size
+        self.dilation, self.padding, self.stride = dilation, padding, stride
+
+    def forward(self, input):  # noqa: A002
+        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding,
+                      self.stride)
+
+    def extra_repr(self):
+        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
+                f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}")
+
+
 class PixelUnshuffle(Module):
     def __init__(self, downscale_factor):
         super().__init__()

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from dualgrad.ops.updates import (adadelta_update, adagrad_update, adam_update, adamw_update,
-                                  rmsprop_update, sgd_update)
+from dualgrad.ops.updates import (adadelta_update, adagrad_update, adam_update, adamax_update,
+                                  adamw_update, asgd_update, nadam_update, radam_update,
+                                  rmsprop_update, rprop_update, sgd_update)
 from ..core import Tensor
 from . import lr_scheduler
 from .lbfgs import LBFGS
@@ -54,16 +55,12 @@ def _count(state):
     return n
 
 
-def _switches(name, foreach=None, fused=None, capturable=False, differentiable=False,
-              decoupled_weight_decay=False):
+def _switches(name, foreach=None, fused=None, capturable=False, differentiable=False):
     """torch's implementation switches: foreach / fused pick torch's multi-tensor or fused
     kernels and capturable its CUDA-graph form, all the same update, so they are accepted;
-    differentiable (autograd through the step) and Adam's decoupled_weight_decay raise."""
+    differentiable (autograd through the step) raises."""
     if differentiable:
         raise NotImplementedError(f"{name}(differentiable=True) is not supported by dualgrad")
-    if decoupled_weight_decay:
-        raise NotImplementedError(f"{name}(decoupled_weight_decay=True) is not supported by "
-                                  f"dualgrad; use AdamW, which is that optimizer")
 
 
 class SGD(Optimizer):
@@ -109,32 +106,35 @@ class SGD(Optimizer):
 
 
 class Adam(Optimizer):
-    """Adam (Kingma & Ba), torch's defaults: lr=1e-3, betas=(0.9, 0.999), eps=1e-8."""
+    """Adam (Kingma & Ba), torch's defaults: lr=1e-3, betas=(0.9, 0.999), eps=1e-8;
+    decoupled_weight_decay=True is AdamW's update, as in torch."""
     _elementwise = True
-    _rule = staticmethod(adam_update)
     _default_decay = 0.0
+    _decoupled = False
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=None,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
-        _switches(type(self).__name__, foreach, fused, capturable, differentiable,
-                  decoupled_weight_decay)
+        _switches(type(self).__name__, foreach, fused, capturable, differentiable)
         weight_decay = self._default_decay if weight_decay is None else weight_decay
-        _check("learning rate", lr)
-        _check("epsilon value", eps)
-        if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
-            raise ValueError(f"Invalid beta parameters: {betas}")
+        _betas(lr, eps, betas)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, amsgrad=bool(amsgrad),
-                                      maximize=maximize))
+                                      maximize=maximize,
+                                      decoupled_weight_decay=self._decoupled or
+                                      bool(decoupled_weight_decay)))
+
+    @staticmethod
+    def _rule(group):
+        return adamw_update if group.get("decoupled_weight_decay") else adam_update
 
     def _update(self, p, g, state, group):
         m, v = _buf(state, "exp_avg", p._array), _buf(state, "exp_avg_sq", p._array)
         t = _count(state)
         b1, b2 = group["betas"]
         vmax = _buf(state, "max_exp_avg_sq", p._array) if group.get("amsgrad") else None
-        new_p, m2, v2, *vmax = self._rule(p._array, g, m, v, t, group["lr"], b1, b2,
-                                          group["eps"], group["weight_decay"], vmax=vmax)
+        new_p, m2, v2, *vmax = self._rule(group)(p._array, g, m, v, t, group["lr"], b1, b2,
+                                                 group["eps"], group["weight_decay"], vmax=vmax)
         state["exp_avg"]._array, state["exp_avg_sq"]._array = m2, v2
         if vmax:   # NOTE: AMSGrad's running maximum, torch's state name
             state["max_exp_avg_sq"]._array = vmax[0]
@@ -156,7 +156,7 @@ class Adam(Optimizer):
             return False
         t = float(steps[0]) + 1.0
         native.adam_many_(*views, vec["exp_avg"], vec["exp_avg_sq"], kept.offset_chunks(native),
-                          t, lr, b1, b2, eps, wd, self._rule is adamw_update, maximize)
+                          t, lr, b1, b2, eps, wd, self._rule(group) is adamw_update, maximize)
         steps[:] = t
         return True
 
@@ -166,8 +166,8 @@ _MOMENTS = {"exp_avg", "exp_avg_sq"}
 
 class AdamW(Adam):
     """Adam with torch's decoupled weight decay (default 1e-2): p *= 1 - lr * wd, then Adam."""
-    _rule = staticmethod(adamw_update)
     _default_decay = 1e-2
+    _decoupled = True
 
 
 class RMSprop(Optimizer):
@@ -249,5 +249,150 @@ class Adadelta(Optimizer):
         self._write(p, new_p)
 
 
+def _betas(lr, eps, betas):
+    _check("learning rate", lr)
+    _check("epsilon value", eps)
+    if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
+        raise ValueError(f"Invalid beta parameters: {betas}")
+
+
+def _scalar(state, key, value):
+    """state[key] as a Python float, created as torch's 0-d float32 tensor holding value."""
+    if key not in state:
+        state[key] = Tensor(np.array(value, np.float32))
+    return float(state[key]._array)
+
+
+class Adamax(Optimizer):
+    """Adamax (Adam with the infinity norm), torch's defaults: lr=2e-3, betas=(0.9, 0.999),
+    eps=1e-8."""
+    _elementwise = True
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                 foreach=None, *, maximize=False, differentiable=False, capturable=False):
+        _switches("Adamax", foreach, None, capturable, differentiable)
+        _betas(lr, eps, betas)
+        _check("weight_decay value", weight_decay)
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
+                                      weight_decay=weight_decay, maximize=maximize))
+
+    def _update(self, p, g, state, group):
+        m, u = _buf(state, "exp_avg", p._array), _buf(state, "exp_inf", p._array)
+        t = _count(state)
+        b1, b2 = group["betas"]
+        new_p, m, u = adamax_update(p._array, g, m, u, t, group["lr"], b1, b2, group["eps"],
+                                    group["weight_decay"])
+        state["exp_avg"]._array, state["exp_inf"]._array = m, u
+        self._write(p, new_p)
+
+
+class NAdam(Optimizer):
+    """NAdam (Adam with Nesterov momentum), torch's defaults: lr=2e-3, betas=(0.9, 0.999),
+    eps=1e-8, momentum_decay=4e-3; decoupled_weight_decay as AdamW decays."""
+    _elementwise = True
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                 momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
+                 maximize=False, capturable=False, differentiable=False):
+        _switches("NAdam", foreach, None, capturable, differentiable)
+        _betas(lr, eps, betas)
+        _check("weight_decay value", weight_decay)
+        _check("momentum_decay value", momentum_decay)
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
+                                      weight_decay=weight_decay, momentum_decay=momentum_decay,
+                                      decoupled_weight_decay=bool(decoupled_weight_decay),
+                                      maximize=maximize))
+
+    def _update(self, p, g, state, group):
+        mu_product = _scalar(state, "mu_product", 1.0)
+        m, v = _buf(state, "exp_avg", p._array), _buf(state, "exp_avg_sq", p._array)
+        t = _count(state)
+        b1, b2 = group["betas"]
+        new_p, m, v, mu_product = nadam_update(
+            p._array, g, m, v, t, mu_product, group["lr"], b1, b2, group["eps"],
+            group["weight_decay"], group["momentum_decay"], group["decoupled_weight_decay"])
+        state["exp_avg"]._array, state["exp_avg_sq"]._array = m, v
+        state["mu_product"]._array = np.array(mu_product, np.float32)
+        self._write(p, new_p)
+
+
+class RAdam(Optimizer):
+    """RAdam (rectified Adam), torch's defaults: lr=1e-3, betas=(0.9, 0.999), eps=1e-8;
+    decoupled_weight_decay as AdamW decays."""
+    _elementwise = True
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False,
+                 capturable=False, differentiable=False):
+        _switches("RAdam", foreach, None, capturable, differentiable)
+        _betas(lr, eps, betas)
+        _check("weight_decay value", weight_decay)
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
+                                      weight_decay=weight_decay,
+                                      decoupled_weight_decay=bool(decoupled_weight_decay),
+                                      maximize=maximize))
+
+    def _update(self, p, g, state, group):
+        m, v = _buf(state, "exp_avg", p._array), _buf(state, "exp_avg_sq", p._array)
+        t = _count(state)
+        b1, b2 = group["betas"]
+        new_p, m, v = radam_update(p._array, g, m, v, t, group["lr"], b1, b2, group["eps"],
+                                   group["weight_decay"], group["decoupled_weight_decay"])
+        state["exp_avg"]._array, state["exp_avg_sq"]._array = m, v
+        self._write(p, new_p)
+
+
+class ASGD(Optimizer):
+    """Averaged SGD, torch's defaults: lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6; the running
+    average of the parameters is state["ax"]."""
+    _elementwise = True
+
+    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0.0,
+                 foreach=None, maximize=False, differentiable=False, capturable=False):
+        _switches("ASGD", foreach, None, capturable, differentiable)
+        _check("learning rate", lr)
+        _check("weight_decay value", weight_decay)
+        super().__init__(params, dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0,
+                                      weight_decay=weight_decay, maximize=maximize))
+
+    def _update(self, p, g, state, group):
+        eta, mu = _scalar(state, "eta", group["lr"]), _scalar(state, "mu", 1.0)
+        ax = _buf(state, "ax", p._array)
+        t = _count(state)
+        new_p, ax, eta, mu = asgd_update(p._array, g, ax, t, eta, mu, group["lr"],
+                                         group["lambd"], group["alpha"], group["t0"],
+                                         group["weight_decay"])
+        state["ax"]._array = np.array(ax, dtype=p._array.dtype, copy=True)
+        state["eta"]._array, state["mu"]._array = (np.array(eta, np.float32),
+                                                   np.array(mu, np.float32))
+        self._write(p, new_p)
+
+
+class Rprop(Optimizer):
+    """Resilient backpropagation, torch's defaults: lr=1e-2 (each element's first step size),
+    etas=(0.5, 1.2), step_sizes=(1e-6, 50)."""
+    _elementwise = True
+
+    def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
+                 capturable=False, foreach=None, maximize=False, differentiable=False):
+        _switches("Rprop", foreach, None, capturable, differentiable)
+        _check("learning rate", lr)
+        if not 0.0 < etas[0] < 1.0 < etas[1]:
+            raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        super().__init__(params, dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes),
+                                      maximize=maximize))
+
+    def _update(self, p, g, state, group):
+        prev = _buf(state, "prev", p._array)
+        size = _buf(state, "step_size", p._array, group["lr"])
+        _count(state)
+        (eta_minus, eta_plus), (lo, hi) = group["etas"], group["step_sizes"]
+        new_p, prev, size = rprop_update(p._array, np.asarray(g, p._array.dtype), prev, size,
+                                         eta_minus, eta_plus, lo, hi)
+        state["prev"]._array, state["step_size"]._array = prev, size
+        self._write(p, new_p)
+
+
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "LBFGS",
+           "Adamax", "NAdam", "RAdam", "ASGD", "Rprop",
            "lr_scheduler", "required"]

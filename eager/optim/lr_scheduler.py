@@ -19,10 +19,10 @@ from collections import Counter
 
 from .optimizer import refuse_in_trace
 from .scheduler_base import LRScheduler
-from .schedulers_cyclic import OneCycleLR, ReduceLROnPlateau
+from .schedulers_cyclic import CyclicLR, OneCycleLR, ReduceLROnPlateau
 
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
-           "LambdaLR", "MultiplicativeLR", "LinearLR", "ConstantLR", "OneCycleLR",
+           "LambdaLR", "MultiplicativeLR", "LinearLR", "ConstantLR", "OneCycleLR", "CyclicLR",
            "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "PolynomialLR", "SequentialLR",
            "ChainedScheduler"]
 

@@ -1,5 +1,5 @@
-"""The schedulers that do not follow the epoch-by-epoch pattern: OneCycleLR (per batch, with
-momentum cycling) and ReduceLROnPlateau (driven by a metric).
+"""The schedulers that do not follow the epoch-by-epoch pattern: OneCycleLR and CyclicLR (per
+batch, with momentum cycling) and ReduceLROnPlateau (driven by a metric).
 
 >>> from dualgrad.eager import nn, optim
 >>> opt = optim.SGD(nn.Linear(2, 1).parameters(), lr=0.1, momentum=0.9)
@@ -104,6 +104,61 @@ class OneCycleLR(LRScheduler):
                     break
                 start = end
             if self.cycle_momentum:
+                if self.use_beta1:
+                    group["betas"] = (momentum, *group["betas"][1:])
+                else:
+                    group["momentum"] = momentum
+        return lrs
+
+
+class CyclicLR(LRScheduler):
+    """Cyclical learning rates (Smith): between base_lr and max_lr over step_size_up steps up
+    and step_size_down down, each cycle's height scaled by mode (triangular: 1, triangular2:
+    halved per cycle, exp_range: gamma ** step) or scale_fn; momentum cycles the other way.
+    As torch, constructing it sets each group's lr to base_lr. Step it after every batch."""
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up=2000, step_size_down=None,
+                 mode="triangular", gamma=1.0, scale_fn=None, scale_mode="cycle",
+                 cycle_momentum=True, base_momentum=0.8, max_momentum=0.9, last_epoch=-1):
+        base_lrs = _format("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _format("max_lr", optimizer, max_lr)
+        up = float(step_size_up)
+        down = float(step_size_down) if step_size_down is not None else up
+        self.total_size, self.step_ratio = up + down, up / (up + down)
+        if mode not in ("triangular", "triangular2", "exp_range") and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode, self.gamma = mode, gamma
+        if scale_fn is not None:
+            self.scale_fn, self.scale_mode = scale_fn, scale_mode
+        elif mode == "triangular":
+            self.scale_fn, self.scale_mode = (lambda x: 1.0), "cycle"
+        elif mode == "triangular2":
+            self.scale_fn, self.scale_mode = (lambda x: 1 / (2.0 ** (x - 1))), "cycle"
+        else:
+            self.scale_fn, self.scale_mode = (lambda x: gamma ** x), "iterations"
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            OneCycleLR._init_momentum(self, optimizer, max_momentum, base_momentum, last_epoch)
+            self.base_momentums = _format("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _format("max_momentum", optimizer, max_momentum)
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def get_lr(self):
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        scale_factor = x / self.step_ratio if x <= self.step_ratio else \
+            (x - 1) / (self.step_ratio - 1)
+        scale = self.scale_fn(cycle if self.scale_mode == "cycle" else self.last_epoch)
+        lrs = [lo + (hi - lo) * scale_factor * scale
+               for lo, hi in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for lo, hi, group in zip(self.base_momentums, self.max_momentums,
+                                     self.optimizer.param_groups):
+                momentum = hi - (hi - lo) * scale_factor * scale
                 if self.use_beta1:
                     group["betas"] = (momentum, *group["betas"][1:])
                 else:

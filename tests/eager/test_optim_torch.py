@@ -53,6 +53,15 @@ OPTIMIZERS = [
     ("RMSprop", dict(lr=1e-2, momentum=0.9, centered=True, weight_decay=1e-3), {}),
     ("Adagrad", dict(lr=0.1, lr_decay=0.01, initial_accumulator_value=0.1), {"lr": 0.05}),
     ("Adadelta", dict(lr=1.0), {"rho": 0.8}),
+    ("Adamax", dict(lr=2e-2, weight_decay=0.1), {"betas": (0.8, 0.99)}),
+    ("NAdam", dict(lr=1e-2), {"momentum_decay": 0.1}),
+    ("NAdam", dict(lr=1e-2, weight_decay=0.1, decoupled_weight_decay=True), {"lr": 0.05}),
+    ("NAdam", dict(lr=1e-2, weight_decay=0.1, maximize=True), {}),
+    ("RAdam", dict(lr=1e-2), {"betas": (0.5, 0.6)}),      # rho_t > 5 from step 2 on
+    ("RAdam", dict(lr=1e-2, weight_decay=0.1, decoupled_weight_decay=True), {}),
+    ("ASGD", dict(lr=0.05, t0=2, lambd=0.1), {"alpha": 0.5}),   # averaging from step 3 on
+    ("ASGD", dict(lr=0.05, weight_decay=0.1), {}),
+    ("Rprop", dict(lr=0.05), {"etas": (0.3, 1.5), "step_sizes": (1e-3, 0.06)}),
 ]
 
 
@@ -95,7 +104,8 @@ def _train(lib, model, opt, x, y, steps):
         opt.step()
 
 
-@pytest.mark.parametrize("name", ["SGD", "Adam", "RMSprop", "Adagrad", "Adadelta"])
+@pytest.mark.parametrize("name", ["SGD", "Adam", "RMSprop", "Adagrad", "Adadelta", "Adamax",
+                                  "NAdam", "RAdam", "ASGD", "Rprop"])
 def test_state_dict_resumes_exactly(name, tmp_path):
     x, y = _data()
     kw = {"lr": 0.05, "momentum": 0.9} if name in ("SGD", "RMSprop") else {}
@@ -178,6 +188,12 @@ SCHEDULERS = [
     ("OneCycleLR", dict(max_lr=[1.0, 0.5], epochs=3, steps_per_epoch=4, anneal_strategy="linear",
                         three_phase=True)),
     ("CosineAnnealingWarmRestarts", dict(T_0=3, T_mult=2, eta_min=0.01)),
+    ("CyclicLR", dict(base_lr=0.01, max_lr=0.1, step_size_up=3)),
+    ("CyclicLR", dict(base_lr=[0.01, 0.02], max_lr=0.1, step_size_up=2, step_size_down=3,
+                      mode="triangular2", base_momentum=0.7)),
+    ("CyclicLR", dict(base_lr=0.01, max_lr=0.1, step_size_up=2, mode="exp_range", gamma=0.9)),
+    ("CyclicLR", dict(base_lr=0.01, max_lr=0.1, step_size_up=2,
+                      scale_fn=lambda x: 1.0 / (1 + x), scale_mode="iterations")),
 ]
 
 
@@ -227,3 +243,22 @@ def test_scheduler_state_dict_round_trip():
     s2 = optim.lr_scheduler.StepLR(opt2, step_size=2)
     s2.load_state_dict(s.state_dict())
     assert s2.last_epoch == 3 and s2.get_last_lr() == s.get_last_lr()
+
+
+@pytest.mark.parametrize("name", ["Adamax", "NAdam", "RAdam", "ASGD", "Rprop", "RMSprop",
+                                  "Adagrad", "Adadelta", "AdamW"])
+def test_state_and_group_keys_are_torchs(name):
+    """A checkpoint's optimizer state names what torch's does (so code reading
+    state["exp_inf"] or group["etas"] works), after the same steps."""
+    ours, ref = _pair()
+    opt, topt = getattr(optim, name)(ours.parameters()), getattr(torch.optim, name)(
+        ref.parameters())
+    x, y = _data()
+    _train(eager, ours, opt, x, y, 2)
+    _train(torch, ref, topt, x, y, 2)
+    sd, tsd = opt.state_dict(), topt.state_dict()
+    assert sorted(sd["state"][0]) == sorted(tsd["state"][0])
+    ours_keys = set(sd["param_groups"][0])
+    theirs = set(tsd["param_groups"][0]) - {"foreach", "differentiable", "capturable", "fused"}
+    assert theirs <= ours_keys | {"foreach", "differentiable", "capturable", "fused"}, \
+        theirs - ours_keys

@@ -92,5 +92,5 @@ def test_optimizer_implementation_switches_are_accepted_and_differentiable_raise
     assert (p.detach().numpy() < 1).all()
     with pytest.raises(NotImplementedError, match="differentiable"):
         getattr(eager.optim, name)([p], lr=0.1, differentiable=True)
-    with pytest.raises(NotImplementedError, match="use AdamW"):
-        eager.optim.Adam([p], decoupled_weight_decay=True)
+    adam = eager.optim.Adam([p], lr=0.1, weight_decay=0.5, decoupled_weight_decay=True)
+    assert adam.param_groups[0]["decoupled_weight_decay"]      # AdamW's update, as torch's
