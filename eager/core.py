@@ -19,6 +19,7 @@ from dualgrad import ops
 from dualgrad.ops import REGISTRY as R
 from dualgrad.ops.autodiff import backprop, toposort
 from dualgrad.ops.composite import current_composite
+from dualgrad.ops.reduce import nonempty_reduction
 from dualgrad.ops.core import TRACING, current_trace, explain_failure, spec_of, user_frame, where_str
 from dualgrad.ops.rules import (as_operand, bfloat16, inexact, ints_fit, is_bfloat16, norm_axis,
                                 torch_int_scalar, torch_needs_cast, torch_result_dtype,
@@ -705,9 +706,16 @@ class Tensor:
 
     def item(self):
         if self._array.size != 1:
-            raise ValueError(f"item(): only a one-element tensor can be converted to a Python "
-                             f"scalar, this one has shape {self._array.shape}")
+            raise RuntimeError(f"a Tensor with {self._array.size} elements cannot be converted "
+                               f"to Scalar")
         return self._array.item()
+
+    def __format__(self, spec):
+        """A 0-d tensor formats as its number (f"{loss:.4f}"), as torch's; others take no
+        format spec."""
+        if self._array.ndim == 0 and type(self) is Tensor:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
 
     def tolist(self):
         return self._array.tolist()
@@ -897,30 +905,35 @@ class Tensor:
                         keepdims=keepdim)
 
     def max(self, dim=None, keepdim=False):
-        if dim is None:
-            return ops.max(self)
         if isinstance(dim, Tensor):   # NOTE: torch.max(input, other) is maximum
             return self.maximum(dim)
+        nonempty_reduction("max", self.shape, dim)
+        if dim is None:
+            return ops.max(self)
         return ValuesIndices(ops.max(self, axis=dim, keepdims=keepdim),
                              ops.argmax(self, axis=dim, keepdims=keepdim))
 
     def min(self, dim=None, keepdim=False):
-        if dim is None:
-            return ops.min(self)
         if isinstance(dim, Tensor):   # NOTE: torch.min(input, other) is minimum
             return self.minimum(dim)
+        nonempty_reduction("min", self.shape, dim)
+        if dim is None:
+            return ops.min(self)
         return ValuesIndices(ops.min(self, axis=dim, keepdims=keepdim),
                              ops.argmin(self, axis=dim, keepdims=keepdim))
 
     def amax(self, dim=None, keepdim=False):
+        nonempty_reduction("amax", self.shape, dim)
         return ops.max(self, axis=dim, keepdims=keepdim)
 
     def argmax(self, dim=None, keepdim=False):
+        nonempty_reduction("argmax", self.shape, dim)
         if dim is None:
             return ops.argmax(self.reshape(-1), axis=0)
         return ops.argmax(self, axis=dim, keepdims=keepdim)
 
     def argmin(self, dim=None, keepdim=False):
+        nonempty_reduction("argmin", self.shape, dim)
         if dim is None:
             return ops.argmin(self.reshape(-1), axis=0)
         return ops.argmin(self, axis=dim, keepdims=keepdim)

@@ -21,6 +21,7 @@ from dualgrad.ops.rules import floating
 
 from dualgrad import ops
 from dualgrad.ops.linalg import parse_einsum
+from dualgrad.ops.reduce import nonempty_reduction
 from dualgrad.ops.composite import in_opmath
 from dualgrad.ops.rules import (HALF, TORCH_C_NAMES, norm_axis, torch_opmath_dtype, torch_result_dtype,
                                 torch_scalar_argument, torch_sum_dtype)
@@ -350,11 +351,15 @@ def cumprod(input, dim, *, dtype=None):  # noqa: A002
 
 
 def amax(input, dim=(), keepdim=False):  # noqa: A002
-    return ops.max(input, axis=None if dim == () else dim, keepdims=keepdim)
+    dim = None if dim == () else dim
+    nonempty_reduction("amax", _t(input).shape, dim)
+    return ops.max(input, axis=dim, keepdims=keepdim)
 
 
 def amin(input, dim=(), keepdim=False):  # noqa: A002
-    return ops.min(input, axis=None if dim == () else dim, keepdims=keepdim)
+    dim = None if dim == () else dim
+    nonempty_reduction("amin", _t(input).shape, dim)
+    return ops.min(input, axis=dim, keepdims=keepdim)
 
 
 def count_nonzero(input, dim=None):  # noqa: A002

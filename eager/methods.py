@@ -19,8 +19,18 @@ from dualgrad.ops.rules import floating, norm_axis
 
 from . import devices as _device
 from . import functions
-from .core import RETAINS_GRAD, Tensor, register_hook, retains_grad
+from .core import RETAINS_GRAD, Tensor, foreign, register_hook, retains_grad
 from .functions import accumulate
+
+
+def _operand(name, other):
+    """other, when torch's comparison methods take it (a tensor or a number); else its
+    TypeError (t.eq(None) raises where t == None is False)."""
+    if foreign(other):
+        raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                        f"({type(other).__name__}), but expected one of: (Tensor other) or "
+                        f"(Number other)")
+    return other
 from .formats import format_order, in_order, preserve_format
 from .inplace import getitem
 from .refusals import in_range
@@ -120,8 +130,9 @@ class TensorMethods:
 
     def unique(self, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
         """The distinct values (no gradient: the result's shape depends on the values)."""
+        # NOTE: each nan is its own value, as torch's (NumPy's default merges them)
         res = np.unique(self._array, return_inverse=return_inverse, return_counts=return_counts,
-                        axis=dim)
+                        axis=dim, equal_nan=False)
         if not isinstance(res, tuple):
             return _tensor(res)
         out = [_tensor(res[0])]
@@ -133,22 +144,22 @@ class TensorMethods:
 
     # -- comparisons and shapes by name -----------------------------------------------------
     def eq(self, other):
-        return self == other
+        return self == _operand("eq", other)
 
     def ne(self, other):
-        return self != other
+        return self != _operand("ne", other)
 
     def lt(self, other):
-        return self < other
+        return self < _operand("lt", other)
 
     def le(self, other):
-        return self <= other
+        return self <= _operand("le", other)
 
     def gt(self, other):
-        return self > other
+        return self > _operand("gt", other)
 
     def ge(self, other):
-        return self >= other
+        return self >= _operand("ge", other)
 
     greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
@@ -228,7 +239,7 @@ class TensorMethods:
         return ops.where(condition, self, other)
 
     def amin(self, dim=None, keepdim=False):
-        return ops.min(self, axis=dim, keepdims=keepdim)
+        return functions.amin(self, () if dim is None else dim, keepdim)
 
     # -- what kind of tensor ------------------------------------------------------------------
     @property

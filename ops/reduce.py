@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from .rules import floating, inexact, is_bfloat16
 
-from .core import Sample, ShapeError, Spec, bind, primitive, register
+from .core import Sample, ShapeError, Spec, bind, fmt_shape, primitive, register
 from .elementwise import cast, div, eq, mul, where
 from .rules import norm_axes, numel, reduced_shape, same
 from .shape import broadcast_like, expand_dims, last_axis_sum, reverse
@@ -16,6 +16,27 @@ def _reduce_infer(name, out_dtype=None):
         dt = out_dtype(x.dtype) if isinstance(out_dtype, type(_reduce_infer)) else out_dtype
         return same(x, shape=reduced_shape(x.shape, axes, keepdims), dtype=dt)
     return infer
+
+
+def nonempty_reduction(name, shape, axis):
+    """PyTorch's check before a reduction without an identity (max, min, argmax, argmin): an
+    empty reduced dimension raises (a ShapeError in torch's words) instead of reaching the
+    kernel. The TF1 front end does not call it (TF's reduce_max of an empty axis gives -inf;
+    dualgrad's graph kernel raises at run time instead)."""
+    shape = tuple(shape)
+    if None in shape or 0 not in shape:   # NOTE: a 0-d tensor (one element) takes dim 0 or -1
+        return
+    axes = norm_axes(name, axis, len(shape), shape)
+    if axis is None:
+        if 0 in shape:
+            raise ShapeError(f"{name}: expected reduction dim to be specified for "
+                             f"input.numel() == 0 (input {fmt_shape(shape)}); specify the "
+                             f"reduction dim with the 'dim' argument, as torch says")
+        return
+    for a in axes:
+        if shape[a] == 0:
+            raise ShapeError(f"{name}: expected reduction dim {a} to have non-zero size, "
+                             f"but input {fmt_shape(shape)} has none there")
 
 
 def _sum_dtype(dt):
@@ -123,6 +144,7 @@ _RED_SAMPLES = (
     Sample(((2, 3),), {"axis": -1, "keepdims": True}), Sample(((2, 3, 4),), {"axis": 2}),
     Sample(((2, 3),), {"axis": 2}, match=r"axis 2 is out of range for 2-d input of \(2, 3\)"),
 )
+
 
 SUM = register("sum", _reduce_infer("sum", _sum_dtype), _sum_kernel, _sum_vjp, reduce="sum",
                samples=_RED_SAMPLES,
