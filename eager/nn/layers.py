@@ -26,6 +26,9 @@ def _ntuple(v, n):
 
 
 # -- convolution -------------------------------------------------------------------------------
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
 class _ConvNd(Module):
     """Shared by Conv1d/2d and ConvTranspose1d/2d: options, torch's init, extra_repr."""
     _nd, _transposed = 2, False
@@ -34,9 +37,11 @@ class _ConvNd(Module):
                  dilation=1, groups=1, bias=True, padding_mode="zeros", output_padding=0):
         super().__init__()
         name = type(self).__name__
-        if padding_mode != "zeros":
-            raise NotImplementedError(f"{name}(padding_mode={padding_mode!r}) is not supported "
-                                      f"by dualgrad; only padding_mode='zeros'")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(f"padding_mode must be one of {{'reflect', 'replicate', "
+                             f"'circular', 'zeros'}}, but got padding_mode={padding_mode!r}")
+        if self._transposed and padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {name}')
         if in_channels % groups or out_channels % groups:
             raise ValueError(f"{name}: in_channels and out_channels must be divisible by "
                              f"groups ({in_channels}, {out_channels}, groups={groups})")
@@ -63,23 +68,41 @@ class _ConvNd(Module):
             (lambda v: v)
         return (one(self.stride), one(self.padding), one(self.dilation))
 
+    def _padded(self, input):  # noqa: A002
+        """(input, padding for the convolution): with a padding_mode other than zeros, the
+        input padded by F.pad in that mode and no padding left for the convolution, as
+        torch's modules do (padding='same' split as torch splits it, the extra on the
+        right)."""
+        if self.padding_mode == "zeros":
+            return input, self._args()[1]
+        if self.padding == "same":
+            pairs = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
+                     for d, k in zip(self.dilation, self.kernel_size)]
+        else:
+            pairs = [(0, 0)] * self._nd if self.padding == "valid" else \
+                [(p, p) for p in self.padding]
+        flat = [v for pair in reversed(pairs) for v in pair]
+        return F.pad(input, flat, mode=self.padding_mode), 0
+
     def extra_repr(self):
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
              f"stride={self.stride}")
-        if self.padding not in ((0,) * self._nd, "valid"):
+        if self.padding != (0,) * self._nd:
             s += f", padding={self.padding}"
         if self.dilation != (1,) * self._nd:
             s += f", dilation={self.dilation}"
         if self.groups != 1:
             s += f", groups={self.groups}"
-        return s + ("" if self.bias is not None else ", bias=False")
+        s += "" if self.bias is not None else ", bias=False"
+        return s + ("" if self.padding_mode == "zeros" else f", padding_mode={self.padding_mode}")
 
 
 class Conv2d(_ConvNd):
     """2-d convolution over (N, C, H, W), weight (out, in / groups, kh, kw), torch's init."""
 
     def forward(self, input):  # noqa: A002 - torch's argument name
-        s, p, d = self._args()
+        s, _, d = self._args()
+        input, p = self._padded(input)  # noqa: A001
         return F.conv2d(input, self.weight, self.bias, s, p, d, self.groups)
 
 
@@ -88,7 +111,8 @@ class Conv1d(_ConvNd):
     _nd = 1
 
     def forward(self, input):  # noqa: A002
-        s, p, d = self._args()
+        s, _, d = self._args()
+        input, p = self._padded(input)  # noqa: A001
         return F.conv1d(input, self.weight, self.bias, s, p, d, self.groups)
 
 
@@ -222,7 +246,8 @@ class GroupNorm(Module):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self):
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
 
 
 class InstanceNorm2d(Module):
@@ -257,6 +282,11 @@ class InstanceNorm2d(Module):
                             self.training or not self.track_running_stats,
                             0.0 if self.momentum is None else self.momentum, self.eps)
         return ops.squeeze(y, axis=0) if unbatched else y
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
 
 
 class InstanceNorm1d(InstanceNorm2d):
@@ -320,6 +350,9 @@ class PixelShuffle(Module):
     def forward(self, input):  # noqa: A002
         return F.pixel_shuffle(input, self.upscale_factor)
 
+    def extra_repr(self):
+        return f"upscale_factor={self.upscale_factor}"
+
 
 class Unfold(Module):
     """im2col as a module: F.unfold with the constructor's geometry."""
@@ -361,6 +394,9 @@ class PixelUnshuffle(Module):
 
     def forward(self, input):  # noqa: A002
         return F.pixel_unshuffle(input, self.downscale_factor)
+
+    def extra_repr(self):
+        return f"downscale_factor={self.downscale_factor}"
 
 
 class ConstantPad2d(Module):
