@@ -71,6 +71,7 @@ TF1_TYPES = {
                     FLOATS | {int32, int64}),
     **dict.fromkeys(("conv2d", "conv2d_transpose"), FLOATS | {int32}),
     "in_top_k": frozenset({float32}),
+    "truncatemod": frozenset({float32, float64, int32, int64}),   # NOTE: float16: no CPU kernel
     "inv": FLOATS,
     # NOTE: floating ops whose CPU kernel TF registers without float16 (TF fails at run time)
     **dict.fromkeys(("erfinv", "ndtri", "erfcinv"), frozenset({float32, float64})),

@@ -17,7 +17,7 @@ from .math_ops import (abs, add, add_n, argmax, argmin, ceil, cos, count_nonzero
                        reduce_mean, reduce_min, reduce_prod, reduce_sum, round, rsqrt,
                        sigmoid, sign, sin, sqrt, square, squared_difference, subtract, tanh,
                        truediv)
-from .math_ops import MATH_FROM_REGISTRY, reduce_euclidean_norm, realdiv
+from .math_ops import MATH_FROM_REGISTRY, div_no_nan, logical_xor, reduce_euclidean_norm, realdiv
 from .nn import log_softmax, softmax, softplus, softsign, zero_fraction
 from .select_ops import in_top_k, segment_mean, segment_sum, top_k, unsorted_segment_sum
 
@@ -31,8 +31,11 @@ __all__ = [
     "reduce_prod", "reduce_std", "reduce_sum", "reduce_variance", "round", "rsqrt", "sigmoid",
     "sign", "sin", "softmax", "softplus", "softsign", "sqrt", "square", "squared_difference",
     "subtract", "tanh", "truediv", "top_k", "in_top_k", "reduce_euclidean_norm", "realdiv",
-    "zero_fraction", "segment_sum", "segment_mean", "unsorted_segment_sum",
+    "zero_fraction", "segment_sum", "segment_mean", "unsorted_segment_sum", "divide_no_nan",
+    "logical_xor",
 ]
+
+divide_no_nan = div_no_nan   # NOTE: tf.math's name for tf.div_no_nan (tf.compat.v1 has both)
 
 
 @named

@@ -40,7 +40,8 @@ __all__ = [
     "round", "floordiv", "floor_div", "floormod", "mod", "squared_difference", "add_n",
     "reduce_prod", "reduce_all", "reduce_any", "count_nonzero", "is_nan", "is_inf",
     "is_finite", "newaxis", "l2_normalize", "to_float", "to_double", "to_int32", "to_int64",
-    "div", "realdiv", "floor_mod", "reduce_euclidean_norm",
+    "div", "realdiv", "floor_mod", "reduce_euclidean_norm", "truncatediv", "truncatemod",
+    "div_no_nan", "logical_xor",
 ]
 
 newaxis = None
@@ -295,6 +296,45 @@ def realdiv(x, y):
 
 
 floor_mod = floormod
+truncatemod = named(ops.truncatemod)   # NOTE: C's fmod: the result takes x's sign (TruncateMod)
+
+
+@named
+def truncatediv(x, y):
+    """x / y rounded toward zero (TF's TruncateDiv, C's integer `/`): -7 / 2 is -3, where
+    floordiv gives -4. Floats: the quotient truncated."""
+    x = convert_to_tensor(x) if not isinstance(y, Tensor) else x
+    kinds = {np.dtype(t.dtype).kind for t in (x, y) if isinstance(t, Tensor)}
+    if kinds <= set("iu"):
+        q = ops.floordiv(x, y)
+        # NOTE: floor and truncation differ by one where the signs differ and y does not divide x
+        fix = ops.logical_and(ops.ne(ops.floormod(x, y), 0),
+                              ops.ne(ops.lt(x, 0), ops.lt(y, 0)))
+        return ops.where(fix, q + 1, q)
+    q = ops.div(x, y)
+    return ops.where(ops.lt(q, 0), ops.ceil(q), ops.floor(q))
+
+
+@named
+def div_no_nan(x, y):
+    """x / y, and 0 wherever y is 0 (tf.math.div_no_nan); integers are divided as truediv
+    divides them (float32 for 8 and 16 bits, float64 for 32 and 64), as TF does."""
+    x, y = convert_to_tensor(x), convert_to_tensor(y)
+    if x.dtype != y.dtype:
+        raise TypeError(f"div_no_nan: `x` and `y` must have the same dtype, got {x.dtype} "
+                        f"('{x.name}') and {y.dtype} ('{y.name}'), as in TF")
+    zero = ops.eq(y, 0)
+    q = _truediv(x, ops.where(zero, ops.ones_like(y), y))
+    return ops.where(zero, ops.zeros_like(q), q)
+
+
+@named
+def logical_xor(x, y):
+    """True where exactly one of two bool tensors is (tf.math.logical_xor)."""
+    x, y = convert_to_tensor(x), convert_to_tensor(y)
+    if x.dtype.kind != "b" or y.dtype.kind != "b":
+        raise TypeError(f"logical_xor: expects bool tensors, got {x.dtype} and {y.dtype}")
+    return ops.ne(x, y)
 
 
 @named
@@ -557,6 +597,17 @@ def split(value, num_or_size_splits, axis=0, name=None):
         sizes = [n // num_or_size_splits] * num_or_size_splits
     else:
         sizes = [int(s) for s in num_or_size_splits]
+        if sizes.count(-1) > 1:
+            raise ValueError(f"split: at most one size may be -1 (inferred), got {sizes}")
+        if -1 in sizes:    # NOTE: TF infers it from the dimension, as reshape infers a -1
+            if shape[a] is None:
+                raise ShapeError(f"split: a size of -1 needs dimension {a} of "
+                                 f"{tuple(shape)}, which is unknown")
+            rest = shape[a] - sum(s for s in sizes if s != -1)
+            if rest < 0:
+                raise ShapeError(f"split: sizes {sizes} add up to more than dimension {a} "
+                                 f"of {tuple(shape)}")
+            sizes[sizes.index(-1)] = rest
     return ops.split(value, sizes, axis=a)
 
 
