@@ -314,6 +314,19 @@ def foreign(b):
     return getattr(getattr(b, "_engine", None), "level", None) is None
 
 
+def _picked(x, dim, keepdim, reduce, arg):
+    """max(dim) / min(dim): (values, indices) where the values are read at the indices, so
+    the gradient goes to that one element, as torch's (amax and max() share it among ties)."""
+    if x.ndim == 0:   # NOTE: torch lets a 0-d tensor take dim 0 or -1
+        return ValuesIndices(reduce(x, axis=dim, keepdims=keepdim),
+                             arg(x, axis=dim, keepdims=keepdim))
+    index = arg(x, axis=dim, keepdims=True)
+    values = ops.gather(x, index, axis=dim)
+    if not keepdim:
+        values, index = ops.squeeze(values, axis=dim), ops.squeeze(index, axis=dim)
+    return ValuesIndices(values, index)
+
+
 def _binary(op, a, b):
     """The operator fast path (a + b …): no attrs, one kernel call, one wrap."""
     if type(b) not in _NUMBERS and not isinstance(b, Tensor) and foreign(b):
@@ -910,8 +923,7 @@ class Tensor:
         nonempty_reduction("max", self.shape, dim)
         if dim is None:
             return ops.max(self)
-        return ValuesIndices(ops.max(self, axis=dim, keepdims=keepdim),
-                             ops.argmax(self, axis=dim, keepdims=keepdim))
+        return _picked(self, dim, keepdim, ops.max, ops.argmax)
 
     def min(self, dim=None, keepdim=False):
         if isinstance(dim, Tensor):   # NOTE: torch.min(input, other) is minimum
@@ -919,8 +931,7 @@ class Tensor:
         nonempty_reduction("min", self.shape, dim)
         if dim is None:
             return ops.min(self)
-        return ValuesIndices(ops.min(self, axis=dim, keepdims=keepdim),
-                             ops.argmin(self, axis=dim, keepdims=keepdim))
+        return _picked(self, dim, keepdim, ops.min, ops.argmin)
 
     def amax(self, dim=None, keepdim=False):
         nonempty_reduction("amax", self.shape, dim)

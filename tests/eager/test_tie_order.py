@@ -79,3 +79,42 @@ def test_mode_picks_torchs_index_among_copies(dtype):
         np.testing.assert_array_equal(np.asarray(ours.indices), ref.indices.numpy())
         np.testing.assert_array_equal(np.asarray(ours.values).astype(np.float64),
                                       ref.values.double().numpy())
+
+
+# Gradients among ties: which elements get the gradient when several hold the picked value.
+# torch's `max(dim)`, `min(dim)`, `median(dim)`, `kthvalue`, `mode`, `topk`, the poolings give
+# it to the element at the reported index; `amax`, `amin`, `max()`, `median()` share it
+# evenly. op_db's random samples have no ties, so this is checked on rows full of them
+# (max(dim) shared it, as amax does, before).
+TIE_GRADIENTS = {
+    "max(dim)": lambda L, x: x.max(1)[0], "min(dim)": lambda L, x: x.min(1)[0],
+    "max(dim, keepdim)": lambda L, x: x.max(0, keepdim=True).values,
+    "amax": lambda L, x: x.amax(1), "amin": lambda L, x: x.amin((0, 1)),
+    "max()": lambda L, x: x.max(), "min()": lambda L, x: x.min(),
+    "median(dim)": lambda L, x: x.median(1)[0], "median()": lambda L, x: x.median(),
+    "nanmedian(dim)": lambda L, x: x.nanmedian(1)[0], "kthvalue": lambda L, x: x.kthvalue(2, 1)[0],
+    "mode": lambda L, x: x.mode(1)[0], "topk": lambda L, x: x.topk(2, 1)[0],
+    "sort": lambda L, x: x.sort(1)[0] * L.arange(x.shape[1]),
+    "cummax": lambda L, x: x.cummax(1)[0], "cummin": lambda L, x: x.cummin(1)[0],
+    "aminmax": lambda L, x: L.aminmax(x, dim=1)[1],
+    "maximum": lambda L, x: L.maximum(x, x.flip(1)),
+    "max_pool1d": lambda L, x: L.nn.functional.max_pool1d(x[None], 2),
+    "adaptive_max_pool1d": lambda L, x: L.nn.functional.adaptive_max_pool1d(x[None], 2),
+    "clamp": lambda L, x: x.clamp(1.0, 2.0), "relu": lambda L, x: L.relu(x - 1.0),
+    "abs": lambda L, x: (x - 2.0).abs(),
+}
+
+
+@pytest.mark.parametrize("name", list(TIE_GRADIENTS))
+def test_gradients_among_ties_go_where_torchs_go(name):
+    rng = np.random.default_rng(7)
+    for _ in range(8):
+        rows = rng.integers(0, 4, (3, int(rng.integers(2, 7)))).astype(np.float64)
+        grads = []
+        for lib in (torch, eager):
+            x = lib.tensor(rows, requires_grad=True)
+            out = TIE_GRADIENTS[name](lib, x)
+            w = lib.tensor(np.arange(1.0, out.numel() + 1).reshape(tuple(out.shape)))
+            (out * w).sum().backward()
+            grads.append(x.grad.numpy())
+        np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12, err_msg=f"{name} on {rows}")
