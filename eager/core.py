@@ -599,6 +599,10 @@ def seed_gradient(out, gradient):
         return Tensor(np.ones_like(out._array))
     if not isinstance(gradient, Tensor):
         return Tensor(np.asarray(gradient, dtype=out._array.dtype))
+    if gradient._array.dtype != out._array.dtype:
+        # NOTE: torch's engine casts a gradient to the dtype of the tensor it is for (a float32
+        # grad_output of a float64 output is read as float64)
+        return ops.cast(gradient, out._array.dtype)
     return gradient
 
 
