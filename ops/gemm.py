@@ -42,6 +42,7 @@ SERIAL_MAX = 1 << 24     # m*k*n above which the product is left to BLAS's threa
 # k <= 128); with k = 256 the copy lost (102 -> 160 µs at (64, 256) @ (256, 256)).
 COPY_MAX_K = 128
 MIN_ROWS = 8             # fewer rows per block lose more than BLAS's threads cost (docstring)
+SMALL_PRODUCT = 131072   # m*k*n per image up to which sum_nt stacks its products (sum_nt)
 _NAMES = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads",
           "openblas_get_num_threads64_", "openblas_get_num_threads")
 _LOCK = threading.Lock()
@@ -161,7 +162,10 @@ def sum_nt(g, y):
     b, m, n = g.shape
     k = y.shape[1]
     if g.dtype != y.dtype or g.dtype.char not in "fd" or y.shape != (b, k, n) or \
-            not b or not m * n * k:
+            not b or not m * n * k or m * n * k <= SMALL_PRODUCT:
+        # NOTE: small products: one stacked matmul and a sum beat B calls from Python (the
+        # small bench CNN's (64, 16, 72, 16) weight gradient: 65 against 176 µs; at 2.6k
+        # multiply-adds per image 13 against 121); from ~0.5M per image the loop wins
         return np.matmul(g, np.swapaxes(y, -1, -2)).sum(axis=0)
     # NOTE: summed as its transpose, y_b @ g_b^T (k, m), and transposed once at the end: with
     # y_b's long rows as the left operand OpenBLAS packs less; the CNN's three weight gradients
