@@ -302,6 +302,12 @@ from .surface import install as _install_surface  # noqa: E402
 _install_surface()   # Tensor's methods beyond its core, from surface.py's table
 
 from . import autograd, distributions, linalg, nn, optim, special, utils  # noqa: E402  (they use the names above)
+from . import autograd_functional as _autograd_functional  # noqa: E402
+
+# NOTE: torch.autograd.functional is a submodule: registered so that
+# `from dualgrad.eager.autograd.functional import jacobian` imports as torch's does
+autograd.functional = _autograd_functional
+__import__("sys").modules[autograd.__name__ + ".functional"] = _autograd_functional
 from . import futures, multiprocessing  # noqa: E402
 import types as _types  # noqa: E402
 from dualgrad import __version__ as _dg_version  # noqa: E402

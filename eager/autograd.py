@@ -22,8 +22,6 @@ op whose backward is its own `backward(ctx, *grad_outputs)`, joined to the tape 
 """
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 from dualgrad.ops.rules import floating
 
@@ -278,9 +276,3 @@ def _function_vjp(g, *inputs, out, needs, fn, ctx, index, outs, positions):
                                    f"expected shape compatible with {list(x.shape)}")
         picked.append(r)
     return tuple(picked)
-
-
-# NOTE: torch.autograd.functional is a submodule: registered so that
-# `from dualgrad.eager.autograd.functional import jacobian` imports as torch's does
-from . import autograd_functional as functional  # noqa: E402
-sys.modules[__name__ + ".functional"] = functional

@@ -21,13 +21,13 @@ import numpy as np
 
 from dualgrad import ops
 
+from .autograd import grad
 from .core import Tensor
 
 __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp"]
 
 
 def _grad(*args, **kwargs):
-    from .autograd import grad   # NOTE: autograd imports this module
     return grad(*args, **kwargs)
 
 

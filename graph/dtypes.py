@@ -71,7 +71,9 @@ TF1_TYPES = {
                     FLOATS | {int32, int64}),
     **dict.fromkeys(("conv2d", "conv2d_transpose"), FLOATS | {int32}),
     "in_top_k": frozenset({float32}),
-    "truncatemod": frozenset({float32, float64, int32, int64}),   # NOTE: float16: no CPU kernel
+    # NOTE: keyed by TF's op name, checked by graph.truncatemod only (not the registry op, which
+    # ONNX's Mod(fmod=1) also builds, for float16 too); TF has no float16 CPU kernel for it
+    "TruncateMod": frozenset({float32, float64, int32, int64}),
     "inv": FLOATS,
     # NOTE: floating ops whose CPU kernel TF registers without float16 (TF fails at run time)
     **dict.fromkeys(("erfinv", "ndtri", "erfcinv"), frozenset({float32, float64})),

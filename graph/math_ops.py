@@ -296,7 +296,12 @@ def realdiv(x, y):
 
 
 floor_mod = floormod
-truncatemod = named(ops.truncatemod)   # NOTE: C's fmod: the result takes x's sign (TruncateMod)
+@named
+def truncatemod(x, y):
+    """x - y * truncatediv(x, y): C's fmod, the result takes x's sign (TF's TruncateMod)."""
+    x = convert_to_tensor(x) if not isinstance(y, Tensor) else x
+    check_tf1_types("TruncateMod", x, y)
+    return ops.truncatemod(x, y)
 
 
 @named
