@@ -176,3 +176,17 @@ def test_worker_exception_reaches_the_main_process_with_its_traceback():
     with pytest.raises(IndexError, match=r"(?s)Caught IndexError in DataLoader worker process "
                                          r"1.*Original Traceback.*IndexError"):
         list(loader)
+
+
+def test_collating_samples_of_different_shapes_raises_torchs_error():
+    """A dataset returning ragged samples: torch's RuntimeError naming the entries, not
+    NumPy's "all input arrays must have the same shape"."""
+    torch = pytest.importorskip("torch")
+    for lib in (torch, eager):
+        loader = lib.utils.data.DataLoader([np.ones(2, np.float32), np.zeros(3, np.float32)],
+                                           batch_size=2)
+        with pytest.raises(RuntimeError) as caught:
+            next(iter(loader))
+        if lib is torch:
+            theirs = str(caught.value)
+    assert str(caught.value) == theirs

@@ -29,7 +29,13 @@ __all__ = ["DataLoader", "default_collate", "default_convert", "get_worker_info"
 
 
 def _stack(arrays):
-    return from_host(Tensor(np.stack([np.asarray(a) for a in arrays])))
+    arrays = [np.asarray(a) for a in arrays]
+    for i, a in enumerate(arrays[1:], 1):
+        if a.shape != arrays[0].shape:   # NOTE: torch's message (NumPy's names no entry)
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(arrays[0].shape)} at entry 0 and {list(a.shape)} at "
+                               f"entry {i}")
+    return from_host(Tensor(np.stack(arrays)))
 
 
 def default_collate(batch):
