@@ -87,6 +87,37 @@ def eye_(tensor):
     return _set(tensor, np.eye(*tensor.shape))
 
 
+def dirac_(tensor, groups=1):
+    """The identity of a convolution: 1 at the centre of channel d's kernel for input
+    channel d (per group), 0 elsewhere; 3-, 4- and 5-d weights, as torch's."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tensor.shape
+    if sizes[0] % groups:
+        raise ValueError("dim 0 must be divisible by groups")
+    per_group = sizes[0] // groups
+    out = np.zeros(sizes)
+    centre = tuple(n // 2 for n in sizes[2:])
+    for g in range(groups):
+        for d in range(min(per_group, sizes[1])):
+            out[(g * per_group + d, d) + centre] = 1
+    return _set(tensor, out)
+
+
+def sparse_(tensor, sparsity, std=0.01, generator=None):
+    """A 2-d normal(0, std) sample with ceil(sparsity * rows) zeros in each column, at rows
+    drawn at random per column, as torch's."""
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    zeros = int(math.ceil(sparsity * rows))
+    rng = rng_of(generator)
+    out = rng.normal(0.0, std, (rows, cols))
+    for c in range(cols):
+        out[rng.permutation(rows)[:zeros], c] = 0
+    return _set(tensor, out)
+
+
 def xavier_uniform_(tensor, gain=1.0, generator=None):
     fan_in, fan_out = _fans(tensor)
     bound = gain * math.sqrt(6.0 / (fan_in + fan_out))

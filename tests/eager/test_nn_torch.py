@@ -210,6 +210,27 @@ def test_init_functions():
         "leaky_relu", 0.2)
 
 
+@pytest.mark.parametrize("shape,groups", [((4, 2, 3), 1), ((4, 2, 3, 3), 2), ((6, 3, 3, 5), 3),
+                                          ((2, 4, 3, 3, 3), 1), ((3, 5, 2, 2), 1)])
+def test_dirac_init_as_torch(shape, groups):
+    theirs = torch.nn.init.dirac_(torch.empty(shape), groups=groups).numpy()
+    ours = nn.init.dirac_(nn.Parameter(eager.empty(shape)), groups=groups)
+    np.testing.assert_array_equal(ours.detach().numpy(), theirs)
+    assert ours.requires_grad and ours.is_leaf
+    with pytest.raises(ValueError, match="3, 4, or 5 dimensions"):
+        nn.init.dirac_(eager.empty(3, 3))
+
+
+def test_sparse_init_zeros_per_column():
+    eager.manual_seed(0)
+    w = nn.init.sparse_(eager.empty(50, 40), sparsity=0.3, std=0.05)
+    zeros = (w == 0).sum(0).numpy()
+    assert (zeros == np.ceil(0.3 * 50)).all()          # torch's count, in every column
+    assert abs(float(w[w != 0].std()) - 0.05) < 0.01
+    with pytest.raises(ValueError, match="2 dimensions"):
+        nn.init.sparse_(eager.empty(3, 3, 3), 0.1)
+
+
 @pytest.mark.parametrize("norm_type", [2.0, 1.0, float("inf")])
 def test_clip_grad_norm_and_value_match_torch(norm_type):
     rng = np.random.default_rng(0)
