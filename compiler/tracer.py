@@ -26,7 +26,7 @@ from dualgrad import graph
 from dualgrad import ops
 from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Parameter
-from dualgrad.eager.core import Tensor, array_of, blank
+from dualgrad.eager.core import Tensor, array_of, blank, foreign
 from dualgrad.eager.formats import format_order
 from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
 from dualgrad.ops.rules import (as_operand, torch_needs_cast, torch_result_dtype,
@@ -271,6 +271,24 @@ Tracer.__rtruediv__ = lambda self, o: ops.mul(ops.div(1.0, self), o) \
 # NOTE: not the graph tensor's == and != (TF1's: identity, a Python bool); eager's, elementwise
 Tracer.__eq__ = lambda self, o: ops.eq(self, o)
 Tracer.__ne__ = lambda self, o: ops.ne(self, o)
+
+
+def _torch_operand(name, fn):
+    """The operator refusing what eager's refuses (eager.core.foreign): NotImplemented, so
+    `t == None` is False and `t + "a"` a TypeError while tracing too; `o / t` is
+    t.reciprocal() * o through Python's * protocol, as torch's."""
+    def op(self, o):
+        if foreign(o):
+            return ops.div(1.0, self) * o if name == "__rtruediv__" else NotImplemented
+        return fn(self, o)
+    op.__name__ = name
+    return op
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__truediv__", "__rtruediv__", "__pow__", "__rpow__", "__matmul__", "__rmatmul__",
+              "__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"):
+    setattr(Tracer, _name, _torch_operand(_name, Tracer.__dict__[_name]))
 
 
 def _promoted(op, args):

@@ -74,3 +74,23 @@ def test_membership_and_none_checks_read_as_in_torch():
     with pytest.raises(TypeError, match="numpy.object_"):
         eager.tensor([1, 2]) == np.array([1, "a"], dtype=object)
     assert (eager.tensor([1.0, 2.0]) == np.array([1.0, 0.0])).tolist() == [True, False]
+
+
+@pytest.mark.parametrize("sym", list(OPERATORS))
+@pytest.mark.parametrize("name", list(OPERANDS))
+def test_compile_traces_the_same_operand_rule(sym, name):
+    """Inside compile() the traced tensor's operators follow the same rule: a branch on
+    `t == None` or a try/except TypeError takes the path eager takes."""
+    from dualgrad import compiler
+
+    def program(t):
+        other = OPERANDS[name]()
+        try:
+            out = OPERATORS[sym](t, other)
+        except TypeError:
+            return t * 0 - 1
+        if isinstance(out, bool):
+            return t * 0 + (2 if out else 3)
+        return t * 0 + 5
+    x = eager.tensor([1, 2])
+    assert compiler.compile(program)(x).tolist() == program(x).tolist()
