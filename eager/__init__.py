@@ -279,9 +279,19 @@ def promote_types(a, b):
     return _torch_result_dtype([np.zeros(1, a), np.zeros(1, b)])
 
 
-exp, log, sqrt, tanh, sigmoid, relu = (ops.exp, ops.log, ops.sqrt, ops.tanh, ops.sigmoid,
-                                       ops.relu)
-sin, cos = ops.sin, ops.cos
+def _unary(fn):
+    """fn as torch's one-tensor function, `fn(input)`: any other argument is torch's
+    TypeError (an `out=` reached NumPy's ufunc, and its message the user)."""
+    def call(input):  # noqa: A002 - torch's name
+        return fn(input)
+    call.__name__ = call.__qualname__ = fn.__name__
+    call.__doc__, call.__wrapped__ = fn.__doc__, fn
+    return call
+
+
+exp, log, sqrt, tanh, sigmoid, relu, sin, cos = (
+    _unary(f) for f in (ops.exp, ops.log, ops.sqrt, ops.tanh, ops.sigmoid, ops.relu, ops.sin,
+                        ops.cos))
 add, sub, mul, div = ops.add, ops.sub, ops.mul, ops.div
 eq, ne, lt, le, gt, ge = ops.eq, ops.ne, ops.lt, ops.le, ops.gt, ops.ge
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne

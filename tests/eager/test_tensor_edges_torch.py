@@ -64,3 +64,12 @@ def test_comparison_methods_refuse_a_foreign_operand(name, other):
     with pytest.raises(TypeError, match=f"{name}\\(\\) received an invalid combination"):
         getattr(eager.ones(2), name)(other)
     assert getattr(eager.ones(2), name)(1.0).tolist() == getattr(torch.ones(2), name)(1.0).tolist()
+
+
+@pytest.mark.parametrize("name", ["exp", "log", "sqrt", "tanh", "sigmoid", "relu", "sin", "cos"])
+def test_an_unsupported_out_argument_is_torchs_kind_of_error(name):
+    """dualgrad does not take `out=`: a TypeError naming it, not NumPy's ufunc message."""
+    with pytest.raises(TypeError, match="unexpected keyword argument 'out'"):
+        getattr(eager, name)(eager.ones(2), out=eager.ones(2))
+    np.testing.assert_allclose(getattr(eager, name)(input=eager.ones(2)).numpy(),
+                               getattr(torch, name)(input=torch.ones(2)).numpy(), rtol=1e-6)
