@@ -30,7 +30,7 @@ from .layers import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,  #
                      Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, CosineSimilarity,
                      Dropout1d, Dropout2d, GroupNorm, InstanceNorm1d, InstanceNorm2d,
                      MaxPool1d, MaxPool2d, PairwiseDistance, PixelShuffle, PixelUnshuffle,
-                     RNNCell, Fold, Unfold, Unflatten, Upsample, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d,
+                     RNNCell, Fold, Unfold, LPPool1d, LPPool2d, Unflatten, Upsample, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d,
                      ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d,
                      CircularPad1d, CircularPad2d)
 from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss,  # noqa: E402
@@ -51,7 +51,7 @@ _TORCH_FILES = {
     "InstanceNorm2d InstanceNorm3d", "rnn": "RNNBase RNN LSTM GRU RNNCell LSTMCell GRUCell",
     "conv": "Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d",
     "pooling": "MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveMaxPool1d "
-    "AdaptiveMaxPool2d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d",
+    "AdaptiveMaxPool2d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d LPPool1d LPPool2d",
     "activation": "ReLU Hardtanh ReLU6 Sigmoid Hardsigmoid Tanh SiLU Mish Hardswish ELU CELU "
     "SELU GLU GELU LeakyReLU LogSigmoid Softplus MultiheadAttention PReLU Softsign Tanhshrink "
     "Softmin Softmax LogSoftmax",

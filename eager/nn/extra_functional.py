@@ -473,7 +473,56 @@ def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_siz
                        output_size)
 
 
-__all__ = ["threshold", "softshrink", "hardshrink", "rrelu", "rms_norm", "local_response_norm",
+def _lp_pool(avg, dims, input, norm_type, kernel_size, stride, ceil_mode):  # noqa: A002
+    """torch's lp_pool: (sum of x ** p over each window) ** (1 / p), computed as torch does,
+    from the window average of x ** p (its sign kept through relu of |.|, so negative sums of
+    odd powers come out as torch's)."""
+    k = (kernel_size,) * dims if isinstance(kernel_size, int) else tuple(kernel_size)
+    out = avg(input.pow(norm_type), k if dims > 1 else k[0], stride, 0, ceil_mode)
+    return (out.sign() * ops.relu(out.abs())).mul(math.prod(k)).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+    from .core_functional import avg_pool1d
+    return _lp_pool(avg_pool1d, 1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
+    from .core_functional import avg_pool2d
+    return _lp_pool(avg_pool2d, 2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def affine_grid(theta, size, align_corners=None):
+    """torch's affine_grid for 2-d (N, 2, 3) thetas: the sampling grid (N, H, W, 2) of (x, y)
+    in [-1, 1], theta applied to the base grid of output size (N, C, H, W)."""
+    if align_corners is None:
+        warnings.warn("Default grid_sample and affine_grid behavior has changed to "
+                      "align_corners=False since 1.3.0. Please specify align_corners=True if "
+                      "the old behavior is desired. See the documentation of grid_sample for "
+                      "details.", UserWarning, stacklevel=2)
+        align_corners = False
+    size = tuple(size)
+    if len(size) != 4:
+        raise NotImplementedError(f"affine_grid of a {len(size)}-d size is not supported by "
+                                  f"dualgrad; only 4-d (N, C, H, W), 2-d grids")
+    n, _, h, w = size
+    if theta.ndim != 3 or tuple(theta.shape[1:]) != (2, 3) or theta.shape[0] != n:
+        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                         f"{list(size)}. Got {list(theta.shape)}.")
+
+    def steps(num):
+        if num <= 1:
+            return np.zeros(max(num, 0))
+        v = np.linspace(-1.0, 1.0, num)
+        return v if align_corners else v * (num - 1) / num
+    xs, ys = np.meshgrid(steps(w), steps(h))
+    base = np.stack([xs, ys, np.ones_like(xs)], axis=-1).reshape(1, h * w, 3)
+    grid = ops.matmul(np.broadcast_to(base, (n, h * w, 3)).astype(np.dtype(theta.dtype)),
+                      theta.transpose(1, 2))
+    return grid.reshape(n, h, w, 2)
+
+
+__all__ = ["lp_pool1d", "lp_pool2d", "affine_grid", "threshold", "softshrink", "hardshrink", "rrelu", "rms_norm", "local_response_norm",
            "soft_margin_loss", "hinge_embedding_loss", "multilabel_soft_margin_loss",
            "multi_margin_loss", "multilabel_margin_loss", "gaussian_nll_loss",
            "poisson_nll_loss", "triplet_margin_with_distance_loss", "pdist", "channel_shuffle",

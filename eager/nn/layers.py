@@ -354,6 +354,31 @@ class PixelShuffle(Module):
         return f"upscale_factor={self.upscale_factor}"
 
 
+class _LPPool(Module):
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
+        super().__init__()
+        self.norm_type, self.kernel_size, self.stride, self.ceil_mode = (norm_type, kernel_size,
+                                                                         stride, ceil_mode)
+
+    def extra_repr(self):
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPool):
+    """Power-average pooling, (sum of x ** p over each window) ** (1 / p), over (N, C, L)."""
+
+    def forward(self, input):  # noqa: A002
+        return F.lp_pool1d(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+
+
+class LPPool2d(_LPPool):
+    """Power-average pooling over (N, C, H, W)."""
+
+    def forward(self, input):  # noqa: A002
+        return F.lp_pool2d(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
+
+
 class Unfold(Module):
     """im2col as a module: F.unfold with the constructor's geometry."""
 
