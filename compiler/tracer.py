@@ -32,7 +32,7 @@ from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
 from dualgrad.ops.rules import (as_operand, torch_needs_cast, torch_result_dtype,
                                 torch_scalar_opmath)
 from .ddp_sync import average_bucket
-from dualgrad.ops.core import ELEMENTWISE, bind_args, current_trace, tracing, user_frame, \
+from dualgrad.ops.core import ELEMENTWISE, FLOATING, bind_args, current_trace, tracing, user_frame, \
     where_str
 
 __all__ = ["Trace", "EffectsLog", "Tracer", "TraceEngine", "GraphBreak", "active_trace",
@@ -413,8 +413,8 @@ class Trace:
             return self._decompose(op, args, attrs)
         lifted = [self.lift(a) for a in args]
         wide = torch_scalar_opmath(op, lifted)
-        if wide is None and op.promote is not None:
-            lifted = _promoted(op, lifted)
+        if wide is None and (op.promote is not None or op.name in FLOATING):
+            lifted = _promoted(op, lifted)   # NOTE: FLOATING: exp(int) in the default dtype
         out = GraphEngine.apply(op, lifted, attrs) if wide is None else \
             _number_in_opmath(op, lifted, attrs, wide)
         grad = inexact(out.dtype) and any(

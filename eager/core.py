@@ -20,7 +20,7 @@ from dualgrad.ops import REGISTRY as R
 from dualgrad.ops.autodiff import backprop, toposort
 from dualgrad.ops.composite import current_composite
 from dualgrad.ops.reduce import nonempty_reduction
-from dualgrad.ops.core import TRACING, current_trace, explain_failure, spec_of, user_frame, where_str
+from dualgrad.ops.core import FLOATING, TRACING, current_trace, explain_failure, spec_of, user_frame, where_str
 from dualgrad.ops.rules import (as_operand, bfloat16, inexact, ints_fit, is_bfloat16, norm_axis,
                                 torch_int_scalar, torch_needs_cast, torch_result_dtype,
                                 torch_scalar_opmath, warn_outer)
@@ -85,6 +85,7 @@ def _wrapped(out, op, inputs, attrs, track, _entry=_tuple_new, _Entry=Entry):
 CLOCK = [0]   # ticks once per in-place write; tape entries record the tick they were made at
 RETAINS_GRAD = {}   # id(non-leaf) -> weakref to it: backward() fills its .grad (retain_grad)
 DEFAULT_FLOAT = [np.dtype(np.float32)]   # torch.get_default_dtype / set_default_dtype
+_F32 = DEFAULT_FLOAT[0]
 
 
 def default_float():
@@ -162,6 +163,10 @@ class EagerEngine:
                 arrays, narrow = _opmath_arrays(op, arrays)
             if narrow is None:
                 arrays = _promote_arrays(op, arrays)
+        elif DEFAULT_FLOAT[0] is not _F32 and op.name in FLOATING:
+            want = torch_needs_cast(op, arrays, DEFAULT_FLOAT[0])   # NOTE: exp(int) in the
+            if want is not None:                                    # default float dtype
+                arrays = [as_operand(a, want) for a in arrays]
         try:
             out = op.kernel(*arrays, **attrs)
             if narrow is not None:

@@ -20,6 +20,7 @@ from dualgrad import ops
 from dualgrad.ops.composite import in_opmath
 from dualgrad.ops.rules import torch_result_dtype
 
+from .core import default_float
 from .functions import _arr, _t, promoted
 from .refusals import scalar_type
 
@@ -75,7 +76,7 @@ def mvlgamma(input, p):  # noqa: A002
     """The multivariate log-gamma of dimension p: sum of lgamma(x - i/2), i < p, plus
     p(p-1)/4 log(pi); every element must exceed (p - 1) / 2."""
     x = _t(input)
-    x = x if floating(x.dtype) else ops.cast(x, np.float32)
+    x = x if floating(x.dtype) else ops.cast(x, default_float())
     if x.dtype in HALF:   # NOTE: torch computes half in float32, rounding once
         return ops.cast(mvlgamma(ops.cast(x, np.float32), p), x.dtype)
     if p < 1:
@@ -98,7 +99,7 @@ def xlog1py(input, other):  # noqa: A002
 def entr(input):  # noqa: A002
     """-x log x for x > 0, 0 at 0, -inf below."""
     x = _t(input)
-    x = x if floating(x.dtype) else ops.cast(x, np.float32)
+    x = x if floating(x.dtype) else ops.cast(x, default_float())
     pos = ops.gt(x, 0)
     v = -x * ops.log(ops.where(pos, x, 1.0))
     return ops.where(pos, v, ops.where(ops.eq(x, 0), 0.0, ops.where(ops.lt(x, 0), -math.inf, x)))

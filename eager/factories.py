@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from dualgrad.ops.core import TRACING
-from dualgrad.ops.rules import HALF, as_operand, floating, inexact
+from dualgrad.ops.rules import HALF, as_operand, floating, inexact, torch_floating_only
 from dualgrad.ops.symbolic import Dim
 
 from .devices import META_IMPL as _META, check as _check_device, is_meta as _is_meta
@@ -258,6 +258,7 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     if m is not None:
         return m
     shape = _size(size)
+    torch_floating_only("check_uniform_bounds", dtype or _DEFAULT_FLOAT[0])
     return _random(generator, shape, dtype or _DEFAULT_FLOAT[0], lambda g: g.random(shape),
                    device, requires_grad)
 
@@ -268,6 +269,7 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     if m is not None:
         return m
     shape = _size(size)
+    torch_floating_only("normal_kernel_cpu", dtype or _DEFAULT_FLOAT[0])
     return _random(generator, shape, dtype or _DEFAULT_FLOAT[0],
                    lambda g: g.standard_normal(shape), device, requires_grad)
 

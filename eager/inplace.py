@@ -27,7 +27,7 @@ import numpy as np
 from dualgrad import ops
 from dualgrad.ops.core import TRACING, user_frame, where_str
 from dualgrad.ops.index import staged
-from dualgrad.ops.rules import torch_can_cast, torch_int_scalar
+from dualgrad.ops.rules import torch_can_cast, torch_floating_only, torch_int_scalar
 
 from . import core as _core
 from .amp import AUTOCAST as _AUTOCAST, not_autocast
@@ -351,9 +351,11 @@ class InPlaceMixin:
         return apply_inplace(self, "copy_", compute, src)
 
     def uniform_(self, a=0.0, b=1.0, generator=None):
+        torch_floating_only("check_uniform_bounds", self._array.dtype)
         return self._random_fill("uniform_", generator, lambda g, s: g.uniform(a, b, s))
 
     def normal_(self, mean=0.0, std=1.0, generator=None):
+        torch_floating_only("normal_kernel_cpu", self._array.dtype)
         return self._random_fill("normal_", generator, lambda g, s: g.normal(mean, std, s))
 
     def bernoulli_(self, p=0.5, generator=None):

@@ -28,9 +28,10 @@ _LN2 = math.log(2.0)
 
 
 def _floating(x):
-    """x as a float tensor (float32 for integers and bools, as torch's float ops)."""
+    """x as a float tensor (integers and bools in the default float dtype, float32 unless
+    set_default_dtype changed it, as torch's float ops)."""
     x = _t(x)
-    return x if inexact(x.dtype) else ops.cast(x, np.float32)
+    return x if inexact(x.dtype) else ops.cast(x, default_float())
 
 
 def sign(input):  # noqa: A002 - torch's argument names

@@ -391,6 +391,32 @@ TORCH_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half"
                  "bool": "bool"}
 
 
+# NOTE: c10's ScalarType names, in torch's "... not implemented for 'Long'" messages
+TORCH_SCALAR_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                      "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+                      "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def torch_floating_only(kernel, dtype):
+    """torch's NotImplementedError for a random kernel that draws floats (rand, randn and
+    their in-place forms) asked for an integer or bool dtype: it computes, truncated, in
+    NumPy."""
+    dt = np.dtype(dtype)
+    if dt.kind in "biu":
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{TORCH_SCALAR_NAMES.get(dt.name, dt.name)}'")
+
+
+def _integers_to_default(op, operands, default_float):
+    """A FLOATING op (exp, sqrt, sigmoid, ...) of integer or bool tensors computes in the
+    default float dtype, as torch's: float32 unless set_default_dtype changed it."""
+    from .core import FLOATING
+    if op.name not in FLOATING:
+        return None
+    dts = [dt for dt, _, w in map(_operand, operands) if w is None and dt is not None]
+    return np.dtype(default_float) if dts and all(d.kind in "biu" for d in dts) else None
+
+
 def torch_compute_dtype(op, operands, default_float=np.dtype(np.float32)):
     """The dtype the tensor operands of `op` are cast to under PyTorch's rules (operands:
     arrays, Specs, engine tensors or Python numbers), or None when `op` declares no promotion.
@@ -398,7 +424,8 @@ def torch_compute_dtype(op, operands, default_float=np.dtype(np.float32)):
     """
     how = op.promote
     if how is None:
-        return None
+        return None if np.dtype(default_float) == _FLOAT32 else \
+            _integers_to_default(op, operands, default_float)
     ops_ = [_operand(x) for x in (operands[1:] if how == "where" else operands)]
     if how == "same":
         dts = [dt for dt, _, w in ops_ if w is None]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .module import Module, Parameter
+from .module import Module, Parameter, _float
 from . import functional as F
 
 
@@ -110,7 +110,7 @@ class PReLU(Module):
     def __init__(self, num_parameters=1, init=0.25):
         super().__init__()
         self.num_parameters = num_parameters
-        self.weight = Parameter(np.full(num_parameters, init, np.float32))
+        self.weight = Parameter(np.full(num_parameters, init, _float()))
 
     def forward(self, input):  # noqa: A002
         return F.prelu(input, self.weight)

@@ -16,7 +16,7 @@ import numpy as np
 from dualgrad import ops
 from ..core import Tensor
 from .basic import Linear
-from .module import Module, Parameter
+from .module import Module, Parameter, _float
 from . import functional as F
 from . import init
 
@@ -40,9 +40,9 @@ class MultiheadAttention(Module):
             raise AssertionError("embed_dim must be divisible by num_heads")
         self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
         self.batch_first, self.head_dim = batch_first, embed_dim // num_heads
-        self.in_proj_weight = Parameter(np.zeros((3 * embed_dim, embed_dim), np.float32))
+        self.in_proj_weight = Parameter(np.zeros((3 * embed_dim, embed_dim), _float()))
         init.xavier_uniform_(self.in_proj_weight)
-        self.in_proj_bias = Parameter(np.zeros(3 * embed_dim, np.float32)) if bias else None
+        self.in_proj_bias = Parameter(np.zeros(3 * embed_dim, _float())) if bias else None
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias)
         if bias:
             init.zeros_(self.out_proj.bias)

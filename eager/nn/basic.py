@@ -19,7 +19,7 @@ from .. import devices as _device
 from ..core import Tensor
 from . import functional as F
 from .core_functional import _refuse
-from .module import Module, Parameter, _uniform
+from .module import Module, Parameter, _float, _uniform
 
 
 class DataParallel(Module):
@@ -83,11 +83,11 @@ class _BatchNorm(Module):
                                       f"moving average) is not supported by dualgrad")
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        self.weight = Parameter(np.ones(num_features, np.float32)) if affine else None
-        self.bias = Parameter(np.zeros(num_features, np.float32)) if affine and bias else None
+        self.weight = Parameter(np.ones(num_features, _float())) if affine else None
+        self.bias = Parameter(np.zeros(num_features, _float())) if affine and bias else None
         if track_running_stats:
-            self.register_buffer("running_mean", Tensor(np.zeros(num_features, np.float32)))
-            self.register_buffer("running_var", Tensor(np.ones(num_features, np.float32)))
+            self.register_buffer("running_mean", Tensor(np.zeros(num_features, _float())))
+            self.register_buffer("running_var", Tensor(np.ones(num_features, _float())))
             self.register_buffer("num_batches_tracked", Tensor(np.array(0, np.int64)))
 
     def forward(self, x):
@@ -136,8 +136,8 @@ class LayerNorm(Module):
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
             tuple(normalized_shape)
         self.normalized_shape, self.eps = shape, eps
-        self.weight = Parameter(np.ones(shape, np.float32)) if elementwise_affine else None
-        self.bias = Parameter(np.zeros(shape, np.float32)) if elementwise_affine and bias \
+        self.weight = Parameter(np.ones(shape, _float())) if elementwise_affine else None
+        self.bias = Parameter(np.zeros(shape, _float())) if elementwise_affine and bias \
             else None
 
     def reset_parameters(self):
@@ -174,7 +174,7 @@ class Embedding(Module):
         self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
         if _weight is None:
             w = ops.generator().standard_normal((num_embeddings, embedding_dim))
-            w = w.astype(np.float32)
+            w = w.astype(_float())
             if padding_idx is not None:
                 w[padding_idx] = 0.0
         else:

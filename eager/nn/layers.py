@@ -17,7 +17,7 @@ import numpy as np
 from dualgrad import ops
 from ..core import Tensor
 from .basic import Dropout, _Cell
-from .module import Module, Parameter, _uniform
+from .module import Module, Parameter, _float, _uniform
 from . import functional as F
 
 
@@ -239,8 +239,8 @@ class GroupNorm(Module):
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = (num_groups, num_channels,
                                                                      eps, affine)
-        self.weight = Parameter(np.ones(num_channels, np.float32)) if affine else None
-        self.bias = Parameter(np.zeros(num_channels, np.float32)) if affine and bias else None
+        self.weight = Parameter(np.ones(num_channels, _float())) if affine else None
+        self.bias = Parameter(np.zeros(num_channels, _float())) if affine and bias else None
 
     def forward(self, input):  # noqa: A002
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
@@ -263,11 +263,11 @@ class InstanceNorm2d(Module):
         self.num_features, self.eps, self.momentum, self.affine = (num_features, eps, momentum,
                                                                    affine)
         self.track_running_stats = track_running_stats
-        self.weight = Parameter(np.ones(num_features, np.float32)) if affine else None
-        self.bias = Parameter(np.zeros(num_features, np.float32)) if affine and bias else None
+        self.weight = Parameter(np.ones(num_features, _float())) if affine else None
+        self.bias = Parameter(np.zeros(num_features, _float())) if affine and bias else None
         if track_running_stats:
-            self.register_buffer("running_mean", Tensor(np.zeros(num_features, np.float32)))
-            self.register_buffer("running_var", Tensor(np.ones(num_features, np.float32)))
+            self.register_buffer("running_mean", Tensor(np.zeros(num_features, _float())))
+            self.register_buffer("running_var", Tensor(np.ones(num_features, _float())))
             self.register_buffer("num_batches_tracked", Tensor(np.array(0, np.int64)))
         else:
             self.running_mean = self.running_var = None

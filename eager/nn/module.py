@@ -54,8 +54,16 @@ def _name_layer(module, err):
                 f"created at {where_str(loc)}",) + err.args[1:]
 
 
-def _uniform(shape, bound, dtype=np.float32):
-    return Parameter(ops.generator().uniform(-bound, bound, shape).astype(dtype))
+def _uniform(shape, bound, dtype=None):
+    return Parameter(ops.generator().uniform(-bound, bound, shape).astype(
+        _float() if dtype is None else dtype))
+
+
+def _float():
+    """The dtype a module's parameters and float buffers are made in: torch's default dtype
+    (float32 unless set_default_dtype changed it), as torch's modules make them."""
+    from ..core import default_float
+    return default_float()
 
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", "missing_keys unexpected_keys")

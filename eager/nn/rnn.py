@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from dualgrad import ops
-from .module import Module, _uniform
+from .module import Module, _float, _uniform
 from . import functional as F
 from ..core import Tensor
 from .utils.rnn import PackedSequence, packed_data, padded
@@ -80,7 +80,7 @@ class RNNBase(Module):
         self.bidirectional = bidirectional
         dirs = 2 if bidirectional else 1
         bound, gh = 1.0 / math.sqrt(hidden_size), self._gates * hidden_size
-        dt = np.dtype(dtype) if dtype is not None else np.float32
+        dt = np.dtype(dtype) if dtype is not None else _float()
         self._names = []
         for layer in range(num_layers):
             fan = input_size if layer == 0 else hidden_size * dirs

@@ -201,5 +201,6 @@ class Transformer(Module):
     def generate_square_subsequent_mask(sz, device=None, dtype=None):
         """(sz, sz) float mask: -inf above the diagonal (a position sees no later one), 0
         elsewhere."""
-        dt = np.dtype(np.float32 if dtype is None else dtype)
+        from .module import _float
+        dt = np.dtype(_float() if dtype is None else dtype)
         return Tensor(np.triu(np.full((sz, sz), -np.inf, dt), k=1))
