@@ -14,7 +14,7 @@ from collections import OrderedDict
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.core import ShapeError, user_frame, where_str
+from dualgrad.ops.core import TRACING, ShapeError, user_frame, where_str
 from .. import devices as _device
 from ..core import Tensor
 from . import functional as F
@@ -78,9 +78,6 @@ class _BatchNorm(Module):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, *, bias=True):
         super().__init__()
-        if momentum is None:
-            raise NotImplementedError(f"{type(self).__name__}(momentum=None) (a cumulative "
-                                      f"moving average) is not supported by dualgrad")
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         self.weight = Parameter(np.ones(num_features, _float())) if affine else None
@@ -96,11 +93,15 @@ class _BatchNorm(Module):
             raise ShapeError(f"{type(self).__name__}: expected {want} input (N, C, ...), got "
                              f"{tuple(x.shape)} (at {where_str(user_frame())})")
         track = self.track_running_stats
+        momentum = self.momentum
         if self.training and track:
             F.count_batch(self.num_batches_tracked)
+            if momentum is None:   # NOTE: torch's cumulative moving average: 1 / batches seen
+                n = self.num_batches_tracked
+                momentum = 1.0 / n.double() if TRACING[0] else 1.0 / float(n._array)
         stats = (self.running_mean, self.running_var) if track else (None, None)
         return F.batch_norm(x, *stats, self.weight, self.bias, self.training or not track,
-                            self.momentum, self.eps)
+                            0.0 if momentum is None else momentum, self.eps)
 
     def extra_repr(self):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "

@@ -424,16 +424,33 @@ def test_rnn_cell_and_cells_without_bias_match_torch():
         _close(x.grad, tx.grad)
 
 
-@pytest.mark.parametrize("make", [
-    lambda: nn.BatchNorm2d(3, momentum=None),
-])
-def test_unimplemented_options_raise(make):
-    with pytest.raises(NotImplementedError):
-        make()
-    # NOTE: Conv padding modes are provided now (test_module_repr_padding.py); a transposed
+def test_a_transposed_convolution_refuses_padding_modes_as_torch():
+    # NOTE: Conv padding modes are provided (test_module_repr_padding.py); a transposed
     # convolution refuses them with torch's ValueError
     with pytest.raises(ValueError, match='Only "zeros" padding mode'):
         nn.ConvTranspose2d(2, 2, 3, padding_mode="circular")
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_batch_norm_momentum_none_is_a_cumulative_average_as_torch(compiled):
+    """BatchNorm(momentum=None): the running statistics are the plain average over the
+    batches seen (momentum 1 / num_batches_tracked), as torch's (it raised)."""
+    from dualgrad import compiler
+    rng = np.random.default_rng(0)
+    batches = [rng.standard_normal((8, 3, 2, 2)).astype(np.float32) * (i + 1) + i
+               for i in range(4)]
+    ours, theirs = nn.BatchNorm2d(3, momentum=None), torch.nn.BatchNorm2d(3, momentum=None)
+    step = compiler.compile(lambda x: ours(x)) if compiled else ours
+    for x in batches:
+        out, ref = step(eager.tensor(x)), theirs(torch.tensor(x))
+        _close(out, ref)
+    for name in ("running_mean", "running_var"):
+        np.testing.assert_allclose(getattr(ours, name).numpy(), getattr(theirs, name).numpy(),
+                                   rtol=1e-6)
+    assert int(ours.num_batches_tracked) == 4
+    ours.eval()
+    theirs.eval()
+    _close(ours(eager.tensor(batches[0])), theirs(torch.tensor(batches[0])))
 
 
 def test_unimplemented_call_options_raise():
