@@ -317,6 +317,8 @@ from . import autograd_functional as _autograd_functional  # noqa: E402
 # NOTE: torch.autograd.functional is a submodule: registered so that
 # `from dualgrad.eager.autograd.functional import jacobian` imports as torch's does
 autograd.functional = _autograd_functional
+is_anomaly_enabled = autograd.is_anomaly_enabled
+is_anomaly_check_nan_enabled = autograd.is_anomaly_check_nan_enabled
 __import__("sys").modules[autograd.__name__ + ".functional"] = _autograd_functional
 from . import futures, multiprocessing  # noqa: E402
 import types as _types  # noqa: E402

@@ -28,7 +28,8 @@ from dualgrad.ops.rules import floating
 from dualgrad import ops
 from dualgrad.ops.autodiff import backprop
 from dualgrad.ops.core import TRACING, current_trace, tracing
-from .core import _GRAD, Tensor, _free, _keep, _needs_grad, _node_of, recorded, seed_gradient
+from .core import (ANOMALY, _GRAD, Tensor, _free, _keep, _needs_grad, _node_of, anomaly_check,
+                   recorded, seed_gradient)
 
 __all__ = ["grad", "backward", "Function", "Variable"]
 
@@ -74,7 +75,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     _GRAD.enabled = bool(create_graph)
     try:
         found = backprop(outputs, seeds, _node_of, _needs_grad, stop={id(x) for x in inputs},
-                         on_done=_keep if retain_graph else _free)
+                         on_done=_keep if retain_graph else _free, check=anomaly_check())
     finally:
         _GRAD.enabled = prev
     result = []
@@ -276,3 +277,49 @@ def _function_vjp(g, *inputs, out, needs, fn, ctx, index, outs, positions):
                                    f"expected shape compatible with {list(x.shape)}")
         picked.append(r)
     return tuple(picked)
+
+
+class set_detect_anomaly:
+    """torch.autograd.set_detect_anomaly(mode, check_nan=True): turns anomaly mode on or off
+    at once, and back to what it was when used as a context manager. In anomaly mode each
+    backward rule's results are checked, and a NaN raises "Function 'op' returned nan values
+    in its k-th output" naming the op (under compile() the replayed graph is not checked)."""
+
+    def __init__(self, mode, check_nan=True):
+        self.prev = dict(ANOMALY)
+        ANOMALY.update(enabled=bool(mode), check_nan=bool(check_nan))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        ANOMALY.update(self.prev)
+        return False
+
+
+class detect_anomaly:
+    """torch.autograd.detect_anomaly(check_nan=True): anomaly mode inside a with block, with
+    torch's warning that it slows backward down."""
+
+    def __init__(self, check_nan=True):
+        import warnings
+        self.check_nan = check_nan
+        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime "
+                      "and should only be enabled for debugging.", UserWarning, stacklevel=2)
+
+    def __enter__(self):
+        self.prev = dict(ANOMALY)
+        ANOMALY.update(enabled=True, check_nan=bool(self.check_nan))
+        return self
+
+    def __exit__(self, *exc):
+        ANOMALY.update(self.prev)
+        return False
+
+
+def is_anomaly_enabled():
+    return ANOMALY["enabled"]
+
+
+def is_anomaly_check_nan_enabled():
+    return ANOMALY["check_nan"]

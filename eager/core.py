@@ -591,6 +591,26 @@ def _one_node(t, gradient, create_graph, retain_graph, owned):
     return True
 
 
+# NOTE: torch's anomaly mode (autograd.set_detect_anomaly / detect_anomaly), process-wide as
+# torch's: backward then checks every rule's results for NaN
+ANOMALY = {"enabled": False, "check_nan": True}
+
+
+def anomaly_check():
+    """The check backprop runs on each rule's results, or None when anomaly mode is off."""
+    return _anomaly_check if ANOMALY["enabled"] and ANOMALY["check_nan"] else None
+
+
+def _anomaly_check(op, grads):
+    for i, g in enumerate(grads):
+        a = getattr(g, "_array", g)
+        if a is None or not isinstance(a, np.ndarray) or not inexact(a.dtype):
+            continue
+        if np.isnan(a.astype(np.float32) if is_bfloat16(a.dtype) else a).any():
+            raise RuntimeError(f"Function '{op.name}' returned nan values in its {i}th "
+                               f"output.")
+
+
 def seed_gradient(out, gradient):
     """The gradient a backward from `out` starts with: `gradient` as a tensor, or ones for
     a one-element output; an output that requires no grad raises, as torch."""
@@ -813,7 +833,8 @@ class Tensor:
         on_done = None if RETAINS_GRAD else _keep if retain_graph else _free
         try:
             grads = backprop([self], [gradient], _node_of, _needs_grad, on_leaf=on_leaf,
-                             on_done=on_done, add_into=None if create_graph else _add_into)
+                             on_done=on_done, add_into=None if create_graph else _add_into,
+                             check=anomaly_check())
         finally:
             _GRAD.enabled = prev
         for t, g in grads.values():   # NOTE: the leaves, and the inner values kept above

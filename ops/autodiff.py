@@ -58,7 +58,7 @@ def backprop(outputs, grads, node_of, needs_grad, **kw):
 
 
 def _backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=None,
-              on_leaf=None, on_done=None, add_into=None):
+              on_leaf=None, on_done=None, add_into=None, check=None):
     """Propagate `grads` (one per output) back through producers.
 
     Returns {id(value): (value, gradient)} for every value reached that needs a gradient.
@@ -80,6 +80,7 @@ def _backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=Non
     only reference is its own table, so an in-place sum changes nothing anyone else holds
     (eager, when it records no graph: a weight used at every step of an RNN sums 50
     gradients into one array instead of making 49).
+    `check(op, in_grads)` sees each rule's results as they come (eager's anomaly mode).
     """
     if stop:
         def node_of(u, _inner=node_of):
@@ -102,6 +103,8 @@ def _backprop(outputs, grads, node_of, needs_grad, *, stop=None, vjp_context=Non
             else:
                 with vjp_context(v):
                     in_grads = op.vjp(entry[1], *inputs, out=v, needs=needs, **attrs)
+            if check is not None:
+                check(op, in_grads)
             for inp, need, g in zip(inputs, needs, in_grads):
                 if need and g is not None:   # NOTE: _accumulate inlined (a frame per edge)
                     k = id(inp)
