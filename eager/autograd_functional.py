@@ -23,12 +23,9 @@ from dualgrad import ops
 
 from .autograd import grad
 from .core import Tensor
+from .grad_mode import enable_grad
 
 __all__ = ["jacobian", "hessian", "vjp", "jvp", "hvp", "vhp"]
-
-
-def _grad(*args, **kwargs):
-    return grad(*args, **kwargs)
 
 
 def _tuple(name, arg, what):
@@ -43,7 +40,6 @@ def _tuple(name, arg, what):
 
 def _prepare(inputs, create_graph):
     """torch's _grad_preprocess: inputs the function is differentiated at, on the tape."""
-    from .grad_mode import enable_grad
     with enable_grad():
         if create_graph:
             return tuple(t.view_as(t) if t.requires_grad else t.detach().requires_grad_()
@@ -52,7 +48,6 @@ def _prepare(inputs, create_graph):
 
 
 def _call(func, inputs, name, create_graph):
-    from .grad_mode import enable_grad
     with enable_grad():
         out = func(*inputs)
     outs, one = _tuple(name, out, "outputs of the user-provided function")
@@ -109,8 +104,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
         flat = out.reshape(-1)
         rows = [[] for _ in ins]
         for j in range(flat.shape[0]):
-            grads = _grad(flat[j], ins, retain_graph=True, create_graph=create_graph,
-                          allow_unused=True) if out.requires_grad else (None,) * len(ins)
+            grads = grad(flat[j], ins, retain_graph=True, create_graph=create_graph,
+                         allow_unused=True) if out.requires_grad else (None,) * len(ins)
             grads = _zeros_for(grads, ins, strict, "jacobian",
                                f"output {k}")
             for i, g in enumerate(grads):
@@ -136,7 +131,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
         if len(outs) != 1 or outs[0].numel() != 1:
             raise RuntimeError("The Tensor returned by the function given to hessian should "
                                "contain a single element")
-        grads = _grad(outs[0].reshape(()), xs, create_graph=True, allow_unused=True)
+        grads = grad(outs[0].reshape(()), xs, create_graph=True, allow_unused=True)
         return _zeros_for(grads, xs, strict, "hessian", "gradient")
 
     out = jacobian(gradient, ins, create_graph=create_graph, strict=strict,
@@ -159,8 +154,8 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
         vs = None
     else:
         vs = _check_v(v, outs, "vjp", "output")
-    grads = _grad(outs, ins, vs, create_graph=create_graph, retain_graph=True,
-                  allow_unused=True) if any(o.requires_grad for o in outs) else (None,) * len(ins)
+    grads = grad(outs, ins, vs, create_graph=create_graph, retain_graph=True,
+                 allow_unused=True) if any(o.requires_grad for o in outs) else (None,) * len(ins)
     grads = _zeros_for(grads, ins, strict, "vjp", "output")
     return (_fit([_finish(o, create_graph) for o in outs], out_one),
             _fit([_finish(g, create_graph) for g in grads], in_one))
@@ -182,14 +177,14 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     ins = _prepare(ins, create_graph)
     outs, out_one = _call(func, ins, "jvp", create_graph)
     dummies = tuple(Tensor(np.zeros_like(o._array)).requires_grad_() for o in outs)
-    grads = _grad(outs, ins, dummies, create_graph=True, allow_unused=True)
+    grads = grad(outs, ins, dummies, create_graph=True, allow_unused=True)
     used = [(g, x) for g, x in zip(grads, ins) if g is not None]
     if vs is None:
         vs = tuple(Tensor(np.ones_like(x._array)) for x in ins)
     weights = [w for g, w in zip(grads, vs) if g is not None]
     if used:
-        jv = _grad([g for g, _ in used], dummies, weights, create_graph=create_graph,
-                   allow_unused=True)
+        jv = grad([g for g, _ in used], dummies, weights, create_graph=create_graph,
+                  allow_unused=True)
     else:
         jv = (None,) * len(outs)
     jv = _zeros_for(jv, outs, strict, "jvp", "output")
@@ -211,20 +206,20 @@ def _hessian_products(name, func, inputs, v, create_graph, strict, transposed):
         raise RuntimeError(f"The Tensor returned by the function given to {name} should "
                            f"contain a single element")
     out = outs[0]
-    jac = _grad(out.reshape(()), ins, create_graph=True, allow_unused=True)
+    jac = grad(out.reshape(()), ins, create_graph=True, allow_unused=True)
     pairs = [(j, x, w) for j, x, w in zip(jac, ins, vs) if j is not None]
     if not pairs:
         prods = (None,) * len(ins)
     elif transposed:     # vhp: v^T H, the gradient of (grad . v)
-        prods = _grad([j for j, _, _ in pairs], ins, [w for _, _, w in pairs],
-                      create_graph=create_graph, allow_unused=True)
+        prods = grad([j for j, _, _ in pairs], ins, [w for _, _, w in pairs],
+                     create_graph=create_graph, allow_unused=True)
     else:                # hvp: H v, as torch: through a dummy vector, double backward
         dummies = tuple(Tensor(np.zeros_like(x._array)).requires_grad_() for _, x, _ in pairs)
-        back = _grad([j for j, _, _ in pairs], ins, dummies, create_graph=True,
-                     allow_unused=True)
+        back = grad([j for j, _, _ in pairs], ins, dummies, create_graph=True,
+                    allow_unused=True)
         used = [(b, w) for b, w in zip(back, vs) if b is not None]
-        prods = _grad([b for b, _ in used], dummies, [w for _, w in used],
-                      create_graph=create_graph, allow_unused=True) if used else \
+        prods = grad([b for b, _ in used], dummies, [w for _, w in used],
+                     create_graph=create_graph, allow_unused=True) if used else \
             (None,) * len(dummies)
         full, k = [], 0
         for j in jac:

@@ -604,7 +604,7 @@ def anomaly_check():
 def _anomaly_check(op, grads):
     for i, g in enumerate(grads):
         a = getattr(g, "_array", g)
-        if a is None or not isinstance(a, np.ndarray) or not inexact(a.dtype):
+        if not isinstance(a, np.ndarray) or not inexact(a.dtype):
             continue
         if np.isnan(a.astype(np.float32) if is_bfloat16(a.dtype) else a).any():
             raise RuntimeError(f"Function '{op.name}' returned nan values in its {i}th "

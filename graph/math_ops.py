@@ -296,6 +296,8 @@ def realdiv(x, y):
 
 
 floor_mod = floormod
+
+
 @named
 def truncatemod(x, y):
     """x - y * truncatediv(x, y): C's fmod, the result takes x's sign (TF's TruncateMod)."""

@@ -26,14 +26,11 @@ def nonempty_reduction(name, shape, axis):
     shape = tuple(shape)
     if None in shape or 0 not in shape:   # NOTE: a 0-d tensor (one element) takes dim 0 or -1
         return
-    axes = norm_axes(name, axis, len(shape), shape)
     if axis is None:
-        if 0 in shape:
-            raise ShapeError(f"{name}: expected reduction dim to be specified for "
-                             f"input.numel() == 0 (input {fmt_shape(shape)}); specify the "
-                             f"reduction dim with the 'dim' argument, as torch says")
-        return
-    for a in axes:
+        raise ShapeError(f"{name}: expected reduction dim to be specified for "
+                         f"input.numel() == 0 (input {fmt_shape(shape)}); specify the "
+                         f"reduction dim with the 'dim' argument, as torch says")
+    for a in norm_axes(name, axis, len(shape), shape):
         if shape[a] == 0:
             raise ShapeError(f"{name}: expected reduction dim {a} to have non-zero size, "
                              f"but input {fmt_shape(shape)} has none there")

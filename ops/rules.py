@@ -7,8 +7,8 @@ import threading
 import numpy as np
 
 from .symbolic import fixing
-from .core import (DtypeError, ShapeError, Spec, fmt_shape, located, quiet_broadcast,
-                   QUIET_BROADCAST)
+from .core import (FLOATING, DtypeError, ShapeError, Spec, fmt_shape, located,
+                   quiet_broadcast, QUIET_BROADCAST)
 
 
 class AxisError(ShapeError, IndexError):
@@ -410,7 +410,6 @@ def torch_floating_only(kernel, dtype):
 def _integers_to_default(op, operands, default_float):
     """A FLOATING op (exp, sqrt, sigmoid, ...) of integer or bool tensors computes in the
     default float dtype, as torch's: float32 unless set_default_dtype changed it."""
-    from .core import FLOATING
     if op.name not in FLOATING:
         return None
     dts = [dt for dt, _, w in map(_operand, operands) if w is None and dt is not None]

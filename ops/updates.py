@@ -15,8 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .composite import clamp
-from .elementwise import abs as abs_, cast, maximum, minimum, sign, sqrt
-from .elementwise import where
+from .elementwise import abs as abs_, cast, maximum, minimum, sign, sqrt, where
 from .reduce import sum as sum_
 
 

@@ -30,7 +30,8 @@ from .layers import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,  #
                      Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, CosineSimilarity,
                      Dropout1d, Dropout2d, GroupNorm, InstanceNorm1d, InstanceNorm2d,
                      MaxPool1d, MaxPool2d, PairwiseDistance, PixelShuffle, PixelUnshuffle,
-                     RNNCell, Fold, Unfold, LPPool1d, LPPool2d, Unflatten, Upsample, UpsamplingNearest2d, ZeroPad1d, ZeroPad2d,
+                     RNNCell, Fold, Unfold, LPPool1d, LPPool2d, Unflatten, Upsample,
+                     UpsamplingNearest2d, ZeroPad1d, ZeroPad2d,
                      ReflectionPad1d, ReflectionPad2d, ReplicationPad1d, ReplicationPad2d,
                      CircularPad1d, CircularPad2d)
 from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss,  # noqa: E402

@@ -23,7 +23,8 @@ from ..amp import keeps_fp32
 from ..functions import _arr, _t
 from ..refusals import scalar_type
 from .core_functional import (_channel_dropout, _in_input_dtype, _inplace, _no_legacy, _reduce, cross_entropy,
-                              freq_scale, interpolate, linear, renorm_rows)
+                              freq_scale, interpolate, linear, renorm_rows, avg_pool1d,
+                              avg_pool2d)
 
 
 # -- activations -------------------------------------------------------------------------------
@@ -483,12 +484,10 @@ def _lp_pool(avg, dims, input, norm_type, kernel_size, stride, ceil_mode):  # no
 
 
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
-    from .core_functional import avg_pool1d
     return _lp_pool(avg_pool1d, 1, input, norm_type, kernel_size, stride, ceil_mode)
 
 
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # noqa: A002
-    from .core_functional import avg_pool2d
     return _lp_pool(avg_pool2d, 2, input, norm_type, kernel_size, stride, ceil_mode)
 
 
@@ -522,7 +521,8 @@ def affine_grid(theta, size, align_corners=None):
     return grid.reshape(n, h, w, 2)
 
 
-__all__ = ["lp_pool1d", "lp_pool2d", "affine_grid", "threshold", "softshrink", "hardshrink", "rrelu", "rms_norm", "local_response_norm",
+__all__ = ["lp_pool1d", "lp_pool2d", "affine_grid", "threshold", "softshrink", "hardshrink",
+           "rrelu", "rms_norm", "local_response_norm",
            "soft_margin_loss", "hinge_embedding_loss", "multilabel_soft_margin_loss",
            "multi_margin_loss", "multilabel_margin_loss", "gaussian_nll_loss",
            "poisson_nll_loss", "triplet_margin_with_distance_loss", "pdist", "channel_shuffle",

@@ -16,7 +16,7 @@ import numpy as np
 
 from dualgrad import ops
 from ..core import Tensor
-from .basic import Dropout, _Cell
+from .basic import Dropout, _BatchNorm, _Cell
 from .module import Module, Parameter, _float, _uniform
 from . import functional as F
 
@@ -283,10 +283,7 @@ class InstanceNorm2d(Module):
                             0.0 if self.momentum is None else self.momentum, self.eps)
         return ops.squeeze(y, axis=0) if unbatched else y
 
-    def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, bias={self.bias is not None}, "
-                f"track_running_stats={self.track_running_stats}")
+    extra_repr = _BatchNorm.extra_repr   # NOTE: the same fields, printed as torch prints both
 
 
 class InstanceNorm1d(InstanceNorm2d):
