@@ -36,7 +36,7 @@ def record(run: dict, commit: str | None = None, note: str = "") -> dict:
     return {"date": run.get("date"), "commit": commit or run.get("commit") or _commit(),
             "quick": run.get("quick"), "settings": run.get("settings", {}),
             "machine": {k: machine.get(k) for k in ("cpu", "cores", "numpy", "numba", "jax",
-                                                     "torch")},
+                                                     "torch", "blas_kernels")},
             "note": note, "workloads": workloads}
 
 

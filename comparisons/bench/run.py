@@ -11,7 +11,7 @@ import os
 import platform
 import time
 
-from ..threads import blas_limit
+from ..threads import blas_core, blas_limit
 from .isolate import TORCH_COLUMNS, busy_core, torch_cells
 from .timing import build_cell, fill_stats, one_line, time_group, timed
 from .workloads import COLUMNS, DEFAULT_COLUMNS, MODEL_NAMES, Skip, workloads
@@ -212,4 +212,4 @@ def machine_description() -> dict:
             "memory_gib": _mem_gib(), "os": platform.platform(),
             "python": platform.python_version(),
             "numpy": _version("numpy"), "numba": _version("numba"), "jax": _version("jax"),
-            "torch": _version("torch")}
+            "torch": _version("torch"), "blas_kernels": blas_core()}

@@ -96,7 +96,8 @@ def child(spec):
     out["wall_ms"] = 1e3 * statistics.median(walls)
     out["step_ms"] = 1e3 * statistics.median(cpus)
     if column != "torch":
-        out["sgemm"] = _sgemm_rate()
+        from ..threads import blas_core
+        out["sgemm"], out["blas_core"] = _sgemm_rate(), blas_core()
     if spec.get("profile") and column != "torch":
         from .profile import kernel_share
         out["profile"] = kernel_share(lambda col: _make(name, col, scale), column, spec["steps"])
@@ -143,6 +144,9 @@ def table(cells, scale=1):
         share = " / ".join(f"{100 * f / (ms[c] * 1e-3) / rate:.0f}%" for c in COLUMNS)
         lines.append(f"| {m} | {tm:.1f} | {ms['eager']:.1f} ({ms['eager'] / tm:.2f}x) | "
                      f"{ms['compiled']:.1f} ({ms['compiled'] / tm:.2f}x) | {share} |")
+    cores = sorted({c.get("blas_core") or "?" for row in cells.values() for c in row.values()
+                    if "sgemm" in c})
+    lines.append(f"\nNumPy's OpenBLAS ran its {' / '.join(cores)} kernels in dualgrad's columns.")
     return "\n".join(lines)
 
 

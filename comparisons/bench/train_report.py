@@ -126,7 +126,7 @@ def markdown(res) -> str:
     m = res["machine"]
     lines = [f"Run of {res.get('date', '?')}: {m['cpu']}, {m['cores']} cores, numpy "
              f"{m['numpy']}, numba {m['numba']}, jax {m['jax']}, torch {m['torch']}; "
-             f"1-thread sgemm {res['sgemm_gflops_1thread']:.0f} GFLOP/s; 1-minute load "
+             f"NumPy's BLAS kernels {m.get('blas_kernels') or '?'}; 1-thread sgemm {res['sgemm_gflops_1thread']:.0f} GFLOP/s; 1-minute load "
              f"average {res['loadavg_before']} before, {res['loadavg_after']} after; "
              f"{res['settings']['rounds']} rounds of {res['settings']['steps']} steps per "
              f"column; {res['total_s']:.0f} s. Columns: {legend()}."]
@@ -146,7 +146,8 @@ def small_markdown(res, commit) -> str:
     flags = "".join([" --profile" if profiled else "", " --load" if loaded else ""])
     head = (f"`dualgrad bench all{flags}` at commit {commit}, {res['date']}: "
             f"{m['cpu']}, {m['cores']} cores, numpy {m['numpy']}, numba {m['numba']}, jax "
-            f"{m['jax']}, torch {m['torch']}; 1-thread sgemm {st['sgemm_gflops_1thread']:.0f} "
+            f"{m['jax']}, torch {m['torch']}; NumPy's BLAS kernels {m.get('blas_kernels') or '?'}; "
+            f"1-thread sgemm {st['sgemm_gflops_1thread']:.0f} "
             f"GFLOP/s; 1-minute load average {m.get('loadavg_before')} before, "
             f"{m.get('loadavg_after')} after the table"
             + (f", {m['loadavg_before_loaded']} -> {m.get('loadavg_after_loaded')} over the "
