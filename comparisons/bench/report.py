@@ -95,7 +95,8 @@ def render(res, console):
                   f"{m['usable_cores']} cores; numpy {m['numpy']}, numba {m['numba']}, "
                   f"jax {m['jax'] or '-'}, torch {m['torch'] or '-'}; load average "
                   f"{m.get('loadavg_before')} -> {m.get('loadavg_after')}; NumPy BLAS threads "
-                  f"{res['settings'].get('blas_threads', 'default')}, kernels {m.get('blas_kernels') or '?'}")
+                  f"{res['settings'].get('blas_threads', 'default')}, kernels "
+                  f"{m.get('blas_kernels') or '?'}")
     console.print(times_table(res))
     console.print(warmup_table(res))
     lines = optimizer_lines(res)

@@ -126,7 +126,8 @@ def markdown(res) -> str:
     m = res["machine"]
     lines = [f"Run of {res.get('date', '?')}: {m['cpu']}, {m['cores']} cores, numpy "
              f"{m['numpy']}, numba {m['numba']}, jax {m['jax']}, torch {m['torch']}; "
-             f"NumPy's BLAS kernels {m.get('blas_kernels') or '?'}; 1-thread sgemm {res['sgemm_gflops_1thread']:.0f} GFLOP/s; 1-minute load "
+             f"NumPy's BLAS kernels {m.get('blas_kernels') or '?'}; "
+             f"1-thread sgemm {res['sgemm_gflops_1thread']:.0f} GFLOP/s; 1-minute load "
              f"average {res['loadavg_before']} before, {res['loadavg_after']} after; "
              f"{res['settings']['rounds']} rounds of {res['settings']['steps']} steps per "
              f"column; {res['total_s']:.0f} s. Columns: {legend()}."]
