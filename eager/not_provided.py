@@ -87,7 +87,6 @@ ABSENT = {
     "nn.functional.ctc_loss": NOT_YET,
     "nn.functional.fractional_max_pool2d": NOT_YET,
     "nn.functional.fractional_max_pool3d": THREE_D,
-    "nn.functional.grid_sample": NOT_YET,
     "nn.functional.multi_head_attention_forward": NOT_YET,
     "ormqr": LAPACK,
     "pca_lowrank": LAPACK,

@@ -38,8 +38,10 @@ from .composite import (COMPOSITES, argmin, clamp, logical_and, logical_not, log
 from .nll import cross_entropy, nll_loss
 from .conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,
                    adaptive_max_pool2d, avg_pool1d, avg_pool2d, conv1d, conv2d,
-                   conv_transpose2d, interpolate, max_pool1d, max_pool2d, pixel_shuffle,
+                   conv_transpose2d, max_pool1d, max_pool2d, pixel_shuffle,
                    pixel_unshuffle)
+from .resample import interpolate
+from .sampling import grid_sample
 from .activations import (celu, cosine_similarity, elu, glu, group_norm, hardsigmoid,
                           hardswish, hardtanh, huber_loss, kl_div, l1_loss, leaky_relu,
                           logsigmoid, mish, normalize, pairwise_distance, prelu, relu6, selu,

@@ -12,7 +12,6 @@ import math
 
 import numpy as np
 
-from . import interp_uint8
 from .core import Sample, fmt_shape, located, spec_of
 from .elementwise import abs as abs_, add, cast, copy, div, floordiv, sign, where
 from .index import gather
@@ -20,7 +19,7 @@ from .composite import _shape, composite, in_opmath, mean
 from .nn import fold, matmul, pair, unfold, window_outs
 from .pool import max_pool, window_argmax, window_stack
 from .reduce import argmax, max as max_, sum as sum_
-from .rules import floating, torch_opmath_dtype
+from .rules import floating
 from .shape import (concat, expand_dims, pad, reshape, slice_, squeeze, take, transpose,
                     zeros_like)
 
@@ -456,132 +455,6 @@ def half_adaptive_avg_pool3d(x, out):
     for a, n in enumerate(size):
         acc = div(acc, n.reshape((-1,) + (1,) * (2 - a)).astype(dt))
     return acc
-
-
-# -- resampling -------------------------------------------------------------------------------
-def _source_index(out, size, scale, mode, align_corners):
-    """torch's source coordinate of each output position along one axis."""
-    dst = np.arange(out, dtype=np.float64)
-    if mode == "nearest":
-        return np.minimum(np.floor(dst * scale).astype(np.int64), size - 1)
-    if mode == "nearest-exact":
-        return np.minimum(np.floor((dst + 0.5) * scale).astype(np.int64), size - 1)
-    if align_corners:
-        return dst * ((size - 1) / (out - 1) if out > 1 else 0.0)
-    return np.maximum((dst + 0.5) * scale - 0.5, 0.0)
-
-
-def _linear_matrix(out, size, scale, align_corners, dtype=np.float64):
-    """Linear interpolation weights along one axis; for a half dtype rounded as torch's CPU
-    kernel stores them (lambda in the dtype, then 1 - lambda in the dtype)."""
-    src = _source_index(out, size, scale, "linear", align_corners)
-    lo = np.minimum(np.floor(src).astype(np.int64), size - 1)
-    hi = np.minimum(lo + 1, size - 1)
-    lam = (src - lo).astype(dtype).astype(np.float64)
-    m = np.zeros((out, size))
-    np.add.at(m, (np.arange(out), lo), (1.0 - lam).astype(dtype).astype(np.float64))
-    np.add.at(m, (np.arange(out), hi), lam)
-    return m
-
-
-def _cubic_matrix(out, size, scale, align_corners, dtype=np.float64):
-    """torch's bicubic weights along one axis: the cubic convolution kernel (A = -0.75) at the
-    four neighbours of each source coordinate (not clamped at 0, as torch), their indices
-    clamped to the edge."""
-    dst = np.arange(out, dtype=np.float64)
-    if align_corners:
-        src = dst * ((size - 1) / (out - 1) if out > 1 else 0.0)
-    else:
-        src = (dst + 0.5) * scale - 0.5
-    x0 = np.floor(src)
-    t = src - x0
-    a = -0.75
-    near = lambda d: ((a + 2) * d - (a + 3)) * d * d + 1               # noqa: E731 - |d| <= 1
-    far = lambda d: ((a * d - 5 * a) * d + 8 * a) * d - 4 * a         # noqa: E731 - 1 < |d| < 2
-    m = np.zeros((out, size))
-    for k, w in zip((-1, 0, 1, 2), (far(t + 1), near(t), near(1 - t), far(2 - t))):
-        idx = np.clip(x0.astype(np.int64) + k, 0, size - 1)
-        np.add.at(m, (np.arange(out), idx), np.asarray(w).astype(dtype).astype(np.float64))
-    return m
-
-
-_MODES = {"nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area"}
-# the spatial dims each mode takes (None: any of 1, 2, 3)
-_MODE_DIMS = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
-
-
-def interpolate(x, size=None, scale_factor=None, mode="nearest", align_corners=None,
-                recompute_scale_factor=None, antialias=False):
-    """torch.nn.functional.interpolate: modes nearest, nearest-exact and area (1 to 3
-    spatial dims), linear (3-d input), bilinear and bicubic (4-d), trilinear (5-d). Each
-    output axis is a gather (nearest) or a matmul by that axis's interpolation or averaging
-    matrix, so gradients come from take / matmul. Integer inputs: nearest modes, and uint8
-    images in bilinear and bicubic (torch's integer resampler, ops/interp_uint8.py)."""
-    if mode not in _MODES:
-        raise NotImplementedError(f"interpolate(mode={mode!r}) is not supported by dualgrad; "
-                                  f"supported: {sorted(_MODES)}")
-    if antialias:
-        raise NotImplementedError("interpolate(antialias=True) is not supported by dualgrad")
-    if align_corners is not None and (mode.startswith("nearest") or mode == "area"):
-        raise ValueError("align_corners option can only be set with the interpolating modes: "
-                         "linear | bilinear | bicubic | trilinear")
-    xs = _shape(x)
-    nd = len(xs) - 2
-    if nd not in (1, 2, 3) or _MODE_DIMS.get(mode, nd) != nd:
-        raise NotImplementedError(f"interpolate: mode {mode!r} on a {len(xs)}-d input "
-                                  f"{fmt_shape(xs)} is not supported (torch: "
-                                  f"{_MODE_DIMS.get(mode, '1 to 3') } spatial dims)")
-    if (size is None) == (scale_factor is None):
-        raise ValueError("only one of size or scale_factor should be defined")
-    sizes = xs[2:]
-    if size is not None:
-        outs = (size,) * nd if np.ndim(size) == 0 else tuple(size)
-        scales = [s / o for s, o in zip(sizes, outs)]
-    else:
-        fs = (scale_factor,) * nd if np.ndim(scale_factor) == 0 else tuple(scale_factor)
-        outs = tuple(int(math.floor(s * f)) for s, f in zip(sizes, fs))
-        scales = [s / o if recompute_scale_factor else 1.0 / f
-                  for s, o, f in zip(sizes, outs, fs)]
-    dt = np.dtype(getattr(x, "dtype", np.float32))
-    if mode in ("bilinear", "bicubic") and dt == np.uint8:    # NOTE: torch's integer resampler
-        for axis in reversed(range(2, 2 + nd)):
-            size_i, out, scale = sizes[axis - 2], outs[axis - 2], scales[axis - 2]
-            if align_corners:
-                scale = (size_i - 1) / (out - 1) if out > 1 else 0.0
-            if out != size_i:
-                x = interp_uint8.resample(x, axis, size_i, out, scale, bool(align_corners),
-                                          4 if mode == "bicubic" else 2)
-        return x
-    if not mode.startswith("nearest") and not floating(dt):
-        raise NotImplementedError(f"interpolate(mode={mode!r}) of a {dt} input is not "
-                                  f"supported by dualgrad (torch's CPU kernels take uint8 and "
-                                  f"floating inputs): cast to float32 first")
-    if mode == "area" and nd == 3 and torch_opmath_dtype(dt) != dt:
-        return half_adaptive_avg_pool3d(x, outs)
-    # NOTE: half inputs: summed in float32 over every axis, the result rounded once, as
-    # torch's CPU kernels; linear's and trilinear's weights rounded to the input's dtype first
-    # (bilinear's kernel keeps them in float32)
-    wide = dt if mode.startswith("nearest") else torch_opmath_dtype(dt)
-    x = x if wide == dt else cast(x, wide)
-    for i, (size_i, out, scale) in enumerate(zip(sizes, outs, scales)):
-        axis = 2 + i
-        if mode.startswith("nearest"):
-            x = take(x, _source_index(out, size_i, scale, mode, False), axis=axis)
-        else:
-            m = (_average_matrix(size_i, out) if mode == "area" else
-                 _cubic_matrix(out, size_i, scale, bool(align_corners), dt) if mode == "bicubic"
-                 else _linear_matrix(out, size_i, scale, bool(align_corners),
-                                     dt if mode != "bilinear" else np.float64)).astype(wide)
-            x = matmul(x, m.T) if axis == len(xs) - 1 else \
-                transpose(matmul(transpose(x, axes=_swap(len(xs), axis)), m.T),
-                          axes=_swap(len(xs), axis))
-    return x if wide == dt else cast(x, dt)
-
-
-def _swap(nd, axis):
-    axes = list(range(nd))
-    axes[axis], axes[-1] = axes[-1], axes[axis]
-    return tuple(axes)
 
 
 @composite(samples=(Sample(((2, 8, 3, 2),), {"upscale_factor": 2}),),

@@ -1,5 +1,5 @@
 """torch.nn.functional.interpolate's bilinear and bicubic modes on uint8 images, in torch's
-integer arithmetic (the Pillow-style resampler of its CPU kernel, antialias=False).
+integer arithmetic (the Pillow-style resampler of its CPU kernel, with and without antialias).
 
 Per resized axis (the last first, then the one before; an axis whose size does not change is
 left alone), each output pixel is a weighted sum of at most 2 (bilinear) or 4 (bicubic)
@@ -66,6 +66,30 @@ def _weights(size, out, scale, align_corners, taps):
     return first, weights
 
 
+def aa_weights(size, out, scale, taps):
+    """torch's antialiasing weights (its _compute_weights_aa): (first source index per output
+    pixel, weights (out, K)). The filter (triangle for bilinear, Keys' cubic with a = -0.5 for
+    bicubic) is widened by the scale when downsampling, taken over the source pixels within
+    its support around the centre scale * (i + 0.5) and normalised to sum to one."""
+    support = taps * 0.5 * scale if scale >= 1.0 else taps * 0.5
+    invscale = 1.0 / scale if scale >= 1.0 else 1.0
+    width = int(math.ceil(support)) * 2 + 1
+    first, weights = np.zeros(out, np.int64), np.zeros((out, width))
+    for i in range(out):
+        center = scale * (i + 0.5)
+        lo = max(int(center - support + 0.5), 0)
+        n = min(int(center + support + 0.5), size) - lo
+        w = [(_linear if taps == 2 else _keys)((j + lo - center + 0.5) * invscale)
+             for j in range(n)]
+        total = sum(w)
+        first[i], weights[i, :n] = lo, [v / total for v in w] if total != 0.0 else w
+    return first, weights
+
+
+def _keys(x):
+    return _cubic(x, -0.5)
+
+
 def _int16(weights):
     """The weights as integers of precision p (weights * 2^p rounded half away from zero)."""
     top = weights.max(initial=0.0)
@@ -76,15 +100,16 @@ def _int16(weights):
     return np.where(scaled < 0, np.ceil(scaled - 0.5), np.floor(scaled + 0.5)).astype(np.int64), p
 
 
-def resample(x, axis, size, out, scale, align_corners, taps):
+def resample(x, axis, size, out, scale, align_corners, taps, antialias=False):
     """x (uint8) resized along `axis` from `size` to `out` pixels."""
-    first, w = _weights(size, out, scale, align_corners, taps)
+    first, w = aa_weights(size, out, scale, taps) if antialias else \
+        _weights(size, out, scale, align_corners, taps)
     w, p = _int16(w)
     wide = cast(x, np.int64)
     shape = [1] * len(x.shape)
     shape[axis] = out
     total = None
-    for j in range(taps):
+    for j in range(w.shape[1]):
         term = take(wide, np.minimum(first + j, size - 1), axis=axis) * w[:, j].reshape(shape)
         total = term if total is None else total + term
     total = floordiv(total + (1 << (p - 1)), 1 << p)   # NOTE: an arithmetic shift right

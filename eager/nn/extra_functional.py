@@ -17,7 +17,7 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops.composite import in_opmath
-from dualgrad.ops.rules import HALF, SUB_BOOL, torch_opmath_dtype
+from dualgrad.ops.rules import HALF, SUB_BOOL, floating, torch_opmath_dtype
 
 from ..amp import keeps_fp32
 from ..functions import _arr, _t
@@ -491,37 +491,81 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):  # n
     return _lp_pool(avg_pool2d, 2, input, norm_type, kernel_size, stride, ceil_mode)
 
 
-def affine_grid(theta, size, align_corners=None):
-    """torch's affine_grid for 2-d (N, 2, 3) thetas: the sampling grid (N, H, W, 2) of (x, y)
-    in [-1, 1], theta applied to the base grid of output size (N, C, H, W)."""
+_ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to "
+                  "align_corners=False since 1.3.0. Please specify align_corners=True if the "
+                  "old behavior is desired. See the documentation of grid_sample for details.")
+
+
+def _default_align(align_corners):
+    """torch's align_corners=None: False, with its UserWarning at the caller's line."""
     if align_corners is None:
-        warnings.warn("Default grid_sample and affine_grid behavior has changed to "
-                      "align_corners=False since 1.3.0. Please specify align_corners=True if "
-                      "the old behavior is desired. See the documentation of grid_sample for "
-                      "details.", UserWarning, stacklevel=2)
-        align_corners = False
-    size = tuple(size)
-    if len(size) != 4:
-        raise NotImplementedError(f"affine_grid of a {len(size)}-d size is not supported by "
-                                  f"dualgrad; only 4-d (N, C, H, W), 2-d grids")
-    n, _, h, w = size
-    if theta.ndim != 3 or tuple(theta.shape[1:]) != (2, 3) or theta.shape[0] != n:
-        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
-                         f"{list(size)}. Got {list(theta.shape)}.")
+        warnings.warn(_ALIGN_WARNING, UserWarning, stacklevel=3)
+        return False
+    return align_corners
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):  # noqa: A002
+    """torch's grid_sample: input (N, C, H, W) read at grid (N, Ho, Wo, 2) of (x, y) in
+    [-1, 1], or (N, C, D, H, W) at (N, Do, Ho, Wo, 3) of (x, y, z); modes bilinear, nearest
+    and bicubic (4-d only), padding zeros, border and reflection. Gradients reach the input
+    and the grid (nearest's grid gradient is zero, as torch's). A composition of registry
+    ops (ops/sampling.py), so compile() traces it.
+
+    >>> from dualgrad import eager as torch
+    >>> x = torch.arange(4.0).reshape(1, 1, 2, 2)
+    >>> torch.nn.functional.grid_sample(x, torch.zeros(1, 1, 1, 2), align_corners=True)
+    tensor([[[[1.5000]]]])
+    """
+    if mode in ("bilinear", "nearest", "bicubic") and \
+            padding_mode in ("zeros", "border", "reflection"):
+        align_corners = _default_align(align_corners)   # NOTE: torch checks the modes first
+    return ops.grid_sample(input, grid, mode, padding_mode, bool(align_corners))
+
+
+def affine_grid(theta, size, align_corners=None):
+    """torch's affine_grid: the sampling grid (N, H, W, 2) of (x, y) in [-1, 1] for 2-d
+    (N, 2, 3) thetas and a 4-d size (N, C, H, W), or (N, D, H, W, 3) of (x, y, z) for 3-d
+    (N, 3, 4) thetas and a 5-d size (N, C, D, H, W): theta applied to the base grid."""
+    align_corners = _default_align(align_corners)
+    if not floating(theta.dtype):
+        raise ValueError(f"Expected theta to have floating point type, but got "
+                         f"torch.{np.dtype(theta.dtype).name}")
+    spatial = tuple(size)[2:]
+    if len(size) in (4, 5):
+        k = len(size) - 2
+        if theta.ndim != 3 or tuple(theta.shape[1:]) != (k, k + 1):
+            raise ValueError(f"Expected a batch of {k}D affine matrices of shape Nx{k}x{k + 1} "
+                             f"for size {size}. Got torch.Size({list(theta.shape)}).")
+    else:
+        raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {size}.")
+    if align_corners and min(spatial) == 1:
+        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
+                      "grids when align_corners=True. This is not an intended use case of "
+                      "affine_grid. See the documentation of affine_grid for details.",
+                      UserWarning, stacklevel=2)
+    elif min(size) <= 0:
+        raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    n = size[0]
+    if theta.shape[0] != n:      # NOTE: torch's bmm of the base grid by theta refuses it
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{n}, {k + 1}] but got: [{theta.shape[0]}, {k + 1}].")
 
     def steps(num):
         if num <= 1:
             return np.zeros(max(num, 0))
         v = np.linspace(-1.0, 1.0, num)
         return v if align_corners else v * (num - 1) / num
-    xs, ys = np.meshgrid(steps(w), steps(h))
-    base = np.stack([xs, ys, np.ones_like(xs)], axis=-1).reshape(1, h * w, 3)
-    grid = ops.matmul(np.broadcast_to(base, (n, h * w, 3)).astype(np.dtype(theta.dtype)),
+    # NOTE: coordinates in (x, y[, z]) order: the last spatial axis first
+    axes = np.meshgrid(*[steps(s) for s in spatial], indexing="ij")
+    cells = math.prod(spatial)
+    base = np.stack(list(axes[::-1]) + [np.ones_like(axes[0])], axis=-1).reshape(1, cells, k + 1)
+    grid = ops.matmul(np.broadcast_to(base, (n, cells, k + 1)).astype(np.dtype(theta.dtype)),
                       theta.transpose(1, 2))
-    return grid.reshape(n, h, w, 2)
+    return grid.reshape((n,) + spatial + (k,))
 
 
-__all__ = ["lp_pool1d", "lp_pool2d", "affine_grid", "threshold", "softshrink", "hardshrink",
+__all__ = ["lp_pool1d", "lp_pool2d", "affine_grid", "grid_sample", "threshold", "softshrink", "hardshrink",
            "rrelu", "rms_norm", "local_response_norm",
            "soft_margin_loss", "hinge_embedding_loss", "multilabel_soft_margin_loss",
            "multi_margin_loss", "multilabel_margin_loss", "gaussian_nll_loss",
