@@ -75,8 +75,8 @@ _BREAKS = {
     "after_step": ("a parameter read after the optimizer's step() inside the compiled "
                    "function", "end the function with the step: compute what you need from "
                    "the parameters before it, or after the call"),
-    "layout": ("a tensor's memory layout read (is_contiguous(), stride(), or storage_offset() "
-               "of a view passed in)",
+    "layout": ("a tensor's memory layout read (is_contiguous(), stride(), storage_offset() "
+               "of a view passed in, data_ptr() or untyped_storage())",
                "read it outside the compiled function: a traced tensor has no layout of its "
                "own (contiguous() is traced)"),
     "storage": ("as_strided of a view (a slice, a transpose, ...) passed in, which reads the "

@@ -198,6 +198,35 @@ class Storage:
         return type(None), ()
 
 
+class UntypedStorage:
+    """`Tensor.untyped_storage()`: the bytes a tensor's elements lie in, as torch's, for the
+    questions programs ask of it (do two tensors share memory: `data_ptr()`; how big:
+    `nbytes()`, `size()`)."""
+    __slots__ = ("_array",)
+
+    def __init__(self, array):
+        self._array = array
+
+    def data_ptr(self):
+        return 0 if self._array.size == 0 else self._array.__array_interface__["data"][0]
+
+    def nbytes(self):
+        return self._array.nbytes
+
+    size = __len__ = nbytes
+
+    def element_size(self):
+        return 1
+
+    @property
+    def device(self):
+        from .devices import device
+        return device("cpu")
+
+    def __repr__(self):
+        return f"UntypedStorage of {self._array.nbytes} bytes on cpu"
+
+
 def _note_view(t, src):
     """t, a view op's result, keeps the storage of the tensor whose memory it lies in
     (torch's `_base`: src's own base, or src), when it does lie there (a reshape may copy).
@@ -718,6 +747,30 @@ class Tensor:
             if tr is not None:
                 tr.break_here("layout")
         return 0 if where is None else where[1]
+
+    def data_ptr(self):
+        """The address of this tensor's first element, as torch's (0 when it has none): two
+        tensors sharing memory from the same place (a tied weight, a view at offset 0) give
+        the same number."""
+        arr = self._concrete("data_ptr")
+        return 0 if arr.size == 0 else arr.__array_interface__["data"][0]
+
+    def untyped_storage(self):
+        """The memory this tensor's elements lie in, as torch's `UntypedStorage`: the
+        storage of the tensor it is a view of, else its own (`data_ptr()`, `nbytes()`)."""
+        root = getattr(self, "_root", None)
+        return UntypedStorage(self._concrete("untyped_storage") if root is None else root.array)
+
+    def _concrete(self, what):
+        """The tensor's NumPy array; inside compile() a traced value has no address: the
+        trace ends here and the function runs eagerly from this call on."""
+        arr = self._array
+        if type(arr) is not np.ndarray:
+            tr = current_trace()
+            if tr is not None:
+                tr.break_here("layout")
+            arr = np.asarray(arr)
+        return arr
 
     def __len__(self):
         if self._array.ndim == 0:
