@@ -1146,6 +1146,8 @@ class Tensor:
             return self.reshape(1)
         s, e = (norm_axis("flatten", d, nd, self.shape, frontend=True)
                 for d in (start_dim, end_dim))
+        if s > e:
+            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
         shape = self._array.shape
         return ops.reshape(self, shape[:s] + (-1,) + shape[e + 1:])
 

@@ -148,8 +148,8 @@ def conv_transpose2d(x, weight, bias=None, stride=1, padding=0, output_padding=0
     (sh, sw), (ph, pw), (oph, opw), (dh, dw) = (pair(v) for v in (stride, padding,
                                                                  output_padding, dilation))
     if oph >= max(sh, dh) or opw >= max(sw, dw):
-        raise ValueError(f"conv_transpose2d: output_padding {(oph, opw)} must be smaller than "
-                         f"either stride {(sh, sw)} or dilation {(dh, dw)}")
+        raise located(f"conv_transpose2d: output_padding {(oph, opw)} must be smaller than "
+                      f"either stride {(sh, sw)} or dilation {(dh, dw)}")
     ho = (xs[2] - 1) * sh - 2 * ph + dh * (kh - 1) + oph + 1
     wo = (xs[3] - 1) * sw - 2 * pw + dw * (kw - 1) + opw + 1
     k, cg = kh * kw, c // groups
@@ -180,8 +180,8 @@ def _pool_geometry(name, hw, kernel, stride, padding, dilation, ceil_mode):
     outs, extra = [], []
     for size, k, s, p, d in zip(hw, kernel, stride, padding, dilation):
         if p > k // 2:
-            raise ValueError(f"{name}: pad should be at most half of effective kernel size, "
-                             f"but got pad={p}, kernel_size={k}")
+            raise located(f"{name}: pad should be at most half of effective kernel size, "
+                          f"but got pad={p}, kernel_size={k}")
         span = size + 2 * p - d * (k - 1) - 1
         if span < 0:
             raise located(f"{name}: input {fmt_shape(hw)} is smaller than the window "
@@ -233,6 +233,8 @@ def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
 def _avg_divisor(hw, k, s, p, outs, count_include_pad, divisor_override):
     """torch's divisor for each output cell: the window clipped to the padded input (or to
     the input itself without count_include_pad), or divisor_override."""
+    if divisor_override is not None and divisor_override == 0:
+        raise located("avg_pool2d: divisor must be not zero")
     if divisor_override:
         return float(divisor_override)
     sizes = []
@@ -397,6 +399,10 @@ def conv1d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-d convolution of (N, C, L) by weight (out, in / groups, k), as torch."""
     if len(_shape(weight)) != 3:
         raise located(f"conv1d: expects weight (O, C, k), got {fmt_shape(_shape(weight))}")
+    for name, v in (("stride", stride), ("padding", padding), ("dilation", dilation)):
+        if not isinstance(v, str) and np.ndim(v) and len(v) != 1:
+            raise located(f"expected {name} to be a single integer value or a list of 1 values "
+                          f"to match the convolution dimensions, but got {name}={list(v)}")
     y = conv2d(_as_2d("conv1d", x), expand_dims(weight, axis=2), bias, _one(stride),
                _pad1d(padding), _one(dilation), groups)
     return squeeze(y, axis=2)

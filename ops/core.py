@@ -26,8 +26,9 @@ __all__ = [
 ]
 
 
-class ShapeError(ValueError):
-    """An op's shape or dtype rule failed: the message names the op, every input shape and the rule."""
+class ShapeError(ValueError, RuntimeError):
+    """An op's shape or dtype rule failed: the message names the op, every input shape and the rule.
+    A ValueError, as TF1 raises it, and a RuntimeError, as torch does."""
 
 
 class KernelError(RuntimeError):

@@ -67,6 +67,7 @@ _TORCH_FILES = {
     "TransformerDecoderLayer"}
 modules = _NS(**{f: _NS(**{c: globals()[c] for c in names.split() if c in globals()})
                  for f, names in _TORCH_FILES.items()})
-modules.linear.NonDynamicallyQuantizableLinear = Linear
+from .attention import NonDynamicallyQuantizableLinear  # noqa: E402
+modules.linear.NonDynamicallyQuantizableLinear = NonDynamicallyQuantizableLinear
 
 __all__ = [n for n in dir() if not n.startswith("_") and n not in ("annotations", "functools", "math", "np", "OrderedDict", "ops", "ShapeError", "user_frame", "where_str", "Tensor", "module", "basic")]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .module import Module, Parameter, _float
+from .module import Module, Parameter, _float, factory_kwargs
 from . import functional as F
 
 
@@ -50,8 +50,11 @@ class SELU(_Inplace):
 class Hardswish(_Inplace):
     _fn = staticmethod(F.hardswish)
 
+    def extra_repr(self):       # NOTE: torch's prints no inplace here
+        return ""
 
-class Hardsigmoid(_Inplace):
+
+class Hardsigmoid(Hardswish):
     _fn = staticmethod(F.hardsigmoid)
 
 
@@ -80,6 +83,9 @@ class ELU(Module):
     def forward(self, input):  # noqa: A002
         return F.elu(input, self.alpha, self.inplace)
 
+    def extra_repr(self):
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
 
 class CELU(ELU):
     def forward(self, input):  # noqa: A002
@@ -101,16 +107,18 @@ class Hardtanh(Module):
         return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self):
-        return f"min_val={self.min_val}, max_val={self.max_val}"
+        return f"min_val={self.min_val}, max_val={self.max_val}" + (
+            ", inplace=True" if self.inplace else "")
 
 
 class PReLU(Module):
     """max(x, 0) + weight * min(x, 0): one learnt slope, or one per channel (dim 1)."""
 
-    def __init__(self, num_parameters=1, init=0.25):
+    def __init__(self, num_parameters=1, init=0.25, device=None, dtype=None):
         super().__init__()
-        self.num_parameters = num_parameters
+        self.num_parameters, self.init = num_parameters, init
         self.weight = Parameter(np.full(num_parameters, init, _float()))
+        factory_kwargs(self, device, dtype)
 
     def forward(self, input):  # noqa: A002
         return F.prelu(input, self.weight)
@@ -126,6 +134,9 @@ class GLU(Module):
 
     def forward(self, input):  # noqa: A002
         return F.glu(input, self.dim)
+
+    def extra_repr(self):
+        return f"dim={self.dim}"
 
 
 def _plain(name, fn, doc):

@@ -16,7 +16,7 @@ import numpy as np
 from dualgrad import ops
 from ..core import Tensor
 from .basic import Linear
-from .module import Module, Parameter, _float
+from .module import Module, Parameter, _float, factory_kwargs
 from . import functional as F
 from . import init
 
@@ -24,6 +24,10 @@ from . import init
 def _as_tensor(mask):
     """A mask as a tensor: read with ops (a compile() tracer's values are not there to read)."""
     return mask if mask is None or isinstance(mask, Tensor) else Tensor(np.asarray(mask))
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """torch's name for MultiheadAttention's out_proj (a Linear; the name shows in repr)."""
 
 
 class MultiheadAttention(Module):
@@ -43,9 +47,10 @@ class MultiheadAttention(Module):
         self.in_proj_weight = Parameter(np.zeros((3 * embed_dim, embed_dim), _float()))
         init.xavier_uniform_(self.in_proj_weight)
         self.in_proj_bias = Parameter(np.zeros(3 * embed_dim, _float())) if bias else None
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias)
         if bias:
             init.zeros_(self.out_proj.bias)
+        factory_kwargs(self, device, dtype)
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
@@ -93,5 +98,3 @@ class MultiheadAttention(Module):
                 else scores + ops.cast(m, scores.dtype)
         return scores
 
-    def extra_repr(self):
-        return f"embed_dim={self.embed_dim}, num_heads={self.num_heads}"

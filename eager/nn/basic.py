@@ -19,6 +19,7 @@ from .. import devices as _device
 from ..core import Tensor
 from . import functional as F
 from .core_functional import _refuse
+from .module import factory_kwargs
 from .module import Module, Parameter, _float, _uniform
 
 
@@ -36,14 +37,6 @@ class DataParallel(Module):
 
 
 # -- layers -----------------------------------------------------------------------------------
-def _factory_kwargs(module, device, dtype):
-    """A layer's `device=` / `dtype=`, as torch's factory kwargs: the CPU (else torch's
-    CPU-only error) and the parameters' floating dtype."""
-    _device.check(device)
-    if dtype is not None:
-        module.to(dtype)
-
-
 class Linear(Module):
     """y = x @ weight.T + bias, weight (out_features, in_features), torch's init."""
 
@@ -53,7 +46,7 @@ class Linear(Module):
         bound = 1.0 / math.sqrt(in_features) if in_features else 0.0
         self.weight = _uniform((out_features, in_features), bound)
         self.bias = _uniform((out_features,), bound) if bias else None
-        _factory_kwargs(self, device, dtype)
+        factory_kwargs(self, device, dtype)
 
     def reset_parameters(self):
         """Draw weight and bias anew, in place, as __init__ does (torch's bound 1/sqrt(in))."""
@@ -76,7 +69,7 @@ class _BatchNorm(Module):
     _ndims = ()
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
-                 track_running_stats=True, *, bias=True):
+                 track_running_stats=True, device=None, dtype=None, *, bias=True):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
@@ -86,6 +79,7 @@ class _BatchNorm(Module):
             self.register_buffer("running_mean", Tensor(np.zeros(num_features, _float())))
             self.register_buffer("running_var", Tensor(np.ones(num_features, _float())))
             self.register_buffer("num_batches_tracked", Tensor(np.array(0, np.int64)))
+        factory_kwargs(self, device, dtype)
 
     def forward(self, x):
         if len(x.shape) not in self._ndims:
@@ -132,7 +126,8 @@ class Flatten(Module):
 
 
 class LayerNorm(Module):
-    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
+                 device=None, dtype=None):
         super().__init__()
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
             tuple(normalized_shape)
@@ -140,6 +135,7 @@ class LayerNorm(Module):
         self.weight = Parameter(np.ones(shape, _float())) if elementwise_affine else None
         self.bias = Parameter(np.zeros(shape, _float())) if elementwise_affine and bias \
             else None
+        factory_kwargs(self, device, dtype)
 
     def reset_parameters(self):
         """weight back to ones and bias to zeros, in place."""
@@ -184,7 +180,7 @@ class Embedding(Module):
                 raise AssertionError("Shape of weight does not match num_embeddings and "
                                      "embedding_dim")
         self.weight = Parameter(w, requires_grad=not _freeze)
-        _factory_kwargs(self, device, dtype)
+        factory_kwargs(self, device, dtype)
 
     def reset_parameters(self):
         """Draw the weight anew from N(0, 1), the padding row zero, as torch's."""
@@ -204,9 +200,16 @@ class Embedding(Module):
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
                            self.scale_grad_by_freq)
 
+    def _options(self):
+        """torch's repr of the lookup options (the ones not at their default)."""
+        s = "" if self.max_norm is None else f", max_norm={self.max_norm}"
+        s += "" if self.norm_type == 2 else f", norm_type={self.norm_type}"
+        return s + ("" if self.scale_grad_by_freq is False else
+                    f", scale_grad_by_freq={self.scale_grad_by_freq}")
+
     def extra_repr(self):
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
-        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
+        return f"{self.num_embeddings}, {self.embedding_dim}{pad}{self._options()}"
 
 
 class EmbeddingBag(Embedding):
@@ -217,8 +220,6 @@ class EmbeddingBag(Embedding):
     def __init__(self, num_embeddings, embedding_dim, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, mode="mean", sparse=False, _weight=None,
                  include_last_offset=False, padding_idx=None, device=None, dtype=None):
-        if mode not in ("sum", "mean", "max"):
-            raise ValueError(f"mode has to be one of sum, mean or max, got {mode!r}")
         super().__init__(num_embeddings, embedding_dim, padding_idx, max_norm, norm_type,
                          scale_grad_by_freq, sparse, _weight, device=device, dtype=dtype)
         self.mode, self.include_last_offset = mode, include_last_offset
@@ -235,13 +236,16 @@ class EmbeddingBag(Embedding):
         return bag
 
     def forward(self, input, offsets=None, per_sample_weights=None):  # noqa: A002
+        if self.mode not in ("sum", "mean", "max"):     # NOTE: torch checks it here
+            raise ValueError(f"mode has to be one of sum, mean or max, got {self.mode!r}")
         return F.embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
                                self.scale_grad_by_freq, self.mode, self.sparse,
                                per_sample_weights, self.include_last_offset, self.padding_idx)
 
     def extra_repr(self):
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
-        return f"{self.num_embeddings}, {self.embedding_dim}, mode={self.mode!r}{pad}"
+        return (f"{self.num_embeddings}, {self.embedding_dim}{self._options()}, "
+                f"mode={self.mode!r}{pad}")
 
 
 class Dropout(Module):
@@ -298,6 +302,9 @@ class GELU(Module):
 
     def forward(self, x):
         return F.gelu(x, self.approximate)
+
+    def extra_repr(self):
+        return f"approximate={self.approximate!r}"
 
 
 class Softmax(Module):
@@ -407,31 +414,50 @@ class ModuleList(_ListOps, Module):
     __len__, __iter__ = (lambda self: len(self._modules),
                          lambda self: iter(self._modules.values()))
 
+    def __repr__(self):
+        """torch's: a run of equal children printed once, as `(0-5): 6 x Layer(...)`."""
+        runs = []      # [first index, last index, repr]
+        for i, m in enumerate(self):
+            r = repr(m)
+            if runs and runs[-1][2] == r:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i, r])
+        if not runs:
+            return "ModuleList()"
+        lines = [f"({a}): {r}" if a == b else f"({a}-{b}): {b - a + 1} x {r}"
+                 for a, b, r in runs]
+        return "ModuleList(\n  " + "\n  ".join(x.replace("\n", "\n  ") for x in lines) + "\n)"
+
 
 # -- recurrent cells --------------------------------------------------------------------------
 class _Cell(Module):
-    def __init__(self, input_size, hidden_size, gates, bias=True):
+    def __init__(self, input_size, hidden_size, gates, bias=True, device=None, dtype=None):
         super().__init__()
-        self.input_size, self.hidden_size = input_size, hidden_size
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
         b = 1.0 / math.sqrt(hidden_size)
         self.weight_ih = _uniform((gates * hidden_size, input_size), b)
         self.weight_hh = _uniform((gates * hidden_size, hidden_size), b)
         self.bias_ih = _uniform((gates * hidden_size,), b) if bias else None
         self.bias_hh = _uniform((gates * hidden_size,), b) if bias else None
+        factory_kwargs(self, device, dtype)
 
     def _zeros(self, x):
         from ..factories import zeros   # NOTE: a meta tensor when x's shape is symbolic
         return zeros(tuple(x.shape[:-1]) + (self.hidden_size,), dtype=x.dtype)
 
     def extra_repr(self):
-        return f"{self.input_size}, {self.hidden_size}"
+        s = f"{self.input_size}, {self.hidden_size}"
+        s += "" if self.bias is True else f", bias={self.bias}"
+        nonlinearity = getattr(self, "nonlinearity", "tanh")
+        return s + ("" if nonlinearity == "tanh" else f", nonlinearity={nonlinearity}")
 
 
 class LSTMCell(_Cell):
     """(h, c) = cell(x, (h, c)); gates in torch's order i, f, g, o."""
 
-    def __init__(self, input_size, hidden_size, bias=True):
-        super().__init__(input_size, hidden_size, 4, bias)
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, 4, bias, device, dtype)
 
     def forward(self, x, state=None):
         h, c = state if state is not None else (self._zeros(x), self._zeros(x))
@@ -445,8 +471,8 @@ class LSTMCell(_Cell):
 class GRUCell(_Cell):
     """h = cell(x, h); gates in torch's order r, z, n."""
 
-    def __init__(self, input_size, hidden_size, bias=True):
-        super().__init__(input_size, hidden_size, 3, bias)
+    def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
+        super().__init__(input_size, hidden_size, 3, bias, device, dtype)
 
     def forward(self, x, h=None):
         h = h if h is not None else self._zeros(x)

@@ -58,6 +58,8 @@ def selu(input, inplace=False):  # noqa: A002
 
 
 def celu(input, alpha=1.0, inplace=False):  # noqa: A002
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     return _inplace(input, inplace, "celu", ops.celu, alpha)
 
 
@@ -111,6 +113,8 @@ def glu(input, dim=-1):  # noqa: A002
 
 
 def gelu(input, approximate="none"):  # noqa: A002
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
     return ops.gelu(input, approximate=approximate)
 
 
@@ -215,7 +219,8 @@ def _conv_transpose1d(input, weight, bias, stride, padding, output_padding, grou
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
     """torch.nn.functional.unfold (im2col): (N, C, H, W) -> (N, C * kh * kw, L)."""
-    return ops.unfold(input, ops.nn.pair(kernel_size), stride, padding, dilation)
+    return _unbatched(ops.unfold, input, 2, ops.nn.pair(kernel_size), stride, padding,
+                      dilation)
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):  # noqa: A002
@@ -310,11 +315,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 
 def pixel_shuffle(input, upscale_factor):  # noqa: A002
-    return ops.pixel_shuffle(input, upscale_factor)
+    return _unbatched(ops.pixel_shuffle, input, 2, upscale_factor)
 
 
 def pixel_unshuffle(input, downscale_factor):  # noqa: A002
-    return ops.pixel_unshuffle(input, downscale_factor)
+    return _unbatched(ops.pixel_unshuffle, input, 2, downscale_factor)
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None,  # noqa: A002
@@ -552,9 +557,20 @@ def dropout2d(input, p=0.5, training=True, inplace=False):  # noqa: A002
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Channel dropout of (N, C, L) input, or of unbatched (C, L) (each row a channel)."""
     if input.ndim not in (2, 3):
-        raise ValueError(f"dropout1d: expected a 2-d or 3-d input, got {tuple(input.shape)}")
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a "
+                           f"{input.ndim}D input. Note that dropout1d exists to provide "
+                           f"channel-wise dropout on inputs with 1 spatial dimension, a "
+                           f"channel dimension, and an optional batch dimension (i.e. 2D or "
+                           f"3D inputs).")
+    if input.ndim == 2:
+        return _inplace(input, inplace, "dropout1d", _channel_dropout_unbatched, p, training)
     return _inplace(input, inplace, "dropout1d", _channel_dropout, p, training)
+
+
+def _channel_dropout_unbatched(x, p, training):
+    return ops.squeeze(_channel_dropout(ops.expand_dims(x, axis=0), p, training), axis=0)
 
 
 def one_hot(tensor, num_classes=-1):
@@ -599,6 +615,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     label_smoothing as torch."""
     _no_legacy("cross_entropy", size_average, reduce)
     _class_indices(target)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
+                           f"{label_smoothing}")
+    if ignore_index >= 0 and _dt(target).kind == "f":
+        raise RuntimeError("ignore_index is not supported for floating point target")
     return ops.cross_entropy(input, target, reduction=reduction, weight=weight,
                              ignore_index=ignore_index, label_smoothing=label_smoothing,
                              axis=min(1, input.ndim - 1))

@@ -17,7 +17,7 @@ import numpy as np
 from dualgrad import ops
 from ..core import Tensor
 from .basic import Dropout, _BatchNorm, _Cell
-from .module import Module, Parameter, _float, _uniform
+from .module import Module, Parameter, _float, _uniform, factory_kwargs
 from . import functional as F
 
 
@@ -34,7 +34,8 @@ class _ConvNd(Module):
     _nd, _transposed = 2, False
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 dilation=1, groups=1, bias=True, padding_mode="zeros", output_padding=0):
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
+                 dtype=None, output_padding=0):
         super().__init__()
         name = type(self).__name__
         if padding_mode not in _PADDING_MODES:
@@ -62,10 +63,12 @@ class _ConvNd(Module):
         bound = 1.0 / math.sqrt(fan_in) if fan_in else 0.0
         self.weight = _uniform(shape, bound)
         self.bias = _uniform((out_channels,), bound) if bias else None
+        factory_kwargs(self, device, dtype)
 
     def _args(self):
-        one = (lambda v: v if isinstance(v, str) else v[0]) if self._nd == 1 else \
-            (lambda v: v)
+        # NOTE: a 1-d layer given 2-tuples passes them on, for F.conv1d to refuse as torch's
+        one = (lambda v: v if isinstance(v, str) or len(v) != 1 else v[0]) \
+            if self._nd == 1 else (lambda v: v)
         return (one(self.stride), one(self.padding), one(self.dilation))
 
     def _padded(self, input):  # noqa: A002
@@ -91,6 +94,8 @@ class _ConvNd(Module):
             s += f", padding={self.padding}"
         if self.dilation != (1,) * self._nd:
             s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * self._nd:
+            s += f", output_padding={self.output_padding}"
         if self.groups != 1:
             s += f", groups={self.groups}"
         s += "" if self.bias is not None else ", bias=False"
@@ -121,11 +126,12 @@ class ConvTranspose2d(_ConvNd):
     _transposed = True
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros"):
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
         if isinstance(padding, str):
             raise ValueError(f"{type(self).__name__}: padding must be an int or a tuple")
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, padding_mode, output_padding)
+                         groups, bias, padding_mode, device, dtype, output_padding)
 
     def forward(self, input, output_size=None):  # noqa: A002
         if output_size is not None:
@@ -187,10 +193,13 @@ class AvgPool1d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True):
         super().__init__()
-        self.kernel_size, self.stride = kernel_size, stride if stride is not None \
-            else kernel_size
-        self.padding, self.ceil_mode = padding, ceil_mode
+        # NOTE: torch's AvgPool1d keeps 1-tuples (its repr prints them), unlike MaxPool1d
+        self.kernel_size = _ntuple(kernel_size, 1)
+        self.stride = _ntuple(stride if stride is not None else kernel_size, 1)
+        self.padding, self.ceil_mode = _ntuple(padding, 1), ceil_mode
         self.count_include_pad = count_include_pad
+
+    extra_repr = AvgPool2d.extra_repr
 
     def forward(self, input):  # noqa: A002
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
@@ -226,6 +235,9 @@ class AdaptiveMaxPool2d(Module):
     def forward(self, input):  # noqa: A002
         return type(self)._fn(input, self.output_size, self.return_indices)
 
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
 
 class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
     _fn = staticmethod(F.adaptive_max_pool1d)
@@ -233,7 +245,8 @@ class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
 
 # -- normalisation and dropout -----------------------------------------------------------------
 class GroupNorm(Module):
-    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, *, bias=True):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None,
+                 dtype=None, *, bias=True):
         super().__init__()
         if num_channels % num_groups:
             raise ValueError("num_channels must be divisible by num_groups")
@@ -241,6 +254,7 @@ class GroupNorm(Module):
                                                                      eps, affine)
         self.weight = Parameter(np.ones(num_channels, _float())) if affine else None
         self.bias = Parameter(np.zeros(num_channels, _float())) if affine and bias else None
+        factory_kwargs(self, device, dtype)
 
     def forward(self, input):  # noqa: A002
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
@@ -258,7 +272,7 @@ class InstanceNorm2d(Module):
     _ndims = (3, 4)
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
-                 track_running_stats=False, *, bias=True):
+                 track_running_stats=False, device=None, dtype=None, *, bias=True):
         super().__init__()
         self.num_features, self.eps, self.momentum, self.affine = (num_features, eps, momentum,
                                                                    affine)
@@ -271,6 +285,7 @@ class InstanceNorm2d(Module):
             self.register_buffer("num_batches_tracked", Tensor(np.array(0, np.int64)))
         else:
             self.running_mean = self.running_var = None
+        factory_kwargs(self, device, dtype)
 
     def forward(self, input):  # noqa: A002
         if input.ndim not in self._ndims:
@@ -449,10 +464,15 @@ class ZeroPad2d(ConstantPad2d):
     def __init__(self, padding):
         super().__init__(padding, 0.0)
 
+    def extra_repr(self):
+        return f"{self.padding}"
+
 
 class ZeroPad1d(ConstantPad1d):
     def __init__(self, padding):
         super().__init__(padding, 0.0)
+
+    extra_repr = ZeroPad2d.extra_repr
 
 
 class ReflectionPad2d(Module):
@@ -513,14 +533,17 @@ class PairwiseDistance(Module):
 class RNNCell(_Cell):
     """h' = nonlinearity(x W_ih^T + b_ih + h W_hh^T + b_hh), nonlinearity 'tanh' or 'relu'."""
 
-    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh"):
-        if nonlinearity not in ("tanh", "relu"):
-            raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
-                             f"'relu'.")
-        super().__init__(input_size, hidden_size, 1, bias)
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
+                 dtype=None):
+        super().__init__(input_size, hidden_size, 1, bias, device, dtype)
         self.nonlinearity = nonlinearity
 
     def forward(self, input, hx=None):  # noqa: A002
+        if self.nonlinearity not in ("tanh", "relu"):     # NOTE: torch checks it here
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+        return self._step(input, hx)
+
+    def _step(self, input, hx):  # noqa: A002
         unbatched = input.ndim == 1
         x = ops.expand_dims(input, axis=0) if unbatched else input
         h = self._zeros(x) if hx is None else (ops.expand_dims(hx, axis=0) if unbatched

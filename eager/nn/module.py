@@ -66,6 +66,15 @@ def _float():
     return default_float()
 
 
+def factory_kwargs(module, device, dtype):
+    """A layer's `device=` / `dtype=`, as torch's factory kwargs: the CPU (else torch's
+    CPU-only error) and its floating parameters' and buffers' dtype (call it last in
+    __init__, once every parameter and buffer exists)."""
+    _device.check(device)
+    if dtype is not None:
+        module.to(dtype)
+
+
 IncompatibleKeys = namedtuple("IncompatibleKeys", "missing_keys unexpected_keys")
 
 

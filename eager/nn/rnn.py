@@ -58,6 +58,9 @@ def _input_gates(x, weights):
     return F.linear(x, w_ih, b_ih), w_hh, b_hh
 
 
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
 class RNNBase(Module):
     _gates = 1
     _lstm = False
@@ -66,9 +69,15 @@ class RNNBase(Module):
         """torch lays the weights out in one block for cuDNN here; on the CPU it does nothing,
         in torch as in dualgrad."""
 
-    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
-                 dropout=0.0, bidirectional=False, proj_size=0, device=None, dtype=None):
+    def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True,
+                 batch_first=False, dropout=0.0, bidirectional=False, proj_size=0, device=None,
+                 dtype=None):
         super().__init__()
+        if mode not in _GATES:
+            raise ValueError(f"Unrecognized RNN mode: {mode}")
+        self.mode, self._gates = mode, _GATES[mode]
+        if proj_size and mode != "LSTM":
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
         if proj_size:
             raise NotImplementedError(f"{type(self).__name__}(proj_size={proj_size}) is not "
                                       f"supported by dualgrad")
@@ -104,6 +113,9 @@ class RNNBase(Module):
         return zeros((n, x.shape[1], self.hidden_size), dtype=x.dtype)
 
     def forward(self, input, hx=None):  # noqa: A002 - torch's argument name
+        if type(self) is RNNBase:       # NOTE: torch's RNNBase has no forward of its own
+            raise NotImplementedError('Module [RNNBase] is missing the required "forward" '
+                                      'function')
         if isinstance(input, PackedSequence):
             return self._forward_packed(input, hx)
         x, unbatched = input, input.ndim == 2
@@ -216,11 +228,17 @@ class LSTM(RNNBase):
     _gates, _lstm = 4, True
     _step = staticmethod(_lstm_step)
 
+    def __init__(self, *args, **kwargs):
+        super().__init__("LSTM", *args, **kwargs)
+
 
 class GRU(RNNBase):
     """output, h_n = gru(input, h_0); gates in torch's order r, z, n."""
     _gates = 3
     _step = staticmethod(_gru_step)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__("GRU", *args, **kwargs)
 
 
 class RNN(RNNBase):
@@ -230,6 +248,6 @@ class RNN(RNNBase):
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or "
                              f"'relu'.")
-        super().__init__(*args, **kwargs)
+        super().__init__("RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU", *args, **kwargs)
         self.nonlinearity = nonlinearity
         self._step = _rnn_step(F.tanh if nonlinearity == "tanh" else F.relu)

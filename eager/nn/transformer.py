@@ -16,7 +16,7 @@ import copy
 import numpy as np
 
 from .basic import Dropout, LayerNorm, Linear, ModuleList
-from .module import Module
+from .module import Module, factory_kwargs
 from . import init
 from . import functional as F
 from ..core import Tensor
@@ -56,10 +56,12 @@ class TransformerEncoderLayer(Module):
     LayerNorm: after the sum (post-norm, torch's default) or before the block (norm_first)."""
 
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu,
-                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True):
+                 layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
+                 device=None, dtype=None):
         super().__init__()
         _build(self, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
                batch_first, norm_first, bias, cross=False)
+        factory_kwargs(self, device, dtype)
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
         x = src
@@ -111,6 +113,7 @@ class TransformerDecoderLayer(Module):
         super().__init__()
         _build(self, d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
                batch_first, norm_first, bias, cross=True)
+        factory_kwargs(self, device, dtype)
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
@@ -169,13 +172,15 @@ class Transformer(Module):
                  bias=True, device=None, dtype=None):
         super().__init__()
         common = dict(dropout=dropout, activation=activation, layer_norm_eps=layer_norm_eps,
-                      batch_first=batch_first, norm_first=norm_first, bias=bias)
+                      batch_first=batch_first, norm_first=norm_first, bias=bias, device=device,
+                      dtype=dtype)
+        kw = dict(eps=layer_norm_eps, bias=bias, device=device, dtype=dtype)
         self.encoder = custom_encoder if custom_encoder is not None else TransformerEncoder(
             TransformerEncoderLayer(d_model, nhead, dim_feedforward, **common),
-            num_encoder_layers, LayerNorm(d_model, eps=layer_norm_eps, bias=bias))
+            num_encoder_layers, LayerNorm(d_model, **kw))
         self.decoder = custom_decoder if custom_decoder is not None else TransformerDecoder(
             TransformerDecoderLayer(d_model, nhead, dim_feedforward, **common),
-            num_decoder_layers, LayerNorm(d_model, eps=layer_norm_eps, bias=bias))
+            num_decoder_layers, LayerNorm(d_model, **kw))
         for p in self.parameters():
             if p.dim() > 1:
                 init.xavier_uniform_(p)

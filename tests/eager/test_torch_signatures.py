@@ -28,8 +28,6 @@ KNOWN_GAPS = {
     # pickle's options: dualgrad writes safetensors and never pickles
     "torch.save": {"pickle_module", "pickle_protocol", "_use_new_zipfile_serialization",
                    "_disable_byteorder_record"},
-    # torch's internal constructor argument of RNN/LSTM/GRU's shared base
-    "nn.RNNBase": {"mode"},
 }
 
 
