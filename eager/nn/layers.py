@@ -349,8 +349,9 @@ class Upsample(Module):
                              self.align_corners, self.recompute_scale_factor)
 
     def extra_repr(self):
-        what = f"size={self.size}" if self.size is not None else \
-            f"scale_factor={self.scale_factor}"
+        # NOTE: torch's order: scale_factor when given (with size too, forward then raises)
+        what = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None else \
+            f"size={self.size!r}"
         return f"{what}, mode={self.mode!r}"
 
 

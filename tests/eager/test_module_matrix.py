@@ -425,17 +425,10 @@ REFUSED = {
     ("MultiheadAttention", "vdim"): (NotImplementedError, "vdim"),
 }
 # differences not fixed: case id -> reason (the case must still fail)
-_UPSAMPLE = "nn.Upsample / F.interpolate are another branch's work (repr of an int " \
-    "scale_factor, size checks of an unbatched input): left to it to avoid conflicts"
 KNOWN = {
     "EmbeddingBag(scale_grad_by_freq=True)": "torch's CPU embedding_bag divides the k-th "
     "distinct index's gradient by the k-th smallest index's count; dualgrad divides each row's "
     "by its own count, as F.embedding (test_nn_layers_torch.py)",
-    **{case: _UPSAMPLE for case in (
-        "Upsample()", "Upsample(size=(5, 7))", "Upsample(scale_factor=3)",
-        "Upsample(recompute_scale_factor=True)", "Upsample(scale_factor=None, size=(5, 7))",
-        "UpsamplingNearest2d()", "UpsamplingNearest2d(size=(5, 7))",
-        "UpsamplingNearest2d(scale_factor=3)")},
     **{case: "ParameterList / ParameterDict print no entries (torch prints each parameter's "
        "dtype and size, in two formats of its own)" for case in (
            "ParameterList(values=[Parameter(ones(2)), Parameter(ones(3))])",
@@ -722,7 +715,7 @@ def test_every_keyword_is_varied(name):
             f"{name}({key}=...) is varied by no configuration"
 
 
-POSITIONAL_KNOWN = {"Upsample": _UPSAMPLE, "UpsamplingNearest2d": _UPSAMPLE}
+POSITIONAL_KNOWN = {}
 
 
 @pytest.mark.parametrize("name", sorted(n for n in SPECS if SPECS[n][0]))

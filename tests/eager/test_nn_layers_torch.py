@@ -219,7 +219,10 @@ def test_embedding_max_norm_and_scale_grad_by_freq_match_torch(kw, dtype):
     out.backward(eager.tensor(g).to(out.dtype))
     for ours, ref in ((out, tout), (ew, tw), (ew.grad, tw.grad)):
         assert str(ours.dtype) == str(ref.dtype)[6:]
-        np.testing.assert_array_equal(ours.detach().float().numpy(), ref.detach().float().numpy())
+        # NOTE: float32's L1 / L2 norms are sums whose order is each library's own (SIMD
+        # lanes): an ulp apart on some CPUs; the half dtypes round that away
+        np.testing.assert_allclose(ours.detach().float().numpy(), ref.detach().float().numpy(),
+                                   rtol=3e-7 if dtype == "float32" else 0, atol=0)
     module = nn.Embedding(6, 5, _weight=eager.tensor(w), **kw)
     module(eager.tensor(idx))
     if "max_norm" in kw:
@@ -455,7 +458,8 @@ def test_batch_norm_momentum_none_is_a_cumulative_average_as_torch(compiled):
 
 def test_unimplemented_call_options_raise():
     x = eager.randn(1, 2, 4, 4)
-    with pytest.raises(NotImplementedError, match="bilinear.*int16"):   # torch: uint8 only
+    with pytest.raises(NotImplementedError, match="bilinear.*not implemented for 'Short'"):
+        # torch: uint8 only
         F.interpolate(x.to(eager.int16), scale_factor=2, mode="bilinear")
     with pytest.raises(NotImplementedError, match="output_size"):
         nn.ConvTranspose2d(2, 2, 3, stride=2)(x, output_size=(9, 9))
