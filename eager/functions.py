@@ -632,7 +632,7 @@ def unbind(input, dim=0):  # noqa: A002
 
 
 def roll(input, shifts, dims=None):  # noqa: A002
-    x = x0 = _t(input)
+    x = _t(input)
     if dims is None:
         return roll(x.reshape(-1), shifts, 0).reshape(tuple(x.shape))
     shifts = (shifts,) if np.ndim(shifts) == 0 else tuple(shifts)
@@ -640,15 +640,7 @@ def roll(input, shifts, dims=None):  # noqa: A002
     if len(shifts) != len(dims):
         raise RuntimeError(f"roll: shifts and dimensions must align. shifts: {len(shifts)}, "
                            f"dims: {len(dims)}")
-    for s, d in zip(shifts, dims):
-        d = norm_axis("roll", d, x.ndim)
-        n = x.shape[d]
-        s %= n if n else 1
-        if s:
-            lead = (slice(None),) * d
-            x = ops.concat(ops.slice_(x, index=lead + (slice(n - s, n),)),
-                           ops.slice_(x, index=lead + (slice(0, n - s),)), axis=d)
-    return ops.copy(x) if x is x0 else x   # NOTE: shifts of 0: a copy, as torch
+    return ops.roll(x, shifts, dims)
 
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # noqa: A002

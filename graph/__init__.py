@@ -61,7 +61,8 @@ from .variable_scope import (AUTO_REUSE, VariableScope, get_variable, get_variab
 from . import nn, layers, losses, metrics, train, contrib
 from . import image, math, random, initializers, linalg  # noqa: A004 - tf.math, tf.random, …
 from .linalg import (band_part as matrix_band_part, det as matrix_determinant,
-                     inv as matrix_inverse, matrix_transpose)
+                     diag as matrix_diag, diag_part as matrix_diag_part,
+                     inv as matrix_inverse, matrix_transpose, trace)
 from . import onnx  # noqa: F401 - graph.onnx.export / load; the onnx package loads lazily
 from .serialize import load, restore, save
 from .graph_def import (AttrValue, GraphDef, MetaGraphDef, NameAttrList, NodeDef,
@@ -148,7 +149,7 @@ __all__ = [
     "estimator", "feature_column", "python", "concat_v2", "compat", "nest", "tables_initializer",
     "argsort", "boolean_mask", "einsum", "gather_nd", "sequence_mask", "slice", "sort", "strided_slice",
     "tensordot", "unique", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "image", "math", "random", "initializers", "linalg", "matrix_band_part",
-    "matrix_transpose", "matrix_determinant", "matrix_inverse", "keras", "Summary", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
+    "matrix_diag", "matrix_diag_part", "trace", "matrix_transpose", "matrix_determinant", "matrix_inverse", "keras", "Summary", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
     "AttrValue", "GraphDef", "MetaGraphDef", "NameAttrList", "NodeDef", "make_ndarray",
     "make_tensor_proto", "import_graph_def", "graph_util",
     *_math_all, *_init_all, *_array_all, *_checks_all, *_scatter_all,

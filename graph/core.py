@@ -625,14 +625,45 @@ def _graph_of(args) -> Graph:
                      f"and cannot be used in one op")
 
 
+def python_array(value):
+    """Python data (a number, nested lists or tuples of numbers) as TF1's convert_to_tensor
+    makes it when no dtype is asked: floats float32, ints int32 (int64 when a value does not
+    fit in int32), bools bool. NumPy data keeps its dtype, as in TF."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return np.asarray(value)
+    arr = np.asarray(value)
+    if arr.dtype == np.float64:
+        return arr.astype(np.float32)
+    if arr.dtype == np.int64 and (arr.size == 0 or
+                                  (arr.min() >= -2 ** 31 and arr.max() < 2 ** 31)):
+        return arr.astype(np.int32)
+    return arr
+
+
+def _is_python_data(a) -> bool:
+    """A list or tuple of numbers (nested): what TF converts as Python data."""
+    return isinstance(a, (list, tuple)) and not any(isinstance(v, Tensor) for v in _flat(a))
+
+
+def _flat(a):
+    for v in a:
+        if isinstance(v, (list, tuple)):
+            yield from _flat(v)
+        else:
+            yield v
+
+
 def _lift(g, a, args) -> Tensor:
     """An op argument as a tensor of graph g: captured, or a constant node."""
     if isinstance(a, Tensor):
         return a if a.graph is g else g.capture(a)
     if _is_weak(a):
         others = [t.dtype for t in args if isinstance(t, Tensor)]
-        dt = np.result_type(*others, a)
-        return _const_node(g, np.asarray(a, dtype=dt), weak=a)
+        if not others:      # NOTE: no tensor to adapt to: TF's dtype, and no longer weak
+            return _const_node(g, python_array(a))
+        return _const_node(g, np.asarray(a, dtype=np.result_type(*others, a)), weak=a)
+    if _is_python_data(a):
+        return _const_node(g, python_array(a))
     return _const_node(g, np.array(a))   # NOTE: a copy: the graph owns its constants
 
 
@@ -775,6 +806,12 @@ class GraphEngine:
     @staticmethod
     def apply(op, args, attrs):
         g = _graph_of(args)
+        if args and not any(isinstance(a, Tensor) for a in args):
+            # NOTE: as TF's op builder: with no tensor among the inputs, the first is
+            # converted with TF's dtype for Python data, and the others adapt to it
+            args = [_lift(g, args[0], ()), *args[1:]]
+        if any(_is_python_data(a) for a in args):   # NOTE: as TF, a list is converted first
+            args = [python_array(a) if _is_python_data(a) else a for a in args]
         if not _root(g).promote_dtypes and any(isinstance(a, (np.ndarray, np.generic))
                                                for a in args):
             args = _adapt_arrays(op, list(args), attrs)
@@ -833,14 +870,12 @@ def placeholder(dtype, shape=None, name=None) -> Tensor:
 
 def constant(value, dtype=None, shape=None, name=None) -> Tensor:
     """A constant: `constant([1, 2], graph.float32)`; a scalar with `shape` fills it.
-    Python floats become float32, as in TF (NumPy arrays keep their dtype)."""
+    Python data takes TF's dtypes (`python_array`: floats float32, ints int32 or int64 when
+    too large for it); NumPy arrays keep theirs."""
     if isinstance(value, Tensor):
         raise TypeError(f"constant() needs a value, got the symbolic tensor '{value.name}'")
     if dtype is None and not isinstance(value, (np.ndarray, np.generic)):
-        arr = np.asarray(value)
-        dt = np.dtype(np.float32) if arr.dtype == np.float64 else \
-            np.dtype(np.int32) if arr.dtype == np.int64 else arr.dtype
-        arr = arr.astype(dt)
+        arr = python_array(value)
     else:
         arr = np.asarray(value, dtype=None if dtype is None else as_dtype(dtype))
     if arr.dtype.kind in "US":   # NOTE: TF's strings are bytes: "abc" is b"abc", as in TF
@@ -854,6 +889,33 @@ def constant(value, dtype=None, shape=None, name=None) -> Tensor:
         elif arr.shape != shape:
             arr = arr.reshape(shape)
     return _const_node(get_default_graph(), np.array(arr), name=name or "Const")
+
+
+def convert_n_to_tensor(values) -> list:
+    """A list input (concat's, stack's) as tensors of one dtype, as TF converts it: Python
+    data and arrays take the first tensor's dtype, or, with no tensor among them, the first
+    one's (python_array)."""
+    want = next((v.dtype for v in values if isinstance(v, Tensor)), None)
+    out = []
+    for v in values:
+        if not isinstance(v, Tensor):
+            v = as_input(v, want)
+            want = v.dtype if want is None else want
+        out.append(v)
+    return out
+
+
+def as_input(value, want=None) -> Tensor:
+    """Python data or an array as a constant input: TF's dtype for it (python_array), cast to
+    `want` (the dtype of the tensors it is combined with) where TF converts it so: within a
+    kind or int to float, never from bool, never out of an integer's range."""
+    _refuse_foreign(value)
+    arr = python_array(value)
+    if want is not None and arr.dtype != want and arr.dtype.kind != "b" and \
+            np.can_cast(arr.dtype, want, "same_kind"):
+        cast = arr.astype(want)
+        arr = cast if want.kind not in "iu" or np.array_equal(cast, arr) else arr
+    return constant(arr)
 
 
 def convert_to_tensor(value, dtype=None, name=None) -> Tensor:

@@ -11,11 +11,12 @@ import numpy as np
 
 from dualgrad import ops
 
-from .math_ops import l2_normalize, matmul, named, norm
+from .core import convert_to_tensor
+from .math_ops import l2_normalize, matmul, named, norm, reduce_sum
 from .select_ops import einsum, tensordot
 
-__all__ = ["band_part", "det", "inv", "einsum", "l2_normalize", "matmul", "matrix_transpose", "norm",
-           "tensordot", "transpose"]
+__all__ = ["band_part", "det", "diag", "diag_part", "inv", "einsum", "l2_normalize", "matmul",
+           "matrix_transpose", "norm", "tensordot", "trace", "transpose"]
 
 
 @named
@@ -52,3 +53,34 @@ def matrix_transpose(a, conjugate=False):
 
 
 transpose = matrix_transpose
+
+
+@named
+def diag_part(input):  # noqa: A002 - TF's name
+    """The main diagonal of each matrix in x's last two dims (tf.linalg.diag_part,
+    tf.matrix_diag_part): (..., min(m, n))."""
+    x = convert_to_tensor(input)
+    nd = len(x.shape)
+    if nd < 2:
+        raise ValueError(f"diag_part: input must be at least 2-d, got shape {tuple(x.shape)}")
+    return ops.diagonal(x, offset=0, axis1=nd - 2, axis2=nd - 1)
+
+
+@named
+def trace(x):
+    """The sum of the main diagonal of each matrix in x's last two dims (tf.linalg.trace,
+    tf.trace)."""
+    return reduce_sum(diag_part(x), axis=-1)
+
+
+@named
+def diag(diagonal):
+    """Square matrices with `diagonal` (..., n) on their main diagonal and zeros elsewhere
+    (tf.linalg.diag, tf.matrix_diag): (..., n, n)."""
+    d = convert_to_tensor(diagonal)
+    n = d.shape[-1] if len(d.shape) else None
+    if n is None:
+        raise ValueError(f"diag: diagonal must be at least 1-d with its last dim known, got "
+                         f"shape {tuple(d.shape)}")
+    return ops.where(np.eye(n, dtype=bool), ops.expand_dims(d, axis=-1),
+                     np.zeros((), d.dtype))

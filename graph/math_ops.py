@@ -22,7 +22,9 @@ from dualgrad import ops
 from dualgrad.ops.core import ShapeError, fmt_shape, located, tracing
 from dualgrad.ops.rules import mirrored, norm_axis
 
-from .core import GraphEngine, Tensor, check_tf1_types, constant, truediv as _truediv, convert_to_tensor, get_default_graph, graph_op
+from .core import (GraphEngine, Tensor, check_tf1_types, constant, truediv as _truediv,
+                   convert_to_tensor, convert_n_to_tensor, get_default_graph, graph_op,
+                   python_array)
 from .array_ops import dynamic_reshape, identity, where_indices
 from .dtypes import as_dtype
 from .naming import _named_call, named, with_keywords
@@ -41,7 +43,7 @@ __all__ = [
     "reduce_prod", "reduce_all", "reduce_any", "count_nonzero", "is_nan", "is_inf",
     "is_finite", "newaxis", "l2_normalize", "to_float", "to_double", "to_int32", "to_int64",
     "div", "realdiv", "floor_mod", "reduce_euclidean_norm", "truncatediv", "truncatemod",
-    "div_no_nan", "logical_xor",
+    "div_no_nan", "logical_xor", "roll",
 ]
 
 newaxis = None
@@ -356,7 +358,7 @@ def add_n(inputs, name=None):
     if not isinstance(inputs, (list, tuple)) or not inputs:
         raise ValueError("add_n: inputs must be a list of at least one tensor with the same "
                          "dtype and shape")
-    ts = [convert_to_tensor(t) for t in inputs]
+    ts = [convert_to_tensor(t) for t in inputs]   # NOTE: each alone, as TF's AddN
     for t in ts[1:]:
         if t.dtype != ts[0].dtype:
             raise TypeError(f"add_n: inputs must have one dtype, got {ts[0].dtype} "
@@ -584,12 +586,31 @@ def transpose(a, perm=None):
 
 @named
 def concat(values, axis):
-    return ops.concat(*values, axis=axis)
+    return ops.concat(*convert_n_to_tensor(values), axis=axis)
 
 
 @named
 def stack(values, axis=0):
-    return ops.stack(*values, axis=axis)
+    if not any(isinstance(v, Tensor) for v in values):    # NOTE: TF: one constant of them all
+        return ops.stack(*[constant(v) for v in python_array(values)], axis=axis)
+    return ops.stack(*convert_n_to_tensor(values), axis=axis)
+
+
+@named
+def roll(input, shift, axis):  # noqa: A002 - TF's name
+    """Elements shifted along `axis` by `shift`, wrapping around (tf.roll; ints or lists of
+    them, one shift per axis; an axis listed twice adds its shifts, as TF's)."""
+    shifts = [shift] if np.ndim(shift) == 0 else list(shift)
+    axes = [axis] if np.ndim(axis) == 0 else list(axis)
+    if any(isinstance(v, Tensor) for v in shifts + axes):
+        raise NotImplementedError("roll: shift and axis must be Python ints (or lists of "
+                                  "them) when the graph is built; a tensor shift is not "
+                                  "supported")
+    if len(shifts) != len(axes):
+        raise ValueError(f"roll: shift and axis must have the same size, got {len(shifts)} "
+                         f"and {len(axes)}")
+    return ops.roll(convert_to_tensor(input), tuple(int(s) for s in shifts),
+                    tuple(int(a) for a in axes))
 
 
 def split(value, num_or_size_splits, axis=0, name=None):

@@ -14,21 +14,73 @@ from __future__ import annotations
 import functools
 import inspect
 
+import numpy as np
+
 from dualgrad.ops.core import tracing
 
-from .core import GraphEngine, Tensor, _graph_of, get_default_graph
+from .core import GraphEngine, Tensor, _graph_of, _is_python_data, as_input, get_default_graph
 
 __all__ = ["named", "with_keywords"]
 
 
+# The parameters through which TF's functions take tensors (`x`, `logits`, `a`, ...): TF
+# converts what is passed there with convert_to_tensor first, so a Python list is a tensor
+# before the function reads its .shape or does arithmetic with it (`l2_loss([1., 2.])`).
+TENSOR_PARAMS = frozenset({"x", "y", "a", "b", "t", "input", "input_tensor", "tensor", "value",
+                           "logits", "labels", "targets", "predictions", "features", "weights",
+                           "bias", "biases"})
+
+
 def named(fn):
     """Make `fn` a graph function: its ops build nodes (arrays and numbers become constants,
-    as in TF), and it takes TF's `name=` argument."""
+    as in TF; Python lists passed as its tensors too, `TENSOR_PARAMS`), and it takes TF's
+    `name=` argument."""
+    slots = _tensor_slots(fn)
+
     @functools.wraps(fn)
     def wrapper(*args, name=None, **kw):
         with tracing(GraphEngine):
+            if slots[1] and (any(_data(a) for a in args) or any(_data(v) for v in kw.values())):
+                args, kw = _as_tensors(args, kw, slots)
             return _named_call(fn, args, kw, name)
     return with_keywords(wrapper, "name")
+
+
+def _tensor_slots(fn):
+    """({position: name}, names) of fn's parameters in TENSOR_PARAMS."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return {}, frozenset()
+    positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                      p.POSITIONAL_OR_KEYWORD)]
+    names = frozenset(p.name for p in params) & TENSOR_PARAMS
+    return {i: n for i, n in enumerate(positional) if n in names}, names
+
+
+# NOTE: class labels are ids: a list of them stays int32 beside float logits (TF converts
+# them on their own); the other tensor parameters share the function's dtype
+OWN_DTYPE = frozenset({"labels", "targets"})
+
+
+def _as_tensors(args, kw, slots):
+    """Python data among the tensor parameters as constants, in the dtype of the tensors
+    passed beside them where TF converts it so (graph.core.as_input)."""
+    want = next((a.dtype for a in list(args) + list(kw.values()) if isinstance(a, Tensor)),
+                None)
+
+    def convert(v, name):
+        return as_input(v, None if name in OWN_DTYPE else want)
+    args = [convert(a, slots[0][i]) if i in slots[0] and _data(a) else a
+            for i, a in enumerate(args)]
+    kw = {k: convert(v, k) if k in slots[1] and _data(v) else v for k, v in kw.items()}
+    return args, kw
+
+
+def _data(v):
+    """Python data or a NumPy array: what TF converts with convert_to_tensor (dtype_hint: the
+    function's other tensor), e.g. `tf.matmul(x_float32, np.ones((3, 2)))` is float32."""
+    return isinstance(v, np.ndarray) or _is_python_data(v)
 
 
 def with_keywords(wrapper, *names):

@@ -29,7 +29,8 @@ from . import rnn_cell
 from .init_ops import glorot_uniform_initializer, zeros_initializer
 from .select_ops import in_top_k, top_k
 from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_bidirectional_rnn, static_rnn
-from .math_ops import l2_normalize, named, old_names, reduce_mean, reduce_sum, squared_difference
+from .math_ops import (clip_by_norm, l2_normalize, named, old_names, reduce_mean, reduce_sum,
+                       squared_difference)
 from .sampled import log_uniform_candidate_sampler, nce_loss, sampled_softmax_loss
 from .variable_scope import layer_scope, layer_variable, regularize_output
 
@@ -498,10 +499,38 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon):
 
 
 @named
-def embedding_lookup(params, ids):
+def embedding_lookup(params, ids, partition_strategy="mod", validate_indices=True,
+                     max_norm=None):
+    """The rows of params at ids, as TF's: params one tensor, or a list of shards (Python
+    lists are shards too, as in TF): with partition_strategy 'mod' row r lies in shard r % n
+    at r // n, with 'div' the shards hold consecutive rows. max_norm clips each looked-up
+    embedding to that L2 norm. (validate_indices is ignored, as in TF.)"""
     if not isinstance(ids, Tensor):
         ids = np.asarray(ids, dtype=np.int64)
-    return ops.embedding(ids, params)
+    if isinstance(params, (list, tuple)):
+        params, ids = _sharded([convert_to_tensor(p) for p in params], ids, partition_strategy)
+    out = ops.embedding(ids, params)
+    if max_norm is not None:
+        axes = tuple(range(len(out.shape) - len(params.shape) + 1, len(out.shape)))
+        out = clip_by_norm(out, max_norm, axes=axes)
+    return out
+
+
+def _sharded(shards, ids, strategy):
+    """(one table of the shards one after another, where each id's row lies in it)."""
+    if strategy not in ("mod", "div"):
+        raise ValueError(f"embedding_lookup: partition_strategy must be 'mod' or 'div', got "
+                         f"{strategy!r}")
+    if len(shards) == 1 or strategy == "div":
+        return (shards[0] if len(shards) == 1 else ops.concat(*shards, axis=0)), ids
+    sizes = [s.shape[0] for s in shards]
+    if None in sizes:
+        raise ValueError("embedding_lookup: partition_strategy='mod' needs each shard's number "
+                         "of rows known when the graph is built")
+    n, offsets = len(shards), np.cumsum([0] + sizes[:-1])
+    ids = ops.cast(ids, np.int64)
+    at = ops.take(offsets, ops.floormod(ids, n)) + ops.floordiv(ids, n)
+    return ops.concat(*shards, axis=0), at
 
 
 @named

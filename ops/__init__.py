@@ -33,7 +33,7 @@ from .composite import (COMPOSITES, argmin, clamp, logical_and, logical_not, log
                         square, batch_norm, binary_cross_entropy,
                         binary_cross_entropy_with_logits, dropout,
                         embedding, flip, gelu, layer_norm, linear, log_softmax, logsumexp,
-                        masked_fill, mean, min, moments, mse_loss, norm,
+                        masked_fill, mean, min, moments, mse_loss, norm, roll,
                         silu, softmax, split, stack, tile, tril, triu, var)
 from .nll import cross_entropy, nll_loss
 from .conv import (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_max_pool1d,

@@ -606,6 +606,32 @@ def flip(x, axis):
     return copy(reverse(x, axis))
 
 
+@composite(samples=(Sample(((5,),), {"shifts": (2,), "axes": (0,)}),
+                    Sample(((3, 4),), {"shifts": (1, -5), "axes": (0, 1)}),
+                    Sample(((2, 3),), {"shifts": (0,), "axes": (1,)})),
+           ref=lambda np, x, shifts, axes: np.roll(x, shifts, axes))
+def roll(x, shifts, axes):
+    """Shift elements along each of `axes` by the matching entry of `shifts` (Python ints),
+    wrapping around, as torch.roll and tf.roll: two slices joined, per axis (a shift of 0 or
+    of the dim's size gives x's values in a new tensor)."""
+    shape = _shape(x)
+    if len(shifts) != len(axes):
+        raise located(f"roll: shifts and axes must align, got {len(shifts)} shifts and "
+                      f"{len(axes)} axes")
+    out = x
+    for s, d in zip(shifts, axes):
+        d = norm_axis("roll", d, len(shape))
+        n = shape[d]
+        if n is None:
+            raise located(f"roll: axis {d} of {fmt_shape(shape)} must be known to roll it")
+        s = int(s) % n if n else 0
+        if s:
+            lead = (slice(None),) * d
+            out = concat(slice_(out, index=lead + (slice(n - s, n),)),
+                         slice_(out, index=lead + (slice(0, n - s),)), axis=d)
+    return copy(out) if out is x else out
+
+
 def _band(x, k, lower, name):
     shape = _shape(x)
     if len(shape) < 2 or None in shape[-2:]:

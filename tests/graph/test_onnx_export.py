@@ -55,7 +55,10 @@ def check_op_sample(case, tmp_path, opset):
     got = run_onnx(tmp_path / "op.onnx", [feeds[p] for p in phs])
     for w, o in zip(want, got):
         assert o.dtype == np.asarray(w).dtype and o.shape == np.shape(w)
-        np.testing.assert_allclose(o, w, rtol=1e-5, atol=1e-6)
+        # NOTE: float32 sums: an error in proportion to the largest value, not to each one
+        # (a convolution's element that cancels to 0.06 among values of 10 is 3e-6 apart)
+        scale = float(np.max(np.abs(w), initial=1.0)) if np.asarray(w).dtype.kind == "f" else 1
+        np.testing.assert_allclose(o, w, rtol=1e-5, atol=1e-6 * scale)
 
 
 @pytest.mark.parametrize("name", exports.MODELS)
