@@ -75,6 +75,16 @@ CASES = {
     "transpose_trace_lists": lambda tf: [tf.linalg.transpose([[1, 2]]),
                                          tf.linalg.trace([[1., 2.], [3., 4.]])],
     "cast_list": lambda tf: tf.cast([1.7, -1.7], tf.int32),
+    # embedding_lookup's params as a list: shards (a Python list of rows is shards of rows)
+    "embedding_list_params": lambda tf: tf.nn.embedding_lookup([[1., 2.], [3., 4.]], [1, 0]),
+    "embedding_shards_mod": lambda tf: tf.nn.embedding_lookup(
+        [tf.constant([[1., 2.], [3., 4.]]), tf.constant([[5., 6.]])], [0, 1, 2, 1]),
+    "embedding_shards_div": lambda tf: tf.nn.embedding_lookup(
+        [tf.constant([[1., 2.], [3., 4.]]), tf.constant([[5., 6.]])], [[0, 2], [1, 1]],
+        partition_strategy="div"),
+    "embedding_one_shard": lambda tf: tf.nn.embedding_lookup([tf.ones([3, 2])], [2]),
+    "embedding_max_norm": lambda tf: tf.nn.embedding_lookup(
+        tf.constant([[3., 4.], [0.3, 0.4]]), [0, 1, 0], max_norm=1.0),
 }
 
 
