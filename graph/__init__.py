@@ -54,6 +54,10 @@ from .checks import *  # noqa: F403 - Assert, assert_equal, check_numerics, …
 from .checks import __all__ as _checks_all
 from .scatter_ops import *  # noqa: F403 - scatter_update, scatter_add, …
 from .scatter_ops import __all__ as _scatter_all
+from .scatter_nd_ops import *  # noqa: F403 - scatter_nd, tensor_scatter_nd_update, …
+from .scatter_nd_ops import __all__ as _scatter_nd_all
+from .segment_ops import *  # noqa: F403 - unsorted_segment_max, bincount, confusion_matrix, …
+from .segment_ops import __all__ as _segment_all
 from .init_ops import *  # noqa: F403 - zeros_initializer, glorot_uniform_initializer, …
 from .init_ops import __all__ as _init_all
 from .variable_scope import (AUTO_REUSE, VariableScope, get_variable, get_variable_scope,
@@ -152,4 +156,5 @@ __all__ = [
     "AttrValue", "GraphDef", "MetaGraphDef", "NameAttrList", "NodeDef", "make_ndarray",
     "make_tensor_proto", "import_graph_def", "graph_util",
     *_math_all, *_init_all, *_array_all, *_checks_all, *_scatter_all,
+    *_scatter_nd_all, *_segment_all,
 ]

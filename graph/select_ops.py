@@ -388,33 +388,60 @@ def _segment_ids_kernel(node):
 SEGMENT_IDS = graph_op("segment_ids", _segment_ids_kernel)
 
 
-def _segment_sum(what, data, segment_ids, num_segments, sorted_ids):
+def segment_rows(what, data, segment_ids, num_segments, sorted_ids=False):
+    """(data as rows (ids.size, *rest), the checked ids with a negative one as row n, n as
+    an int64 scalar tensor, rest's dims (tensors where unknown), n when known). segment_ids'
+    shape is a prefix of data's (TF's unsorted segment ops; the sorted ones take 1-d ids)."""
     x, ids = convert_to_tensor(data), convert_to_tensor(segment_ids)
-    check_tf1_types("segment_sum", x)
-    if ids.dtype.kind not in "iu" or ids.ndim != 1 or x.ndim in (None, 0):
-        raise located(f"{what}: segment_ids must be a 1-d integer tensor and data at least "
-                      f"1-d, got {ids.dtype} {fmt_shape(ids.spec)} and {fmt_shape(x.spec)}")
-    if None not in (ids.shape[0], x.shape[0]) and ids.shape[0] != x.shape[0]:
-        raise located(f"{what}: segment_ids {fmt_shape(ids.spec)} must have one entry per "
-                      f"row of data {fmt_shape(x.spec)}")
+    if ids.dtype not in (np.int32, np.int64):
+        raise TypeError(f"{what}: segment_ids must be int32 or int64, got {ids.dtype} "
+                        f"('{ids.name}')")
+    k = ids.ndim
+    if k is None or x.ndim is None or k > x.ndim or (sorted_ids and k != 1) or x.ndim == 0:
+        raise located(f"{what}: segment_ids {fmt_shape(ids.spec)} must be "
+                      f"{'1-d' if sorted_ids else 'of a known rank'} and data "
+                      f"{fmt_shape(x.spec)} at least as many dims")
+    for a, b in zip(ids.shape, x.shape):
+        if None not in (a, b) and a != b:
+            raise located(f"{what}: segment_ids {fmt_shape(ids.spec)} must be a prefix of "
+                          f"data's shape {fmt_shape(x.spec)}")
     if num_segments is None:
         n = ops.max(ops.cast(ids, np.int64), initial=-1) + 1
     else:
         n = num_segments if isinstance(num_segments, Tensor) else \
             constant(np.int64(num_segments))
+        if isinstance(num_segments, Tensor) and n.dtype not in (np.int32, np.int64):
+            raise TypeError(f"{what}: num_segments must be int32 or int64, got {n.dtype}")
+        if not isinstance(num_segments, Tensor) and int(num_segments) < 0:
+            raise ValueError(f"{what}: num_segments must be non-negative, got {num_segments}")
     n = ops.reshape(ops.cast(n, np.int64), ())
+    if k != 1:
+        ids = ops.reshape(ids, (-1,))
+        x = reshape(x, [-1] + [d if d is not None else shape_(x)[k + j]
+                               for j, d in enumerate(x.shape[k:])])
     safe = _node(SEGMENT_IDS, [ids, n], {"what": what, "sorted": sorted_ids},
                  Spec(ids.shape, np.dtype(np.int64)), "segment_ids")
-    rest = [d if d is not None else shape_(x)[k + 1] for k, d in enumerate(x.shape[1:])]
+    rest = [d if d is not None else shape_(x)[j + 1] for j, d in enumerate(x.shape[1:])]
     static_n = None if isinstance(num_segments, Tensor) or num_segments is None else \
         int(num_segments)
-    from .array_ops import zeros
-    like = zeros([n + 1] + rest, x.dtype)   # NOTE: one spare row for the dropped ids
-    out = ops.take_grad(x, safe, like, axis=0)
+    return x, safe, n, rest, static_n
+
+
+def segment_result(out, x, static_n):
+    """The n rows of a result over n + 1 (the spare last one took the dropped rows)."""
     out = ops.slice_(out, index=(builtins.slice(0, -1),))
     if static_n is not None and None not in x.shape[1:]:
         out = ops.reshape(out, (static_n,) + tuple(x.shape[1:]))
     return out
+
+
+def _segment_sum(what, data, segment_ids, num_segments, sorted_ids):
+    check_tf1_types("segment_sum", convert_to_tensor(data))
+    x, safe, n, rest, static_n = segment_rows(what, data, segment_ids, num_segments,
+                                              sorted_ids)
+    from .array_ops import zeros
+    like = zeros([n + 1] + rest, x.dtype)   # NOTE: one spare row for the dropped ids
+    return segment_result(ops.take_grad(x, safe, like, axis=0), x, static_n)
 
 
 @named
