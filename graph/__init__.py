@@ -48,8 +48,8 @@ from .plan import Plan, Step, build_plan, node_kernel
 from .array_ops import *  # noqa: F403 - shape, size, rank, fill, zeros, ones, range, unstack
 from .array_ops import __all__ as _array_all
 from .select_ops import (argsort, boolean_mask, einsum, gather_nd, sequence_mask, slice,  # noqa: A004
-                         segment_mean, segment_sum, sort, strided_slice, tensordot, unique,
-                         unsorted_segment_sum)
+                         reverse_sequence, segment_mean, segment_sum, sort, strided_slice, tensordot,
+                         unique, unsorted_segment_sum)
 from .checks import *  # noqa: F403 - Assert, assert_equal, check_numerics, …
 from .checks import __all__ as _checks_all
 from .scatter_ops import *  # noqa: F403 - scatter_update, scatter_add, …
@@ -151,7 +151,7 @@ __all__ = [
     "TFRecordReader", "WholeFileReader", "FixedLengthRecordReader", "random_shuffle", "count_up_to",
     "estimator", "feature_column", "python", "concat_v2", "compat", "nest", "tables_initializer",
     "argsort", "boolean_mask", "einsum", "gather_nd", "sequence_mask", "slice", "sort", "strided_slice",
-    "tensordot", "unique", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "image", "math", "random", "initializers", "linalg", "matrix_band_part",
+    "tensordot", "unique", "reverse_sequence", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "image", "math", "random", "initializers", "linalg", "matrix_band_part",
     "matrix_transpose", "matrix_determinant", "matrix_inverse", "keras", "Summary", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
     "AttrValue", "GraphDef", "MetaGraphDef", "NameAttrList", "NodeDef", "make_ndarray",
     "make_tensor_proto", "import_graph_def", "graph_util",

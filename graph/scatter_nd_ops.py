@@ -99,7 +99,8 @@ def _rows_vjp(g, updates, rows, into, out, how, tie_into=True, **_):
     chosen = ops.eq(updates, ops.take(out, rows, axis=0))
     count = ops.take_grad(ops.cast(chosen, g.dtype), rows, ops.zeros_like(g))
     if not tie_into:   # NOTE: unsorted_segment_max: the start value is no element
-        share = ops.take(g / count, rows, axis=0)
+        # NOTE: a segment no row chose (its max is NaN) has count 0: 1 keeps 0 / 0 out
+        share = ops.take(g / ops.maximum(count, ops.ones_like(count)), rows, axis=0)
         return ops.where(chosen, share, ops.zeros_like(share)), None, None
     own = ops.cast(ops.eq(into, out), g.dtype)
     count = own + count
@@ -112,7 +113,9 @@ def _prod_vjp(g, x, rows, ones, out):
     g = ops.where(ops.gt(zeros, 1), ops.zeros_like(g), g)
     nonzero = ops.where(zero, ops.ones_like(x), x)
     nonzero_prod = scatter_rows(nonzero, rows, ones, "prod")
-    each = ops.where(zero, ops.take(nonzero_prod, rows, axis=0), ops.take(out, rows, axis=0) / x)
+    # NOTE: divided by the non-zero factors (a zero's own share is the product of the others)
+    each = ops.where(zero, ops.take(nonzero_prod, rows, axis=0),
+                     ops.take(out, rows, axis=0) / nonzero)
     return ops.take(g, rows, axis=0) * each
 
 

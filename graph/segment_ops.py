@@ -190,11 +190,11 @@ def histogram_fixed_width(values, value_range, nbins=100, dtype="int32", name=No
     value below lo counts in the first bin, one at or above hi in the last; NaN raises when
     run. int32 or int64 counts; no gradient."""
     v = convert_to_tensor(values)
-    r = value_range if isinstance(value_range, Tensor) else \
-        constant(np.asarray(value_range, v.dtype))   # NOTE: TF converts it to values' dtype
     if v.dtype not in (np.int32, np.int64, np.float32, np.float64):
         raise TypeError(f"histogram_fixed_width: values must be int32, int64, float32 or "
                         f"float64, got {v.dtype} ('{v.name}')")
+    r = value_range if isinstance(value_range, Tensor) else \
+        constant(np.asarray(value_range, v.dtype))   # NOTE: TF converts it to values' dtype
     if r.dtype != v.dtype:
         raise TypeError(f"histogram_fixed_width: value_range has dtype {r.dtype}, values "
                         f"{v.dtype}")
