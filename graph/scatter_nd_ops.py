@@ -79,10 +79,28 @@ def _rows_kernel(node):
             last = np.unique(rows[::-1], return_index=True)[1]
             keep = rows.size - 1 - last
             out[rows[keep]] = upd[keep]
+        elif how != "prod" and out.dtype.kind == "f" and (np.isnan(upd).any() or
+                                                          np.isnan(out).any()):
+            _nan_extreme(out, rows, upd, how, node.attrs.get("tie_into", True))
         else:
             {"max": np.maximum, "min": np.minimum, "prod": np.multiply}[how].at(out, rows, upd)
         return out
     return run, False
+
+
+def _nan_extreme(out, rows, upd, how, tensor_scatter):
+    """TF's CPU kernels with NaN. TensorScatterMax / Min replace an element only by a
+    strictly larger / smaller update: a NaN update is skipped, a NaN element stays.
+    UnsortedSegmentMax / Min take std::max(value, current) row after row: a NaN row becomes
+    the current value, and the next row replaces it."""
+    if tensor_scatter:
+        stays = np.isnan(out)
+        (np.fmax if how == "max" else np.fmin).at(out, rows, upd)
+        out[stays] = np.nan
+        return
+    for r, v in zip(rows, upd):
+        cur = out[r]
+        out[r] = np.where(v < cur if how == "max" else cur < v, cur, v)
 
 
 def _rows_vjp(g, updates, rows, into, out, how, tie_into=True, **_):
