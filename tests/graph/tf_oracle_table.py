@@ -155,7 +155,8 @@ ROWS = [
     Row("unsorted_segment_sum", ("any", fixed(np.array([[0, 1], [1, -1]], np.int32))),
         ((2, 2, 3),), kw={"num_segments": 3}),
     # -- scatters into new tensors ------------------------------------------------------------
-    Row("scatter_nd", (idx((4, 1), 3), "any"), ((4, 1), (4, 2)), call=lambda f, i, u: f(i, u, [3, 2])),
+    Row("scatter_nd", (idx((4, 1), 3), "any"), ((4, 1), (4, 2)),
+        call=lambda f, i, u: f(i, u, [3, 2])),
     Row("scatter_nd", (idx((2, 2, 2), 2, np.int64), "any"), ((2, 2, 2), (2, 2, 3)),
         call=lambda f, i, u: f(i, u, [2, 2, 3])),
     Row("scatter_nd", (fixed(np.zeros((0, 1), np.int32)), "any"), ((0, 1), (0, 2)),
