@@ -48,12 +48,16 @@ from .plan import Plan, Step, build_plan, node_kernel
 from .array_ops import *  # noqa: F403 - shape, size, rank, fill, zeros, ones, range, unstack
 from .array_ops import __all__ as _array_all
 from .select_ops import (argsort, boolean_mask, einsum, gather_nd, sequence_mask, slice,  # noqa: A004
-                         segment_mean, segment_sum, sort, strided_slice, tensordot, unique,
-                         unsorted_segment_sum)
+                         reverse_sequence, segment_mean, segment_sum, sort, strided_slice, tensordot,
+                         unique, unsorted_segment_sum)
 from .checks import *  # noqa: F403 - Assert, assert_equal, check_numerics, …
 from .checks import __all__ as _checks_all
 from .scatter_ops import *  # noqa: F403 - scatter_update, scatter_add, …
 from .scatter_ops import __all__ as _scatter_all
+from .scatter_nd_ops import *  # noqa: F403 - scatter_nd, tensor_scatter_nd_update, …
+from .scatter_nd_ops import __all__ as _scatter_nd_all
+from .segment_ops import *  # noqa: F403 - unsorted_segment_max, bincount, confusion_matrix, …
+from .segment_ops import __all__ as _segment_all
 from .init_ops import *  # noqa: F403 - zeros_initializer, glorot_uniform_initializer, …
 from .init_ops import __all__ as _init_all
 from .variable_scope import (AUTO_REUSE, VariableScope, get_variable, get_variable_scope,
@@ -148,9 +152,10 @@ __all__ = [
     "TFRecordReader", "WholeFileReader", "FixedLengthRecordReader", "random_shuffle", "count_up_to",
     "estimator", "feature_column", "python", "concat_v2", "compat", "nest", "tables_initializer",
     "argsort", "boolean_mask", "einsum", "gather_nd", "sequence_mask", "slice", "sort", "strided_slice",
-    "tensordot", "unique", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "image", "math", "random", "initializers", "linalg", "matrix_band_part",
+    "tensordot", "unique", "reverse_sequence", "segment_sum", "segment_mean", "unsorted_segment_sum", "contrib", "image", "math", "random", "initializers", "linalg", "matrix_band_part",
     "matrix_diag", "matrix_diag_part", "trace", "matrix_transpose", "matrix_determinant", "matrix_inverse", "keras", "Summary", "AUTO_REUSE", "VariableScope", "get_variable", "get_variable_scope", "variable_scope",
     "AttrValue", "GraphDef", "MetaGraphDef", "NameAttrList", "NodeDef", "make_ndarray",
     "make_tensor_proto", "import_graph_def", "graph_util",
     *_math_all, *_init_all, *_array_all, *_checks_all, *_scatter_all,
+    *_scatter_nd_all, *_segment_all,
 ]

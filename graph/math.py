@@ -19,6 +19,9 @@ from .math_ops import (abs, add, add_n, argmax, argmin, ceil, cos, count_nonzero
                        truediv)
 from .math_ops import MATH_FROM_REGISTRY, div_no_nan, logical_xor, reduce_euclidean_norm, realdiv
 from .nn import log_softmax, softmax, softplus, softsign, zero_fraction
+from .segment_ops import (bincount, confusion_matrix, unsorted_segment_max,
+                          unsorted_segment_mean, unsorted_segment_min, unsorted_segment_prod,
+                          unsorted_segment_sqrt_n)
 from .select_ops import in_top_k, segment_mean, segment_sum, top_k, unsorted_segment_sum
 
 __all__ = [
@@ -32,7 +35,8 @@ __all__ = [
     "sign", "sin", "softmax", "softplus", "softsign", "sqrt", "square", "squared_difference",
     "subtract", "tanh", "truediv", "top_k", "in_top_k", "reduce_euclidean_norm", "realdiv",
     "zero_fraction", "segment_sum", "segment_mean", "unsorted_segment_sum", "divide_no_nan",
-    "logical_xor",
+    "logical_xor", "unsorted_segment_max", "unsorted_segment_min", "unsorted_segment_prod",
+    "unsorted_segment_mean", "unsorted_segment_sqrt_n", "bincount", "confusion_matrix",
 ]
 
 divide_no_nan = div_no_nan   # NOTE: tf.math's name for tf.div_no_nan (tf.compat.v1 has both)

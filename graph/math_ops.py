@@ -432,15 +432,51 @@ def trunc_div(x, n):
 @named
 @old_names(**_AXIS)
 def reduce_max(input_tensor, axis=None, keepdims=False):
-    return ops.max(input_tensor, axis=axis, keepdims=keepdims)
+    """The max over `axis`; over an empty axis TF's -inf (an integer dtype's lowest)."""
+    x = convert_to_tensor(input_tensor)
+    if _nonempty(x, axis):
+        return ops.max(x, axis=axis, keepdims=keepdims)
+    check_tf1_types("max", x)
+    return ops.max(x, axis=axis, keepdims=keepdims, initial=extreme(x.dtype, lowest=True))
 
 
 @named
 @old_names(**_AXIS)
 def reduce_min(input_tensor, axis=None, keepdims=False):
+    """The min over `axis`; over an empty axis TF's +inf (an integer dtype's highest)."""
     x = convert_to_tensor(input_tensor)
     check_tf1_types("min", x)   # NOTE: ops.min of bools goes through float64: TF1 refuses them
-    return ops.min(x, axis=axis, keepdims=keepdims)
+    if _nonempty(x, axis):
+        return ops.min(x, axis=axis, keepdims=keepdims)
+    low = extreme(x.dtype, lowest=True)
+    if x.dtype.kind == "i" and x.dtype.itemsize == 8:
+        # NOTE: ~x = -x - 1 reverses the order without overflow (wrapping as two's complement
+        # does); a float attribute holds int64's lowest exactly, not its highest
+        flip = -x - np.int64(1)
+        return -ops.max(flip, axis=axis, keepdims=keepdims, initial=low) - np.int64(1)
+    wide = ops.cast(x, np.float64) if x.dtype.kind in "iu" else x   # NOTE: -x of uint8 wraps
+    top = extreme(x.dtype, lowest=False)
+    out = -ops.max(-wide, axis=axis, keepdims=keepdims, initial=-float(top))
+    return ops.cast(out, x.dtype) if out.dtype != x.dtype else out
+
+
+def extreme(dtype, lowest):
+    """TF's start of a max (lowest=True: -inf, an integer dtype's lowest) or of a min."""
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        return -np.inf if lowest else np.inf
+    info = np.iinfo(dt)
+    return int(info.min if lowest else info.max)
+
+
+def _nonempty(x, axis):
+    """Whether every reduced dim is known and above zero (then no start value is needed)."""
+    if x.ndim is None or isinstance(axis, Tensor):
+        return False
+    axes = range(x.ndim) if axis is None else [axis] if np.ndim(axis) == 0 else list(axis)
+    # NOTE: an axis out of range counts as non-empty: ops.max then raises its own error
+    return all(not -x.ndim <= int(a) < x.ndim or x.shape[int(a)] not in (None, 0)
+               for a in axes)
 
 
 @named

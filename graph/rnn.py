@@ -23,6 +23,7 @@ from dualgrad.ops.core import Spec, fmt_shape
 
 from .array_ops import IDENTITY, shape as shape_of
 from .control_flow import while_loop_stacked
+from .select_ops import reverse_sequence
 from .core import Tensor, constant
 from .variable_scope import variable_scope
 
@@ -140,28 +141,6 @@ def _known_steps(acc, steps):
         return acc
     spec = Spec((steps,) + tuple(acc.shape[1:]), acc.dtype)
     return acc.graph.create_node(IDENTITY, (acc,), {}, [spec], "outputs").outputs[0]
-
-
-def reverse_sequence(input, seq_lengths, seq_axis=1, batch_axis=0):  # noqa: A002
-    """Reverse the first seq_lengths[b] steps of each example b (the rest stays), as
-    tf.reverse_sequence, for (batch, time, ...) or (time, batch, ...) inputs; the time
-    length must be known."""
-    if {seq_axis, batch_axis} != {0, 1}:
-        raise NotImplementedError("reverse_sequence: only the time and batch axes 0 and 1")
-    x = input if batch_axis == 0 else ops.transpose(input, axes=(1, 0) + tuple(
-        range(2, input.ndim)))
-    steps = x.shape[1]
-    if steps is None:
-        raise located(f"reverse_sequence: the time length of {fmt_shape(input.spec)} must be "
-                      f"known")
-    t = np.arange(steps, dtype=np.int64)[None, :]
-    n = ops.expand_dims(ops.cast(seq_lengths, np.int64), axis=1)
-    idx = ops.where(ops.lt(t, n), n - 1 - t, t)                               # (B, T)
-    pick = ops.one_hot(idx, steps, dtype=np.dtype(input.dtype))               # (B, T, T)
-    flat = ops.reshape(x, (-1, steps, int(np.prod(x.shape[2:], dtype=np.int64))))
-    out = ops.reshape_like(ops.matmul(pick, flat), x)
-    return out if batch_axis == 0 else ops.transpose(out, axes=(1, 0) + tuple(
-        range(2, input.ndim)))
 
 
 def bidirectional_dynamic_rnn(cell_fw, cell_bw, inputs, sequence_length=None,

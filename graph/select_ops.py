@@ -36,7 +36,7 @@ from .math_ops import named, reshape, trunc_div
 
 __all__ = ["unsorted_segment_sum", "segment_sum", "segment_mean", "sort", "argsort", "top_k", "in_top_k", "sequence_mask", "slice",
            "strided_slice", "boolean_mask", "where_indices", "gather_nd", "tensordot", "einsum",
-           "unique"]
+           "unique", "reverse_sequence"]
 
 TopKV2 = namedtuple("TopKV2", "values indices")
 
@@ -388,33 +388,60 @@ def _segment_ids_kernel(node):
 SEGMENT_IDS = graph_op("segment_ids", _segment_ids_kernel)
 
 
-def _segment_sum(what, data, segment_ids, num_segments, sorted_ids):
+def segment_rows(what, data, segment_ids, num_segments, sorted_ids=False):
+    """(data as rows (ids.size, *rest), the checked ids with a negative one as row n, n as
+    an int64 scalar tensor, rest's dims (tensors where unknown), n when known). segment_ids'
+    shape is a prefix of data's (TF's unsorted segment ops; the sorted ones take 1-d ids)."""
     x, ids = convert_to_tensor(data), convert_to_tensor(segment_ids)
-    check_tf1_types("segment_sum", x)
-    if ids.dtype.kind not in "iu" or ids.ndim != 1 or x.ndim in (None, 0):
-        raise located(f"{what}: segment_ids must be a 1-d integer tensor and data at least "
-                      f"1-d, got {ids.dtype} {fmt_shape(ids.spec)} and {fmt_shape(x.spec)}")
-    if None not in (ids.shape[0], x.shape[0]) and ids.shape[0] != x.shape[0]:
-        raise located(f"{what}: segment_ids {fmt_shape(ids.spec)} must have one entry per "
-                      f"row of data {fmt_shape(x.spec)}")
+    if ids.dtype not in (np.int32, np.int64):
+        raise TypeError(f"{what}: segment_ids must be int32 or int64, got {ids.dtype} "
+                        f"('{ids.name}')")
+    k = ids.ndim
+    if k is None or x.ndim is None or k > x.ndim or (sorted_ids and k != 1) or x.ndim == 0:
+        raise located(f"{what}: segment_ids {fmt_shape(ids.spec)} must be "
+                      f"{'1-d' if sorted_ids else 'of a known rank'} and data "
+                      f"{fmt_shape(x.spec)} at least as many dims")
+    for a, b in zip(ids.shape, x.shape):
+        if None not in (a, b) and a != b:
+            raise located(f"{what}: segment_ids {fmt_shape(ids.spec)} must be a prefix of "
+                          f"data's shape {fmt_shape(x.spec)}")
     if num_segments is None:
         n = ops.max(ops.cast(ids, np.int64), initial=-1) + 1
     else:
         n = num_segments if isinstance(num_segments, Tensor) else \
             constant(np.int64(num_segments))
+        if isinstance(num_segments, Tensor) and n.dtype not in (np.int32, np.int64):
+            raise TypeError(f"{what}: num_segments must be int32 or int64, got {n.dtype}")
+        if not isinstance(num_segments, Tensor) and int(num_segments) < 0:
+            raise ValueError(f"{what}: num_segments must be non-negative, got {num_segments}")
     n = ops.reshape(ops.cast(n, np.int64), ())
+    if k != 1:
+        ids = ops.reshape(ids, (-1,))
+        x = reshape(x, [-1] + [d if d is not None else shape_(x)[k + j]
+                               for j, d in enumerate(x.shape[k:])])
     safe = _node(SEGMENT_IDS, [ids, n], {"what": what, "sorted": sorted_ids},
                  Spec(ids.shape, np.dtype(np.int64)), "segment_ids")
-    rest = [d if d is not None else shape_(x)[k + 1] for k, d in enumerate(x.shape[1:])]
+    rest = [d if d is not None else shape_(x)[j + 1] for j, d in enumerate(x.shape[1:])]
     static_n = None if isinstance(num_segments, Tensor) or num_segments is None else \
         int(num_segments)
-    from .array_ops import zeros
-    like = zeros([n + 1] + rest, x.dtype)   # NOTE: one spare row for the dropped ids
-    out = ops.take_grad(x, safe, like, axis=0)
+    return x, safe, n, rest, static_n
+
+
+def segment_result(out, x, static_n):
+    """The n rows of a result over n + 1 (the spare last one took the dropped rows)."""
     out = ops.slice_(out, index=(builtins.slice(0, -1),))
     if static_n is not None and None not in x.shape[1:]:
         out = ops.reshape(out, (static_n,) + tuple(x.shape[1:]))
     return out
+
+
+def _segment_sum(what, data, segment_ids, num_segments, sorted_ids):
+    check_tf1_types("segment_sum", convert_to_tensor(data))
+    x, safe, n, rest, static_n = segment_rows(what, data, segment_ids, num_segments,
+                                              sorted_ids)
+    from .array_ops import zeros
+    like = zeros([n + 1] + rest, x.dtype)   # NOTE: one spare row for the dropped ids
+    return segment_result(ops.take_grad(x, safe, like, axis=0), x, static_n)
 
 
 @named
@@ -441,3 +468,75 @@ def segment_mean(data, segment_ids):
     count = ops.reshape(count, (-1,) + (1,) * (x.ndim - 1))
     count = ops.maximum(count, 1)
     return total / count if x.dtype.kind == "f" else trunc_div(total, count)
+
+
+# -- reverse_sequence --------------------------------------------------------------------------
+def _reverse_index_kernel(node):
+    axis = node.attrs["seq_axis"]
+
+    def run(lengths, steps):
+        n, t = np.asarray(lengths).astype(np.int64), int(steps)
+        for bad, rel in ((n > t, ">"), (n < 0, "<")):
+            if bad.any():
+                b = int(np.argmax(bad))
+                raise ValueError(f"reverse_sequence: seq_lengths[{b}] = {int(n[b])} {rel} "
+                                 f"{t if rel == '>' else 0} (input dim {axis} is {t})")
+        k = np.arange(t, dtype=np.int64)[None, :]
+        within = k < n[:, None]
+        step = np.where(within, n[:, None] - 1 - k, k)
+        return np.arange(n.size, dtype=np.int64)[:, None] * t + step
+    return run, False
+
+
+REVERSE_INDEX = graph_op("reverse_sequence_index", _reverse_index_kernel)
+
+
+def _axis_arg(new, old, what):
+    if new is not None and old is not None and new != old:
+        raise ValueError(f"reverse_sequence: cannot give both {what}_axis={new} and "
+                         f"{what}_dim={old}")
+    return new if new is not None else old
+
+
+@named
+def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, seq_dim=None,  # noqa: A002
+                     batch_dim=None):
+    """Reverse the first seq_lengths[b] entries along seq_axis of each example b along
+    batch_axis (the rest stay), as tf.reverse_sequence; a length above the sequence's or
+    below 0 raises when run. The gradient is the gradient reversed alike."""
+    seq_axis = _axis_arg(seq_axis, seq_dim, "seq")
+    batch_axis = _axis_arg(batch_axis, batch_dim, "batch")
+    if seq_axis is None:
+        raise TypeError("reverse_sequence: expected an int for seq_axis (or seq_dim), not None")
+    batch_axis = 0 if batch_axis is None else int(batch_axis)
+    seq_axis = int(seq_axis)
+    x, n = convert_to_tensor(input), convert_to_tensor(seq_lengths)
+    if x.ndim is None:
+        raise located("reverse_sequence: the input's rank must be known")
+    for a, what in ((seq_axis, "seq_axis"), (batch_axis, "batch_axis")):
+        if not 0 <= a < x.ndim:   # NOTE: TF takes no negative axes
+            raise ValueError(f"reverse_sequence: {what}={a} must be in [0, {x.ndim}) for "
+                             f"{fmt_shape(x.spec)}")
+    if seq_axis == batch_axis:
+        raise ValueError(f"reverse_sequence: seq_axis and batch_axis are both {seq_axis}")
+    if n.dtype.kind not in "iu" or n.ndim != 1:
+        raise located(f"reverse_sequence: seq_lengths must be a 1-d integer tensor, got "
+                      f"{n.dtype} {fmt_shape(n.spec)}")
+    b = x.shape[batch_axis]
+    if None not in (b, n.shape[0]) and b != n.shape[0]:
+        raise ValueError(f"reverse_sequence: seq_lengths {fmt_shape(n.spec)} must have one "
+                         f"entry per example: input {fmt_shape(x.spec)} has {b} along "
+                         f"batch_axis {batch_axis}")
+    perm = [batch_axis, seq_axis] + [d for d in builtins.range(x.ndim)
+                                     if d not in (batch_axis, seq_axis)]
+    xp = x if perm == list(builtins.range(x.ndim)) else ops.transpose(x, axes=tuple(perm))
+    dims = [d if d is not None else shape_(xp)[k] for k, d in enumerate(xp.shape)]
+    steps = constant(np.int64(dims[1])) if isinstance(dims[1], int) else \
+        ops.cast(dims[1], np.int64)
+    pos = _node(REVERSE_INDEX, [n, steps], {"seq_axis": seq_axis},
+                Spec((xp.shape[0] if xp.shape[0] is not None else n.shape[0], xp.shape[1]),
+                     np.dtype(np.int64)), "reverse_sequence_index")
+    rows = reshape(xp, [-1] + dims[2:]) if xp.ndim > 1 else xp
+    out = ops.take(rows, pos, axis=0)
+    inv = [perm.index(d) for d in builtins.range(x.ndim)]
+    return out if inv == list(builtins.range(x.ndim)) else ops.transpose(out, axes=tuple(inv))

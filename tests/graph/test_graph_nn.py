@@ -107,7 +107,8 @@ def test_dense_and_layers_make_named_variables():
                                     "graph.serialize", "graph.inspect", "graph.dtypes",
                                     "graph.errors", "graph.array_ops", "graph.init_ops",
                                     "graph.variable_scope", "graph.rnn_cell", "graph.rnn",
-                                    "graph.saver", "graph.metrics", "graph.config"])
+                                    "graph.saver", "graph.metrics", "graph.config",
+                                    "graph.scatter_nd_ops", "graph.segment_ops"])
 def test_docstring_examples_run(module):
     graph.reset_default_graph()
     result = doctest.testmod(importlib.import_module(f"dualgrad.{module}"), optionflags=doctest.ELLIPSIS)

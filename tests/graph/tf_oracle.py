@@ -47,7 +47,7 @@ def load_tf():
 class Row:
     """One graph name under test. `ins`: per input, a domain of the dtype under test
     ("any", "pos", "nz", "unit", "small",
-    "dist", "prob" in (0, 1)) or a function rng -> array (a fixed input such as
+    "dist", "prob" in (0, 1), "ties": whole numbers in [-2, 2], so max / min tie) or a function rng -> array (a fixed input such as
     indices); `call(fn, *xs)` builds the result (default `fn(*xs, **kw)`); `tf` is the
     `tf.compat.v1` path when it is not `name`; `dtypes` limits the dtypes tried (default: all,
     and TF decides which it accepts)."""
@@ -82,6 +82,8 @@ def _draw(rng, dom, shape, dtype):
             return _draw(rng, "pos", shape, dtype)
         v = rng.uniform(0.1, 1, shape)
         return np.asarray(v / v.sum(-1, keepdims=True), dt)
+    if dom == "ties":
+        return np.asarray(rng.integers(0 if dt.kind == "u" else -2, 3, shape), dt)
     if dt.kind in "iu":
         v = {"any": lambda: rng.integers(lo, 5, shape), "pos": lambda: rng.integers(1, 5, shape),
              "nz": lambda: rng.integers(1, 5, shape) * (1 if dt.kind == "u" else

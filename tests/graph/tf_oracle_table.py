@@ -40,6 +40,10 @@ def Red(name, tf=None, **kw):
         [Row(name, ("any",), R3, kw=kw, tf=tf)]
 
 
+_SEGMENT = ("unsorted_segment_max", "unsorted_segment_min", "unsorted_segment_prod",
+            "unsorted_segment_mean", "unsorted_segment_sqrt_n")
+
+
 def _where(fn, c, x, y):
     return fn(c, x, y)
 
@@ -89,6 +93,9 @@ ROWS = [
     *[r for n in ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod",
                   "reduce_logsumexp", "reduce_all", "reduce_any", "count_nonzero",
                   "math.reduce_std", "math.reduce_variance") for r in Red(n)],
+    *[Row(n, ("any",), ((2, 0),), kw={"axis": 1}) for n in ("reduce_max", "reduce_min")],
+    *[Row(n, ("any",), ((0, 3),), kw={"axis": None}) for n in ("reduce_max", "reduce_min")],
+    Row("reduce_min", ("any",), ((0, 3),), kw={"axis": 0, "keepdims": True}),
     *Red("reduce_euclidean_norm", axis=1, tf="math.reduce_euclidean_norm"),
     *Red("argmax", axis=1), *Red("argmin", axis=0),
     Row("norm", ("any",), R3), Row("norm", ("any",), R3, kw={"ord": 1, "axis": 2}),
@@ -139,6 +146,49 @@ ROWS = [
     Row("segment_mean", ("any", fixed(np.array([0, 0, 1, 3], np.int32))), ((4, 3),)),
     Row("unsorted_segment_sum", ("any", fixed(np.array([2, 0, 2, 1], np.int32))), ((4, 3),),
         kw={"num_segments": 3}),
+    *[Row(n, ("ties", fixed(np.array([2, 0, 2, -1, 0], np.int32))), ((5, 3),),
+          kw={"num_segments": 4}) for n in _SEGMENT],
+    *[Row(n, ("any", fixed(np.array([[0, 1], [1, -1]], np.int64))), ((2, 2, 3),),
+          kw={"num_segments": 2}) for n in _SEGMENT],
+    Row("unsorted_segment_max", ("any", fixed(np.zeros(0, np.int32))), ((0, 2),),
+        kw={"num_segments": 2}),
+    Row("unsorted_segment_sum", ("any", fixed(np.array([[0, 1], [1, -1]], np.int32))),
+        ((2, 2, 3),), kw={"num_segments": 3}),
+    # -- scatters into new tensors ------------------------------------------------------------
+    Row("scatter_nd", (idx((4, 1), 3), "any"), ((4, 1), (4, 2)),
+        call=lambda f, i, u: f(i, u, [3, 2])),
+    Row("scatter_nd", (idx((2, 2, 2), 2, np.int64), "any"), ((2, 2, 2), (2, 2, 3)),
+        call=lambda f, i, u: f(i, u, [2, 2, 3])),
+    Row("scatter_nd", (fixed(np.zeros((0, 1), np.int32)), "any"), ((0, 1), (0, 2)),
+        call=lambda f, i, u: f(i, u, [3, 2])),
+    *[Row("tensor_scatter_nd_" + n, ("ties", idx((3, 1), 4), "ties"), ((4, 2), (3, 1), (3, 2)))
+      for n in ("update", "add", "sub", "max", "min")],
+    *[Row("tensor_scatter_nd_" + n, ("any", fixed(np.array([[0, 1], [1, 2], [0, 1]])), "any"),
+          ((2, 3), (3, 2), (3,))) for n in ("update", "add", "max")],
+    Row("tensor_scatter_nd_add", ("any", fixed(np.zeros((0, 2), np.int32)), "any"),
+        ((2, 3), (0, 2), (0,))),
+    Row("reverse_sequence", ("any", fixed(np.array([2, 4, 0], np.int32))), ((3, 4, 2),),
+        kw={"seq_axis": 1, "batch_axis": 0}),
+    Row("reverse_sequence", ("any", fixed(np.array([1, 4, 3], np.int64))), ((4, 2, 3),),
+        kw={"seq_axis": 0, "batch_axis": 2}),
+    Row("reverse_sequence", ("any", fixed(np.array([2, 1], np.int32))), ((2, 3),),
+        kw={"seq_dim": 1}),
+    # -- counting -----------------------------------------------------------------------------
+    Row("bincount", ("small",), ((2, 3),)),
+    Row("bincount", (idx((7,), 5), "any"), ((7,), (7,)), call=lambda f, a, w: f(a, weights=w)),
+    Row("bincount", (idx((7,), 5),), ((7,),), kw={"minlength": 8, "dtype": np.int64},
+        dtypes=("int32",)),
+    Row("bincount", (idx((7,), 5, np.int64),), ((7,),), kw={"maxlength": 3, "dtype": np.float32},
+        dtypes=("int32",)),
+    Row("bincount", (fixed(np.zeros(0, np.int32)),), ((0,),), dtypes=("int32",)),
+    Row("histogram_fixed_width", ("any",), ((4, 5),), call=lambda f, v: f(v, [-2, 3], nbins=5)),
+    Row("histogram_fixed_width", ("any",), ((7,),),
+        call=lambda f, v: f(v, [0, 2], nbins=3, dtype=np.int64)),
+    Row("confusion_matrix", ("small", "small"), ((6,), (6,))),
+    Row("confusion_matrix", (idx((6,), 3), idx((6,), 3), "any"), ((6,),),
+        call=lambda f, lab, p, w: f(lab, p, num_classes=4, weights=w, dtype=w.dtype)),
+    Row("confusion_matrix", (idx((6, 1), 3), idx((6,), 3)), ((6, 1), (6,)),
+        call=lambda f, lab, p: f(lab, p, num_classes=3, dtype=np.float32), dtypes=("int32",)),
     Row("einsum", ("any", "any"), ((2, 3), (3, 4)), call=lambda f, a, b: f("ij,jk->ik", a, b)),
     Row("tensordot", ("any", "any"), ((2, 3, 4), (4, 3)), kw={"axes": [[1, 2], [1, 0]]}),
     Row("matrix_band_part", ("any",), ((4, 4),), kw={"num_lower": 1, "num_upper": 0}),
