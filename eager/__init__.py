@@ -59,6 +59,16 @@ def seed():
     return default_generator.seed()
 
 
+def get_rng_state():
+    """The default generator's state as a uint8 tensor (torch.get_rng_state)."""
+    return default_generator.get_state()
+
+
+def set_rng_state(new_state):
+    """Put the default generator back in a state get_rng_state() returned."""
+    default_generator.set_state(new_state)
+
+
 def initial_seed():
     return default_generator.initial_seed()
 

@@ -8,6 +8,8 @@ True
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from dualgrad import ops
@@ -35,10 +37,11 @@ class Generator:
         return self._seed
 
     def get_state(self):
-        return self._rng.bit_generator.state
+        """The stream's state as a uint8 tensor, as torch's (opaque: set_state takes it back)."""
+        return state_tensor(self._rng.bit_generator.state)
 
     def set_state(self, state):
-        self._rng.bit_generator.state = state
+        self._rng.bit_generator.state = state_dict(state)
         return self
 
     @property
@@ -65,6 +68,30 @@ class _DefaultGenerator(Generator):
 
 
 default_generator = _DefaultGenerator()
+
+
+def state_tensor(state):
+    """A NumPy bit generator's state (a dict) as the bytes of its JSON, in a uint8 tensor:
+    what torch's get_rng_state() / Generator.get_state() return is a ByteTensor too."""
+    from .core import Tensor
+    return Tensor(np.frombuffer(json.dumps(state).encode(), np.uint8).copy())
+
+
+def state_dict(state):
+    """The dict back from `state_tensor`'s tensor (a dict passes through)."""
+    if isinstance(state, dict):
+        return state
+    arr = np.asarray(state.numpy() if hasattr(state, "numpy") else state)
+    if arr.dtype != np.uint8 or arr.ndim != 1:
+        raise TypeError(f"expected a ByteTensor (uint8, 1-d) from get_state()/get_rng_state(), "
+                        f"got dtype {arr.dtype} and {arr.ndim} dims")
+    try:
+        out = json.loads(arr.tobytes().decode())
+    except (UnicodeDecodeError, ValueError):
+        out = None
+    if not isinstance(out, dict) or "bit_generator" not in out:
+        raise RuntimeError("set_state: not a state this library's get_state() returned")
+    return out
 
 
 def rng_of(generator) -> np.random.Generator:
