@@ -159,12 +159,39 @@ FLOATING: set[str] = set()      # ops whose result is floating point whatever th
 FRONTS = ("torch", "tf", "tf.math")   # where an op may be offered unchanged (Op.front, ops/api.py)
 
 
+# Ops whose NumPy kernel warns on finite inputs (log(0), sqrt(-1), x / 0, exp(100) in float32,
+# 0 ** -1, the polynomials' casts): torch's and TF's kernels give the inf or nan without a
+# word, so these run under np.errstate(all="ignore") (a context of the call only, never the
+# user's setting); a user's `-W error` or pytest's warning summary then sees what it sees with
+# torch. tests/ops/test_fp_warnings.py finds every op that warns on such inputs. Left out on
+# purpose: add, sub, mul and matmul, which warn only on inf or nan inputs or overflow of huge
+# values, and are the hot path of every step (the context costs ~0.8 us a call).
+QUIET_FP = frozenset({
+    "div", "exp", "expm1", "floordiv", "floormod", "log", "log1p", "pow", "sqrt",
+    "sigmoid_grad", "tanh_grad", "chebyshev_polynomial_t", "chebyshev_polynomial_u",
+    "chebyshev_polynomial_v", "chebyshev_polynomial_w", "hermite_polynomial_h",
+    "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p",
+    "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+    "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w"})
+
+
+def _quiet_fp(kernel):
+    def run(*args, **attrs):
+        with np.errstate(all="ignore"):
+            return kernel(*args, **attrs)
+    run.__name__ = getattr(kernel, "__name__", "kernel")
+    run.__wrapped__ = kernel
+    return run
+
+
 def register(name, infer, kernel, vjp=None, floating=False, **kw) -> Op:
     """Add an op to the registry. `floating=True` (unary: exp, sqrt, sigmoid, …): integer and
     bool inputs compute in float32, as PyTorch's do, in the shape rule and the kernel alike, so
     every engine and the fused loops agree (NumPy alone would give float16 for uint8)."""
     if name in REGISTRY:
         raise ValueError(f"op {name!r} is registered twice")
+    if name in QUIET_FP and kernel is not None:
+        kernel = _quiet_fp(kernel)
     if floating:
         infer, kernel = _floating_infer(infer), _floating_kernel(kernel)
         FLOATING.add(name)
