@@ -20,7 +20,8 @@ from dualgrad.ops import REGISTRY as R
 from dualgrad.ops.autodiff import backprop, toposort
 from dualgrad.ops.composite import current_composite
 from dualgrad.ops.reduce import nonempty_reduction
-from dualgrad.ops.core import FLOATING, TRACING, current_trace, explain_failure, spec_of, user_frame, where_str
+from dualgrad.ops.core import (FLOATING, TRACING, current_trace, explain_failure, quietly, spec_of,
+                               user_frame, where_str)
 from dualgrad.ops.rules import (as_operand, bfloat16, inexact, ints_fit, is_bfloat16, norm_axis,
                                 torch_int_scalar, torch_needs_cast, torch_result_dtype,
                                 torch_scalar_opmath, warn_outer)
@@ -168,7 +169,10 @@ class EagerEngine:
             if want is not None:                                    # default float dtype
                 arrays = [as_operand(a, want) for a in arrays]
         try:
-            out = op.kernel(*arrays, **attrs)
+            try:
+                out = op.kernel(*arrays, **attrs)
+            except RuntimeWarning:    # NOTE: NumPy's under -W error: torch's inf and nan
+                out = quietly(op, arrays, attrs)
             if narrow is not None:
                 out = out.astype(narrow)
         except Exception as err:  # noqa: BLE001 - becomes the op's ShapeError / KernelError
@@ -388,6 +392,8 @@ def _binary(op, a, b):
         x, y = _promote_arrays(op, [x, y])   # NOTE: uint8 - 1 adds 255, as torch's
     try:
         out = op.kernel(x, y)
+    except RuntimeWarning:        # NOTE: NumPy's under -W error: torch's inf and nan
+        out = quietly(op, (x, y), {})
     except Exception as err:  # noqa: BLE001
         # NOTE: an operand of a higher-level engine (a graph tensor, a compiler tracer)
         # refuses to be an array and lands here: ops.bind hands the call to its engine.

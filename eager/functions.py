@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 
 import math
+import warnings
 
 import numpy as np
 from dualgrad.eager.amp import keeps_fp32, lowers
@@ -23,6 +24,7 @@ from dualgrad import ops
 from dualgrad.ops.linalg import parse_einsum
 from dualgrad.ops.reduce import nonempty_reduction
 from dualgrad.ops.composite import in_opmath
+from dualgrad.ops.core import user_stacklevel
 from dualgrad.ops.rules import (HALF, TORCH_C_NAMES, norm_axis, torch_opmath_dtype, torch_result_dtype,
                                 torch_scalar_argument, torch_sum_dtype)
 
@@ -255,14 +257,22 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # n
 def _var(x, dim, keepdim, c, root=False):
     """The variance (its square root when root) with correction c. NOTE: torch's CPU kernel
     accumulates in float64 (Welford) for every real dtype and rounds its result, float16 and
-    bfloat16 through float32 (their kernel runs in float32)."""
+    bfloat16 through float32 (their kernel runs in float32). With no degrees of freedom left
+    (n <= c) the sum of squares is divided by 0 (inf, or nan for a zero sum), with torch's
+    warning."""
     dt = x.dtype
     wide = floating(dt) and dt != np.float64
     if wide:
         x = ops.cast(x, np.float64)
     v = ops.var(x, axis=dim, keepdims=keepdim)
     n = ops.reduce.static_count(x.shape, dim)
-    v = v if c == 0 else v * (n / builtins.max(n - c, 0) if n - c > 0 else float("inf"))
+    if n - c <= 0:
+        warnings.warn(f"{'std' if root else 'var'}(): degrees of freedom is <= 0. Correction "
+                      f"should be strictly less than the reduction factor (input numel "
+                      f"divided by output numel).", UserWarning, stacklevel=user_stacklevel())
+        v = v * float(n) / 0.0
+    elif c:
+        v = v * (n / (n - c))
     v = ops.sqrt(v) if root else v
     if dt in HALF:
         v = ops.cast(v, np.float32)

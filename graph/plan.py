@@ -64,13 +64,14 @@ class Plan:
         """Run the steps: interpreted on the first run, then as straight-line code generated
         for this plan (graph/planfn.py), which a plan run once never pays for."""
         fn = self._fn
-        if fn is None:
-            self._runs += 1
-            if self._runs < 2:
-                return self.interpret(state, feeds)
-            from .planfn import straight_line
-            fn = self._fn = straight_line(self)
-        return fn(state, feeds)
+        with np.errstate(all="ignore"):   # NOTE: inf and nan silently, as TF's kernels
+            if fn is None:
+                self._runs += 1
+                if self._runs < 2:
+                    return self.interpret(state, feeds)
+                from .planfn import straight_line
+                fn = self._fn = straight_line(self)
+            return fn(state, feeds)
 
     def refresh(self):
         """Forget the generated code: call after changing `steps` in place."""

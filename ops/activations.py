@@ -222,14 +222,16 @@ def _kl_ref(np, x, t, reduction="mean", log_target=False):
                     Sample(((5,), (5,)), {"log_target": True, "reduction": "sum"})),
            ref=_kl_ref)
 def kl_div(input, target, reduction="mean", log_target=False):  # noqa: A002
-    """Pointwise target * (log target - input), input being log-probabilities (torch's
-    argument order); 0 where target is 0. reduction='batchmean' divides the sum by the
-    batch size, the mathematically proper KL divergence."""
+    """Pointwise target * log(target) - target * input (torch's xlogy form), input being
+    log-probabilities (torch's argument order): target * log(target) is 0 where target is 0,
+    so a zero target beside a finite input adds 0, beside -inf nan, and a negative target
+    gives nan, as torch's. reduction='batchmean' divides the sum by the batch size, the
+    mathematically proper KL divergence."""
     if log_target:
         loss = exp(target) * (target - input)
     else:
-        pos = target > 0
-        loss = where(pos, target * (log(where(pos, target, 1.0)) - input), 0.0)
+        nz = target != 0
+        loss = where(nz, target * log(where(nz, target, 1.0)), 0.0) - target * input
     if reduction == "batchmean":
         xs = _shape(input)
         return sum_(loss) / (xs[0] if xs else 1)

@@ -7,6 +7,8 @@ eager mode they are computed, and in graph mode they become new nodes.
 """
 from __future__ import annotations
 
+import numpy as np
+
 
 def toposort(outputs, node_of, needs_grad=lambda v: True):
     """Values reachable from `outputs` through producers, inputs before users."""
@@ -50,10 +52,11 @@ def _walk(outputs, node_of, needs_grad, leaves=False, first_input_first=False):
 
 
 def backprop(outputs, grads, node_of, needs_grad, **kw):
-    """`_backprop`, without the broadcast warning of rules.warn_outer: gradient rules
-    broadcast on purpose, and their line would be the backward() call."""
+    """`_backprop`, without the broadcast warning of rules.warn_outer (gradient rules
+    broadcast on purpose, and their line would be the backward() call) and without NumPy's
+    floating-point warnings (a gradient of inf or nan comes out silently, as torch's)."""
     from .core import quiet_broadcast
-    with quiet_broadcast():
+    with quiet_broadcast(), np.errstate(all="ignore"):   # NOTE: inf and nan as torch's
         return _backprop(outputs, grads, node_of, needs_grad, **kw)
 
 

@@ -80,3 +80,46 @@ def test_eager_compile_and_graph_give_inf_and_nan_silently(name):
         with g.as_default(), graph.Session() as s:
             np.testing.assert_array_equal(s.run(tf_call(graph)), want)
     assert not np.isfinite(want).all()
+
+
+# calls whose inf or nan comes from add, sub or mul (not in QUIET_FP: an inf or nan input, or
+# overflow): under warnings-as-errors NumPy's warning is an exception, and dualgrad's eager
+# runs the kernel again quietly: the values are torch's, never a KernelError
+TORCH_CALLS = {
+    "softmax of a masked row": lambda t: t.nn.functional.softmax(
+        t.tensor([[float("-inf")] * 3, [0.0, float("-inf"), 1.0]]), dim=-1),
+    "log_softmax of a masked row": lambda t: t.nn.functional.log_softmax(
+        t.full((2, 3), float("-inf")), dim=1),
+    "inf - inf": lambda t: t.tensor([float("inf"), 1.0]) - float("inf"),
+    "0 * inf": lambda t: t.tensor([0.0, 2.0]) * float("inf"),
+    "kl_div of a zero target": lambda t: t.nn.functional.kl_div(
+        t.tensor([float("-inf"), -1.0]), t.tensor([0.0, 0.5]), reduction="none"),
+    "gradient through inf * 0": lambda t: _grad_of(t, lambda x: (x * 0.0).sum(),
+                                                   [float("inf"), 1.0]),
+    "gradient of sqrt at 0": lambda t: _grad_of(t, lambda x: x.sqrt().sum(), [0.0, 4.0]),
+}
+
+
+def _grad_of(t, f, values):
+    x = t.tensor(values, requires_grad=True)
+    f(x).backward()
+    return x.grad
+
+
+@pytest.mark.parametrize("name", sorted(TORCH_CALLS))
+def test_warnings_as_errors_give_torchs_values(name):
+    torch = pytest.importorskip("torch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = TORCH_CALLS[name](eager).numpy()
+    want = TORCH_CALLS[name](torch).numpy()
+    np.testing.assert_allclose(got, want, rtol=3e-7, atol=0)   # NOTE: nan where torch's is
+
+
+def test_var_without_degrees_of_freedom_warns_as_torch():
+    torch = pytest.importorskip("torch")
+    for lib in (torch, eager):
+        with pytest.warns(UserWarning, match=r"std\(\): degrees of freedom is <= 0"):
+            assert np.isnan(lib.ones(1).std().item())
+        with pytest.warns(UserWarning, match=r"var\(\): degrees of freedom is <= 0"):
+            assert lib.tensor([1.0, 2.0]).var(correction=3).item() == np.inf
