@@ -54,11 +54,14 @@ from types import SimpleNamespace as _NS  # noqa: E402
 # NOTE: torch.nn.modules.<file>.<Class>: the paths type hints, isinstance checks and old
 # checkpoints spell out; the files are torch's, each holding the classes dualgrad has
 _TORCH_FILES = {
-    "module": "Module", "linear": "Identity Linear Bilinear LazyLinear", "dropout": "Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout",
+    "module": "Module", "linear": "Identity Linear Bilinear LazyLinear",
+    "dropout": "Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout",
     "sparse": "Embedding EmbeddingBag", "container": "Sequential ModuleList ModuleDict "
-    "ParameterList ParameterDict", "normalization": "LayerNorm GroupNorm RMSNorm LocalResponseNorm",
+    "ParameterList ParameterDict",
+    "normalization": "LayerNorm GroupNorm RMSNorm LocalResponseNorm",
     "batchnorm": "BatchNorm1d BatchNorm2d BatchNorm3d", "instancenorm": "InstanceNorm1d "
-    "InstanceNorm2d InstanceNorm3d", "rnn": "RNNBase RNN LSTM GRU RNNCellBase RNNCell LSTMCell GRUCell",
+    "InstanceNorm2d InstanceNorm3d",
+    "rnn": "RNNBase RNN LSTM GRU RNNCellBase RNNCell LSTMCell GRUCell",
     "conv": "Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d",
     "pooling": "MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveMaxPool1d "
     "AdaptiveMaxPool2d AdaptiveMaxPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d "
