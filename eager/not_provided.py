@@ -25,7 +25,6 @@ STRIDES = ("explicit strides and memory formats: dualgrad does not expose a tens
            "(it stores NumPy arrays)")
 COPY = "a *_copy / unsafe_* variant of a view (for torch's functionalization): not provided yet"
 SPECIAL = "special function: not implemented yet"
-THREE_D = "3-d convolution, pooling or padding: dualgrad's are 1-d and 2-d"
 ATEN = "an ATen internal (torch.ops.aten or a leading underscore), not torch's public API"
 CUDA = "torch.cuda.jiterator compiles CUDA kernels: CUDA only"
 NOT_YET = "not implemented yet"
@@ -86,7 +85,7 @@ ABSENT = {
     "native_dropout_backward": ATEN,
     "nn.functional.ctc_loss": NOT_YET,
     "nn.functional.fractional_max_pool2d": NOT_YET,
-    "nn.functional.fractional_max_pool3d": THREE_D,
+    "nn.functional.fractional_max_pool3d": NOT_YET,
     "nn.functional.multi_head_attention_forward": NOT_YET,
     "ormqr": LAPACK,
     "pca_lowrank": LAPACK,

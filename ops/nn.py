@@ -184,7 +184,10 @@ def _matmul_nt_vjp(g, x, w, needs=(True, True), **kw):
             if n is None or k is None:
                 raise ShapeError(f"matmul_nt: the gradient for w needs its shape, got "
                                  f"{fmt_shape(w.shape)}")
-            x, g = reshape(x, (-1, k)), reshape(g, (-1, n))
+            # NOTE: the row count spelled out where known: -1 is ambiguous when n or k is 0
+            lead = x.shape[:-1]
+            m = -1 if any(d is None for d in lead) else int(np.prod(lead, dtype=np.int64))
+            x, g = reshape(x, (m, k)), reshape(g, (m, n))
         gw = matmul(transpose(g, axes=(1, 0)), x)
     return gx, gw
 

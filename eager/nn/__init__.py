@@ -14,17 +14,24 @@ from __future__ import annotations
 from . import functional
 from . import module_hooks
 from . import functional as F
-from .module import IncompatibleKeys, Module, Parameter, STATE_VERSION, _name_layer, _uniform
-from .basic import (BatchNorm1d, BatchNorm2d, DataParallel, Dropout, Embedding, EmbeddingBag,
-                    Flatten, GELU,
-                    GRUCell, Identity, LayerNorm, Linear, LogSoftmax, LSTMCell, ModuleList,
-                    Sequential, Sigmoid, Softmax, Softmin, Softplus, Tanh, _BatchNorm, _Cell)
+from .module import (IncompatibleKeys, Module, Parameter, STATE_VERSION,  # noqa: F401
+                     UninitializedParameter, _name_layer, _uniform)
+from .basic import (BatchNorm1d, BatchNorm2d, Bilinear, DataParallel, Dropout, Embedding,
+                    EmbeddingBag, Flatten, GELU, GRUCell, Identity, LayerNorm, LazyLinear,
+                    Linear, LogSoftmax, LSTMCell, ModuleList, RMSNorm, RNNCellBase,
+                    Sequential, Sigmoid, Softmax, Softmin, Softplus, Tanh, _BatchNorm)
 from .containers import ModuleDict, ParameterDict, ParameterList  # noqa: E402
 from .rnn import GRU, LSTM, RNN, RNNBase  # noqa: E402
 from .attention import MultiheadAttention  # noqa: E402
 from .activation import (CELU, ELU, GLU, SELU, Hardsigmoid, Hardswish, Hardtanh,  # noqa: E402
-                         LeakyReLU, LogSigmoid, Mish, PReLU, ReLU, ReLU6, SiLU, Softsign,
-                         Tanhshrink)
+                         Hardshrink, LeakyReLU, LogSigmoid, Mish, PReLU, ReLU, ReLU6, SiLU,
+                         Softmax2d, Softshrink, Softsign, Tanhshrink, Threshold)
+from .layers import (AlphaDropout, ChannelShuffle, FeatureAlphaDropout,  # noqa: E402
+                     LocalResponseNorm, UpsamplingBilinear2d)
+from .layers3d import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d,  # noqa: E402
+                       BatchNorm3d, CircularPad3d, ConstantPad3d, Conv3d, ConvTranspose3d,
+                       Dropout3d, InstanceNorm3d, MaxPool3d, ReflectionPad3d, ReplicationPad3d,
+                       ZeroPad3d)
 from .layers import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,  # noqa: E402
                      AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, ConstantPad1d, ConstantPad2d,
                      Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d, CosineSimilarity,
@@ -36,7 +43,9 @@ from .layers import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveMaxPool1d,  #
                      CircularPad1d, CircularPad2d)
 from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss,  # noqa: E402
                    CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss, MarginRankingLoss, MSELoss,
-                   NLLLoss, SmoothL1Loss, TripletMarginLoss)
+                   NLLLoss, SmoothL1Loss, TripletMarginLoss, GaussianNLLLoss,
+                   HingeEmbeddingLoss, MultiLabelMarginLoss, MultiMarginLoss, PoissonNLLLoss,
+                   SoftMarginLoss)
 from .transformer import (Transformer, TransformerDecoder,  # noqa: E402
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 from . import init, utils  # noqa: E402
@@ -45,24 +54,30 @@ from types import SimpleNamespace as _NS  # noqa: E402
 # NOTE: torch.nn.modules.<file>.<Class>: the paths type hints, isinstance checks and old
 # checkpoints spell out; the files are torch's, each holding the classes dualgrad has
 _TORCH_FILES = {
-    "module": "Module", "linear": "Identity Linear", "dropout": "Dropout Dropout1d Dropout2d",
+    "module": "Module", "linear": "Identity Linear Bilinear LazyLinear",
+    "dropout": "Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout",
     "sparse": "Embedding EmbeddingBag", "container": "Sequential ModuleList ModuleDict "
-    "ParameterList ParameterDict", "normalization": "LayerNorm GroupNorm",
+    "ParameterList ParameterDict",
+    "normalization": "LayerNorm GroupNorm RMSNorm LocalResponseNorm",
     "batchnorm": "BatchNorm1d BatchNorm2d BatchNorm3d", "instancenorm": "InstanceNorm1d "
-    "InstanceNorm2d InstanceNorm3d", "rnn": "RNNBase RNN LSTM GRU RNNCell LSTMCell GRUCell",
+    "InstanceNorm2d InstanceNorm3d",
+    "rnn": "RNNBase RNN LSTM GRU RNNCellBase RNNCell LSTMCell GRUCell",
     "conv": "Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d",
     "pooling": "MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveMaxPool1d "
-    "AdaptiveMaxPool2d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d LPPool1d LPPool2d",
+    "AdaptiveMaxPool2d AdaptiveMaxPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d "
+    "LPPool1d LPPool2d",
     "activation": "ReLU Hardtanh ReLU6 Sigmoid Hardsigmoid Tanh SiLU Mish Hardswish ELU CELU "
     "SELU GLU GELU LeakyReLU LogSigmoid Softplus MultiheadAttention PReLU Softsign Tanhshrink "
-    "Softmin Softmax LogSoftmax",
+    "Softmin Softmax LogSoftmax Hardshrink Softshrink Threshold Softmax2d",
     "loss": "L1Loss NLLLoss KLDivLoss MSELoss BCELoss BCEWithLogitsLoss SmoothL1Loss HuberLoss "
-    "CrossEntropyLoss CosineEmbeddingLoss MarginRankingLoss TripletMarginLoss",
+    "CrossEntropyLoss CosineEmbeddingLoss MarginRankingLoss TripletMarginLoss GaussianNLLLoss "
+    "PoissonNLLLoss MultiMarginLoss MultiLabelMarginLoss HingeEmbeddingLoss SoftMarginLoss",
     "distance": "PairwiseDistance CosineSimilarity", "flatten": "Flatten Unflatten",
     "fold": "Fold Unfold",
     "padding": "CircularPad1d CircularPad2d ConstantPad1d ConstantPad2d ReflectionPad1d "
-    "ReflectionPad2d ReplicationPad1d ReplicationPad2d ZeroPad1d ZeroPad2d",
-    "pixelshuffle": "PixelShuffle PixelUnshuffle", "upsampling": "Upsample UpsamplingNearest2d",
+    "ReflectionPad2d ReplicationPad1d ReplicationPad2d ZeroPad1d ZeroPad2d CircularPad3d "
+    "ConstantPad3d ReflectionPad3d ReplicationPad3d ZeroPad3d",
+    "pixelshuffle": "PixelShuffle PixelUnshuffle", "upsampling": "Upsample UpsamplingNearest2d UpsamplingBilinear2d", "channelshuffle": "ChannelShuffle",
     "transformer": "Transformer TransformerEncoder TransformerDecoder TransformerEncoderLayer "
     "TransformerDecoderLayer"}
 modules = _NS(**{f: _NS(**{c: globals()[c] for c in names.split() if c in globals()})

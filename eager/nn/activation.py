@@ -147,3 +147,48 @@ def _plain(name, fn, doc):
 Softsign = _plain("Softsign", F.softsign, "x / (1 + |x|)")
 LogSigmoid = _plain("LogSigmoid", F.logsigmoid, "log(sigmoid(x))")
 Tanhshrink = _plain("Tanhshrink", F.tanhshrink, "x - tanh(x)")
+
+
+class Hardshrink(Module):
+    """x where |x| > lambd, else 0."""
+    _fn = staticmethod(F.hardshrink)
+
+    def __init__(self, lambd=0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, input):  # noqa: A002
+        return type(self)._fn(input, self.lambd)
+
+    def extra_repr(self):
+        return f"{self.lambd}"
+
+
+class Softshrink(Hardshrink):
+    """x - lambd above lambd, x + lambd below -lambd, else 0."""
+    _fn = staticmethod(F.softshrink)
+
+
+class Threshold(Module):
+    """x where x > threshold, else value."""
+
+    def __init__(self, threshold, value, inplace=False):
+        super().__init__()
+        self.threshold, self.value, self.inplace = threshold, value, inplace
+
+    def forward(self, input):  # noqa: A002
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self):
+        return f"threshold={self.threshold}, value={self.value}" + (
+            ", inplace=True" if self.inplace else "")
+
+
+class Softmax2d(Module):
+    """Softmax over the channels (dim -3) of (N, C, H, W) or (C, H, W) input."""
+
+    def forward(self, input):  # noqa: A002
+        if input.ndim not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.ndim}D "
+                             f"instead")
+        return F.softmax(input, -3)

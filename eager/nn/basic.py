@@ -20,7 +20,7 @@ from ..core import Tensor
 from . import functional as F
 from .core_functional import _refuse
 from .module import factory_kwargs
-from .module import Module, Parameter, _float, _uniform
+from .module import Module, Parameter, UninitializedParameter, _float, _uniform
 
 
 class DataParallel(Module):
@@ -61,6 +61,85 @@ class Linear(Module):
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+class LazyLinear(Linear):
+    """A Linear whose in_features is the last dim of its first input: until that call its
+    weight and bias are UninitializedParameters (in_features=0; .to(dtype) and
+    load_state_dict act on them as torch's); the first call draws them as Linear's and the
+    module becomes a Linear.
+
+    >>> from dualgrad import eager
+    >>> layer = eager.nn.LazyLinear(2)
+    >>> layer(eager.ones(4, 3)).shape, type(layer).__name__, layer.weight.shape
+    ((4, 2), 'Linear', (2, 3))
+    """
+
+    def __init__(self, out_features, bias=True, device=None, dtype=None):
+        super().__init__(0, 0, False)
+        self.out_features = out_features
+        self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.bias = UninitializedParameter(device=device, dtype=dtype) if bias else None
+
+    def has_uninitialized_params(self):
+        return any(isinstance(t, UninitializedParameter)
+                   for t in list(self._parameters.values()) + list(self._buffers.values()))
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
+
+    def initialize_parameters(self, input):  # noqa: A002
+        """in_features from input's last dim; the parameters drawn at that shape."""
+        if self.has_uninitialized_params():
+            self.in_features = int(input.shape[-1])
+            self.weight.materialize((self.out_features, self.in_features))
+            if self.bias is not None:
+                self.bias.materialize((self.out_features,))
+            self.reset_parameters()
+        if self.in_features == 0:      # NOTE: parameters loaded from a state dict
+            if input.shape[-1] != self.weight.shape[-1]:
+                raise AssertionError(f"The in_features inferred from input: {input.shape[-1]} "
+                                     f"is not equal to in_features from self.weight: "
+                                     f"{self.weight.shape[-1]}")
+            self.in_features = int(input.shape[-1])
+
+    def forward(self, input):  # noqa: A002
+        self.initialize_parameters(input)
+        object.__setattr__(self, "__class__", Linear)
+        return Linear.forward(self, input)
+
+
+class Bilinear(Module):
+    """y = x1^T A x2 + b: weight (out_features, in1_features, in2_features), bias
+    (out_features,), both uniform in +-1/sqrt(in1_features), as torch's."""
+
+    def __init__(self, in1_features, in2_features, out_features, bias=True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.in1_features, self.in2_features = in1_features, in2_features
+        self.out_features = out_features
+        self.weight = Parameter(np.empty((out_features, in1_features, in2_features), _float()))
+        self.bias = Parameter(np.empty(out_features, _float())) if bias else None
+        self.reset_parameters()
+        factory_kwargs(self, device, dtype)
+
+    def reset_parameters(self):
+        """Draw weight and bias anew, in place, uniform in +-1/sqrt(in1_features)."""
+        if self.in1_features <= 0:
+            raise ValueError(f"in1_features must be > 0, but got (in1_features="
+                             f"{self.in1_features})")
+        bound = 1.0 / math.sqrt(self.in1_features)
+        for p in (self.weight, self.bias):
+            if p is not None:
+                p._array[...] = _uniform(p.shape, bound, p._array.dtype)._array
+
+    def forward(self, input1, input2):
+        return F.bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
 
 
 class _BatchNorm(Module):
@@ -150,6 +229,33 @@ class LayerNorm(Module):
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, elementwise_affine="
                 f"{self.weight is not None}, bias={self.bias is not None}")
+
+
+class RMSNorm(Module):
+    """x / sqrt(mean(x^2 over normalized_shape) + eps) * weight; eps=None is the input
+    dtype's machine epsilon, as torch's."""
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.normalized_shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
+            tuple(normalized_shape)
+        self.eps, self.elementwise_affine = eps, elementwise_affine
+        self.weight = Parameter(np.ones(self.normalized_shape, _float())) if elementwise_affine \
+            else None
+        factory_kwargs(self, device, dtype)
+
+    def reset_parameters(self):
+        """weight back to ones, in place."""
+        if self.weight is not None:
+            self.weight._array[...] = 1
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
 
 
 class Embedding(Module):
@@ -431,16 +537,27 @@ class ModuleList(_ListOps, Module):
 
 
 # -- recurrent cells --------------------------------------------------------------------------
-class _Cell(Module):
-    def __init__(self, input_size, hidden_size, gates, bias=True, device=None, dtype=None):
+class RNNCellBase(Module):
+    """The cells' base, as torch's: weight_ih (num_chunks * hidden, input), weight_hh
+    (num_chunks * hidden, hidden) and the two biases, uniform in +-1/sqrt(hidden_size)."""
+
+    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
         super().__init__()
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
-        b = 1.0 / math.sqrt(hidden_size)
-        self.weight_ih = _uniform((gates * hidden_size, input_size), b)
-        self.weight_hh = _uniform((gates * hidden_size, hidden_size), b)
-        self.bias_ih = _uniform((gates * hidden_size,), b) if bias else None
-        self.bias_hh = _uniform((gates * hidden_size,), b) if bias else None
+        b = self._bound()
+        self.weight_ih = _uniform((num_chunks * hidden_size, input_size), b)
+        self.weight_hh = _uniform((num_chunks * hidden_size, hidden_size), b)
+        self.bias_ih = _uniform((num_chunks * hidden_size,), b) if bias else None
+        self.bias_hh = _uniform((num_chunks * hidden_size,), b) if bias else None
         factory_kwargs(self, device, dtype)
+
+    def _bound(self):
+        return 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0.0
+
+    def reset_parameters(self):
+        """Draw every parameter anew, in place, uniform in +-1/sqrt(hidden_size)."""
+        for p in self.parameters():
+            p._array[...] = _uniform(p.shape, self._bound(), p._array.dtype)._array
 
     def _zeros(self, x):
         from ..factories import zeros   # NOTE: a meta tensor when x's shape is symbolic
@@ -453,11 +570,11 @@ class _Cell(Module):
         return s + ("" if nonlinearity == "tanh" else f", nonlinearity={nonlinearity}")
 
 
-class LSTMCell(_Cell):
+class LSTMCell(RNNCellBase):
     """(h, c) = cell(x, (h, c)); gates in torch's order i, f, g, o."""
 
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
-        super().__init__(input_size, hidden_size, 4, bias, device, dtype)
+        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
 
     def forward(self, x, state=None):
         h, c = state if state is not None else (self._zeros(x), self._zeros(x))
@@ -468,11 +585,11 @@ class LSTMCell(_Cell):
         return ops.lstm_cell_h(z, c), c
 
 
-class GRUCell(_Cell):
+class GRUCell(RNNCellBase):
     """h = cell(x, h); gates in torch's order r, z, n."""
 
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
-        super().__init__(input_size, hidden_size, 3, bias, device, dtype)
+        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
 
     def forward(self, x, h=None):
         h = h if h is not None else self._zeros(x)

@@ -151,6 +151,8 @@ def _avg_counts(size, k, s, p, n_out, count_include_pad):
 
 def _avg_pool3d(x, kernel_size, stride=None, padding=0, ceil_mode=False,
                 count_include_pad=True, divisor_override=None):
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
     k = _triple(kernel_size)
     s = k if stride is None or stride == [] else _triple(stride)
     p = _triple(padding)

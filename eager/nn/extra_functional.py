@@ -23,7 +23,7 @@ from ..amp import keeps_fp32
 from ..functions import _arr, _t
 from ..refusals import scalar_type
 from .core_functional import (_channel_dropout, _in_input_dtype, _inplace, _no_legacy, _reduce, cross_entropy,
-                              freq_scale, interpolate, linear, renorm_rows, avg_pool1d,
+                              _channel_dropout_unbatched, freq_scale, interpolate, linear, renorm_rows, avg_pool1d,
                               avg_pool2d)
 
 
@@ -36,6 +36,9 @@ def threshold(input, threshold, value, inplace=False):  # noqa: A002
 
 def softshrink(input, lambd=0.5):  # noqa: A002
     x = _t(input)
+    if x.dtype.kind == "f" and not 0 <= lambd <= float(np.finfo(x.dtype).max):
+        raise RuntimeError(f"lambda must be in range [0, {float(np.finfo(x.dtype).max):g}] for "
+                           f"input dtype {scalar_type(x.dtype)}, but found {lambd}")
     return ops.where(ops.gt(x, lambd), x - lambd, ops.where(ops.lt(x, -lambd), x + lambd,
                                                             x * 0.0))
 
@@ -63,9 +66,13 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):  # noqa: A002
     """x / sqrt(mean(x^2 over the last len(normalized_shape) dims) + eps) * weight."""
     x = _t(input)
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if x.ndim < len(shape):
+        raise ValueError(f"Input tensor must have at least {len(shape)} dimensions, but got "
+                         f"{x.ndim}")
     if tuple(x.shape[x.ndim - len(shape):]) != shape:
-        raise RuntimeError(f"rms_norm: normalized_shape {list(shape)} does not match the "
-                           f"input's trailing dims {list(x.shape)}")
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*{', '.join(map(str, shape))}], but got input of size"
+                           f"{list(x.shape)}")
     eps = np.finfo(x.dtype).eps if eps is None else eps
     axes = tuple(range(x.ndim - len(shape), x.ndim))
     half = x.dtype == np.float16   # NOTE: torch computes float16 in float32
@@ -208,7 +215,10 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
         v = v if v.ndim == x.ndim else ops.expand_dims(v, axis=-1)
     if bool(np.any(_arr(v) < 0)):
         raise ValueError("var has negative entry/entries")
-    v = ops.where(ops.lt(v, eps), ops.stop_gradient(v * 0 + eps), v)   # NOTE: no gradient there
+    # NOTE: torch clamps a clone in no_grad: the value is max(var, eps), the gradient flows to
+    # var everywhere as if unclamped
+    v = ops.where(ops.lt(v, eps), ops.stop_gradient(v * 0 + eps), ops.stop_gradient(v)) + (
+        v - ops.stop_gradient(v))
     loss = 0.5 * (ops.log(v) + (x - t) ** 2 / v)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
@@ -354,7 +364,16 @@ def pdist(input, p=2):  # noqa: A002
 
 def channel_shuffle(input, groups):  # noqa: A002
     x = _t(input)
+    if x.ndim <= 2:
+        raise RuntimeError(f"channel_shuffle expects input with > 2 dims, but got input with "
+                           f"sizes {list(x.shape)}")
     n, c = x.shape[0], x.shape[1]
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of "
+                           f"groups:{groups}")
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
+                           f"and {groups} groups.")
     rest = tuple(x.shape[2:])
     y = ops.reshape(x, (n, groups, c // groups) + rest)
     y = ops.transpose(y, axes=(0, 2, 1) + tuple(range(3, y.ndim)))
@@ -392,9 +411,17 @@ def upsample_bilinear(input, size=None, scale_factor=None):  # noqa: A002
 
 # -- dropout -----------------------------------------------------------------------------------
 def dropout3d(input, p=0.5, training=True, inplace=False):  # noqa: A002
+    """Channel dropout of (N, C, D, H, W) input; any other rank is torch's unbatched (C, ...)
+    (whole rows of dim 0 dropped), with torch's warning unless it is 4-d."""
     if input.ndim not in (4, 5):
-        raise ValueError(f"dropout3d: expected a 4-d or 5-d input, got {tuple(input.shape)}")
-    return _inplace(input, inplace, "dropout3d", _channel_dropout, p, training)
+        warnings.warn(f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is "
+                      f"deprecated and will result in an error in a future release. To retain "
+                      f"the behavior and silence this warning, please use dropout instead. "
+                      f"Note that dropout3d exists to provide channel-wise dropout on inputs "
+                      f"with 3 spatial dimensions, a channel dimension, and an optional batch "
+                      f"dimension (i.e. 4D or 5D inputs).", stacklevel=2)
+    fn = _channel_dropout if input.ndim == 5 else _channel_dropout_unbatched
+    return _inplace(input, inplace, "dropout3d", fn, p, training)
 
 
 _SELU_ALPHA_PRIME = -1.0507009873554804934193349852946 * 1.6732632423543772848170429916717

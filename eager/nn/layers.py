@@ -16,7 +16,7 @@ import numpy as np
 
 from dualgrad import ops
 from ..core import Tensor
-from .basic import Dropout, _BatchNorm, _Cell
+from .basic import Dropout, RNNCellBase, _BatchNorm
 from .module import Module, Parameter, _float, _uniform, factory_kwargs
 from . import functional as F
 
@@ -137,9 +137,9 @@ class ConvTranspose2d(_ConvNd):
         if output_size is not None:
             raise NotImplementedError(f"{type(self).__name__}.forward(output_size=) is not "
                                       f"supported by dualgrad; set output_padding instead")
-        fn = F.conv_transpose2d if self._nd == 2 else F.conv_transpose1d
+        fn = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[self._nd]
         s, p, d = self._args()
-        op = self.output_padding if self._nd == 2 else self.output_padding[0]
+        op = self.output_padding if self._nd > 1 else self.output_padding[0]
         return fn(input, self.weight, self.bias, s, p, op, self.groups, d)
 
 
@@ -317,6 +317,48 @@ class Dropout1d(Dropout2d):
     _fn = staticmethod(F.dropout1d)
 
 
+class AlphaDropout(Dropout):
+    """Dropout that keeps SELU's self-normalisation: dropped elements take SELU's negative
+    saturation, and an affine map restores the mean and variance (torch passes no inplace)."""
+    _fn = staticmethod(F.alpha_dropout)
+
+    def forward(self, input):  # noqa: A002
+        return type(self)._fn(input, self.p, self.training)
+
+
+class FeatureAlphaDropout(AlphaDropout):
+    """AlphaDropout of whole channels (dim 1)."""
+    _fn = staticmethod(F.feature_alpha_dropout)
+
+
+class LocalResponseNorm(Module):
+    """x / (k + alpha / size * sum of x^2 over `size` neighbouring channels) ** beta."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):  # noqa: A002
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class ChannelShuffle(Module):
+    """The channels (dim 1) as a (groups, C / groups) grid, read out transposed."""
+
+    def __init__(self, groups):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):  # noqa: A002
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self):
+        return f"groups={self.groups}"
+
+
 # -- reshaping, resampling, padding, distances -------------------------------------------------
 class Unflatten(Module):
     def __init__(self, dim, unflattened_size):
@@ -358,6 +400,11 @@ class Upsample(Module):
 class UpsamplingNearest2d(Upsample):
     def __init__(self, size=None, scale_factor=None):
         super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
 
 
 class PixelShuffle(Module):
@@ -531,12 +578,12 @@ class PairwiseDistance(Module):
 
 
 # -- recurrent cell ----------------------------------------------------------------------------
-class RNNCell(_Cell):
+class RNNCell(RNNCellBase):
     """h' = nonlinearity(x W_ih^T + b_ih + h W_hh^T + b_hh), nonlinearity 'tanh' or 'relu'."""
 
     def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
                  dtype=None):
-        super().__init__(input_size, hidden_size, 1, bias, device, dtype)
+        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
         self.nonlinearity = nonlinearity
 
     def forward(self, input, hx=None):  # noqa: A002

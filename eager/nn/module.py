@@ -38,6 +38,33 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + super().__repr__()
 
 
+class UninitializedParameter(Parameter):
+    """A lazy module's parameter before its first call (torch.nn.UninitializedParameter): it
+    has a dtype but no shape yet (reading .shape raises, as torch's); materialize(shape) makes
+    it a Parameter of that shape, in place, its values to be drawn by the module."""
+    __slots__ = ()
+
+    def __init__(self, requires_grad=True, device=None, dtype=None):
+        _device.check(device)
+        super().__init__(np.empty((0,), _float() if dtype is None else dtype), requires_grad)
+
+    @property
+    def shape(self):
+        raise RuntimeError("Can't access the shape of an uninitialized parameter or buffer. "
+                           "Call `forward` to initialize the parameters before accessing "
+                           "their attributes.")
+
+    def materialize(self, shape):
+        self._array = np.zeros(tuple(shape), self._array.dtype)
+        self.__class__ = Parameter
+
+    def detach(self):
+        return self        # NOTE: state_dict() keeps it uninitialized, as torch's lazy modules
+
+    def __repr__(self):
+        return "<UninitializedParameter>"
+
+
 def _name_layer(module, err):
     """Add the line that built the failing layer to a shape error passing out of it.
 
@@ -104,6 +131,8 @@ class Module:
             return
         for d in (self._parameters, self._modules, self._buffers):
             d.pop(name, None)
+        if isinstance(value, (Parameter, Module)):
+            self.__dict__.pop(name, None)    # NOTE: a plain attribute (None) it replaces
         if isinstance(value, Parameter):
             self._parameters[name] = value
         elif isinstance(value, Module):
@@ -264,11 +293,17 @@ class Module:
                                 else state_dict[k]) for k in own if k in state_dict}
         # NOTE: every shape is checked before anything is copied: a failed load leaves the
         # model as it was, never half-loaded.
+        values = {k: v for k, v in values.items()
+                  if not isinstance(state_dict[k], UninitializedParameter)}
+        lazy = {k for k in values if isinstance(own[k], UninitializedParameter)}
         bad = [f"size mismatch for {k}: checkpoint has {v.shape}, the model has "
-               f"{own[k].shape}" for k, v in values.items() if v.shape != own[k].shape]
+               f"{own[k].shape}" for k, v in values.items()
+               if k not in lazy and v.shape != own[k].shape]
         if bad:
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}: "
                                + "; ".join(bad))
+        for k in lazy:    # NOTE: a lazy module's parameter takes the checkpoint's shape
+            own[k].materialize(values[k].shape)
         for k, v in values.items():
             own[k]._array[...] = v
         return IncompatibleKeys(missing, unexpected)

@@ -76,9 +76,9 @@ def k(values):
     return ("k", np.asarray(values, dtype=np.float64))
 
 
-def _conv_in(nd, kw, transposed=False):
+def _conv_in(nd, kw, transposed=False, size=7):
     ch = kw.get("in_channels", 4)
-    return {"batched": [f(2, ch, *(7,) * nd)], "unbatched": [f(ch, *(7,) * nd)]}
+    return {"batched": [f(2, ch, *(size,) * nd)], "unbatched": [f(ch, *(size,) * nd)]}
 
 
 def _rnn_in(kw, cell=False):
@@ -158,6 +158,19 @@ IN_VARY = dict(eps=[1e-3], momentum=[0.5], affine=[True], track_running_stats=[T
                bias=[False])
 IN_PAIRS = [dict(affine=True, track_running_stats=True, momentum=0.3),
             dict(affine=True, bias=False)]
+# NOTE: the 3-d classes are capped harder than their 1-d / 2-d siblings: 4 to 6 per
+# spatial dim, one or two values per keyword and at most two pairs (their functional forms loop
+# over depth slices in Python, so each case costs a few 2-d ones)
+POOL3 = _one(f(2, 3, 5, 6, 5), unbatched=[f(3, 5, 6, 5)])
+PAD3 = _one(f(2, 3, 4, 5, 6), unbatched=[f(3, 4, 5, 6)])
+PAD3_T = (1, 2, 0, 3, 2, 0)
+CONV3_VARY = dict(stride=[(2, 1, 2)], padding=[1, "same"], dilation=[2], groups=[2],
+                  bias=[False], padding_mode=["reflect", "foo"], kernel_size=[(3, 1, 2)])
+CONV3_PAIRS = [dict(groups=2, padding_mode="replicate", dilation=2, padding=2),
+               dict(stride=2, padding=(1, 0, 2), padding_mode="circular")]
+CONVT3_VARY = dict(stride=[2], padding=[1], output_padding=[1], groups=[2], bias=[False],
+                   dilation=[2], padding_mode=["reflect"], kernel_size=[(3, 1, 2)])
+COUNTS = k([[0, 1, 2, 3, 5], [4, 0, 1, 7, 2], [1, 1, 0, 2, 9], [3, 2, 6, 0, 1]])
 LAYER_VARY = dict(dropout=[0.2], activation=["gelu", Lib("F.gelu")], layer_norm_eps=[1e-3],
                   batch_first=[True], norm_first=[True], bias=[False], dim_feedforward=[6])
 LAYER_PAIRS = [dict(norm_first=True, activation="gelu", batch_first=True),
@@ -189,10 +202,27 @@ SPECS = {
     "PReLU": ({}, _one(f(2, 3, 4), unbatched=[f(3)]), dict(num_parameters=[3, 2],
                                                           init=[0.1, -0.5]), []),
     "Identity": ({}, ACT, dict(unused_argument=[0.1]), []),
+    "Hardshrink": ({}, ACT, dict(lambd=[0.1, 1.0, -0.5]), []),
+    "Softshrink": ({}, ACT, dict(lambd=[0.1, 1.0, -0.5]), []),
+    "Threshold": ({"threshold": 0.1, "value": 20.0}, ACT,
+                  dict(threshold=[-0.5], value=[0.0], inplace=[True]),
+                  [dict(threshold=0.3, value=-1.0, inplace=True)]),
+    "Softmax2d": ({}, _one(f(2, 3, 4, 2), unbatched=[f(3, 4, 2)], flat=[f(3, 4)]), {}, []),
     # layers
     "Linear": ({"in_features": 5, "out_features": 4}, _one(f(3, 5), unbatched=[f(5)],
                                                         deep=[f(2, 3, 5)]),
                dict(bias=[False], out_features=[1]), []),
+    "LazyLinear": ({"out_features": 4}, _one(f(3, 5), unbatched=[f(5)], deep=[f(2, 3, 5)]),
+                   dict(bias=[False], out_features=[1, 0]), []),
+    "Bilinear": ({"in1_features": 4, "in2_features": 3, "out_features": 5},
+                 _one(f(6, 4), f(6, 3), unbatched=[f(4), f(3)], deep=[f(2, 3, 4), f(2, 3, 3)],
+                      mismatched=[f(6, 3), f(6, 4)]),
+                 dict(bias=[False], out_features=[1], in1_features=[0], in2_features=[2]), []),
+    "Conv3d": ({"in_channels": 4, "out_channels": 6, "kernel_size": 3},
+               lambda kw: _conv_in(3, kw, size=4), CONV3_VARY, CONV3_PAIRS),
+    "ConvTranspose3d": ({"in_channels": 4, "out_channels": 6, "kernel_size": 3},
+                        lambda kw: _conv_in(3, kw, True, size=4), CONVT3_VARY,
+                        [dict(stride=2, output_padding=1, groups=2, dilation=2, padding=1)]),
     "Conv1d": ({"in_channels": 4, "out_channels": 6, "kernel_size": 3},
                lambda kw: _conv_in(1, kw), {**CONV_VARY, "kernel_size": [5, 1]},
                [{k: v[0] if isinstance(v, tuple) else v for k, v in p.items()}
@@ -228,6 +258,14 @@ SPECS = {
                   dict(p=[0.0, 0.2, 1.0, -0.1], inplace=[True]), []),
     "Dropout2d": ({}, _one(f(4, 60, 3, 2), unbatched=[f(240, 3, 2)]),
                   dict(p=[0.0, 0.2, 1.0], inplace=[True]), []),
+    "Dropout3d": ({}, _one(f(4, 60, 2, 2, 2), unbatched=[f(240, 2, 2, 2)]),
+                  dict(p=[0.0, 0.2, 1.0, -0.1], inplace=[True]), []),
+    "AlphaDropout": ({}, _one(f(40, 50), unbatched=[f(2000)]),
+                     dict(p=[0.0, 0.2, 1.0, 1.5], inplace=[True]), []),
+    "FeatureAlphaDropout": ({}, _one(f(4, 60, 3), image=[f(4, 60, 2, 2)]),
+                            dict(p=[0.0, 0.2, 1.0], inplace=[True]), []),
+    "ChannelShuffle": ({"groups": 2}, _one(f(2, 6, 3, 2), seq=[f(2, 6, 4)], flat=[f(2, 6)]),
+                       dict(groups=[3, 4]), []),
     "Flatten": ({}, _one(f(2, 3, 4, 5)), dict(start_dim=[0, 2], end_dim=[2, -2]),
                 [dict(start_dim=2, end_dim=1)]),
     "Unflatten": ({"dim": 1, "unflattened_size": (2, 3)}, _one(f(4, 6, 6)),
@@ -249,7 +287,20 @@ SPECS = {
     "UpsamplingNearest2d": ({"scale_factor": 2}, _one(f(2, 3, 3, 4)),
                             dict(size=[(5, 7)], scale_factor=[3]),
                             [dict(size=(5, 7), scale_factor=None)]),
+    "UpsamplingBilinear2d": ({"scale_factor": 2}, _one(f(2, 3, 3, 4)),
+                             dict(size=[(5, 7)], scale_factor=[3, 1.5]),
+                             [dict(size=(5, 7), scale_factor=None)]),
     # normalisation
+    "BatchNorm3d": ({"num_features": 3}, _one(f(4, 3, 2, 3, 2), unbatched=[f(3, 2, 3, 2)]),
+                    BN_VARY, BN_PAIRS),
+    "InstanceNorm3d": ({"num_features": 3}, _one(f(2, 3, 3, 4, 2), unbatched=[f(3, 3, 4, 2)]),
+                       IN_VARY, IN_PAIRS),
+    "RMSNorm": ({"normalized_shape": 6}, _one(f(2, 4, 6), unbatched=[f(6)]),
+                dict(normalized_shape=[[4, 6], (5,)], eps=[1e-3], elementwise_affine=[False]),
+                [dict(elementwise_affine=False, eps=0.1)]),
+    "LocalResponseNorm": ({"size": 3}, _one(f(2, 5, 4), image=[f(2, 5, 3, 2)], flat=[f(2, 5)]),
+                          dict(size=[2, 6], alpha=[0.5], beta=[0.3], k=[2.0]),
+                          [dict(size=4, alpha=1.0, beta=1.5, k=0.5)]),
     "BatchNorm1d": ({"num_features": 3}, _one(f(4, 3, 5), flat=[f(4, 3)], single=[f(1, 3)]),
                     BN_VARY, BN_PAIRS),
     "BatchNorm2d": ({"num_features": 3}, _one(f(4, 3, 2, 3), unbatched=[f(3, 2, 3)]),
@@ -300,7 +351,26 @@ SPECS = {
                  dict(norm_type=[1, 3.0], stride=[1, (2, 1)], ceil_mode=[True],
                       kernel_size=[(2, 3)]),
                  [dict(stride=2, ceil_mode=True, norm_type=3)]),
+    "MaxPool3d": ({"kernel_size": 2}, POOL3,
+                  dict(stride=[1, (2, 1, 1)], padding=[1], dilation=[2], return_indices=[True],
+                       ceil_mode=[True], kernel_size=[(2, 3, 1)]),
+                  [dict(stride=2, padding=1, ceil_mode=True, return_indices=True)]),
+    "AvgPool3d": ({"kernel_size": 2}, POOL3,
+                  dict(stride=[1, (2, 1, 1)], padding=[1], ceil_mode=[True],
+                       count_include_pad=[False], divisor_override=[3, 0]),
+                  [dict(stride=2, padding=1, ceil_mode=True, count_include_pad=False)]),
+    "AdaptiveAvgPool3d": ({"output_size": (2, 3, 2)}, POOL3,
+                          dict(output_size=[1, (None, 2, 3), 7]), []),
+    "AdaptiveMaxPool3d": ({"output_size": (2, 3, 2)}, POOL3,
+                          dict(output_size=[1, (None, 2, 3)], return_indices=[True]),
+                          [dict(output_size=(2, None, 1), return_indices=True)]),
     # padding
+    "ZeroPad3d": ({"padding": 1}, PAD3, dict(padding=[PAD3_T]), []),
+    "ConstantPad3d": ({"padding": 1, "value": 0.5}, PAD3, dict(padding=[PAD3_T], value=[-1.0]),
+                      []),
+    "ReflectionPad3d": ({"padding": 1}, PAD3, dict(padding=[PAD3_T, 4]), []),
+    "ReplicationPad3d": ({"padding": 1}, PAD3, dict(padding=[PAD3_T]), []),
+    "CircularPad3d": ({"padding": 1}, PAD3, dict(padding=[PAD3_T, 7]), []),
     "ZeroPad1d": ({"padding": 1}, PAD1, dict(padding=[(1, 2), (0, 3)]), []),
     "ZeroPad2d": ({"padding": 1}, PAD2, dict(padding=[(1, 2, 0, 3), (2, 2)]), []),
     "ConstantPad1d": ({"padding": 1, "value": 0.5}, PAD1,
@@ -352,6 +422,26 @@ SPECS = {
     "TripletMarginLoss": ({}, _one(f(4, 5), f(4, 5), f(4, 5), unbatched=[f(5), f(5), f(5)]),
                           dict(margin=[0.5], p=[1.0], eps=[0.1], swap=[True],
                                reduction=REDUCTIONS), [dict(swap=True, p=1.0, margin=2.0)]),
+    "GaussianNLLLoss": ({}, _one(f(4, 5), c(4, 5), f(4, 5, low=0.1),
+                             unbatched=[f(5), c(5), f(5, low=0.1)],
+                             shared_var=[f(4, 5), c(4, 5), f(4, 1, low=0.1)]),
+                        dict(full=[True], eps=[0.5], reduction=REDUCTIONS),
+                        [dict(full=True, reduction="sum")]),
+    "PoissonNLLLoss": ({}, _one(f(4, 5, low=0.1), COUNTS,
+                                unbatched=[f(5, low=0.1), k([0, 3, 1, 7, 2])]),
+                       dict(log_input=[False], full=[True], eps=[0.5], reduction=REDUCTIONS),
+                       [dict(log_input=False, full=True, eps=0.2)]),
+    "MultiMarginLoss": ({}, _one(f(4, 5), i([0, 1, 4, 1]), unbatched=[f(5), i(3)]),
+                        dict(p=[2, 3], margin=[0.5], weight=[W5], reduction=REDUCTIONS),
+                        [dict(p=2, weight=W5, margin=2.0)]),
+    "MultiLabelMarginLoss": ({}, _one(f(3, 5), i([[3, 0, -1, 1, 2], [1, 2, 3, 4, 0],
+                                                  [-1, 0, 0, 0, 0]]),
+                                      unbatched=[f(5), i([2, 4, -1, 0, 0])]),
+                             dict(reduction=REDUCTIONS), []),
+    "HingeEmbeddingLoss": ({}, _one(f(4), k(SIGN), matrix=[f(2, 2), k([[1, -1], [-1, 1]])]),
+                           dict(margin=[0.5, -0.2], reduction=REDUCTIONS), []),
+    "SoftMarginLoss": ({}, _one(f(4), k(SIGN), matrix=[f(2, 2), k([[1, -1], [-1, 1]])]),
+                       dict(reduction=REDUCTIONS), []),
     # recurrent
     "RNN": ({"input_size": 4, "hidden_size": 5}, _rnn_in,
             {**RNN_VARY, "nonlinearity": ["relu", "foo"]},
@@ -360,6 +450,9 @@ SPECS = {
     "GRU": ({"input_size": 4, "hidden_size": 5}, _rnn_in, RNN_VARY, RNN_PAIRS),
     "RNNBase": ({"mode": "LSTM", "input_size": 4, "hidden_size": 5}, _rnn_in,
                 {**RNN_VARY, "mode": ["GRU", "RNN_TANH", "foo"]}, []),
+    "RNNCellBase": ({"input_size": 4, "hidden_size": 5, "bias": True, "num_chunks": 4},
+                    lambda kw: _rnn_in(kw, True),
+                    dict(bias=[False], num_chunks=[1], hidden_size=[0]), []),
     "RNNCell": ({"input_size": 4, "hidden_size": 5}, lambda kw: _rnn_in(kw, True),
                 dict(bias=[False], nonlinearity=["relu", "foo"]), []),
     "LSTMCell": ({"input_size": 4, "hidden_size": 5}, lambda kw: _rnn_in(kw, True),
@@ -406,6 +499,10 @@ SPECS = {
 # positional arguments (*args) of the classes that take them
 ARGS = {"Sequential": "Linear(3, 4), ReLU(), Linear(4, 2)"}
 
+# random in train mode, checked by _dropout_check with alpha dropout's affine map
+ALPHA = ("AlphaDropout", "FeatureAlphaDropout")
+# lazy modules: torch's is initialised by a first call, ours by loading torch's state dict
+LAZY = ("LazyLinear",)
 # keywords torch's signature takes that no configuration varies, with the reason
 NOT_VARIED = {
     ("Upsample", "mode"): "interpolation modes are another test's matrix",
@@ -509,8 +606,13 @@ def _dt(t):
     return str(t.dtype).replace("torch.", "")
 
 
+def _lazy(t):
+    return type(t).__name__ == "UninitializedParameter"
+
+
 def _state(module):
-    return {k: (tuple(v.shape), _dt(v)) for k, v in module.state_dict().items()}
+    return {k: ("uninitialized" if _lazy(v) else tuple(v.shape), _dt(v))
+            for k, v in module.state_dict().items()}
 
 
 def _make_inputs(items, dtype, seed):
@@ -576,18 +678,29 @@ def _compare_outputs(flat, tflat, dtype, what):
             _close(y, ty, dtype, f"{what}[{j}]")
 
 
+SELU_ALPHA = 1.7580993408473766     # SELU's scale * alpha, where alpha dropout saturates
+
+
 def _dropout_check(name, p, x, y, grad, w):
-    """One library's dropout output: zeros or x / (1 - p), whole channels for Dropout1d/2d,
-    the zeroed fraction near p, and the gradient w * mask / (1 - p)."""
+    """One library's dropout output: zeros or x / (1 - p) (alpha dropout: a * x + c or the
+    saturation value, a and c restoring mean and variance), whole channels for the channel
+    dropouts, the dropped fraction near p, and the gradient w * mask * scale."""
     x, y, grad, w = _np(x), _np(y), _np(grad), _np(w)
     assert y.shape == x.shape and y.dtype == x.dtype
     if p == 1.0:
         assert not y.any() and not grad.any()
         return
-    keep = y != 0
-    np.testing.assert_allclose(y[keep], x[keep] / (1 - p), rtol=1e-5)
+    scale, shift = 1 / (1 - p), 0.0
+    if name in ALPHA:
+        scale = 1 / math.sqrt((SELU_ALPHA ** 2 * p + 1) * (1 - p))
+        shift = SELU_ALPHA * scale * p
+        keep = ~np.isclose(y, SELU_ALPHA * scale * (p - 1), rtol=1e-5, atol=1e-6)
+    else:
+        keep = y != 0
+    np.testing.assert_allclose(y[keep], x[keep] * scale + shift, rtol=1e-5, atol=1e-6)
     # NOTE: Dropout2d of a 3-d input is torch's channel dropout of (N, C, L), with a warning
-    trailing = {"Dropout1d": 1, "Dropout2d": 2 if x.ndim == 4 else 1}.get(name, 0)
+    trailing = {"Dropout1d": 1, "Dropout2d": 2 if x.ndim == 4 else 1, "Dropout3d": 3,
+                "FeatureAlphaDropout": x.ndim - 2}.get(name, 0)
     if trailing and x.ndim > trailing:
         grouped = keep.reshape(keep.shape[:keep.ndim - trailing] + (-1,))
         assert (grouped.all(-1) | ~grouped.any(-1)).all(), "channels dropped in part"
@@ -595,12 +708,12 @@ def _dropout_check(name, p, x, y, grad, w):
     else:
         keep_frac = keep.mean()
     assert abs((1 - keep_frac) - p) < 0.12, f"zeroed fraction {1 - keep_frac} for p={p}"
-    np.testing.assert_allclose(grad, w * keep / (1 - p), rtol=1e-5)
+    np.testing.assert_allclose(grad, w * keep * scale, rtol=1e-5)
 
 
 def _random_train(name, kw, training):
-    return training and (name.startswith("Dropout") and kw.get("p", 0.5) > 0
-                         or kw.get("dropout", 0) > 0)
+    dropout = name.startswith("Dropout") or name in ALPHA
+    return training and (dropout and kw.get("p", 0.5) > 0 or kw.get("dropout", 0) > 0)
 
 
 def _check_form(name, kw, form, items, dtype, training, seed):
@@ -611,6 +724,9 @@ def _check_form(name, kw, form, items, dtype, training, seed):
         torch.manual_seed(0)
         eager.manual_seed(0)
         m = _build(lib, name, kw)
+        if lib is torch and name in LAZY:   # NOTE: ours is initialised by loading torch's
+            with torch.no_grad():
+                m(torch.zeros(items[0][1], dtype=m.weight.dtype))
         if lib is torch:
             ref_state = {k: v.detach().clone() for k, v in m.state_dict().items()}
         else:
@@ -630,7 +746,7 @@ def _check_form(name, kw, form, items, dtype, training, seed):
             [tuple(y.shape) for y in tflat if y is not None], f"{what}: shapes"
         assert [_dt(y) for y in flat if y is not None] == \
             [_dt(y) for y in tflat if y is not None], f"{what}: dtypes"
-        if name.startswith("Dropout"):
+        if name.startswith("Dropout") or name in ALPHA:
             p = kw.get("p", 0.5)
             for lib, y, xs in ((torch, tflat[0], tleaves), (eager, flat[0], leaves)):
                 w = np.random.default_rng(seed).standard_normal(tuple(y.shape)).astype(dtype)
@@ -638,6 +754,9 @@ def _check_form(name, kw, form, items, dtype, training, seed):
                 _dropout_check(name, p, _np(lib.tensor(inputs[0][1])), y, xs[0].grad, w)
         return
     _compare_outputs(flat, tflat, dtype, f"{what} output")
+    if name in LAZY:
+        assert repr(ours) == repr(ref) and type(ours).__name__ == type(ref).__name__, \
+            f"{what}: after the first call {ours!r} != torch's {ref!r}"
     ran = _backward(torch, tflat, seed)
     assert _backward(eager, flat, seed) == ran, f"{what}: outputs that require grad"
     if ran:
