@@ -266,7 +266,7 @@ def _var(x, dim, keepdim, c, root=False):
         x = ops.cast(x, np.float64)
     v = ops.var(x, axis=dim, keepdims=keepdim)
     n = ops.reduce.static_count(x.shape, dim)
-    if n - c <= 0:
+    if c and n - c <= 0:     # NOTE: c first: n may be a symbolic dim (check mode)
         warnings.warn(f"{'std' if root else 'var'}(): degrees of freedom is <= 0. Correction "
                       f"should be strictly less than the reduction factor (input numel "
                       f"divided by output numel).", UserWarning, stacklevel=user_stacklevel())

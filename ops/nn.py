@@ -186,7 +186,7 @@ def _matmul_nt_vjp(g, x, w, needs=(True, True), **kw):
                                  f"{fmt_shape(w.shape)}")
             # NOTE: the row count spelled out where known: -1 is ambiguous when n or k is 0
             lead = x.shape[:-1]
-            m = -1 if any(d is None for d in lead) else int(np.prod(lead, dtype=np.int64))
+            m = -1 if any(d is None for d in lead) else math.prod(lead)   # NOTE: a Dim too
             x, g = reshape(x, (m, k)), reshape(g, (m, n))
         gw = matmul(transpose(g, axes=(1, 0)), x)
     return gx, gw
