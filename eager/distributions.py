@@ -1,5 +1,5 @@
 """torch.distributions, the part VAE and reinforcement-learning scripts use: `Normal`,
-`Bernoulli`, `Categorical`, `Uniform`, `Independent` (`sample`, the reparameterised
+`Bernoulli`, `Categorical`, `Uniform`, `Independent`, `MultivariateNormal` (`sample`, the reparameterised
 `rsample`, `log_prob`, `entropy`, `mean`, `variance`, `stddev`, `cdf` where torch has it)
 and `kl_divergence` between two of the same family, with torch's formulas (probabilities
 clamped to [eps, 1 - eps] when they are turned into logits). Samples come from dualgrad's
@@ -21,7 +21,7 @@ from dualgrad import ops
 from .core import Tensor
 
 __all__ = ["Distribution", "Normal", "Bernoulli", "Categorical", "Uniform", "Independent",
-           "kl_divergence"]
+           "MultivariateNormal", "kl_divergence"]
 
 
 def _t(x):
@@ -283,6 +283,93 @@ class Independent(Distribution):
 
     def entropy(self):
         return self._sum(self.base_dist.entropy())
+
+
+class MultivariateNormal(Distribution):
+    """torch's MultivariateNormal: loc (..., k) and exactly one of covariance_matrix,
+    precision_matrix or scale_tril (..., k, k); everything through the lower Cholesky factor
+    L (covariance = L L^T): rsample loc + L eps, log_prob from a triangular solve, entropy
+    from log det L."""
+    has_rsample = True
+
+    def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None,
+                 validate_args=None):
+        given = [m is not None for m in (covariance_matrix, precision_matrix, scale_tril)]
+        if sum(given) != 1:
+            raise ValueError("Exactly one of covariance_matrix or precision_matrix or "
+                             "scale_tril may be specified.")
+        loc = _t(loc)
+        if loc.ndim < 1:
+            raise ValueError("loc must be at least one-dimensional.")
+        la = _eager().linalg
+        if scale_tril is not None:
+            tril = _t(scale_tril)
+        elif covariance_matrix is not None:
+            tril = self._factor(la, _t(covariance_matrix), "covariance_matrix", validate_args)
+        else:
+            tril = self._factor(la, la.inv(_t(precision_matrix)), "precision_matrix",
+                                validate_args)
+        if tril.ndim < 2 or tril.shape[-1] != tril.shape[-2] or tril.shape[-1] != loc.shape[-1]:
+            raise ValueError(f"the matrix must be at least two-dimensional and square with "
+                             f"loc's last dim ({loc.shape[-1]}), got shape {tuple(tril.shape)}")
+        batch = np.broadcast_shapes(tuple(loc.shape[:-1]), tuple(tril.shape[:-2]))
+        k = loc.shape[-1]
+        self.loc = loc.expand(*batch, k)
+        self._unbroadcasted_scale_tril = tril
+        self.scale_tril = tril.expand(*batch, k, k)
+        super().__init__(batch, (k,), validate_args=validate_args)
+
+    def _factor(self, la, matrix, name, validate_args):
+        try:
+            return la.cholesky(matrix)
+        except Exception:  # noqa: BLE001 - not positive definite: torch's ValueError
+            if validate_args is False:
+                raise
+            raise ValueError(f"Expected parameter {name} (Tensor of shape "
+                             f"{tuple(matrix.shape)}) of distribution MultivariateNormal to "
+                             f"satisfy the constraint PositiveDefinite(), but found invalid "
+                             f"values:\n{matrix}") from None
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @property
+    def covariance_matrix(self):
+        return self.scale_tril @ self.scale_tril.transpose(-1, -2)
+
+    @property
+    def precision_matrix(self):
+        return _eager().linalg.inv(self.covariance_matrix)
+
+    @property
+    def variance(self):
+        return (self.scale_tril ** 2).sum(-1)
+
+    def rsample(self, sample_shape=()):
+        eps = _eager().randn(*self._extended_shape(sample_shape), dtype=self.loc.dtype)
+        return self.loc + (self.scale_tril @ eps.unsqueeze(-1)).squeeze(-1)
+
+    def _half_log_det(self):
+        return self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+
+    def log_prob(self, value):
+        diff = _t(value) - self.loc
+        shape = np.broadcast_shapes(tuple(diff.shape[:-1]), tuple(self.scale_tril.shape[:-2]))
+        k = self._event_shape[0]
+        tril = self.scale_tril.expand(*shape, k, k)
+        z = _eager().linalg.solve_triangular(tril, diff.expand(*shape, k).unsqueeze(-1),
+                                             upper=False).squeeze(-1)
+        return -0.5 * (k * math.log(2 * math.pi) + (z ** 2).sum(-1)) - self._half_log_det()
+
+    def entropy(self):
+        k = self._event_shape[0]
+        h = 0.5 * k * (1.0 + math.log(2 * math.pi)) + self._half_log_det()
+        return h.expand(*self._batch_shape) if self._batch_shape else h
 
 
 def kl_divergence(p, q):
