@@ -374,7 +374,7 @@ class MultivariateNormal(Distribution):
 
 def kl_divergence(p, q):
     """KL(p || q) for two distributions of the same family (Normal, Bernoulli, Categorical,
-    Independent of those)."""
+    MultivariateNormal, Independent of those)."""
     if type(p) is not type(q):
         raise NotImplementedError(f"kl_divergence({type(p).__name__}, {type(q).__name__}) is "
                                   f"not implemented by dualgrad")
@@ -393,6 +393,8 @@ def kl_divergence(p, q):
         t2 = (1 - p.probs) * (F.softplus(q.logits) - F.softplus(p.logits))
         t2 = ops.where(p.probs == 1, 0.0, ops.where(q.probs == 1, math.inf, t2))
         return t1 + t2
+    if isinstance(p, MultivariateNormal):
+        return _kl_mvn(p, q)
     if isinstance(p, Independent):
         if p.reinterpreted_batch_ndims != q.reinterpreted_batch_ndims:
             raise NotImplementedError("kl_divergence of Independent distributions with "
@@ -400,6 +402,22 @@ def kl_divergence(p, q):
         return p._sum(kl_divergence(p.base_dist, q.base_dist))
     raise NotImplementedError(f"kl_divergence({type(p).__name__}, {type(q).__name__}) is not "
                               f"implemented by dualgrad")
+
+
+def _kl_mvn(p, q):
+    """KL(p || q) of two MultivariateNormals from their Cholesky factors: log det L_q -
+    log det L_p + (||L_q^-1 L_p||_F^2 + ||L_q^-1 (loc_q - loc_p)||^2 - k) / 2."""
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Multivariate Normals with different "
+                         "event shapes cannot be computed")
+    k = p.event_shape[0]
+    batch = np.broadcast_shapes(tuple(p.batch_shape), tuple(q.batch_shape))
+    lp, lq = p.scale_tril.expand(*batch, k, k), q.scale_tril.expand(*batch, k, k)
+    solve = _eager().linalg.solve_triangular
+    m = solve(lq, lp, upper=False)
+    d = solve(lq, (q.loc - p.loc).expand(*batch, k).unsqueeze(-1), upper=False).squeeze(-1)
+    return q._half_log_det() - p._half_log_det() + 0.5 * ((m ** 2).sum((-2, -1)) +
+                                                         (d ** 2).sum(-1) - k)
 
 
 def _as_mask(mask, like):

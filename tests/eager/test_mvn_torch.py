@@ -69,3 +69,22 @@ def test_torch_errors():
             mvn(lib.tensor(0.0), covariance_matrix=lib.eye(1))
         with pytest.raises(ValueError, match="PositiveDefinite"):
             mvn(lib.zeros(2), covariance_matrix=-lib.eye(2))
+
+
+@pytest.mark.parametrize("batch", [False, True])
+def test_kl_divergence_as_torch(batch):
+    rng = np.random.default_rng(3)
+    b = rng.standard_normal((3, 3))
+    cov_q = b @ b.T + np.eye(3)
+    out = []
+    for lib in (torch, eager):
+        loc_p = lib.tensor(LOCS["batch" if batch else "one"], requires_grad=True)
+        tril = lib.tensor(np.linalg.cholesky(COV), requires_grad=True)
+        p = lib.distributions.MultivariateNormal(loc_p, scale_tril=tril)
+        q = lib.distributions.MultivariateNormal(lib.zeros(3, dtype=lib.float64),
+                                                 covariance_matrix=lib.tensor(cov_q))
+        kl = lib.distributions.kl_divergence(p, q)
+        kl.sum().backward()
+        out.append((kl.detach().numpy(), loc_p.grad.numpy(), np.tril(tril.grad.numpy())))
+    for w, g in zip(*out):
+        np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-10)
