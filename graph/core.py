@@ -764,15 +764,22 @@ def _retype(e, args, specs, is_array):
         return False
     want, changed = fixed.pop(), False
     for s, k in zip(e.specs, ks):
-        if k is None or not is_array[k] or s.dtype == want or \
-                not np.can_cast(s.dtype, want, "same_kind"):
+        if k is None or not is_array[k] or s.dtype == want:
             continue
-        arr = np.asarray(args[k])
-        cast = arr.astype(want)
-        if want.kind in "iu" and not np.array_equal(cast, arr):
-            continue            # NOTE: out of range: left to raise, never wrapped around
-        args[k], specs[k], changed = cast, Spec(cast.shape, want), True
+        cast = cast_within(np.asarray(args[k]), want)
+        if cast is not None:
+            args[k], specs[k], changed = cast, Spec(cast.shape, want), True
     return changed
+
+
+def cast_within(arr, want):
+    """arr as dtype `want` where TF1 converts a non-tensor operand so: within a kind or int to
+    float (NumPy's same_kind), never out of an integer's range (that is left to raise, never
+    wrapped around); None where it does not."""
+    if not np.can_cast(arr.dtype, want, "same_kind"):
+        return None
+    cast = arr.astype(want)
+    return None if want.kind in "iu" and not np.array_equal(cast, arr) else cast
 
 
 def _at_user_line(e, g, what, inputs=()):
@@ -911,10 +918,9 @@ def as_input(value, want=None) -> Tensor:
     kind or int to float, never from bool, never out of an integer's range."""
     _refuse_foreign(value)
     arr = python_array(value)
-    if want is not None and arr.dtype != want and arr.dtype.kind != "b" and \
-            np.can_cast(arr.dtype, want, "same_kind"):
-        cast = arr.astype(want)
-        arr = cast if want.kind not in "iu" or np.array_equal(cast, arr) else arr
+    if want is not None and arr.dtype != want and arr.dtype.kind != "b":
+        cast = cast_within(arr, want)
+        arr = arr if cast is None else cast
     return constant(arr)
 
 

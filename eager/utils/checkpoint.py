@@ -42,9 +42,7 @@ _REENTRANT_WARNING = (
 def checkpoint(function, *args, use_reentrant=None, context_fn=None, determinism_check="default",
                debug=False, preserve_rng_state=True, **kwargs):
     """function(*args, **kwargs), its activations recomputed in backward() (see the module)."""
-    if use_reentrant is None:
-        warnings.warn(_REENTRANT_WARNING, UserWarning, stacklevel=2)
-        use_reentrant = True
+    use_reentrant = _reentrant(use_reentrant)
     if use_reentrant and kwargs:
         raise ValueError("Unexpected keyword arguments: " + ",".join(kwargs))
     if context_fn is not None:
@@ -72,9 +70,7 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None,  # noq
                           **kwargs):
     """Run `functions` (an nn.Sequential or a list of modules) in `segments` chunks, each
     but the last checkpointed, as torch's."""
-    if use_reentrant is None:
-        warnings.warn(_REENTRANT_WARNING, UserWarning, stacklevel=2)
-        use_reentrant = True
+    use_reentrant = _reentrant(use_reentrant)
     fns = list(functions.children()) if hasattr(functions, "children") else list(functions)
     size = len(fns) // segments
     end = -1
@@ -83,6 +79,15 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None,  # noq
         input = checkpoint(_chain(fns[start:end + 1]), input,  # noqa: A001
                            use_reentrant=use_reentrant, **kwargs)
     return _chain(fns[end + 1:])(input)
+
+
+def _reentrant(use_reentrant):
+    """use_reentrant as given, or torch's default (True) with its warning at the caller's
+    caller (the user's line)."""
+    if use_reentrant is None:
+        warnings.warn(_REENTRANT_WARNING, UserWarning, stacklevel=3)
+        return True
+    return use_reentrant
 
 
 def _chain(fns):
