@@ -138,6 +138,10 @@ class PReLU(Module):
         self.weight = Parameter(np.full(num_parameters, init, _float()))
         factory_kwargs(self, device, dtype)
 
+    def reset_parameters(self):
+        """Every slope back to init, in place."""
+        self.weight._array[...] = self.init
+
     def forward(self, input):  # noqa: A002
         return F.prelu(input, self.weight)
 

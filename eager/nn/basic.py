@@ -20,7 +20,8 @@ from ..core import Tensor
 from . import functional as F
 from .core_functional import _refuse
 from .module import factory_kwargs
-from .module import Module, Parameter, UninitializedParameter, _float, _uniform
+from .module import (Module, Parameter, UninitializedParameter, _float, _redraw,
+                     _uniform)
 
 
 class DataParallel(Module):
@@ -50,10 +51,8 @@ class Linear(Module):
 
     def reset_parameters(self):
         """Draw weight and bias anew, in place, as __init__ does (torch's bound 1/sqrt(in))."""
-        bound = 1.0 / math.sqrt(self.in_features) if self.in_features else 0.0
-        for p in (self.weight, self.bias):
-            if p is not None:
-                p._array[...] = _uniform(p.shape, bound, p._array.dtype)._array
+        _redraw((self.weight, self.bias),
+                1.0 / math.sqrt(self.in_features) if self.in_features else 0.0)
 
     def forward(self, x):
         return F.linear(x, self.weight, self.bias)
@@ -74,6 +73,8 @@ class LazyLinear(Linear):
     >>> layer(eager.ones(4, 3)).shape, type(layer).__name__, layer.weight.shape
     ((4, 2), 'Linear', (2, 3))
     """
+
+    cls_to_become = Linear
 
     def __init__(self, out_features, bias=True, device=None, dtype=None):
         super().__init__(0, 0, False)
@@ -106,7 +107,7 @@ class LazyLinear(Linear):
 
     def forward(self, input):  # noqa: A002
         self.initialize_parameters(input)
-        object.__setattr__(self, "__class__", Linear)
+        object.__setattr__(self, "__class__", self.cls_to_become)
         return Linear.forward(self, input)
 
 
@@ -129,10 +130,7 @@ class Bilinear(Module):
         if self.in1_features <= 0:
             raise ValueError(f"in1_features must be > 0, but got (in1_features="
                              f"{self.in1_features})")
-        bound = 1.0 / math.sqrt(self.in1_features)
-        for p in (self.weight, self.bias):
-            if p is not None:
-                p._array[...] = _uniform(p.shape, bound, p._array.dtype)._array
+        _redraw((self.weight, self.bias), 1.0 / math.sqrt(self.in1_features))
 
     def forward(self, input1, input2):
         return F.bilinear(input1, input2, self.weight, self.bias)
@@ -234,6 +232,7 @@ class LayerNorm(Module):
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
             tuple(normalized_shape)
         self.normalized_shape, self.eps = shape, eps
+        self.elementwise_affine = elementwise_affine
         self.weight = Parameter(np.ones(shape, _float())) if elementwise_affine else None
         self.bias = Parameter(np.zeros(shape, _float())) if elementwise_affine and bias \
             else None
@@ -595,8 +594,7 @@ class RNNCellBase(Module):
 
     def reset_parameters(self):
         """Draw every parameter anew, in place, uniform in +-1/sqrt(hidden_size)."""
-        for p in self.parameters():
-            p._array[...] = _uniform(p.shape, self._bound(), p._array.dtype)._array
+        _redraw(self.parameters(), self._bound())
 
     def _zeros(self, x):
         from ..factories import zeros   # NOTE: a meta tensor when x's shape is symbolic

@@ -17,7 +17,7 @@ import numpy as np
 from dualgrad import ops
 from ..core import Tensor
 from .basic import RNNCellBase, _DropoutNd, _NormBase
-from .module import Module, Parameter, _float, _uniform, factory_kwargs
+from .module import Module, Parameter, _float, _redraw, _uniform, factory_kwargs
 from . import functional as F
 
 
@@ -58,14 +58,19 @@ class _ConvNd(Module):
         self.kernel_size, self.stride = _ntuple(kernel_size, n), _ntuple(stride, n)
         self.padding = padding if isinstance(padding, str) else _ntuple(padding, n)
         self.dilation, self.output_padding = _ntuple(dilation, n), _ntuple(output_padding, n)
-        self.padding_mode = padding_mode
+        self.padding_mode, self.transposed = padding_mode, self._transposed
         shape = ((in_channels, out_channels // groups) if self._transposed
                  else (out_channels, in_channels // groups)) + self.kernel_size
-        fan_in = shape[1] * math.prod(self.kernel_size)    # torch's kaiming_uniform(a=sqrt(5))
-        bound = 1.0 / math.sqrt(fan_in) if fan_in else 0.0
-        self.weight = _uniform(shape, bound)
-        self.bias = _uniform((out_channels,), bound) if bias else None
+        self.weight = Parameter(np.empty(shape, _float()))
+        self.bias = Parameter(np.empty(out_channels, _float())) if bias else None
+        self.reset_parameters()
         factory_kwargs(self, device, dtype)
+
+    def reset_parameters(self):
+        """Draw weight and bias anew, in place: torch's kaiming_uniform(a=sqrt(5)) of the
+        weight and its bias bound, both 1/sqrt(fan_in)."""
+        fan_in = self.weight.shape[1] * math.prod(self.kernel_size)
+        _redraw((self.weight, self.bias), 1.0 / math.sqrt(fan_in) if fan_in else 0.0)
 
     def _args(self):
         # NOTE: a 1-d layer given 2-tuples passes them on, for F.conv1d to refuse as torch's
@@ -277,6 +282,13 @@ class GroupNorm(Module):
         self.bias = Parameter(np.zeros(num_channels, _float())) if affine and bias else None
         factory_kwargs(self, device, dtype)
 
+    def reset_parameters(self):
+        """The weight back to ones and the bias to zeros, in place."""
+        if self.weight is not None:
+            self.weight._array[...] = 1
+        if self.bias is not None:
+            self.bias._array[...] = 0
+
     def forward(self, input):  # noqa: A002
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
@@ -393,6 +405,7 @@ class Upsample(Module):
             scale_factor = tuple(float(f) for f in scale_factor)
         elif scale_factor:
             scale_factor = float(scale_factor)
+        self.name = type(self).__name__
         self.size, self.scale_factor, self.mode = size, scale_factor, mode
         self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
 
