@@ -103,6 +103,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     seeds = _seeds(tensors, grad_tensors, create_graph)
     if inputs is not None:
         inputs = _as_list(inputs)
+        if not inputs:
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
         gs = grad(tensors, inputs, seeds, retain_graph, create_graph, allow_unused=True)
         for x, g in zip(inputs, gs):
             if g is not None:
