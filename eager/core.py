@@ -705,6 +705,36 @@ def _anomaly_check(op, grads):
                                f"output.")
 
 
+def gradients_at(outputs, seeds, inputs, retain_graph, create_graph):
+    """The gradients of outputs (weighted by seeds) at each of inputs, None where an input
+    is not reached: autograd.grad's walk, and backward(inputs=)'s."""
+    prev = _GRAD.enabled
+    _GRAD.enabled = bool(create_graph)
+    try:
+        found = backprop(outputs, seeds, _node_of, _needs_grad, stop={id(x) for x in inputs},
+                         on_done=_keep if retain_graph else _free, check=anomaly_check())
+    finally:
+        _GRAD.enabled = prev
+    out = []
+    for x in inputs:
+        hit = found.get(id(x))
+        out.append(None if hit is None else hit[1] if create_graph else
+                   Tensor(np.array(hit[1]._array, copy=True)))
+    return out
+
+
+def accumulate_into(outputs, seeds, inputs, retain_graph, create_graph):
+    """backward(inputs=...): the gradients added into those tensors' .grad only (leaves or
+    not; one not reached keeps its .grad), as torch's."""
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    retain_graph = create_graph if retain_graph is None else retain_graph
+    for x, g in zip(inputs, gradients_at(outputs, seeds, inputs, retain_graph, create_graph)):
+        if g is not None:
+            x.grad = g if x.grad is None else x.grad + g
+
+
 def seed_gradient(out, gradient):
     """The gradient a backward from `out` starts with: `gradient` as a tensor, or ones for
     a one-element output; an output that requires no grad raises, as torch."""
@@ -935,9 +965,9 @@ class Tensor:
         if retain_variables is not None:
             retain_graph = retain_variables if retain_graph is None else retain_graph
         if inputs is not None:
-            from .autograd import backward
-            return backward([self], None if gradient is None else [gradient], retain_graph,
-                            create_graph, inputs=inputs)
+            accumulate_into([self], [seed_gradient(self, gradient)], inputs, retain_graph,
+                            create_graph)
+            return
         if retain_graph is None:
             retain_graph = create_graph
         gradient = seed_gradient(self, gradient)
