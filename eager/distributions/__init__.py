@@ -1,0 +1,41 @@
+"""torch.distributions: the families VAE, reinforcement-learning and Bayesian scripts use, with
+torch's constructors, constraints (`arg_constraints`, `support`, argument and value
+validation with torch's ValueError), `sample` / `rsample` (reparameterised where torch's is:
+Gamma, Beta, Dirichlet and StudentT through implicit gradients of the gamma draw),
+`log_prob`, `entropy`, `mean`, `mode`, `variance`, `cdf` / `icdf`, `enumerate_support`,
+`expand`, `transforms` and `kl_divergence` with `register_kl`. Samples come from dualgrad's
+generator, so they differ from torch's draws; everything else agrees.
+
+>>> from dualgrad import eager as torch
+>>> from dualgrad.eager.distributions import Normal, kl_divergence
+>>> p, q = Normal(torch.tensor(0.0), torch.tensor(1.0)), Normal(torch.tensor(1.0), torch.tensor(2.0))
+>>> round(p.log_prob(torch.tensor(0.5)).item(), 4), round(kl_divergence(p, q).item(), 4)
+(-1.0439, 0.4431)
+"""
+from __future__ import annotations
+
+from . import constraints, transforms
+from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform
+from .discrete import (Bernoulli, Binomial, Categorical, Geometric, Multinomial,
+                       OneHotCategorical, OneHotCategoricalStraightThrough, Poisson)
+from .distribution import Distribution, ExponentialFamily
+from .gamma import Beta, Chi2, Dirichlet, Gamma, StudentT
+from .kl import kl_divergence, register_kl
+from .mvn import MultivariateNormal
+from .transformed import (ExpRelaxedCategorical, Gumbel, HalfNormal, Independent,
+                          LogitRelaxedBernoulli, LogNormal, MixtureSameFamily, RelaxedBernoulli,
+                          RelaxedOneHotCategorical, TransformedDistribution)
+from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,
+                         PowerTransform, SigmoidTransform, SoftmaxTransform, TanhTransform,
+                         Transform)
+
+__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical",
+           "Cauchy", "Chi2", "ComposeTransform", "Dirichlet", "Distribution",
+           "ExpRelaxedCategorical", "ExpTransform", "Exponential", "ExponentialFamily", "Gamma",
+           "Geometric", "Gumbel", "HalfNormal", "Independent", "Laplace", "LogNormal",
+           "LogitRelaxedBernoulli", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
+           "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson",
+           "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical", "SigmoidTransform",
+           "SoftmaxTransform", "StudentT", "TanhTransform", "Transform",
+           "TransformedDistribution", "Uniform", "constraints", "kl_divergence", "register_kl",
+           "transforms"]
