@@ -41,10 +41,10 @@ __all__ = ["standard_gamma", "standard_gamma_grad", "sample_dirichlet", "dirichl
 _SEED = np.array(20240517, np.int64)
 
 
-# -- the gamma CDF's derivative -----------------------------------------------------------
+# -- the gamma CDF and its derivative ----------------------------------------------------
 def _gamma_series(a, x):
-    """dx/da for x below the bulk: P(a, x) = x^a e^-x / Gamma(a + 1) * S with
-    S = sum_n x^n / ((a + 1) ... (a + n)); carries S and dS/da term by term."""
+    """S and dS/da for P(a, x) = x^a e^-x / Gamma(a + 1) * S below the bulk, where
+    S = sum_n x^n / ((a + 1) ... (a + n)), summed term by term until every term is negligible."""
     c, d = np.ones_like(a), np.zeros_like(a)
     s, ds = c.copy(), d.copy()
     live = np.arange(a.size)
@@ -59,34 +59,42 @@ def _gamma_series(a, x):
         live = live[~done]
         if live.size == 0:
             break
-    return -(x / a) * (s * (np.log(x) - _digamma_kernel(a + 1.0)) + ds)
+    return s, ds
 
 
 def _gamma_fraction(a, x, depth=40):
-    """dx/da in the upper tail: Q(a, x) = x^a e^-x / Gamma(a) * C with Legendre's continued
-    fraction C = 1 / (x + 1 - a - 1 (1 - a) / (x + 3 - a - ...)), evaluated from its tail up
-    with its derivative in a."""
+    """C and dC/da for Q(a, x) = x^a e^-x / Gamma(a) * C in the upper tail, with Legendre's
+    continued fraction C = 1 / (x + 1 - a - 1 (1 - a) / (x + 3 - a - ...)), evaluated from its
+    tail up."""
     u, du = x + 2 * depth + 1 - a, -np.ones_like(a)
     for k in range(depth, 0, -1):
         num, dnum = k * (k - a), -float(k)
         u, du = x + 2 * k - 1 - a - num / u, -1.0 - (dnum * u - num * du) / (u * u)
-    c, dc = 1.0 / u, -du / (u * u)
-    return x * (c * (np.log(x) - _digamma_kernel(a)) + dc)
+    return 1.0 / u, -du / (u * u)
+
+
+def _gamma_regions(alpha, x):
+    """alpha and x broadcast and flattened (float64), with the masks of the series region (x
+    below a + 1 + 4 sqrt(a): the fraction converges slowly near the bulk) and the tail."""
+    shape = np.broadcast_shapes(np.shape(alpha), np.shape(x))
+    a, v = (np.broadcast_to(np.asarray(t, np.float64), shape).ravel() for t in (alpha, x))
+    with np.errstate(all="ignore"):
+        ok = (a > 0) & (v > 0) & np.isfinite(v)
+        low = ok & (v < a + 1 + 4 * np.sqrt(a))
+    return shape, a, v, low, ok & ~low
 
 
 def _standard_gamma_grad_kernel(alpha, x):
     dtype = np.result_type(alpha, x)
-    a, v = (np.broadcast_to(np.asarray(t, np.float64), np.broadcast_shapes(
-        np.shape(alpha), np.shape(x))).ravel() for t in (alpha, x))
+    shape, a, v, low, high = _gamma_regions(alpha, x)
     out = np.full(a.shape, np.nan)
     with np.errstate(all="ignore"):
-        ok = (a > 0) & (v > 0) & np.isfinite(v)
-        low = ok & (v < a + 1 + 4 * np.sqrt(a))   # NOTE: the fraction is slow near the bulk
-        out[low] = _gamma_series(a[low], v[low])
-        high = ok & ~low
-        out[high] = _gamma_fraction(a[high], v[high])
+        s, ds = _gamma_series(a[low], v[low])
+        out[low] = -(v[low] / a[low]) * (s * (np.log(v[low]) - _digamma_kernel(a[low] + 1.0)) + ds)
+        c, dc = _gamma_fraction(a[high], v[high])
+        out[high] = v[high] * (c * (np.log(v[high]) - _digamma_kernel(a[high])) + dc)
     out[(v == 0) & (a > 0)] = 0.0                    # NOTE: torch's value at a zero draw
-    return out.reshape(np.broadcast_shapes(np.shape(alpha), np.shape(x))).astype(dtype)
+    return out.reshape(shape).astype(dtype)
 
 
 # -- the beta CDF's derivative ------------------------------------------------------------
@@ -258,6 +266,6 @@ SAMPLE_BINOMIAL = register(
     ref=lambda np_, count, probs, seed: _binomial_kernel(count, probs, seed))
 
 standard_gamma, standard_gamma_grad, sample_dirichlet, dirichlet_grad, sample_poisson, \
-    sample_binomial = (primitive(op) for op in (STANDARD_GAMMA, STANDARD_GAMMA_GRAD,
-                                                SAMPLE_DIRICHLET, DIRICHLET_GRAD, SAMPLE_POISSON,
-                                                SAMPLE_BINOMIAL))
+    sample_binomial = (primitive(op) for op in (
+        STANDARD_GAMMA, STANDARD_GAMMA_GRAD, SAMPLE_DIRICHLET, DIRICHLET_GRAD, SAMPLE_POISSON,
+        SAMPLE_BINOMIAL))

@@ -532,7 +532,7 @@ class MixtureSameFamily(Distribution):
 
     @constraints.dependent_property
     def support(self):
-        return self._component_distribution.support
+        return constraints.MixtureSameFamilyConstraint(self._component_distribution.support)
 
     @property
     def mixture_distribution(self):
@@ -552,18 +552,19 @@ class MixtureSameFamily(Distribution):
         probs = self._pad_mixture_dimensions(self.mixture_distribution.probs)
         d = -1 - self._event_ndims
         mean_cond_var = (probs * self.component_distribution.variance).sum(d)
-        var_cond_mean = (probs * (self.component_distribution.mean -
-                                  self._pad(self.mean)).pow(2.0)).sum(d)
+        # NOTE: broadcast first: the batch dims meet the component dim on purpose
+        cm, m = eager().broadcast_tensors(self.component_distribution.mean, self._pad(self.mean))
+        var_cond_mean = (probs * (cm - m).pow(2.0)).sum(d)
         return mean_cond_var + var_cond_mean
 
     def cdf(self, x):
-        cdf_x = self.component_distribution.cdf(self._pad(x))
+        cdf_x = self.component_distribution.cdf(self._pad_to_components(x))
         return (cdf_x * self.mixture_distribution.probs).sum(-1)
 
     def log_prob(self, x):
         if self._validate_args:
             self._validate_sample(x)
-        log_prob_x = self.component_distribution.log_prob(self._pad(x))
+        log_prob_x = self.component_distribution.log_prob(self._pad_to_components(x))
         log_mix_prob = self.mixture_distribution.logits.log_softmax(-1)
         return (log_prob_x + log_mix_prob).logsumexp(-1)
 
@@ -581,6 +582,15 @@ class MixtureSameFamily(Distribution):
 
     def _pad(self, x):
         return x.unsqueeze(-1 - self._event_ndims)
+
+    def _pad_to_components(self, x):
+        """x with the component dim added and broadcast to the components' shape (explicitly:
+        its size 1 meets the K components on purpose, which dualgrad would warn about)."""
+        x = self._pad(x)
+        comp = self.component_distribution
+        shape = np.broadcast_shapes(tuple(x.shape),
+                                    tuple(comp.batch_shape) + tuple(comp.event_shape))
+        return x.expand(shape)
 
     def _pad_mixture_dimensions(self, x):
         dist_batch_ndims = len(self.batch_shape)
