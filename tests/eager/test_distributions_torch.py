@@ -559,3 +559,184 @@ def test_kl_registry_as_torch():
     assert D.kl_divergence(mine, p).item() == pytest.approx(0.5 * D.kl_divergence(
         D.Normal(eager.tensor(1.0), eager.tensor(2.0)), p).item())
     assert D.kl_divergence(p, MyNormal(eager.tensor(0.0), eager.tensor(1.0))).item() == 0.0
+
+
+# -- transforms ---------------------------------------------------------------------------------
+def _affine_vec(T, lib):
+    return T.AffineTransform(lib.tensor([0.5, -1.0, 2.0]), lib.tensor([1.5, -0.5, 2.0]),
+                             event_dim=1)
+
+
+TRANSFORMS = {
+    "Exp": (lambda T, lib: T.ExpTransform(), "real"),
+    "Affine": (lambda T, lib: T.AffineTransform(0.5, -2.0), "real"),
+    "AffineVector": (_affine_vec, "real"),
+    "Sigmoid": (lambda T, lib: T.SigmoidTransform(), "real"),
+    "Tanh": (lambda T, lib: T.TanhTransform(), "real"),
+    "Softmax": (lambda T, lib: T.SoftmaxTransform(), "real"),
+    "Abs": (lambda T, lib: T.AbsTransform(), "real"),
+    "Power": (lambda T, lib: T.PowerTransform(lib.tensor(2.5)), "pos"),
+    "Compose": (lambda T, lib: T.ComposeTransform([T.AffineTransform(0.5, 1.5),
+                                                   T.TanhTransform()]), "real"),
+    "ExpInverse": (lambda T, lib: T.ExpTransform().inv, "pos"),
+    "ComposeVector": (lambda T, lib: T.ComposeTransform([_affine_vec(T, lib),
+                                                         T.SoftmaxTransform()]), "real"),
+}
+
+
+def _transform_run(lib, name, dtype):
+    build, kind = TRANSFORMS[name]
+    t = build(lib.distributions.transforms, lib)
+    rng = np.random.default_rng(9)
+    x0 = rng.uniform(-1.5, 1.5, (2, K)) if kind == "real" else rng.uniform(0.3, 2.0, (2, K))
+    x = lib.tensor(x0.astype(dtype), requires_grad=True)
+    out = {"bijective": t.bijective, "sign": _attempt(lambda: _plain(t.sign)),
+           "domain": repr(t.domain), "codomain": repr(t.codomain),
+           "domain.event_dim": t.domain.event_dim, "codomain.event_dim": t.codomain.event_dim,
+           "forward_shape": tuple(t.forward_shape((4, K))),
+           "inverse_shape": tuple(t.inverse_shape((4, K)))}
+    y = t(x)
+    out["y"] = _np(y)
+    out["y.grad"] = _grads(lib, y, {"x": x}, np.ones(tuple(y.shape)))
+    out["inv"] = _np(_attempt(lambda: t.inv(y.detach())))
+    ladj = _attempt(lambda: t.log_abs_det_jacobian(x, t(x)))
+    out["ladj"] = _np(ladj)
+    if not isinstance(ladj, Raised):
+        out["ladj.grad"] = _grads(lib, ladj, {"x": x}, np.ones(tuple(ladj.shape)))
+    return out
+
+
+def _plain(sign):
+    return sign if isinstance(sign, int) else sign.tolist()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(TRANSFORMS))
+def test_transform_as_torch(name, dtype):
+    want, got = _transform_run(torch, name, dtype), _transform_run(eager, name, dtype)
+    assert sorted(got) == sorted(want)
+    for key, w in want.items():
+        _close(got[key], w, f"{name}:{key}", dtype)
+
+
+def test_transform_cache_inverse_and_equality():
+    T = eager.distributions.transforms
+    t = T.TanhTransform(cache_size=1)
+    x = eager.tensor([0.3, 25.0])        # NOTE: tanh(25) rounds to 1: atanh would give inf
+    y = t(x)
+    assert t.inv(y) is x and t.inv.inv is t
+    assert np.isinf(T.TanhTransform().inv(y).numpy()[1])
+    assert T.ExpTransform() == T.ExpTransform() and T.ExpTransform() != T.TanhTransform()
+    assert T.ExpTransform().inv == T.ExpTransform().inv
+    with pytest.raises(ValueError, match="cache_size must be 0 or 1"):
+        T.TanhTransform(cache_size=2)
+    for lib in (torch, eager):
+        with pytest.raises(ValueError, match="transforms must be a Transform or list"):
+            lib.distributions.TransformedDistribution(
+                lib.distributions.Normal(0.0, 1.0), lib.distributions.transforms.ExpTransform)
+
+
+def test_tanh_squashed_gaussian_policy_step_as_torch():
+    """A SAC actor's log-probability: Normal rsample through TanhTransform(cache_size=1) and
+    log_prob of the same action (through the cache), then its gradients."""
+    rng = np.random.default_rng(10)
+    mu, log_std = rng.normal(size=(4, 2)), rng.normal(size=(4, 2)) * 0.3
+    out = []
+    for lib in (torch, eager):
+        D = lib.distributions
+        m = lib.tensor(mu, requires_grad=True)
+        s = lib.tensor(log_std, requires_grad=True)
+        base = D.Normal(m, s.exp())
+        pi = D.TransformedDistribution(base, [D.transforms.TanhTransform(cache_size=1)])
+        pre = lib.tensor(rng.normal(size=(4, 2)))     # the same noise for both
+        action = pi.transforms[0](m + s.exp() * pre)
+        lp = pi.log_prob(action).sum(-1)
+        (lp.sum() + (action ** 2).sum()).backward()
+        out.append([lp.detach().numpy(), m.grad.numpy(), s.grad.numpy()])
+        rng = np.random.default_rng(10)
+        rng.normal(size=(4, 2)), rng.normal(size=(4, 2))
+    for w, g in zip(*out):
+        np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
+
+
+def test_gammainc_gradient_in_x_and_error_in_a_as_torch():
+    rng = np.random.default_rng(14)
+    a, x = rng.uniform(0.3, 5, 6), rng.uniform(0.1, 8, 6)
+    grads = []
+    for lib in (torch, eager):
+        xt = lib.tensor(x, requires_grad=True)
+        for fn in (lib.special.gammainc, lib.special.gammaincc):
+            fn(lib.tensor(a), xt).sum().backward()
+            grads.append(xt.grad.numpy().copy())
+            xt.grad = None
+        at = lib.tensor(a, requires_grad=True)
+        with pytest.raises(NotImplementedError, match="the derivative for 'igamma: input'"):
+            lib.special.gammainc(at, lib.tensor(x)).sum().backward()
+    for g, w in zip(grads[2:], grads[:2]):
+        np.testing.assert_allclose(g, w, rtol=1e-10)
+
+
+# -- torch's errors ---------------------------------------------------------------------------
+def _message(fn):
+    try:
+        fn()
+    except (ValueError, NotImplementedError, RuntimeError) as e:
+        # NOTE: the invalid values are printed as each library prints tensors
+        return type(e).__name__, str(e).split("found invalid values")[0]
+    return None
+
+
+ERRORS = {
+    "parameter": lambda D, t: D.Gamma(t.tensor([1.0, -1.0]), t.tensor(1.0)),
+    "parameter.beta": lambda D, t: D.Beta(t.tensor([1.0, -1.0]), 1.0),
+    "parameter.dirichlet": lambda D, t: D.Dirichlet(t.tensor([[1.0, 0.0]])),
+    "parameter.scalar": lambda D, t: D.Normal(0.0, -1.0),
+    "parameter.uniform": lambda D, t: D.Uniform(t.tensor(1.0), t.tensor(0.0)),
+    "value.support": lambda D, t: D.Beta(t.tensor(0.5), t.tensor(1.0)).log_prob(t.tensor(2.0)),
+    "value.simplex": lambda D, t: D.Dirichlet(t.ones(3)).log_prob(t.tensor([0.5, 0.6, 0.1])),
+    "value.onehot": lambda D, t: D.OneHotCategorical(logits=t.zeros(3)).log_prob(
+        t.tensor([1.0, 1.0, 0.0])),
+    "value.integer": lambda D, t: D.Poisson(t.tensor(2.0)).log_prob(t.tensor(1.5)),
+    "value.binomial": lambda D, t: D.Binomial(3, t.tensor(0.5)).log_prob(t.tensor(4.0)),
+    "value.tensor": lambda D, t: D.Normal(0.0, 1.0).log_prob(0.5),
+    "value.event": lambda D, t: D.Dirichlet(t.ones(3)).log_prob(t.ones(2) / 2),
+    "value.broadcast": lambda D, t: D.Normal(t.zeros(2), 1.0).log_prob(t.ones(3)),
+    "dirichlet.dim": lambda D, t: D.Dirichlet(t.tensor(1.0)),
+    "categorical.dim": lambda D, t: D.Categorical(t.tensor(1.0)),
+    "probs.and.logits": lambda D, t: D.Bernoulli(probs=t.tensor(0.5), logits=t.tensor(0.0)),
+    "geometric.zero": lambda D, t: D.Geometric(t.tensor([0.5, 0.0])),
+    "multinomial.count": lambda D, t: D.Multinomial(t.tensor(3), t.tensor([0.5, 0.5])),
+    "binomial.entropy": lambda D, t: D.Binomial(t.tensor([2.0, 3.0]), t.tensor([0.5, 0.5])).entropy(),
+    "independent.ndims": lambda D, t: D.Independent(D.Normal(t.zeros(2), 1.0), 2),
+    "mixture.mix": lambda D, t: D.MixtureSameFamily(D.Normal(0.0, 1.0), D.Normal(t.zeros(2), 1.0)),
+    "mixture.k": lambda D, t: D.MixtureSameFamily(D.Categorical(logits=t.zeros(3)),
+                                                  D.Normal(t.zeros(2), 1.0)),
+    "kl.binomial": lambda D, t: D.kl_divergence(D.Binomial(2, t.tensor(0.5)),
+                                                D.Binomial(3, t.tensor(0.5))),
+    "poisson.entropy": lambda D, t: D.Poisson(t.tensor(1.0)).entropy(),
+    "beta.rsample.none": lambda D, t: D.Bernoulli(t.tensor(0.5)).rsample(),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ERRORS))
+def test_errors_as_torch(case):
+    want = _message(lambda: ERRORS[case](torch.distributions, torch))
+    got = _message(lambda: ERRORS[case](eager.distributions, eager))
+    assert want is not None
+    assert got == want
+
+
+def test_validate_args_off_and_default():
+    values = []
+    for lib in (torch, eager):
+        D = lib.distributions
+        assert D.Normal(0.0, -1.0, validate_args=False).scale.item() == -1.0
+        D.Distribution.set_default_validate_args(False)
+        try:
+            values.append(D.Beta(lib.tensor(0.5), lib.tensor(1.0)).log_prob(
+                lib.tensor(2.0)).item())
+        finally:
+            D.Distribution.set_default_validate_args(True)
+        with pytest.raises(ValueError):
+            D.Normal(0.0, -1.0)
+    assert values[1] == pytest.approx(values[0], rel=1e-6)
