@@ -27,7 +27,7 @@ from .transformed import (ExpRelaxedCategorical, Gumbel, HalfNormal, Independent
                           RelaxedOneHotCategorical, TransformedDistribution)
 from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,
                          PowerTransform, SigmoidTransform, SoftmaxTransform, TanhTransform,
-                         Transform)
+                         Transform, identity_transform)
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical",
            "Cauchy", "Chi2", "ComposeTransform", "Dirichlet", "Distribution",
@@ -37,5 +37,23 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
            "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson",
            "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical", "SigmoidTransform",
            "SoftmaxTransform", "StudentT", "TanhTransform", "Transform",
-           "TransformedDistribution", "Uniform", "constraints", "kl_divergence", "register_kl",
-           "transforms"]
+           "TransformedDistribution", "Uniform", "constraints", "identity_transform",
+           "kl_divergence", "register_kl", "transforms"]
+
+# torch.distributions' names dualgrad does not provide (docs/pytorch-compat.md): looking one
+# up raises AttributeError saying so, and hasattr is False
+NOT_PROVIDED = ("CatTransform", "ContinuousBernoulli", "CorrCholeskyTransform",
+                "CumulativeDistributionTransform", "FisherSnedecor", "GeneralizedPareto",
+                "HalfCauchy", "IndependentTransform", "InverseGamma", "Kumaraswamy",
+                "LKJCholesky", "LogisticNormal", "LowRankMultivariateNormal",
+                "LowerCholeskyTransform", "NegativeBinomial", "Pareto",
+                "PositiveDefiniteTransform", "ReshapeTransform", "SoftplusTransform",
+                "StackTransform", "StickBreakingTransform", "VonMises", "Weibull", "Wishart",
+                "biject_to", "transform_to")
+
+
+def __getattr__(name):
+    if name in NOT_PROVIDED:
+        raise AttributeError(f"dualgrad does not provide torch.distributions.{name}: not "
+                             f"implemented yet (docs/pytorch-compat.md)")
+    raise AttributeError(f"module 'torch.distributions' has no attribute '{name}'")

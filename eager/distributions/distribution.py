@@ -238,7 +238,8 @@ def seed_tensor():
     """A fresh int64 seed from the default generator, for the seeded draws of ops.draws
     (inside compile() a new draw per call)."""
     from ..generator import drawn
-    return Tensor(drawn(None, (), np.int64, lambda g: g.integers(0, 2 ** 62)))
+    seed = drawn(None, (), np.int64, lambda g: g.integers(0, 2 ** 62))
+    return seed if isinstance(seed, Tensor) else Tensor(np.asarray(seed))
 
 
 def full_like_batch(value, shape, like):
