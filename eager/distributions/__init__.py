@@ -19,6 +19,7 @@ from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform
 from .discrete import (Bernoulli, Binomial, Categorical, Geometric, Multinomial,
                        OneHotCategorical, OneHotCategoricalStraightThrough, Poisson)
 from .distribution import Distribution, ExponentialFamily
+from .extra import HalfCauchy, InverseGamma, NegativeBinomial, Pareto, Weibull
 from .gamma import Beta, Chi2, Dirichlet, Gamma, StudentT
 from .kl import kl_divergence, register_kl
 from .mvn import MultivariateNormal
@@ -32,24 +33,24 @@ from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTra
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical",
            "Cauchy", "Chi2", "ComposeTransform", "Dirichlet", "Distribution",
            "ExpRelaxedCategorical", "ExpTransform", "Exponential", "ExponentialFamily", "Gamma",
-           "Geometric", "Gumbel", "HalfNormal", "Independent", "Laplace", "LogNormal",
-           "LogitRelaxedBernoulli", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
-           "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough", "Poisson",
-           "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical", "SigmoidTransform",
-           "SoftmaxTransform", "StudentT", "TanhTransform", "Transform",
-           "TransformedDistribution", "Uniform", "constraints", "identity_transform",
-           "kl_divergence", "register_kl", "transforms"]
+           "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "InverseGamma",
+           "Laplace", "LogNormal", "LogitRelaxedBernoulli", "MixtureSameFamily", "Multinomial",
+           "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
+           "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PowerTransform",
+           "RelaxedBernoulli", "RelaxedOneHotCategorical", "SigmoidTransform", "SoftmaxTransform",
+           "StudentT", "TanhTransform", "Transform", "TransformedDistribution", "Uniform",
+           "Weibull", "constraints", "identity_transform", "kl_divergence", "register_kl",
+           "transforms"]
 
 # torch.distributions' names dualgrad does not provide (docs/pytorch-compat.md): looking one
 # up raises AttributeError saying so, and hasattr is False
 NOT_PROVIDED = ("CatTransform", "ContinuousBernoulli", "CorrCholeskyTransform",
                 "CumulativeDistributionTransform", "FisherSnedecor", "GeneralizedPareto",
-                "HalfCauchy", "IndependentTransform", "InverseGamma", "Kumaraswamy",
-                "LKJCholesky", "LogisticNormal", "LowRankMultivariateNormal",
-                "LowerCholeskyTransform", "NegativeBinomial", "Pareto",
+                "IndependentTransform", "Kumaraswamy", "LKJCholesky", "LogisticNormal",
+                "LowRankMultivariateNormal", "LowerCholeskyTransform",
                 "PositiveDefiniteTransform", "ReshapeTransform", "SoftplusTransform",
-                "StackTransform", "StickBreakingTransform", "VonMises", "Weibull", "Wishart",
-                "biject_to", "transform_to")
+                "StackTransform", "StickBreakingTransform", "VonMises", "Wishart", "biject_to",
+                "transform_to")
 
 
 def __getattr__(name):

@@ -20,6 +20,7 @@ import numpy as np
 from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical, Poisson
 from .distribution import eager, sum_rightmost
+from .extra import Pareto
 from .gamma import Beta, Dirichlet, Gamma
 from .mvn import MultivariateNormal
 from .transformed import Gumbel, HalfNormal, Independent, TransformedDistribution
@@ -398,6 +399,43 @@ def _kl_bernoulli_poisson(p, q):
     return -p.entropy() - (p.probs * q.rate.log() - q.rate)
 
 
+@register_kl(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    scale_ratio, alpha_ratio = p.scale / q.scale, q.alpha / p.alpha
+    result = q.alpha * scale_ratio.log() - alpha_ratio.log() + alpha_ratio - 1
+    return _where(p.scale < q.scale, math.inf, result)
+
+
+def _pareto_neg_entropy_mean_log(p):
+    return -p.entropy(), p.scale.log() + p.alpha.reciprocal()
+
+
+@register_kl(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    return _where(p.alpha <= 1, math.inf, _to_exponential(p, q, p.mean))
+
+
+@register_kl(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    _, mean_log = _pareto_neg_entropy_mean_log(p)
+    return _where(p.alpha <= 1, math.inf, _to_gamma(p, q, p.mean, mean_log))
+
+
+@register_kl(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    a = p.alpha
+    mean = a * p.scale / (a - 1)
+    var = p.scale.pow(2) * a / ((a - 1).pow(2) * (a - 2))
+    return _where(a <= 2, math.inf, _to_normal(p, q, mean, var))
+
+
+@register_kl(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    """-H(p) - E_p[log alpha + alpha log scale - (alpha + 1) log x]."""
+    log_q = q.alpha.log() + q.alpha * q.scale.log() - (q.alpha + 1) * _uniform_mean_log(p)
+    return _where(p.low < q.scale, math.inf, -p.entropy() - log_q)
+
+
 def _infinite(attr):
     def kl(p, q):
         return _inf_like(getattr(p, attr))
@@ -405,11 +443,13 @@ def _infinite(attr):
 
 
 for _p, _qs, _attr in (
-        (Exponential, (Beta, Uniform), "rate"),
-        (Gamma, (Beta, Uniform), "concentration"),
-        (Gumbel, (Beta, Exponential, Gamma, Uniform), "loc"),
-        (Laplace, (Beta, Exponential, Gamma, Uniform), "loc"),
-        (Normal, (Beta, Exponential, Gamma, Uniform), "loc"),
+        (Exponential, (Beta, Pareto, Uniform), "rate"),
+        (Gamma, (Beta, Pareto, Uniform), "concentration"),
+        (Gumbel, (Beta, Exponential, Gamma, Pareto, Uniform), "loc"),
+        (Laplace, (Beta, Exponential, Gamma, Pareto, Uniform), "loc"),
+        (Normal, (Beta, Exponential, Gamma, Pareto, Uniform), "loc"),
+        (Beta, (Pareto,), "concentration1"),
+        (Pareto, (Beta, Uniform), "scale"),
         (Poisson, (Bernoulli, Binomial), "rate")):
     for _q in _qs:
         register_kl(_p, _q)(_infinite(_attr))

@@ -29,6 +29,8 @@ def _param(kind, shape, rng):
         return rng.uniform(-1, 1, shape)
     if kind == "pos":
         return rng.uniform(0.5, 2.0, shape)
+    if kind == "small_pos":
+        return rng.uniform(0.1, 0.4, shape)   # NOTE: Pareto's scale, below the values drawn
     if kind == "conc":
         return rng.uniform(0.6, 3.0, shape)
     if kind == "unit":
@@ -61,7 +63,7 @@ def _value(kind, shape, rng):
     if kind == "small":
         return rng.uniform(-0.25, 0.25, shape)
     if kind == "pos":
-        return rng.gamma(2.0, 1.0, shape)
+        return rng.gamma(2.0, 1.0, shape) + 0.4
     if kind in ("unit", "tanh"):
         v = rng.uniform(0.05, 0.95, shape)
         return 2 * v - 1 if kind == "tanh" else v
@@ -112,6 +114,16 @@ FAMILIES = {
     "LogNormal": (lambda D, p: D.LogNormal(p["loc"], p["scale"]), {"loc": "real", "scale": "pos"}, "pos"),
     "Gumbel": (lambda D, p: D.Gumbel(p["loc"], p["scale"]), {"loc": "real", "scale": "pos"}, "real"),
     "HalfNormal": (lambda D, p: D.HalfNormal(p["scale"]), {"scale": "pos"}, "pos"),
+    "HalfCauchy": (lambda D, p: D.HalfCauchy(p["scale"]), {"scale": "pos"}, "pos"),
+    "InverseGamma": (lambda D, p: D.InverseGamma(p["c"], p["rate"]), {"c": "df", "rate": "pos"},
+                     "pos"),
+    "Pareto": (lambda D, p: D.Pareto(p["scale"], p["alpha"]), {"scale": "small_pos", "alpha": "df"},
+               "pos"),
+    "Weibull": (lambda D, p: D.Weibull(p["scale"], p["c"]), {"scale": "pos", "c": "conc"}, "pos"),
+    "NegativeBinomial.probs": (lambda D, p: D.NegativeBinomial(p["n"], probs=p["p"]),
+                               {"n": "conc", "p": "unit"}, "count"),
+    "NegativeBinomial.logits": (lambda D, p: D.NegativeBinomial(p["n"], logits=p["l"]),
+                                {"n": "conc", "l": "real"}, "count"),
     "Bernoulli.probs": (lambda D, p: D.Bernoulli(probs=p["p"]), {"p": "unit"}, "bool"),
     "Bernoulli.logits": (lambda D, p: D.Bernoulli(logits=p["l"]), {"l": "real"}, "bool"),
     "Categorical.probs": (lambda D, p: D.Categorical(probs=p["p"]), {"p": "simplex"}, "category"),
@@ -492,7 +504,7 @@ KL_FAMILIES = {"Normal": "Normal", "Uniform": "Uniform", "Laplace": "Laplace",
                "HalfNormal": "HalfNormal", "Bernoulli": "Bernoulli.probs",
                "Categorical": "Categorical.logits", "OneHotCategorical": "OneHotCategorical",
                "Poisson": "Poisson", "Binomial": "Binomial.probs", "Geometric": "Geometric.probs",
-               "LogNormal": "LogNormal"}
+               "LogNormal": "LogNormal", "Pareto": "Pareto"}
 KL_PAIRS = sorted({(p.__name__, q.__name__) for p, q in torch.distributions.kl._KL_REGISTRY
                    if p.__name__ in KL_FAMILIES and q.__name__ in KL_FAMILIES} |
                   {("LogNormal", "LogNormal"), ("Chi2", "Gamma")})
@@ -501,9 +513,11 @@ KL_FAMILIES["Chi2"] = "Chi2"
 
 def _kl_params(family, seed):
     params, _ = _family_inputs(KL_FAMILIES[family], "batch", seed=seed)
+    rng = np.random.default_rng(seed)
     if family == "Uniform":     # NOTE: inside [0, 1] for some pairs, across it for others
-        rng = np.random.default_rng(seed)
         params = {"low": rng.uniform(-0.1, 0.3, 3), "high": rng.uniform(0.6, 1.1, 3)}
+    if family == "Pareto":      # NOTE: alpha on both sides of 1 and 2 (infinite moments)
+        params = {"scale": rng.uniform(0.05, 0.3, 3), "alpha": np.array([0.8, 1.5, 3.5])}
     return params
 
 
