@@ -444,7 +444,8 @@ def _scipy_cdf(name, d):
 
 @pytest.mark.parametrize("name", ["Normal", "Uniform", "Laplace", "Cauchy", "Exponential",
                                   "Gamma", "Chi2", "Beta", "StudentT", "LogNormal", "Gumbel",
-                                  "HalfNormal", "TransformedDistribution(tanh)"])
+                                  "HalfNormal", "TransformedDistribution(tanh)", "HalfCauchy",
+                                  "InverseGamma", "Pareto", "Weibull"])
 def test_continuous_draws_follow_the_cdf(name):
     """Kolmogorov-Smirnov distance of N_DRAWS seeded draws from the distribution's own CDF
     (checked above against torch's), per batch member; rsample and sample both."""
@@ -462,7 +463,8 @@ def test_continuous_draws_follow_the_cdf(name):
 
 @pytest.mark.parametrize("name", ["Bernoulli.probs", "Categorical.logits", "OneHotCategorical",
                                   "Poisson", "Binomial.probs", "Geometric.logits",
-                                  "Multinomial", "Dirichlet", "MixtureSameFamily"])
+                                  "Multinomial", "Dirichlet", "MixtureSameFamily",
+                                  "NegativeBinomial.probs"])
 def test_draws_have_the_moments(name):
     """Sample mean and variance of N_DRAWS seeded draws against the distribution's (checked
     against torch above): within 5 standard errors of the mean, and the variance within 5
