@@ -19,7 +19,8 @@ from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform
 from .discrete import (Bernoulli, Binomial, Categorical, Geometric, Multinomial,
                        OneHotCategorical, OneHotCategoricalStraightThrough, Poisson)
 from .distribution import Distribution, ExponentialFamily
-from .extra import HalfCauchy, InverseGamma, NegativeBinomial, Pareto, Weibull
+from .extra import (ContinuousBernoulli, FisherSnedecor, HalfCauchy, InverseGamma, Kumaraswamy,
+                    NegativeBinomial, Pareto, Weibull)
 from .gamma import Beta, Chi2, Dirichlet, Gamma, StudentT
 from .kl import kl_divergence, register_kl
 from .mvn import MultivariateNormal
@@ -31,22 +32,21 @@ from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTra
                          Transform, identity_transform)
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical",
-           "Cauchy", "Chi2", "ComposeTransform", "Dirichlet", "Distribution",
-           "ExpRelaxedCategorical", "ExpTransform", "Exponential", "ExponentialFamily", "Gamma",
-           "Geometric", "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "InverseGamma",
-           "Laplace", "LogNormal", "LogitRelaxedBernoulli", "MixtureSameFamily", "Multinomial",
-           "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
-           "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PowerTransform",
-           "RelaxedBernoulli", "RelaxedOneHotCategorical", "SigmoidTransform", "SoftmaxTransform",
-           "StudentT", "TanhTransform", "Transform", "TransformedDistribution", "Uniform",
-           "Weibull", "constraints", "identity_transform", "kl_divergence", "register_kl",
-           "transforms"]
+           "Cauchy", "Chi2", "ComposeTransform", "ContinuousBernoulli", "Dirichlet",
+           "Distribution", "ExpRelaxedCategorical", "ExpTransform", "Exponential",
+           "ExponentialFamily", "FisherSnedecor", "Gamma", "Geometric", "Gumbel", "HalfCauchy",
+           "HalfNormal", "Independent", "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal",
+           "LogitRelaxedBernoulli", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
+           "NegativeBinomial", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
+           "Pareto", "Poisson", "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical",
+           "SigmoidTransform", "SoftmaxTransform", "StudentT", "TanhTransform", "Transform",
+           "TransformedDistribution", "Uniform", "Weibull", "constraints", "identity_transform",
+           "kl_divergence", "register_kl", "transforms"]
 
 # torch.distributions' names dualgrad does not provide (docs/pytorch-compat.md): looking one
 # up raises AttributeError saying so, and hasattr is False
-NOT_PROVIDED = ("CatTransform", "ContinuousBernoulli", "CorrCholeskyTransform",
-                "CumulativeDistributionTransform", "FisherSnedecor", "GeneralizedPareto",
-                "IndependentTransform", "Kumaraswamy", "LKJCholesky", "LogisticNormal",
+NOT_PROVIDED = ("CatTransform", "CorrCholeskyTransform", "CumulativeDistributionTransform",
+                "GeneralizedPareto", "IndependentTransform", "LKJCholesky", "LogisticNormal",
                 "LowRankMultivariateNormal", "LowerCholeskyTransform",
                 "PositiveDefiniteTransform", "ReshapeTransform", "SoftplusTransform",
                 "StackTransform", "StickBreakingTransform", "VonMises", "Wishart", "biject_to",

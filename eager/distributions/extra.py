@@ -1,19 +1,22 @@
-"""Families torch builds by transforming the others (HalfCauchy, InverseGamma, Pareto, Weibull)
-and NegativeBinomial, a gamma mixture of Poissons, with torch's formulas."""
+"""Families torch builds by transforming the others (HalfCauchy, InverseGamma, Pareto, Weibull,
+Kumaraswamy), NegativeBinomial (a gamma mixture of Poissons), FisherSnedecor (a ratio of
+gammas) and ContinuousBernoulli, with torch's formulas."""
 from __future__ import annotations
 
 import math
+import numbers
 
 from . import constraints
-from .continuous import Cauchy, Exponential
+from .continuous import Cauchy, Exponential, Uniform
 from .discrete import _one_of
-from .distribution import (Distribution, broadcast_all, eager, lazy_property, logits_to_probs,
-                           probs_to_logits)
+from .distribution import (Distribution, ExponentialFamily, broadcast_all, clamp_probs, eager,
+                           lazy_property, logits_to_probs, probs_to_logits)
 from .gamma import Gamma
 from .transformed import TransformedDistribution
 from .transforms import AbsTransform, AffineTransform, ExpTransform, PowerTransform
 
-__all__ = ["HalfCauchy", "InverseGamma", "Pareto", "Weibull", "NegativeBinomial"]
+__all__ = ["HalfCauchy", "InverseGamma", "Pareto", "Weibull", "NegativeBinomial", "Kumaraswamy",
+           "FisherSnedecor", "ContinuousBernoulli"]
 
 _EULER = 0.57721566490153286060
 
@@ -261,3 +264,229 @@ class NegativeBinomial(Distribution):
         # NOTE: total_count 0 at value 0 has probability 1 (lgamma(0) is infinite)
         normalization = normalization.masked_fill(n + value == 0.0, 0.0)
         return unnormalized - normalization
+
+
+def _kumaraswamy_moment(a, b, n):
+    """E[x^n] of Kumaraswamy(a, b): b B(1 + n / a, b)."""
+    arg = 1 + n / a
+    return b * (arg.lgamma() + b.lgamma() - (arg + b).lgamma()).exp()
+
+
+class Kumaraswamy(TransformedDistribution):
+    arg_constraints = {"concentration1": constraints.positive,
+                       "concentration0": constraints.positive}
+    support = constraints.unit_interval
+    has_rsample = True
+
+    def __init__(self, concentration1, concentration0, validate_args=None):
+        self.concentration1, self.concentration0 = broadcast_all(concentration1, concentration0)
+        e = eager()
+        base = Uniform(e.full_like(self.concentration0, 0), e.full_like(self.concentration0, 1),
+                       validate_args=validate_args)
+        transforms = [PowerTransform(exponent=self.concentration0.reciprocal()),
+                      AffineTransform(1.0, -1.0),
+                      PowerTransform(exponent=self.concentration1.reciprocal())]
+        super().__init__(base, transforms, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Kumaraswamy, _instance)
+        new.concentration1 = self.concentration1.expand(tuple(batch_shape))
+        new.concentration0 = self.concentration0.expand(tuple(batch_shape))
+        return super().expand(batch_shape, _instance=new)
+
+    @property
+    def mean(self):
+        return _kumaraswamy_moment(self.concentration1, self.concentration0, 1)
+
+    @property
+    def mode(self):
+        a, b = self.concentration1, self.concentration0
+        log_mode = b.reciprocal() * (-b).log1p() - (-b * a).log1p()   # NOTE: as torch writes it
+        return eager().where((b < 1) | (a < 1), math.nan, log_mode).exp()
+
+    @property
+    def variance(self):
+        a, b = self.concentration1, self.concentration0
+        return _kumaraswamy_moment(a, b, 2) - self.mean.pow(2)
+
+    def entropy(self):
+        t1 = 1 - self.concentration1.reciprocal()
+        t0 = 1 - self.concentration0.reciprocal()
+        h0 = (self.concentration0 + 1).digamma() + _EULER
+        return t0 + t1 * h0 - self.concentration1.log() - self.concentration0.log()
+
+
+class FisherSnedecor(Distribution):
+    arg_constraints = {"df1": constraints.positive, "df2": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+
+    def __init__(self, df1, df2, validate_args=None):
+        self.df1, self.df2 = broadcast_all(df1, df2)
+        self._gamma1 = Gamma(self.df1 * 0.5, self.df1)
+        self._gamma2 = Gamma(self.df2 * 0.5, self.df2)
+        scalar = isinstance(df1, numbers.Number) and isinstance(df2, numbers.Number)
+        super().__init__(() if scalar else self.df1.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(FisherSnedecor, _instance)
+        batch_shape = tuple(batch_shape)
+        new.df1, new.df2 = self.df1.expand(batch_shape), self.df2.expand(batch_shape)
+        new._gamma1 = self._gamma1.expand(batch_shape)
+        new._gamma2 = self._gamma2.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self):
+        df2 = eager().where(self.df2 <= 2, math.nan, self.df2)
+        return df2 / (df2 - 2)
+
+    @property
+    def mode(self):
+        mode = (self.df1 - 2) / self.df1 * self.df2 / (self.df2 + 2)
+        return eager().where(self.df1 <= 2, math.nan, mode)
+
+    @property
+    def variance(self):
+        df2 = eager().where(self.df2 <= 4, math.nan, self.df2)
+        return 2 * df2.pow(2) * (self.df1 + df2 - 2) / (self.df1 * (df2 - 2).pow(2) * (df2 - 4))
+
+    def rsample(self, sample_shape=()):
+        shape = tuple(self._extended_shape(sample_shape))
+        x1 = self._gamma1.rsample(sample_shape).reshape(shape)
+        tiny = eager().finfo(x1.dtype).tiny
+        x2 = self._gamma2.rsample(sample_shape).reshape(shape).clamp(min=tiny)
+        return (x1 / x2).clamp(min=tiny)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        ct1, ct2, ct3 = self.df1 * 0.5, self.df2 * 0.5, self.df1 / self.df2
+        t1 = (ct1 + ct2).lgamma() - ct1.lgamma() - ct2.lgamma()
+        t2 = ct1 * ct3.log() + (ct1 - 1) * value.log()
+        t3 = (ct1 + ct2) * (ct3 * value).log1p()
+        return t1 + t2 - t3
+
+
+class ContinuousBernoulli(ExponentialFamily):
+    """The continuous Bernoulli on [0, 1] (Loaiza-Ganem and Cunningham), for VAEs on pixel
+    intensities; near probs 1/2 (inside lims) torch's Taylor expansions, as torch."""
+    arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
+    support = constraints.unit_interval
+    has_rsample = True
+
+    def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
+        _one_of(probs, logits)
+        given = probs if probs is not None else logits
+        if probs is not None:
+            (self.probs,) = broadcast_all(probs)
+            # NOTE: checked before clamping, which would hide an invalid value (torch does so
+            # only when validate_args is given explicitly)
+            if validate_args is not None and \
+                    not bool(self.arg_constraints["probs"].check(self.probs).all()):
+                raise ValueError("The parameter probs has invalid values")
+            self.probs = clamp_probs(self.probs)
+        else:
+            (self.logits,) = broadcast_all(logits)
+        self._param = self.probs if probs is not None else self.logits
+        self._lims = lims
+        shape = () if isinstance(given, numbers.Number) else self._param.shape
+        super().__init__(shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(ContinuousBernoulli, _instance)
+        new._lims = self._lims
+        batch_shape = tuple(batch_shape)
+        for name in ("probs", "logits"):
+            if name in self.__dict__:
+                setattr(new, name, getattr(self, name).expand(batch_shape))
+                new._param = getattr(new, name)
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return clamp_probs(logits_to_probs(self.logits, is_binary=True))
+
+    @property
+    def param_shape(self):
+        return self._param.shape
+
+    def _outside_unstable_region(self):
+        return (self.probs <= self._lims[0]) | (self.probs > self._lims[1])
+
+    def _cut_probs(self):
+        return eager().where(self._outside_unstable_region(), self.probs,
+                             self._lims[0] * eager().ones_like(self.probs))
+
+    def _cont_bern_log_norm(self):
+        e, p = eager(), self._cut_probs()
+        below = e.where(p <= 0.5, p, e.zeros_like(p))
+        above = e.where(p >= 0.5, p, e.ones_like(p))
+        log_norm = ((-p).log1p() - p.log()).abs().log() - e.where(
+            p <= 0.5, (-2.0 * below).log1p(), (2.0 * above - 1.0).log())
+        x = (self.probs - 0.5).pow(2)
+        taylor = math.log(2.0) + (4.0 / 3.0 + 104.0 / 45.0 * x) * x
+        return e.where(self._outside_unstable_region(), log_norm, taylor)
+
+    @property
+    def mean(self):
+        p = self._cut_probs()
+        mus = p / (2.0 * p - 1.0) + 1.0 / ((-p).log1p() - p.log())
+        x = self.probs - 0.5
+        taylor = 0.5 + (1.0 / 3.0 + 16.0 / 45.0 * x.pow(2)) * x
+        return eager().where(self._outside_unstable_region(), mus, taylor)
+
+    @property
+    def stddev(self):
+        return self.variance.sqrt()
+
+    @property
+    def variance(self):
+        p = self._cut_probs()
+        var = p * (p - 1.0) / (1.0 - 2.0 * p).pow(2) + 1.0 / ((-p).log1p() - p.log()).pow(2)
+        x = (self.probs - 0.5).pow(2)
+        taylor = 1.0 / 12.0 - (1.0 / 15.0 - 128.0 / 945.0 * x) * x
+        return eager().where(self._outside_unstable_region(), var, taylor)
+
+    def sample(self, sample_shape=()):
+        u = eager().rand(*self._extended_shape(sample_shape), dtype=self.probs.dtype)
+        with eager().no_grad():
+            return self.icdf(u)
+
+    def rsample(self, sample_shape=()):
+        return self.icdf(eager().rand(*self._extended_shape(sample_shape),
+                                      dtype=self.probs.dtype))
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        logits, value = broadcast_all(self.logits, value)
+        return -eager().nn.functional.binary_cross_entropy_with_logits(
+            logits, value, reduction="none") + self._cont_bern_log_norm()
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        e, p = eager(), self._cut_probs()
+        cdfs = (p.pow(value) * (1.0 - p).pow(1.0 - value) + p - 1.0) / (2.0 * p - 1.0)
+        unbounded = e.where(self._outside_unstable_region(), cdfs, value)
+        return e.where(value <= 0.0, e.zeros_like(value),
+                       e.where(value >= 1.0, e.ones_like(value), unbounded))
+
+    def icdf(self, value):
+        p = self._cut_probs()
+        inside = ((-p + value * (2.0 * p - 1.0)).log1p() - (-p).log1p()) / \
+            (p.log() - (-p).log1p())
+        return eager().where(self._outside_unstable_region(), inside, value)
+
+    def entropy(self):
+        log_p0, log_p1 = (-self.probs).log1p(), self.probs.log()
+        return self.mean * (log_p0 - log_p1) - self._cont_bern_log_norm() - log_p0

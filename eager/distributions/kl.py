@@ -20,7 +20,7 @@ import numpy as np
 from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical, Poisson
 from .distribution import eager, sum_rightmost
-from .extra import Pareto
+from .extra import ContinuousBernoulli, Pareto
 from .gamma import Beta, Dirichlet, Gamma
 from .mvn import MultivariateNormal
 from .transformed import Gumbel, HalfNormal, Independent, TransformedDistribution
@@ -436,6 +436,44 @@ def _kl_uniform_pareto(p, q):
     return _where(p.low < q.scale, math.inf, -p.entropy() - log_q)
 
 
+@register_kl(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_cb_cb(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + (-p.probs).log1p()
+    return t1 + t2 - q._cont_bern_log_norm() - (-q.probs).log1p()
+
+
+@register_kl(ContinuousBernoulli, Exponential)
+def _kl_cb_exponential(p, q):
+    return _to_exponential(p, q, p.mean)
+
+
+@register_kl(ContinuousBernoulli, Normal)
+def _kl_cb_normal(p, q):
+    return _to_normal(p, q, p.mean, p.variance)
+
+
+@register_kl(ContinuousBernoulli, Uniform)
+def _kl_cb_uniform(p, q):
+    # NOTE: torch's test is inclusive: a q of exactly [0, 1] gives inf too
+    result = -p.entropy() + (q.high - q.low).log()
+    return _where((q.low >= 0) | (q.high <= 1), math.inf, result)
+
+
+def _to_cb(p, q):
+    return -p.entropy() - p.mean * q.logits - (-q.probs).log1p() - q._cont_bern_log_norm()
+
+
+@register_kl(Beta, ContinuousBernoulli)
+def _kl_beta_cb(p, q):
+    return _to_cb(p, q)
+
+
+@register_kl(Uniform, ContinuousBernoulli)
+def _kl_uniform_cb(p, q):
+    return _where((p.high >= 1) | (p.low <= 0), math.inf, _to_cb(p, q))
+
+
 def _infinite(attr):
     def kl(p, q):
         return _inf_like(getattr(p, attr))
@@ -443,13 +481,14 @@ def _infinite(attr):
 
 
 for _p, _qs, _attr in (
-        (Exponential, (Beta, Pareto, Uniform), "rate"),
-        (Gamma, (Beta, Pareto, Uniform), "concentration"),
-        (Gumbel, (Beta, Exponential, Gamma, Pareto, Uniform), "loc"),
-        (Laplace, (Beta, Exponential, Gamma, Pareto, Uniform), "loc"),
-        (Normal, (Beta, Exponential, Gamma, Pareto, Uniform), "loc"),
+        (Exponential, (Beta, ContinuousBernoulli, Pareto, Uniform), "rate"),
+        (Gamma, (Beta, ContinuousBernoulli, Pareto, Uniform), "concentration"),
+        (Gumbel, (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform), "loc"),
+        (Laplace, (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform), "loc"),
+        (Normal, (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform), "loc"),
         (Beta, (Pareto,), "concentration1"),
-        (Pareto, (Beta, Uniform), "scale"),
+        (Pareto, (Beta, ContinuousBernoulli, Uniform), "scale"),
+        (ContinuousBernoulli, (Pareto,), "probs"),
         (Poisson, (Bernoulli, Binomial), "rate")):
     for _q in _qs:
         register_kl(_p, _q)(_infinite(_attr))

@@ -35,6 +35,11 @@ def _param(kind, shape, rng):
         return rng.uniform(0.6, 3.0, shape)
     if kind == "unit":
         return rng.uniform(0.15, 0.85, shape)
+    if kind == "f_df":
+        return rng.uniform(1.0, 9.0, shape)   # NOTE: across 2 and 4: nan mean and variance
+    if kind == "cb_unit":                     # NOTE: inside torch's Taylor region too
+        return np.concatenate([[0.4995, 0.5004], rng.uniform(0.1, 0.9, 8)])[:int(np.prod(
+            shape, dtype=int)) or 1].reshape(shape)
     if kind == "df":
         return rng.uniform(0.7, 5.0, shape)   # NOTE: below 1 and 2 too: StudentT's nan / inf
     if kind == "low":
@@ -120,6 +125,14 @@ FAMILIES = {
     "Pareto": (lambda D, p: D.Pareto(p["scale"], p["alpha"]), {"scale": "small_pos", "alpha": "df"},
                "pos"),
     "Weibull": (lambda D, p: D.Weibull(p["scale"], p["c"]), {"scale": "pos", "c": "conc"}, "pos"),
+    "Kumaraswamy": (lambda D, p: D.Kumaraswamy(p["a"], p["b"]), {"a": "conc", "b": "conc"},
+                    "unit"),
+    "FisherSnedecor": (lambda D, p: D.FisherSnedecor(p["d1"], p["d2"]), {"d1": "f_df", "d2": "f_df"},
+                       "pos"),
+    "ContinuousBernoulli.probs": (lambda D, p: D.ContinuousBernoulli(probs=p["p"]),
+                                  {"p": "cb_unit"}, "unit"),
+    "ContinuousBernoulli.logits": (lambda D, p: D.ContinuousBernoulli(logits=p["l"]),
+                                   {"l": "real"}, "unit"),
     "NegativeBinomial.probs": (lambda D, p: D.NegativeBinomial(p["n"], probs=p["p"]),
                                {"n": "conc", "p": "unit"}, "count"),
     "NegativeBinomial.logits": (lambda D, p: D.NegativeBinomial(p["n"], logits=p["l"]),
@@ -279,6 +292,17 @@ def _close(got, want, key, dtype):
     assert got == want if isinstance(got, Raised) else want == got, (key, got, want)
 
 
+# Known differences: (family, dtype, key) -> reason. Each is compared loosely and must still
+# differ at the usual tolerance (the row fails once the two agree, to be removed).
+_CB_CANCELS = (
+        "torch's variance formula cancels two terms of ~70 near probs 1/2 (p(p-1)/(1-2p)^2 "
+        "and 1/logit(p)^2); sigmoid(logits) in float32 differs from torch's by one ulp for "
+        "some logits, which the cancellation turns into a few percent of the gradient "
+        "(float64 agrees to 1e-7)")
+KNOWN = {("ContinuousBernoulli.logits", "float32", "variance.grad"): _CB_CANCELS,
+         ("ContinuousBernoulli.logits", "float32", "stddev.grad"): _CB_CANCELS}
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("shape_name", sorted(SHAPES))
 @pytest.mark.parametrize("name", sorted(FAMILIES))
@@ -286,6 +310,12 @@ def test_family_as_torch(name, shape_name, dtype):
     want, got = _run(torch, name, shape_name, dtype), _run(eager, name, shape_name, dtype)
     assert sorted(got) == sorted(want), (sorted(got), sorted(want))
     for key, w in want.items():
+        if (name, dtype, key) in KNOWN:
+            with pytest.raises(AssertionError):
+                _close(got[key], w, key, dtype)
+            for g, v in zip(got[key], w):
+                np.testing.assert_allclose(g, v, rtol=5e-2, atol=1e-6)
+            continue
         _close(got[key], w, key, dtype)
 
 
@@ -445,7 +475,8 @@ def _scipy_cdf(name, d):
 @pytest.mark.parametrize("name", ["Normal", "Uniform", "Laplace", "Cauchy", "Exponential",
                                   "Gamma", "Chi2", "Beta", "StudentT", "LogNormal", "Gumbel",
                                   "HalfNormal", "TransformedDistribution(tanh)", "HalfCauchy",
-                                  "InverseGamma", "Pareto", "Weibull"])
+                                  "InverseGamma", "Pareto", "Weibull", "Kumaraswamy",
+                                  "ContinuousBernoulli.probs"])
 def test_continuous_draws_follow_the_cdf(name):
     """Kolmogorov-Smirnov distance of N_DRAWS seeded draws from the distribution's own CDF
     (checked above against torch's), per batch member; rsample and sample both."""
@@ -506,7 +537,8 @@ KL_FAMILIES = {"Normal": "Normal", "Uniform": "Uniform", "Laplace": "Laplace",
                "HalfNormal": "HalfNormal", "Bernoulli": "Bernoulli.probs",
                "Categorical": "Categorical.logits", "OneHotCategorical": "OneHotCategorical",
                "Poisson": "Poisson", "Binomial": "Binomial.probs", "Geometric": "Geometric.probs",
-               "LogNormal": "LogNormal", "Pareto": "Pareto"}
+               "LogNormal": "LogNormal", "Pareto": "Pareto",
+               "ContinuousBernoulli": "ContinuousBernoulli.probs"}
 KL_PAIRS = sorted({(p.__name__, q.__name__) for p, q in torch.distributions.kl._KL_REGISTRY
                    if p.__name__ in KL_FAMILIES and q.__name__ in KL_FAMILIES} |
                   {("LogNormal", "LogNormal"), ("Chi2", "Gamma")})
