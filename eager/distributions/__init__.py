@@ -15,6 +15,7 @@ generator, so they differ from torch's draws; everything else agrees.
 from __future__ import annotations
 
 from . import constraints, transforms
+from .constraint_registry import biject_to, transform_to
 from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform
 from .discrete import (Bernoulli, Binomial, Categorical, Geometric, Multinomial,
                        OneHotCategorical, OneHotCategoricalStraightThrough, Poisson)
@@ -25,32 +26,34 @@ from .gamma import Beta, Chi2, Dirichlet, Gamma, StudentT
 from .kl import kl_divergence, register_kl
 from .mvn import MultivariateNormal
 from .transformed import (ExpRelaxedCategorical, Gumbel, HalfNormal, Independent,
-                          LogitRelaxedBernoulli, LogNormal, MixtureSameFamily, RelaxedBernoulli,
+                          LogisticNormal, LogitRelaxedBernoulli, LogNormal, MixtureSameFamily, RelaxedBernoulli,
                           RelaxedOneHotCategorical, TransformedDistribution)
-from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,
-                         PowerTransform, SigmoidTransform, SoftmaxTransform, TanhTransform,
-                         Transform, identity_transform)
+from .transforms import (AbsTransform, AffineTransform, ComposeTransform,
+                         CumulativeDistributionTransform, ExpTransform, IndependentTransform,
+                         LowerCholeskyTransform, PositiveDefiniteTransform, PowerTransform,
+                         ReshapeTransform, SigmoidTransform, SoftmaxTransform, SoftplusTransform,
+                         StickBreakingTransform, TanhTransform, Transform, identity_transform)
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical",
-           "Cauchy", "Chi2", "ComposeTransform", "ContinuousBernoulli", "Dirichlet",
-           "Distribution", "ExpRelaxedCategorical", "ExpTransform", "Exponential",
-           "ExponentialFamily", "FisherSnedecor", "Gamma", "Geometric", "Gumbel", "HalfCauchy",
-           "HalfNormal", "Independent", "InverseGamma", "Kumaraswamy", "Laplace", "LogNormal",
-           "LogitRelaxedBernoulli", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
-           "NegativeBinomial", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
-           "Pareto", "Poisson", "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical",
-           "SigmoidTransform", "SoftmaxTransform", "StudentT", "TanhTransform", "Transform",
-           "TransformedDistribution", "Uniform", "Weibull", "constraints", "identity_transform",
-           "kl_divergence", "register_kl", "transforms"]
+           "Cauchy", "Chi2", "ComposeTransform", "ContinuousBernoulli",
+           "CumulativeDistributionTransform", "Dirichlet", "Distribution",
+           "ExpRelaxedCategorical", "ExpTransform", "Exponential", "ExponentialFamily",
+           "FisherSnedecor", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal",
+           "Independent", "IndependentTransform", "InverseGamma", "Kumaraswamy", "Laplace",
+           "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli", "LowerCholeskyTransform",
+           "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
+           "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson",
+           "PositiveDefiniteTransform", "PowerTransform", "RelaxedBernoulli",
+           "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
+           "SoftplusTransform", "StickBreakingTransform", "StudentT", "TanhTransform",
+           "Transform", "TransformedDistribution", "Uniform", "Weibull", "biject_to",
+           "constraints", "identity_transform", "kl_divergence", "register_kl", "transform_to",
+           "transforms"]
 
 # torch.distributions' names dualgrad does not provide (docs/pytorch-compat.md): looking one
 # up raises AttributeError saying so, and hasattr is False
-NOT_PROVIDED = ("CatTransform", "CorrCholeskyTransform", "CumulativeDistributionTransform",
-                "GeneralizedPareto", "IndependentTransform", "LKJCholesky", "LogisticNormal",
-                "LowRankMultivariateNormal", "LowerCholeskyTransform",
-                "PositiveDefiniteTransform", "ReshapeTransform", "SoftplusTransform",
-                "StackTransform", "StickBreakingTransform", "VonMises", "Wishart", "biject_to",
-                "transform_to")
+NOT_PROVIDED = ("CatTransform", "CorrCholeskyTransform", "GeneralizedPareto", "LKJCholesky",
+                "LowRankMultivariateNormal", "StackTransform", "VonMises", "Wishart")
 
 
 def __getattr__(name):

@@ -9,11 +9,13 @@ constraint's `check(value)` is a bool tensor over the value's batch dims (its la
 """
 from __future__ import annotations
 
-__all__ = ["Constraint", "boolean", "cat", "dependent", "dependent_property", "greater_than",
-           "greater_than_eq", "half_open_interval", "independent", "integer_interval",
-           "interval", "is_dependent", "less_than", "MixtureSameFamilyConstraint", "lower_cholesky", "lower_triangular", "multinomial", "nonnegative",
-           "nonnegative_integer", "one_hot", "positive", "positive_definite", "positive_integer", "real",
-           "real_vector", "simplex", "stack", "unit_interval"]
+__all__ = ["Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "dependent",
+           "dependent_property", "greater_than", "greater_than_eq", "half_open_interval",
+           "independent", "integer_interval", "interval", "is_dependent", "less_than",
+           "lower_cholesky", "lower_triangular", "multinomial", "nonnegative",
+           "nonnegative_integer", "one_hot", "positive", "positive_definite", "positive_integer",
+           "positive_semidefinite", "real", "real_vector", "simplex", "square", "stack",
+           "symmetric", "unit_interval"]
 
 
 class Constraint:
@@ -317,14 +319,40 @@ class _LowerCholesky(Constraint):
         return lower & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
 
 
-class _PositiveDefinite(Constraint):
+class _Square(Constraint):
     event_dim = 2
 
     def check(self, value):
         from dualgrad import eager
-        symmetric = ((value - value.mT).abs() <= 1e-6 * value.abs().amax((-2, -1), keepdim=True)
-                     ).flatten(-2).all(-1)
-        return symmetric & (eager.linalg.eigvalsh(value) > 0).all(-1)
+        return eager.full(tuple(value.shape[:-2]), value.shape[-2] == value.shape[-1],
+                          dtype=eager.bool)
+
+
+class _Symmetric(_Square):
+    def check(self, value):
+        square = super().check(value)
+        if not bool(square.all()):
+            return square
+        from dualgrad import eager
+        return eager.isclose(value, value.mT, atol=1e-6).all(-2).all(-1)
+
+
+class _PositiveSemidefinite(_Symmetric):
+    def check(self, value):
+        symmetric = super().check(value)
+        if not bool(symmetric.all()):
+            return symmetric
+        from dualgrad import eager
+        return (eager.linalg.eigvalsh(value) >= 0).all(-1)
+
+
+class _PositiveDefinite(_Symmetric):
+    def check(self, value):
+        symmetric = super().check(value)
+        if not bool(symmetric.all()):
+            return symmetric
+        from dualgrad import eager
+        return (eager.linalg.eigvalsh(value) > 0).all(-1)
 
 
 dependent = _Dependent()
@@ -350,5 +378,8 @@ simplex = _Simplex()
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
 positive_definite = _PositiveDefinite()
+positive_semidefinite = _PositiveSemidefinite()
+square = _Square()
+symmetric = _Symmetric()
 cat = _Cat
 stack = _Stack

@@ -14,11 +14,11 @@ from .discrete import Categorical
 from .distribution import (Distribution, broadcast_all, clamp_probs, eager, lazy_property,
                            logits_to_probs, probs_to_logits, sum_rightmost)
 from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,
-                         SigmoidTransform, Transform)
+                         SigmoidTransform, StickBreakingTransform, Transform)
 
 __all__ = ["TransformedDistribution", "Independent", "MixtureSameFamily", "LogNormal", "Gumbel",
            "HalfNormal", "LogitRelaxedBernoulli", "RelaxedBernoulli", "ExpRelaxedCategorical",
-           "RelaxedOneHotCategorical"]
+           "RelaxedOneHotCategorical", "LogisticNormal"]
 
 
 class Independent(Distribution):
@@ -333,6 +333,31 @@ class HalfNormal(TransformedDistribution):
 
     def entropy(self):
         return self.base_dist.entropy() - math.log(2)
+
+
+class LogisticNormal(TransformedDistribution):
+    """A Normal on R^(K-1) carried onto the K-simplex by stick breaking."""
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.simplex
+    has_rsample = True
+
+    def __init__(self, loc, scale, validate_args=None):
+        base = Normal(loc, scale, validate_args=validate_args)
+        if not base.batch_shape:
+            base = base.expand([1])
+        super().__init__(base, StickBreakingTransform(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return super().expand(batch_shape,
+                              self._get_checked_instance(LogisticNormal, _instance))
+
+    @property
+    def loc(self):
+        return self.base_dist.base_dist.loc
+
+    @property
+    def scale(self):
+        return self.base_dist.base_dist.scale
 
 
 class LogitRelaxedBernoulli(Distribution):

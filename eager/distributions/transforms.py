@@ -21,7 +21,10 @@ from .distribution import eager, sum_rightmost
 
 __all__ = ["Transform", "ComposeTransform", "ExpTransform", "AffineTransform",
            "SigmoidTransform", "TanhTransform", "SoftmaxTransform", "AbsTransform",
-           "PowerTransform", "identity_transform"]
+           "PowerTransform", "SoftplusTransform", "IndependentTransform", "ReshapeTransform",
+           "StickBreakingTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
+           "CumulativeDistributionTransform",
+           "identity_transform"]
 
 
 class Transform:
@@ -496,3 +499,243 @@ class SoftmaxTransform(Transform):
         return shape
 
     inverse_shape = forward_shape
+
+
+class SoftplusTransform(Transform):
+    """y = log(1 + exp(x))."""
+    domain = constraints.real
+    codomain = constraints.positive
+    bijective = True
+    sign = +1
+
+    def __eq__(self, other):
+        return isinstance(other, SoftplusTransform)
+
+    def __hash__(self):
+        return hash(SoftplusTransform)
+
+    def _call(self, x):
+        return eager().nn.functional.softplus(x)
+
+    def _inverse(self, y):
+        return (-y).expm1().neg().log() + y
+
+    def log_abs_det_jacobian(self, x, y):
+        return -eager().nn.functional.softplus(-x)
+
+
+class IndependentTransform(Transform):
+    """base_transform with its rightmost reinterpreted_batch_ndims dims taken as one event."""
+
+    def __init__(self, base_transform, reinterpreted_batch_ndims, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.base_transform = base_transform.with_cache(cache_size)
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return IndependentTransform(self.base_transform, self.reinterpreted_batch_ndims,
+                                    cache_size=cache_size)
+
+    @constraints.dependent_property(is_discrete=False)
+    def domain(self):
+        return constraints.independent(self.base_transform.domain,
+                                       self.reinterpreted_batch_ndims)
+
+    @constraints.dependent_property(is_discrete=False)
+    def codomain(self):
+        return constraints.independent(self.base_transform.codomain,
+                                       self.reinterpreted_batch_ndims)
+
+    @property
+    def bijective(self):
+        return self.base_transform.bijective
+
+    @property
+    def sign(self):
+        return self.base_transform.sign
+
+    def _call(self, x):
+        if x.dim() < self.domain.event_dim:
+            raise ValueError("Too few dimensions on input")
+        return self.base_transform(x)
+
+    def _inverse(self, y):
+        if y.dim() < self.codomain.event_dim:
+            raise ValueError("Too few dimensions on input")
+        return self.base_transform.inv(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return sum_rightmost(self.base_transform.log_abs_det_jacobian(x, y),
+                             self.reinterpreted_batch_ndims)
+
+    def __repr__(self):
+        return f"{type(self).__name__}({self.base_transform!r}, " \
+               f"{self.reinterpreted_batch_ndims})"
+
+    def forward_shape(self, shape):
+        return self.base_transform.forward_shape(shape)
+
+    def inverse_shape(self, shape):
+        return self.base_transform.inverse_shape(shape)
+
+
+class ReshapeTransform(Transform):
+    """The rightmost dims of shape in_shape reshaped to out_shape (log |det J| = 0)."""
+    bijective = True
+
+    def __init__(self, in_shape, out_shape, cache_size=0):
+        self.in_shape, self.out_shape = eager().Size(in_shape), eager().Size(out_shape)
+        if math.prod(self.in_shape) != math.prod(self.out_shape):
+            raise ValueError("in_shape, out_shape have different numbers of elements")
+        super().__init__(cache_size=cache_size)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.independent(constraints.real, len(self.in_shape))
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.independent(constraints.real, len(self.out_shape))
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
+
+    def _call(self, x):
+        batch = tuple(x.shape[:x.dim() - len(self.in_shape)])
+        return x.reshape(batch + tuple(self.out_shape))
+
+    def _inverse(self, y):
+        batch = tuple(y.shape[:y.dim() - len(self.out_shape)])
+        return y.reshape(batch + tuple(self.in_shape))
+
+    def log_abs_det_jacobian(self, x, y):
+        return x.new_zeros(tuple(x.shape[:x.dim() - len(self.in_shape)]))
+
+    def _reshaped(self, shape, frm, to):
+        if len(shape) < len(frm):
+            raise ValueError("Too few dimensions on input")
+        cut = len(shape) - len(frm)
+        if tuple(shape[cut:]) != tuple(frm):
+            raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {frm}")
+        return tuple(shape[:cut]) + tuple(to)
+
+    def forward_shape(self, shape):
+        return self._reshaped(shape, self.in_shape, self.out_shape)
+
+    def inverse_shape(self, shape):
+        return self._reshaped(shape, self.out_shape, self.in_shape)
+
+
+class StickBreakingTransform(Transform):
+    """R^(K-1) onto the K-simplex by stick breaking (bijective, unlike SoftmaxTransform)."""
+    domain = constraints.real_vector
+    codomain = constraints.simplex
+    bijective = True
+
+    def __eq__(self, other):
+        return isinstance(other, StickBreakingTransform)
+
+    def __hash__(self):
+        return hash(StickBreakingTransform)
+
+    @staticmethod
+    def _offset(n, like):
+        return n - eager().ones(n, dtype=like.dtype).cumsum(-1)
+
+    def _call(self, x):
+        F = eager().nn.functional
+        z = _clipped_sigmoid(x - (self._offset(x.shape[-1], x) + 1).log())
+        z_cumprod = (1 - z).cumprod(-1)
+        return F.pad(z, [0, 1], value=1) * F.pad(z_cumprod, [1, 0], value=1)
+
+    def _inverse(self, y):
+        y_crop = y[..., :-1]
+        offset = y.shape[-1] - eager().ones(y_crop.shape[-1], dtype=y.dtype).cumsum(-1)
+        # NOTE: clamped: 1 - cumsum can round to 0 or below when y[..., -1] ~ 0
+        sf = (1 - y_crop.cumsum(-1)).clamp(min=eager().finfo(y.dtype).tiny)
+        return y_crop.log() - sf.log() + offset.log()
+
+    def log_abs_det_jacobian(self, x, y):
+        x = x - (self._offset(x.shape[-1], x) + 1).log()
+        # NOTE: 1 - sigmoid(x) = exp(-x) sigmoid(x)
+        return (-x + eager().nn.functional.logsigmoid(x) + y[..., :-1].log()).sum(-1)
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return tuple(shape[:-1]) + (shape[-1] + 1,)
+
+    def inverse_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        return tuple(shape[:-1]) + (shape[-1] - 1,)
+
+
+class LowerCholeskyTransform(Transform):
+    """An unconstrained square matrix to a lower-triangular one with a positive diagonal."""
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.lower_cholesky
+
+    def __eq__(self, other):
+        return isinstance(other, LowerCholeskyTransform)
+
+    def __hash__(self):
+        return hash(LowerCholeskyTransform)
+
+    def _call(self, x):
+        return x.tril(-1) + eager().diag_embed(x.diagonal(dim1=-2, dim2=-1).exp())
+
+    def _inverse(self, y):
+        return y.tril(-1) + eager().diag_embed(y.diagonal(dim1=-2, dim2=-1).log())
+
+
+class PositiveDefiniteTransform(Transform):
+    """An unconstrained square matrix to L L^T, L its LowerCholeskyTransform."""
+    domain = constraints.independent(constraints.real, 2)
+    codomain = constraints.positive_definite
+
+    def __eq__(self, other):
+        return isinstance(other, PositiveDefiniteTransform)
+
+    def __hash__(self):
+        return hash(PositiveDefiniteTransform)
+
+    def _call(self, x):
+        x = LowerCholeskyTransform()(x)
+        return x @ x.mT
+
+    def _inverse(self, y):
+        return LowerCholeskyTransform().inv(eager().linalg.cholesky(y))
+
+
+class CumulativeDistributionTransform(Transform):
+    """x -> distribution.cdf(x), onto the unit interval."""
+    bijective = True
+    codomain = constraints.unit_interval
+    sign = +1
+
+    def __init__(self, distribution, cache_size=0):
+        super().__init__(cache_size=cache_size)
+        self.distribution = distribution
+
+    @property
+    def domain(self):
+        return self.distribution.support
+
+    def _call(self, x):
+        return self.distribution.cdf(x)
+
+    def _inverse(self, y):
+        return self.distribution.icdf(y)
+
+    def log_abs_det_jacobian(self, x, y):
+        return self.distribution.log_prob(x)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return CumulativeDistributionTransform(self.distribution, cache_size=cache_size)

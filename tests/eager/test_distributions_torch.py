@@ -82,6 +82,8 @@ def _value(kind, shape, rng):
         return np.eye(K)[rng.integers(0, K, shape)]
     if kind == "simplex":
         return rng.dirichlet(np.ones(K), shape)
+    if kind == "simplex_k1":
+        return rng.dirichlet(np.ones(K + 1), shape)
     if kind == "multinomial":
         return rng.multinomial(5, np.ones(K) / K, shape).astype(float)
     raise AssertionError(kind)
@@ -154,6 +156,8 @@ FAMILIES = {
                          {"t": "pos0", "p": "unit"}, "unit"),
     "RelaxedOneHotCategorical": (lambda D, p: D.RelaxedOneHotCategorical(p["t"], logits=p["l"]),
                                  {"t": "pos0", "l": "logits"}, "simplex"),
+    "LogisticNormal": (lambda D, p: D.LogisticNormal(p["loc"], p["scale"]),
+                       {"loc": "real_vec", "scale": "pos_vec"}, "simplex_k1"),
     "TransformedDistribution(tanh)": (_transformed, {"loc": "real", "scale": "pos"}, "tanh"),
     "MixtureSameFamily": (_mixture, {"logits": "logits", "loc": "real_vec", "scale": "pos_vec"},
                           "real"),
@@ -629,6 +633,12 @@ TRANSFORMS = {
     "ExpInverse": (lambda T, lib: T.ExpTransform().inv, "pos"),
     "ComposeVector": (lambda T, lib: T.ComposeTransform([_affine_vec(T, lib),
                                                          T.SoftmaxTransform()]), "real"),
+    "Softplus": (lambda T, lib: T.SoftplusTransform(), "real"),
+    "Independent": (lambda T, lib: T.IndependentTransform(T.ExpTransform(), 1), "real"),
+    "Reshape": (lambda T, lib: T.ReshapeTransform((K,), (K, 1)), "real"),
+    "StickBreaking": (lambda T, lib: T.StickBreakingTransform(), "real"),
+    "CumulativeDistribution": (lambda T, lib: T.CumulativeDistributionTransform(
+        lib.distributions.Laplace(lib.tensor(0.2), lib.tensor(1.5))), "real"),
 }
 
 
@@ -641,8 +651,8 @@ def _transform_run(lib, name, dtype):
     out = {"bijective": t.bijective, "sign": _attempt(lambda: _plain(t.sign)),
            "domain": repr(t.domain), "codomain": repr(t.codomain),
            "domain.event_dim": t.domain.event_dim, "codomain.event_dim": t.codomain.event_dim,
-           "forward_shape": tuple(t.forward_shape((4, K))),
-           "inverse_shape": tuple(t.inverse_shape((4, K)))}
+           "forward_shape": _attempt(lambda: tuple(t.forward_shape((4, K)))),
+           "inverse_shape": _attempt(lambda: tuple(t.inverse_shape((4, K))))}
     y = t(x)
     out["y"] = _np(y)
     out["y.grad"] = _grads(lib, y, {"x": x}, np.ones(tuple(y.shape)))
@@ -665,6 +675,68 @@ def test_transform_as_torch(name, dtype):
     assert sorted(got) == sorted(want)
     for key, w in want.items():
         _close(got[key], w, f"{name}:{key}", dtype)
+
+
+CONSTRAINTS = {
+    "real": lambda C, t: C.real, "positive": lambda C, t: C.positive,
+    "nonnegative": lambda C, t: C.nonnegative, "unit_interval": lambda C, t: C.unit_interval,
+    "interval": lambda C, t: C.interval(-1.0, 2.0),
+    "half_open_interval": lambda C, t: C.half_open_interval(0.5, 3.0),
+    "greater_than": lambda C, t: C.greater_than(1.5), "less_than": lambda C, t: C.less_than(-0.5),
+    "greater_than_eq": lambda C, t: C.greater_than_eq(-2.0),
+    "interval(tensors)": lambda C, t: C.interval(t.tensor([0.0, -1.0, 1.0]),
+                                                 t.tensor([1.0, 1.0, 4.0])),
+    "simplex": lambda C, t: C.simplex, "real_vector": lambda C, t: C.real_vector,
+    "independent(positive)": lambda C, t: C.independent(C.positive, 1),
+    "lower_cholesky": lambda C, t: C.lower_cholesky,
+    "positive_definite": lambda C, t: C.positive_definite,
+}
+
+
+def _registry_run(lib, name, dtype):
+    D = lib.distributions
+    c = CONSTRAINTS[name](D.constraints, lib)
+    x0 = np.random.default_rng(15).uniform(-1.5, 1.5, (2, K, K) if "chol" in name or
+                                           "definite" in name else (2, K))
+    out = {}
+    for which in ("biject_to", "transform_to"):
+        t = _attempt(lambda: getattr(D, which)(c))
+        if isinstance(t, Raised):
+            out[which] = t
+            continue
+        x = lib.tensor(x0.astype(dtype), requires_grad=True)
+        y = t(x)
+        out[which] = repr(t)
+        out[which + ".y"] = _np(y)
+        out[which + ".in_support"] = _np(c.check(y))
+        ladj = _attempt(lambda: t.log_abs_det_jacobian(x, y))
+        out[which + ".ladj"] = _np(ladj)
+        if not isinstance(ladj, Raised):
+            out[which + ".ladj.grad"] = _grads(lib, ladj, {"x": x}, np.ones(tuple(ladj.shape)))
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", sorted(CONSTRAINTS))
+def test_biject_to_and_transform_to_as_torch(name, dtype):
+    want, got = _registry_run(torch, name, dtype), _registry_run(eager, name, dtype)
+    assert sorted(got) == sorted(want)
+    for key, w in want.items():
+        _close(got[key], w, f"{name}:{key}", dtype)
+
+
+@pytest.mark.parametrize("name", ["square", "symmetric", "positive_semidefinite",
+                                  "positive_definite", "lower_cholesky", "lower_triangular"])
+def test_matrix_constraints_as_torch(name):
+    rng = np.random.default_rng(16)
+    a = rng.normal(size=(K, K))
+    mats = np.stack([a @ a.T + np.eye(K), a, np.tril(a), np.tril(np.abs(a)) + np.eye(K),
+                     -np.eye(K), np.zeros((K, K))])
+    got = [getattr(lib.distributions.constraints, name).check(lib.tensor(mats)).numpy()
+           for lib in (torch, eager)]
+    np.testing.assert_array_equal(got[1], got[0])
+    assert repr(getattr(eager.distributions.constraints, name)) == \
+        repr(getattr(torch.distributions.constraints, name))
 
 
 def test_transform_cache_inverse_and_equality():
