@@ -21,7 +21,7 @@ from .discrete import (Bernoulli, Binomial, Categorical, Geometric, Multinomial,
                        OneHotCategorical, OneHotCategoricalStraightThrough, Poisson)
 from .distribution import Distribution, ExponentialFamily
 from .extra import (ContinuousBernoulli, FisherSnedecor, HalfCauchy, InverseGamma, Kumaraswamy,
-                    NegativeBinomial, Pareto, Weibull)
+                    NegativeBinomial, Pareto, VonMises, Weibull)
 from .gamma import Beta, Chi2, Dirichlet, Gamma, StudentT
 from .kl import kl_divergence, register_kl
 from .mvn import MultivariateNormal
@@ -46,14 +46,14 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
            "PositiveDefiniteTransform", "PowerTransform", "RelaxedBernoulli",
            "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
            "SoftplusTransform", "StickBreakingTransform", "StudentT", "TanhTransform",
-           "Transform", "TransformedDistribution", "Uniform", "Weibull", "biject_to",
+           "Transform", "TransformedDistribution", "Uniform", "VonMises", "Weibull", "biject_to",
            "constraints", "identity_transform", "kl_divergence", "register_kl", "transform_to",
            "transforms"]
 
 # torch.distributions' names dualgrad does not provide (docs/pytorch-compat.md): looking one
 # up raises AttributeError saying so, and hasattr is False
 NOT_PROVIDED = ("CatTransform", "CorrCholeskyTransform", "GeneralizedPareto", "LKJCholesky",
-                "LowRankMultivariateNormal", "StackTransform", "VonMises", "Wishart")
+                "LowRankMultivariateNormal", "StackTransform", "Wishart")
 
 
 def __getattr__(name):

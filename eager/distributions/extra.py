@@ -1,6 +1,6 @@
 """Families torch builds by transforming the others (HalfCauchy, InverseGamma, Pareto, Weibull,
 Kumaraswamy), NegativeBinomial (a gamma mixture of Poissons), FisherSnedecor (a ratio of
-gammas) and ContinuousBernoulli, with torch's formulas."""
+gammas), ContinuousBernoulli and VonMises, with torch's formulas."""
 from __future__ import annotations
 
 import math
@@ -16,7 +16,7 @@ from .transformed import TransformedDistribution
 from .transforms import AbsTransform, AffineTransform, ExpTransform, PowerTransform
 
 __all__ = ["HalfCauchy", "InverseGamma", "Pareto", "Weibull", "NegativeBinomial", "Kumaraswamy",
-           "FisherSnedecor", "ContinuousBernoulli"]
+           "FisherSnedecor", "ContinuousBernoulli", "VonMises"]
 
 _EULER = 0.57721566490153286060
 
@@ -490,3 +490,90 @@ class ContinuousBernoulli(ExponentialFamily):
     def entropy(self):
         log_p0, log_p1 = (-self.probs).log1p(), self.probs.log()
         return self.mean * (log_p0 - log_p1) - self._cont_bern_log_norm() - log_p0
+
+
+# Abramowitz and Stegun 9.8.1-9.8.4: polynomial approximations of I0 and I1 (relative error
+# below 2e-7), the ones torch's VonMises evaluates, so its log_prob is torch's to rounding
+_I_SMALL = ((1.0, 3.5156229, 3.0899424, 1.2067492, 0.2659732, 0.360768e-1, 0.45813e-2),
+            (0.5, 0.87890594, 0.51498869, 0.15084934, 0.2658733e-1, 0.301532e-2, 0.32411e-3))
+_I_LARGE = ((0.39894228, 0.1328592e-1, 0.225319e-2, -0.157565e-2, 0.916281e-2, -0.2057706e-1,
+             0.2635537e-1, -0.1647633e-1, 0.392377e-2),
+            (0.39894228, -0.3988024e-1, -0.362018e-2, 0.163801e-2, -0.1031555e-1,
+             0.2282967e-1, -0.2895312e-1, 0.1787654e-1, -0.420059e-2))
+
+
+def _horner(y, coefs):
+    result = coefs[-1]
+    for c in reversed(coefs[:-1]):
+        result = c + y * result
+    return result
+
+
+def _log_bessel_i(x, order):
+    """log I_order(x) for order 0 or 1, x > 0."""
+    t = x / 3.75
+    small = _horner(t * t, _I_SMALL[order])
+    if order == 1:
+        small = x.abs() * small
+    large = x - 0.5 * x.log() + _horner(3.75 / x, _I_LARGE[order]).log()
+    return eager().where(x < 3.75, small.log(), large)
+
+
+class VonMises(Distribution):
+    """The circular normal on [-pi, pi): log_prob, mean, mode, variance; draws by Best and
+    Fisher's rejection sampler (not reparameterised, as torch's)."""
+    arg_constraints = {"loc": constraints.real, "concentration": constraints.positive}
+    support = constraints.real
+    has_rsample = False
+
+    def __init__(self, loc, concentration, validate_args=None):
+        self.loc, self.concentration = broadcast_all(loc, concentration)
+        super().__init__(self.loc.shape, (), validate_args)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return self.concentration * (value - self.loc).cos() - math.log(2 * math.pi) - \
+            _log_bessel_i(self.concentration, 0)
+
+    def expand(self, batch_shape, _instance=None):
+        batch_shape = tuple(batch_shape)
+        return type(self)(self.loc.expand(batch_shape), self.concentration.expand(batch_shape),
+                          validate_args=self.__dict__.get("_validate_args"))
+
+    def _proposal_r(self, kappa):
+        tau = 1 + (1 + 4 * kappa ** 2).sqrt()
+        rho = (tau - (2 * tau).sqrt()) / (2 * kappa)
+        return eager().where(kappa < 1e-5, 1 / kappa + kappa, (1 + rho ** 2) / (2 * rho))
+
+    def sample(self, sample_shape=()):
+        e = eager()
+        shape = tuple(self._extended_shape(sample_shape))
+        with e.no_grad():
+            loc = self.loc.to(e.float64).expand(shape)
+            kappa = self.concentration.to(e.float64).expand(shape)
+            r = self._proposal_r(kappa)
+            x = e.zeros(shape, dtype=e.float64)
+            done = e.zeros(shape, dtype=e.bool)
+            while not bool(done.all()):
+                u1, u2, u3 = e.rand((3,) + shape, dtype=e.float64).unbind()
+                z = (math.pi * u1).cos()
+                f = (1 + r * z) / (r + z)
+                c = kappa * (r - f)
+                accept = ~done & (((c * (2 - c) - u2) > 0) | ((c / u2).log() + 1 - c >= 0))
+                x = e.where(accept, (u3 - 0.5).sign() * f.acos(), x)
+                done = done | accept
+            return ((x + math.pi + loc) % (2 * math.pi) - math.pi).to(self.loc.dtype)
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @lazy_property
+    def variance(self):
+        k = self.concentration
+        return 1 - (_log_bessel_i(k, 1) - _log_bessel_i(k, 0)).exp()

@@ -35,6 +35,8 @@ def _param(kind, shape, rng):
         return rng.uniform(0.6, 3.0, shape)
     if kind == "unit":
         return rng.uniform(0.15, 0.85, shape)
+    if kind == "kappa":
+        return rng.uniform(0.3, 8.0, shape)   # NOTE: both sides of 3.75 (two polynomials)
     if kind == "f_df":
         return rng.uniform(1.0, 9.0, shape)   # NOTE: across 2 and 4: nan mean and variance
     if kind == "cb_unit":                     # NOTE: inside torch's Taylor region too
@@ -82,6 +84,8 @@ def _value(kind, shape, rng):
         return np.eye(K)[rng.integers(0, K, shape)]
     if kind == "simplex":
         return rng.dirichlet(np.ones(K), shape)
+    if kind == "angle":
+        return rng.uniform(-math.pi, math.pi, shape)
     if kind == "simplex_k1":
         return rng.dirichlet(np.ones(K + 1), shape)
     if kind == "multinomial":
@@ -127,6 +131,7 @@ FAMILIES = {
     "Pareto": (lambda D, p: D.Pareto(p["scale"], p["alpha"]), {"scale": "small_pos", "alpha": "df"},
                "pos"),
     "Weibull": (lambda D, p: D.Weibull(p["scale"], p["c"]), {"scale": "pos", "c": "conc"}, "pos"),
+    "VonMises": (lambda D, p: D.VonMises(p["loc"], p["k"]), {"loc": "real", "k": "kappa"}, "angle"),
     "Kumaraswamy": (lambda D, p: D.Kumaraswamy(p["a"], p["b"]), {"a": "conc", "b": "conc"},
                     "unit"),
     "FisherSnedecor": (lambda D, p: D.FisherSnedecor(p["d1"], p["d2"]), {"d1": "f_df", "d2": "f_df"},
@@ -887,3 +892,16 @@ def test_compiled_rsample_draws_anew_and_matches_eager():
     for w, g in zip(*results):
         np.testing.assert_allclose(g, w, rtol=1e-6)
     assert not np.allclose(results[1][0], results[1][3])
+
+
+def test_von_mises_draws_have_the_circular_moments():
+    """E[cos(x - loc)] = I1(k) / I0(k) = 1 - variance, E[sin(x - loc)] = 0, x in [-pi, pi)."""
+    loc, k = np.array([-2.5, 0.3, 3.0], np.float32), np.array([0.5, 2.0, 9.0], np.float32)
+    d = eager.distributions.VonMises(eager.tensor(loc), eager.tensor(k))
+    eager.manual_seed(3)
+    x = d.sample((N_DRAWS,)).numpy()
+    assert ((x >= -math.pi) & (x < math.pi)).all() and x.dtype == np.float32
+    c, s = np.cos(x - loc), np.sin(x - loc)
+    se = np.sqrt(np.maximum(c.var(0), s.var(0)) / N_DRAWS)
+    np.testing.assert_array_less(np.abs(c.mean(0) - (1 - d.variance.numpy())), 5 * se)
+    np.testing.assert_array_less(np.abs(s.mean(0)), 5 * se)
