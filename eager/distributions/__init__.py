@@ -24,7 +24,7 @@ from .extra import (ContinuousBernoulli, FisherSnedecor, HalfCauchy, InverseGamm
                     NegativeBinomial, Pareto, VonMises, Weibull)
 from .gamma import Beta, Chi2, Dirichlet, Gamma, StudentT
 from .kl import kl_divergence, register_kl
-from .mvn import MultivariateNormal
+from .mvn import LowRankMultivariateNormal, MultivariateNormal
 from .transformed import (ExpRelaxedCategorical, Gumbel, HalfNormal, Independent,
                           LogisticNormal, LogitRelaxedBernoulli, LogNormal, MixtureSameFamily, RelaxedBernoulli,
                           RelaxedOneHotCategorical, TransformedDistribution)
@@ -40,10 +40,10 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
            "ExpRelaxedCategorical", "ExpTransform", "Exponential", "ExponentialFamily",
            "FisherSnedecor", "Gamma", "Geometric", "Gumbel", "HalfCauchy", "HalfNormal",
            "Independent", "IndependentTransform", "InverseGamma", "Kumaraswamy", "Laplace",
-           "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli", "LowerCholeskyTransform",
-           "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
-           "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson",
-           "PositiveDefiniteTransform", "PowerTransform", "RelaxedBernoulli",
+           "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli", "LowRankMultivariateNormal",
+           "LowerCholeskyTransform", "MixtureSameFamily", "Multinomial", "MultivariateNormal",
+           "NegativeBinomial", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
+           "Pareto", "Poisson", "PositiveDefiniteTransform", "PowerTransform", "RelaxedBernoulli",
            "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
            "SoftplusTransform", "StickBreakingTransform", "StudentT", "TanhTransform",
            "Transform", "TransformedDistribution", "Uniform", "VonMises", "Weibull", "biject_to",
@@ -53,7 +53,7 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
 # torch.distributions' names dualgrad does not provide (docs/pytorch-compat.md): looking one
 # up raises AttributeError saying so, and hasattr is False
 NOT_PROVIDED = ("CatTransform", "CorrCholeskyTransform", "GeneralizedPareto", "LKJCholesky",
-                "LowRankMultivariateNormal", "StackTransform", "Wishart")
+                "StackTransform", "Wishart")
 
 
 def __getattr__(name):

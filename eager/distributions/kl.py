@@ -22,7 +22,7 @@ from .discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategor
 from .distribution import eager, sum_rightmost
 from .extra import ContinuousBernoulli, Pareto
 from .gamma import Beta, Dirichlet, Gamma
-from .mvn import MultivariateNormal
+from .mvn import LowRankMultivariateNormal, MultivariateNormal
 from .transformed import Gumbel, HalfNormal, Independent, TransformedDistribution
 
 __all__ = ["kl_divergence", "register_kl"]
@@ -219,6 +219,9 @@ def _kl_binomial_binomial(p, q):
 
 
 @register_kl(MultivariateNormal, MultivariateNormal)
+@register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
+@register_kl(MultivariateNormal, LowRankMultivariateNormal)
+@register_kl(LowRankMultivariateNormal, MultivariateNormal)
 def _kl_mvn_mvn(p, q):
     """From the Cholesky factors: log det L_q - log det L_p + (||L_q^-1 L_p||_F^2 +
     ||L_q^-1 (loc_q - loc_p)||^2 - k) / 2."""

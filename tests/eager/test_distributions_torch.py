@@ -53,6 +53,11 @@ def _param(kind, shape, rng):
         return p / p.sum(-1, keepdims=True)
     if kind == "logits":
         return rng.uniform(-1.5, 1.5, shape + (K,))
+    if kind == "spd":
+        a = rng.normal(size=shape + (K, K))
+        return a @ np.swapaxes(a, -1, -2) + np.eye(K)
+    if kind == "factor":
+        return rng.normal(size=shape + (K, 2))
     if kind == "conc_vec":
         return rng.uniform(0.6, 3.0, shape + (K,))
     if kind == "real_vec":
@@ -84,6 +89,8 @@ def _value(kind, shape, rng):
         return np.eye(K)[rng.integers(0, K, shape)]
     if kind == "simplex":
         return rng.dirichlet(np.ones(K), shape)
+    if kind == "real_vecK":
+        return rng.normal(0, 1.5, shape + (K,))
     if kind == "angle":
         return rng.uniform(-math.pi, math.pi, shape)
     if kind == "simplex_k1":
@@ -163,6 +170,12 @@ FAMILIES = {
                                  {"t": "pos0", "l": "logits"}, "simplex"),
     "LogisticNormal": (lambda D, p: D.LogisticNormal(p["loc"], p["scale"]),
                        {"loc": "real_vec", "scale": "pos_vec"}, "simplex_k1"),
+    "MultivariateNormal": (lambda D, p: D.MultivariateNormal(p["loc"], covariance_matrix=p["cov"]),
+                           {"loc": "real_vec", "cov": "spd"}, "real_vecK"),
+    "LowRankMultivariateNormal": (lambda D, p: D.LowRankMultivariateNormal(p["loc"], p["w"],
+                                                                           p["d"]),
+                                  {"loc": "real_vec", "w": "factor", "d": "pos_vec"},
+                                  "real_vecK"),
     "TransformedDistribution(tanh)": (_transformed, {"loc": "real", "scale": "pos"}, "tanh"),
     "MixtureSameFamily": (_mixture, {"logits": "logits", "loc": "real_vec", "scale": "pos_vec"},
                           "real"),
@@ -478,6 +491,8 @@ def _scipy_cdf(name, d):
         return lambda x: stats.beta.cdf(x, d.concentration1.numpy(), d.concentration0.numpy())
     if name == "StudentT":
         return lambda x: stats.t.cdf(x, d.df.numpy(), d.loc.numpy(), d.scale.numpy())
+    if name == "FisherSnedecor":
+        return lambda x: stats.f.cdf(x, d.df1.numpy(), d.df2.numpy())
     return lambda x: d.cdf(eager.tensor(x)).numpy()
 
 
@@ -485,7 +500,7 @@ def _scipy_cdf(name, d):
                                   "Gamma", "Chi2", "Beta", "StudentT", "LogNormal", "Gumbel",
                                   "HalfNormal", "TransformedDistribution(tanh)", "HalfCauchy",
                                   "InverseGamma", "Pareto", "Weibull", "Kumaraswamy",
-                                  "ContinuousBernoulli.probs"])
+                                  "ContinuousBernoulli.probs", "FisherSnedecor"])
 def test_continuous_draws_follow_the_cdf(name):
     """Kolmogorov-Smirnov distance of N_DRAWS seeded draws from the distribution's own CDF
     (checked above against torch's), per batch member; rsample and sample both."""
@@ -504,7 +519,7 @@ def test_continuous_draws_follow_the_cdf(name):
 @pytest.mark.parametrize("name", ["Bernoulli.probs", "Categorical.logits", "OneHotCategorical",
                                   "Poisson", "Binomial.probs", "Geometric.logits",
                                   "Multinomial", "Dirichlet", "MixtureSameFamily",
-                                  "NegativeBinomial.probs"])
+                                  "NegativeBinomial.probs", "LowRankMultivariateNormal"])
 def test_draws_have_the_moments(name):
     """Sample mean and variance of N_DRAWS seeded draws against the distribution's (checked
     against torch above): within 5 standard errors of the mean, and the variance within 5
@@ -523,6 +538,21 @@ def test_draws_have_the_moments(name):
     assert np.all(np.abs(x.mean(0) - mean) < 5 * se + 1e-12), (x.mean(0), mean)
     se_var = np.sqrt((2 * var ** 2 + var) / N_DRAWS)
     assert np.all(np.abs(x.var(0) - var) < 5 * se_var + 1e-12), (x.var(0), var)
+
+
+def test_logistic_normal_draws_break_a_normal_stick():
+    """LogisticNormal draws lie on the simplex and StickBreakingTransform's inverse of them is
+    normal with the parameters' moments."""
+    params, _ = _family_inputs("LogisticNormal", "batch", seed=9)
+    d = FAMILIES["LogisticNormal"][0](eager.distributions,
+                                      {k: eager.tensor(v) for k, v in params.items()})
+    eager.manual_seed(4)
+    y = d.rsample((N_DRAWS,))
+    assert np.allclose(y.detach().numpy().sum(-1), 1, atol=1e-6) and (y.detach().numpy() > 0).all()
+    x = eager.distributions.StickBreakingTransform().inv(y).detach().numpy()
+    loc, scale = params["loc"], params["scale"]
+    np.testing.assert_array_less(np.abs(x.mean(0) - loc), 5 * scale / math.sqrt(N_DRAWS))
+    np.testing.assert_allclose(x.std(0), scale, rtol=0.1)
 
 
 def test_relaxed_draws_lie_in_the_support_and_follow_the_temperature():
@@ -547,7 +577,9 @@ KL_FAMILIES = {"Normal": "Normal", "Uniform": "Uniform", "Laplace": "Laplace",
                "Categorical": "Categorical.logits", "OneHotCategorical": "OneHotCategorical",
                "Poisson": "Poisson", "Binomial": "Binomial.probs", "Geometric": "Geometric.probs",
                "LogNormal": "LogNormal", "Pareto": "Pareto",
-               "ContinuousBernoulli": "ContinuousBernoulli.probs"}
+               "ContinuousBernoulli": "ContinuousBernoulli.probs",
+               "MultivariateNormal": "MultivariateNormal",
+               "LowRankMultivariateNormal": "LowRankMultivariateNormal"}
 KL_PAIRS = sorted({(p.__name__, q.__name__) for p, q in torch.distributions.kl._KL_REGISTRY
                    if p.__name__ in KL_FAMILIES and q.__name__ in KL_FAMILIES} |
                   {("LogNormal", "LogNormal"), ("Chi2", "Gamma")})
