@@ -25,9 +25,9 @@ from .extra import (ContinuousBernoulli, FisherSnedecor, HalfCauchy, InverseGamm
 from .gamma import Beta, Chi2, Dirichlet, Gamma, StudentT
 from .kl import kl_divergence, register_kl
 from .mvn import LowRankMultivariateNormal, MultivariateNormal
-from .transformed import (ExpRelaxedCategorical, Gumbel, HalfNormal, Independent,
-                          LogisticNormal, LogitRelaxedBernoulli, LogNormal, MixtureSameFamily, RelaxedBernoulli,
-                          RelaxedOneHotCategorical, TransformedDistribution)
+from .transformed import (ExpRelaxedCategorical, Gumbel, HalfNormal, Independent, LogNormal,
+                          LogisticNormal, LogitRelaxedBernoulli, MixtureSameFamily,
+                          RelaxedBernoulli, RelaxedOneHotCategorical, TransformedDistribution)
 from .transforms import (AbsTransform, AffineTransform, ComposeTransform,
                          CumulativeDistributionTransform, ExpTransform, IndependentTransform,
                          LowerCholeskyTransform, PositiveDefiniteTransform, PowerTransform,

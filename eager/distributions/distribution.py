@@ -3,7 +3,6 @@ families share (torch.distributions.utils' names: broadcast_all, lazy_property,
 probs_to_logits, logits_to_probs, clamp_probs)."""
 from __future__ import annotations
 
-import math
 import numbers
 
 import numpy as np
@@ -227,24 +226,9 @@ def sum_rightmost(value, dim):
     return value.reshape(tuple(value.shape[:value.dim() - dim]) + (-1,)).sum(-1)
 
 
-def tensor_of(x, like):
-    """x as a tensor of like's dtype (torch.as_tensor(value, dtype=...))."""
-    if isinstance(x, Tensor):
-        return x
-    return eager().tensor(x, dtype=like.dtype)
-
-
 def seed_tensor():
     """A fresh int64 seed from the default generator, for the seeded draws of ops.draws
     (inside compile() a new draw per call)."""
     from ..generator import drawn
     seed = drawn(None, (), np.int64, lambda g: g.integers(0, 2 ** 62))
     return seed if isinstance(seed, Tensor) else Tensor(np.asarray(seed))
-
-
-def full_like_batch(value, shape, like):
-    return eager().full(tuple(shape), value, dtype=like.dtype)
-
-
-EULER = 0.57721566490153286060
-LOG_2PI = math.log(2 * math.pi)

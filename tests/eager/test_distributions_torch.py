@@ -116,12 +116,14 @@ def _mixture_mvn(D, p):
                                D.Independent(D.Normal(p["loc"], p["scale"]), 1))
 
 
-# name: (constructor(D, params), {param: kind}, value kind, event dims of each param)
+LOC_SCALE_KINDS = {"loc": "real", "scale": "pos"}
+# name: (constructor(D, params), {param: kind}, value kind)
 FAMILIES = {
-    "Normal": (lambda D, p: D.Normal(p["loc"], p["scale"]), {"loc": "real", "scale": "pos"}, "real"),
-    "Uniform": (lambda D, p: D.Uniform(p["low"], p["high"]), {"low": "low", "high": "high"}, "small"),
-    "Laplace": (lambda D, p: D.Laplace(p["loc"], p["scale"]), {"loc": "real", "scale": "pos"}, "real"),
-    "Cauchy": (lambda D, p: D.Cauchy(p["loc"], p["scale"]), {"loc": "real", "scale": "pos"}, "real"),
+    "Normal": (lambda D, p: D.Normal(p["loc"], p["scale"]), LOC_SCALE_KINDS, "real"),
+    "Uniform": (lambda D, p: D.Uniform(p["low"], p["high"]), {"low": "low", "high": "high"},
+                "small"),
+    "Laplace": (lambda D, p: D.Laplace(p["loc"], p["scale"]), LOC_SCALE_KINDS, "real"),
+    "Cauchy": (lambda D, p: D.Cauchy(p["loc"], p["scale"]), LOC_SCALE_KINDS, "real"),
     "Exponential": (lambda D, p: D.Exponential(p["rate"]), {"rate": "pos"}, "pos"),
     "Gamma": (lambda D, p: D.Gamma(p["c"], p["rate"]), {"c": "conc", "rate": "pos"}, "pos"),
     "Chi2": (lambda D, p: D.Chi2(p["df"]), {"df": "conc"}, "pos"),
@@ -129,8 +131,8 @@ FAMILIES = {
     "Dirichlet": (lambda D, p: D.Dirichlet(p["c"]), {"c": "conc_vec"}, "simplex"),
     "StudentT": (lambda D, p: D.StudentT(p["df"], p["loc"], p["scale"]),
                  {"df": "df", "loc": "real", "scale": "pos"}, "real"),
-    "LogNormal": (lambda D, p: D.LogNormal(p["loc"], p["scale"]), {"loc": "real", "scale": "pos"}, "pos"),
-    "Gumbel": (lambda D, p: D.Gumbel(p["loc"], p["scale"]), {"loc": "real", "scale": "pos"}, "real"),
+    "LogNormal": (lambda D, p: D.LogNormal(p["loc"], p["scale"]), LOC_SCALE_KINDS, "pos"),
+    "Gumbel": (lambda D, p: D.Gumbel(p["loc"], p["scale"]), LOC_SCALE_KINDS, "real"),
     "HalfNormal": (lambda D, p: D.HalfNormal(p["scale"]), {"scale": "pos"}, "pos"),
     "HalfCauchy": (lambda D, p: D.HalfCauchy(p["scale"]), {"scale": "pos"}, "pos"),
     "InverseGamma": (lambda D, p: D.InverseGamma(p["c"], p["rate"]), {"c": "df", "rate": "pos"},
@@ -141,8 +143,8 @@ FAMILIES = {
     "VonMises": (lambda D, p: D.VonMises(p["loc"], p["k"]), {"loc": "real", "k": "kappa"}, "angle"),
     "Kumaraswamy": (lambda D, p: D.Kumaraswamy(p["a"], p["b"]), {"a": "conc", "b": "conc"},
                     "unit"),
-    "FisherSnedecor": (lambda D, p: D.FisherSnedecor(p["d1"], p["d2"]), {"d1": "f_df", "d2": "f_df"},
-                       "pos"),
+    "FisherSnedecor": (lambda D, p: D.FisherSnedecor(p["d1"], p["d2"]),
+                       {"d1": "f_df", "d2": "f_df"}, "pos"),
     "ContinuousBernoulli.probs": (lambda D, p: D.ContinuousBernoulli(probs=p["p"]),
                                   {"p": "cb_unit"}, "unit"),
     "ContinuousBernoulli.logits": (lambda D, p: D.ContinuousBernoulli(logits=p["l"]),
@@ -155,7 +157,8 @@ FAMILIES = {
     "Bernoulli.logits": (lambda D, p: D.Bernoulli(logits=p["l"]), {"l": "real"}, "bool"),
     "Categorical.probs": (lambda D, p: D.Categorical(probs=p["p"]), {"p": "simplex"}, "category"),
     "Categorical.logits": (lambda D, p: D.Categorical(logits=p["l"]), {"l": "logits"}, "category"),
-    "OneHotCategorical": (lambda D, p: D.OneHotCategorical(logits=p["l"]), {"l": "logits"}, "onehot"),
+    "OneHotCategorical": (lambda D, p: D.OneHotCategorical(logits=p["l"]), {"l": "logits"},
+                          "onehot"),
     "OneHotCategorical.probs": (lambda D, p: D.OneHotCategorical(probs=p["p"]), {"p": "simplex"},
                                 "onehot"),
     "Poisson": (lambda D, p: D.Poisson(p["rate"]), {"rate": "pos"}, "count"),
@@ -425,12 +428,17 @@ def test_dirichlet_gradient_factor_is_the_beta_cdfs_derivative():
                                rtol=2e-6, atol=1e-9)
 
 
+def _shift_scale(x, loc, scale):
+    """d x / d loc and d x / d scale of x = loc + scale * noise."""
+    return np.ones_like(x), (x - loc) / scale
+
+
 # name: (build(lib, tensors), params, d sample / d each param from the sample values)
 LOC_SCALE = {
-    "Normal": (lambda D, loc, scale: D.Normal(loc, scale), lambda x, loc, s: (np.ones_like(x), (x - loc) / s)),
-    "Laplace": (lambda D, loc, scale: D.Laplace(loc, scale), lambda x, loc, s: (np.ones_like(x), (x - loc) / s)),
-    "Cauchy": (lambda D, loc, scale: D.Cauchy(loc, scale), lambda x, loc, s: (np.ones_like(x), (x - loc) / s)),
-    "Gumbel": (lambda D, loc, scale: D.Gumbel(loc, scale), lambda x, loc, s: (np.ones_like(x), (x - loc) / s)),
+    "Normal": (lambda D, loc, scale: D.Normal(loc, scale), _shift_scale),
+    "Laplace": (lambda D, loc, scale: D.Laplace(loc, scale), _shift_scale),
+    "Cauchy": (lambda D, loc, scale: D.Cauchy(loc, scale), _shift_scale),
+    "Gumbel": (lambda D, loc, scale: D.Gumbel(loc, scale), _shift_scale),
     "LogNormal": (lambda D, loc, scale: D.LogNormal(loc, scale),
                   lambda x, loc, s: (x, x * (np.log(x) - loc) / s)),
     "Uniform": (lambda D, lo, hi: D.Uniform(lo, hi),
@@ -863,7 +871,8 @@ ERRORS = {
     "probs.and.logits": lambda D, t: D.Bernoulli(probs=t.tensor(0.5), logits=t.tensor(0.0)),
     "geometric.zero": lambda D, t: D.Geometric(t.tensor([0.5, 0.0])),
     "multinomial.count": lambda D, t: D.Multinomial(t.tensor(3), t.tensor([0.5, 0.5])),
-    "binomial.entropy": lambda D, t: D.Binomial(t.tensor([2.0, 3.0]), t.tensor([0.5, 0.5])).entropy(),
+    "binomial.entropy": lambda D, t: D.Binomial(t.tensor([2.0, 3.0]),
+                                                t.tensor([0.5, 0.5])).entropy(),
     "independent.ndims": lambda D, t: D.Independent(D.Normal(t.zeros(2), 1.0), 2),
     "mixture.mix": lambda D, t: D.MixtureSameFamily(D.Normal(0.0, 1.0), D.Normal(t.zeros(2), 1.0)),
     "mixture.k": lambda D, t: D.MixtureSameFamily(D.Categorical(logits=t.zeros(3)),
