@@ -14,7 +14,7 @@ generator, so they differ from torch's draws; everything else agrees.
 """
 from __future__ import annotations
 
-from . import constraints, transforms
+from . import constraints, transforms, utils
 from .constraint_registry import biject_to, transform_to
 from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform
 from .discrete import (Bernoulli, Binomial, Categorical, Geometric, Multinomial,

@@ -50,8 +50,10 @@ class Gamma(ExponentialFamily):
     def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
         value = standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
+        # NOTE: torch clamps the draw in place outside autograd: the gradient is the unclamped
+        # draw's
         tiny = eager().finfo(value.dtype).tiny
-        return value.clamp(min=tiny)   # NOTE: torch clamps the draw in place, outside autograd
+        return value + (value.clamp(min=tiny) - value).detach()
 
     def log_prob(self, value):
         value = eager().as_tensor(value, dtype=self.rate.dtype)

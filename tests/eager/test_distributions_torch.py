@@ -946,3 +946,18 @@ def test_von_mises_draws_have_the_circular_moments():
     se = np.sqrt(np.maximum(c.var(0), s.var(0)) / N_DRAWS)
     np.testing.assert_array_less(np.abs(c.mean(0) - (1 - d.variance.numpy())), 5 * se)
     np.testing.assert_array_less(np.abs(s.mean(0)), 5 * se)
+
+
+def test_utils_and_not_provided_names():
+    p = np.array([0.0, 0.3, 1.0])
+    for fn, arg in (("probs_to_logits", p), ("logits_to_probs", p), ("clamp_probs", p)):
+        want = getattr(torch.distributions.utils, fn)(torch.tensor(arg)).numpy()
+        got = getattr(eager.distributions.utils, fn)(eager.tensor(arg)).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    a, b = eager.distributions.utils.broadcast_all(eager.tensor([1.0, 2.0], dtype=eager.float64),
+                                                   3)
+    assert a.shape == b.shape == (2,) and b.dtype == eager.float64
+    for name in eager.distributions.NOT_PROVIDED:
+        assert hasattr(torch.distributions, name) and not hasattr(eager.distributions, name)
+    with pytest.raises(AttributeError, match="dualgrad does not provide torch.distributions.Wishart"):
+        eager.distributions.Wishart  # noqa: B018
