@@ -16,7 +16,7 @@ from .transformed import TransformedDistribution
 from .transforms import AbsTransform, AffineTransform, ExpTransform, PowerTransform
 
 __all__ = ["HalfCauchy", "InverseGamma", "Pareto", "Weibull", "NegativeBinomial", "Kumaraswamy",
-           "FisherSnedecor", "ContinuousBernoulli", "VonMises"]
+           "FisherSnedecor", "ContinuousBernoulli", "VonMises", "GeneralizedPareto"]
 
 _EULER = 0.57721566490153286060
 
@@ -577,3 +577,93 @@ class VonMises(Distribution):
     def variance(self):
         k = self.concentration
         return 1 - (_log_bessel_i(k, 1) - _log_bessel_i(k, 0)).exp()
+
+
+class GeneralizedPareto(Distribution):
+    """loc + scale * the generalised Pareto of shape concentration (the exponential at 0):
+    reparameterised by inverse CDF, torch's forms at concentration 0."""
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive,
+                       "concentration": constraints.real}
+    has_rsample = True
+
+    def __init__(self, loc, scale, concentration, validate_args=None):
+        self.loc, self.scale, self.concentration = broadcast_all(loc, scale, concentration)
+        scalar = all(isinstance(v, numbers.Number) for v in (loc, scale, concentration))
+        super().__init__(() if scalar else self.loc.shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(GeneralizedPareto, _instance)
+        batch_shape = tuple(batch_shape)
+        for name in ("loc", "scale", "concentration"):
+            setattr(new, name, getattr(self, name).expand(batch_shape))
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def _safe(self):
+        """concentration, with 1 where it is (close to) 0, and that mask."""
+        c = self.concentration
+        zero = eager().isclose(c, eager().zeros_like(c))
+        return eager().where(zero, eager().ones_like(c), c), zero
+
+    def rsample(self, sample_shape=()):
+        u = eager().rand(*self._extended_shape(sample_shape), dtype=self.loc.dtype)
+        return self.icdf(u)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        e = eager()
+        z = (value - self.loc) / self.scale
+        c, zero = self._safe()
+        y = 1 / c + e.ones_like(z)
+        nonzero = e.where(y == 0, y, y * (c * z).log1p())
+        return -self.scale.log() - e.where(zero, z, nonzero)
+
+    def log_survival_function(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        z = (value - self.loc) / self.scale
+        c, zero = self._safe()
+        return eager().where(zero, -z, -(c * z).log1p() / c)
+
+    def log_cdf(self, value):
+        return (-self.log_survival_function(value).exp()).log1p()
+
+    def cdf(self, value):
+        return self.log_cdf(value).exp()
+
+    def icdf(self, value):
+        c, zero = self._safe()
+        logu = (-value).log1p()
+        nonzero = self.loc + self.scale / c * (-c * logu).expm1()
+        return eager().where(zero, self.loc - self.scale * logu, nonzero)
+
+    @property
+    def mean(self):
+        c = self.concentration
+        valid = c < 1
+        safe = eager().where(valid, c, 0.5)
+        return eager().where(valid, self.loc + self.scale / (1 - safe), math.nan)
+
+    @property
+    def variance(self):
+        c = self.concentration
+        valid = c < 0.5
+        safe = eager().where(valid, c, 0.25)
+        return eager().where(valid, self.scale ** 2 / ((1 - safe) ** 2 * (1 - 2 * safe)),
+                             math.nan)
+
+    def entropy(self):
+        return (self.scale.log() + self.concentration + 1).expand(tuple(self._batch_shape))
+
+    @property
+    def mode(self):
+        return self.loc
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self):
+        lower = self.loc
+        upper = eager().where(self.concentration < 0, lower - self.scale / self.concentration,
+                              math.inf)
+        return constraints.interval(lower, upper)
