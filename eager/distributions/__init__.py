@@ -24,23 +24,23 @@ from .extra import (ContinuousBernoulli, FisherSnedecor, GeneralizedPareto, Half
                     InverseGamma, Kumaraswamy, NegativeBinomial, Pareto, VonMises, Weibull)
 from .gamma import Beta, Chi2, Dirichlet, Gamma, StudentT
 from .kl import kl_divergence, register_kl
-from .mvn import LowRankMultivariateNormal, MultivariateNormal
+from .mvn import LKJCholesky, LowRankMultivariateNormal, MultivariateNormal
 from .transformed import (ExpRelaxedCategorical, Gumbel, HalfNormal, Independent, LogNormal,
                           LogisticNormal, LogitRelaxedBernoulli, MixtureSameFamily,
                           RelaxedBernoulli, RelaxedOneHotCategorical, TransformedDistribution)
-from .transforms import (AbsTransform, AffineTransform, ComposeTransform,
+from .transforms import (AbsTransform, AffineTransform, ComposeTransform, CorrCholeskyTransform,
                          CumulativeDistributionTransform, ExpTransform, IndependentTransform,
                          LowerCholeskyTransform, PositiveDefiniteTransform, PowerTransform,
                          ReshapeTransform, SigmoidTransform, SoftmaxTransform, SoftplusTransform,
                          StickBreakingTransform, TanhTransform, Transform, identity_transform)
 
 __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical",
-           "Cauchy", "Chi2", "ComposeTransform", "ContinuousBernoulli",
+           "Cauchy", "Chi2", "ComposeTransform", "ContinuousBernoulli", "CorrCholeskyTransform",
            "CumulativeDistributionTransform", "Dirichlet", "Distribution",
            "ExpRelaxedCategorical", "ExpTransform", "Exponential", "ExponentialFamily",
            "FisherSnedecor", "Gamma", "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy",
            "HalfNormal", "Independent", "IndependentTransform", "InverseGamma", "Kumaraswamy",
-           "Laplace", "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli",
+           "LKJCholesky", "Laplace", "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli",
            "LowRankMultivariateNormal", "LowerCholeskyTransform", "MixtureSameFamily",
            "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
            "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PositiveDefiniteTransform",
@@ -52,8 +52,7 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
 
 # torch.distributions' names dualgrad does not provide (docs/pytorch-compat.md): looking one
 # up raises AttributeError saying so, and hasattr is False
-NOT_PROVIDED = ("CatTransform", "CorrCholeskyTransform", "LKJCholesky", "StackTransform",
-                "Wishart")
+NOT_PROVIDED = ("CatTransform", "StackTransform", "Wishart")
 
 
 def __getattr__(name):

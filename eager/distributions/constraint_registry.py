@@ -13,9 +13,10 @@ from __future__ import annotations
 import numbers
 
 from . import constraints
-from .transforms import (AffineTransform, ComposeTransform, ExpTransform, IndependentTransform,
-                         LowerCholeskyTransform, PositiveDefiniteTransform, SigmoidTransform,
-                         SoftmaxTransform, StickBreakingTransform, identity_transform)
+from .transforms import (AffineTransform, ComposeTransform, CorrCholeskyTransform, ExpTransform,
+                         IndependentTransform, LowerCholeskyTransform, PositiveDefiniteTransform,
+                         SigmoidTransform, SoftmaxTransform, StickBreakingTransform,
+                         identity_transform)
 
 __all__ = ["ConstraintRegistry", "biject_to", "transform_to"]
 
@@ -115,3 +116,8 @@ def _transform_to_lower_cholesky(constraint):
 @transform_to.register(constraints.positive_semidefinite)
 def _transform_to_positive_definite(constraint):
     return PositiveDefiniteTransform()
+
+
+@_both(constraints.corr_cholesky)
+def _to_corr_cholesky(constraint):
+    return CorrCholeskyTransform()

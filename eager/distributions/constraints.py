@@ -9,7 +9,8 @@ constraint's `check(value)` is a bool tensor over the value's batch dims (its la
 """
 from __future__ import annotations
 
-__all__ = ["Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "dependent",
+__all__ = ["Constraint", "MixtureSameFamilyConstraint", "boolean", "cat", "corr_cholesky",
+           "dependent",
            "dependent_property", "greater_than", "greater_than_eq", "half_open_interval",
            "independent", "integer_interval", "interval", "is_dependent", "less_than",
            "lower_cholesky", "lower_triangular", "multinomial", "nonnegative",
@@ -319,6 +320,17 @@ class _LowerCholesky(Constraint):
         return lower & (value.diagonal(dim1=-2, dim2=-1) > 0).all(-1)
 
 
+class _CorrCholesky(Constraint):
+    """Lower Cholesky factors of correlation matrices: unit rows, positive diagonal."""
+    event_dim = 2
+
+    def check(self, value):
+        from dualgrad import eager
+        tol = float(eager.finfo(value.dtype).eps) * value.shape[-1] * 10
+        row_norm = eager.linalg.norm(value.detach(), dim=-1)
+        return _LowerCholesky().check(value) & ((row_norm - 1.0).abs() <= tol).all(-1)
+
+
 class _Square(Constraint):
     event_dim = 2
 
@@ -377,6 +389,7 @@ half_open_interval = _HalfOpenInterval
 simplex = _Simplex()
 lower_triangular = _LowerTriangular()
 lower_cholesky = _LowerCholesky()
+corr_cholesky = _CorrCholesky()
 positive_definite = _PositiveDefinite()
 positive_semidefinite = _PositiveSemidefinite()
 square = _Square()

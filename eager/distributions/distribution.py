@@ -11,7 +11,8 @@ from ..core import Tensor
 from . import constraints
 
 __all__ = ["Distribution", "ExponentialFamily", "broadcast_all", "lazy_property",
-           "probs_to_logits", "logits_to_probs", "clamp_probs", "sum_rightmost"]
+           "probs_to_logits", "logits_to_probs", "clamp_probs", "sum_rightmost",
+           "tril_matrix_to_vec", "vec_to_tril_matrix"]
 
 
 def eager():
@@ -232,3 +233,34 @@ def seed_tensor():
     from ..generator import drawn
     seed = drawn(None, (), np.int64, lambda g: g.integers(0, 2 ** 62))
     return seed if isinstance(seed, Tensor) else Tensor(np.asarray(seed))
+
+
+def _tril_positions(n, diag):
+    """Flat positions (row-major) of the entries of an n x n matrix with col <= row + diag."""
+    rows, cols = np.indices((n, n))
+    return np.flatnonzero(cols < rows + diag + 1)
+
+
+def tril_matrix_to_vec(mat, diag=0):
+    """The lower-triangular entries (col <= row + diag) of the last two dims, row by row."""
+    n = mat.shape[-1]
+    if diag < -n or diag >= n:
+        raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
+    flat = mat.reshape(tuple(mat.shape[:-2]) + (n * n,))
+    return flat[..., eager().tensor(_tril_positions(n, diag))]
+
+
+def vec_to_tril_matrix(vec, diag=0):
+    """The D x D lower-triangular matrices whose entries (col <= row + diag), row by row,
+    are vec's last dim."""
+    m = vec.shape[-1]
+    b = 1 + 2 * diag
+    n = (-b + (b * b + 8 * m + 4 * abs(diag) * (diag + 1)) ** 0.5) / 2
+    if abs(round(n) - n) > float(np.finfo(np.dtype(vec.dtype)).eps):
+        raise ValueError(f"The size of last dimension is {m} which cannot be expressed as the "
+                         f"lower triangular part of a square D x D matrix.")
+    n = round(n)
+    index = np.full(n * n, m)                    # NOTE: m picks the zero appended below
+    index[_tril_positions(n, diag)] = np.arange(m)
+    padded = eager().cat([vec, vec.new_zeros(tuple(vec.shape[:-1]) + (1,))], -1)
+    return padded[..., eager().tensor(index)].reshape(tuple(vec.shape[:-1]) + (n, n))

@@ -1,5 +1,6 @@
 """MultivariateNormal, through the lower Cholesky factor of its covariance, and
-LowRankMultivariateNormal, through the capacitance matrix of its low-rank-plus-diagonal one."""
+LowRankMultivariateNormal, through the capacitance matrix of its low-rank-plus-diagonal one,
+and LKJCholesky, over Cholesky factors of correlation matrices."""
 from __future__ import annotations
 
 import math
@@ -9,7 +10,7 @@ import numpy as np
 from . import constraints
 from .distribution import Distribution, eager, lazy_property
 
-__all__ = ["MultivariateNormal", "LowRankMultivariateNormal"]
+__all__ = ["MultivariateNormal", "LowRankMultivariateNormal", "LKJCholesky"]
 
 
 class MultivariateNormal(Distribution):
@@ -252,3 +253,71 @@ def _lowrank_mahalanobis(w, d, x, capacitance_tril):
     z = eager().linalg.solve_triangular(capacitance_tril.expand(*shape, m, m),
                                         wt_dinv_x.expand(*shape, m, 1), upper=False)
     return (x.pow(2) / d).sum(-1) - z.squeeze(-1).pow(2).sum(-1)
+
+
+class LKJCholesky(Distribution):
+    """Cholesky factors of dim x dim correlation matrices with density proportional to
+    det(C)^(concentration - 1); draws by the onion method through Beta draws."""
+    arg_constraints = {"concentration": constraints.positive}
+    support = constraints.corr_cholesky
+
+    def __init__(self, dim, concentration=1.0, validate_args=None):
+        if dim < 2:
+            raise ValueError(f"Expected dim to be an integer greater than or equal to 2. "
+                             f"Found dim={dim}.")
+        from .distribution import broadcast_all
+        from .gamma import Beta
+        self.dim = dim
+        (self.concentration,) = broadcast_all(concentration)
+        e = eager()
+        # NOTE: the onion method (Lewandowski, Kurowicka and Joe 2009, 3.2): row i >= 1 of the
+        # factor has squared norm ~ Beta(i / 2, eta + (dim - 2) / 2 - (i - 1) / 2) (row 0 is
+        # unused). torch draws Beta(i - 1/2, ...) from row 2 on, whose rows are not LKJ's
+        # (docs/pytorch-compat.md); the density, log_prob, is the same
+        marginal = self.concentration + 0.5 * (dim - 2)
+        dt = self.concentration.dtype
+        offset = e.cat([e.zeros(1, dtype=dt), e.arange(dim - 1, dtype=dt)])
+        half_rows = e.cat([e.full((1,), 0.5, dtype=dt), e.arange(1, dim, dtype=dt) / 2])
+        # NOTE: broadcast explicitly: the batch's size-1 dim meets the rows on purpose
+        marginal, offset = e.broadcast_tensors(marginal.unsqueeze(-1), offset)
+        self._beta = Beta(half_rows.expand(offset.shape), marginal - 0.5 * offset)
+        super().__init__(self.concentration.shape, (dim, dim), validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(LKJCholesky, _instance)
+        batch_shape = tuple(batch_shape)
+        new.dim = self.dim
+        new.concentration = self.concentration.expand(batch_shape)
+        new._beta = self._beta.expand(batch_shape + (self.dim,))
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    def sample(self, sample_shape=()):
+        e = eager()
+        with e.no_grad():
+            y = self._beta.sample(sample_shape).unsqueeze(-1)
+            u = e.randn(*self._extended_shape(sample_shape), dtype=y.dtype).tril(-1)
+            norm = u.norm(dim=-1, keepdim=True)
+            # NOTE: the first row is all zeros (0 / 0): torch sets it to 0
+            first = e.arange(self.dim) == 0
+            u = e.where(first.unsqueeze(-1), 0.0, u / e.where(norm == 0, 1.0, norm))
+            w = y.sqrt() * u
+            tiny = e.finfo(w.dtype).tiny
+            diag = (1 - (w ** 2).sum(-1)).clamp(min=tiny).sqrt()
+            return w + e.diag_embed(diag)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        e = eager()
+        diag = value.diagonal(dim1=-1, dim2=-2)[..., 1:]
+        c, order = e.broadcast_tensors((self.concentration - 1).unsqueeze(-1),
+                                       e.arange(2, self.dim + 1))
+        order = 2 * c + self.dim - order
+        unnormalized = (order * diag.log()).sum(-1)
+        dm1 = self.dim - 1
+        alpha = self.concentration + 0.5 * dm1
+        normalize = 0.5 * dm1 * math.log(math.pi) + e.mvlgamma(alpha - 0.5, dm1) - \
+            alpha.lgamma() * dm1
+        return unnormalized - normalize

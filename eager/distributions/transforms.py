@@ -23,7 +23,7 @@ __all__ = ["Transform", "ComposeTransform", "ExpTransform", "AffineTransform",
            "SigmoidTransform", "TanhTransform", "SoftmaxTransform", "AbsTransform",
            "PowerTransform", "SoftplusTransform", "IndependentTransform", "ReshapeTransform",
            "StickBreakingTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
-           "CumulativeDistributionTransform",
+           "CumulativeDistributionTransform", "CorrCholeskyTransform",
            "identity_transform"]
 
 
@@ -739,3 +739,59 @@ class CumulativeDistributionTransform(Transform):
         if self._cache_size == cache_size:
             return self
         return CumulativeDistributionTransform(self.distribution, cache_size=cache_size)
+
+
+class CorrCholeskyTransform(Transform):
+    """R^(D(D-1)/2) onto Cholesky factors of D x D correlation matrices: tanh, then stick
+    breaking on the squared entries of each row (Stan's construction)."""
+    domain = constraints.real_vector
+    codomain = constraints.corr_cholesky
+    bijective = True
+
+    def __eq__(self, other):
+        return isinstance(other, CorrCholeskyTransform)
+
+    def __hash__(self):
+        return hash(CorrCholeskyTransform)
+
+    def _call(self, x):
+        from .distribution import vec_to_tril_matrix
+        e = eager()
+        eps = float(np.finfo(np.dtype(x.dtype)).eps)
+        r = vec_to_tril_matrix(x.tanh().clamp(min=-1 + eps, max=1 - eps), diag=-1)
+        # NOTE: y = sign(r) sqrt(z prod(1 - z)) = r sqrt(prod over earlier entries of (1 - z))
+        remaining = (1 - r ** 2).sqrt().cumprod(-1)
+        r = r + e.eye(r.shape[-1], dtype=r.dtype)
+        return r * e.nn.functional.pad(remaining[..., :-1], [1, 0], value=1)
+
+    def _inverse(self, y):
+        from .distribution import tril_matrix_to_vec
+        left = 1 - (y * y).cumsum(-1)
+        shifted = eager().nn.functional.pad(left[..., :-1], [1, 0], value=1)
+        t = tril_matrix_to_vec(y, diag=-1) / tril_matrix_to_vec(shifted, diag=-1).sqrt()
+        return (t.log1p() - (-t).log1p()) / 2
+
+    def log_abs_det_jacobian(self, x, y, intermediates=None):
+        """Of x and the flattened strictly-lower part of y (the spaces' dimensions differ)."""
+        from .distribution import tril_matrix_to_vec
+        left = tril_matrix_to_vec(1 - (y * y).cumsum(-1), diag=-2)
+        stick = 0.5 * left.log().sum(-1)
+        tanh = -2 * (x + eager().nn.functional.softplus(-2 * x) - math.log(2.0)).sum(-1)
+        return stick + tanh
+
+    def forward_shape(self, shape):
+        if len(shape) < 1:
+            raise ValueError("Too few dimensions on input")
+        n = shape[-1]
+        d = round((0.25 + 2 * n) ** 0.5 + 0.5)
+        if d * (d - 1) // 2 != n:
+            raise ValueError("Input is not a flattened lower-diagonal number")
+        return tuple(shape[:-1]) + (d, d)
+
+    def inverse_shape(self, shape):
+        if len(shape) < 2:
+            raise ValueError("Too few dimensions on input")
+        if shape[-2] != shape[-1]:
+            raise ValueError("Input is not square")
+        d = shape[-1]
+        return tuple(shape[:-2]) + (d * (d - 1) // 2,)
