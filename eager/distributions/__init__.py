@@ -28,31 +28,34 @@ from .mvn import LKJCholesky, LowRankMultivariateNormal, MultivariateNormal
 from .transformed import (ExpRelaxedCategorical, Gumbel, HalfNormal, Independent, LogNormal,
                           LogisticNormal, LogitRelaxedBernoulli, MixtureSameFamily,
                           RelaxedBernoulli, RelaxedOneHotCategorical, TransformedDistribution)
-from .transforms import (AbsTransform, AffineTransform, ComposeTransform, CorrCholeskyTransform,
+from .transforms import (AbsTransform, AffineTransform, CatTransform, ComposeTransform,
+                         CorrCholeskyTransform,
                          CumulativeDistributionTransform, ExpTransform, IndependentTransform,
                          LowerCholeskyTransform, PositiveDefiniteTransform, PowerTransform,
                          ReshapeTransform, SigmoidTransform, SoftmaxTransform, SoftplusTransform,
-                         StickBreakingTransform, TanhTransform, Transform, identity_transform)
+                         StackTransform, StickBreakingTransform, TanhTransform, Transform,
+                         identity_transform)
 
-__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical",
-           "Cauchy", "Chi2", "ComposeTransform", "ContinuousBernoulli", "CorrCholeskyTransform",
-           "CumulativeDistributionTransform", "Dirichlet", "Distribution",
-           "ExpRelaxedCategorical", "ExpTransform", "Exponential", "ExponentialFamily",
-           "FisherSnedecor", "Gamma", "GeneralizedPareto", "Geometric", "Gumbel", "HalfCauchy",
-           "HalfNormal", "Independent", "IndependentTransform", "InverseGamma", "Kumaraswamy",
-           "LKJCholesky", "Laplace", "LogNormal", "LogisticNormal", "LogitRelaxedBernoulli",
-           "LowRankMultivariateNormal", "LowerCholeskyTransform", "MixtureSameFamily",
-           "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal", "OneHotCategorical",
-           "OneHotCategoricalStraightThrough", "Pareto", "Poisson", "PositiveDefiniteTransform",
-           "PowerTransform", "RelaxedBernoulli", "RelaxedOneHotCategorical", "ReshapeTransform",
-           "SigmoidTransform", "SoftmaxTransform", "SoftplusTransform", "StickBreakingTransform",
-           "StudentT", "TanhTransform", "Transform", "TransformedDistribution", "Uniform",
-           "VonMises", "Weibull", "biject_to", "constraints", "identity_transform",
-           "kl_divergence", "register_kl", "transform_to", "transforms"]
+__all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "CatTransform",
+           "Categorical", "Cauchy", "Chi2", "ComposeTransform", "ContinuousBernoulli",
+           "CorrCholeskyTransform", "CumulativeDistributionTransform", "Dirichlet",
+           "Distribution", "ExpRelaxedCategorical", "ExpTransform", "Exponential",
+           "ExponentialFamily", "FisherSnedecor", "Gamma", "GeneralizedPareto", "Geometric",
+           "Gumbel", "HalfCauchy", "HalfNormal", "Independent", "IndependentTransform",
+           "InverseGamma", "Kumaraswamy", "LKJCholesky", "Laplace", "LogNormal", "LogisticNormal",
+           "LogitRelaxedBernoulli", "LowRankMultivariateNormal", "LowerCholeskyTransform",
+           "MixtureSameFamily", "Multinomial", "MultivariateNormal", "NegativeBinomial", "Normal",
+           "OneHotCategorical", "OneHotCategoricalStraightThrough", "Pareto", "Poisson",
+           "PositiveDefiniteTransform", "PowerTransform", "RelaxedBernoulli",
+           "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
+           "SoftplusTransform", "StackTransform", "StickBreakingTransform", "StudentT",
+           "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "VonMises",
+           "Weibull", "biject_to", "constraints", "identity_transform", "kl_divergence",
+           "register_kl", "transform_to", "transforms"]
 
 # torch.distributions' names dualgrad does not provide (docs/pytorch-compat.md): looking one
 # up raises AttributeError saying so, and hasattr is False
-NOT_PROVIDED = ("CatTransform", "StackTransform", "Wishart")
+NOT_PROVIDED = ("Wishart",)
 
 
 def __getattr__(name):

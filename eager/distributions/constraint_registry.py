@@ -13,10 +13,10 @@ from __future__ import annotations
 import numbers
 
 from . import constraints
-from .transforms import (AffineTransform, ComposeTransform, CorrCholeskyTransform, ExpTransform,
-                         IndependentTransform, LowerCholeskyTransform, PositiveDefiniteTransform,
-                         SigmoidTransform, SoftmaxTransform, StickBreakingTransform,
-                         identity_transform)
+from .transforms import (AffineTransform, CatTransform, ComposeTransform, CorrCholeskyTransform,
+                         ExpTransform, IndependentTransform, LowerCholeskyTransform,
+                         PositiveDefiniteTransform, SigmoidTransform, SoftmaxTransform,
+                         StackTransform, StickBreakingTransform, identity_transform)
 
 __all__ = ["ConstraintRegistry", "biject_to", "transform_to"]
 
@@ -121,3 +121,17 @@ def _transform_to_positive_definite(constraint):
 @_both(constraints.corr_cholesky)
 def _to_corr_cholesky(constraint):
     return CorrCholeskyTransform()
+
+
+def _each(registry, transform):
+    def factory(constraint):
+        if transform is CatTransform:
+            return CatTransform([registry(c) for c in constraint.cseq], constraint.dim,
+                                constraint.lengths)
+        return StackTransform([registry(c) for c in constraint.cseq], constraint.dim)
+    return factory
+
+
+for _registry in (biject_to, transform_to):
+    _registry.register(constraints.cat, _each(_registry, CatTransform))
+    _registry.register(constraints.stack, _each(_registry, StackTransform))

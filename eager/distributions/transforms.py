@@ -23,7 +23,8 @@ __all__ = ["Transform", "ComposeTransform", "ExpTransform", "AffineTransform",
            "SigmoidTransform", "TanhTransform", "SoftmaxTransform", "AbsTransform",
            "PowerTransform", "SoftplusTransform", "IndependentTransform", "ReshapeTransform",
            "StickBreakingTransform", "LowerCholeskyTransform", "PositiveDefiniteTransform",
-           "CumulativeDistributionTransform", "CorrCholeskyTransform",
+           "CumulativeDistributionTransform", "CorrCholeskyTransform", "CatTransform",
+           "StackTransform",
            "identity_transform"]
 
 
@@ -795,3 +796,129 @@ class CorrCholeskyTransform(Transform):
             raise ValueError("Input is not square")
         d = shape[-1]
         return tuple(shape[:-2]) + (d * (d - 1) // 2,)
+
+
+def _check_along(z, dim, size, what, name="tensor"):
+    if not -z.dim() <= dim < z.dim():
+        raise AssertionError(f"dim {dim} out of range for {name} with {z.dim()} dimensions")
+    if z.shape[dim] != size:
+        raise AssertionError(f"{what}")
+
+
+class CatTransform(Transform):
+    """Transforms applied to consecutive pieces (of lengths `lengths`) of dim `dim`."""
+
+    def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms = list(tseq)
+        self.lengths = list(lengths) if lengths is not None else [1] * len(self.transforms)
+        if len(self.lengths) != len(self.transforms):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match transforms "
+                                 f"({len(self.transforms)})")
+        self.dim = dim
+
+    @property
+    def event_dim(self):
+        return max(t.event_dim for t in self.transforms)
+
+    @property
+    def length(self):
+        return sum(self.lengths)
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
+
+    def _pieces(self, z, name):
+        _check_along(z, self.dim, self.length,
+                     f"{name}.size({self.dim}) = {z.shape[self.dim]} must equal length "
+                     f"{self.length}", "tensor" if name in "xy" else name)
+        start = 0
+        for t, n in zip(self.transforms, self.lengths):
+            yield t, z.narrow(self.dim, start, n)
+            start += n
+
+    def _call(self, x):
+        return eager().cat([t(piece) for t, piece in self._pieces(x, "x")], self.dim)
+
+    def _inverse(self, y):
+        return eager().cat([t.inv(piece) for t, piece in self._pieces(y, "y")], self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        terms = []
+        for (t, xs), (_, ys) in zip(self._pieces(x, "x"), self._pieces(y, "y")):
+            term = t.log_abs_det_jacobian(xs, ys)
+            if t.event_dim < self.event_dim:
+                term = sum_rightmost(term, self.event_dim - t.event_dim)
+            terms.append(term)
+        dim = (self.dim - x.dim() if self.dim >= 0 else self.dim) + self.event_dim
+        if dim < 0:
+            return eager().cat(terms, dim)
+        total = terms[0]
+        for t in terms[1:]:
+            total = total + t
+        return total
+
+    @property
+    def bijective(self):
+        return all(t.bijective for t in self.transforms)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
+
+
+class StackTransform(Transform):
+    """Transforms applied to the slices of dim `dim`, one each."""
+
+    def __init__(self, tseq, dim=0, cache_size=0):
+        if not all(isinstance(t, Transform) for t in tseq):
+            raise AssertionError("All elements of tseq must be Transform instances")
+        if cache_size:
+            tseq = [t.with_cache(cache_size) for t in tseq]
+        super().__init__(cache_size=cache_size)
+        self.transforms, self.dim = list(tseq), dim
+
+    def with_cache(self, cache_size=1):
+        if self._cache_size == cache_size:
+            return self
+        return StackTransform(self.transforms, self.dim, cache_size)
+
+    def _slices(self, z, name):
+        n = len(self.transforms)
+        _check_along(z, self.dim, n, f"{name}.size({self.dim}) = {z.shape[self.dim]} must "
+                                     f"equal len(transforms) {n}")
+        return [z.select(self.dim, i) for i in range(z.shape[self.dim])]
+
+    def _call(self, x):
+        return eager().stack([t(s) for s, t in zip(self._slices(x, "x"), self.transforms)],
+                             self.dim)
+
+    def _inverse(self, y):
+        return eager().stack([t.inv(s) for s, t in zip(self._slices(y, "y"), self.transforms)],
+                             self.dim)
+
+    def log_abs_det_jacobian(self, x, y):
+        return eager().stack([t.log_abs_det_jacobian(a, b) for a, b, t in zip(
+            self._slices(x, "x"), self._slices(y, "y"), self.transforms)], self.dim)
+
+    @property
+    def bijective(self):
+        return all(t.bijective for t in self.transforms)
+
+    @constraints.dependent_property
+    def domain(self):
+        return constraints.stack([t.domain for t in self.transforms], self.dim)
+
+    @constraints.dependent_property
+    def codomain(self):
+        return constraints.stack([t.codomain for t in self.transforms], self.dim)

@@ -707,6 +707,10 @@ TRANSFORMS = {
     "Reshape": (lambda T, lib: T.ReshapeTransform((K,), (K, 1)), "real"),
     "StickBreaking": (lambda T, lib: T.StickBreakingTransform(), "real"),
     "CorrCholesky": (lambda T, lib: T.CorrCholeskyTransform(), "real"),
+    "Cat": (lambda T, lib: T.CatTransform([T.ExpTransform(), T.TanhTransform()], -1, [1, 2]),
+            "real"),
+    "Stack": (lambda T, lib: T.StackTransform([T.ExpTransform(), T.TanhTransform(),
+                                               T.AffineTransform(1.0, 3.0)], -1), "real"),
     "CumulativeDistribution": (lambda T, lib: T.CumulativeDistributionTransform(
         lib.distributions.Laplace(lib.tensor(0.2), lib.tensor(1.5))), "real"),
 }
@@ -761,6 +765,8 @@ CONSTRAINTS = {
     "lower_cholesky": lambda C, t: C.lower_cholesky,
     "positive_definite": lambda C, t: C.positive_definite,
     "corr_cholesky": lambda C, t: C.corr_cholesky,
+    "cat": lambda C, t: C.cat([C.positive, C.interval(-1.0, 1.0)], -1, [1, 2]),
+    "stack": lambda C, t: C.stack([C.positive, C.real, C.unit_interval], -1),
 }
 
 
