@@ -24,7 +24,7 @@ from .extra import (ContinuousBernoulli, FisherSnedecor, GeneralizedPareto, Half
                     InverseGamma, Kumaraswamy, NegativeBinomial, Pareto, VonMises, Weibull)
 from .gamma import Beta, Chi2, Dirichlet, Gamma, StudentT
 from .kl import kl_divergence, register_kl
-from .mvn import LKJCholesky, LowRankMultivariateNormal, MultivariateNormal
+from .mvn import LKJCholesky, LowRankMultivariateNormal, MultivariateNormal, Wishart
 from .transformed import (ExpRelaxedCategorical, Gumbel, HalfNormal, Independent, LogNormal,
                           LogisticNormal, LogitRelaxedBernoulli, MixtureSameFamily,
                           RelaxedBernoulli, RelaxedOneHotCategorical, TransformedDistribution)
@@ -50,16 +50,13 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
            "RelaxedOneHotCategorical", "ReshapeTransform", "SigmoidTransform", "SoftmaxTransform",
            "SoftplusTransform", "StackTransform", "StickBreakingTransform", "StudentT",
            "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "VonMises",
-           "Weibull", "biject_to", "constraints", "identity_transform", "kl_divergence",
-           "register_kl", "transform_to", "transforms"]
+           "Weibull", "Wishart", "biject_to", "constraints", "identity_transform",
+           "kl_divergence", "register_kl", "transform_to", "transforms"]
 
-# torch.distributions' names dualgrad does not provide (docs/pytorch-compat.md): looking one
-# up raises AttributeError saying so, and hasattr is False
-NOT_PROVIDED = ("Wishart",)
+# torch.distributions' names dualgrad does not provide (docs/pytorch-compat.md): none left; a
+# name torch does not have either is an AttributeError in torch's words
+NOT_PROVIDED: tuple = ()
 
 
 def __getattr__(name):
-    if name in NOT_PROVIDED:
-        raise AttributeError(f"dualgrad does not provide torch.distributions.{name}: not "
-                             f"implemented yet (docs/pytorch-compat.md)")
     raise AttributeError(f"module 'torch.distributions' has no attribute '{name}'")

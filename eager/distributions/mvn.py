@@ -1,16 +1,18 @@
 """MultivariateNormal, through the lower Cholesky factor of its covariance, and
 LowRankMultivariateNormal, through the capacitance matrix of its low-rank-plus-diagonal one,
-and LKJCholesky, over Cholesky factors of correlation matrices."""
+LKJCholesky, over Cholesky factors of correlation matrices, and Wishart."""
 from __future__ import annotations
 
 import math
+import numbers
+import warnings
 
 import numpy as np
 
 from . import constraints
-from .distribution import Distribution, eager, lazy_property
+from .distribution import Distribution, ExponentialFamily, eager, lazy_property
 
-__all__ = ["MultivariateNormal", "LowRankMultivariateNormal", "LKJCholesky"]
+__all__ = ["MultivariateNormal", "LowRankMultivariateNormal", "LKJCholesky", "Wishart"]
 
 
 class MultivariateNormal(Distribution):
@@ -321,3 +323,175 @@ class LKJCholesky(Distribution):
         normalize = 0.5 * dm1 * math.log(math.pi) + e.mvlgamma(alpha - 0.5, dm1) - \
             alpha.lgamma() * dm1
         return unnormalized - normalize
+
+
+def _mvdigamma(x, p):
+    """The multivariate digamma: sum over i < p of digamma(x - i / 2)."""
+    if not bool((x > (p - 1) / 2).all()):
+        raise AssertionError("Wrong domain for multivariate digamma function.")
+    halves = eager().arange(p, dtype=x.dtype) / 2
+    xs, halves = eager().broadcast_tensors(x.unsqueeze(-1), halves)
+    return (xs - halves).digamma().sum(-1)
+
+
+class Wishart(ExponentialFamily):
+    """Positive definite p x p matrices X = L A A^T L^T (Bartlett): df and exactly one of
+    covariance_matrix, precision_matrix or scale_tril (L), as torch's."""
+    support = constraints.positive_definite
+    has_rsample = True
+
+    @property
+    def arg_constraints(self):
+        return {"covariance_matrix": constraints.positive_definite,
+                "precision_matrix": constraints.positive_definite,
+                "scale_tril": constraints.lower_cholesky,
+                "df": constraints.greater_than(self.event_shape[-1] - 1)}
+
+    def __init__(self, df, covariance_matrix=None, precision_matrix=None, scale_tril=None,
+                 validate_args=None):
+        given = [m for m in (covariance_matrix, precision_matrix, scale_tril) if m is not None]
+        if len(given) != 1:
+            raise AssertionError("Exactly one of covariance_matrix or precision_matrix or "
+                                 "scale_tril may be specified.")
+        param, e = given[0], eager()
+        if param.dim() < 2:
+            raise ValueError("scale_tril must be at least two-dimensional, with optional "
+                             "leading batch dimensions")
+        if isinstance(df, numbers.Number):
+            batch_shape = tuple(param.shape[:-2])
+            self.df = e.tensor(df, dtype=param.dtype)
+        else:
+            batch_shape = tuple(np.broadcast_shapes(tuple(param.shape[:-2]), tuple(df.shape)))
+            self.df = df.expand(batch_shape)
+        event_shape = tuple(param.shape[-2:])
+        p = event_shape[-1]
+        if bool((self.df <= p - 1).any()):
+            raise ValueError(f"Value of df={df} expected to be greater than ndim - 1 = {p - 1}.")
+        name = ("covariance_matrix" if covariance_matrix is not None else
+                "precision_matrix" if precision_matrix is not None else "scale_tril")
+        setattr(self, name, param.expand(batch_shape + event_shape))
+        if bool((self.df < p).any()):
+            warnings.warn("Low df values detected. Singular samples are highly likely to occur "
+                          "for ndim - 1 < df < ndim.", stacklevel=2)
+        super().__init__(batch_shape, event_shape, validate_args=validate_args)
+        if scale_tril is not None:
+            self._unbroadcasted_scale_tril = scale_tril
+        elif covariance_matrix is not None:
+            self._unbroadcasted_scale_tril = e.linalg.cholesky(covariance_matrix)
+        else:
+            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        self._dist_chi2 = self._chi2(batch_shape)
+
+    def _chi2(self, batch_shape):
+        """Chi2(df - i) for i < p: the squared diagonal of Bartlett's factor."""
+        from .gamma import Chi2
+        p = self._event_shape[-1]
+        steps = eager().arange(p, dtype=self._unbroadcasted_scale_tril.dtype)
+        df, steps = eager().broadcast_tensors(self.df.unsqueeze(-1), steps)
+        return Chi2(df - steps)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Wishart, _instance)
+        batch_shape = tuple(batch_shape)
+        cov_shape = batch_shape + tuple(self.event_shape)
+        new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril.expand(cov_shape)
+        new.df = self.df.expand(batch_shape)
+        for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
+            if name in self.__dict__:
+                setattr(new, name, getattr(self, name).expand(cov_shape))
+        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
+        new._dist_chi2 = new._chi2(batch_shape)
+        new._validate_args = self._validate_args
+        return new
+
+    def _full(self, x):
+        return x.expand(tuple(self._batch_shape) + tuple(self._event_shape))
+
+    @lazy_property
+    def scale_tril(self):
+        return self._full(self._unbroadcasted_scale_tril)
+
+    @lazy_property
+    def covariance_matrix(self):
+        tril = self._unbroadcasted_scale_tril
+        return self._full(tril @ tril.mT)
+
+    @lazy_property
+    def precision_matrix(self):
+        eye = eager().eye(self._event_shape[-1], dtype=self._unbroadcasted_scale_tril.dtype)
+        return self._full(eager().cholesky_solve(eye, self._unbroadcasted_scale_tril))
+
+    def _df_matrix(self, x):
+        return x.reshape(tuple(self._batch_shape) + (1, 1))
+
+    @property
+    def mean(self):
+        return self._df_matrix(self.df) * self.covariance_matrix
+
+    @property
+    def mode(self):
+        factor = self.df - self.covariance_matrix.shape[-1] - 1
+        factor = eager().where(factor <= 0, math.nan, factor)
+        return self._df_matrix(factor) * self.covariance_matrix
+
+    @property
+    def variance(self):
+        v = self.covariance_matrix
+        d = v.diagonal(dim1=-2, dim2=-1)
+        return self._df_matrix(self.df) * (v.pow(2) + d.unsqueeze(-1) * d.unsqueeze(-2))
+
+    def _bartlett(self, sample_shape):
+        from .distribution import vec_to_tril_matrix
+        e, p = eager(), self._event_shape[-1]
+        eps = e.finfo(self.df.dtype).eps
+        diag = self._dist_chi2.rsample(sample_shape).sqrt().clamp(min=eps)
+        below = e.randn(*(tuple(sample_shape) + tuple(self._batch_shape) + (p * (p - 1) // 2,)),
+                        dtype=diag.dtype)
+        noise = e.diag_embed(diag) + vec_to_tril_matrix(below, diag=-1)
+        chol = self._unbroadcasted_scale_tril @ noise
+        return chol @ chol.mT
+
+    def rsample(self, sample_shape=(), max_try_correction=None):
+        """Bartlett draws; a draw that is not positive definite is drawn again (up to
+        max_try_correction times, 10 by default), with torch's warning."""
+        sample_shape = tuple(sample_shape)
+        sample = self._bartlett(sample_shape)
+        singular = ~self.support.check(sample)
+        if not bool(singular.any()):
+            return sample
+        warnings.warn("Singular sample detected.", stacklevel=2)
+        for _ in range(10 if max_try_correction is None else max_try_correction):
+            sample = eager().where(singular[..., None, None], self._bartlett(sample_shape),
+                                   sample)
+            singular = ~self.support.check(sample)
+            if not bool(singular.any()):
+                break
+        return sample
+
+    def _log_det_scale_part(self, p):
+        return p * math.log(2) / 2 + \
+            self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        e, nu, p = eager(), self.df, self._event_shape[-1]
+        trace = e.cholesky_solve(value, self._unbroadcasted_scale_tril).diagonal(
+            dim1=-2, dim2=-1).sum(-1)
+        return -nu * self._log_det_scale_part(p) - e.mvlgamma(nu / 2, p) + \
+            (nu - p - 1) / 2 * e.linalg.slogdet(value).logabsdet - trace / 2
+
+    def entropy(self):
+        e, nu, p = eager(), self.df, self._event_shape[-1]
+        return (p + 1) * self._log_det_scale_part(p) + e.mvlgamma(nu / 2, p) - \
+            (nu - p - 1) / 2 * _mvdigamma(nu / 2, p) + nu * p / 2
+
+
+def _precision_to_scale_tril(precision):
+    """The lower Cholesky factor of precision's inverse, through the flipped Cholesky factor
+    of precision (no explicit inverse), as torch."""
+    e = eager()
+    lf = e.linalg.cholesky(precision.flip((-2, -1)))
+    l_inv = lf.flip((-2, -1)).mT
+    eye = e.eye(precision.shape[-1], dtype=precision.dtype)
+    return e.linalg.solve_triangular(l_inv, eye.expand(tuple(l_inv.shape)), upper=False)
