@@ -9,7 +9,7 @@ against the CDF differentiated by scipy), sample moments (seeded), kl_divergence
 pair torch registers among these families, transforms, and torch's error messages
 (kl_divergence, transforms and constraints are in test_distributions_kl_transforms_torch.py).
 
-Cost: 30 constructor forms x 3 shapes x 2 dtypes, each a few dozen small calls (~10 s here);
+Cost: 48 constructor forms x 3 shapes x 2 dtypes, each a few dozen small calls (~10 s here);
 the law checks draw 4000 samples per family; the compile() check traces two steps (~10 s)."""
 from __future__ import annotations
 
