@@ -14,6 +14,9 @@ generator, so they differ from torch's draws; everything else agrees.
 """
 from __future__ import annotations
 
+import sys
+import types
+
 from . import constraints, transforms, utils
 from .constraint_registry import biject_to, transform_to
 from .continuous import Cauchy, Exponential, Laplace, Normal, Uniform
@@ -52,6 +55,46 @@ __all__ = ["AbsTransform", "AffineTransform", "Bernoulli", "Beta", "Binomial", "
            "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "VonMises",
            "Weibull", "Wishart", "biject_to", "constraints", "identity_transform",
            "kl_divergence", "register_kl", "transform_to", "transforms"]
+
+# torch.distributions' module paths (`from torch.distributions.normal import Normal`) that are
+# not modules of ours (distribution, gamma, kl, constraints, transforms, ... are): one module
+# object each, holding the names torch's module exports
+MODULE_PATHS = {
+    "bernoulli": ("Bernoulli",), "beta": ("Beta",), "binomial": ("Binomial",),
+    "categorical": ("Categorical",), "cauchy": ("Cauchy",), "chi2": ("Chi2",),
+    "continuous_bernoulli": ("ContinuousBernoulli",), "dirichlet": ("Dirichlet",),
+    "exp_family": ("ExponentialFamily",), "exponential": ("Exponential",),
+    "fishersnedecor": ("FisherSnedecor",), "generalized_pareto": ("GeneralizedPareto",),
+    "geometric": ("Geometric",), "gumbel": ("Gumbel",), "half_cauchy": ("HalfCauchy",),
+    "half_normal": ("HalfNormal",), "independent": ("Independent",),
+    "inverse_gamma": ("InverseGamma",), "kumaraswamy": ("Kumaraswamy",), "laplace": ("Laplace",),
+    "lkj_cholesky": ("LKJCholesky",), "log_normal": ("LogNormal",),
+    "logistic_normal": ("LogisticNormal",),
+    "lowrank_multivariate_normal": ("LowRankMultivariateNormal",),
+    "mixture_same_family": ("MixtureSameFamily",), "multinomial": ("Multinomial",),
+    "multivariate_normal": ("MultivariateNormal",), "negative_binomial": ("NegativeBinomial",),
+    "normal": ("Normal",),
+    "one_hot_categorical": ("OneHotCategorical", "OneHotCategoricalStraightThrough"),
+    "pareto": ("Pareto",), "poisson": ("Poisson",),
+    "relaxed_bernoulli": ("LogitRelaxedBernoulli", "RelaxedBernoulli"),
+    "relaxed_categorical": ("ExpRelaxedCategorical", "RelaxedOneHotCategorical"),
+    "studentT": ("StudentT",), "transformed_distribution": ("TransformedDistribution",),
+    "uniform": ("Uniform",), "von_mises": ("VonMises",), "weibull": ("Weibull",),
+    "wishart": ("Wishart",),
+}
+
+
+def _module_path(name, exports):
+    module = types.ModuleType(f"{__name__}.{name}",
+                              f"torch.distributions.{name}: {', '.join(exports)}")
+    module.__all__ = list(exports)
+    for export in exports:
+        setattr(module, export, globals()[export])
+    sys.modules.setdefault(module.__name__, module)
+    return sys.modules[module.__name__]
+
+
+globals().update({name: _module_path(name, exports) for name, exports in MODULE_PATHS.items()})
 
 # torch.distributions' names dualgrad does not provide (docs/pytorch-compat.md): none left; a
 # name torch does not have either is an AttributeError in torch's words

@@ -823,3 +823,16 @@ def test_wishart_draws_have_the_mean():
     x = d.sample((N_DRAWS,)).numpy()
     se = np.sqrt(d.variance.numpy() / N_DRAWS)
     np.testing.assert_array_less(np.abs(x.mean(0) - 6.0 * cov), 5 * se)
+
+
+def test_torch_module_paths_import():
+    """`from torch.distributions.<module> import <Name>` works for every module torch has."""
+    import importlib
+    import pkgutil
+    for info in pkgutil.iter_modules(torch.distributions.__path__):
+        theirs = importlib.import_module(f"torch.distributions.{info.name}")
+        ours = importlib.import_module(f"dualgrad.eager.distributions.{info.name}")
+        for name in theirs.__all__:
+            assert hasattr(ours, name), (info.name, name)
+            if name in torch.distributions.__all__:
+                assert getattr(ours, name) is getattr(eager.distributions, name), name
