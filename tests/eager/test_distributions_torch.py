@@ -836,3 +836,14 @@ def test_torch_module_paths_import():
             assert hasattr(ours, name), (info.name, name)
             if name in torch.distributions.__all__:
                 assert getattr(ours, name) is getattr(eager.distributions, name), name
+
+
+@pytest.mark.parametrize("module", ["dualgrad.ops.draws", "dualgrad.eager.distributions",
+                                    "dualgrad.eager.distributions.kl",
+                                    "dualgrad.eager.distributions.transforms",
+                                    "dualgrad.eager.distributions.constraints",
+                                    "dualgrad.eager.distributions.constraint_registry"])
+def test_docstring_examples_run(module):
+    import doctest
+    import importlib
+    assert doctest.testmod(importlib.import_module(module)).failed == 0
