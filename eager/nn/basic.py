@@ -567,11 +567,12 @@ class ModuleList(_ListOps, Module):
                 runs[-1][1] = i
             else:
                 runs.append([i, i, r])
+        name = type(self).__name__     # NOTE: a subclass's own name, as torch prints it
         if not runs:
-            return "ModuleList()"
+            return f"{name}()"
         lines = [f"({a}): {r}" if a == b else f"({a}-{b}): {b - a + 1} x {r}"
                  for a, b, r in runs]
-        return "ModuleList(\n  " + "\n  ".join(x.replace("\n", "\n  ") for x in lines) + "\n)"
+        return f"{name}(\n  " + "\n  ".join(x.replace("\n", "\n  ") for x in lines) + "\n)"
 
 
 # -- recurrent cells --------------------------------------------------------------------------

@@ -150,6 +150,9 @@ class Module:
         if "_parameters" not in self.__dict__:
             raise AttributeError("call super().__init__() before assigning attributes in a "
                                  "Module's __init__")
+        if isinstance(getattr(type(self), name, None), property):
+            object.__setattr__(self, name, value)   # NOTE: its setter (a parametrized weight)
+            return
         if name in self._buffers and (value is None or isinstance(value, Tensor)) \
                 and not isinstance(value, Parameter):
             self._buffers[name] = value          # `self.mask = ...` updates the buffer
@@ -503,8 +506,14 @@ class Module:
         return ""
 
     def __repr__(self):
-        lines = [f"{type(self).__name__}({self.extra_repr()}"]
-        for name, m in self._modules.items():
-            sub = repr(m).replace("\n", "\n  ")
-            lines.append(f"  ({name}): {sub}")
-        return "\n".join(lines) + ("\n)" if self._modules else ")")
+        """torch's layout: a one-line extra_repr alone stays inline; otherwise its lines and
+        then each child, one per line, indented."""
+        extra = self.extra_repr()
+        extra = extra.split("\n") if extra else []
+        children = [f"({name}): " + repr(m).replace("\n", "\n  ")
+                    for name, m in self._modules.items() if m is not None]
+        if len(extra) == 1 and not children:
+            return f"{type(self).__name__}({extra[0]})"
+        lines = extra + children
+        return f"{type(self).__name__}(" + ("\n  " + "\n  ".join(lines) + "\n" if lines
+                                             else "") + ")"

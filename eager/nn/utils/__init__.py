@@ -18,6 +18,7 @@ from dualgrad.ops import distributed as _mpi
 from ...core import Tensor, traced_step
 from . import rnn
 from .norms import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm
+from . import parametrize, parametrizations
 
 
 def _with_grads(parameters):
@@ -138,4 +139,4 @@ def vector_to_parameters(vec, parameters):
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "parameters_to_vector",
            "vector_to_parameters", "rnn", "weight_norm", "remove_weight_norm", "spectral_norm",
-           "remove_spectral_norm"]
+           "remove_spectral_norm", "parametrize", "parametrizations"]
