@@ -292,3 +292,29 @@ def test_param_groups_are_torchs(name, kw, group_kw):
     assert [list(g) for g in strip] == [list(g) for g in tstrip]
     assert strip == tstrip
     assert opt.state_dict()["param_groups"] == topt.state_dict()["param_groups"]
+
+
+@pytest.mark.parametrize("order", ["scheduler first", "optimizer first", "custom optimizer"])
+def test_scheduler_before_optimizer_warns_as_torch(order):
+    """torch warns once when the first scheduler.step() comes before any optimizer.step()
+    (the schedule's first value is then skipped); so does dualgrad, for a subclass whose step
+    is its own too."""
+    import warnings
+    got = []
+    for lib in (torch, eager):
+        class Plain(lib.optim.SGD):
+            def step(self, closure=None):
+                return super().step(closure)
+        p = lib.nn.Parameter(lib.zeros(2))
+        opt = (Plain if order == "custom optimizer" else lib.optim.SGD)([p], lr=0.1)
+        sched = lib.optim.lr_scheduler.StepLR(opt, 1, 0.5)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            for _ in range(2):
+                if order == "optimizer first":
+                    opt.step()
+                sched.step()
+                if order != "optimizer first":
+                    opt.step()
+        got.append(([str(x.message)[:60] for x in w], opt.param_groups[0]["lr"]))
+    assert got[1] == got[0]
