@@ -511,23 +511,29 @@ def mse_loss(input, target, reduction="mean"):  # noqa: A002 - torch's argument 
     target (or input) counts as the other's dtype, as torch's kernel reads it (no bool enters
     the subtraction, which refuses one)."""
     input, target = bool_as_other(input, target)
-    si, st = _shape(input), _shape(target)
-    if si != st:
-        # NOTE: the loss's own words, not those of the `sub` inside it
-        try:
-            out = broadcast("mse_loss", spec_of(input), spec_of(target))
-        except ShapeError as e:
-            raise located(f"mse_loss: input {fmt_shape(si)} and target {fmt_shape(st)} do not "
-                           f"broadcast: {str(e).rsplit(': ', 1)[-1]}") from None
-        # NOTE: the silent (N,) vs (N, 1) -> (N, N) bug; torch warns here too.
-        warnings.warn(f"mse_loss: target {fmt_shape(st)} differs from input {fmt_shape(si)}; "
-                      f"they broadcast to {fmt_shape(out)}, which is likely a bug (at "
-                      f"{where_str(user_frame())})", UserWarning, stacklevel=user_stacklevel())
+    if _shape(input) != _shape(target):
+        loss_broadcast("mse_loss", input, target)
         with quiet_broadcast():   # NOTE: warned above, in the loss's own words
             d = input - target
     else:
         d = input - target
     return _reduce_loss(d * d, reduction)
+
+
+def loss_broadcast(name, input, target):  # noqa: A002
+    """The shape a loss's input and target of different shapes broadcast to, with torch's
+    warning (the silent (N,) vs (N, 1) -> (N, N) bug), in the loss's own words; a ShapeError
+    naming the loss when they do not broadcast."""
+    si, st = _shape(input), _shape(target)
+    try:
+        out = broadcast(name, spec_of(input), spec_of(target))
+    except ShapeError as e:
+        raise located(f"{name}: input {fmt_shape(si)} and target {fmt_shape(st)} do not "
+                       f"broadcast: {str(e).rsplit(': ', 1)[-1]}") from None
+    warnings.warn(f"{name}: target {fmt_shape(st)} differs from input {fmt_shape(si)}; they "
+                  f"broadcast to {fmt_shape(out)}, which is likely a bug (at "
+                  f"{where_str(user_frame())})", UserWarning, stacklevel=user_stacklevel())
+    return out
 
 
 def _same_shape(name, x, t):

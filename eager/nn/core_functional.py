@@ -3,6 +3,8 @@ pooling, normalisation, dropout, the common losses, pad); `eager.nn.functional` 
 them with the rest."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from dualgrad.eager.amp import keeps_fp32, lowers
 from dualgrad.ops.composite import in_opmath
@@ -23,10 +25,26 @@ def _inplace(x, inplace, name, fn, *args):
     return apply_inplace(x, name + "_", lambda t: fn(t, *args))
 
 
-def _no_legacy(name, size_average, reduce):
-    if size_average is not None or reduce is not None:
-        raise TypeError(f"{name}: size_average and reduce are deprecated in PyTorch and not "
-                        f"supported by dualgrad; use reduction=")
+def _legacy_reduction(size_average, reduce, reduction):
+    """reduction, or what torch's deprecated size_average / reduce mean when either is given
+    (both default True: mean; reduce alone: sum; reduce=False: none), with torch's warning."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    out = "mean" if size_average and reduce else "sum" if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use "
+                  f"reduction='{out}' instead.", UserWarning, stacklevel=3)
+    return out
+
+
+def _broadcast_pair(name, input, target):  # noqa: A002
+    """A pointwise loss's input and target, of different shapes, broadcast to one shape with
+    torch's warning (ops.composite.loss_broadcast)."""
+    if tuple(input.shape) == tuple(target.shape):
+        return input, target
+    shape = ops.composite.loss_broadcast(name, input, target)
+    return input.expand(*shape), target.expand(*shape)
 
 
 def _refuse(name, **options):
@@ -613,7 +631,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     """torch.nn.functional.cross_entropy: logits (N, C) or (N, C, d1, ...) and class indices
     (N, ...) or class probabilities shaped like the logits; weight, ignore_index and
     label_smoothing as torch."""
-    _no_legacy("cross_entropy", size_average, reduce)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _class_indices(target)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
@@ -645,7 +663,7 @@ def _none(reduction, loss):
 @keeps_fp32
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
              weight=None):
-    _no_legacy("mse_loss", size_average, reduce)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if weight is None:
         return ops.mse_loss(input, target, reduction=reduction)
     return _weighted("mse_loss", ops.mse_loss(input, target, reduction="none"), weight,
@@ -655,7 +673,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean",  #
 @keeps_fp32
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
             weight=None):
-    _no_legacy("l1_loss", size_average, reduce)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    input, target = _broadcast_pair("l1_loss", input, target)  # noqa: A001
     if weight is None:
         return ops.l1_loss(input, target, reduction=reduction)
     return _weighted("l1_loss", ops.l1_loss(input, target, reduction="none"), weight,
@@ -665,12 +684,14 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean",  # 
 @keeps_fp32
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
                    beta=1.0):
-    _no_legacy("smooth_l1_loss", size_average, reduce)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    input, target = _broadcast_pair("smooth_l1_loss", input, target)  # noqa: A001
     return ops.smooth_l1_loss(input, target, reduction=reduction, beta=beta)
 
 
 @keeps_fp32
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa: A002
+    input, target = _broadcast_pair("huber_loss", input, target)  # noqa: A001
     if weight is None:
         return _in_input_dtype(ops.huber_loss(input, target, reduction=reduction, delta=delta),
                                input)
@@ -681,7 +702,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa
 @keeps_fp32
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
            log_target=False):
-    _no_legacy("kl_div", size_average, reduce)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if _dt(input).kind in "biu" or _dt(target).kind in "biu":
         raise RuntimeError("kl_div: Integral inputs not supported.")
     if _dt(input) == _dt(target):
@@ -701,7 +722,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,  
              reduce=None, reduction="mean"):
     """Negative log-likelihood: minus input at each target class (classes in dim 1), with
     torch's weight and ignore_index; input need not be normalised log-probabilities."""
-    _no_legacy("nll_loss", size_average, reduce)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _class_indices(target)
     return ops.nll_loss(input, target, reduction=reduction, weight=weight,
                         ignore_index=ignore_index)
@@ -711,7 +732,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100,  
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean"):
     """max(0, -target * (input1 - input2) + margin), target +1 or -1."""
-    _no_legacy("margin_ranking_loss", size_average, reduce)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     return _reduce(ops.relu(-target * (input1 - input2) + margin), reduction)
 
 
@@ -720,7 +741,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6,
                         size_average=None, reduce=None, reduction="mean"):
     """max(0, d(anchor, positive) - d(anchor, negative) + margin) with the p-norm distance
     (swap: the smaller of d(anchor, negative) and d(positive, negative))."""
-    _no_legacy("triplet_margin_loss", size_average, reduce)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     d_pos = ops.pairwise_distance(anchor, positive, p, eps, False)
     d_neg = ops.pairwise_distance(anchor, negative, p, eps, False)
     if swap:
@@ -733,7 +754,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
                           reduction="mean"):
     """1 - cos(input1, input2) where target is 1, max(0, cos - margin) where it is -1 (the
     cosine along the last dim, each squared norm plus 1e-12, as torch)."""
-    _no_legacy("cosine_embedding_loss", size_average, reduce)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     dot = ops.sum(input1 * input2, axis=-1)
     norms = (ops.sum(input1 * input1, axis=-1) + 1e-12) * (ops.sum(input2 * input2, axis=-1) + 1e-12)
     cos = dot / ops.sqrt(norms)
@@ -753,7 +774,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      reduce=None, reduction="mean", pos_weight=None):
     """BCE on logits; weight rescales each element's loss, pos_weight the positive term
     (broadcast along the last dim, as torch)."""
-    _no_legacy("binary_cross_entropy_with_logits", size_average, reduce)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     # NOTE: torch computes (1 - target).mul_(input)...: the result has the target's dtype,
     # which an integer or bool target cannot hold
     t_dt = _dt(target)
@@ -777,7 +798,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
 @keeps_fp32
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,  # noqa: A002
                          reduction="mean"):
-    _no_legacy("binary_cross_entropy", size_average, reduce)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _same_dtype_target(input, target)
     if weight is None:
         return ops.binary_cross_entropy(input, target, reduction=reduction)

@@ -22,7 +22,7 @@ from dualgrad.ops.rules import HALF, SUB_BOOL, floating, torch_opmath_dtype
 from ..amp import keeps_fp32
 from ..functions import _arr, _t
 from ..refusals import scalar_type
-from .core_functional import (_channel_dropout, _in_input_dtype, _inplace, _no_legacy, _reduce, cross_entropy,
+from .core_functional import (_channel_dropout, _in_input_dtype, _inplace, _legacy_reduction, _reduce, cross_entropy,
                               _channel_dropout_unbatched, freq_scale, interpolate, linear, renorm_rows, avg_pool1d,
                               avg_pool2d)
 
@@ -107,7 +107,7 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):  # noqa: A00
 @keeps_fp32
 def soft_margin_loss(input, target, size_average=None, reduce=None,  # noqa: A002
                      reduction="mean"):
-    _no_legacy("soft_margin_loss", size_average, reduce)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     # NOTE: torch's form, -input * target (a uint8 target is not negated), in input's dtype
     return _in_input_dtype(_reduce(ops.log1p(ops.exp(-_t(input) * target)), reduction), input)
 
@@ -115,7 +115,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None,  # noqa: A00
 @keeps_fp32
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,  # noqa: A002
                          reduction="mean"):
-    _no_legacy("hinge_embedding_loss", size_average, reduce)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     x, t = _t(input), _t(target)
     loss = ops.where(ops.ne(t, -1), x, 0.0) + ops.where(ops.ne(t, 1), ops.relu(margin - x), 0.0)
     return _reduce(loss, reduction)
@@ -123,7 +123,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None,  # noqa: A002
                                 reduce=None, reduction="mean"):
-    _no_legacy("multilabel_soft_margin_loss", size_average, reduce)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     x, t = _t(input), _t(target)
     if t.dtype == np.bool_:   # NOTE: torch's 1 - target
         raise RuntimeError(SUB_BOOL)
@@ -158,7 +158,7 @@ def _long_targets(kernel, input, target):  # noqa: A002
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,  # noqa: A002
                       reduce=None, reduction="mean"):
     """sum over i != y of max(0, margin - x[y] + x[i])**p, divided by the class count."""
-    _no_legacy("multi_margin_loss", size_average, reduce)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     _long_targets("multi_margin_loss_cpu_kernel", input, target)
@@ -182,7 +182,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None,  # noq
                            reduction="mean"):
     """For each target class j (the labels before the first -1) and each non-target class i:
     max(0, 1 - (x[j] - x[i])), summed and divided by the class count."""
-    _no_legacy("multilabel_margin_loss", size_average, reduce)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     _long_targets("multilabel_margin_loss_forward_out_frame", input, target)
     x = _t(input)
     x2 = x if x.ndim == 2 else ops.reshape(x, (1, -1))
@@ -228,7 +228,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 @keeps_fp32
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None,  # noqa: A002
                      eps=1e-8, reduce=None, reduction="mean"):
-    _no_legacy("poisson_nll_loss", size_average, reduce)
+    reduction = _legacy_reduction(size_average, reduce, reduction)
     x, t = _t(input), _t(target)
     loss = ops.exp(x) - t * x if log_input else x - t * ops.log(x + eps)
     if full:

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from .module import Module
 from . import functional as F
-from .core_functional import _no_legacy
+from .core_functional import _legacy_reduction
 
 
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction="mean"):
         super().__init__()
-        _no_legacy(type(self).__name__, size_average, reduce)
-        self.reduction = reduction
+        self.reduction = _legacy_reduction(size_average, reduce, reduction)
 
 
 def _optional_buffer(module, name, value):

@@ -507,8 +507,8 @@ LAZY = ("LazyLinear",)
 NOT_VARIED = {
     ("Upsample", "mode"): "interpolation modes are another test's matrix",
     ("Upsample", "align_corners"): "interpolation modes are another test's matrix",
-    "size_average": "deprecated: every loss refuses it (test_nn_layers_torch.py)",
-    "reduce": "deprecated: every loss refuses it (test_nn_layers_torch.py)",
+    "size_average": "deprecated: test_nn_layers_torch.py compares every loss's against torch",
+    "reduce": "deprecated: test_nn_layers_torch.py compares every loss's against torch",
 }
 # what dualgrad refuses on purpose: (class, keyword) -> (exception, message pattern)
 REFUSED = {

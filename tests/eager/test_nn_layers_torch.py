@@ -289,12 +289,55 @@ def test_weighted_elementwise_losses_match_torch(fn):
                                                            weight=torch.tensor(w)), (3, 4))
 
 
+_LEGACY_LOSSES = {    # loss -> (input, target) makers: values in each loss's domain
+    "mse_loss": lambda r: (r.standard_normal((3, 4)), r.standard_normal((3, 4))),
+    "l1_loss": lambda r: (r.standard_normal((3, 4)), r.standard_normal((3, 4))),
+    "smooth_l1_loss": lambda r: (r.standard_normal((3, 4)), r.standard_normal((3, 4))),
+    "binary_cross_entropy": lambda r: (r.uniform(0.1, 0.9, (3, 4)), r.uniform(0, 1, (3, 4))),
+    "binary_cross_entropy_with_logits": lambda r: (r.standard_normal((3, 4)),
+                                                   r.uniform(0, 1, (3, 4))),
+    "kl_div": lambda r: (np.log(r.uniform(0.1, 1, (3, 4))), r.uniform(0.1, 1, (3, 4))),
+    "nll_loss": lambda r: (np.log(r.uniform(0.1, 1, (3, 4))), r.integers(0, 4, 3)),
+    "cross_entropy": lambda r: (r.standard_normal((3, 4)), r.integers(0, 4, 3)),
+    "soft_margin_loss": lambda r: (r.standard_normal((3, 4)), np.sign(r.standard_normal((3, 4)))),
+    "poisson_nll_loss": lambda r: (r.standard_normal((3, 4)), r.uniform(0, 3, (3, 4))),
+    "multilabel_soft_margin_loss": lambda r: (r.standard_normal((3, 4)),
+                                              r.integers(0, 2, (3, 4)).astype(float)),
+    "hinge_embedding_loss": lambda r: (r.standard_normal((3, 4)),
+                                       np.sign(r.standard_normal((3, 4)))),
+    "multi_margin_loss": lambda r: (r.standard_normal((3, 4)), r.integers(0, 4, 3)),
+}
+_LEGACY = [dict(size_average=False), dict(size_average=True), dict(reduce=False),
+           dict(reduce=True), dict(size_average=False, reduce=True),
+           dict(size_average=True, reduce=False)]
+
+
+@pytest.mark.parametrize("kw", _LEGACY, ids=str)
+@pytest.mark.parametrize("fn", sorted(_LEGACY_LOSSES))
+def test_deprecated_size_average_and_reduce_as_torch(fn, kw):
+    """torch's deprecated size_average / reduce mean a reduction (mean, sum or none), with its
+    warning: the same values and warning here, in the functional and the module form."""
+    import warnings
+    x, t = _LEGACY_LOSSES[fn](np.random.default_rng(0))
+    dt_t = np.int64 if t.dtype.kind == "i" else np.float32
+    got = []
+    for lib in (torch, eager):
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            out = getattr(lib.nn.functional, fn)(lib.tensor(x.astype(np.float32)),
+                                                 lib.tensor(t.astype(dt_t)), **kw)
+        got.append((np.asarray(out.tolist()), sorted({str(m.message) for m in w})))
+    np.testing.assert_allclose(got[1][0], got[0][0], rtol=1e-5, atol=1e-6)
+    assert got[1][1] == got[0][1]
+
+
 @pytest.mark.parametrize("cls", ["MSELoss", "L1Loss", "BCELoss", "BCEWithLogitsLoss",
                                  "SmoothL1Loss", "KLDivLoss", "NLLLoss", "CrossEntropyLoss"])
-def test_deprecated_size_average_and_reduce_raise(cls):
-    for kw in (dict(size_average=False), dict(reduce=False)):
-        with pytest.raises(TypeError, match="use reduction="):
-            getattr(nn, cls)(**kw)
+def test_deprecated_size_average_and_reduce_of_modules_as_torch(cls):
+    for kw in _LEGACY:
+        with pytest.warns(UserWarning, match="size_average and reduce args will be deprecated"):
+            ours = getattr(nn, cls)(**kw)
+        assert ours.reduction == getattr(torch.nn, cls)(**kw).reduction
 
 
 FUNCTIONAL = [
@@ -505,3 +548,21 @@ def test_a_torchvision_style_cnn_and_dcgan_generator_train():
         opt.step()
         losses.append(loss.item())
     assert losses[-1] < 0.5 * losses[0]
+
+
+@pytest.mark.parametrize("fn", ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"])
+@pytest.mark.parametrize("shapes", [((4, 1), (4,)), ((3,), (2, 3)), ((2, 1, 3), (4, 1))])
+def test_pointwise_losses_broadcast_with_a_warning_as_torch(fn, shapes):
+    """Input and target of different shapes broadcast (the (N, 1) against (N,) bug) with a
+    UserWarning, in torch and here: values and the input's gradient as torch's."""
+    r = np.random.default_rng(0)
+    x, t = (r.standard_normal(s).astype(np.float32) for s in shapes)
+    grads = []
+    for lib in (torch, eager):
+        xi = lib.tensor(x, requires_grad=True)
+        with pytest.warns(UserWarning):
+            out = getattr(lib.nn.functional, fn)(xi, lib.tensor(t))
+        out.backward()
+        grads.append((float(out), xi.grad.numpy()))
+    np.testing.assert_allclose(grads[1][0], grads[0][0], rtol=1e-5)
+    np.testing.assert_allclose(grads[1][1], grads[0][1], rtol=1e-5, atol=1e-7)
