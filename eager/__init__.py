@@ -318,6 +318,7 @@ from .extra_shaping import *  # noqa: E402,F401,F403 - *_copy, combinations, ten
 from .native_norms import *  # noqa: E402,F401,F403 - native_layer_norm, native_batch_norm, …
 from .extra_linalg import TORCH as _LINALG  # noqa: E402
 globals().update({n: f for n, f in _LINALG.items() if n not in globals()})   # logdet, cholesky, svd, …
+from .extra_linalg import chain_matmul  # noqa: E402 - deprecated in torch: a function only
 from .surface import install as _install_surface  # noqa: E402
 _install_surface()   # Tensor's methods beyond its core, from surface.py's table
 

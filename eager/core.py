@@ -163,6 +163,18 @@ class AccumulateGrad:
         return f"<AccumulateGrad object at {id(self.variable):#x}>"
 
 
+_WARNED = set()
+
+
+def warn_once(message, stacklevel=2):
+    """A UserWarning given once per process, as torch's TORCH_WARN_ONCE warnings are
+    (x.T of a 3-d tensor, meshgrid without indexing, the deprecated chain_matmul, ...)."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        import warnings
+        warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
+
+
 class _Freed:
     """Marks a tape entry whose saved inputs were released by backward()."""
     __slots__ = ("name",)
@@ -1267,6 +1279,12 @@ class Tensor:
 
     @property
     def T(self):
+        if self._array.ndim not in (0, 2):
+            warn_once("The use of `x.T` on tensors of dimension other than 2 to reverse their "
+                      "shape is deprecated and it will throw an error in a future release. "
+                      "Consider `x.mT` to transpose batches of matrices or "
+                      "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the "
+                      "dimensions of a tensor.", stacklevel=2)
         return ops.transpose(self, axes=tuple(reversed(range(self._array.ndim))))
 
     def unsqueeze(self, dim):

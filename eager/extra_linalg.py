@@ -387,6 +387,18 @@ def matrix_power(A, n, *, out=None):  # noqa: N803
 
 
 @lowers
+def chain_matmul(*matrices, out=None):
+    """torch's deprecated form of linalg.multi_dot, taking the matrices as arguments (one
+    matrix: itself), with torch's warning."""
+    from .core import warn_once
+    warn_once("torch.chain_matmul is deprecated and will be removed in a future PyTorch "
+              "release. Use torch.linalg.multi_dot instead, which accepts a list of two or "
+              "more tensors rather than multiple parameters.", stacklevel=2)
+    if len(matrices) == 1:
+        return matrices[0].clone()
+    return multi_dot(list(matrices), out=out)
+
+
 def multi_dot(tensors, *, out=None):
     ts = [_t(t) for t in tensors]
     if len(ts) < 2:

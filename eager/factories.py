@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from dualgrad.ops.core import TRACING
+from dualgrad.ops.core import TRACING, user_stacklevel
 from dualgrad.ops.rules import HALF, as_operand, floating, inexact, torch_floating_only
 from dualgrad.ops.symbolic import Dim
 
@@ -69,6 +69,11 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     if isinstance(data, (list, tuple)) and any(isinstance(d, Tensor) for d in data):
         data = [np.asarray(d._array if isinstance(d, Tensor) else d) for d in data]
         data = np.array(data) if data else data
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use "
+                      "sourceTensor.detach().clone() or "
+                      "sourceTensor.detach().clone().requires_grad_(True), rather than "
+                      "torch.tensor(sourceTensor).", UserWarning, stacklevel=user_stacklevel())
     src = data._array if isinstance(data, Tensor) else data
     if dtype is not None and np.dtype(dtype).kind in "iu" and \
             not isinstance(data, (Tensor, np.ndarray)):

@@ -28,7 +28,7 @@ from dualgrad.ops.core import user_stacklevel
 from dualgrad.ops.rules import (HALF, TORCH_C_NAMES, norm_axis, torch_opmath_dtype, torch_result_dtype,
                                 torch_scalar_argument, torch_sum_dtype)
 
-from .core import DEFAULT_FLOAT, Tensor
+from .core import DEFAULT_FLOAT, Tensor, warn_once
 from .refusals import in_range, no_bool_clamp, same_dtype_source, scalar_type
 
 
@@ -767,9 +767,13 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):  # noqa: A002
     return x
 
 
-def meshgrid(*tensors, indexing="ij"):
+def meshgrid(*tensors, indexing=None):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
+    if indexing is None:    # NOTE: torch's default is "ij", with this warning
+        warn_once("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                  "indexing argument.", stacklevel=2)
+        indexing = "ij"
     if indexing not in ("ij", "xy"):
         raise ValueError(f"meshgrid: indexing must be 'ij' or 'xy', got {indexing!r}")
     ts = [_t(t).reshape(-1) for t in tensors]

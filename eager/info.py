@@ -108,6 +108,29 @@ ByteTensor, CharTensor, BoolTensor = (_legacy("ByteTensor", "uint8"), _legacy("C
                                       _legacy("BoolTensor", "bool"))
 
 
+def set_default_tensor_type(t):
+    """torch's deprecated form of set_default_dtype: a float type (FloatTensor, DoubleTensor,
+    HalfTensor, or its name "torch.FloatTensor") sets the default dtype; others refuse, as
+    torch's (a CUDA type: not available)."""
+    from .core import warn_once
+    from .factories import set_default_dtype
+    warn_once("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+              "torch.set_default_dtype() and torch.set_default_device() as alternatives.",
+              stacklevel=2)
+    name = t if isinstance(t, str) else f"{getattr(t, '__module__', 'torch')}.{t.__name__}"
+    name = name.replace("dualgrad.eager.info", "torch")
+    if ".cuda." in name:
+        raise TypeError(f"type {name} not available. Torch not compiled with CUDA enabled.")
+    known = {f"torch.{n}": globals()[n] for n in ("FloatTensor", "DoubleTensor", "HalfTensor",
+                                                  "LongTensor", "IntTensor", "ShortTensor",
+                                                  "ByteTensor", "CharTensor", "BoolTensor")}
+    if name not in known:
+        raise TypeError(f"invalid type: '{name}'")
+    if known[name].dtype.kind != "f":
+        raise TypeError("only floating-point types are supported as the default type")
+    set_default_dtype(known[name].dtype)
+
+
 def is_floating_point(input):  # noqa: A002
     return input.is_floating_point()
 
@@ -125,7 +148,7 @@ def is_same_size(input, other):  # noqa: A002
 
 
 __all__ = ["pi", "e", "inf", "nan", "newaxis", "memory_format", "contiguous_format",
-           "preserve_format", "channels_last", "channels_last_3d", "layout", "strided", "finfo", "iinfo", "Size", "FloatTensor",
+           "preserve_format", "channels_last", "channels_last_3d", "layout", "strided", "finfo", "iinfo", "Size", "set_default_tensor_type", "FloatTensor",
            "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor", "ByteTensor",
            "CharTensor", "BoolTensor", "is_floating_point",
            "is_complex", "is_nonzero", "is_same_size"]

@@ -11,7 +11,7 @@ from dualgrad.ops.composite import in_opmath
 from dualgrad.ops.rules import HALF, mirrored, torch_opmath_dtype
 
 from dualgrad import ops
-from dualgrad.ops.core import TRACING
+from dualgrad.ops.core import TRACING, user_stacklevel
 from dualgrad.ops.updates import running_average
 from . import half_conv
 from ..refusals import scalar_type
@@ -143,26 +143,30 @@ def softplus(input, beta=1.0, threshold=20.0):  # noqa: A002
     return ops.where(bx > threshold, input, out)
 
 
-def _softmax_dim(name, input, dim, dtype):
+def _softmax_dim(name, input, dim, dtype, stacklevel):
     if dtype is not None:
         input = ops.cast(input, np.dtype(dtype))
-    if dim is None:   # NOTE: torch's legacy implicit dim (it warns): 0 for 0-, 1- and 3-d
+    if dim is None:   # NOTE: torch's legacy implicit dim, with its warning: 0 for 0-, 1-, 3-d
+        warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the "
+                      f"call to include dim=X as an argument.", UserWarning,
+                      stacklevel=user_stacklevel())   # NOTE: the user's line
         dim = 0 if input.ndim in (0, 1, 3) else 1
     return input, dim
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
-    input, dim = _softmax_dim("softmax", input, dim, dtype)
+    input, dim = _softmax_dim("softmax", input, dim, dtype, _stacklevel)
     return ops.softmax(input, axis=dim)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
-    input, dim = _softmax_dim("log_softmax", input, dim, dtype)
+    input, dim = _softmax_dim("log_softmax", input, dim, dtype, _stacklevel)
     return ops.log_softmax(input, axis=dim)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
-    return softmax(-input, dim, _stacklevel, dtype)
+    input, dim = _softmax_dim("softmin", input, dim, dtype, _stacklevel)
+    return ops.softmax(-input, axis=dim)
 
 
 # -- layers -----------------------------------------------------------------------------------
@@ -703,6 +707,12 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
            log_target=False):
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", UserWarning,
+                      stacklevel=user_stacklevel())
     if _dt(input).kind in "biu" or _dt(target).kind in "biu":
         raise RuntimeError("kl_div: Integral inputs not supported.")
     if _dt(input) == _dt(target):

@@ -165,8 +165,8 @@ def _deprecated(new):
     """torch's old spellings without the trailing underscore: warn and call the new one."""
     def old(*args, **kwargs):
         import warnings
-        warnings.warn(f"nn.init.{new.__name__[:-1]} is now deprecated in favor of "
-                      f"nn.init.{new.__name__}.", FutureWarning, stacklevel=2)
+        warnings.warn(f"`nn.init.{new.__name__[:-1]}` is now deprecated in favor of "
+                      f"`nn.init.{new.__name__}`.", FutureWarning, stacklevel=2)
         return new(*args, **kwargs)
     old.__name__ = new.__name__[:-1]
     return old

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 
 import numpy as np
 
 from dualgrad import ops
+from dualgrad.ops.core import user_stacklevel
 from .module import Module, _float, _redraw, _uniform
 from . import functional as F
 from ..core import Tensor
@@ -84,6 +86,11 @@ class RNNBase(Module):
         if not 0 <= dropout <= 1:
             raise ValueError("dropout should be a number in range [0, 1] representing the "
                              "probability of an element being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn(f"dropout option adds dropout after all but last recurrent layer, so "
+                          f"non-zero dropout expects num_layers greater than 1, but got "
+                          f"dropout={dropout} and num_layers={num_layers}", UserWarning,
+                          stacklevel=user_stacklevel())
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
         self.bidirectional, self.proj_size = bidirectional, proj_size
