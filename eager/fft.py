@@ -1,6 +1,6 @@
 """torch.fft: `fftshift` and `ifftshift` (rolls, so any dtype and differentiable). The
-transforms themselves return or take complex tensors, which dualgrad does not have: they
-are rows of docs/pytorch-compat.md's table of names not provided (AttributeError here).
+transforms themselves are not provided yet: they are rows of docs/pytorch-compat.md's table
+of names not provided (AttributeError here).
 
 >>> from dualgrad import eager as torch
 >>> torch.fft.fftshift(torch.arange(5)).tolist()
