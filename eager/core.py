@@ -716,6 +716,8 @@ class Tensor:
 
     def __init__(self, data, requires_grad=False):
         self._array = data if type(data) is np.ndarray else np.asarray(data)
+        if requires_grad and self._array.dtype.kind == "c":   # NOTE: nn.Parameter too
+            raise no_complex_autograd("requires_grad=True")
         self.requires_grad = bool(requires_grad)
         self.grad = self._root = None
         self._node = None

@@ -15,8 +15,7 @@ page and that every op_db entry is either provided and agrees with torch, or a r
 """
 from __future__ import annotations
 
-COMPLEX = ("complex transforms (torch.fft's, stft, istft): not provided yet; complex64 and "
-           "complex128 tensors are, for the ops whose registry entry declares them")
+COMPLEX = "short-time Fourier transforms (stft, istft): not provided yet"
 CHALF = "complex32 (ComplexHalf): dualgrad's complex dtypes are complex64 and complex128"
 LAPACK = ("a matrix decomposition or solver dualgrad does not compute (no LAPACK "
           "bindings with gradients)")
@@ -41,24 +40,6 @@ ABSENT = {
     "_unsafe_masked_index_put_accumulate": ATEN,
     "_upsample_bilinear2d_aa": ATEN,
     "chalf": CHALF,
-    "fft.fft": COMPLEX,
-    "fft.fft2": COMPLEX,
-    "fft.fftn": COMPLEX,
-    "fft.hfft": COMPLEX,
-    "fft.hfft2": COMPLEX,
-    "fft.hfftn": COMPLEX,
-    "fft.ifft": COMPLEX,
-    "fft.ifft2": COMPLEX,
-    "fft.ifftn": COMPLEX,
-    "fft.ihfft": COMPLEX,
-    "fft.ihfft2": COMPLEX,
-    "fft.ihfftn": COMPLEX,
-    "fft.irfft": COMPLEX,
-    "fft.irfft2": COMPLEX,
-    "fft.irfftn": COMPLEX,
-    "fft.rfft": COMPLEX,
-    "fft.rfft2": COMPLEX,
-    "fft.rfftn": COMPLEX,
     "geqrf": LAPACK,
     "grid_sampler_2d": ATEN,
     "grid_sampler_3d": ATEN,

@@ -53,6 +53,7 @@ from .strided import as_strided, as_strided_within, diagonal, sliding_windows, s
 from .special_math import *  # noqa: E402,F401,F403 - i0, ndtri, bessel_j0, the polynomials, …
 from .collective import all_reduce, all_reduce_many
 from .complex_parts import angle, complex_, conj, imag, real, view_as_complex, view_as_real
+from .fft import fft
 from . import api, autodiff
 
 __all__ = [n for n in dir() if not n.startswith("_")]

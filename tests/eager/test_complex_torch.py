@@ -187,6 +187,7 @@ def test_real_of_a_real_tensor_is_itself_and_imag_refuses():
     lambda m, z, x: m.vdot(z, z), lambda m, z, x: (z.reshape(3, 1) @ z.reshape(1, 3)).mH,
     lambda m, z, x: z.sqrt(), lambda m, z, x: z ** 2, lambda m, z, x: z.to(m.complex128),
     lambda m, z, x: m.cat([z, z.to(m.complex128)]), lambda m, z, x: m.where(x > 0, z, 0),
+    lambda m, z, x: m.sgn(m.cat([z, z * 0])),
 ])
 def test_complex_functions_agree_with_torch(f):
     outs = [f(m, m.tensor(_Z), m.tensor([0.5, -1.5, 2.0])) for m in (eager, torch)]
@@ -240,6 +241,8 @@ def test_complex_autograd_refuses():
         eager.tensor(_Z, requires_grad=True)
     with pytest.raises(NotImplementedError, match="does not differentiate complex"):
         eager.tensor(_Z).requires_grad_()
+    with pytest.raises(NotImplementedError, match="does not differentiate complex"):
+        eager.nn.Parameter(eager.tensor(_Z))
     x = eager.tensor([1.0, 2.0], requires_grad=True)
     with pytest.raises(NotImplementedError, match="does not differentiate complex"):
         x * 1j
@@ -255,3 +258,44 @@ def test_graph_and_compile_refuse_complex_clearly():
         graph.constant([1 + 2j])
     with pytest.raises(NotImplementedError, match="compile\\(\\) does not trace complex"):
         compiler.compile(lambda z: z * 2)(eager.tensor(_Z))
+
+
+# -- torch.fft ------------------------------------------------------------------------------------
+_X = np.random.default_rng(0).standard_normal((4, 6)).astype(np.float32)
+_C = (_X + 1j * np.random.default_rng(1).standard_normal((4, 6))).astype(np.complex64)
+
+
+@pytest.mark.parametrize("name, kw", [
+    (n, kw) for n in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft")
+    for kw in ({}, {"n": 5}, {"n": 8, "dim": 0}, {"norm": "ortho"}, {"norm": "forward"})] + [
+    (n, kw) for n in ("fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn",
+                      "hfft2", "ihfft2", "hfftn", "ihfftn")
+    for kw in ({}, {"s": (3, 8)}, {"dim": (1, 0)}, {"s": (5,), "dim": (0,), "norm": "ortho"},
+               {"norm": "forward"})]
+)
+def test_fft_agrees_with_torch(name, kw):
+    """Every transform, its n= / s= / dim= / norm= arguments, on real and complex input
+    (the real-input transforms of complex input raise as torch's do)."""
+    for data in (_X, _C, _X.astype(np.float64), np.arange(24).reshape(4, 6)):
+        try:
+            ref = getattr(torch.fft, name)(torch.from_numpy(data), **kw)
+        except RuntimeError as e:
+            with pytest.raises(type(e)):
+                getattr(eager.fft, name)(eager.tensor(data), **kw)
+            continue
+        ours = getattr(eager.fft, name)(eager.tensor(data), **kw)
+        _same(ours, ref, rtol=1e-4, atol=1e-4)
+
+
+def test_fft_freqs_and_refusals():
+    for name in ("fftfreq", "rfftfreq"):
+        for args, kw in (((8,), {}), ((5, 0.1), {}), ((6,), {"dtype": "float64"})):
+            tkw = {k: getattr(torch, v) for k, v in kw.items()}
+            _same(getattr(eager.fft, name)(*args, **kw), getattr(torch.fft, name)(*args, **tkw))
+    x = eager.tensor(_X, requires_grad=True)
+    with pytest.raises(NotImplementedError, match="no gradients for the Fourier transforms"):
+        eager.fft.irfft(x)
+    with eager.no_grad():
+        assert eager.fft.irfft(x).shape == (4, 10)
+    with pytest.raises(RuntimeError, match="Unsupported dtype Half"):
+        eager.fft.fft(eager.ones(4, dtype=eager.float16))
