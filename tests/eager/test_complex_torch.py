@@ -256,6 +256,12 @@ def test_complex_autograd_refuses():
 def test_graph_and_compile_refuse_complex_clearly():
     with pytest.raises(TypeError, match="complex128 is not supported"):
         graph.constant([1 + 2j])
+    with pytest.raises(TypeError, match="complex64 is not supported"):
+        graph.placeholder(np.complex64, [2])
+    p = graph.placeholder(graph.float32, [1])
+    with pytest.raises(graph.errors.InvalidArgumentError, match="cannot feed a complex128"):
+        graph.Session().run(p * 2, {p: np.array([1j])})
+    assert not hasattr(graph, "complex64") and not hasattr(graph, "real")
     with pytest.raises(NotImplementedError, match="compile\\(\\) does not trace complex"):
         compiler.compile(lambda z: z * 2)(eager.tensor(_Z))
 
@@ -299,3 +305,14 @@ def test_fft_freqs_and_refusals():
         assert eager.fft.irfft(x).shape == (4, 10)
     with pytest.raises(RuntimeError, match="Unsupported dtype Half"):
         eager.fft.fft(eager.ones(4, dtype=eager.float16))
+
+
+def test_save_and_load_complex64_and_refuse_complex128(tmp_path):
+    """safetensors stores complex64 ("C64", which torch's safetensors writes too) and no
+    complex128: saving one raises naming the tensor."""
+    z = eager.tensor(_Z)
+    eager.save({"z": z}, tmp_path / "z.pt")
+    back = eager.load(tmp_path / "z.pt")["z"]
+    assert back.dtype == eager.complex64 and back.tolist() == z.tolist()
+    with pytest.raises(TypeError, match="cannot store 'z': dtype complex128"):
+        eager.save({"z": z.cdouble()}, tmp_path / "w.pt")
