@@ -75,7 +75,7 @@ LOG = register("log", _unary_infer, np.log, lambda g, x, **kw: (g / x,),
 LOG1P = register("log1p", _unary_infer, np.log1p, lambda g, x, **kw: (g / (x + 1.0),),
                  scalar="log1p({0})", category=_EW, floating=True, samples=_POS_SAMPLES + (
                      _S((5,), domain=(-0.9, 1e-6)),),
-                 ref=lambda np, x: np.log1p(x), tf="Log1p")   # NOTE: exact where log(1 + x) rounds to 0
+                 ref=lambda np, x: np.log1p(x), tf="Log1p", complex=True)   # NOTE: exact where log(1 + x) rounds to 0
 SQRT = register("sqrt", _unary_infer, np.sqrt,
                 lambda g, x, out, **kw: (g * 0.5 / out,),
                 scalar="sqrt({0})", category=_EW, floating=True, onnx="Sqrt", samples=_POS_SAMPLES,
@@ -243,7 +243,7 @@ COS = register("cos", _unary_infer, np.cos, lambda g, x, **kw: (-(g * sin(x)),),
 EXPM1 = register("expm1", _unary_infer, np.expm1, lambda g, x, out, **kw: (g * (out + 1.0),),
                  category="other", floating=True, front=("tf",), samples=_UNARY_SAMPLES + (
                      _S((5,), domain=(-1e-6, 1e-6)),),
-                 ref=lambda np, x: np.expm1(x), tf="Expm1")   # NOTE: exact where exp(x) - 1 cancels
+                 ref=lambda np, x: np.expm1(x), tf="Expm1", complex=True)   # NOTE: exact where exp(x) - 1 cancels
 
 _erf_scalar = np.frompyfunc(math.erf, 1, 1)
 
@@ -411,8 +411,8 @@ def _div_vjp(g, x, y, out=None, needs=(True, True), **kw):
 
 def small_int_power(y):
     """The exponent as a small int (0..4) or None: such powers become multiplications."""
-    if np.ndim(y) != 0:
-        return None
+    if np.ndim(y) != 0 or np.iscomplexobj(y):
+        return None   # NOTE: a complex exponent, even 2+0j, takes NumPy's complex pow as torch
     v = float(y)
     return int(v) if v in (0.0, 1.0, 2.0, 3.0, 4.0) else None
 

@@ -203,7 +203,7 @@ MATMUL_NT = register(
              Sample(((3, 4), (5, 3)), match=r"matmul_nt: cannot multiply \(3, 4\) by the "
                                             r"transpose of \(5, 3\): inner dimensions 4 != 3"),
              Sample(((3, 4), (4,)), match="a 2-d w")),
-    ref=lambda np, x, w: np.matmul(x, np.swapaxes(w, 0, 1)))
+    ref=lambda np, x, w: np.matmul(x, np.swapaxes(w, 0, 1)), complex=True)
 MATMUL_NT.decompose = lambda x, w: matmul(x, transpose(w, axes=(1, 0)))
 
 
@@ -306,7 +306,7 @@ UNFOLD = register(
                                       "dilation": (2, 1)}),
              Sample(((2, 3, 5),), {"kernel": (3, 3)}, match=r"expects a 4-d input"),
              Sample(((1, 1, 2, 2),), {"kernel": (3, 3)}, match="smaller than the 3x3 window")),
-    ref=_unfold_ref)
+    ref=_unfold_ref, complex=True)
 FOLD = register(
     "fold", _fold_infer, _fold_kernel, _fold_vjp, category="other",
     samples=(Sample(((2, 27, 9), (2, 3, 5, 5)), {"kernel": (3, 3), "stride": 1, "padding": 0}),

@@ -624,7 +624,7 @@ PAD = register("pad", _pad_infer, _pad_kernel, _pad_vjp, category=_SHAPE,
                ref=lambda np, x, pad_width, value=0.0: np.pad(
                    x[tuple(slice(max(-lo, 0), x.shape[d] - max(-hi, 0))
                            for d, (lo, hi) in enumerate(pad_width))],
-                   [(max(lo, 0), max(hi, 0)) for lo, hi in pad_width], constant_values=value))
+                   [(max(lo, 0), max(hi, 0)) for lo, hi in pad_width], constant_values=value), complex=True)
 
 
 # -- constants shaped like a tensor -----------------------------------------------------------

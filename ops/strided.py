@@ -210,6 +210,6 @@ SLIDING_WINDOWS = register(
              Sample(((2, 3),), {"axis": 1, "size": 4}, match="at most")),
     ref=lambda np, x, axis=0, size=1, step=1: np.moveaxis(np.take(
         x, (np.arange(0, x.shape[axis] - size + 1, step)[:, None] + np.arange(size)),
-        axis=axis), axis + 1, -1))
+        axis=axis), axis + 1, -1), complex=True)
 sliding_windows = primitive(SLIDING_WINDOWS)
 __all__ = ["as_strided", "as_strided_within", "diagonal", "sliding_windows", "strided_positions"]
