@@ -349,6 +349,11 @@ from . import refusals as _refusals, special as _special  # noqa: E402
 from .nn import functional as _functional  # noqa: E402
 import sys as _sys  # noqa: E402
 
+# NOTE: torch's functions and methods of the same name and arguments as nn.functional's
+hardshrink, prelu = _functional.hardshrink, _functional.prelu
+Tensor.hardshrink = lambda self, lambd=0.5: hardshrink(self, lambd)
+Tensor.prelu = lambda self, weight: prelu(self, weight)
+
 # NOTE: the dtypes torch refuses (x.mean() of integers, ...), over methods and functions alike
 _refusals.install(Tensor, _sys.modules[__name__], _functional, _special)
 for _space, _names in _refusals.COMPLEX_REFUSED.items():

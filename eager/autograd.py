@@ -26,10 +26,9 @@ import numpy as np
 from dualgrad.ops.rules import floating
 
 from dualgrad import ops
-from dualgrad.ops.autodiff import backprop
 from dualgrad.ops.core import TRACING, current_trace, tracing
-from .core import (ANOMALY, _GRAD, Tensor, _free, _keep, _needs_grad, _node_of, anomaly_check,
-                   recorded, seed_gradient)
+from .core import (ANOMALY, _GRAD, Tensor, accumulate_into, gradients_at, recorded,
+                   seed_gradient)
 
 __all__ = ["grad", "backward", "Function", "Variable"]
 
@@ -71,25 +70,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not isinstance(x, Tensor) or not x.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     seeds = _seeds(outputs, grad_outputs, create_graph)
-    prev = _GRAD.enabled
-    _GRAD.enabled = bool(create_graph)
-    try:
-        found = backprop(outputs, seeds, _node_of, _needs_grad, stop={id(x) for x in inputs},
-                         on_done=_keep if retain_graph else _free, check=anomaly_check())
-    finally:
-        _GRAD.enabled = prev
     result = []
-    for x in inputs:
-        hit = found.get(id(x))
-        if hit is None:
+    for x, g in zip(inputs, gradients_at(outputs, seeds, inputs, retain_graph, create_graph)):
+        if g is None:
             if not allow_unused:
                 raise RuntimeError("One of the differentiated Tensors appears to not have "
                                    "been used in the graph. Set allow_unused=True if this is "
                                    "the desired behavior.")
-            result.append(Tensor(np.zeros_like(x._array)) if materialize_grads else None)
-            continue
-        g = hit[1]
-        result.append(g if create_graph else Tensor(np.array(g._array, copy=True)))
+            g = Tensor(np.zeros_like(x._array)) if materialize_grads else None
+        result.append(g)
     return tuple(result)
 
 
@@ -102,11 +91,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     tensors = _as_list(tensors)
     seeds = _seeds(tensors, grad_tensors, create_graph)
     if inputs is not None:
-        inputs = _as_list(inputs)
-        gs = grad(tensors, inputs, seeds, retain_graph, create_graph, allow_unused=True)
-        for x, g in zip(inputs, gs):
-            if g is not None:
-                x.grad = g if x.grad is None else x.grad + g
+        accumulate_into(tensors, seeds, _as_list(inputs), retain_graph, create_graph)
         return
     if len(tensors) == 1:
         tensors[0].backward(seeds[0], retain_graph, create_graph)

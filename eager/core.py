@@ -115,6 +115,65 @@ _CMP = {n: R[n] for n in ("eq", "ne", "lt", "le", "gt", "ge")}
 ValuesIndices = namedtuple("ValuesIndices", "values indices")
 
 
+class GradFn:
+    """What `tensor.grad_fn` gives, as torch's autograd Node: `name()` ("MulBackward0": the
+    op's name in torch's spelling), `next_functions` (for each input, the GradFn that made it,
+    an AccumulateGrad for a leaf that requires grad, or None), printed as torch prints it.
+    Two reads of one tensor's grad_fn are equal (the same tape entry)."""
+    __slots__ = ("_node",)
+
+    def __init__(self, node):
+        self._node = node
+
+    def name(self):
+        op = self._node.name if type(self._node) is _Freed else self._node[0].name
+        return "".join(p[:1].upper() + p[1:] for p in
+                       op.replace(":", "_").replace(".", "_").split("_")) + "Backward0"
+
+    @property
+    def next_functions(self):
+        if type(self._node) is _Freed:
+            return ()
+        out = []
+        for x in self._node[1]:
+            if not isinstance(x, Tensor) or not x.requires_grad:
+                out.append((None, 0))
+            else:
+                out.append((AccumulateGrad(x) if x._node is None else x.grad_fn, 0))
+        return tuple(out)
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other._node is self._node
+
+    def __hash__(self):
+        return id(self._node)
+
+    def __repr__(self):
+        return f"<{self.name()} object at {id(self._node):#x}>"
+
+
+class AccumulateGrad:
+    """The next function a leaf that requires grad appears as (`variable` is the leaf)."""
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        self.variable = variable
+
+    def name(self):
+        return "torch::autograd::AccumulateGrad"
+
+    next_functions = ()
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other.variable is self.variable
+
+    def __hash__(self):
+        return id(self.variable)
+
+    def __repr__(self):
+        return f"<AccumulateGrad object at {id(self.variable):#x}>"
+
+
 class _Freed:
     """Marks a tape entry whose saved inputs were released by backward()."""
     __slots__ = ("name",)
@@ -674,6 +733,36 @@ def _anomaly_check(op, grads):
                                f"output.")
 
 
+def gradients_at(outputs, seeds, inputs, retain_graph, create_graph):
+    """The gradients of outputs (weighted by seeds) at each of inputs, None where an input
+    is not reached: autograd.grad's walk, and backward(inputs=)'s."""
+    prev = _GRAD.enabled
+    _GRAD.enabled = bool(create_graph)
+    try:
+        found = backprop(outputs, seeds, _node_of, _needs_grad, stop={id(x) for x in inputs},
+                         on_done=_keep if retain_graph else _free, check=anomaly_check())
+    finally:
+        _GRAD.enabled = prev
+    out = []
+    for x in inputs:
+        hit = found.get(id(x))
+        out.append(None if hit is None else hit[1] if create_graph else
+                   Tensor(np.array(hit[1]._array, copy=True)))
+    return out
+
+
+def accumulate_into(outputs, seeds, inputs, retain_graph, create_graph):
+    """backward(inputs=...): the gradients added into those tensors' .grad only (leaves or
+    not; one not reached keeps its .grad), as torch's."""
+    inputs = [inputs] if isinstance(inputs, Tensor) else list(inputs)
+    if not inputs:
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    retain_graph = create_graph if retain_graph is None else retain_graph
+    for x, g in zip(inputs, gradients_at(outputs, seeds, inputs, retain_graph, create_graph)):
+        if g is not None:
+            x.grad = g if x.grad is None else x.grad + g
+
+
 def seed_gradient(out, gradient):
     """The gradient a backward from `out` starts with: `gradient` as a tensor, or ones for
     a one-element output; an output that requires no grad raises, as torch."""
@@ -758,7 +847,7 @@ class Tensor:
         node = self._node
         if type(node) is Entry and node[0] is _HOOK:   # register_hook's entry: what it wraps
             return node[1][0].grad_fn
-        return None if node is None else node.name if type(node) is _Freed else node[0].name
+        return None if node is None else GradFn(node)
 
     @property
     def is_leaf(self):
@@ -819,7 +908,7 @@ class Tensor:
                                threshold=200, edgeitems=3)
         extra = [f"shape={self._array.shape}", f"dtype={self._array.dtype}"]
         if self.grad_fn is not None:
-            extra.append(f"grad_fn=<{self.grad_fn}>")
+            extra.append(f"grad_fn=<{self.grad_fn.name()}>")
         elif self.requires_grad:
             extra.append("requires_grad=True")
         return f"tensor({body}, {', '.join(extra)})"
@@ -900,12 +989,17 @@ class Tensor:
         return self
 
     def backward(self, gradient=None, retain_graph=None, create_graph=False,
-                 retain_variables=None):
-        """Accumulate d(self)/d(leaf) into every leaf's .grad that requires grad; the graph is
-        kept when create_graph is (retain_graph defaults to it, as in torch).
+                 retain_variables=None, inputs=None):
+        """Accumulate d(self)/d(leaf) into every leaf's .grad that requires grad (with
+        `inputs`, into those tensors' .grad only, leaves or not); the graph is kept when
+        create_graph is (retain_graph defaults to it, as in torch).
         `retain_variables=` is torch 0.3's name of retain_graph."""
         if retain_variables is not None:
             retain_graph = retain_variables if retain_graph is None else retain_graph
+        if inputs is not None:
+            accumulate_into([self], [seed_gradient(self, gradient)], inputs, retain_graph,
+                            create_graph)
+            return
         if retain_graph is None:
             retain_graph = create_graph
         gradient = seed_gradient(self, gradient)

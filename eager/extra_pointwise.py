@@ -123,6 +123,7 @@ _BINARY = ["zeta"] + [n for n in ops.special_math.__all__ if "polynomial" in n]
 
 # torch.special's names (eager/special.py re-exports them)
 SPECIAL = {"i0": i0, "xlog1py": xlog1py, "entr": entr, "multigammaln": mvlgamma,
+           "gammainc": igamma, "gammaincc": igammac,
            "modified_bessel_i0": i0, "modified_bessel_i1": ops.i1,
            **{n: getattr(ops, n) for n in _UNARY},
            **{n: _binary_special(getattr(ops, n)) for n in _BINARY}}

@@ -274,8 +274,9 @@ class InPlaceMixin:
     def mul_(self, other):
         return apply_inplace(self, "mul_", lambda t, o: t * o, other)
 
-    def div_(self, other):
-        return apply_inplace(self, "div_", lambda t, o: t / o, other)
+    def div_(self, other, *, rounding_mode=None):
+        return apply_inplace(self, "div_", lambda t, o: t.div(o, rounding_mode=rounding_mode),
+                             other)
 
     def pow_(self, exponent):
         return apply_inplace(self, "pow_", lambda t, o: t ** o, exponent)
@@ -473,7 +474,7 @@ class MoreInPlace:
         return apply_inplace(self, "triu_", lambda t: ops.triu(t, diagonal))
 
     def square_(self):
-        return apply_inplace(self, "square_", lambda t: t * t)
+        return apply_inplace(self, "square_", lambda t: t.square())   # bools square to int64
 
     def fill_diagonal_(self, fill_value, wrap=False):
         """fill_value on the main diagonal (all dims equal past 2-D; wrap: tall matrices

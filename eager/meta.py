@@ -180,7 +180,7 @@ class MetaTensor(Tensor):
     def __repr__(self):
         extra = "" if self.dtype == np.float32 else f", dtype={self.dtype}"
         if self.grad_fn is not None:
-            extra += f", grad_fn=<{self.grad_fn}>"
+            extra += f", grad_fn=<{self.grad_fn.name()}>"
         elif self.requires_grad:
             extra += ", requires_grad=True"
         return f"tensor(..., device='meta', size={fmt_shape(self.shape)}{extra})"

@@ -32,8 +32,8 @@ def _operand(name, other):
                         f"(Number other)")
     return other
 from .formats import format_order, in_order, preserve_format
-from .inplace import getitem
-from .refusals import in_range
+from .inplace import apply_inplace, getitem
+from .refusals import in_range, scalar_type
 
 SortResult = namedtuple("SortResult", "values indices")
 TopkResult = namedtuple("TopkResult", "values indices")
@@ -260,6 +260,13 @@ class TensorMethods:
         t = self.transpose(-2, -1)
         return ops.conj(t) if t.dtype.kind == "c" else t
 
+    def adjoint(self):
+        """The conjugate transpose of the last two dims, as a view (torch.adjoint)."""
+        if self._array.ndim < 2:
+            raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of "
+                               f"matrices. Got {self._array.ndim}-D tensor.")
+        return self.mH
+
     @property
     def H(self):  # noqa: N802
         if self._array.ndim > 2:
@@ -311,6 +318,58 @@ class TensorMethods:
         return False
 
     is_sparse = is_quantized = is_meta = is_nested = False   # NOTE: dense CPU tensors only
+
+    @property
+    def layout(self):
+        from .info import strided
+        return strided
+
+    def is_conj(self):
+        return False       # NOTE: no lazy conjugation here: conj() of a real tensor is itself
+
+    def is_neg(self):
+        return False
+
+    def is_pinned(self, device=None):
+        return False       # NOTE: no pinned memory without an accelerator
+
+    def is_shared(self):
+        return False       # NOTE: share_memory_ is not provided
+
+    def float_power_(self, exponent):
+        """In place x ** exponent in double precision: x must be float64, as torch's."""
+        if self._array.dtype != np.float64:
+            raise RuntimeError(f"the base given to float_power_ has dtype "
+                               f"{scalar_type(self._array.dtype)} but the operation's result "
+                               f"requires dtype Double")
+        return apply_inplace(self, "float_power_", lambda t, e: t.float_power(e), exponent)
+
+    def apply_(self, callable):  # noqa: A002 - torch's argument name
+        """Each element replaced by callable(element), in place (a Python loop, CPU only, no
+        autograd), as torch's."""
+        return self._each_(callable, ())
+
+    def map_(self, tensor, callable):  # noqa: A002
+        """Each element replaced by callable(element, tensor's element broadcast to self's
+        shape), in place, as torch's."""
+        other = np.broadcast_to(getattr(tensor, "_array", tensor), self._array.shape)
+        return self._each_(callable, (np.ascontiguousarray(other),))
+
+    def _each_(self, fn, others):
+        name = "map_" if others else "apply_"
+        if self.requires_grad:
+            raise RuntimeError(f"Can't call {name}() on Variable that requires grad. Use "
+                               f"var.detach().{name}() instead.")
+        if ops.core.TRACING[0]:
+            raise NotImplementedError(f"Tensor.{name}() calls Python on every element: it "
+                                      f"cannot be traced by compile(); call it outside")
+
+        def each(t):
+            x = t._array
+            values = [fn(*(a.item() for a in items)) for items in
+                      zip(x.reshape(-1), *(o.reshape(-1) for o in others))]
+            return Tensor(np.asarray(values, dtype=x.dtype).reshape(x.shape))
+        return apply_inplace(self, name, each)
 
     def get_device(self):
         return -1          # NOTE: torch's answer for a CPU tensor

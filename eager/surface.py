@@ -110,7 +110,9 @@ SURFACE = (
         "xlogy hypot copysign deg2rad rad2deg sinc absolute negative reciprocal rsqrt floor "
         "ceil erfc lgamma digamma round trunc fix frac fmod remainder floor_divide "
         "true_divide divide multiply subtract nan_to_num cumsum cumprod bitwise_and "
-        "bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift").split()
+        "bitwise_or bitwise_xor bitwise_not bitwise_left_shift bitwise_right_shift gcd lcm "
+        "heaviside i0 ldexp nextafter polygamma mvlgamma igamma igammac renorm "
+        "conj_physical addbmm index_reduce").split()
      + [op.front["torch"] for op in ops.REGISTRY.values() if "torch" in op.front and op.scalar]),
     (BODIES, inplace.MoreInPlace),
     (COMPARE_INPLACE, ("eq ne lt le gt ge greater greater_equal less less_equal not_equal "

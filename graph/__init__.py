@@ -25,7 +25,9 @@ if __name__ != "dualgrad.graph":  # NOTE: a second copy would mean a second op r
 from dualgrad.ops import ShapeError
 
 from . import errors
-from .core import (Graph, GraphKeys, Node, Tensor, TensorShape, add_to_collection,
+from .core import PublicTensor as Tensor  # noqa: E402 - a Variable is no Tensor, as in TF
+from .core import is_tensor
+from .core import (Graph, GraphKeys, Node, TensorShape, add_to_collection,
                    control_dependencies, constant, convert_to_tensor, get_collection,
                    get_default_graph, name_scope, placeholder, reset_default_graph)
 from .shapes import Dimension, dimension_value
@@ -131,7 +133,7 @@ Print = print_
 
 __all__ = [
     "ShapeError", "set_random_seed", "errors", "Graph", "GraphKeys", "add_to_collection",
-    "get_collection", "Node", "Operation", "Tensor",
+    "get_collection", "Node", "Operation", "Tensor", "is_tensor",
     "TensorShape", "Dimension", "dimension_value", "control_dependencies", "constant", "convert_to_tensor",
     "get_default_graph", "name_scope", "placeholder", "reset_default_graph", "as_dtype",
     "bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",

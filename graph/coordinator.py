@@ -24,7 +24,7 @@ import threading
 import time
 
 from .errors import OutOfRangeError
-from .session import Session, get_default_session
+from .session import BaseSession, get_default_session
 
 __all__ = ["Coordinator", "start_queue_runners"]
 
@@ -134,7 +134,7 @@ def start_queue_runners(sess=None, coord=None, daemon=True, start=True,
         raise ValueError("Cannot start queue runners: No default session is registered. Use "
                          "`with sess.as_default()` or pass an explicit session to "
                          "tf.train.start_queue_runners(sess=sess)")
-    if not isinstance(sess, Session):
+    if not isinstance(sess, BaseSession):
         raise TypeError(f"sess must be a graph.Session, got {type(sess).__name__}")
     threads = []
     for qr in sess.graph.get_collection(collection):

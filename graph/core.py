@@ -276,6 +276,33 @@ class Tensor:
         return ops.transpose(self, axes=tuple(reversed(range(self.ndim))))
 
 
+class _TensorsNotVariables(type):
+    """What `isinstance(x, tf.Tensor)` asks in TF1: an op's output, not a Variable (TF's
+    Variable is no Tensor; dualgrad's Variable builds on Tensor inside the engine, whose own
+    checks use `core.Tensor`, so this class answers for the name users see)."""
+
+    def __instancecheck__(cls, obj):
+        return cls.__subclasscheck__(type(obj))
+
+    def __subclasscheck__(cls, sub):
+        return isinstance(sub, type) and issubclass(sub, Tensor) and \
+            not getattr(sub, "is_variable_class", False)
+
+
+class PublicTensor(Tensor, metaclass=_TensorsNotVariables):
+    """`graph.Tensor` (tf.Tensor) as users test for it: every symbolic value but a Variable
+    (`tf.is_tensor` is True for both, as in TF)."""
+    __slots__ = ()
+
+
+PublicTensor.__name__ = PublicTensor.__qualname__ = "Tensor"
+
+
+def is_tensor(x) -> bool:
+    """tf.is_tensor: whether x is a symbolic value, a Variable included (as TF's)."""
+    return isinstance(x, Tensor)
+
+
 # -- graphs ------------------------------------------------------------------------------------
 class Graph:
     """A dataflow graph (TF's `tf.Graph`): nodes in creation order, names unique.

@@ -84,16 +84,20 @@ class constant_initializer(_Initializer):  # noqa: N801
         return flat.reshape(shape).astype(dtype)
 
 
-class random_normal_initializer(_Initializer):  # noqa: N801
+class _Normal(_Initializer):
+    """The options of the two normal initializers (siblings in TF)."""
+
     def __init__(self, mean=0.0, stddev=1.0, seed=None, dtype="float32"):
         super().__init__(dtype)
         self.mean, self.stddev, self.seed = mean, stddev, seed
 
+
+class random_normal_initializer(_Normal):  # noqa: N801
     def _make(self, shape, dtype):
         return random_normal(shape, self.mean, self.stddev, dtype=dtype, seed=self.seed)
 
 
-class truncated_normal_initializer(random_normal_initializer):  # noqa: N801
+class truncated_normal_initializer(_Normal):  # noqa: N801
     def _make(self, shape, dtype):
         return truncated_normal(shape, self.mean, self.stddev, dtype=dtype, seed=self.seed)
 

@@ -112,11 +112,11 @@ class BasicRNNCell(RNNCell):
         return h, h
 
 
-class LSTMCell(RNNCell):
-    """TF1's LSTMCell: gates i, j, f, o from [x, h]; c' = sigmoid(f + forget_bias) * c +
-    sigmoid(i) * activation(j); h' = sigmoid(o) * activation(c'). Optional peepholes,
-    cell_clip, a projection num_proj (with proj_clip)."""
-    _base_name = "lstm_cell"
+class _LSTM(RNNCell):
+    """The LSTM both LSTMCell and BasicLSTMCell are (siblings in TF): gates i, j, f, o from
+    [x, h]; c' = sigmoid(f + forget_bias) * c + sigmoid(i) * activation(j);
+    h' = sigmoid(o) * activation(c'). Optional peepholes, cell_clip, a projection num_proj
+    (with proj_clip)."""
 
     def __init__(self, num_units, use_peepholes=False, cell_clip=None, initializer=None,
                  num_proj=None, proj_clip=None, num_unit_shards=None, num_proj_shards=None,
@@ -182,7 +182,12 @@ class LSTMCell(RNNCell):
         return m, new
 
 
-class BasicLSTMCell(LSTMCell):
+class LSTMCell(_LSTM):
+    """TF1's LSTMCell (peepholes, cell_clip, num_proj and proj_clip as options)."""
+    _base_name = "lstm_cell"
+
+
+class BasicLSTMCell(_LSTM):
     """The LSTM without peepholes or projection (TF1's BasicLSTMCell)."""
     _base_name = "basic_lstm_cell"
 

@@ -101,7 +101,7 @@ class DeviceAttributes(namedtuple("DeviceAttributes",
                 f"{self.memory_limit_bytes}, {self.incarnation})")
 
 
-class Session:
+class BaseSession:
     """`Session(graph=None, optimize=True, config=None, target="", *, memory_budget=None)`:
     a context manager with
     `run(fetches, feed_dict, options=None, run_metadata=None)`. `config` (a ConfigProto),
@@ -470,8 +470,13 @@ class _AsDefault:
         default_sessions().remove(self.s)
 
 
-class InteractiveSession(Session):
-    """A Session that installs itself as the default session on creation (for notebooks)."""
+class Session(BaseSession):
+    """The session of `with tf.Session() as sess:` (BaseSession has everything; Session and
+    InteractiveSession are siblings over it, as in TF)."""
+
+
+class InteractiveSession(BaseSession):
+    """A session that installs itself as the default session on creation (for notebooks)."""
 
     def __init__(self, graph=None, optimize=True, config=None, target="", *,
                  memory_budget=None):

@@ -25,6 +25,7 @@ from dualgrad.ops.core import ShapeError, Spec, fmt_shape, located, where_str
 
 from .core import (NON_GLOBAL, GraphKeys, Tensor, _graph_of, _lift, _session_or_default,
                    check_tf1_types, get_default_graph, graph_op, constant, _at_user_line)
+from .array_ops import identity
 from .checks import Assert
 from .control_flow import group
 from .dtypes import as_dtype
@@ -148,6 +149,7 @@ class Variable(Tensor):
     float32. The shape must be fully known.
     """
     __slots__ = ("trainable", "initializer", "initial_value")
+    is_variable_class = True    # NOTE: not a tf.Tensor to users (core.PublicTensor)
 
     def __init__(self, initial_value, trainable=True, name=None, dtype=None, collections=None):
         g = get_default_graph()
@@ -187,9 +189,12 @@ class Variable(Tensor):
 
     # -- TF's Variable methods -----------------------------------------------------------------
     def value(self):
-        return self
+        """The variable's value where this node runs: a Tensor (not the Variable), a new read
+        node each call, as TF's ReadVariableOp."""
+        return identity(self, name="ReadVariableOp")
 
-    read_value = value
+    def read_value(self):
+        return identity(self, name="Read/ReadVariableOp")
 
     def assign(self, value, name=None):
         return assign(self, value, name)

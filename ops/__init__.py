@@ -48,6 +48,8 @@ from .activations import (celu, cosine_similarity, elu, glu, group_norm, hardsig
                           smooth_l1_loss, softsign, tanhshrink)
 from .linalg import einsum
 from .special import digamma, erfc, lgamma, polygamma, trigamma
+from .draws import (dirichlet_grad, sample_binomial, sample_dirichlet, sample_poisson,
+                    standard_gamma, standard_gamma_grad)
 from .linalg_np import *  # noqa: E402,F401,F403 - inv, solve, cholesky, eigh_*, svd_*, matrix_exp
 from .strided import as_strided, as_strided_within, diagonal, sliding_windows, strided_positions  # noqa: E402,F401
 from .special_math import *  # noqa: E402,F401,F403 - i0, ndtri, bessel_j0, the polynomials, …

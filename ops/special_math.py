@@ -21,7 +21,8 @@ import numpy as np
 
 from . import refs
 from .core import Sample, Spec, primitive, register
-from .elementwise import eq, exp, sign, unbroadcast, where
+from .elementwise import eq, exp, log, sign, unbroadcast, where
+from .special import lgamma
 from .rules import broadcast, result_dtype, same
 
 _SAMPLES = (Sample(((),)), Sample(((1,),)), Sample(((3, 4),)), Sample(((2, 1, 3),)))
@@ -107,21 +108,34 @@ def _binary_infer(name):
     return infer
 
 
-def _binary(name, fn, samples):
+def _binary(name, fn, samples, vjp=None):
     def kernel(x, y):
         dt = np.result_type(x, y)   # NOTE: before asarray: a Python number is weak
         x, y = np.asarray(x), np.asarray(y)
         with np.errstate(all="ignore"):
             return np.asarray(fn(x.astype(np.float64), y.astype(np.float64))).astype(dt)
-    return primitive(register(name, _binary_infer(name), kernel, None, category="other",
+    return primitive(register(name, _binary_infer(name), kernel, vjp, category="other",
                               samples=samples, ref=None))
+
+
+def _incomplete_gamma_vjp(name, sign):
+    """igamma / igammac: differentiable in x (+- the gamma density x^(a-1) e^-x / Gamma(a)),
+    not in a, as torch's (its NotImplementedError, when a needs a gradient)."""
+    def vjp(g, a, x, out, needs=(True, True), **_):
+        if needs[0]:
+            raise NotImplementedError(f"the derivative for '{name}: input' is not implemented.")
+        density = exp((a - 1.0) * log(x) - x - lgamma(a))
+        return None, unbroadcast(g * density if sign > 0 else -(g * density), x)
+    return vjp
 
 
 _PAIRS = (Sample(((3, 4), (3, 4)), domain=(0.5, 3.0), grad=False),
           Sample(((2, 1, 3), (4, 1)), domain=(0.5, 3.0), grad=False))
 zeta = _binary("zeta", lambda x, q: _sp().zeta(x, q), _PAIRS)
-igamma = _binary("igamma", lambda a, x: _sp().gammainc(a, x), _PAIRS)
-igammac = _binary("igammac", lambda a, x: _sp().gammaincc(a, x), _PAIRS)
+igamma = _binary("igamma", lambda a, x: _sp().gammainc(a, x), _PAIRS,
+                 _incomplete_gamma_vjp("igamma", +1))
+igammac = _binary("igammac", lambda a, x: _sp().gammaincc(a, x), _PAIRS,
+                  _incomplete_gamma_vjp("igammac", -1))
 
 
 

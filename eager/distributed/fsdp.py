@@ -232,9 +232,9 @@ class FullyShardedDataParallel(Module):
                            f"in the loss on every rank)")
 
     # -- what the optimizer and checkpoints see -----------------------------------------------
-    def named_parameters(self, prefix=""):
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
         """The flat shards of this unit and of the units inside it (what an optimizer steps)."""
-        for mprefix, m in self.named_modules(prefix):
+        for mprefix, m in self.named_modules(prefix=prefix):
             if isinstance(m, FullyShardedDataParallel) and m._params:
                 yield (f"{mprefix}.flat_param" if mprefix else "flat_param"), m.flat_param
 

@@ -49,32 +49,38 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss,  # noqa: E40
 from .transformer import (Transformer, TransformerDecoder,  # noqa: E402
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 from . import init, utils  # noqa: E402
+from .basic import _DropoutNd, _NormBase  # noqa: E402
+from .layers import (_AdaptiveAvgPoolNd, _AdaptiveMaxPoolNd, _AvgPoolNd,  # noqa: E402
+                     _CircularPadNd, _ConstantPadNd, _ConvNd, _ConvTransposeNd, _InstanceNorm,
+                     _LPPoolNd, _MaxPoolNd, _ReflectionPadNd, _ReplicationPadNd)
+from .loss import _Loss, _WeightedLoss  # noqa: E402
 from types import SimpleNamespace as _NS  # noqa: E402
 
 # NOTE: torch.nn.modules.<file>.<Class>: the paths type hints, isinstance checks and old
 # checkpoints spell out; the files are torch's, each holding the classes dualgrad has
 _TORCH_FILES = {
     "module": "Module", "linear": "Identity Linear Bilinear LazyLinear",
-    "dropout": "Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout",
+    "dropout": "_DropoutNd Dropout Dropout1d Dropout2d Dropout3d AlphaDropout FeatureAlphaDropout",
     "sparse": "Embedding EmbeddingBag", "container": "Sequential ModuleList ModuleDict "
     "ParameterList ParameterDict",
     "normalization": "LayerNorm GroupNorm RMSNorm LocalResponseNorm",
-    "batchnorm": "BatchNorm1d BatchNorm2d BatchNorm3d", "instancenorm": "InstanceNorm1d "
+    "batchnorm": "_NormBase _BatchNorm BatchNorm1d BatchNorm2d BatchNorm3d",
+    "instancenorm": "_InstanceNorm InstanceNorm1d "
     "InstanceNorm2d InstanceNorm3d",
     "rnn": "RNNBase RNN LSTM GRU RNNCellBase RNNCell LSTMCell GRUCell",
-    "conv": "Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d",
-    "pooling": "MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveMaxPool1d "
+    "conv": "_ConvNd _ConvTransposeNd Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d",
+    "pooling": "_MaxPoolNd _AvgPoolNd _AdaptiveMaxPoolNd _AdaptiveAvgPoolNd _LPPoolNd MaxPool1d MaxPool2d MaxPool3d AvgPool1d AvgPool2d AvgPool3d AdaptiveMaxPool1d "
     "AdaptiveMaxPool2d AdaptiveMaxPool3d AdaptiveAvgPool1d AdaptiveAvgPool2d AdaptiveAvgPool3d "
     "LPPool1d LPPool2d",
     "activation": "ReLU Hardtanh ReLU6 Sigmoid Hardsigmoid Tanh SiLU Mish Hardswish ELU CELU "
     "SELU GLU GELU LeakyReLU LogSigmoid Softplus MultiheadAttention PReLU Softsign Tanhshrink "
     "Softmin Softmax LogSoftmax Hardshrink Softshrink Threshold Softmax2d",
-    "loss": "L1Loss NLLLoss KLDivLoss MSELoss BCELoss BCEWithLogitsLoss SmoothL1Loss HuberLoss "
+    "loss": "_Loss _WeightedLoss L1Loss NLLLoss KLDivLoss MSELoss BCELoss BCEWithLogitsLoss SmoothL1Loss HuberLoss "
     "CrossEntropyLoss CosineEmbeddingLoss MarginRankingLoss TripletMarginLoss GaussianNLLLoss "
     "PoissonNLLLoss MultiMarginLoss MultiLabelMarginLoss HingeEmbeddingLoss SoftMarginLoss",
     "distance": "PairwiseDistance CosineSimilarity", "flatten": "Flatten Unflatten",
     "fold": "Fold Unfold",
-    "padding": "CircularPad1d CircularPad2d ConstantPad1d ConstantPad2d ReflectionPad1d "
+    "padding": "_ConstantPadNd _ReflectionPadNd _ReplicationPadNd _CircularPadNd CircularPad1d CircularPad2d ConstantPad1d ConstantPad2d ReflectionPad1d "
     "ReflectionPad2d ReplicationPad1d ReplicationPad2d ZeroPad1d ZeroPad2d CircularPad3d "
     "ConstantPad3d ReflectionPad3d ReplicationPad3d ZeroPad3d",
     "pixelshuffle": "PixelShuffle PixelUnshuffle", "upsampling": "Upsample UpsamplingNearest2d UpsamplingBilinear2d", "channelshuffle": "ChannelShuffle",

@@ -33,11 +33,6 @@ class ReLU(_Inplace):
     _fn = staticmethod(F.relu)
 
 
-class ReLU6(_Inplace):
-    """min(max(x, 0), 6)"""
-    _fn = staticmethod(F.relu6)
-
-
 class SiLU(_Inplace):
     """x * sigmoid(x)"""
     _fn = staticmethod(F.silu)
@@ -47,14 +42,18 @@ class SELU(_Inplace):
     _fn = staticmethod(F.selu)
 
 
-class Hardswish(_Inplace):
-    _fn = staticmethod(F.hardswish)
+class _Quiet(_Inplace):
+    """An activation whose repr shows no inplace (as torch's Hardswish and Hardsigmoid)."""
 
-    def extra_repr(self):       # NOTE: torch's prints no inplace here
+    def extra_repr(self):
         return ""
 
 
-class Hardsigmoid(Hardswish):
+class Hardswish(_Quiet):
+    _fn = staticmethod(F.hardswish)
+
+
+class Hardsigmoid(_Quiet):
     _fn = staticmethod(F.hardsigmoid)
 
 
@@ -75,21 +74,27 @@ class LeakyReLU(Module):
                                                            else "")
 
 
-class ELU(Module):
+class _Alpha(Module):
+    """ELU and CELU's options (siblings in torch)."""
+    _fn = None
+
     def __init__(self, alpha=1.0, inplace=False):
         super().__init__()
         self.alpha, self.inplace = alpha, inplace
 
     def forward(self, input):  # noqa: A002
-        return F.elu(input, self.alpha, self.inplace)
+        return type(self)._fn(input, self.alpha, self.inplace)
 
     def extra_repr(self):
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
 
 
-class CELU(ELU):
-    def forward(self, input):  # noqa: A002
-        return F.celu(input, self.alpha, self.inplace)
+class ELU(_Alpha):
+    _fn = staticmethod(F.elu)
+
+
+class CELU(_Alpha):
+    _fn = staticmethod(F.celu)
 
 
 class Hardtanh(Module):
@@ -111,6 +116,19 @@ class Hardtanh(Module):
             ", inplace=True" if self.inplace else "")
 
 
+class ReLU6(Hardtanh):
+    """min(max(x, 0), 6): a Hardtanh from 0 to 6, as torch's."""
+
+    def __init__(self, inplace=False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def forward(self, input):  # noqa: A002
+        return F.relu6(input, inplace=self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
 class PReLU(Module):
     """max(x, 0) + weight * min(x, 0): one learnt slope, or one per channel (dim 1)."""
 
@@ -119,6 +137,10 @@ class PReLU(Module):
         self.num_parameters, self.init = num_parameters, init
         self.weight = Parameter(np.full(num_parameters, init, _float()))
         factory_kwargs(self, device, dtype)
+
+    def reset_parameters(self):
+        """Every slope back to init, in place."""
+        self.weight._array[...] = self.init
 
     def forward(self, input):  # noqa: A002
         return F.prelu(input, self.weight)
@@ -149,9 +171,9 @@ LogSigmoid = _plain("LogSigmoid", F.logsigmoid, "log(sigmoid(x))")
 Tanhshrink = _plain("Tanhshrink", F.tanhshrink, "x - tanh(x)")
 
 
-class Hardshrink(Module):
-    """x where |x| > lambd, else 0."""
-    _fn = staticmethod(F.hardshrink)
+class _Lambd(Module):
+    """Hardshrink and Softshrink's option (siblings in torch)."""
+    _fn = None
 
     def __init__(self, lambd=0.5):
         super().__init__()
@@ -164,7 +186,12 @@ class Hardshrink(Module):
         return f"{self.lambd}"
 
 
-class Softshrink(Hardshrink):
+class Hardshrink(_Lambd):
+    """x where |x| > lambd, else 0."""
+    _fn = staticmethod(F.hardshrink)
+
+
+class Softshrink(_Lambd):
     """x - lambd above lambd, x + lambd below -lambd, else 0."""
     _fn = staticmethod(F.softshrink)
 

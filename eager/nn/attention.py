@@ -44,6 +44,11 @@ class MultiheadAttention(Module):
             raise AssertionError("embed_dim must be divisible by num_heads")
         self.embed_dim, self.num_heads, self.dropout = embed_dim, num_heads, dropout
         self.batch_first, self.head_dim = batch_first, embed_dim // num_heads
+        # NOTE: torch's attributes for the options refused above, at the values they take here
+        self.kdim = self.vdim = embed_dim
+        self._qkv_same_embed_dim, self.add_zero_attn = True, False
+        self.q_proj_weight = self.k_proj_weight = self.v_proj_weight = None
+        self.bias_k = self.bias_v = None
         self.in_proj_weight = Parameter(np.zeros((3 * embed_dim, embed_dim), _float()))
         init.xavier_uniform_(self.in_proj_weight)
         self.in_proj_bias = Parameter(np.zeros(3 * embed_dim, _float())) if bias else None

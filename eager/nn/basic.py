@@ -20,7 +20,8 @@ from ..core import Tensor
 from . import functional as F
 from .core_functional import _refuse
 from .module import factory_kwargs
-from .module import Module, Parameter, UninitializedParameter, _float, _uniform
+from .module import (Module, Parameter, UninitializedParameter, _float, _redraw,
+                     _uniform)
 
 
 class DataParallel(Module):
@@ -50,10 +51,8 @@ class Linear(Module):
 
     def reset_parameters(self):
         """Draw weight and bias anew, in place, as __init__ does (torch's bound 1/sqrt(in))."""
-        bound = 1.0 / math.sqrt(self.in_features) if self.in_features else 0.0
-        for p in (self.weight, self.bias):
-            if p is not None:
-                p._array[...] = _uniform(p.shape, bound, p._array.dtype)._array
+        _redraw((self.weight, self.bias),
+                1.0 / math.sqrt(self.in_features) if self.in_features else 0.0)
 
     def forward(self, x):
         return F.linear(x, self.weight, self.bias)
@@ -74,6 +73,8 @@ class LazyLinear(Linear):
     >>> layer(eager.ones(4, 3)).shape, type(layer).__name__, layer.weight.shape
     ((4, 2), 'Linear', (2, 3))
     """
+
+    cls_to_become = Linear
 
     def __init__(self, out_features, bias=True, device=None, dtype=None):
         super().__init__(0, 0, False)
@@ -106,7 +107,7 @@ class LazyLinear(Linear):
 
     def forward(self, input):  # noqa: A002
         self.initialize_parameters(input)
-        object.__setattr__(self, "__class__", Linear)
+        object.__setattr__(self, "__class__", self.cls_to_become)
         return Linear.forward(self, input)
 
 
@@ -129,10 +130,7 @@ class Bilinear(Module):
         if self.in1_features <= 0:
             raise ValueError(f"in1_features must be > 0, but got (in1_features="
                              f"{self.in1_features})")
-        bound = 1.0 / math.sqrt(self.in1_features)
-        for p in (self.weight, self.bias):
-            if p is not None:
-                p._array[...] = _uniform(p.shape, bound, p._array.dtype)._array
+        _redraw((self.weight, self.bias), 1.0 / math.sqrt(self.in1_features))
 
     def forward(self, input1, input2):
         return F.bilinear(input1, input2, self.weight, self.bias)
@@ -142,10 +140,10 @@ class Bilinear(Module):
                 f"out_features={self.out_features}, bias={self.bias is not None}")
 
 
-class _BatchNorm(Module):
-    """torch's BatchNorm: batch statistics in training (updating running_mean/running_var,
-    momentum 0.1, unbiased variance for running_var), running statistics in eval."""
-    _ndims = ()
+class _NormBase(Module):
+    """What batch and instance norm share, as torch's _NormBase: the options, the affine
+    weight (ones) and bias (zeros), and with track_running_stats the buffers running_mean
+    (zeros), running_var (ones) and num_batches_tracked (0); without it the three are None."""
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None, *, bias=True):
@@ -158,7 +156,35 @@ class _BatchNorm(Module):
             self.register_buffer("running_mean", Tensor(np.zeros(num_features, _float())))
             self.register_buffer("running_var", Tensor(np.ones(num_features, _float())))
             self.register_buffer("num_batches_tracked", Tensor(np.array(0, np.int64)))
+        else:
+            self.running_mean = self.running_var = self.num_batches_tracked = None
         factory_kwargs(self, device, dtype)
+
+    def reset_running_stats(self):
+        """running_mean to zeros, running_var to ones, num_batches_tracked to 0, in place."""
+        if self.track_running_stats:
+            self.running_mean._array[...] = 0
+            self.running_var._array[...] = 1
+            self.num_batches_tracked._array[...] = 0
+
+    def reset_parameters(self):
+        """The running statistics reset, the weight back to ones and the bias to zeros."""
+        self.reset_running_stats()
+        if self.weight is not None:
+            self.weight._array[...] = 1
+        if self.bias is not None:
+            self.bias._array[...] = 0
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class _BatchNorm(_NormBase):
+    """torch's BatchNorm: batch statistics in training (updating running_mean/running_var,
+    momentum 0.1, unbiased variance for running_var), running statistics in eval."""
+    _ndims = ()
 
     def forward(self, x):
         if len(x.shape) not in self._ndims:
@@ -175,11 +201,6 @@ class _BatchNorm(Module):
         stats = (self.running_mean, self.running_var) if track else (None, None)
         return F.batch_norm(x, *stats, self.weight, self.bias, self.training or not track,
                             0.0 if momentum is None else momentum, self.eps)
-
-    def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, bias={self.bias is not None}, "
-                f"track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):
@@ -211,6 +232,7 @@ class LayerNorm(Module):
         shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
             tuple(normalized_shape)
         self.normalized_shape, self.eps = shape, eps
+        self.elementwise_affine = elementwise_affine
         self.weight = Parameter(np.ones(shape, _float())) if elementwise_affine else None
         self.bias = Parameter(np.zeros(shape, _float())) if elementwise_affine and bias \
             else None
@@ -258,16 +280,16 @@ class RMSNorm(Module):
                 f"elementwise_affine={self.elementwise_affine}")
 
 
-class Embedding(Module):
-    """A lookup table: rows of weight (num_embeddings, embedding_dim) picked by index; the
-    padding_idx row starts at zero and gets no gradient; max_norm and scale_grad_by_freq as
-    F.embedding's. sparse raises NotImplementedError (dualgrad's tensors are dense)."""
+class _EmbeddingTable(Module):
+    """Embedding and EmbeddingBag's table (siblings in torch, so a private base here): weight
+    (num_embeddings, embedding_dim) from N(0, 1), the padding_idx row zero; the lookup
+    options; sparse raises NotImplementedError (dualgrad's tensors are dense)."""
 
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
                  norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
                  _freeze=False, device=None, dtype=None):
         super().__init__()
-        _refuse("Embedding", sparse=(sparse, False))
+        _refuse(type(self).__name__, sparse=(sparse, False))
         if padding_idx is not None:
             if not -num_embeddings <= padding_idx < num_embeddings:
                 raise AssertionError("Padding_idx must be within num_embeddings")
@@ -295,6 +317,18 @@ class Embedding(Module):
             w[self.padding_idx] = 0.0
         self.weight._array[...] = w
 
+    def _options(self):
+        """torch's repr of the lookup options (the ones not at their default)."""
+        s = "" if self.max_norm is None else f", max_norm={self.max_norm}"
+        s += "" if self.norm_type == 2 else f", norm_type={self.norm_type}"
+        return s + ("" if self.scale_grad_by_freq is False else
+                    f", scale_grad_by_freq={self.scale_grad_by_freq}")
+
+
+class Embedding(_EmbeddingTable):
+    """A lookup table: rows of weight picked by index; the padding_idx row gets no gradient;
+    max_norm and scale_grad_by_freq as F.embedding's."""
+
     @classmethod
     def from_pretrained(cls, embeddings, freeze=True, padding_idx=None, max_norm=None,
                         norm_type=2.0, scale_grad_by_freq=False, sparse=False):
@@ -306,19 +340,12 @@ class Embedding(Module):
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
                            self.scale_grad_by_freq)
 
-    def _options(self):
-        """torch's repr of the lookup options (the ones not at their default)."""
-        s = "" if self.max_norm is None else f", max_norm={self.max_norm}"
-        s += "" if self.norm_type == 2 else f", norm_type={self.norm_type}"
-        return s + ("" if self.scale_grad_by_freq is False else
-                    f", scale_grad_by_freq={self.scale_grad_by_freq}")
-
     def extra_repr(self):
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
         return f"{self.num_embeddings}, {self.embedding_dim}{pad}{self._options()}"
 
 
-class EmbeddingBag(Embedding):
+class EmbeddingBag(_EmbeddingTable):
     """Sums, means or maxes of bags of embedding rows (F.embedding_bag): bags are the rows of
     a 2-d input, or the runs of a 1-d input that `offsets` start. The weight starts as
     Embedding's (N(0, 1), the padding row zero); sparse raises NotImplementedError."""
@@ -354,7 +381,11 @@ class EmbeddingBag(Embedding):
                 f"mode={self.mode!r}{pad}")
 
 
-class Dropout(Module):
+class _DropoutNd(Module):
+    """The options every dropout module takes, as torch's _DropoutNd; each subclass names its
+    functional form (`_fn`)."""
+    _fn = None
+
     def __init__(self, p=0.5, inplace=False):
         super().__init__()
         if not 0.0 <= p <= 1.0:
@@ -362,10 +393,14 @@ class Dropout(Module):
         self.p, self.inplace = p, inplace
 
     def forward(self, input):  # noqa: A002
-        return F.dropout(input, self.p, self.training, self.inplace)
+        return type(self)._fn(input, self.p, self.training, self.inplace)
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
+    _fn = staticmethod(F.dropout)
 
 
 def _activation(name, fn, doc):
@@ -413,26 +448,29 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
-class Softmax(Module):
-    """dim=None is torch's legacy implicit dim: 0 for 0-, 1- and 3-d inputs, else 1."""
+class _OverDim(Module):
+    """Softmax, LogSoftmax and Softmin's one option. dim=None is torch's legacy implicit dim:
+    0 for 0-, 1- and 3-d inputs, else 1. (A private base: in torch the three are siblings.)"""
 
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
 
-    def forward(self, x):
-        return F.softmax(x, self.dim)
-
     def extra_repr(self):
         return f"dim={self.dim}"
 
 
-class LogSoftmax(Softmax):
+class Softmax(_OverDim):
+    def forward(self, x):
+        return F.softmax(x, self.dim)
+
+
+class LogSoftmax(_OverDim):
     def forward(self, x):
         return F.log_softmax(x, self.dim)
 
 
-class Softmin(Softmax):
+class Softmin(_OverDim):
     def forward(self, x):
         return F.softmin(x, self.dim)
 
@@ -529,11 +567,12 @@ class ModuleList(_ListOps, Module):
                 runs[-1][1] = i
             else:
                 runs.append([i, i, r])
+        name = type(self).__name__     # NOTE: a subclass's own name, as torch prints it
         if not runs:
-            return "ModuleList()"
+            return f"{name}()"
         lines = [f"({a}): {r}" if a == b else f"({a}-{b}): {b - a + 1} x {r}"
                  for a, b, r in runs]
-        return "ModuleList(\n  " + "\n  ".join(x.replace("\n", "\n  ") for x in lines) + "\n)"
+        return f"{name}(\n  " + "\n  ".join(x.replace("\n", "\n  ") for x in lines) + "\n)"
 
 
 # -- recurrent cells --------------------------------------------------------------------------
@@ -556,8 +595,7 @@ class RNNCellBase(Module):
 
     def reset_parameters(self):
         """Draw every parameter anew, in place, uniform in +-1/sqrt(hidden_size)."""
-        for p in self.parameters():
-            p._array[...] = _uniform(p.shape, self._bound(), p._array.dtype)._array
+        _redraw(self.parameters(), self._bound())
 
     def _zeros(self, x):
         from ..factories import zeros   # NOTE: a meta tensor when x's shape is symbolic

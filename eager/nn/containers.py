@@ -131,5 +131,37 @@ class ParameterDict(Module):
         for key, v in items:
             self[key] = v
 
+    # -- the rest of dict's methods, as torch's ParameterDict has them ------------------------
+    def get(self, key, default=None):
+        return self._parameters.get(key, default)
+
+    def pop(self, key):
+        value = self[key]
+        del self[key]
+        return value
+
+    def popitem(self):
+        key = next(reversed(self._parameters))   # NOTE: the last one, as dict.popitem
+        return key, self.pop(key)
+
+    def setdefault(self, key, default=None):
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def clear(self):
+        for key in list(self._parameters):
+            del self[key]
+
+    def copy(self):
+        """A new ParameterDict holding the same Parameter objects."""
+        return ParameterDict(self._parameters.items())
+
+    def fromkeys(self, keys, default=None):
+        return ParameterDict((k, default) for k in keys)
+
+    def __reversed__(self):
+        return reversed(self._parameters)
+
 
 _ = OrderedDict

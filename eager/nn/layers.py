@@ -16,8 +16,8 @@ import numpy as np
 
 from dualgrad import ops
 from ..core import Tensor
-from .basic import Dropout, RNNCellBase, _BatchNorm
-from .module import Module, Parameter, _float, _uniform, factory_kwargs
+from .basic import RNNCellBase, _DropoutNd, _NormBase
+from .module import Module, Parameter, _float, _redraw, _uniform, factory_kwargs
 from . import functional as F
 
 
@@ -30,8 +30,10 @@ _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 
 
 class _ConvNd(Module):
-    """Shared by Conv1d/2d and ConvTranspose1d/2d: options, torch's init, extra_repr."""
-    _nd, _transposed = 2, False
+    """Every convolution module's base, as torch's: the options, torch's init, extra_repr,
+    and (for Conv1d/2d/3d) the forward through the functional form `_fn`; ConvTranspose*d
+    derive from _ConvTransposeNd below."""
+    _nd, _transposed, _fn = 2, False, None
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
                  dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
@@ -56,14 +58,19 @@ class _ConvNd(Module):
         self.kernel_size, self.stride = _ntuple(kernel_size, n), _ntuple(stride, n)
         self.padding = padding if isinstance(padding, str) else _ntuple(padding, n)
         self.dilation, self.output_padding = _ntuple(dilation, n), _ntuple(output_padding, n)
-        self.padding_mode = padding_mode
+        self.padding_mode, self.transposed = padding_mode, self._transposed
         shape = ((in_channels, out_channels // groups) if self._transposed
                  else (out_channels, in_channels // groups)) + self.kernel_size
-        fan_in = shape[1] * math.prod(self.kernel_size)    # torch's kaiming_uniform(a=sqrt(5))
-        bound = 1.0 / math.sqrt(fan_in) if fan_in else 0.0
-        self.weight = _uniform(shape, bound)
-        self.bias = _uniform((out_channels,), bound) if bias else None
+        self.weight = Parameter(np.empty(shape, _float()))
+        self.bias = Parameter(np.empty(out_channels, _float())) if bias else None
+        self.reset_parameters()
         factory_kwargs(self, device, dtype)
+
+    def reset_parameters(self):
+        """Draw weight and bias anew, in place: torch's kaiming_uniform(a=sqrt(5)) of the
+        weight and its bias bound, both 1/sqrt(fan_in)."""
+        fan_in = self.weight.shape[1] * math.prod(self.kernel_size)
+        _redraw((self.weight, self.bias), 1.0 / math.sqrt(fan_in) if fan_in else 0.0)
 
     def _args(self):
         # NOTE: a 1-d layer given 2-tuples passes them on, for F.conv1d to refuse as torch's
@@ -87,6 +94,11 @@ class _ConvNd(Module):
         flat = [v for pair in reversed(pairs) for v in pair]
         return F.pad(input, flat, mode=self.padding_mode), 0
 
+    def forward(self, input):  # noqa: A002 - torch's argument name
+        s, _, d = self._args()
+        input, p = self._padded(input)  # noqa: A001
+        return type(self)._fn(input, self.weight, self.bias, s, p, d, self.groups)
+
     def extra_repr(self):
         s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
              f"stride={self.stride}")
@@ -104,25 +116,16 @@ class _ConvNd(Module):
 
 class Conv2d(_ConvNd):
     """2-d convolution over (N, C, H, W), weight (out, in / groups, kh, kw), torch's init."""
-
-    def forward(self, input):  # noqa: A002 - torch's argument name
-        s, _, d = self._args()
-        input, p = self._padded(input)  # noqa: A001
-        return F.conv2d(input, self.weight, self.bias, s, p, d, self.groups)
+    _fn = staticmethod(F.conv2d)
 
 
 class Conv1d(_ConvNd):
     """1-d convolution over (N, C, L), weight (out, in / groups, k)."""
-    _nd = 1
-
-    def forward(self, input):  # noqa: A002
-        s, _, d = self._args()
-        input, p = self._padded(input)  # noqa: A001
-        return F.conv1d(input, self.weight, self.bias, s, p, d, self.groups)
+    _nd, _fn = 1, staticmethod(F.conv1d)
 
 
-class ConvTranspose2d(_ConvNd):
-    """The adjoint of Conv2d (a "deconvolution"), weight (in, out / groups, kh, kw)."""
+class _ConvTransposeNd(_ConvNd):
+    """The adjoint of a convolution (a "deconvolution"), weight (in, out / groups, *k)."""
     _transposed = True
 
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
@@ -137,19 +140,25 @@ class ConvTranspose2d(_ConvNd):
         if output_size is not None:
             raise NotImplementedError(f"{type(self).__name__}.forward(output_size=) is not "
                                       f"supported by dualgrad; set output_padding instead")
-        fn = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[self._nd]
         s, p, d = self._args()
         op = self.output_padding if self._nd > 1 else self.output_padding[0]
-        return fn(input, self.weight, self.bias, s, p, op, self.groups, d)
+        return type(self)._fn(input, self.weight, self.bias, s, p, op, self.groups, d)
 
 
-class ConvTranspose1d(ConvTranspose2d):
-    _nd = 1
+class ConvTranspose2d(_ConvTransposeNd):
+    """The adjoint of Conv2d, weight (in, out / groups, kh, kw)."""
+    _fn = staticmethod(F.conv_transpose2d)
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    _nd, _fn = 1, staticmethod(F.conv_transpose1d)
 
 
 # -- pooling -----------------------------------------------------------------------------------
-class MaxPool2d(Module):
-    _fn, _nd = staticmethod(F.max_pool2d), 2
+# NOTE: each family has a private base, as torch's (_MaxPoolNd, ...): the 1-d, 2-d and 3-d
+# classes are siblings, so `isinstance(m, nn.MaxPool2d)` is False for a MaxPool1d, as in torch
+class _MaxPoolNd(Module):
+    _fn = None
 
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
                  ceil_mode=False):
@@ -168,11 +177,18 @@ class MaxPool2d(Module):
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
-class MaxPool1d(MaxPool2d):
-    _fn, _nd = staticmethod(F.max_pool1d), 1
+class MaxPool2d(_MaxPoolNd):
+    _fn = staticmethod(F.max_pool2d)
 
 
-class AvgPool2d(Module):
+class MaxPool1d(_MaxPoolNd):
+    _fn = staticmethod(F.max_pool1d)
+
+
+class _AvgPoolNd(Module):
+    """AvgPool2d/3d's options (AvgPool1d takes no divisor_override and keeps 1-tuples)."""
+    _fn = None
+
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True, divisor_override=None):
         super().__init__()
@@ -182,33 +198,35 @@ class AvgPool2d(Module):
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, input):  # noqa: A002
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
+        return type(self)._fn(input, self.kernel_size, self.stride, self.padding,
+                              self.ceil_mode, self.count_include_pad, self.divisor_override)
 
     def extra_repr(self):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AvgPool1d(Module):
+class AvgPool2d(_AvgPoolNd):
+    _fn = staticmethod(F.avg_pool2d)
+
+
+class AvgPool1d(_AvgPoolNd):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
                  count_include_pad=True):
-        super().__init__()
-        # NOTE: torch's AvgPool1d keeps 1-tuples (its repr prints them), unlike MaxPool1d
-        self.kernel_size = _ntuple(kernel_size, 1)
-        self.stride = _ntuple(stride if stride is not None else kernel_size, 1)
-        self.padding, self.ceil_mode = _ntuple(padding, 1), ceil_mode
-        self.count_include_pad = count_include_pad
-
-    extra_repr = AvgPool2d.extra_repr
+        # NOTE: torch's AvgPool1d keeps 1-tuples (its repr prints them), unlike MaxPool1d,
+        # and has no divisor_override
+        super().__init__(_ntuple(kernel_size, 1),
+                         _ntuple(stride if stride is not None else kernel_size, 1),
+                         _ntuple(padding, 1), ceil_mode, count_include_pad)
+        del self.divisor_override
 
     def forward(self, input):  # noqa: A002
         return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad)
 
 
-class AdaptiveAvgPool2d(Module):
+class _AdaptiveAvgPoolNd(Module):
     """Average over output_size nearly equal regions (1 gives global average pooling)."""
-    _fn = staticmethod(F.adaptive_avg_pool2d)
+    _fn = None
 
     def __init__(self, output_size):
         super().__init__()
@@ -221,12 +239,16 @@ class AdaptiveAvgPool2d(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    _fn = staticmethod(F.adaptive_avg_pool2d)
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     _fn = staticmethod(F.adaptive_avg_pool1d)
 
 
-class AdaptiveMaxPool2d(Module):
-    _fn = staticmethod(F.adaptive_max_pool2d)
+class _AdaptiveMaxPoolNd(Module):
+    _fn = None
 
     def __init__(self, output_size, return_indices=False):
         super().__init__()
@@ -239,7 +261,11 @@ class AdaptiveMaxPool2d(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveMaxPool1d(AdaptiveMaxPool2d):
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    _fn = staticmethod(F.adaptive_max_pool2d)
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
     _fn = staticmethod(F.adaptive_max_pool1d)
 
 
@@ -256,6 +282,13 @@ class GroupNorm(Module):
         self.bias = Parameter(np.zeros(num_channels, _float())) if affine and bias else None
         factory_kwargs(self, device, dtype)
 
+    def reset_parameters(self):
+        """The weight back to ones and the bias to zeros, in place."""
+        if self.weight is not None:
+            self.weight._array[...] = 1
+        if self.bias is not None:
+            self.bias._array[...] = 0
+
     def forward(self, input):  # noqa: A002
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
@@ -264,28 +297,17 @@ class GroupNorm(Module):
                 f"bias={self.bias is not None}")
 
 
-class InstanceNorm2d(Module):
-    """Each channel of each sample normalised over its own H, W. track_running_stats=True
-    keeps running_mean / running_var (the batch's average instance statistics, updated in
+class _InstanceNorm(_NormBase):
+    """Each channel of each sample normalised over its own spatial dims. track_running_stats=
+    True keeps running_mean / running_var (the batch's average instance statistics, updated in
     training) and normalises with them in eval mode, as torch (num_batches_tracked stays 0
     and momentum=None means 0, as in torch's instance norm)."""
-    _ndims = (3, 4)
+    _ndims = ()
 
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
                  track_running_stats=False, device=None, dtype=None, *, bias=True):
-        super().__init__()
-        self.num_features, self.eps, self.momentum, self.affine = (num_features, eps, momentum,
-                                                                   affine)
-        self.track_running_stats = track_running_stats
-        self.weight = Parameter(np.ones(num_features, _float())) if affine else None
-        self.bias = Parameter(np.zeros(num_features, _float())) if affine and bias else None
-        if track_running_stats:
-            self.register_buffer("running_mean", Tensor(np.zeros(num_features, _float())))
-            self.register_buffer("running_var", Tensor(np.ones(num_features, _float())))
-            self.register_buffer("num_batches_tracked", Tensor(np.array(0, np.int64)))
-        else:
-            self.running_mean = self.running_var = None
-        factory_kwargs(self, device, dtype)
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
 
     def forward(self, input):  # noqa: A002
         if input.ndim not in self._ndims:
@@ -298,26 +320,25 @@ class InstanceNorm2d(Module):
                             0.0 if self.momentum is None else self.momentum, self.eps)
         return ops.squeeze(y, axis=0) if unbatched else y
 
-    extra_repr = _BatchNorm.extra_repr   # NOTE: the same fields, printed as torch prints both
+
+class InstanceNorm2d(_InstanceNorm):
+    _ndims = (3, 4)
 
 
-class InstanceNorm1d(InstanceNorm2d):
+class InstanceNorm1d(_InstanceNorm):
     _ndims = (2, 3)
 
 
-class Dropout2d(Dropout):
+class Dropout2d(_DropoutNd):
     """Zeroes whole channels (dim 1) of (N, C, H, W) input."""
     _fn = staticmethod(F.dropout2d)
 
-    def forward(self, input):  # noqa: A002
-        return type(self)._fn(input, self.p, self.training, self.inplace)
 
-
-class Dropout1d(Dropout2d):
+class Dropout1d(_DropoutNd):
     _fn = staticmethod(F.dropout1d)
 
 
-class AlphaDropout(Dropout):
+class AlphaDropout(_DropoutNd):
     """Dropout that keeps SELU's self-normalisation: dropped elements take SELU's negative
     saturation, and an affine map restores the mean and variance (torch passes no inplace)."""
     _fn = staticmethod(F.alpha_dropout)
@@ -326,9 +347,10 @@ class AlphaDropout(Dropout):
         return type(self)._fn(input, self.p, self.training)
 
 
-class FeatureAlphaDropout(AlphaDropout):
+class FeatureAlphaDropout(_DropoutNd):
     """AlphaDropout of whole channels (dim 1)."""
     _fn = staticmethod(F.feature_alpha_dropout)
+    forward = AlphaDropout.forward
 
 
 class LocalResponseNorm(Module):
@@ -383,6 +405,7 @@ class Upsample(Module):
             scale_factor = tuple(float(f) for f in scale_factor)
         elif scale_factor:
             scale_factor = float(scale_factor)
+        self.name = type(self).__name__
         self.size, self.scale_factor, self.mode = size, scale_factor, mode
         self.align_corners, self.recompute_scale_factor = align_corners, recompute_scale_factor
 
@@ -419,7 +442,7 @@ class PixelShuffle(Module):
         return f"upscale_factor={self.upscale_factor}"
 
 
-class _LPPool(Module):
+class _LPPoolNd(Module):
     def __init__(self, norm_type, kernel_size, stride=None, ceil_mode=False):
         super().__init__()
         self.norm_type, self.kernel_size, self.stride, self.ceil_mode = (norm_type, kernel_size,
@@ -430,14 +453,14 @@ class _LPPool(Module):
                 f"stride={self.stride}, ceil_mode={self.ceil_mode}")
 
 
-class LPPool1d(_LPPool):
+class LPPool1d(_LPPoolNd):
     """Power-average pooling, (sum of x ** p over each window) ** (1 / p), over (N, C, L)."""
 
     def forward(self, input):  # noqa: A002
         return F.lp_pool1d(input, self.norm_type, self.kernel_size, self.stride, self.ceil_mode)
 
 
-class LPPool2d(_LPPool):
+class LPPool2d(_LPPoolNd):
     """Power-average pooling over (N, C, H, W)."""
 
     def forward(self, input):  # noqa: A002
@@ -489,8 +512,9 @@ class PixelUnshuffle(Module):
         return f"downscale_factor={self.downscale_factor}"
 
 
-class ConstantPad2d(Module):
-    """Pad the last two dims by (left, right, top, bottom) (or one int for all) with value."""
+class _ConstantPadNd(Module):
+    """Pad the last dims by (left, right, top, bottom, ...) (or one int for all) with value;
+    `_n` numbers, two per padded dim."""
     _n = 4
 
     def __init__(self, padding, value):
@@ -504,29 +528,38 @@ class ConstantPad2d(Module):
         return f"padding={self.padding}, value={self.value}"
 
 
-class ConstantPad1d(ConstantPad2d):
+class ConstantPad2d(_ConstantPadNd):
+    _n = 4
+
+
+class ConstantPad1d(_ConstantPadNd):
     _n = 2
 
 
-class ZeroPad2d(ConstantPad2d):
+class _Zeros:
+    """ZeroPad*d: a ConstantPad*d of value 0.0 (each a subclass of its ConstantPad*d, as
+    torch's), printed with the padding only."""
+
     def __init__(self, padding):
-        super().__init__(padding, 0.0)
+        _ConstantPadNd.__init__(self, padding, 0.0)
 
     def extra_repr(self):
         return f"{self.padding}"
 
 
-class ZeroPad1d(ConstantPad1d):
-    def __init__(self, padding):
-        super().__init__(padding, 0.0)
-
-    extra_repr = ZeroPad2d.extra_repr
+class ZeroPad2d(_Zeros, ConstantPad2d):
+    pass
 
 
-class ReflectionPad2d(Module):
-    """Pad the last two dims by (left, right, top, bottom) (or one int for all) with their
-    reflection (the edge not repeated), as torch's."""
-    _n, _mode = 4, "reflect"
+class ZeroPad1d(_Zeros, ConstantPad1d):
+    pass
+
+
+class _ModePadNd(Module):
+    """Pad the last dims by (left, right, top, bottom, ...) (or one int for all) in F.pad's
+    `_mode`: reflection (the edge not repeated), replication or circular, as torch's. A
+    private base of the three families' private bases (siblings in torch)."""
+    _n, _mode = 4, None
 
     def __init__(self, padding):
         super().__init__()
@@ -539,23 +572,39 @@ class ReflectionPad2d(Module):
         return f"{self.padding}"
 
 
-class ReflectionPad1d(ReflectionPad2d):
-    _n = 2
+class _ReflectionPadNd(_ModePadNd):
+    _mode = "reflect"
 
 
-class ReplicationPad2d(ReflectionPad2d):
+class _ReplicationPadNd(_ModePadNd):
     _mode = "replicate"
 
 
-class ReplicationPad1d(ReplicationPad2d):
-    _n = 2
-
-
-class CircularPad2d(ReflectionPad2d):
+class _CircularPadNd(_ModePadNd):
     _mode = "circular"
 
 
-class CircularPad1d(CircularPad2d):
+class ReflectionPad2d(_ReflectionPadNd):
+    _n = 4
+
+
+class ReflectionPad1d(_ReflectionPadNd):
+    _n = 2
+
+
+class ReplicationPad2d(_ReplicationPadNd):
+    _n = 4
+
+
+class ReplicationPad1d(_ReplicationPadNd):
+    _n = 2
+
+
+class CircularPad2d(_CircularPadNd):
+    _n = 4
+
+
+class CircularPad1d(_CircularPadNd):
     _n = 2
 
 

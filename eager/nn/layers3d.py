@@ -11,43 +11,36 @@ functional form (extra_conv3d.py, F.pad, F.dropout3d).
 """
 from __future__ import annotations
 
-from .basic import Dropout, _BatchNorm
-from .layers import (AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d, CircularPad2d,
-                     ConstantPad2d, ConvTranspose2d, InstanceNorm2d, MaxPool2d, ReflectionPad2d,
-                     ReplicationPad2d, ZeroPad2d, _ConvNd)
+from .basic import _BatchNorm, _DropoutNd
+from .layers import (_AdaptiveAvgPoolNd, _AdaptiveMaxPoolNd, _AvgPoolNd, _CircularPadNd,
+                     _ConstantPadNd, _ConvNd, _ConvTransposeNd, _InstanceNorm, _MaxPoolNd,
+                     _ReflectionPadNd, _ReplicationPadNd, _Zeros)
 from . import functional as F
 
 
 class Conv3d(_ConvNd):
     """3-d convolution over (N, C, D, H, W), weight (out, in / groups, kd, kh, kw)."""
-    _nd = 3
-
-    def forward(self, input):  # noqa: A002 - torch's argument name
-        s, _, d = self._args()
-        input, p = self._padded(input)  # noqa: A001
-        return F.conv3d(input, self.weight, self.bias, s, p, d, self.groups)
+    _nd, _fn = 3, staticmethod(F.conv3d)
 
 
-class ConvTranspose3d(ConvTranspose2d):
+class ConvTranspose3d(_ConvTransposeNd):
     """The adjoint of Conv3d, weight (in, out / groups, kd, kh, kw)."""
-    _nd = 3
+    _nd, _fn = 3, staticmethod(F.conv_transpose3d)
 
 
-class MaxPool3d(MaxPool2d):
-    _fn, _nd = staticmethod(F.max_pool3d), 3
+class MaxPool3d(_MaxPoolNd):
+    _fn = staticmethod(F.max_pool3d)
 
 
-class AvgPool3d(AvgPool2d):
-    def forward(self, input):  # noqa: A002
-        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
+class AvgPool3d(_AvgPoolNd):
+    _fn = staticmethod(F.avg_pool3d)
 
 
-class AdaptiveAvgPool3d(AdaptiveAvgPool2d):
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     _fn = staticmethod(F.adaptive_avg_pool3d)
 
 
-class AdaptiveMaxPool3d(AdaptiveMaxPool2d):
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
     _fn = staticmethod(F.adaptive_max_pool3d)
 
 
@@ -56,37 +49,32 @@ class BatchNorm3d(_BatchNorm):
     _ndims = (5,)
 
 
-class InstanceNorm3d(InstanceNorm2d):
+class InstanceNorm3d(_InstanceNorm):
     """Each channel of each sample normalised over its own D, H, W."""
     _ndims = (4, 5)
 
 
-class Dropout3d(Dropout):
+class Dropout3d(_DropoutNd):
     """Zeroes whole channels (dim 1) of (N, C, D, H, W) input (dim 0 of unbatched input)."""
-
-    def forward(self, input):  # noqa: A002
-        return F.dropout3d(input, self.p, self.training, self.inplace)
+    _fn = staticmethod(F.dropout3d)
 
 
-class ConstantPad3d(ConstantPad2d):
+class ConstantPad3d(_ConstantPadNd):
     """Pad the last three dims by (left, right, top, bottom, front, back) with value."""
     _n = 6
 
 
-class ZeroPad3d(ConstantPad3d):
-    def __init__(self, padding):
-        super().__init__(padding, 0.0)
-
-    extra_repr = ZeroPad2d.extra_repr
+class ZeroPad3d(_Zeros, ConstantPad3d):
+    pass
 
 
-class ReflectionPad3d(ReflectionPad2d):
+class ReflectionPad3d(_ReflectionPadNd):
     _n = 6
 
 
-class ReplicationPad3d(ReplicationPad2d):
+class ReplicationPad3d(_ReplicationPadNd):
     _n = 6
 
 
-class CircularPad3d(CircularPad2d):
+class CircularPad3d(_CircularPadNd):
     _n = 6

@@ -20,13 +20,18 @@ class _Loss(Module):
         self.reduction = reduction
 
 
+def _optional_buffer(module, name, value):
+    """A tensor option kept as a buffer (in state_dict and moved by .to()), or None."""
+    if value is not None:
+        module.register_buffer(name, value)
+    else:
+        setattr(module, name, None)
+
+
 class _WeightedLoss(_Loss):
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean"):
         super().__init__(size_average, reduce, reduction)
-        if weight is not None:
-            self.register_buffer("weight", weight)
-        else:
-            self.weight = None
+        _optional_buffer(self, "weight", weight)
 
 
 class CrossEntropyLoss(_WeightedLoss):
@@ -93,14 +98,14 @@ class BCELoss(_WeightedLoss):
         return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
 
 
-class BCEWithLogitsLoss(_WeightedLoss):
+class BCEWithLogitsLoss(_Loss):
+    """(A _Loss, not a _WeightedLoss, in torch: it keeps weight and pos_weight itself.)"""
+
     def __init__(self, weight=None, size_average=None, reduce=None, reduction="mean",
                  pos_weight=None):
-        super().__init__(weight, size_average, reduce, reduction)
-        if pos_weight is not None:
-            self.register_buffer("pos_weight", pos_weight)
-        else:
-            self.pos_weight = None
+        super().__init__(size_average, reduce, reduction)
+        _optional_buffer(self, "weight", weight)
+        _optional_buffer(self, "pos_weight", pos_weight)
 
     def forward(self, input, target):  # noqa: A002
         return F.binary_cross_entropy_with_logits(input, target, self.weight,
@@ -118,7 +123,11 @@ class MarginRankingLoss(_Loss):
                                      reduction=self.reduction)
 
 
-class CosineEmbeddingLoss(MarginRankingLoss):
+class CosineEmbeddingLoss(_Loss):
+    def __init__(self, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
     def forward(self, input1, input2, target):
         return F.cosine_embedding_loss(input1, input2, target, self.margin,
                                        reduction=self.reduction)

@@ -8,6 +8,7 @@ True
 from __future__ import annotations
 
 from collections import OrderedDict, namedtuple
+from typing import Any, Dict, TypeVar
 
 import numpy as np
 
@@ -81,9 +82,22 @@ def _name_layer(module, err):
                 f"created at {where_str(loc)}",) + err.args[1:]
 
 
+def _overrides(module, method):
+    """Whether module's class defines its own `method` (Module's raises)."""
+    return getattr(type(module), method) is not getattr(Module, method)
+
+
 def _uniform(shape, bound, dtype=None):
     return Parameter(ops.generator().uniform(-bound, bound, shape).astype(
         _float() if dtype is None else dtype))
+
+
+def _redraw(params, bound):
+    """Draw each parameter (None skipped) anew in place, uniform in +-bound, in order: what
+    torch's reset_parameters does for Linear, convolutions and the recurrent layers."""
+    for p in params:
+        if p is not None:
+            p._array[...] = _uniform(p.shape, bound, p._array.dtype)._array
 
 
 def _float():
@@ -102,7 +116,16 @@ def factory_kwargs(module, device, dtype):
         module.to(dtype)
 
 
-IncompatibleKeys = namedtuple("IncompatibleKeys", "missing_keys unexpected_keys")
+class IncompatibleKeys(namedtuple("IncompatibleKeys", "missing_keys unexpected_keys")):
+    """load_state_dict's result, printed as torch's _IncompatibleKeys."""
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return (f"_IncompatibleKeys(missing_keys={self.missing_keys}, "
+                f"unexpected_keys={self.unexpected_keys})")
+
+    __str__ = __repr__
 
 
 # NOTE: counts changes of any module's attributes, flags, buffers or parameters (not their
@@ -112,6 +135,8 @@ STATE_VERSION = [0]
 
 class Module:
     """Base class: assign Parameters and Modules as attributes and they are registered."""
+    dump_patches = call_super_init = False   # NOTE: torch's class flags, at torch's values
+    T_destination = TypeVar("T_destination", bound=Dict[str, Any])
 
     def __init__(self):
         object.__setattr__(self, "_parameters", OrderedDict())
@@ -125,6 +150,9 @@ class Module:
         if "_parameters" not in self.__dict__:
             raise AttributeError("call super().__init__() before assigning attributes in a "
                                  "Module's __init__")
+        if isinstance(getattr(type(self), name, None), property):
+            object.__setattr__(self, name, value)   # NOTE: its setter (a parametrized weight)
+            return
         if name in self._buffers and (value is None or isinstance(value, Tensor)) \
                 and not isinstance(value, Parameter):
             self._buffers[name] = value          # `self.mask = ...` updates the buffer
@@ -214,42 +242,107 @@ class Module:
                                   "supported by dualgrad; use register_full_backward_hook")
 
     # -- traversal ----------------------------------------------------------------------------
-    def named_modules(self, prefix=""):
+    # NOTE: as torch's, a module or tensor reachable twice (a layer reused, tied weights) is
+    # yielded once, where first reached, unless remove_duplicate=False
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        if memo is None:
+            memo = set()
+        if id(self) in memo:
+            return
+        if remove_duplicate:
+            memo.add(id(self))
         yield prefix, self
         for name, m in self._modules.items():
-            yield from m.named_modules(f"{prefix}.{name}" if prefix else name)
+            if m is not None:
+                yield from m.named_modules(memo, f"{prefix}.{name}" if prefix else name,
+                                           remove_duplicate)
 
     def modules(self):
         return (m for _, m in self.named_modules())
 
-    def children(self):
-        return iter(self._modules.values())
-
     def named_children(self):
-        return iter(self._modules.items())
-
-    def named_parameters(self, prefix="", recurse=True):
         seen = set()
-        for mprefix, m in self.named_modules(prefix) if recurse else [(prefix, self)]:
-            for name, p in m._parameters.items():
-                if p is not None and id(p) not in seen:
-                    seen.add(id(p))
-                    yield (f"{mprefix}.{name}" if mprefix else name), p
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                yield name, m
+
+    def children(self):
+        return (m for _, m in self.named_children())
+
+    def _named_members(self, table, prefix, recurse, remove_duplicate):
+        seen = set()
+        for mprefix, m in (self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate)
+                           if recurse else [(prefix, self)]):
+            for name, t in m.__dict__[table].items():
+                if t is None or id(t) in seen:
+                    continue
+                if remove_duplicate:
+                    seen.add(id(t))
+                yield (f"{mprefix}.{name}" if mprefix else name), t
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse=True):
         # NOTE: a subclass may override named_parameters(prefix) alone (FSDP does)
         named = self.named_parameters() if recurse else self.named_parameters(recurse=False)
         return (p for _, p in named)
 
-    def named_buffers(self, prefix="", recurse=True):
-        for mprefix, m in self.named_modules(prefix) if recurse else [(prefix, self)]:
-            for name, b in m._buffers.items():
-                if b is not None:
-                    yield (f"{mprefix}.{name}" if mprefix else name), b
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        return self._named_members("_buffers", prefix, recurse, remove_duplicate)
 
     def buffers(self, recurse=True):
         named = self.named_buffers() if recurse else self.named_buffers(recurse=False)
         return (b for _, b in named)
+
+    def get_submodule(self, target):
+        """The module at the dotted path target ("" is this module), as torch's."""
+        m = self
+        for i, part in enumerate(target.split(".") if target else ()):
+            if not hasattr(m, part):
+                raise AttributeError(f"{type(m).__name__} has no attribute `{part}`")
+            m = getattr(m, part)
+            if not isinstance(m, Module):
+                raise AttributeError(f"`{part}` is not an nn.Module")
+        return m
+
+    def set_submodule(self, target, module, strict=False):
+        """Put module at the dotted path target (its parent must exist)."""
+        if not target:
+            raise ValueError("Cannot set the submodule without a target name!")
+        *path, name = target.split(".")
+        parent = self.get_submodule(".".join(path))
+        if strict and not hasattr(parent, name):
+            raise AttributeError(f"{type(parent).__name__} has no attribute `{name}`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError(f"`{name}` is not an nn.Module")
+        setattr(parent, name, module)
+
+    def _get_member(self, target, table, what):
+        *path, name = target.split(".")
+        m = self.get_submodule(".".join(path))
+        if not hasattr(m, name):
+            raise AttributeError(f"{type(m).__name__} has no attribute `{name}`")
+        if name not in m.__dict__[table]:
+            raise AttributeError(f"`{name}` is not {what}")
+        return m.__dict__[table][name]
+
+    def get_parameter(self, target):
+        return self._get_member(target, "_parameters", "an nn.Parameter")
+
+    def get_buffer(self, target):
+        return self._get_member(target, "_buffers", "a buffer")
+
+    def register_module(self, name, module):
+        """Another name for add_module, as torch's."""
+        self.add_module(name, module)
+
+    def __dir__(self):
+        names = set(super().__dir__())
+        for table in ("_parameters", "_modules", "_buffers"):
+            names.update(self.__dict__.get(table, ()))
+        return sorted(n for n in names if not n[0].isdigit())   # NOTE: Sequential's "0" too
 
     def apply(self, fn):
         for m in self.children():
@@ -272,9 +365,32 @@ class Module:
                 (n, b) for n, b in self._buffers.items() if n not in skip]:
             if v is not None:
                 out[prefix + name] = v if keep_vars else v.detach()
+        if _overrides(self, "get_extra_state"):
+            out[prefix + "_extra_state"] = self.get_extra_state()
         for name, m in self._modules.items():
             if m is not None:
                 m._state_into(out, f"{prefix}{name}.", keep_vars)
+
+    def _extra_state_keys(self, method, prefix=""):
+        """"<prefix>_extra_state" -> module, for every module (shared ones under each name, as
+        state_dict lists them) whose class defines `method` (get_ or set_extra_state)."""
+        out = {prefix + "_extra_state": self} if _overrides(self, method) else {}
+        for name, m in self._modules.items():
+            if m is not None:
+                out.update(m._extra_state_keys(method, f"{prefix}{name}."))
+        return out
+
+    def get_extra_state(self):
+        """What a subclass that defines it adds to state_dict under "_extra_state" (any object;
+        set_extra_state takes it back on load), as torch's. Not defined here."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never "
+                           "be called: define get_extra_state() in your module to add extra "
+                           "state to its state_dict")
+
+    def set_extra_state(self, state):
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never "
+                           "be called: define set_extra_state() in your module to load the "
+                           "extra state its get_extra_state() saved")
 
     def load_state_dict(self, state_dict, strict=True, assign=False):
         """Copy values in place; missing, unexpected or mis-shaped entries are a clear error
@@ -283,9 +399,11 @@ class Module:
         if assign:
             raise NotImplementedError("load_state_dict(assign=True) is not supported by "
                                       "dualgrad; the values are copied into the parameters")
-        own = self.state_dict(keep_vars=True)
-        missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
+        setters, getters = (self._extra_state_keys(m) for m in ("set_extra_state",
+                                                                 "get_extra_state"))
+        own = {k: v for k, v in self.state_dict(keep_vars=True).items() if k not in getters}
+        missing = [k for k in list(own) + list(setters) if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own and k not in setters]
         if strict and (missing or unexpected):
             raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}: "
                                f"missing keys {missing}, unexpected keys {unexpected}")
@@ -306,6 +424,9 @@ class Module:
             own[k].materialize(values[k].shape)
         for k, v in values.items():
             own[k]._array[...] = v
+        for k, m in setters.items():
+            if k in state_dict:
+                m.set_extra_state(state_dict[k])
         return IncompatibleKeys(missing, unexpected)
 
     def train(self, mode=True):
@@ -385,8 +506,14 @@ class Module:
         return ""
 
     def __repr__(self):
-        lines = [f"{type(self).__name__}({self.extra_repr()}"]
-        for name, m in self._modules.items():
-            sub = repr(m).replace("\n", "\n  ")
-            lines.append(f"  ({name}): {sub}")
-        return "\n".join(lines) + ("\n)" if self._modules else ")")
+        """torch's layout: a one-line extra_repr alone stays inline; otherwise its lines and
+        then each child, one per line, indented."""
+        extra = self.extra_repr()
+        extra = extra.split("\n") if extra else []
+        children = [f"({name}): " + repr(m).replace("\n", "\n  ")
+                    for name, m in self._modules.items() if m is not None]
+        if len(extra) == 1 and not children:
+            return f"{type(self).__name__}({extra[0]})"
+        lines = extra + children
+        return f"{type(self).__name__}(" + ("\n  " + "\n  ".join(lines) + "\n" if lines
+                                             else "") + ")"

@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from dualgrad import ops
-from .module import Module, _float, _uniform
+from .module import Module, _float, _redraw, _uniform
 from . import functional as F
 from ..core import Tensor
 from .utils.rnn import PackedSequence, packed_data, padded
@@ -86,7 +86,7 @@ class RNNBase(Module):
                              "probability of an element being zeroed")
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, float(dropout)
-        self.bidirectional = bidirectional
+        self.bidirectional, self.proj_size = bidirectional, proj_size
         dirs = 2 if bidirectional else 1
         bound, gh = 1.0 / math.sqrt(hidden_size), self._gates * hidden_size
         dt = np.dtype(dtype) if dtype is not None else _float()
@@ -102,6 +102,17 @@ class RNNBase(Module):
                 for n, s in zip(names, shapes):
                     setattr(self, n, _uniform(s, bound, dt))
                 self._names.append(names)
+
+    def reset_parameters(self):
+        """Draw every weight and bias anew, in place, uniform in +-1/sqrt(hidden_size)."""
+        _redraw(self.parameters(), 1.0 / math.sqrt(self.hidden_size) if self.hidden_size
+                else 0.0)
+
+    @property
+    def all_weights(self):
+        """The parameters per layer and direction, each [weight_ih, weight_hh(, bias_ih,
+        bias_hh)], as torch's."""
+        return [[getattr(self, n) for n in names] for names in self._names]
 
     def _weights(self, layer, direction):
         names = self._names[layer * (2 if self.bidirectional else 1) + direction]

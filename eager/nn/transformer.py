@@ -94,6 +94,7 @@ class TransformerEncoder(Module):
         self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
         self.num_layers, self.norm = num_layers, norm
         self.enable_nested_tensor, self.mask_check = enable_nested_tensor, mask_check
+        self.use_nested_tensor = False    # NOTE: torch's fast path flag; dualgrad has none
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):
         out = src

@@ -55,12 +55,14 @@ def _count(state):
     return n
 
 
-def _switches(name, foreach=None, fused=None, capturable=False, differentiable=False):
-    """torch's implementation switches: foreach / fused pick torch's multi-tensor or fused
-    kernels and capturable its CUDA-graph form, all the same update, so they are accepted;
-    differentiable (autograd through the step) raises."""
-    if differentiable:
+def _switches(name, **given):
+    """torch's implementation switches, as the optimizer takes them: foreach / fused pick
+    torch's multi-tensor or fused kernels and capturable its CUDA-graph form, all the same
+    update, so they are accepted and kept in the param group as torch keeps them;
+    differentiable=True (autograd through the step) raises."""
+    if given.get("differentiable"):
         raise NotImplementedError(f"{name}(differentiable=True) is not supported by dualgrad")
+    return given
 
 
 class SGD(Optimizer):
@@ -73,7 +75,7 @@ class SGD(Optimizer):
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
                  fused=None):
-        _switches("SGD", foreach, fused, False, differentiable)
+        sw = _switches("SGD", foreach=foreach, differentiable=differentiable, fused=fused)
         _check("learning rate", lr)
         _check("momentum value", momentum)
         _check("weight_decay value", weight_decay)
@@ -81,7 +83,7 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov,
-                                      maximize=maximize))
+                                      maximize=maximize, **sw))
 
     def _update(self, p, g, state, group):
         kept = state.get("momentum_buffer")
@@ -115,12 +117,13 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=None,
                  amsgrad=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False, fused=None, decoupled_weight_decay=False):
-        _switches(type(self).__name__, foreach, fused, capturable, differentiable)
+        sw = _switches(type(self).__name__, foreach=foreach, capturable=capturable,
+                       differentiable=differentiable, fused=fused)
         weight_decay = self._default_decay if weight_decay is None else weight_decay
         _betas(lr, eps, betas)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, amsgrad=bool(amsgrad),
-                                      maximize=maximize,
+                                      maximize=maximize, **sw,
                                       decoupled_weight_decay=self._decoupled or
                                       bool(decoupled_weight_decay)))
 
@@ -177,12 +180,13 @@ class RMSprop(Optimizer):
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
                  centered=False, capturable=False, foreach=None, maximize=False,
                  differentiable=False):
-        _switches("RMSprop", foreach, None, capturable, differentiable)
+        sw = _switches("RMSprop", capturable=capturable, foreach=foreach, maximize=maximize,
+                       differentiable=differentiable)
         for name, v in (("learning rate", lr), ("epsilon value", eps), ("alpha value", alpha),
                         ("momentum value", momentum), ("weight_decay value", weight_decay)):
             _check(name, v)
-        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                                      momentum=momentum, centered=centered, maximize=maximize))
+        super().__init__(params, dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps,
+                                      centered=centered, weight_decay=weight_decay, **sw))
 
     def _update(self, p, g, state, group):
         _count(state)
@@ -207,14 +211,15 @@ class Adagrad(Optimizer):
     def __init__(self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0,
                  initial_accumulator_value=0.0, eps=1e-10, foreach=None, *, maximize=False,
                  differentiable=False, fused=None):
-        _switches("Adagrad", foreach, fused, False, differentiable)
+        sw = _switches("Adagrad", foreach=foreach, maximize=maximize,
+                       differentiable=differentiable, fused=fused)
         for name, v in (("learning rate", lr), ("lr_decay value", lr_decay),
                         ("weight_decay value", weight_decay), ("epsilon value", eps),
                         ("initial_accumulator_value value", initial_accumulator_value)):
             _check(name, v)
-        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
-                                      initial_accumulator_value=initial_accumulator_value,
-                                      eps=eps, maximize=maximize))
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, eps=eps,
+                                      weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value, **sw))
 
     def _update(self, p, g, state, group):
         total = _buf(state, "sum", p._array, group["initial_accumulator_value"])
@@ -231,14 +236,15 @@ class Adadelta(Optimizer):
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0, foreach=None, *,
                  capturable=False, maximize=False, differentiable=False):
-        _switches("Adadelta", foreach, None, capturable, differentiable)
+        sw = _switches("Adadelta", maximize=maximize, capturable=capturable, foreach=foreach,
+                       differentiable=differentiable)
         _check("learning rate", lr)
         _check("epsilon value", eps)
         _check("weight_decay value", weight_decay)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
-                                      maximize=maximize))
+                                      **sw))
 
     def _update(self, p, g, state, group):
         _count(state)
@@ -270,11 +276,12 @@ class Adamax(Optimizer):
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
                  foreach=None, *, maximize=False, differentiable=False, capturable=False):
-        _switches("Adamax", foreach, None, capturable, differentiable)
+        sw = _switches("Adamax", foreach=foreach, maximize=maximize,
+                       differentiable=differentiable, capturable=capturable)
         _betas(lr, eps, betas)
         _check("weight_decay value", weight_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                      weight_decay=weight_decay, maximize=maximize))
+                                      weight_decay=weight_decay, **sw))
 
     def _update(self, p, g, state, group):
         m, u = _buf(state, "exp_avg", p._array), _buf(state, "exp_inf", p._array)
@@ -294,14 +301,15 @@ class NAdam(Optimizer):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
                  momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
                  maximize=False, capturable=False, differentiable=False):
-        _switches("NAdam", foreach, None, capturable, differentiable)
+        sw = _switches("NAdam", maximize=maximize, foreach=foreach, capturable=capturable,
+                       differentiable=differentiable)
         _betas(lr, eps, betas)
         _check("weight_decay value", weight_decay)
         _check("momentum_decay value", momentum_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, momentum_decay=momentum_decay,
                                       decoupled_weight_decay=bool(decoupled_weight_decay),
-                                      maximize=maximize))
+                                      **sw))
 
     def _update(self, p, g, state, group):
         mu_product = _scalar(state, "mu_product", 1.0)
@@ -324,13 +332,13 @@ class RAdam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False,
                  capturable=False, differentiable=False):
-        _switches("RAdam", foreach, None, capturable, differentiable)
+        sw = _switches("RAdam", maximize=maximize, foreach=foreach, capturable=capturable)
         _betas(lr, eps, betas)
         _check("weight_decay value", weight_decay)
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                      weight_decay=weight_decay,
+                                      weight_decay=weight_decay, **sw,
                                       decoupled_weight_decay=bool(decoupled_weight_decay),
-                                      maximize=maximize))
+                                      **_switches("RAdam", differentiable=differentiable)))
 
     def _update(self, p, g, state, group):
         m, v = _buf(state, "exp_avg", p._array), _buf(state, "exp_avg_sq", p._array)
@@ -349,11 +357,12 @@ class ASGD(Optimizer):
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0.0,
                  foreach=None, maximize=False, differentiable=False, capturable=False):
-        _switches("ASGD", foreach, None, capturable, differentiable)
+        sw = _switches("ASGD", foreach=foreach, maximize=maximize,
+                       differentiable=differentiable, capturable=capturable)
         _check("learning rate", lr)
         _check("weight_decay value", weight_decay)
         super().__init__(params, dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0,
-                                      weight_decay=weight_decay, maximize=maximize))
+                                      weight_decay=weight_decay, **sw))
 
     def _update(self, p, g, state, group):
         eta, mu = _scalar(state, "eta", group["lr"]), _scalar(state, "mu", 1.0)
@@ -375,12 +384,13 @@ class Rprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
-        _switches("Rprop", foreach, None, capturable, differentiable)
+        sw = _switches("Rprop", foreach=foreach, maximize=maximize,
+                       differentiable=differentiable, capturable=capturable)
         _check("learning rate", lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
         super().__init__(params, dict(lr=lr, etas=tuple(etas), step_sizes=tuple(step_sizes),
-                                      maximize=maximize))
+                                      **sw))
 
     def _update(self, p, g, state, group):
         prev = _buf(state, "prev", p._array)

@@ -1,9 +1,31 @@
 """The base class every learning-rate scheduler derives from (torch.optim.lr_scheduler.LRScheduler)."""
 from __future__ import annotations
 
+import functools
 import warnings
 
 from .optimizer import refuse_in_trace
+
+_BEFORE = ("Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 "
+           "and later, you should call them in the opposite order: `optimizer.step()` before "
+           "`lr_scheduler.step()`.  Failure to do this will result in PyTorch skipping the "
+           "first value of the learning rate schedule. See more details at "
+           "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate")
+
+
+def _track_steps(optimizer):
+    """Note on the optimizer when its step() has run (its own or a subclass's), as torch's
+    schedulers do, for the warning above."""
+    step = optimizer.step
+    if getattr(step, "_wrapped_by_lr_sched", False):
+        return
+
+    @functools.wraps(step)
+    def tracked(*args, **kwargs):
+        optimizer._opt_called = True
+        return step(*args, **kwargs)
+    tracked._wrapped_by_lr_sched = True
+    optimizer.step = tracked
 
 __all__ = ["LRScheduler"]
 
@@ -20,6 +42,7 @@ class LRScheduler:
             raise KeyError("param 'initial_lr' is not specified in param_groups when resuming "
                            "an optimizer")
         self.base_lrs = [g["initial_lr"] for g in optimizer.param_groups]
+        _track_steps(optimizer)
         self.last_epoch = last_epoch
         self._step_count = 0
         self._is_initial = True       # the constructor's own first step
@@ -34,6 +57,8 @@ class LRScheduler:
 
     def step(self, epoch=None):
         refuse_in_trace()
+        if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
+            warnings.warn(_BEFORE, UserWarning, stacklevel=2)   # NOTE: the first call only
         self._step_count += 1
         if epoch is not None:
             warnings.warn("The epoch parameter in `scheduler.step()` is deprecated (as in "

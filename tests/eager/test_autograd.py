@@ -142,7 +142,7 @@ def test_repr_shows_values_shape_dtype_and_grad_fn():
     y = x * 2.0
     r = repr(y)
     assert "3." in r and "-4." in r
-    assert "shape=(2,)" in r and "dtype=float32" in r and "grad_fn=<mul>" in r
+    assert "shape=(2,)" in r and "dtype=float32" in r and "grad_fn=<MulBackward0>" in r
     assert "requires_grad=True" in repr(x)
     assert "grad_fn" not in repr(x.detach()) and "requires_grad" not in repr(x.detach())
 
@@ -154,7 +154,7 @@ def test_print_in_the_middle_of_a_forward_pass(capsys):
     print(h.sum())
     h.sum().backward()
     out = capsys.readouterr().out
-    assert "shape=(2, 2)" in out and "grad_fn=<tanh>" in out and "grad_fn=<sum>" in out
+    assert "shape=(2, 2)" in out and "grad_fn=<TanhBackward0>" in out and "grad_fn=<SumBackward0>" in out
     assert "0.964" in out          # tanh(2)
     assert x.grad is not None
 
@@ -211,7 +211,7 @@ def test_indexing_with_an_integer_tensor_is_take():
     x = eager.tensor(_X, requires_grad=True)
     idx = eager.tensor([2, 0, 2])
     y = x[:, idx]
-    assert y.grad_fn == "take"
+    assert y.grad_fn.name() == "TakeBackward0"
     np.testing.assert_array_equal(y.detach().numpy(), _X[:, [2, 0, 2]])
     y.sum().backward()
     expected = np.zeros_like(_X)

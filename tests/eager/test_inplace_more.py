@@ -305,6 +305,6 @@ def test_register_hook_rules():
     x = eager.ones(2, requires_grad=True)
     y = x * 2
     y.register_hook(lambda g: g[:1])
-    assert y.grad_fn == "mul"
+    assert y.grad_fn.name() == "MulBackward0"
     with pytest.raises(RuntimeError, match="hook returned a gradient of shape"):
         y.sum().backward()

@@ -1,6 +1,8 @@
 """Optimizers, parameter groups, state dicts and schedulers, step by step against PyTorch."""
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -258,7 +260,61 @@ def test_state_and_group_keys_are_torchs(name):
     _train(torch, ref, topt, x, y, 2)
     sd, tsd = opt.state_dict(), topt.state_dict()
     assert sorted(sd["state"][0]) == sorted(tsd["state"][0])
-    ours_keys = set(sd["param_groups"][0])
-    theirs = set(tsd["param_groups"][0]) - {"foreach", "differentiable", "capturable", "fused"}
-    assert theirs <= ours_keys | {"foreach", "differentiable", "capturable", "fused"}, \
-        theirs - ours_keys
+    assert sd["param_groups"] == tsd["param_groups"]
+
+
+SWITCHES = {"foreach": [True, False], "fused": [False], "capturable": [False],
+            "differentiable": [False], "maximize": [True]}
+
+
+def _switch_cases():
+    """Each optimizer of OPTIMIZERS' configurations, and each of torch's implementation
+    switches its signature takes, given once (torch keeps them in the param group)."""
+    for name, kw, group_kw in OPTIMIZERS:
+        yield name, kw, group_kw
+        params = inspect.signature(getattr(torch.optim, name)).parameters
+        for key, values in SWITCHES.items():
+            for v in values if key in params else ():
+                yield name, {**kw, key: v}, group_kw
+
+
+@pytest.mark.parametrize("name,kw,group_kw", list(_switch_cases()),
+                         ids=lambda v: v if isinstance(v, str) else None)
+def test_param_groups_are_torchs(name, kw, group_kw):
+    """Every param group holds torch's keys, in torch's order, with torch's values (the
+    implementation switches foreach / fused / capturable / differentiable included), and so
+    does state_dict()["param_groups"]."""
+    ours, ref = _pair()
+    opt = getattr(optim, name)(_groups(eager, ours, group_kw), **kw)
+    topt = getattr(torch.optim, name)(_groups(torch, ref, group_kw), **kw)
+    strip = [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups]
+    tstrip = [{k: v for k, v in g.items() if k != "params"} for g in topt.param_groups]
+    assert [list(g) for g in strip] == [list(g) for g in tstrip]
+    assert strip == tstrip
+    assert opt.state_dict()["param_groups"] == topt.state_dict()["param_groups"]
+
+
+@pytest.mark.parametrize("order", ["scheduler first", "optimizer first", "custom optimizer"])
+def test_scheduler_before_optimizer_warns_as_torch(order):
+    """torch warns once when the first scheduler.step() comes before any optimizer.step()
+    (the schedule's first value is then skipped); so does dualgrad, for a subclass whose step
+    is its own too."""
+    import warnings
+    got = []
+    for lib in (torch, eager):
+        class Plain(lib.optim.SGD):
+            def step(self, closure=None):
+                return super().step(closure)
+        p = lib.nn.Parameter(lib.zeros(2))
+        opt = (Plain if order == "custom optimizer" else lib.optim.SGD)([p], lr=0.1)
+        sched = lib.optim.lr_scheduler.StepLR(opt, 1, 0.5)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            for _ in range(2):
+                if order == "optimizer first":
+                    opt.step()
+                sched.step()
+                if order != "optimizer first":
+                    opt.step()
+        got.append(([str(x.message)[:60] for x in w], opt.param_groups[0]["lr"]))
+    assert got[1] == got[0]

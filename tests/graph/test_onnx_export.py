@@ -19,6 +19,7 @@ NO_ONNX = {"fold", "slice_grad", "take_grad", "gather_grad", "concat_part", "sum
            "diagonal",
            *ops.special_math.__all__,   # NOTE: scipy.special's functions: ONNX has none
            *ops.linalg_np.__all__,      # LAPACK's factorisations: none in standard ONNX
+           *ops.draws.__all__,          # seeded gamma-family draws and their gradients: none
            "as_strided", "as_strided_within", "sliding_windows"}
 
 

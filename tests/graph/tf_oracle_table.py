@@ -366,7 +366,7 @@ EXCLUDED = {
          "metrics.accuracy", "metrics.mean", "train.MonitoredTrainingSession", "device",
          "disable_eager_execution",
          "disable_v2_behavior", "executing_eagerly", "initialize_all_variables",
-         "train.start_queue_runners"), _GRAPH_API),
+         "train.start_queue_runners", "is_tensor"), _GRAPH_API),
     **dict.fromkeys(("metrics.true_positives", "metrics.false_positives",
                      "metrics.true_negatives", "metrics.false_negatives", "metrics.precision",
                      "metrics.recall", "metrics.auc"),

@@ -1,4 +1,4 @@
-"""nn.utils: gradient clipping (and `rnn.pad_sequence`).
+"""nn.utils: gradient clipping, weight_norm and spectral_norm (norms.py), and `rnn`.
 
 >>> from dualgrad import eager
 >>> from dualgrad.eager import nn
@@ -17,6 +17,8 @@ from dualgrad import ops
 from dualgrad.ops import distributed as _mpi
 from ...core import Tensor, traced_step
 from . import rnn
+from .norms import remove_spectral_norm, remove_weight_norm, spectral_norm, weight_norm
+from . import parametrize, parametrizations
 
 
 def _with_grads(parameters):
@@ -136,4 +138,5 @@ def vector_to_parameters(vec, parameters):
 
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "parameters_to_vector",
-           "vector_to_parameters", "rnn"]
+           "vector_to_parameters", "rnn", "weight_norm", "remove_weight_norm", "spectral_norm",
+           "remove_spectral_norm", "parametrize", "parametrizations"]

@@ -42,7 +42,8 @@ def default_collate(batch):
     """Stack a list of samples into a batch, recursing into tuples, lists and dicts as torch.
 
     Tensors and arrays are stacked; Python floats become float64, ints int64 and bools bool
-    tensors; strings stay a list; a tuple of fields becomes a list of batched fields.
+    tensors; strings stay the sequence they came in (a list, or a tuple for a field of
+    tuple samples, as torch's); a tuple of fields becomes a list of batched fields.
     """
     elem = batch[0]
     if isinstance(elem, Tensor):
@@ -61,11 +62,11 @@ def default_collate(batch):
         return type(elem)({k: default_collate([d[k] for d in batch]) for k in elem}) \
             if type(elem) is not dict else {k: default_collate([d[k] for d in batch]) for k in elem}
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):   # a namedtuple keeps its type
-        return type(elem)(*(default_collate(list(f)) for f in zip(*batch)))
+        return type(elem)(*(default_collate(f) for f in zip(*batch)))
     if isinstance(elem, abc.Sequence):
         if any(len(b) != len(elem) for b in batch):
             raise RuntimeError("each element in list of batch should be of equal size")
-        return [default_collate(list(f)) for f in zip(*batch)]
+        return [default_collate(f) for f in zip(*batch)]
     raise TypeError(f"default_collate: batch must contain tensors, numpy arrays, numbers, dicts "
                     f"or lists; found {type(elem)}")
 
