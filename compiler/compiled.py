@@ -40,7 +40,7 @@ from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.amp import state as autocast_state
 from dualgrad.eager.nn import Module
 from dualgrad.eager.core import Tensor, array_of, keep_view_base, owned_array, recorded
-from dualgrad.ops.core import FRAMEWORK_DIRS, tracing, where_str
+from dualgrad.ops.core import FRAMEWORK_DIRS, ComplexError, first_complex, tracing, where_str
 
 from .ddp_sync import average_bucket
 from .optimize import check_budget
@@ -424,6 +424,9 @@ class Compiled:
         names = leaf_names(self.fn, args, kwargs)
         for _, p in tr.params:
             tr.log.note_grad(p, "snap")   # NOTE: fn may set a .grad (p.grad = None) directly
+        if first_complex(tensors) is not None:
+            raise ComplexError("compile() does not trace complex tensors (its graphs are "
+                               "real); call the function eagerly")
         with tr.graph.as_default(), tracing(tr):
             phs = [graph.placeholder(t.dtype, t.shape, name=n) for t, n in zip(tensors, names)]
             arg_rg = [t.requires_grad and inexact(t.dtype) for t in tensors]

@@ -32,7 +32,8 @@ from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
 from dualgrad.ops.rules import (as_operand, torch_needs_cast, torch_result_dtype,
                                 torch_scalar_opmath)
 from .ddp_sync import average_bucket
-from dualgrad.ops.core import ELEMENTWISE, FLOATING, bind_args, current_trace, tracing, user_frame, \
+from dualgrad.ops.core import ELEMENTWISE, FLOATING, ComplexError, bind_args, current_trace, \
+    first_complex, tracing, user_frame, \
     where_str
 
 __all__ = ["Trace", "EffectsLog", "Tracer", "TraceEngine", "GraphBreak", "active_trace",
@@ -181,6 +182,11 @@ class TraceEngine:
             f"{op.name}: a tensor traced inside a compiled function was used after its trace "
             f"ended (was it stored in a global, a list or an attribute?); a compiled "
             f"function's results are eager tensors, keep those instead")
+
+
+def _no_complex(op):
+    return ComplexError(f"{op.name}: compile() does not trace complex tensors or numbers (its "
+                        f"graphs are real); call the function eagerly")
 
 
 class Tracer(Tensor):
@@ -411,12 +417,16 @@ class Trace:
             return self._random(args[0], attrs)
         if op.decompose is not None or self.decomposing:
             return self._decompose(op, args, attrs)
+        if first_complex(args) is not None:
+            raise _no_complex(op)
         lifted = [self.lift(a) for a in args]
         wide = torch_scalar_opmath(op, lifted)
         if wide is None and (op.promote is not None or op.name in FLOATING):
             lifted = _promoted(op, lifted)   # NOTE: FLOATING: exp(int) in the default dtype
         out = GraphEngine.apply(op, lifted, attrs) if wide is None else \
             _number_in_opmath(op, lifted, attrs, wide)
+        if out.dtype.kind == "c":   # NOTE: a complex result of real inputs (x.cfloat())
+            raise _no_complex(op)
         grad = inexact(out.dtype) and any(
             isinstance(a, Tensor) and a.requires_grad for a in args)
         if grad and not is_grad_enabled():   # no_grad() inside fn: no gradient flows through here

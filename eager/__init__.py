@@ -24,7 +24,9 @@ from .core import Tensor, _GRAD
 
 float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
 int8, int16, int32, int64 = (np.dtype(n) for n in ("int8", "int16", "int32", "int64"))
-uint8, bool_, complex64 = np.dtype("uint8"), np.dtype("bool"), np.dtype("complex64")
+uint8, bool_ = np.dtype("uint8"), np.dtype("bool")
+complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
+cfloat, cdouble = complex64, complex128
 bool = bool_  # noqa: A001 - torch.bool
 float, double, half, long, int, short = (  # noqa: A001 - torch's aliases
     float32, float64, float16, int64, int32, int16)
@@ -315,6 +317,7 @@ from .shaping import *  # noqa: E402,F401,F403 - select, hstack, movedim, index_
 from .info import *  # noqa: E402,F401,F403 - finfo, iinfo, Size, pi, inf, is_floating_point, …
 from .extra_pointwise import *  # noqa: E402,F401,F403 - i0, gcd, lcm, frexp, ldexp, mvlgamma, …
 from .extra_shaping import *  # noqa: E402,F401,F403 - *_copy, combinations, tensordot, trapz, …
+from .complexes import *  # noqa: E402,F401,F403 - complex, polar, real, imag, view_as_real, …
 from .native_norms import *  # noqa: E402,F401,F403 - native_layer_norm, native_batch_norm, …
 from .extra_linalg import TORCH as _LINALG  # noqa: E402
 globals().update({n: f for n, f in _LINALG.items() if n not in globals()})   # logdet, cholesky, svd, …
@@ -354,6 +357,10 @@ Tensor.prelu = lambda self, weight: prelu(self, weight)
 
 # NOTE: the dtypes torch refuses (x.mean() of integers, ...), over methods and functions alike
 _refusals.install(Tensor, _sys.modules[__name__], _functional, _special)
+for _space, _names in _refusals.COMPLEX_REFUSED.items():
+    _refusals.install_complex(_sys.modules[__name__] if not _space else
+                              _sys.modules[f"{__name__}.{_space}"], _names)
+_refusals.install_complex(Tensor, _refusals.COMPLEX_REFUSED[""])
 _accept_numpy_names(globals(), Tensor)   # x.sum(axis=1), torch.cat(ts, axis=0), keepdims=
 # NOTE: last, so no code of this module calls it for the builtin (torch exports it too)
 from .factories import range  # noqa: E402,A004 - torch.range, deprecated there too

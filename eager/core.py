@@ -20,8 +20,9 @@ from dualgrad.ops import REGISTRY as R
 from dualgrad.ops.autodiff import backprop, toposort
 from dualgrad.ops.composite import current_composite
 from dualgrad.ops.reduce import nonempty_reduction
-from dualgrad.ops.core import (FLOATING, TRACING, current_trace, explain_failure, quietly, spec_of,
-                               user_frame, where_str)
+from dualgrad.ops.core import (FLOATING, TRACING, ComplexError, complex_refusal, current_trace,
+                               explain_failure, first_complex, quietly, spec_of, user_frame,
+                               where_str)
 from dualgrad.ops.rules import (as_operand, bfloat16, inexact, ints_fit, is_bfloat16, norm_axis,
                                 torch_int_scalar, torch_needs_cast, torch_result_dtype,
                                 torch_scalar_opmath, warn_outer)
@@ -77,6 +78,8 @@ def _wrapped(out, op, inputs, attrs, track, _entry=_tuple_new, _Entry=Entry):
     t._array = out = out if type(out) is np.ndarray else np.asarray(out)
     t.grad = t._root = None
     if track and _GRAD.enabled and (out.dtype.kind in "fc" or is_bfloat16(out.dtype)):
+        if out.dtype.kind == "c":
+            raise no_complex_autograd(op.name)
         t.requires_grad = True
         t._node = _entry(_Entry, (op, inputs, attrs, CLOCK[0]))   # NOTE: entry(), inlined
     else:
@@ -87,6 +90,14 @@ CLOCK = [0]   # ticks once per in-place write; tape entries record the tick they
 RETAINS_GRAD = {}   # id(non-leaf) -> weakref to it: backward() fills its .grad (retain_grad)
 DEFAULT_FLOAT = [np.dtype(np.float32)]   # torch.get_default_dtype / set_default_dtype
 _F32 = DEFAULT_FLOAT[0]
+
+
+def no_complex_autograd(what) -> ComplexError:
+    """dualgrad has no complex autograd (torch's conjugate Wirtinger gradients): a complex
+    tensor that would require grad raises this instead of a gradient nobody checked."""
+    return ComplexError(f"{what}: dualgrad does not differentiate complex tensors (torch's "
+                        f"complex autograd is not implemented); compute under torch.no_grad() "
+                        f"or detach() the real inputs")
 
 
 def default_float():
@@ -194,6 +205,14 @@ def _freed(name):
     return f
 
 
+def _located(err):
+    """An error raised before a kernel ran, placed at the user's line as `_fail` places one."""
+    loc = user_frame()
+    err.args = (f"{err.args[0]} (at {where_str(loc)})",)
+    err.location = loc
+    return err
+
+
 def _fail(op, args, attrs, err):
     """The error a user sees when a kernel fails: the op's own rule, at the user's line."""
     e = explain_failure(op, [spec_of(a._array if isinstance(a, Tensor) else a) for a in args],
@@ -228,6 +247,10 @@ class EagerEngine:
                     track = True
             else:
                 arrays.append(a)
+        if not op.complex:   # NOTE: the op's entry says whether its kernel is right for complex
+            dt = first_complex(arrays)
+            if dt is not None:
+                raise _located(complex_refusal(op, dt))
         narrow = None
         if op.promote is not None:   # NOTE: PyTorch's dtype, decided before the kernel runs
             if op.scalar_opmath and len(arrays) == 2 and type(arrays[1]) is np.ndarray and \
@@ -443,7 +466,12 @@ def _binary(op, a, b):
     if TRACING[0]:   # NOTE: a thread may be tracing (compile): ops.bind asks its trace stack
         return ops.bind(op, a, b)
     x, y, bt = a._array, b, type(b)
-    if bt is Tensor or isinstance(b, Tensor):
+    if not op.complex and (x.dtype.kind == "c" or bt is complex or isinstance(b, Tensor) and
+                           b._array.dtype.kind == "c"):
+        raise _located(complex_refusal(op, first_complex((x, b))))
+    if bt is complex:
+        x, y = _promote_arrays(op, [x, y])   # NOTE: float32 * 1j is complex64, as torch's
+    elif bt is Tensor or isinstance(b, Tensor):
         y = b._array
         if op.scalar_opmath and not y.ndim and y.dtype is not x.dtype:
             return EagerEngine.apply(op, (a, b), {})   # NOTE: the scalar read in float32
@@ -789,6 +817,8 @@ class Tensor:
 
     def __init__(self, data, requires_grad=False):
         self._array = data if type(data) is np.ndarray else np.asarray(data)
+        if requires_grad and self._array.dtype.kind == "c":   # NOTE: nn.Parameter too
+            raise no_complex_autograd("requires_grad=True")
         self.requires_grad = bool(requires_grad)
         self.grad = self._root = None
         self._node = None
@@ -965,6 +995,8 @@ class Tensor:
         if requires_grad and not inexact(self._array.dtype):
             raise RuntimeError(f"only Tensors of floating point dtype can require gradients, "
                                f"got {self._array.dtype}")
+        if requires_grad and self._array.dtype.kind == "c":
+            raise no_complex_autograd("requires_grad_")
         self.requires_grad = bool(requires_grad)
         return self
 

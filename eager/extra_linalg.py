@@ -452,8 +452,9 @@ def _chain(ts, split, i, j):
 @lowers
 def vecdot(x, y, *, dim=-1, out=None):
     """(x * y).sum(dim), as torch's: the products rounded to the dtype, summed as sum sums
-    (float16 in float32, rounded once)."""
-    return (_t(x) * y).sum(dim)
+    (float16 in float32, rounded once); x conjugated when complex, as torch's."""
+    x = _t(x)
+    return ((ops.conj(x) if x.dtype.kind == "c" else x) * y).sum(dim)
 
 
 def diagonal(A, *, offset=0, dim1=-2, dim2=-1):  # noqa: N803

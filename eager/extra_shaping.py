@@ -1,6 +1,6 @@
 """torch's remaining shape functions: the `*_copy` forms of the views (a fresh tensor each),
-`unsafe_chunk`/`unsafe_split`, conj/real and friends on real tensors, `fill`, `combinations`,
-`tensordot`, `addbmm`, the trapezoid rules, `renorm`, `angle`, `index_reduce`,
+`unsafe_chunk`/`unsafe_split`, `fill`, `combinations`,
+`tensordot`, `addbmm`, the trapezoid rules, `renorm`, `index_reduce`,
 `broadcast_shapes`, `unravel_index`, `histogram`, the strided factories, and the random
 fills `cauchy_ geometric_ log_normal_` as Tensor methods.
 
@@ -178,29 +178,6 @@ def unsafe_chunk(input, chunks, dim=0):  # noqa: A002
 
 def unsafe_split(input, split_size, dim=0):  # noqa: A002
     return _t(input).split(split_size, dim)
-
-
-# -- complex views of real tensors: the tensor itself ----------------------------------------
-def _real_only(name):
-    def fn(input):  # noqa: A002
-        x = _t(input)
-        if x.dtype.kind == "c":
-            raise NotImplementedError(f"{name}: complex tensors are not supported by dualgrad")
-        return x
-    fn.__name__ = fn.__qualname__ = name
-    return fn
-
-
-# NOTE: conj_physical of a real tensor is the tensor itself in torch too (not a copy)
-real, conj, resolve_conj, resolve_neg, conj_physical = (_real_only(n) for n in (
-    "real", "conj", "resolve_conj", "resolve_neg", "conj_physical"))
-
-
-def angle(input):  # noqa: A002
-    """The argument of a real number: 0 for x >= 0, pi for x < 0, NaN for NaN (gradient 0)."""
-    x = _t(input)
-    x = x if floating(x.dtype) else ops.cast(x, np.float32)
-    return ops.where(ops.lt(x, 0), math.pi, ops.where(ops.ne(x, x), x, 0.0)) + x * 0.0
 
 
 def fill(input, value):  # noqa: A002
@@ -419,8 +396,7 @@ __all__ = TORCH_NAMES = [
     "expand_copy", "diagonal_copy", "alias_copy", "narrow_copy", "view_copy", "permute_copy",
     "unbind_copy", "unfold_copy", "squeeze_copy", "unsqueeze_copy", "transpose_copy", "t_copy",
     "split_with_sizes_copy", "zero_", "as_strided", "as_strided_copy", "as_strided_scatter",
-    "constant_pad_nd", "nonzero_static", "gradient", "resize_as_", "unsafe_chunk", "unsafe_split", "real",
-    "conj", "resolve_conj", "resolve_neg", "conj_physical", "angle", "fill", "combinations",
+    "constant_pad_nd", "nonzero_static", "gradient", "resize_as_", "unsafe_chunk", "unsafe_split", "fill", "combinations",
     "tensordot", "addbmm",
     "trapezoid", "trapz", "cumulative_trapezoid", "renorm", "index_reduce", "broadcast_shapes",
     "unravel_index", "histogram", "empty_strided", "empty_permuted", "scalar_tensor"]

@@ -13,12 +13,14 @@ import warnings
 import numpy as np
 
 from dualgrad.ops.core import TRACING, user_stacklevel
-from dualgrad.ops.rules import HALF, as_operand, floating, inexact, torch_floating_only
+from dualgrad.ops.rules import (HALF, as_operand, complex_of, floating, inexact,
+                                torch_floating_only)
 from dualgrad.ops.symbolic import Dim
 
 from .devices import META_IMPL as _META, check as _check_device, is_meta as _is_meta
 from .formats import array_order, format_order, in_order, laid_out
 from .core import DEFAULT_FLOAT as _DEFAULT_FLOAT, Tensor, default_float  # noqa: F401 - others import it here
+from .core import no_complex_autograd
 
 
 def set_default_dtype(d):
@@ -41,6 +43,8 @@ def _make(arr, dtype, device, requires_grad):
     if requires_grad and not inexact(arr.dtype):
         raise RuntimeError(f"Only Tensors of floating point and complex dtype can require "
                            f"gradients, got {arr.dtype}")
+    if requires_grad and arr.dtype.kind == "c":
+        raise no_complex_autograd("requires_grad=True")
     return Tensor(arr, requires_grad)
 
 
@@ -55,6 +59,8 @@ def _dtype_of(data):
         return _DEFAULT_FLOAT[0]
     if arr.dtype.kind in "iu":
         return np.dtype(np.int64)
+    if arr.dtype.kind == "c":   # NOTE: Python complex numbers: the default float's complex
+        return complex_of(_DEFAULT_FLOAT[0])
     return arr.dtype
 
 
@@ -180,7 +186,8 @@ def _size_kw(fn, size, kw):
 def full(size, fill_value, dtype=None, device=None, requires_grad=False):
     if dtype is None:
         dtype = np.dtype(np.bool_) if isinstance(fill_value, bool) else np.dtype(np.int64) \
-            if isinstance(fill_value, int) else _DEFAULT_FLOAT[0]
+            if isinstance(fill_value, int) else complex_of(_DEFAULT_FLOAT[0]) \
+            if isinstance(fill_value, complex) else _DEFAULT_FLOAT[0]
     size = (size,) if isinstance(size, int) else tuple(size)
     m = _meta(size, dtype, device, requires_grad)
     if m is not None:
@@ -264,8 +271,20 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
         return m
     shape = _size(size)
     torch_floating_only("check_uniform_bounds", dtype or _DEFAULT_FLOAT[0])
-    return _random(generator, shape, dtype or _DEFAULT_FLOAT[0], lambda g: g.random(shape),
-                   device, requires_grad)
+    return _random(generator, shape, dtype or _DEFAULT_FLOAT[0],
+                   _parts(dtype, shape, lambda g, s: g.random(s)), device, requires_grad)
+
+
+def _parts(dtype, shape, draw, scale=1.0):
+    """A draw of `shape`; for a complex dtype, torch's: real and imaginary parts drawn each
+    (a standard normal's parts with variance 1/2, `scale`), so the modulus has torch's law."""
+    if dtype is None or np.dtype(dtype).kind != "c":
+        return lambda g: draw(g, shape)
+
+    def both(g):
+        v = draw(g, tuple(shape) + (2,)) * scale
+        return v[..., 0] + 1j * v[..., 1]
+    return both
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
@@ -276,7 +295,8 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     shape = _size(size)
     torch_floating_only("normal_kernel_cpu", dtype or _DEFAULT_FLOAT[0])
     return _random(generator, shape, dtype or _DEFAULT_FLOAT[0],
-                   lambda g: g.standard_normal(shape), device, requires_grad)
+                   _parts(dtype, shape, lambda g, s: g.standard_normal(s), math.sqrt(0.5)),
+                   device, requires_grad)
 
 
 def rand_like(input, dtype=None, device=None, requires_grad=False, *,  # noqa: A002

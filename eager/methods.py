@@ -250,7 +250,15 @@ class TensorMethods:
                                f"matrices. Got {self._array.ndim}-D tensor.")
         return self.transpose(-2, -1)
 
-    mH = mT   # NOTE: real tensors: the conjugate transpose is the transpose
+    @property
+    def mH(self):  # noqa: N802 - torch's name
+        """The conjugate transpose of the last two dims (the transpose, for real tensors;
+        NOTE: for complex ones a copy, where torch's is a conjugate view)."""
+        if self._array.ndim < 2:
+            raise RuntimeError(f"tensor.mH is only supported on matrices or batches of "
+                               f"matrices. Got {self._array.ndim}-D tensor.")
+        t = self.transpose(-2, -1)
+        return ops.conj(t) if t.dtype.kind == "c" else t
 
     def adjoint(self):
         """The conjugate transpose of the last two dims, as a view (torch.adjoint)."""
@@ -264,7 +272,8 @@ class TensorMethods:
         if self._array.ndim > 2:
             raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
                                f"{self._array.ndim}-D tensor.")
-        return self.t()
+        t = self.t()
+        return ops.conj(t) if t.dtype.kind == "c" else t
 
     def is_signed(self):
         return self._array.dtype.kind in "ifc" or floating(self._array.dtype)

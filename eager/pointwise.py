@@ -43,9 +43,11 @@ def sign(input):  # noqa: A002 - torch's argument names
 
 
 def sgn(input):  # noqa: A002
-    """sign for real tensors (dualgrad has no complex autograd: complex input raises)."""
-    if _t(input).dtype.kind == "c":
-        raise NotImplementedError("sgn: complex tensors are not supported by dualgrad")
+    """sign for real tensors; z / |z| for complex ones (0 at 0), as torch's."""
+    x = _t(input)
+    if x.dtype.kind == "c":
+        r = ops.abs(x)
+        return ops.where(ops.eq(r, 0), 0, x / ops.where(ops.eq(r, 0), 1, r))
     return sign(input)
 
 

@@ -379,7 +379,7 @@ def vdot(input, other):  # noqa: A002
     a, b = _t(input), _t(other)
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
-    return ops.matmul(a, b)
+    return ops.matmul(ops.conj(a), b)   # NOTE: the first vector conjugated, as torch's
 
 
 def addmv(input, mat, vec, *, beta=1, alpha=1):  # noqa: A002

@@ -25,8 +25,8 @@ import functools
 
 from dualgrad import ops
 
-from . import (extra_linalg, extra_pointwise, extra_shaping, functions, inplace, methods,
-               pointwise, reductions, shaping)
+from . import (complexes, extra_linalg, extra_pointwise, extra_shaping, functions, inplace,
+               methods, pointwise, reductions, shaping)
 from .core import CORE_NAMES, Tensor, foreign
 
 SELF_FIRST, IF_ABSENT, BODIES, INPLACE, COMPARE_INPLACE = (
@@ -97,9 +97,10 @@ SURFACE = (
     (SELF_FIRST, extra_pointwise, tuple(extra_pointwise.TORCH_NAMES)),
     (SELF_FIRST, extra_shaping, (
         "narrow_copy", "as_strided", "as_strided_scatter", "nonzero_static", "unsafe_chunk",
-        "unsafe_split", "conj", "resolve_conj", "resolve_neg", "conj_physical", "angle",
-        "addbmm", "renorm", "index_reduce", "histogram")),
+        "unsafe_split", "addbmm", "renorm", "index_reduce", "histogram")),
     (BODIES, extra_shaping.METHODS),
+    (SELF_FIRST, complexes, ("conj", "resolve_conj", "resolve_neg", "conj_physical", "angle")),
+    (BODIES, complexes.Parts),   # NOTE: .real and .imag, properties
     (IF_ABSENT, extra_linalg.TORCH, None),   # NOTE: torch's names (inverse is linalg's inv)
     (BODIES, methods.TensorMethods),
     # NOTE: pointwise methods whose result has self's shape: their in-place forms

@@ -10,7 +10,7 @@ array([2., 2.], dtype=float32)
 if __name__ != "dualgrad.ops":  # NOTE: a second copy would mean a second op registry
     raise ImportError(f"dualgrad's engines import under one root: write `from dualgrad import ops`, "
                       f"not `import {__name__}` (found {__file__})")
-from .core import (ELEMENTWISE, FLOATING, REDUCTION, REGISTRY, DtypeError, KernelError, Op, Sample,
+from .core import (ELEMENTWISE, FLOATING, REDUCTION, REGISTRY, ComplexError, DtypeError, KernelError, Op, Sample,
                    ShapeError, Spec, bind, fmt_shape, infer_spec, is_value, register, spec_of,
                    user_frame, where_str)
 from .elementwise import (abs, add, atan2, cast, ceil, copy, cos, div, eq, erf, erfinv, exp, expm1,
@@ -54,6 +54,8 @@ from .linalg_np import *  # noqa: E402,F401,F403 - inv, solve, cholesky, eigh_*,
 from .strided import as_strided, as_strided_within, diagonal, sliding_windows, strided_positions  # noqa: E402,F401
 from .special_math import *  # noqa: E402,F401,F403 - i0, ndtri, bessel_j0, the polynomials, …
 from .collective import all_reduce, all_reduce_many
+from .complex_parts import angle, complex_, conj, imag, real, view_as_complex, view_as_real
+from .fft import fft
 from . import api, autodiff
 
 __all__ = [n for n in dir() if not n.startswith("_")]

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
-    "ShapeError", "KernelError", "DtypeError", "Spec", "Op", "Sample", "REGISTRY", "ELEMENTWISE",
+    "ShapeError", "KernelError", "DtypeError", "ComplexError", "Spec", "Op", "Sample", "REGISTRY", "ELEMENTWISE",
     "REDUCTION", "FLOATING", "register", "bind", "bind_args", "engine_of", "tracing",
     "current_trace", "TRACING",
     "spec_of", "user_frame", "fmt_shape", "infer_spec",
@@ -38,6 +38,33 @@ class KernelError(RuntimeError):
 class DtypeError(TypeError, RuntimeError):
     """An op refuses its operands' dtypes (a bool tensor in a subtraction): a TypeError, as
     NumPy and TF raise it, and a RuntimeError, as torch does."""
+
+
+class ComplexError(NotImplementedError):
+    """An op whose entry does not declare complex support (`Op.complex`) got a complex
+    operand: torch's NotImplementedError ("... not implemented for 'ComplexFloat'"), a
+    RuntimeError too, as NotImplementedError is one."""
+
+
+# NOTE: c10's names of the complex dtypes, in torch's "not implemented for" messages
+COMPLEX_NAMES = {"complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
+def complex_refusal(op, dtype) -> ComplexError:
+    """The error an op that does not declare complex support raises for a complex operand."""
+    name = COMPLEX_NAMES.get(np.dtype(dtype).name, np.dtype(dtype).name)
+    return ComplexError(f'"{op.name}" not implemented for \'{name}\'')
+
+
+def first_complex(values):
+    """The dtype of the first complex value among arrays, Specs, tensors and numbers, or None."""
+    for v in values:
+        if type(v) is complex:
+            return np.dtype(np.complex128)
+        dt = getattr(v, "dtype", None)
+        if dt is not None and getattr(dt, "kind", None) == "c":
+            return dt
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,12 +125,12 @@ class Op:
     __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "reduce", "category", "samples", "ref",
                  "stateful", "view", "onnx", "tf", "nondiff", "fn", "decompose", "promote",
                  "shape_only_from", "zero_from", "may_alias", "inference_identity", "front",
-                 "alias_layout", "grad_at", "scalar_opmath")
+                 "alias_layout", "grad_at", "scalar_opmath", "complex")
 
     def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, reduce=None, category=None,
                  samples=(), ref=None, stateful=False, view=False, onnx=None, tf=None, promote=None,
                  shape_only_from=None, zero_from=(), may_alias=False, inference_identity=False,
-                 front=(), alias_layout=None, grad_at=None, scalar_opmath=False):
+                 front=(), alias_layout=None, grad_at=None, scalar_opmath=False, complex=False):
         self.name, self.infer, self.kernel, self.vjp = name, infer, kernel, vjp
         self.scalar, self.reduce, self.samples, self.ref = scalar, reduce, tuple(samples), ref
         self.onnx = onnx   # the ONNX operator that computes the same from the same inputs
@@ -136,6 +163,10 @@ class Op:
         # the front ends that offer the op unchanged, and under which name (ops/api.py)
         self.front = dict(front) if isinstance(front, dict) else {f: name for f in front}
         self.nondiff = vjp is None
+        # the kernel computes torch's result for complex operands too; an op that does not
+        # declare it refuses them in every engine (`register` wraps its shape rule; eager's
+        # dispatch asks it before the kernel): ComplexError, torch's NotImplementedError
+        self.complex = complex
         self.fn = None  # the public function, e.g. ops.add
         self.decompose = None   # the same as a composite of other ops: what compile() traces
 
@@ -202,6 +233,8 @@ def register(name, infer, kernel, vjp=None, floating=False, **kw) -> Op:
     if floating:
         infer, kernel = _floating_infer(infer), _floating_kernel(kernel)
         FLOATING.add(name)
+    if not kw.get("complex"):
+        infer = _real_infer(name, infer)
     op = Op(name, infer, kernel, vjp, **kw)
     if set(op.front) - set(FRONTS):
         raise ValueError(f"op {name!r}: front {sorted(op.front)} is not among {FRONTS}")
@@ -213,6 +246,18 @@ def register(name, infer, kernel, vjp=None, floating=False, **kw) -> Op:
     if op.reduce is not None:
         REDUCTION.add(name)
     return op
+
+
+def _real_infer(name, infer):
+    """The shape rule of an op without complex support: a complex input is refused, so the
+    graph builder, compile()'s trace and the meta engine refuse it as eager's dispatch does."""
+    def rule(*specs, **attrs):
+        dt = first_complex(specs)
+        if dt is not None:
+            raise complex_refusal(REGISTRY[name], dt)
+        return infer(*specs, **attrs)
+    rule.__wrapped__ = infer
+    return rule
 
 
 def _floating_infer(infer):
@@ -408,6 +453,10 @@ def _engine_of(args):
 
 def run_kernel(op, arrays, attrs):
     """Run a kernel; any failure becomes the op's ShapeError (from its rule) or a KernelError."""
+    if not op.complex:
+        dt = first_complex(arrays)
+        if dt is not None:
+            raise complex_refusal(op, dt)
     try:
         return op.kernel(*arrays, **attrs)
     except RuntimeWarning:

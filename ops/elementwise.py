@@ -64,27 +64,27 @@ _UNARY_SAMPLES = (_S(()), _S((1,)), _S((3, 4)), _S((2, 1, 3)))
 _POS_SAMPLES = tuple(Sample(s.args, domain=(0.2, 3.0)) for s in _UNARY_SAMPLES)
 
 NEG = register("neg", _unary_infer, np.negative, lambda g, x, **kw: (-g,),
-               scalar="(-{0})", category=_EW, onnx="Neg", tf="Neg", samples=_UNARY_SAMPLES, ref=lambda np, x: -x)
+               scalar="(-{0})", category=_EW, onnx="Neg", tf="Neg", samples=_UNARY_SAMPLES, ref=lambda np, x: -x, complex=True)
 EXP = register("exp", _unary_infer, np.exp,
                lambda g, x, out, **kw: (g * out,),
                scalar="exp({0})", category=_EW, floating=True, onnx="Exp", samples=_UNARY_SAMPLES,
-               ref=lambda np, x: np.exp(x), tf="Exp")
+               ref=lambda np, x: np.exp(x), tf="Exp", complex=True)
 LOG = register("log", _unary_infer, np.log, lambda g, x, **kw: (g / x,),
                scalar="log({0})", category=_EW, floating=True, onnx="Log", samples=_POS_SAMPLES,
-               ref=lambda np, x: np.log(x), tf="Log")
+               ref=lambda np, x: np.log(x), tf="Log", complex=True)
 LOG1P = register("log1p", _unary_infer, np.log1p, lambda g, x, **kw: (g / (x + 1.0),),
                  scalar="log1p({0})", category=_EW, floating=True, samples=_POS_SAMPLES + (
                      _S((5,), domain=(-0.9, 1e-6)),),
-                 ref=lambda np, x: np.log1p(x), tf="Log1p")   # NOTE: exact where log(1 + x) rounds to 0
+                 ref=lambda np, x: np.log1p(x), tf="Log1p", complex=True)   # NOTE: exact where log(1 + x) rounds to 0
 SQRT = register("sqrt", _unary_infer, np.sqrt,
                 lambda g, x, out, **kw: (g * 0.5 / out,),
                 scalar="sqrt({0})", category=_EW, floating=True, onnx="Sqrt", samples=_POS_SAMPLES,
-                ref=lambda np, x: np.sqrt(x), tf="Sqrt")
+                ref=lambda np, x: np.sqrt(x), tf="Sqrt", complex=True)
 TANH = register("tanh", _unary_infer, np.tanh,
                 lambda g, x, out, **kw: (tanh_grad(out, g),),
                 scalar="tanh({0})", category=_EW, floating=True, onnx="Tanh",
                 samples=_UNARY_SAMPLES,
-                ref=lambda np, x: np.tanh(x), tf="Tanh")
+                ref=lambda np, x: np.tanh(x), tf="Tanh", complex=True)
 
 
 def _sigmoid_kernel(x):
@@ -209,9 +209,15 @@ RELU = register("relu", _float_only("relu", _unary_infer), _relu_kernel,
                 lambda g, x, **kw: (where(x > 0, g, 0),),
                 scalar="maximum({0}, 0)", category=_EW, onnx="Relu",
                 samples=_UNARY_SAMPLES, ref=lambda np, x: np.maximum(x, 0), tf="Relu")
-ABS = register("abs", _unary_infer, np.abs, lambda g, x, **kw: (g * sign(x),),
+def _abs_infer(x, **_):
+    if x.dtype.kind == "c":   # NOTE: |z| is real, of the parts' precision
+        return Spec(x.shape, np.dtype(np.float32 if x.dtype == np.complex64 else np.float64))
+    return x
+
+
+ABS = register("abs", _abs_infer, np.abs, lambda g, x, **kw: (g * sign(x),),
                scalar="abs({0})", category=_EW, onnx="Abs", samples=_UNARY_SAMPLES,
-               ref=lambda np, x: np.abs(x), tf="Abs")
+               ref=lambda np, x: np.abs(x), tf="Abs", complex=True)
 
 
 def _sign_infer(x, **_):
@@ -229,15 +235,15 @@ SIGN = register("sign", _sign_infer, np.sign, lambda g, x, **kw: (g * 0.0,),
 
 SIN = register("sin", _unary_infer, np.sin, lambda g, x, **kw: (g * cos(x),),
                scalar="sin({0})", category=_EW, floating=True, onnx="Sin", samples=_UNARY_SAMPLES,
-               ref=lambda np, x: np.sin(x), tf="Sin")
+               ref=lambda np, x: np.sin(x), tf="Sin", complex=True)
 COS = register("cos", _unary_infer, np.cos, lambda g, x, **kw: (-(g * sin(x)),),
                scalar="cos({0})", category=_EW, floating=True, onnx="Cos", samples=_UNARY_SAMPLES,
-               ref=lambda np, x: np.cos(x), tf="Cos")
+               ref=lambda np, x: np.cos(x), tf="Cos", complex=True)
 
 EXPM1 = register("expm1", _unary_infer, np.expm1, lambda g, x, out, **kw: (g * (out + 1.0),),
                  category="other", floating=True, front=("tf",), samples=_UNARY_SAMPLES + (
                      _S((5,), domain=(-1e-6, 1e-6)),),
-                 ref=lambda np, x: np.expm1(x), tf="Expm1")   # NOTE: exact where exp(x) - 1 cancels
+                 ref=lambda np, x: np.expm1(x), tf="Expm1", complex=True)   # NOTE: exact where exp(x) - 1 cancels
 
 _erf_scalar = np.frompyfunc(math.erf, 1, 1)
 
@@ -300,7 +306,20 @@ def _cast_infer(x, dtype, **_):
 
 
 def _cast_kernel(x, dtype):
-    return np.asarray(x).astype(dtype, copy=False)
+    x = np.asarray(x)
+    if x.dtype.kind == "c" and np.dtype(dtype).kind != "c":
+        return x != 0 if np.dtype(dtype).kind == "b" else _real_part(x, dtype)
+    return x.astype(dtype, copy=False)
+
+
+def _real_part(x, dtype):
+    """A complex array cast to a real dtype: its real part, with torch's UserWarning at the
+    user's line (NumPy's ComplexWarning is not what torch users see)."""
+    import warnings
+    from .core import user_stacklevel
+    warnings.warn("Casting complex values to real discards the imaginary part", UserWarning,
+                  stacklevel=user_stacklevel())
+    return x.real.astype(dtype)
 
 
 def _cast_vjp(g, x, dtype, **kw):
@@ -314,7 +333,7 @@ CAST = register("cast", _cast_infer, _cast_kernel, _cast_vjp,
                 category=_EW, may_alias=True,
                 samples=(_S((3, 4), attrs={"dtype": "float64"}),
                                    _S((2,), attrs={"dtype": "int64"}, grad=False)),
-                ref=lambda np, x, dtype: x.astype(dtype), alias_layout="same_spec")
+                ref=lambda np, x, dtype: x.astype(dtype), alias_layout="same_spec", complex=True)
 
 
 def _stop_gradient_kernel(x):
@@ -323,7 +342,7 @@ def _stop_gradient_kernel(x):
 
 STOP_GRADIENT = register("stop_gradient", _unary_infer, _stop_gradient_kernel, None,
                          scalar="{0}", category=_EW, samples=(_S((3,)),), ref=lambda np, x: x,
-                         view=True, inference_identity=True, tf="StopGradient")
+                         view=True, inference_identity=True, tf="StopGradient", complex=True)
 
 
 def _scale_grad_infer(x, s, **_):
@@ -358,7 +377,7 @@ def _copy_kernel(x):
 # flip as a negative-step slice), so a write through the result never changes the input.
 COPY = register("copy", _unary_infer, _copy_kernel, lambda g, x, **kw: (g,),
                 scalar="{0}", category=_EW, onnx="Identity", samples=_UNARY_SAMPLES,
-                ref=lambda np, x: x.copy())
+                ref=lambda np, x: x.copy(), complex=True)
 
 
 # -- binary -----------------------------------------------------------------------------------
@@ -392,8 +411,8 @@ def _div_vjp(g, x, y, out=None, needs=(True, True), **kw):
 
 def small_int_power(y):
     """The exponent as a small int (0..4) or None: such powers become multiplications."""
-    if np.ndim(y) != 0:
-        return None
+    if np.ndim(y) != 0 or np.iscomplexobj(y):
+        return None   # NOTE: a complex exponent, even 2+0j, takes NumPy's complex pow as torch
     v = float(y)
     return int(v) if v in (0.0, 1.0, 2.0, 3.0, 4.0) else None
 
@@ -485,18 +504,18 @@ _POW_SAMPLES = (Sample(((3, 4), 3), domain=(-2.0, 2.0)), Sample(((3, 4), 2)),
 
 ADD = register("add", _binary_infer("add"), np.add, _add_vjp, promote="common", scalar="({0} + {1})", category=_EW,
                onnx="Add",
-               samples=_BINARY_SAMPLES, ref=lambda np, x, y: x + y, tf="AddV2")
+               samples=_BINARY_SAMPLES, ref=lambda np, x, y: x + y, tf="AddV2", complex=True)
 SUB = register("sub", _binary_infer("sub"), np.subtract, _sub_vjp, promote="common", scalar="({0} - {1})",
-               category=_EW, onnx="Sub", tf="Sub", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x - y)
+               category=_EW, onnx="Sub", tf="Sub", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x - y, complex=True)
 MUL = register("mul", _binary_infer("mul"), _scalar_in_opmath(np.multiply), _mul_vjp, promote="common",
-               scalar="({0} * {1})", scalar_opmath=True, category=_EW, onnx="Mul", tf="Mul", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x * y)
+               scalar="({0} * {1})", scalar_opmath=True, category=_EW, onnx="Mul", tf="Mul", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x * y, complex=True)
 DIV = register("div", _div_infer, _scalar_in_opmath(np.true_divide), _div_vjp, promote="divide",
                scalar="({0} / {1})", scalar_opmath=True, category=_EW,
                onnx="Div",
                samples=tuple(Sample(s.args, domain=(0.5, 2.0), match=s.match)
-                             for s in _BINARY_SAMPLES), ref=lambda np, x, y: x / y, tf="RealDiv")
+                             for s in _BINARY_SAMPLES), ref=lambda np, x, y: x / y, tf="RealDiv", complex=True)
 POW = register("pow", _binary_infer("pow"), _pow_kernel, _pow_vjp, promote="common", scalar="({0} ** {1})",
-               category=_EW, onnx="Pow", tf="Pow", samples=_POW_SAMPLES, ref=lambda np, x, y: np.power(x, y))
+               category=_EW, onnx="Pow", tf="Pow", samples=_POW_SAMPLES, ref=lambda np, x, y: np.power(x, y), complex=True)
 MAXIMUM = register("maximum", _binary_infer("maximum"), np.maximum, _maximum_vjp, promote="common",
                    scalar="maximum({0}, {1})", category=_EW, onnx="Max", samples=_BINARY_SAMPLES,
                    ref=lambda np, x, y: np.maximum(x, y), tf="Maximum")
@@ -540,7 +559,8 @@ for _name, _kernel, _sym, _onnx, _tf in (
         ("ge", np.greater_equal, ">=", "GreaterOrEqual", "GreaterEqual")):
     register(_name, _binary_infer(_name, np.bool_), _kernel, None, promote="common",
              scalar=f"({{0}} {_sym} {{1}})", category=_EW, onnx=_onnx, tf=_tf, samples=_CMP_SAMPLES,
-             ref=eval(f"lambda np, x, y: x {_sym} y"))  # noqa: S307 - a fixed operator table
+             ref=eval(f"lambda np, x, y: x {_sym} y"),  # noqa: S307 - a fixed operator table
+             complex=_name in ("eq", "ne"))   # NOTE: complex numbers are not ordered
 
 
 def _where_infer(c, x, y, **_):
@@ -577,7 +597,7 @@ WHERE = register(
              Sample((np.array([[True], [False]]), (2, 3), ())),
              Sample((np.array([True, False]), (2,), (3,)),
                     match=r"cannot broadcast \(2,\), \(2,\), \(3,\)")),
-    ref=lambda np, c, x, y: np.where(c, x, y))
+    ref=lambda np, c, x, y: np.where(c, x, y), complex=True)
 
 def _rounding(name, fn, onnx):
     """floor / ceil / round: integers pass through; the gradient is zero (as torch's). ONNX

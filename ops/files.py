@@ -156,7 +156,7 @@ def _alive(pid) -> bool:
 
 # -- reading safetensors: refuse what NumPy cannot hold, by name ------------------------------
 NUMPY_DTYPES = {"BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64", "F16", "F32",
-                "F64", "BF16"}
+                "F64", "BF16", "C64"}
 _NAMES = {"F8_E4M3": "float8_e4m3", "F8_E5M2": "float8_e5m2"}
 
 
@@ -202,7 +202,7 @@ def _refuse_dtypes(dtypes):
             (" …" if len(bad) > 3 else "")
         raise UnreadableWeights(
             f"tensor {names} has a dtype NumPy cannot hold; dualgrad reads bool, (u)int8-64, "
-            f"bfloat16 and float16/32/64 (convert first, e.g. torch's t.float())")
+            f"bfloat16, float16/32/64 and complex64 (convert first, e.g. torch's t.float())")
 
 
 def _read_raw(data):
@@ -211,7 +211,7 @@ def _read_raw(data):
     names = {"BOOL": np.bool_, "U8": np.uint8, "I8": np.int8,
              "U16": np.uint16, "I16": np.int16, "U32": np.uint32, "I32": np.int32,
              "U64": np.uint64, "I64": np.int64, "F16": np.float16, "F32": np.float32,
-             "F64": np.float64}
+             "F64": np.float64, "C64": np.complex64}
     (n,) = struct.unpack("<Q", data[:8])
     header = json.loads(data[8:8 + n])
     header.pop("__metadata__", None)

@@ -159,7 +159,7 @@ GATHER = register(
              Sample(((3, 4), (3, 2)), {"axis": 1}, match="index must be integers"),
              Sample(((3, 4), np.array([0, 1])), {"axis": 0},
                     match=r"gather: index \(2,\) and input \(3, 4\) must have the same number")),
-    ref=_gather_ref)
+    ref=_gather_ref, complex=True)
 
 
 def _gather_grad_infer(g, idx, x, axis, **_):
@@ -193,7 +193,7 @@ GATHER_GRAD = register(
                     {"axis": 1, "into": True})),
     ref=lambda np_, g, idx, x, axis, into=False: refs.scatter(
         np_, g, _gather_ref(np, refs.positions(x.shape), idx, axis), x.shape) +
-    (x if into else 0))
+    (x if into else 0), complex=True)
 
 
 def argsort(x, axis=-1, descending=False, topk=0, topk_sorted=True, unstable=False):

@@ -146,7 +146,7 @@ _RED_SAMPLES = (
 SUM = register("sum", _reduce_infer("sum", _sum_dtype), _sum_kernel, _sum_vjp, reduce="sum",
                samples=_RED_SAMPLES,
                ref=lambda np, x, axis=None, keepdims=False: np.sum(x, axis=axis,
-                                                                    keepdims=keepdims))
+                                                                    keepdims=keepdims), complex=True)
 MAX = register("max", _reduce_infer("max"), _max_kernel, _max_vjp, reduce="max",
                samples=_RED_SAMPLES,
                ref=lambda np, x, axis=None, keepdims=False: np.max(x, axis=axis,
@@ -178,7 +178,7 @@ PROD = register("prod", _reduce_infer("prod"), _prod_kernel, _prod_vjp, category
                     Sample((np.array([[1.5, 0.0], [0.0, -2.0], [0.0, 0.0]]),), {"axis": 0}),
                     _RED_SAMPLES[-1]),
                 ref=lambda np, x, axis=None, keepdims=False: np.prod(x, axis=axis,
-                                                                     keepdims=keepdims))
+                                                                     keepdims=keepdims), complex=True)
 
 
 def _argmax_infer(x, axis=-1, keepdims=False, **_):
@@ -235,7 +235,7 @@ CUMSUM = register("cumsum", _cumsum_infer, _cumsum_kernel, _cumsum_vjp, category
                   samples=(Sample(((3, 4),), {"axis": 1}), Sample(((5,),), {"axis": 0}),
                            Sample(((2, 3, 4),), {"axis": -3}),
                            Sample(((3,),), {"axis": 1}, match="axis 1 is out of range")),
-                  ref=lambda np, x, axis: np.cumsum(x, axis=axis))
+                  ref=lambda np, x, axis: np.cumsum(x, axis=axis), complex=True)
 
 
 def cumsum(x, axis):

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 
 from .symbolic import fixing
-from .core import (FLOATING, DtypeError, ShapeError, Spec, fmt_shape, located,
+from .core import (FLOATING, ComplexError, DtypeError, ShapeError, Spec, fmt_shape, located,
                    quiet_broadcast, QUIET_BROADCAST)
 
 
@@ -250,8 +250,14 @@ def _promote(a, b):
     """PyTorch's promotion table: across categories the higher category's dtype wins
     (int64 with float32 is float32); within one, as NumPy (int8 with uint8 is int16)."""
     ka, kb = _category(a), _category(b)
-    if ka == kb or ka == 3 or kb == 3:
+    if ka == kb:
         return np.promote_types(a, b)
+    if ka == 3 or kb == 3:   # NOTE: complex64 with int64 is complex64, with float64 complex128
+        z, other = (a, b) if ka == 3 else (b, a)
+        if _category(other) < 2:
+            return z
+        part = np.dtype(np.float32 if np.dtype(z) == np.complex64 else np.float64)
+        return complex_of(part if is_bfloat16(other) else np.promote_types(part, other))
     return a if ka > kb else b
 
 
@@ -272,12 +278,29 @@ def _combine(higher, lower):
     if hk == 3:
         return higher
     if lk == 3:
-        return np.result_type(higher, 1j) if hk == 2 else lower
+        return complex_of(higher) if hk == 2 else lower
     if hk == 2:
         return higher
     if hk == 0 or lk == 2:
         return _promote(higher, lower)
     return higher
+
+
+_COMPLEX64 = np.dtype(np.complex64)
+
+
+def complex_of(dt) -> np.dtype:
+    """The complex dtype of a floating one's precision, as torch's category raise keeps it:
+    float32 and bfloat16 give complex64, float64 complex128; float16 would give torch's
+    complex32 (ComplexHalf), which dualgrad does not have."""
+    dt = np.dtype(dt)
+    if is_bfloat16(dt):
+        return _COMPLEX64
+    if dt.itemsize == 2:
+        raise ComplexError("complex32 (torch.chalf, ComplexHalf): dualgrad has no such dtype; "
+                           "a float16 tensor with a complex number gives it in torch, cast to "
+                           "float32 first")
+    return np.result_type(dt, 1j)
 
 
 def torch_result_dtype(operands, default_float=np.dtype(np.float32)) -> np.dtype:
@@ -311,7 +334,7 @@ def _torch_promote(operands, default_float):
             wrapped.append(np.dtype(np.bool_) if isinstance(weak, bool) else
                            np.dtype(np.int64) if isinstance(weak, int) else
                            default_float if isinstance(weak, float) else
-                           np.result_type(default_float, 1j))
+                           complex_of(default_float))
         else:
             (dims if nd else zeros).append(dt)
     return _combine(_promote_all(dims), _combine(_promote_all(zeros), _promote_all(wrapped)))

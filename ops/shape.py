@@ -112,7 +112,7 @@ RESHAPE = register("reshape", _reshape_infer, _reshape_kernel,
                                      r"|not a multiple"),
                             _S((3, 4), attrs={"shape": (5, 2)},
                                match=r"reshape: cannot reshape \(3, 4\) \(12 elements\)")),
-                   ref=lambda np, x, shape: np.reshape(x, shape), alias_layout="reshape")
+                   ref=lambda np, x, shape: np.reshape(x, shape), alias_layout="reshape", complex=True)
 
 
 def _like_shape_infer(name):
@@ -131,7 +131,7 @@ def _reshape_like_kernel(x, like):
 RESHAPE_LIKE = register("reshape_like", _like_shape_infer("reshape_like"), _reshape_like_kernel,
                         lambda g, x, like, **kw: (reshape_like(g, x), None), category=_SHAPE,
                         view=True, shape_only_from=1, samples=(_S((3, 4), (2, 6)),),
-                        ref=lambda np, x, like: np.reshape(x, like.shape), alias_layout="reshape")
+                        ref=lambda np, x, like: np.reshape(x, like.shape), alias_layout="reshape", complex=True)
 
 
 # -- transpose --------------------------------------------------------------------------------
@@ -163,7 +163,7 @@ TRANSPOSE = register("transpose", _transpose_infer, _transpose_kernel, _transpos
                      samples=(_S((3, 4), attrs={"axes": (1, 0)}),
                               _S((2, 3, 4), attrs={"axes": (2, 0, 1)}),
                               _S((2, 3), attrs={"axes": (0, 0)}, match="not a permutation")),
-                     ref=lambda np, x, axes: np.transpose(x, axes), alias_layout="transpose")
+                     ref=lambda np, x, axes: np.transpose(x, axes), alias_layout="transpose", complex=True)
 
 
 # -- broadcasting and its inverse -------------------------------------------------------------
@@ -193,7 +193,7 @@ BROADCAST_TO = register("broadcast_to", _broadcast_to_infer, _broadcast_to_kerne
                         samples=(_S((3, 1), attrs={"shape": (2, 3, 4)}),
                                  _S((), attrs={"shape": (2,)}),
                                  _S((3,), attrs={"shape": (4, 2)}, match="cannot broadcast")),
-                        ref=lambda np, x, shape: np.broadcast_to(x, shape), alias_layout="strided")
+                        ref=lambda np, x, shape: np.broadcast_to(x, shape), alias_layout="strided", complex=True)
 
 
 def _broadcast_like_infer(x, like, **_):
@@ -207,7 +207,7 @@ def _broadcast_like_kernel(x, like):
 BROADCAST_LIKE = register("broadcast_like", _broadcast_like_infer, _broadcast_like_kernel,
                           lambda g, x, like, **kw: (sum_to_like(g, x), None), category=_SHAPE,
                           view=True, shape_only_from=1, samples=(_S((3, 1), (2, 3, 4)), _S((), (3,))),
-                          ref=lambda np, x, like: np.broadcast_to(x, like.shape), alias_layout="strided")
+                          ref=lambda np, x, like: np.broadcast_to(x, like.shape), alias_layout="strided", complex=True)
 
 
 def _sum_to_like_infer(x, like, **_):
@@ -298,7 +298,7 @@ SUM_TO_LIKE = register("sum_to_like", _sum_to_like_infer, _sum_to_like_kernel,
                        shape_only_from=1, may_alias=True,
                        samples=(_S((2, 3, 4), (3, 1)), _S((2, 3), ()), _S((4, 3), (4, 3)),
                                 _S((2, 3, 4), (2, 3, 1)), _S((5, 2, 3), (2, 3))),
-                       ref=_sum_to_like_ref, alias_layout="same_spec")
+                       ref=_sum_to_like_ref, alias_layout="same_spec", complex=True)
 
 
 # -- squeeze / expand_dims --------------------------------------------------------------------
@@ -322,7 +322,7 @@ EXPAND_DIMS = register("expand_dims", _expand_dims_infer, _expand_dims_kernel,
                        samples=(_S((3, 4), attrs={"axis": 1}), _S((), attrs={"axis": 0}),
                                 _S((3,), attrs={"axis": -1}),
                                 _S((3,), attrs={"axis": 3}, match="out of range")),
-                       ref=lambda np, x, axis: np.expand_dims(x, axis), alias_layout="reshape")
+                       ref=lambda np, x, axis: np.expand_dims(x, axis), alias_layout="reshape", complex=True)
 
 
 def _squeeze_axes(x, axis):
@@ -353,7 +353,7 @@ SQUEEZE = register("squeeze", _squeeze_infer, _squeeze_kernel,
                    lambda g, x, **kw: (reshape_like(g, x),), category=_SHAPE, view=True,
                    samples=(_S((3, 1, 4), attrs={"axis": 1}), _S((1, 3, 1), attrs={"axis": None}),
                             _S((3, 4), attrs={"axis": 0}, match="has size 3, not 1")),
-                   ref=lambda np, x, axis: np.squeeze(x, axis), alias_layout="reshape")
+                   ref=lambda np, x, axis: np.squeeze(x, axis), alias_layout="reshape", complex=True)
 
 
 # -- concat -----------------------------------------------------------------------------------
@@ -394,7 +394,7 @@ CONCAT = register("concat", _concat_infer, _concat_kernel, _concat_vjp, category
                            _S((2, 3), (2, 4), attrs={"axis": 0},
                               match=r"concat: along axis 0, inputs \(2, 3\), \(2, 4\) differ "
                                     r"in dimension 1 \(3 vs 4\)")),
-                  ref=lambda np, *xs, axis: np.concatenate(xs, axis=axis))
+                  ref=lambda np, *xs, axis: np.concatenate(xs, axis=axis), complex=True)
 
 
 def _concat_part_infer(g, *xs, axis, index, **_):
@@ -421,7 +421,7 @@ CONCAT_PART = register("concat_part", _concat_part_infer, _concat_part_kernel, _
                        samples=(_S((6, 3), (2, 3), (4, 3), attrs={"axis": 0, "index": 1}),),
                        ref=lambda np, g, *xs, axis, index: np.split(
                            g, [sum(x.shape[axis] for x in xs[:i]) for i in range(1, len(xs))],
-                           axis=axis)[index], alias_layout="strided")
+                           axis=axis)[index], alias_layout="strided", complex=True)
 
 
 # -- basic slicing ----------------------------------------------------------------------------
@@ -502,7 +502,7 @@ SLICE = register("slice", _slice_infer, _slice_kernel,
                           _S((3, 4), attrs={"index": (None, slice(None), 2)}),
                           _S((3,), attrs={"index": (5,)}, match="index 5 is out of range")),
                  ref=lambda np, x, index: x[index], alias_layout="strided",
-                 grad_at=lambda index: index)
+                 grad_at=lambda index: index, complex=True)
 
 
 def _slice_grad_kernel(g, x, index):
@@ -520,7 +520,7 @@ SLICE_GRAD = register("slice_grad", lambda g, x, index, **_: same(x, dtype=g.dty
                       category=_SHAPE, shape_only_from=1, zero_from=(0,),
                       samples=(_S((2, 5), (4, 5), attrs={"index": (slice(1, 3),)}),),
                       ref=lambda np, g, x, index: refs.scatter(np, g, refs.positions(x.shape)[index],
-                                                               x.shape))
+                                                               x.shape), complex=True)
 
 
 # -- take (integer-array indexing, embedding lookup) ------------------------------------------
@@ -552,7 +552,7 @@ TAKE = register("take", _take_infer, _take_kernel,
                          Sample(((2, 5), np.array([3, 1])), attrs={"axis": 1}),
                          Sample(((5, 3), (2,)), attrs={"axis": 0},
                                 match="indices must be integers")),
-                ref=lambda np, x, idx, axis=0: np.take(x, idx, axis=axis))
+                ref=lambda np, x, idx, axis=0: np.take(x, idx, axis=axis), complex=True)
 
 
 def _take_grad_kernel(g, idx, x, axis=0):
@@ -580,7 +580,7 @@ TAKE_GRAD = register("take_grad", lambda g, idx, x, axis=0, **_: same(x, dtype=g
                      samples=(Sample(((4, 3), np.array([0, 4, 4, 1]), (5, 3)),
                                      attrs={"axis": 0}),),
                      ref=lambda np_, g, idx, x, axis=0: refs.scatter(
-                         np_, g, np.take(refs.positions(x.shape), idx, axis=axis), x.shape))
+                         np_, g, np.take(refs.positions(x.shape), idx, axis=axis), x.shape), complex=True)
 
 
 # -- pad --------------------------------------------------------------------------------------
@@ -624,7 +624,7 @@ PAD = register("pad", _pad_infer, _pad_kernel, _pad_vjp, category=_SHAPE,
                ref=lambda np, x, pad_width, value=0.0: np.pad(
                    x[tuple(slice(max(-lo, 0), x.shape[d] - max(-hi, 0))
                            for d, (lo, hi) in enumerate(pad_width))],
-                   [(max(lo, 0), max(hi, 0)) for lo, hi in pad_width], constant_values=value))
+                   [(max(lo, 0), max(hi, 0)) for lo, hi in pad_width], constant_values=value), complex=True)
 
 
 # -- constants shaped like a tensor -----------------------------------------------------------
@@ -642,10 +642,10 @@ def _ones_like_kernel(x, dtype=None):
 
 ZEROS_LIKE = register("zeros_like", _fill_like_infer, _zeros_like_kernel, None, category="other",
                       shape_only_from=0,
-                      samples=(_S((2, 3)),), ref=lambda np, x, dtype=None: np.zeros_like(x), tf="ZerosLike")
+                      samples=(_S((2, 3)),), ref=lambda np, x, dtype=None: np.zeros_like(x), tf="ZerosLike", complex=True)
 ONES_LIKE = register("ones_like", _fill_like_infer, _ones_like_kernel, None, category="other",
                      shape_only_from=0,
-                     samples=(_S((2, 3)),), ref=lambda np, x, dtype=None: np.ones_like(x), tf="OnesLike")
+                     samples=(_S((2, 3)),), ref=lambda np, x, dtype=None: np.ones_like(x), tf="OnesLike", complex=True)
 
 reshape_like, transpose, broadcast_to, broadcast_like, sum_to_like, expand_dims, squeeze = (
     primitive(o) for o in (RESHAPE_LIKE, TRANSPOSE, BROADCAST_TO, BROADCAST_LIKE, SUM_TO_LIKE,

@@ -69,7 +69,7 @@ AS_STRIDED = register("as_strided", _infer, _kernel, _vjp, category="shape", vie
                                                 "storage_offset": 1}),
                                Sample(((2, 3),), {"size": (4, 4), "stride": (1, 1)},
                                       match="need")),
-                      ref=None, alias_layout="strided")
+                      ref=None, alias_layout="strided", complex=True)
 as_strided = primitive(AS_STRIDED)
 
 
@@ -122,7 +122,7 @@ AS_STRIDED_WITHIN = register(
              Sample(((3, 2), (12,)), {"size": (4,), "stride": (3,), "storage_offset": 1,
                                       "x_stride": (1, 6), "x_offset": 2}),
              Sample(((10,), (20,)), {"size": (2, 2), "stride": (1, 2), "storage_offset": 19,
-                                     "x_stride": (1,), "x_offset": 5}, match="need")))
+                                     "x_stride": (1,), "x_offset": 5}, match="need")), complex=True)
 as_strided_within = primitive(AS_STRIDED_WITHIN)
 """as_strided(storage, size, stride, storage_offset) after x is written into the 1-d storage at
 x_offset + sum(i * x_stride): torch's as_strided of a view x, which reads the storage of the
@@ -171,7 +171,7 @@ DIAGONAL = register("diagonal", _diag_infer, _diag_kernel, _diag_vjp, category="
                              Sample(((4, 3),), {"offset": -2}),
                              Sample(((3,),), match="needs two different dims")),
                     ref=lambda np, x, offset=0, axis1=0, axis2=1: np.diagonal(
-                        x, offset, axis1, axis2), alias_layout="strided")
+                        x, offset, axis1, axis2), alias_layout="strided", complex=True)
 diagonal = primitive(DIAGONAL)
 # -- sliding windows: torch's Tensor.unfold, a view of any input ---------------------------------
 def _win_count(n, size, step):
@@ -210,6 +210,6 @@ SLIDING_WINDOWS = register(
              Sample(((2, 3),), {"axis": 1, "size": 4}, match="at most")),
     ref=lambda np, x, axis=0, size=1, step=1: np.moveaxis(np.take(
         x, (np.arange(0, x.shape[axis] - size + 1, step)[:, None] + np.arange(size)),
-        axis=axis), axis + 1, -1))
+        axis=axis), axis + 1, -1), complex=True)
 sliding_windows = primitive(SLIDING_WINDOWS)
 __all__ = ["as_strided", "as_strided_within", "diagonal", "sliding_windows", "strided_positions"]

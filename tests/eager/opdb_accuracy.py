@@ -31,6 +31,7 @@ MPMATH_REFERENCES = {
     "special.bessel_y1": lambda x: mpmath.bessely(1, x),
 }
 _BELOW_FLOAT64 = (torch.float16, torch.bfloat16, torch.float32)
+_WIDE = {torch.complex64: torch.complex128}   # NOTE: complex64's reference is complex128
 
 
 def at_least_as_accurate(ours, theirs, reference, dtype, rtol, atol):
@@ -49,7 +50,7 @@ def at_least_as_accurate(ours, theirs, reference, dtype, rtol, atol):
     False
     """
     o, t, r = ours.numpy(), theirs.numpy(), reference.numpy()
-    r_d = reference.to(dtype).double().numpy()
+    r_d = reference.to(dtype).to(reference.dtype).numpy()
     with np.errstate(invalid="ignore", over="ignore"):
         agree = (np.isfinite(t) & (np.abs(o - t) <= atol + rtol * np.abs(t))) | (o == t) | \
             (np.isnan(o) & np.isnan(t))
@@ -73,12 +74,12 @@ def precise_result(op, s, eid):
     upcast = []
 
     def up(v):
-        if isinstance(v, torch.Tensor) and v.dtype in _BELOW_FLOAT64:
+        if isinstance(v, torch.Tensor) and v.dtype in _BELOW_FLOAT64 + (torch.complex64,):
             upcast.append(v)
-            return v.detach().double()
-        if isinstance(v, torch.dtype) and v in _BELOW_FLOAT64:
+            return v.detach().resolve_conj().to(_WIDE.get(v.dtype, torch.float64))
+        if isinstance(v, torch.dtype) and v in _BELOW_FLOAT64 + (torch.complex64,):
             upcast.append(v)
-            return torch.float64
+            return _WIDE.get(v, torch.float64)
         if isinstance(v, (list, tuple)) and not hasattr(v, "_fields"):
             return type(v)(up(x) for x in v)
         if isinstance(v, dict):

@@ -45,7 +45,9 @@ OP_DB = op_db
 # torch dtype -> dualgrad dtype name, in the order the reports list them
 DTYPES = {torch.bool: "bool", torch.uint8: "uint8", torch.int8: "int8", torch.int16: "int16",
           torch.int32: "int32", torch.int64: "int64", torch.float16: "float16",
-          torch.bfloat16: "bfloat16", torch.float32: "float32", torch.float64: "float64"}
+          torch.bfloat16: "bfloat16", torch.float32: "float32", torch.float64: "float64",
+          torch.complex64: "complex64", torch.complex128: "complex128"}
+COMPLEX = (torch.complex64, torch.complex128)
 BY_NAME = {v: k for k, v in DTYPES.items()}
 _NAMESPACES = ("", "nn.functional", "nn", "linalg", "special", "fft")
 
@@ -191,14 +193,18 @@ def to_eager(v, leaves):
 
 
 def _host(v):
-    return v.detach().to(torch.float32 if v.dtype == torch.bfloat16 else v.dtype).numpy().copy()
+    # NOTE: resolve_conj: op_db's complex samples include conjugate views (the conj bit),
+    # whose .numpy() would be the unconjugated memory
+    v = v.detach().resolve_conj()
+    return v.to(torch.float32 if v.dtype == torch.bfloat16 else v.dtype).numpy().copy()
 
 
 def _as_view(v, dt):
     """A torch view (base[5:15], x.t()) as the same view of a dualgrad base, so that what
     reads storage (as_strided, storage_offset) sees torch's; None for any other tensor."""
     base = v._base
-    if base is None or not base.is_contiguous() or v.dtype != base.dtype:
+    if base is None or not base.is_contiguous() or v.dtype != base.dtype or v.is_conj() or \
+            v.is_neg():
         return None
     whole = eager.tensor(_host(base), dtype=dt)
     view = eager.as_strided(whole, tuple(v.shape), v.stride(), v.storage_offset()).detach()
@@ -243,8 +249,10 @@ def _tolerances(dtype):
         return 1.6e-2, 1e-2
     if dtype == torch.float32:
         return 1.3e-6, 1e-5
-    if dtype == torch.float64:
+    if dtype in (torch.float64, torch.complex128):
         return 1e-7, 1e-7
+    if dtype == torch.complex64:
+        return 1.3e-6, 1e-5
     return 0, 0
 
 
@@ -304,9 +312,9 @@ def compare(ours, ref, where="result", values=True, tols=None, precise=None):
                                        equal_nan=True, check_stride=False)
         except AssertionError as e:
             if isinstance(precise, torch.Tensor) and tuple(precise.shape) == tuple(ref.shape) \
-                    and ref.dtype.is_floating_point and at_least_as_accurate(
-                        got.double(), ref.detach().double(), precise.detach().double(),
-                        ref.dtype, rtol, atol):
+                    and (ref.dtype.is_floating_point or ref.dtype.is_complex) and \
+                    at_least_as_accurate(_wide(got), _wide(ref.detach()),
+                                         _wide(precise.detach()), ref.dtype, rtol, atol):
                 return []
             msg = " ".join(str(e).split())[:300]
             return [f"{where}: {VALUES_DIFFER} ({msg})"]
@@ -340,6 +348,11 @@ def compare(ours, ref, where="result", values=True, tols=None, precise=None):
     if ours != ref:
         return [f"{where}: {ours!r} != torch's {ref!r}"]
     return []
+
+
+def _wide(t):
+    """t in float64, or complex128 when complex (what the accuracy rule compares in)."""
+    return t.resolve_conj().to(torch.complex128) if t.dtype.is_complex else t.double()
 
 
 def _tensors(v):
@@ -631,6 +644,9 @@ def check_sample(op, fn, s, mode="eager", grads=True, aliasing=True):
         eager.manual_seed(42)
         ours, _ = _call(fn, mode, args, kwargs)
     except Exception as e:  # noqa: BLE001 - a raise is the difference it is
+        if is_refusal(e) and (_complex_in(ref) or _complex_in((s.input, s.args, s.kwargs))
+                              or "autograd" in str(e)):
+            return [f"{REFUSES} {type(e).__name__}: {str(e)[:300]}"]
         return [f"raised {type(e).__name__}: {str(e)[:300]}"]
     process = _output_processing(s)
     tols = reference_tolerances(op)
@@ -664,6 +680,72 @@ def check_sample(op, fn, s, mode="eager", grads=True, aliasing=True):
 def resolved():
     """{entry id: dualgrad callable or None} for every op_db entry."""
     return {entry_id(op): resolve(op) for op in OP_DB}
+
+
+# -- complex dtypes: computes as torch, or refuses clearly ---------------------------------------
+STATUSES = ("agrees", "refuses", "partly")
+
+
+# check_sample's report of dualgrad refusing, clearly, a sample with a complex input or a
+# complex result (torch's complex32, complex autograd), or a gradient it does not compute
+# (the Fourier transforms'): not a difference, a status
+REFUSES = "refuses:"
+
+
+def is_refusal(err) -> bool:
+    """dualgrad's clear refusal of a complex operand: torch's NotImplementedError type (the
+    registry's ComplexError, "... not implemented for 'ComplexFloat'") or an error that names
+    complex tensors."""
+    return isinstance(err, NotImplementedError) or "omplex" in str(err)
+
+
+def complex_sample(op, fn, s, mode):
+    """("agrees" | "refuses", []) or ("differs", differences) for one complex sample: torch
+    and dualgrad both refusing, or dualgrad refusing what torch computes, is a refusal; a
+    result is compared as every other dtype's (values, dtype, aliasing; no gradients: dualgrad
+    refuses complex autograd, and the samples do not require grad)."""
+    torch.manual_seed(1)
+    try:
+        _torch_call(op, s)
+        torch_err = None
+    except Exception as e:  # noqa: BLE001 - torch refuses this sample itself
+        torch_err = e
+    if torch_err is None:
+        diffs = check_sample(op, fn, s, mode, grads=False)
+        if diffs and diffs[0].startswith(REFUSES):
+            return "refuses", []
+        return ("agrees", []) if not diffs else ("differs", diffs)
+    leaves = []
+    try:
+        args = to_eager((s.input,) + tuple(s.args), leaves)
+        kwargs = to_eager(dict(s.kwargs), leaves)
+        _call(fn, mode, args, kwargs)
+    except Exception:  # noqa: BLE001 - both refuse: what torch does too
+        return "refuses", []
+    return "differs", [f"result: torch raises {type(torch_err).__name__} "
+                       f"({str(torch_err)[:120]}), dualgrad computes"]
+
+
+def complex_status(op, fn, dtype, mode, cap):
+    """(status, first difference or None) of an entry in one complex dtype and mode over its
+    first `cap` samples: "agrees" (every sample computes as torch's), "refuses" (every one
+    raises the clear refusal), "partly" (some of each: an argument the entry refuses)."""
+    seen = set()
+    for s in samples(op, dtype, cap):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            status, diffs = complex_sample(op, fn, s, mode)
+        if diffs:
+            return "differs", diffs[0]
+        seen.add(status)
+    if not seen:
+        return "agrees", None
+    return (seen.pop() if len(seen) == 1 else "partly"), None
+
+
+def _complex_in(v):
+    """A complex tensor (complex32 too, which dualgrad lacks) in a value or structure."""
+    return any(t.dtype.is_complex for t in _tensors(v) if isinstance(t, torch.Tensor))
 
 
 # -- the table's kinds of difference, and the doc page that shows it ----------------------------
@@ -708,13 +790,53 @@ def render_doc_table():
         lines += ["", "**Provided, but differing from torch**: none. Every entry dualgrad "
                   "provides agrees with torch in the test's samples (where only in value, by "
                   "being at least as close as torch's to the higher-precision reference)."]
-        return "\n".join(lines + ["", _END])
+        return "\n".join(lines + _complex_lines() + ["", _END])
     lines += ["", f"**Provided, but differing from torch** ({len(DIFFERS)} rows; entry, dtype, "
               "mode and check, `*` for all):", "", "| entry | dtype | mode | check | reason |",
               "| --- | --- | --- | --- | --- |"]
     for (eid, dt, mode, kind), why in sorted(DIFFERS.items()):
         lines.append(f"| `{eid}` | {dt} | {mode} | {kind} | {why} |")
-    return "\n".join(lines + ["", _END])
+    return "\n".join(lines + _complex_lines() + ["", _END])
+
+
+def _complex_lines():
+    """The doc's lines on complex dtypes, from tests/eager/opdb_complex.json."""
+    import json
+    import os
+    path = os.path.join(os.path.dirname(__file__), "opdb_complex.json")
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        table = json.load(f)
+    by = {}
+    for eid, st in table.items():
+        modes = {m: {st.get(f"{d} {m}") for d in ("complex64", "complex128")} - {None}
+                 for m in ("eager", "compile")}
+        for m, got in modes.items():
+            key = got.pop() if len(got) == 1 else "partly"
+            by.setdefault((m, key), []).append(eid)
+    lines = ["", f"**Complex dtypes** ({len(table)} entries torch supports for complex64 and "
+             "complex128 on CPU; tests/eager/opdb_complex.json, the first samples of each "
+             "entry, dtype and mode). Each entry computes torch's result (values, dtype, "
+             "aliasing), or refuses clearly: torch's `NotImplementedError` type, "
+             "`\"sigmoid\" not implemented for 'ComplexFloat'` where the op's registry entry does not "
+             "declare complex support (`Op.complex`), never a silent difference. \"partly\": "
+             "some of the entry's samples refused (an argument or a dtype pair), the rest agree; "
+             "\"known\": a difference that is a row above. Under `compile()` a complex "
+             "argument is refused (its graphs are real); a complex value made inside the "
+             "function runs that call eagerly, with compile()'s warning.", "", "| mode | status | entries |",
+             "| --- | --- | --- |"]
+    for (m, key), eids in sorted(by.items(), key=lambda kv: (kv[0][0] != "eager", kv[0][1])):
+        listed = m == "eager" or key != "refuses"
+        names = " ".join(f"`{e}`" for e in sorted(eids)) if listed else "every other entry"
+        lines.append(f"| {m} | {key} | {len(eids)}: {names} |")
+    real = sorted((eid, k.split()[0]) for eid, st in table.items() for k in st
+                  if not k.startswith("complex") and k.endswith("eager"))
+    if real:
+        lines += ["", "Real inputs with a complex result refuse where torch's result needs what "
+                  "dualgrad lacks (float64 samples require grad: complex autograd; float16 "
+                  "parts: complex32): " + ", ".join(f"`{e}` {d}" for e, d in real) + "."]
+    return lines
 
 
 def _doc_path():

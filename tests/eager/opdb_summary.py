@@ -5,6 +5,7 @@ passing per dtype, eager and compiled.
                                        [--failures] [--json FILE] [--eager-only]
     python -m tests.eager.opdb_summary --write-doc   # docs/pytorch-compat.md's table
     python -m tests.eager.opdb_summary --write-rows  # DIFFERS's rows, then the doc
+    python -m tests.eager.opdb_summary --write-complex  # opdb_complex.json, then the doc
 
 --cap: samples per entry per dtype (default 8, twice the test's EAGER_CAP: the summary looks past
 the test's cap, so it counts differences the test does not see); 0 = every sample.
@@ -81,6 +82,26 @@ def _write_rows():
     H.write_rows(H.proposed_rows(failures, generated))
 
 
+def _write_complex():
+    """tests/eager/opdb_complex.json: every entry's status per complex dtype and mode over the
+    test's capped samples, and "refuses" for a real dtype whose sample has a complex result
+    dualgrad refuses (complex autograd, torch's complex32); tests/eager/test_opdb.py holds
+    each entry to it. Runs the test's whole matrix (about 5 minutes), then writes the doc."""
+    from .test_opdb import STATUS_FILE, run_entry_failures
+    out = {}
+    for eid, fn in sorted(H.resolved().items()):
+        if fn is None:
+            continue
+        statuses = {}
+        run_entry_failures(eid, fn, statuses=statuses)
+        if statuses:
+            out[eid] = statuses
+        print(eid, statuses, file=sys.stderr, flush=True)
+    with open(STATUS_FILE, "w", encoding="utf-8") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--cap", type=int, default=8)
@@ -92,7 +113,13 @@ def main(argv=None):
     ap.add_argument("--write-doc", action="store_true", help="regenerate the doc's table only")
     ap.add_argument("--write-rows", action="store_true",
                     help="rewrite DIFFERS's entry rows from the test's samples, then the doc")
+    ap.add_argument("--write-complex", action="store_true",
+                    help="rewrite tests/eager/opdb_complex.json (complex statuses), then the doc")
     a = ap.parse_args(argv)
+    if a.write_complex:
+        _write_complex()
+        H.write_doc()
+        return 0
     if a.write_doc:
         H.write_doc()
         return 0

@@ -34,6 +34,8 @@ sample.
 """
 from __future__ import annotations
 
+import json
+import os
 import warnings
 
 import pytest
@@ -48,7 +50,18 @@ from . import opdb_harness as H  # noqa: E402
 
 EAGER_CAP = 4
 COMPILE_CAP = 2
+# NOTE: complex dtypes (complex64, complex128): the first COMPLEX_CAP samples per entry, dtype
+# and mode; an entry dualgrad refuses raises at its first sample, so most cost one call
+COMPLEX_CAP = 2
 ENTRIES = H.entries()
+STATUS_FILE = os.path.join(os.path.dirname(__file__), "opdb_complex.json")
+
+
+def expected_statuses():
+    """{entry: {"complex64 eager": status, ...}}: tests/eager/opdb_complex.json, written by
+    `python -m tests.eager.opdb_summary --write-complex` (and shown in docs/pytorch-compat.md)."""
+    with open(STATUS_FILE, encoding="utf-8") as f:
+        return json.load(f)
 
 
 def differs_row(eid, dtype, mode, diff):
@@ -63,13 +76,18 @@ def differs_row(eid, dtype, mode, diff):
     return None
 
 
-def run_entry_failures(eid, fn, caps=(("eager", EAGER_CAP), ("compile", COMPILE_CAP))):
+def run_entry_failures(eid, fn, caps=(("eager", EAGER_CAP), ("compile", COMPILE_CAP)),
+                       statuses=None):
     """{(eid, dtype, mode, kind): first difference} over the capped samples, rows covering
-    (eid, "*", ...) aside: a dtype and mode stop at their first failing sample."""
+    (eid, "*", ...) aside: a dtype and mode stop at their first failing sample. statuses:
+    a dict given to collect {"complex64 eager": status, ...} of the complex dtypes."""
     op = ENTRIES[eid]
     out = {}
     for dt in H.supported_dtypes(op):
         name = H.DTYPES[dt]
+        if dt in H.COMPLEX:
+            _complex_failures(eid, op, fn, dt, caps, out, statuses)
+            continue
         for mode, cap in caps:
             if ("*", name, "*", "*") in DIFFERS:
                 continue        # a dtype dualgrad lacks: one global row says so
@@ -77,6 +95,10 @@ def run_entry_failures(eid, fn, caps=(("eager", EAGER_CAP), ("compile", COMPILE_
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     diffs = H.check_sample(op, fn, s, mode)
+                if diffs and diffs[0].startswith(H.REFUSES):
+                    if statuses is not None:   # NOTE: a complex result dualgrad refuses
+                        statuses[f"{name} {mode}"] = "refuses"
+                    continue
                 for d in diffs:
                     key = (eid, name, mode, H.kind_of(d))
                     if ("*", "*", mode, key[3]) not in DIFFERS:
@@ -86,16 +108,34 @@ def run_entry_failures(eid, fn, caps=(("eager", EAGER_CAP), ("compile", COMPILE_
     return out
 
 
+def _complex_failures(eid, op, fn, dt, caps, out, statuses):
+    """A complex dtype: each mode's status (agrees, refuses, partly; "known" where the one
+    difference is a DIFFERS row, "differs" else) into statuses, its difference into out."""
+    name = H.DTYPES[dt]
+    for mode, cap in caps:
+        status, diff = H.complex_status(op, fn, dt, mode, min(cap, COMPLEX_CAP))
+        if status == "differs":
+            key = (eid, name, mode, H.kind_of(diff))
+            out.setdefault(key, diff)
+            status = "known" if differs_row(*key[:3], diff) else "differs"
+        if statuses is not None:
+            statuses[f"{name} {mode}"] = status
+
+
 def run_entry(eid, fn):
     """(differences no row covers, the rows of this entry that covered one)."""
     unexplained, used = [], set()
-    for (_, name, mode, kind), d in run_entry_failures(eid, fn).items():
+    statuses = {}
+    for (_, name, mode, kind), d in run_entry_failures(eid, fn, statuses=statuses).items():
         row = differs_row(eid, name, mode, d)
         if row is None:
             unexplained.append(f"{name} {mode}: {d}")
         else:
             used.add(row)
-    return unexplained, used
+    return unexplained, used, statuses
+
+
+EXPECTED_COMPLEX = expected_statuses() if os.path.exists(STATUS_FILE) else {}
 
 
 @pytest.mark.parametrize("eid", sorted(ENTRIES))
@@ -107,10 +147,14 @@ def test_entry(eid):
             f"eager/not_provided.py")
         return
     assert op.name not in ABSENT, f"{op.name} is provided now: remove its row from ABSENT"
-    unexplained, used = run_entry(eid, fn)
+    unexplained, used, statuses = run_entry(eid, fn)
     stale = [k for k in DIFFERS if k[0] == eid and k not in used]
     assert not unexplained, f"{eid} differs from torch:\n" + "\n".join(unexplained[:12])
     assert not stale, f"{eid} agrees with torch now where DIFFERS says not: remove {stale}"
+    assert statuses == EXPECTED_COMPLEX.get(eid, {}), (
+        f"{eid}'s complex statuses are {statuses}, tests/eager/opdb_complex.json says "
+        f"{EXPECTED_COMPLEX.get(eid, {})}: run python -m tests.eager.opdb_summary "
+        f"--write-complex (and look at what changed)")
 
 
 def test_absent_names_raise_attribute_error():
