@@ -386,7 +386,6 @@ def matrix_power(A, n, *, out=None):  # noqa: N803
     return out
 
 
-@lowers
 def chain_matmul(*matrices, out=None):
     """torch's deprecated form of linalg.multi_dot, taking the matrices as arguments (one
     matrix: itself), with torch's warning."""
@@ -399,6 +398,7 @@ def chain_matmul(*matrices, out=None):
     return multi_dot(list(matrices), out=out)
 
 
+@lowers
 def multi_dot(tensors, *, out=None):
     ts = [_t(t) for t in tensors]
     if len(ts) < 2:

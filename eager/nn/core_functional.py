@@ -165,8 +165,8 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):  # noqa: A002
-    input, dim = _softmax_dim("softmin", input, dim, dtype, _stacklevel)
-    return ops.softmax(-input, axis=dim)
+    input, dim = _softmax_dim("softmin", -input, dim, dtype, _stacklevel)   # NOTE: negated first,
+    return ops.softmax(input, axis=dim)                          # as torch's (uint8 wraps)
 
 
 # -- layers -----------------------------------------------------------------------------------
@@ -706,8 +706,9 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):  # noqa
 @keeps_fp32
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean",  # noqa: A002
            log_target=False):
+    legacy = size_average is not None or reduce is not None
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    if reduction == "mean":
+    if reduction == "mean" and not legacy:   # NOTE: torch's, for an explicit 'mean' only
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
                       "support size.'batchmean' divides only by the batch size, and aligns with "
                       "the KL div math definition.'mean' will be changed to behave the same as "

@@ -20,7 +20,10 @@ NO_ONNX = {"fold", "slice_grad", "take_grad", "gather_grad", "concat_part", "sum
            *ops.special_math.__all__,   # NOTE: scipy.special's functions: ONNX has none
            *ops.linalg_np.__all__,      # LAPACK's factorisations: none in standard ONNX
            *ops.draws.__all__,          # seeded gamma-family draws and their gradients: none
-           "as_strided", "as_strided_within", "sliding_windows"}
+           "as_strided", "as_strided_within", "sliding_windows",
+           # complex numbers (ops/complex_parts.py, ops/fft.py): the exporter writes no
+           # complex tensors, so it refuses them by name
+           "fft", "angle", "complex", "conj", "imag", "real", "view_as_complex", "view_as_real"}
 
 
 def run_onnx(path, inputs):
