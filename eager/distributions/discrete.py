@@ -12,8 +12,8 @@ import numpy as np
 from dualgrad import ops
 from . import constraints
 from .continuous import _expanded
-from .distribution import (Distribution, ExponentialFamily, broadcast_all, eager, lazy_property,
-                           logits_to_probs, probs_to_logits, seed_tensor)
+from .distribution import (BinaryParams, Distribution, ExponentialFamily, broadcast_all, eager,
+                           lazy_property, logits_to_probs, probs_to_logits, seed_tensor)
 
 __all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "OneHotCategoricalStraightThrough",
            "Poisson", "Binomial", "Geometric", "Multinomial"]
@@ -37,7 +37,7 @@ def _arange_support(n, dtype, batch_shape, expand):
     return values.expand((-1,) + tuple(batch_shape)) if expand else values
 
 
-class Bernoulli(ExponentialFamily):
+class Bernoulli(BinaryParams, ExponentialFamily):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
@@ -55,14 +55,6 @@ class Bernoulli(ExponentialFamily):
 
     def expand(self, batch_shape, _instance=None):
         return _expand_param(self, Bernoulli, batch_shape, _instance)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self):
@@ -294,7 +286,7 @@ def _clamp_by_zero(x):
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-class Binomial(Distribution):
+class Binomial(BinaryParams, Distribution):
     arg_constraints = {"total_count": constraints.nonnegative_integer,
                        "probs": constraints.unit_interval, "logits": constraints.real}
     has_enumerate_support = True
@@ -316,14 +308,6 @@ class Binomial(Distribution):
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self.total_count)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self):
@@ -374,7 +358,7 @@ class Binomial(Distribution):
         return _arange_support(1 + total, self._param.dtype, self._batch_shape, expand)
 
 
-class Geometric(Distribution):
+class Geometric(BinaryParams, Distribution):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
 
@@ -399,14 +383,6 @@ class Geometric(Distribution):
     def expand(self, batch_shape, _instance=None):
         names = [n for n in ("probs", "logits") if n in self.__dict__]
         return _expanded(self, Geometric, batch_shape, _instance, names)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def mean(self):

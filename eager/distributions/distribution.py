@@ -220,6 +220,20 @@ def logits_to_probs(logits, is_binary=False):
     return logits.sigmoid() if is_binary else logits.softmax(-1)
 
 
+class BinaryParams:
+    """A success probability given as `probs` or `logits`, the other derived on first read
+    (Bernoulli, Binomial, Geometric, NegativeBinomial, LogitRelaxedBernoulli: torch writes the
+    pair in each)."""
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+
 def sum_rightmost(value, dim):
     """value summed over its rightmost dim dims (torch's _sum_rightmost)."""
     if dim == 0:

@@ -9,8 +9,8 @@ import numbers
 from . import constraints
 from .continuous import Cauchy, Exponential, Uniform
 from .discrete import _one_of
-from .distribution import (Distribution, ExponentialFamily, broadcast_all, clamp_probs, eager,
-                           lazy_property, logits_to_probs, probs_to_logits)
+from .distribution import (BinaryParams, Distribution, ExponentialFamily, broadcast_all,
+                           clamp_probs, eager, lazy_property, logits_to_probs, probs_to_logits)
 from .gamma import Gamma
 from .transformed import TransformedDistribution
 from .transforms import AbsTransform, AffineTransform, ExpTransform, PowerTransform
@@ -188,7 +188,7 @@ class Weibull(TransformedDistribution):
         return _EULER * (1 - r) + (self.scale * r).log() + 1
 
 
-class NegativeBinomial(Distribution):
+class NegativeBinomial(BinaryParams, Distribution):
     """Failures before total_count successes of probability 1 - probs (torch's convention)."""
     arg_constraints = {"total_count": constraints.greater_than_eq(0),
                        "probs": constraints.half_open_interval(0.0, 1.0),
@@ -217,14 +217,6 @@ class NegativeBinomial(Distribution):
         Distribution.__init__(new, batch_shape, validate_args=False)
         new._validate_args = self._validate_args
         return new
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self):
@@ -264,7 +256,6 @@ class NegativeBinomial(Distribution):
         # NOTE: total_count 0 at value 0 has probability 1 (lgamma(0) is infinite)
         normalization = normalization.masked_fill(n + value == 0.0, 0.0)
         return unnormalized - normalization
-
 
 def _kumaraswamy_moment(a, b, n):
     """E[x^n] of Kumaraswamy(a, b): b B(1 + n / a, b)."""

@@ -11,8 +11,8 @@ import numpy as np
 from . import constraints
 from .continuous import Normal, Uniform, _expanded
 from .discrete import Categorical
-from .distribution import (Distribution, broadcast_all, clamp_probs, eager, lazy_property,
-                           logits_to_probs, probs_to_logits, sum_rightmost)
+from .distribution import (BinaryParams, Distribution, broadcast_all, clamp_probs, eager,
+                           sum_rightmost)
 from .transforms import (AbsTransform, AffineTransform, ComposeTransform, ExpTransform,
                          SigmoidTransform, StickBreakingTransform, Transform)
 
@@ -360,7 +360,7 @@ class LogisticNormal(TransformedDistribution):
         return self.base_dist.base_dist.scale
 
 
-class LogitRelaxedBernoulli(Distribution):
+class LogitRelaxedBernoulli(BinaryParams, Distribution):
     """The logit of a relaxed Bernoulli draw (Concrete / Gumbel-softmax of two classes)."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.real
@@ -384,14 +384,6 @@ class LogitRelaxedBernoulli(Distribution):
                         temperature=self.temperature)
         new._param = getattr(new, names[0])
         return new
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
 
     @property
     def param_shape(self):
