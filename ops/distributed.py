@@ -133,11 +133,21 @@ def _abort_on_exception(kind, value, tb):
     abort(f"raised {kind.__name__}: {value} (aborting all ranks: MPI_Abort)")
 
 
-# NOTE: sleeping, not spinning, between polls leaves the core to a rank that shares it;
-# capping the sleep at 100 µs instead of 1 ms was faster in every one of 14 in-run
-# comparisons on 2 ranks sharing 2 loaded cores (38 KB and 4 MB all-reduces, 10-45 % less
-# time, 10-30 % more CPU; comparisons/bench/mpi_wait.py). MPICH's blocking Wait and
-# sched_yield polling used 2-4x the CPU.
+# NOTE: how a rank waits for a collective (comparisons/bench/mpi_wait.py: 2 ranks, 400 µs of
+# work per iteration, then a 38 KB or 4 MB all-reduce; median µs per iteration, 0/1/2/4 other
+# processes spinning on the 2 cores). MPICH advances a non-blocking collective only inside
+# Test(), and a 38 KB all-reduce takes several protocol steps, so sleeping between polls (10
+# -> 100 µs, this wait until 2026-12-07) put a sleep into every step: 1,329 / 1,639 / 1,250 /
+# 1,252 µs against MPICH's blocking 534 / 1,101 / 528 / 522. Now: Test() and sched_yield()
+# in turn for up to 5 ms, which hands the core to whatever else is runnable there, then the
+# sleeps: 535 / 1,307 / 538 / 523 µs (4 MB: 2,395 / 2,582 / 3,349 / 1,964 against the sleeps'
+# 2,621 / 2,959 / 2,927 / 3,297). A yield that took longer than CONTENDED_S ran another
+# process, so the core is shared and the rank goes to sleeping at once: CFS keeps a yielding
+# task runnable, and polling on would take the partner rank's time. Past the window the
+# partner is truly late (uneven work, a slow rank) and sleeps leave the core to it; capped at
+# 100 µs they were faster than at 1 ms in every one of 14 in-run comparisons on loaded cores.
+YIELD_WINDOW_S = 5e-3
+CONTENDED_S = 5e-5
 WAIT_CAP_S = 1e-4
 
 
@@ -145,7 +155,15 @@ def wait(req, what):
     """Complete a non-blocking request, aborting the job once the timeout has passed."""
     if req.Test():
         return
-    deadline = time.monotonic() + _World.timeout
+    now = time.monotonic()
+    deadline, yielding = now + _World.timeout, now + YIELD_WINDOW_S
+    while now < yielding:
+        os.sched_yield()
+        if req.Test():
+            return
+        before, now = now, time.monotonic()
+        if now - before > CONTENDED_S:
+            break                   # the yield ran another process: this core is shared
     pause = 1e-5
     while not req.Test():
         if time.monotonic() > deadline:

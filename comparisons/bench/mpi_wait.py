@@ -7,11 +7,12 @@ more, as an uneven share of a machine would), then averages a gradient buffer ac
 ranks with one way of waiting for it:
 
     blocking   comm.Allreduce (MPICH polls its progress engine until the partner arrives)
-    backoff    Iallreduce, then Test() with sleeps doubling 10 µs -> 1 ms (ops/distributed's
-               wait before this measurement)
-    backoff100 the same with sleeps capped at 100 µs
+    backoff    Iallreduce, then Test() with sleeps doubling 10 µs -> 1 ms
+    backoff100 the same with sleeps capped at 100 µs (ops/distributed's wait until 2026-12-07)
     yield      Iallreduce, then Test() and os.sched_yield() in turn
     spin200    Test() without sleeping for up to 200 µs, then backoff
+    yield1ms   Test() and sched_yield() for up to 1 ms, then backoff100
+    yield5ms   ops/distributed's wait now: the same for up to 5 ms
 
 The ways alternate iteration by iteration. It prints, for 38 KB (the small MLP's gradients)
 and 4 MB buffers, µs per iteration (median of rank 0's iterations) and the CPU time each rank
@@ -25,6 +26,8 @@ import statistics
 import time
 
 import numpy as np
+
+from dualgrad.ops import distributed
 
 
 def _backoff(cap, spin=0.0):
@@ -45,7 +48,18 @@ def _yield(req):
         os.sched_yield()
 
 
-HOWS = ("blocking", "backoff", "backoff100", "yield", "spin200")
+def _yield_then_backoff(window, cap):
+    def wait(req):
+        t_end = time.perf_counter() + window
+        while time.perf_counter() < t_end:
+            if req.Test():
+                return
+            os.sched_yield()
+        _backoff(cap)(req)
+    return wait
+
+
+HOWS = ("blocking", "backoff", "backoff100", "yield", "spin200", "yield1ms", "yield5ms")
 
 
 def measure(comm, nbytes, iters, work_us):
@@ -56,7 +70,8 @@ def measure(comm, nbytes, iters, work_us):
     a = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
     work = work_us * (1.2 if comm.Get_rank() == 1 else 1.0) * 1e-6
     waits = {"backoff": _backoff(1e-3), "backoff100": _backoff(1e-4), "yield": _yield,
-             "spin200": _backoff(1e-3, 2e-4)}
+             "spin200": _backoff(1e-3, 2e-4), "yield1ms": _yield_then_backoff(1e-3, 1e-4),
+             "yield5ms": lambda req: distributed.wait(req, "mpi_wait")}
     times = {h: [] for h in HOWS}
     cpu = dict.fromkeys(HOWS, 0.0)
     for _ in range(iters):
