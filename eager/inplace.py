@@ -26,7 +26,7 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops.core import TRACING, user_frame, where_str
-from dualgrad.ops.index import staged
+from dualgrad.ops.index import index_positions, staged, torch_stages
 from dualgrad.ops.rules import torch_can_cast, torch_floating_only, torch_int_scalar
 
 from . import core as _core
@@ -165,16 +165,32 @@ def _numpy_index(index):
 def _put(prev, index, value):
     """prev with `value` written at `index`, built from ops so gradients reach both."""
     shape, n = prev._array.shape, prev._array.size
-    pos = np.arange(n).reshape(shape)[_numpy_index(index)]
+    pos = index_positions(shape, _numpy_index(index))
     mask = np.zeros(n, np.bool_)
     mask[pos.reshape(-1)] = True
     v = value if _is_tensor(value) else np.asarray(value, dtype=prev._array.dtype)
     if v.dtype != prev._array.dtype:
         v = ops.cast(v, prev._array.dtype)
-    v = ops.broadcast_to(v, shape=pos.shape)
-    flat = ops.reshape(prev, (-1,))
-    placed = ops.take_grad(ops.reshape(v, (-1,)), pos.reshape(-1), flat, axis=0)
+    v = ops.reshape(ops.broadcast_to(v, shape=pos.shape), (-1,))
+    pos = pos.reshape(-1)
+    # NOTE: a position named twice (x[[1, 1, 3]] = v) holds the last value written there, as
+    # NumPy's and torch's assignment; take_grad sums what lands on one position, so only each
+    # position's last occurrence goes in (the others' values get no gradient: torch's give
+    # each occurrence the position's gradient)
+    last = _last_occurrences(pos)
+    if last is not None:
+        v, pos = ops.take(v, last, axis=0), pos[last]
+    placed = ops.take_grad(v, pos, ops.reshape(prev, (-1,)), axis=0)
     return ops.where(mask.reshape(shape), ops.reshape_like(placed, prev), prev)
+
+
+def _last_occurrences(pos):
+    """Where in pos (flat positions) each position occurs last, in position order; None when
+    every position occurs once."""
+    uniq, first_from_end = np.unique(pos[::-1], return_index=True)
+    if uniq.size == pos.size:
+        return None
+    return pos.size - 1 - first_from_end
 
 
 def getitem(t, index):
@@ -185,7 +201,7 @@ def getitem(t, index):
     if _core.TRACING[0] or staged(index):
         return ops.getitem(t, index)
     try:
-        pos = np.arange(t._array.size).reshape(t._array.shape)[_numpy_index(index)]
+        pos = index_positions(t._array.shape, _numpy_index(index))
     except IndexError as e:
         raise IndexError(f"{e} (indexing a tensor of shape {tuple(t._array.shape)}, at "
                          f"{_where()})") from None
@@ -198,8 +214,13 @@ def setitem(t, index, value):
     index = index_tensors(index, value)
     if not _needs_tape(t, (value,)):
         val = value._array if _is_tensor(value) else value
+        index = _numpy_index(index)
+        stages = torch_stages(index, t._array.ndim)
         try:
-            t._array[_numpy_index(index)] = val
+            if stages is None:
+                t._array[index] = val
+            else:                   # NOTE: the first stage is basic indexing: a view of t
+                t._array[stages[0]][stages[1]] = val
         except (ValueError, IndexError, TypeError) as e:
             raise RuntimeError(f"setitem: cannot assign {np.shape(val)} into index {index!r} "
                                f"of a tensor of shape {t._array.shape}: {e} (at {_where()})") \

@@ -45,6 +45,63 @@ def getitem(x, index):
     return take(x, idx if is_value(idx) else np.asarray(idx, dtype=np.int64), axis=axis)
 
 
+def torch_stages(index, ndim):
+    """`index` (its tensors already NumPy arrays) as two NumPy indexes applied one after the
+    other, `x[first][second]`, where NumPy's one reading differs from torch's: torch applies
+    integers (and 0-d integer tensors) first, as `select`, before its advanced indexing, so
+    in `x[0, :, idx]` the index arrays are adjacent once the integer is gone and their
+    dimension stays in place, (5, 3) for x (4, 5, 6) and three positions, where NumPy counts
+    the integer as an advanced index separated from `idx` by the slice and puts the
+    broadcast dimension first, (3, 5). An Ellipsis is expanded first, so one that stands
+    for no dimension does not part two index arrays (`x[:, [4], ..., idx]` of a 3-d x), as
+    it does in NumPy. None when NumPy's reading is torch's: no index array, or neither an
+    integer nor an Ellipsis beside it. The first index holds only ints, slices and None (a
+    view, so assigning through `x[first][second]` writes x)."""
+    parts = index if isinstance(index, tuple) else (index,)
+    kinds = [_kind(p) for p in parts]
+    if "array" not in kinds or "int" not in kinds and "ellipsis" not in kinds:
+        return None
+    used = sum(np.ndim(p) if k == "array" and _is_mask(p) else 1
+               for p, k in zip(parts, kinds) if k in ("int", "slice", "array"))
+    first, second = [], []
+    for p, k in zip(parts, kinds):
+        if k == "int":
+            first.append(int(p))
+        elif k == "array":
+            first.extend([slice(None)] * (np.ndim(p) if _is_mask(p) else 1))
+            second.append(p)
+        elif k == "ellipsis":
+            first.extend([slice(None)] * max(ndim - used, 0))
+            second.extend([slice(None)] * max(ndim - used, 0))
+        else:                                        # a slice, or None (a new dim of 1)
+            first.append(p)
+            second.append(slice(None))
+    return tuple(first), tuple(second)
+
+
+def _kind(p):
+    if p is None:
+        return "none"
+    if p is Ellipsis:
+        return "ellipsis"
+    if isinstance(p, slice):
+        return "slice"
+    if isinstance(p, (bool, np.bool_)):
+        return "array"                     # NOTE: x[True] adds a dim, as None and a 0-d mask
+    if isinstance(p, (int, np.integer)):
+        return "int"
+    if isinstance(p, np.ndarray) and p.ndim == 0 and p.dtype.kind in "iu":
+        return "int"
+    return "array"
+
+
+def index_positions(shape, index):
+    """The flat positions of x[index] for an x of `shape`, read as torch reads the index."""
+    pos = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
+    stages = torch_stages(index, len(shape))
+    return pos[index] if stages is None else pos[stages[0]][stages[1]]
+
+
 def staged(index):
     """Whether getitem can stage `index` without its values: no boolean mask and at most one
     index array, with ':' elsewhere. Eager computes the rest (torch's advanced indexing) from
