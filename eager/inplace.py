@@ -27,14 +27,15 @@ import numpy as np
 from dualgrad import ops
 from dualgrad.ops.core import TRACING, user_frame, where_str
 from dualgrad.ops.index import index_positions, staged, torch_stages
-from dualgrad.ops.rules import torch_can_cast, torch_floating_only, torch_int_scalar
+from dualgrad.ops.rules import (torch_can_cast, torch_floating_only, torch_int_scalar,
+                                torch_scalar_into)
 
 from . import core as _core
 from .amp import AUTOCAST as _AUTOCAST, not_autocast
 from .core import CLOCK, Entry, entry
 from .functions import addcdiv, addcmul, lerp, scaled_by_alpha
 from .generator import drawn
-from .refusals import index_tensors
+from .refusals import SCALAR_TYPE, index_tensors
 
 LEAF_ERROR = "a leaf Variable that requires grad is being used in an in-place operation."
 
@@ -212,15 +213,18 @@ def getitem(t, index):
 def setitem(t, index, value):
     """t[index] = value: NumPy's indexing (ints, slices, masks, index arrays) on the array."""
     index = index_tensors(index, value)
+    _index_put_dtype(t, index, value)
     if not _needs_tape(t, (value,)):
-        val = value._array if _is_tensor(value) else value
+        val = value._array if _is_tensor(value) else torch_scalar_into(value, t._array.dtype) \
+            if type(value) in (int, float) else value
         index = _numpy_index(index)
         stages = torch_stages(index, t._array.ndim)
-        try:
-            if stages is None:
-                t._array[index] = val
-            else:                   # NOTE: the first stage is basic indexing: a view of t
-                t._array[stages[0]][stages[1]] = val
+        try:    # NOTE: quiet as torch's copy: 1e10 into float16 is inf, nan into int64 silent
+            with np.errstate(over="ignore", invalid="ignore"):
+                if stages is None:
+                    t._array[index] = val
+                else:               # NOTE: the first stage is basic indexing: a view of t
+                    t._array[stages[0]][stages[1]] = val
         except (ValueError, IndexError, TypeError) as e:
             raise RuntimeError(f"setitem: cannot assign {np.shape(val)} into index {index!r} "
                                f"of a tensor of shape {t._array.shape}: {e} (at {_where()})") \
@@ -228,6 +232,22 @@ def setitem(t, index, value):
         _stamp(t)
         return
     apply_inplace(t, "setitem", lambda p, v: _put(p, index, v), value)
+
+
+def _index_put_dtype(t, index, value):
+    """torch's rule for a tensor written through index tensors (its index_put_): the value's
+    dtype must be t's, except a 0-d value where every index tensor is a mask (masked_fill);
+    a basic index (ints, slices) casts, as copy_, and so does a Python number."""
+    if not _is_tensor(value) or value.dtype == t.dtype:
+        return
+    parts = index if isinstance(index, tuple) else (index,)
+    arrays = [p for p in parts if _is_tensor(p) or isinstance(p, (list, np.ndarray))]
+    if not arrays or value.ndim == 0 and all(np.asarray(getattr(p, "_array", p)).dtype == np.bool_
+                                             for p in arrays):
+        return
+    raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                       f"{SCALAR_TYPE.get(t.dtype.name, t.dtype.name)} for the destination and "
+                       f"{SCALAR_TYPE.get(value.dtype.name, value.dtype.name)} for the source.")
 
 
 def _fill(p, value):

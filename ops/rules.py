@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 
 import numpy as np
@@ -384,6 +385,20 @@ def torch_int_scalar(value, dtype):
         raise RuntimeError(f"value cannot be converted to type {_C_TYPES[dt.name]} without "
                            f"overflow")
     return value if value >= 0 else int(np.asarray(value).astype(dt))
+
+
+def torch_scalar_into(value, dtype):
+    """A Python number written into a tensor of `dtype` (x[i] = value), checked as torch's
+    c10 checks it: an int as torch_int_scalar, a float into an integer dtype inside its range
+    (then truncated: 2.7 into uint8 is 2; -2.7, 300.0, nan and inf raise)."""
+    dt = np.dtype(dtype)
+    if type(value) is float and dt.kind in "iu":
+        info = np.iinfo(dt)
+        if not (math.isfinite(value) and info.min <= value <= info.max):
+            raise RuntimeError(f"value cannot be converted to type {_C_TYPES[dt.name]} without "
+                               f"overflow")
+        return value
+    return torch_int_scalar(value, dt)
 
 
 _C_TYPES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",

@@ -1,18 +1,21 @@
 """Transposed convolution of float16 and bfloat16 inputs as torch's CPU kernels round it.
 
 torch (2.13) hands a transposed convolution to oneDNN, which accumulates in float32 and rounds
-once (dualgrad's general op does the same), except where oneDNN cannot take it: float16 on a
-CPU without oneDNN's float16 support (AVX512-FP16 or AVX-NE-CONVERT; the x86 CPUs this
-project runs on have neither), and any half input whose output_padding is at least its
-stride. There torch takes its slow path: one matrix product per sample and group, columns =
-weight^T @ input, each dot product accumulated in float32 and rounded to the input's dtype;
-then col2im adds the columns into the zeroed output in that dtype, kernel offset by kernel
-offset (each addition rounded); then the bias, added in float32 and rounded once. Computing
-it in float32 and rounding once differs from that in about one element in five, so
-`slow_path` follows the same steps, bit for bit (tests/eager/test_half_kernels.py).
+once (dualgrad's general op does the same), except where oneDNN cannot take it: a half dtype
+the CPU gives oneDNN no support for (bfloat16 needs AVX-512 (F, BW, VL, DQ) or AVX-NE-CONVERT,
+float16 AVX512-FP16 or AVX-NE-CONVERT: `onednn_supports`, read from the CPU's features as
+torch's `_is_mkldnn_bf16_supported` / `_fp16_` read them), and any half input whose
+output_padding is at least its stride. There torch takes its slow path: one matrix product per
+sample and group, columns = weight^T @ input, each dot product accumulated in float32 and
+rounded to the input's dtype; then col2im adds the columns into the zeroed output in that
+dtype, kernel offset by kernel offset (each addition rounded); then the bias, added in float32
+and rounded once. Computing it in float32 and rounding once differs from that in about one
+element in five, so `slow_path` follows the same steps, bit for bit
+(tests/eager/test_half_kernels.py, which also checks `onednn_supports` against torch's).
 """
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -21,13 +24,31 @@ from dualgrad import ops
 from dualgrad.ops.rules import is_bfloat16
 
 
+@functools.lru_cache(maxsize=None)
+def onednn_supports(dtype_name):
+    """Whether oneDNN (in torch's CPU build) takes `dtype_name` ('bfloat16' or 'float16') on
+    this CPU, from its features as LLVM reads them (llvmlite comes with numba)."""
+    from llvmlite import binding
+    features = binding.get_host_cpu_features()
+
+    def has(*names):
+        return all(features.get(n, False) for n in names)
+    if has("avxneconvert"):
+        return True
+    if dtype_name == "bfloat16":
+        return has("avx512f", "avx512bw", "avx512vl", "avx512dq")
+    return has("avx512fp16")
+
+
 def takes_slow_path(x, weight, stride, output_padding, groups):
     """Whether torch computes this transposed convolution with its slow path (stride and
     output_padding: one int per spatial dim); arguments the slow path cannot take go to the
     general op, which raises the error that names what is wrong."""
     dt = np.dtype(x.dtype)
-    if dt != np.float16 and (not is_bfloat16(dt) or all(o < s for o, s in zip(output_padding,
-                                                                          stride))):
+    if dt != np.float16 and not is_bfloat16(dt):
+        return False
+    if onednn_supports("bfloat16" if is_bfloat16(dt) else "float16") and \
+            all(o < s for o, s in zip(output_padding, stride)):
         return False
     return x.ndim == weight.ndim and x.shape[1] == weight.shape[0] and groups >= 1 and \
         x.shape[1] % groups == 0

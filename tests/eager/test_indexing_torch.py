@@ -164,3 +164,32 @@ def test_integer_beside_index_array_keeps_torch_layout():
     assert tuple(x[:, [4], ..., dg.tensor([2, 3])].shape) == (4, 2)
     x[0, :, [1, 2]] = dg.tensor([-1.0, -2.0])
     assert x[0, 3, 1].item() == -1.0 and x[0, 3, 2].item() == -2.0
+
+
+_DTYPES = ["int64", "int32", "uint8", "int8", "bool", "float32", "float16", "float64"]
+_VALUES = [2.7, -2.7, 300, -1, True, 1e10, float("nan"), float("inf")]
+
+
+@pytest.mark.parametrize("dtype", _DTYPES)
+def test_written_values_convert_as_torch(dtype):
+    """x[1] = v and x[[0, 2]] = v for Python numbers and 0-d / 1-d tensors of another dtype:
+    torch casts through a basic index, demands the dtype through index tensors (index_put_;
+    a 0-d value under a mask is masked_fill and casts), and checks Python numbers against
+    the dtype's range (uint8's -1 is 255; 300 and -2.7 raise). dualgrad cast every tensor
+    and raised NumPy's OverflowError for uint8's -1 (123 of these 192 cases differed)."""
+    for value in _VALUES:
+        for kind in ("number", "0-d", "1-d"):
+            def run(lib, value=value, kind=kind):
+                x = lib.zeros(3, dtype=getattr(lib, dtype))
+                v = value if kind == "number" else lib.tensor(value) if kind == "0-d" else \
+                    lib.tensor([value])
+                x[1] = v if kind != "1-d" else v[0]
+                x[[0, 2]] = v
+                x[x != x] = v if kind != "1-d" else v[0]        # a mask: masked_fill
+                return [x.numpy()]
+            expected, got = _both(run)
+            if isinstance(expected, type) or isinstance(got, type):
+                assert isinstance(expected, type) and isinstance(got, type), \
+                    (dtype, value, kind, expected, got)
+            else:
+                np.testing.assert_array_equal(expected[0], got[0], err_msg=f"{value} {kind}")
