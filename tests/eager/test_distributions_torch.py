@@ -349,6 +349,10 @@ _CB_CANCELS = (
         "(float64 agrees to 1e-7)")
 KNOWN = {("ContinuousBernoulli.logits", "float32", "variance.grad"): _CB_CANCELS,
          ("ContinuousBernoulli.logits", "float32", "stddev.grad"): _CB_CANCELS}
+# Known rows whose difference depends on the CPU: torch's one-ulp sigmoid difference is its
+# AVX-512 kernel's; on an AVX2-only CPU (AMD Zen 3) torch's float32 sigmoid is dualgrad's and
+# the gradients agree at the usual tolerance, which these rows accept
+CPU_DEPENDENT = set(KNOWN)
 # (family, dtype, key) -> reason torch raises where dualgrad computes (each row fails once
 # torch stops raising); the values are checked against scipy in their own test
 TORCH_RAISES = {("GeneralizedPareto", "float64", key):
@@ -370,12 +374,22 @@ def test_family_as_torch(name, shape_name, dtype):
     assert sorted(got) == sorted(want), (sorted(got), sorted(want))
     for key, w in want.items():
         if (name, dtype, key) in KNOWN:
+            if (name, dtype, key) in CPU_DEPENDENT and _agrees(got[key], w, key, dtype):
+                continue
             with pytest.raises(AssertionError):
                 _close(got[key], w, key, dtype)
             for g, v in zip(got[key], w):
                 np.testing.assert_allclose(g, v, rtol=5e-2, atol=1e-6)
             continue
         _close(got[key], w, key, dtype)
+
+
+def _agrees(got, want, key, dtype):
+    try:
+        _close(got, want, key, dtype)
+    except AssertionError:
+        return False
+    return True
 
 
 # -- rsample's gradients at the samples drawn --------------------------------------------------
