@@ -134,6 +134,8 @@ class DType:
     def __eq__(self, other):
         if isinstance(other, DType):
             return self.dtype == other.dtype
+        if other is None:   # NOTE: np.dtype(None) is float64
+            return False
         try:
             return self.dtype == as_dtype(other)
         except TypeError:

@@ -300,7 +300,11 @@ def _dtype_object_views(L, name):
                 "max": _try(lambda: d.max), "== its numpy type": d == d.as_numpy_dtype,
                 "== float32": d == L.float32, "== 'float32'": d == "float32",
                 "is as_dtype(itself)": L.as_dtype(d) is d,
-                "as_datatype_enum": _try(lambda: d.as_datatype_enum)})
+                "as_datatype_enum": _try(lambda: d.as_datatype_enum),
+                "== None": d == None,  # noqa: E711 - what `dtype == None` gives
+                "make_tensor_proto(dtype=)": _try(lambda: L.make_tensor_proto(
+                    [b"a"] if name == "string" else [True] if name == "bool" else [1],
+                    dtype=d).dtype)})
     return out
 
 
@@ -309,7 +313,7 @@ def test_dtype_objects_are_tfs(tf1, name):
     assert _dtype_object_views(dg, name) == _dtype_object_views(tf1, name)
 
 
-# -- a variable's name is 'v:0', its checkpoint key 'v' ----------------------------------------------
+# -- a variable's name is 'v:0', its checkpoint key 'v' -------------------------------------------
 def _saved_keys(L, train, tmp_path):
     tmp_path.mkdir()
     g = L.Graph()
