@@ -84,13 +84,13 @@ def handle_run_onnx(args, console):
     missing = [k for k in og.inputs if k not in feeds]
     extra = [k for k in feeds if k not in og.inputs]
     if missing or extra:
-        want = ", ".join(f"{k} {tuple(p.shape)} {p.dtype}" for k, p in og.inputs.items())
+        want = ", ".join(f"{k} {tuple(p.shape)} {p.dtype.name}" for k, p in og.inputs.items())
         raise UsageError(f"{args.file} takes inputs {want}; "
                          + (f"missing {missing}" if missing else f"no input named {extra}"))
     outs = og.run(feeds)
     for name, v in zip(og.output_names, outs):
         v = np.asarray(v)
-        console.print(f"{name}: shape {v.shape} {v.dtype}")
+        console.print(f"{name}: shape {v.shape} {v.dtype.name}")
         console.print(np.array2string(v.reshape(-1)[:8], precision=4) +
                       (" ..." if v.size > 8 else ""))
     if args.save:

@@ -30,7 +30,7 @@ def needed(fetches):
 
 
 def _out(node):
-    return ", ".join(f"{fmt_shape(t.spec)} {t.dtype}" for t in node.outputs) or "-"
+    return ", ".join(f"{fmt_shape(t.spec)} {t.dtype.name}" for t in node.outputs) or "-"
 
 
 def tree(title, items) -> Tree:

@@ -18,7 +18,7 @@ branch on it) is an `ExportError` naming the line; `dynamic_batch=False` fixes t
 >>> model = nn.Sequential(nn.Linear(4, 3), nn.ReLU())
 >>> ep = compiler.export(model, (np.ones((2, 4), np.float32),))
 >>> [p.shape for p in ep.inputs], ep(np.ones((5, 4), np.float32)).shape
-([(None, 4)], (5, 3))
+([TensorShape([None, 4])], (5, 3))
 """
 from __future__ import annotations
 
@@ -60,8 +60,8 @@ class ExportedProgram:
         self._session = None
 
     def __repr__(self):
-        ins = ", ".join(f"{p.node.name}: {fmt_shape(p.spec)} {p.dtype}" for p in self.inputs)
-        outs = ", ".join(f"{fmt_shape(t.spec)} {t.dtype}" for t in self.outputs)
+        ins = ", ".join(f"{p.node.name}: {fmt_shape(p.spec)} {p.dtype.name}" for p in self.inputs)
+        outs = ", ".join(f"{fmt_shape(t.spec)} {t.dtype.name}" for t in self.outputs)
         return f"<ExportedProgram {self.name}({ins}) -> ({outs})>"
 
     @property

@@ -215,7 +215,7 @@ class FusedKernel:
         if type(a) is not np.ndarray:
             a = np.asarray(a, dtype=dt)
         elif a.dtype != dt:
-            raise TypeError(f"fused kernel {self.module_name}: input {i} has dtype {a.dtype}, "
+            raise TypeError(f"fused kernel {self.module_name}: input {i} has dtype {a.dtype.name}, "
                             f"expected {dt}")
         if a.shape != shape:
             if a.size != math.prod(shape):

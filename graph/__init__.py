@@ -31,8 +31,11 @@ from .core import (Graph, GraphKeys, Node, TensorShape, add_to_collection,
                    control_dependencies, constant, convert_to_tensor, get_collection,
                    get_default_graph, name_scope, placeholder, reset_default_graph)
 from .shapes import Dimension, dimension_value
-from .dtypes import (as_dtype, bool_, float16, float32, float64, int8, int16, int32, int64,
-                     uint8)
+from .dtypes import DType, as_tf_dtype as as_dtype, dtype_of as _dtype_of
+from . import dtypes as _dt
+bool_, float16, float32, float64, int8, int16, int32, int64, uint8, string = (  # tf.float32, …
+    _dtype_of(getattr(_dt, n)) for n in ("bool_", "float16", "float32", "float64", "int8",
+                                         "int16", "int32", "int64", "uint8", "string"))
 from .variables import (Variable, assign, assign_add, assign_sub, global_variables,
                         global_variables_initializer, local_variables,
                         local_variables_initializer, trainable_variables,
@@ -79,7 +82,6 @@ from .inspect import describe, to_dot
 from . import keras, summary
 from .summary import Summary
 from . import data, flags, gfile, io, mnist, tf_logging as logging  # noqa: A004 - tf.logging
-from .dtypes import string
 from .io import FixedLenFeature, decode_raw, parse_example, parse_single_example
 from .platform import (VERSION, device, disable_eager_execution, disable_v2_behavior,
                        enable_eager_execution, executing_eagerly, initialize_all_variables,
@@ -135,7 +137,7 @@ __all__ = [
     "ShapeError", "set_random_seed", "errors", "Graph", "GraphKeys", "add_to_collection",
     "get_collection", "Node", "Operation", "Tensor", "is_tensor",
     "TensorShape", "Dimension", "dimension_value", "control_dependencies", "constant", "convert_to_tensor",
-    "get_default_graph", "name_scope", "placeholder", "reset_default_graph", "as_dtype",
+    "get_default_graph", "name_scope", "placeholder", "reset_default_graph", "as_dtype", "DType",
     "bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
     "Variable", "assign", "assign_add", "assign_sub", "global_variables",
     "global_variables_initializer", "trainable_variables", "variables_initializer", "cond",

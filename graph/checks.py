@@ -61,7 +61,7 @@ def Assert(condition, data, summarize=None, name=None) -> Node:  # noqa: N802 - 
     it runs and `condition` (a bool scalar) is false."""
     c = convert_to_tensor(condition)
     if c.dtype != np.bool_:
-        raise TypeError(f"Assert: condition must be bool, got {c.dtype}")
+        raise TypeError(f"Assert: condition must be bool, got {c.dtype.name}")
     data = list(data)
     labels = [str(d) if isinstance(d, str) else None for d in data]
     tensors = [d for d in data if not isinstance(d, str)]
@@ -143,7 +143,7 @@ def check_numerics(tensor, message, name=None) -> Tensor:
     had NaN values') when it holds a NaN or an Inf. Its gradient is checked too, as TF's."""
     t = convert_to_tensor(tensor)
     if t.dtype.kind != "f":
-        raise TypeError(f"check_numerics: expects a floating tensor, got {t.dtype}")
+        raise TypeError(f"check_numerics: expects a floating tensor, got {t.dtype.name}")
     g = _graph_of([t])
     return g.create_node(CHECK_NUMERICS, (_lift(g, t, [t]),), {"message": str(message)},
                          [t.spec], name or "CheckNumerics").outputs[0]

@@ -203,7 +203,7 @@ COND = graph_op("cond", _cond_kernel, vjp=_cond_vjp)
 
 def _merge_specs(a, b, what):
     if a.dtype != b.dtype or len(a.shape) != len(b.shape):
-        raise ShapeError(f"{what}: {fmt_shape(a)} {a.dtype} vs {fmt_shape(b)} {b.dtype}")
+        raise ShapeError(f"{what}: {fmt_shape(a)} {a.dtype.name} vs {fmt_shape(b)} {b.dtype.name}")
     return Spec(tuple(x if x == y else None for x, y in zip(a.shape, b.shape)), a.dtype)
 
 
@@ -220,7 +220,7 @@ def cond(pred, true_fn, false_fn, name=None):
     pred = _lift(outer, pred, [])
     if pred.dtype != np.bool_ or not _maybe_scalar(pred):
         raise _at_user_line(ShapeError(f"cond: pred must be a scalar bool tensor, got "
-                                       f"{fmt_shape(pred.spec)} {pred.dtype}"), outer, "cond")
+                                       f"{fmt_shape(pred.spec)} {pred.dtype.name}"), outer, "cond")
     with outer.name_scope(name or "cond") as scope:
         tb, t_out, rebuild = _trace(outer, scope + "then", true_fn)
         fb, f_out, _ = _trace(outer, scope + "else", false_fn)
@@ -444,14 +444,14 @@ def _check_loop(outer, c_out, b_out, lv, inv, n_stacked=0):
         raise _at_user_line(ShapeError(msg), outer, "while")
     if len(c_out) != 1 or c_out[0].dtype != np.bool_ or not _maybe_scalar(c_out[0]):
         fail(f"while_loop: cond must return one scalar bool tensor, got "
-             f"{[(fmt_shape(t.spec), str(t.dtype)) for t in c_out]}")
+             f"{[(fmt_shape(t.spec), t.dtype.name) for t in c_out]}")
     if len(b_out) != len(lv) + n_stacked:
         fail(f"while_loop: body returns {len(b_out)} values for {len(lv)} loop variables"
              + (f" and {n_stacked} stacked values" if n_stacked else ""))
     for k, (t, v, s) in enumerate(zip(b_out, lv, inv)):
         if t.dtype != v.dtype:
-            fail(f"while_loop: body changes the dtype of loop variable {k} from {v.dtype} "
-                 f"to {t.dtype}")
+            fail(f"while_loop: body changes the dtype of loop variable {k} from {v.dtype.name} "
+                 f"to {t.dtype.name}")
         if len(t.shape) != len(s) or any(a is not None and a != b for a, b in zip(s, t.shape)):
             fail(f"while_loop: body changes loop variable {k} from shape {fmt_shape(s)} to "
                  f"{fmt_shape(t.spec)}; give shape_invariants with None for the dims that "

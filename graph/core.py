@@ -12,7 +12,7 @@ else. Building an op runs its shape rule at once, so a mismatch with known dims 
 >>> x = graph.placeholder(graph.float32, (None, 3), name="x")
 >>> y = graph.matmul(x, np.ones((3, 2), np.float32))
 >>> y.shape, y.dtype, y.op.type
-((None, 2), dtype('float32'), 'matmul')
+(TensorShape([None, 2]), tf.float32, 'matmul')
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ from dualgrad.ops.core import ShapeError, Spec, fmt_shape, tracing, user_frame, 
 from dualgrad.ops.rules import DtypeMismatch, strict_dtypes
 from dualgrad.ops.composite import current_composite
 
-from .dtypes import as_dtype, tf1_refused, tf1_types_message
+from .dtypes import DType, as_dtype, dtype_of, tf1_refused, tf1_types_message
 from .shapes import TensorShape, _UNKNOWN_RANK, _UnknownRankShape
 
 __all__ = ["Graph", "Node", "Tensor", "TensorShape", "GraphEngine", "get_default_graph",
@@ -92,6 +92,8 @@ class Tensor:
     __array_ufunc__ = None   # ndarray + Tensor -> Tensor.__radd__
 
     def __init__(self, node, index, spec):
+        if type(spec.dtype) is DType:   # NOTE: a Spec holds the NumPy dtype (graph/dtypes.py)
+            spec = Spec(spec.shape, spec.dtype.dtype, spec.weak)
         self.node, self.index, self.spec = node, index, spec
 
     # -- what it is --------------------------------------------------------------------------
@@ -134,14 +136,18 @@ class Tensor:
 
     @property
     def dtype(self):
-        return self.spec.dtype
+        return dtype_of(self.spec.dtype)
 
     @property
     def ndim(self):
         return self.spec.ndim   # None when the rank is unknown
 
-    def __repr__(self):
-        return f"<graph.Tensor '{self.name}' shape={fmt_shape(self.spec)} dtype={self.dtype}>"
+    def __repr__(self):   # TF's forms: the shape as TF prints it, (None, 3) or <unknown>
+        return f"<tf.Tensor '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
+
+    def __str__(self):
+        shape = "" if self.spec.shape is None else f", shape={self.shape}"
+        return f'Tensor("{self.name}"{shape}, dtype={self.dtype.name})'
 
     def eval(self, feed_dict=None, session=None):
         """The value in `session` (default: the default session), like TF's `Tensor.eval()`."""
@@ -303,6 +309,17 @@ def is_tensor(x) -> bool:
     return isinstance(x, Tensor)
 
 
+def _numpy_dtypes(attrs):
+    """`attrs` with each `DType` (alone or in a list) replaced by its NumPy dtype: what
+    kernels, saved graphs and the compiler read (a user's `graph.float32` is a DType)."""
+    for k, v in attrs.items():
+        if type(v) is DType:
+            attrs[k] = v.dtype
+        elif type(v) in (list, tuple) and any(type(x) is DType for x in v):
+            attrs[k] = type(v)(x.dtype if type(x) is DType else x for x in v)
+    return attrs
+
+
 # -- graphs ------------------------------------------------------------------------------------
 class Graph:
     """A dataflow graph (TF's `tf.Graph`): nodes in creation order, names unique.
@@ -422,7 +439,8 @@ class Graph:
     def create_node(self, op, inputs, attrs, specs, name=None, *, exact_name=False, loc=None,
                     grad_of=None, control_inputs=()) -> Node:
         node = Node()
-        node.graph, node.op, node.inputs, node.attrs = self, op, tuple(inputs), attrs
+        node.graph, node.op, node.inputs = self, op, tuple(inputs)
+        node.attrs = _numpy_dtypes(attrs) if attrs else attrs
         if exact_name:  # a name reserved by unique_name / name_scope, or read from a file
             if name in self._by_name:
                 raise ValueError(f"duplicate node name {name!r}")
@@ -752,7 +770,7 @@ def _root(g):
 
 def _dtype_error(e, g, what, inputs):
     """TF1's build-time TypeError for inputs of different dtypes, naming them and the line."""
-    named = [f"'{t.name}' ({t.dtype})" for t in inputs
+    named = [f"'{t.name}' ({t.dtype.name})" for t in inputs
              if t.spec.weak is None and any(t.spec is s for s in e.specs)]
     loc = user_frame()
     err = TypeError(f"{what}: {e}{': inputs ' + ' and '.join(named) if len(named) > 1 else ''}"
@@ -955,7 +973,7 @@ def convert_to_tensor(value, dtype=None, name=None) -> Tensor:
     """A tensor as is (checking dtype), anything else as a constant."""
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype != as_dtype(dtype):
-            raise TypeError(f"tensor '{value.name}' has dtype {value.dtype}, expected "
+            raise TypeError(f"tensor '{value.name}' has dtype {value.dtype.name}, expected "
                             f"{as_dtype(dtype)}")
         return value
     _refuse_foreign(value)

@@ -1,11 +1,14 @@
-"""dtypes as TF names them (`graph.float32`, …): plain NumPy dtypes, so `t.dtype == np.float32` holds.
+"""dtypes as TF names them: `graph.float32`, `t.dtype` and `graph.as_dtype(...)` are `DType`s,
+which print as TF's (`tf.float32`, `<dtype: 'float32'>`) and equal, and hash as, the NumPy
+dtype they stand for, so `t.dtype == np.float32` holds and `np.zeros(3, t.dtype)` works.
+Inside the engine a Spec's dtype is the plain NumPy dtype (`as_dtype` here gives that one).
 
 Wherever a dtype is taken, a NumPy dtype, a NumPy scalar type or a string works too;
 TF's own spellings "float" (float32) and "double" (float64) are understood.
 
 >>> from dualgrad import graph
->>> graph.as_dtype("float") == graph.float32
-True
+>>> graph.as_dtype("float") == graph.float32, graph.float32, graph.float32.is_floating
+(True, tf.float32, True)
 """
 from __future__ import annotations
 
@@ -34,6 +37,8 @@ def __getattr__(name):
 
 def as_dtype(dtype) -> np.dtype:
     """A NumPy dtype from a dtype, type or name; a clear TypeError for anything else."""
+    if type(dtype) is DType:
+        return dtype.dtype
     if isinstance(dtype, str) and dtype in _TF_NAMES:
         return _TF_NAMES[dtype]
     if isinstance(dtype, str) and dtype == "bfloat16":
@@ -47,6 +52,131 @@ def as_dtype(dtype) -> np.dtype:
         raise TypeError(f"dtype {dt} is not supported; supported: "
                         f"{', '.join(sorted([d.name for d in _SUPPORTED] + ['bfloat16']))}")
     return dt
+
+
+# -- tf.DType: what users see ------------------------------------------------------------------
+class DType:
+    """TF's `DType` over a NumPy dtype (`.dtype`, which NumPy reads wherever it takes a
+    dtype): TF's names and predicates; NumPy's attributes (`kind`, `itemsize`) are there too.
+    One object per dtype (`dtype_of`)."""
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+
+    @property
+    def name(self):
+        return "string" if self.dtype == string else self.dtype.name
+
+    @property
+    def as_numpy_dtype(self):
+        return object if self.dtype == string else self.dtype.type
+
+    @property
+    def is_floating(self):
+        return self.dtype.kind == "f" or is_bfloat16(self.dtype)
+
+    @property
+    def is_integer(self):
+        return self.dtype.kind in "iu"
+
+    @property
+    def is_unsigned(self):
+        return self.dtype.kind == "u"
+
+    @property
+    def is_bool(self):
+        return self.dtype.kind == "b"
+
+    @property
+    def is_complex(self):
+        return False   # NOTE: no complex dtype is supported (docs/tf1-compat.md)
+
+    @property
+    def is_quantized(self):
+        return False
+
+    @property
+    def base_dtype(self):   # NOTE: no `_ref` dtypes: variables are TF 2's resource variables
+        return self
+
+    real_dtype = base_dtype
+
+    @property
+    def size(self):   # NOTE: TF's string has no fixed size (NumPy's object is a pointer)
+        return 0 if self.dtype == string else self.dtype.itemsize
+
+    @property
+    def min(self):
+        return self._limits()[0]
+
+    @property
+    def max(self):
+        return self._limits()[1]
+
+    def _limits(self):
+        if self.is_floating:
+            info = np.finfo(self.dtype)
+        elif self.is_integer:
+            info = np.iinfo(self.dtype)
+        else:
+            raise TypeError(f"Cannot find minimum value of {self}.")
+        return info.min, info.max
+
+    @property
+    def as_datatype_enum(self):
+        from .graph_def import dtype_code
+        return 14 if is_bfloat16(self.dtype) else dtype_code(self.dtype)
+
+    def is_compatible_with(self, other):
+        return self == other
+
+    def __eq__(self, other):
+        if isinstance(other, DType):
+            return self.dtype == other.dtype
+        if other is None:   # NOTE: np.dtype(None) is float64
+            return False
+        try:
+            return self.dtype == as_dtype(other)
+        except TypeError:
+            return False
+
+    def __ne__(self, other):
+        return not self == other
+
+    def __hash__(self):   # NOTE: the NumPy dtype's, so sets and dicts of either find both
+        return hash(self.dtype)
+
+    def __repr__(self):
+        return f"tf.{self.name}"
+
+    def __str__(self):
+        return f"<dtype: {self.name!r}>"
+
+    def __reduce__(self):
+        return dtype_of, (self.dtype,)
+
+    def __getattr__(self, attr):   # NOTE: NumPy's own attributes: kind, itemsize, char, type
+        if attr.startswith("__") or attr == "dtype":
+            raise AttributeError(attr)
+        return getattr(self.dtype, attr)
+
+
+_INTERNED: dict = {}
+
+
+def dtype_of(dtype) -> DType:
+    """The one `DType` of a NumPy dtype."""
+    dt = np.dtype(dtype)
+    d = _INTERNED.get(dt)
+    if d is None:
+        d = _INTERNED[dt] = DType(dt)
+    return d
+
+
+def as_tf_dtype(dtype) -> DType:
+    """`graph.as_dtype` (tf.as_dtype): the `DType` of a dtype, type or name."""
+    return dtype_of(as_dtype(dtype))
 
 
 # -- TF1's input types per op ------------------------------------------------------------------

@@ -223,8 +223,9 @@ def make_tensor_proto(values, dtype=None, shape=None) -> TensorProto:
     """A TensorProto of `values` (TF's `tf.make_tensor_proto`; `dtype`: a NumPy dtype or
     a dualgrad/TF dtype with a `.name`)."""
     if dtype is not None:
-        dtype = np.dtype(getattr(dtype, "name", dtype) if not isinstance(dtype, np.dtype)
-                         else dtype)
+        name = None if isinstance(dtype, np.dtype) else getattr(dtype, "name", None)
+        dtype = np.dtype(object) if name == "string" else np.dtype(dtype if name is None
+                                                                   else name)
     arr = np.asarray(values, dtype=dtype)
     if arr.dtype.kind in "SU":
         arr = arr.astype(object)

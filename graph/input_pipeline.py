@@ -237,7 +237,7 @@ def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=Non
         string_tensor = convert_to_tensor(arr, name="input")
     elif string_tensor.dtype != string:
         raise TypeError(f"string_input_producer: '{string_tensor.name}' has dtype "
-                        f"{string_tensor.dtype}, not string (file names)")
+                        f"{string_tensor.dtype.name}, not string (file names)")
     return input_producer(string_tensor, [], num_epochs, shuffle, seed, capacity, shared_name,
                           f"fraction_of_{capacity}_full", name, cancel_op)
 

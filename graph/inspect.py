@@ -31,7 +31,7 @@ def _q(s):
 
 
 def _out_str(node):
-    return ", ".join(f"{fmt_shape(t.spec)} {t.dtype}" for t in node.outputs) or "-"
+    return ", ".join(f"{fmt_shape(t.spec)} {t.dtype.name}" for t in node.outputs) or "-"
 
 
 def to_dot(graph=None, name="graph") -> str:

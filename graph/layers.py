@@ -7,7 +7,7 @@ filters), as in TF; `data_format='channels_first'` takes NCHW.
 >>> x = graph.placeholder(graph.float32, (None, 8, 8, 1))
 >>> h = graph.layers.conv2d(x, 4, 3, padding="same", activation=graph.nn.relu)
 >>> graph.layers.flatten(graph.layers.max_pooling2d(h, 2, 2)).shape
-(None, 64)
+TensorShape([None, 64])
 """
 from __future__ import annotations
 

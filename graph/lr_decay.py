@@ -35,7 +35,7 @@ def piecewise_constant(x, boundaries, values, name=None):
     vals = [convert_to_tensor(v) for v in values]
     if len({v.dtype for v in vals}) != 1:
         raise ValueError(f"piecewise_constant: values must have elements all with the same "
-                         f"dtype, got {[str(v.dtype) for v in vals]}")
+                         f"dtype, got {[v.dtype.name for v in vals]}")
     out = vals[-1]
     for b, v in zip(reversed(boundaries), reversed(vals[:-1])):
         out = where(x <= _like(x, b, "boundaries"), v, out)
@@ -45,7 +45,8 @@ def piecewise_constant(x, boundaries, values, name=None):
 def _like(x, b, what):
     arr = np.asarray(b)
     if x.dtype.kind in "iu" and arr.dtype.kind == "f" and not float(arr).is_integer():
-        raise TypeError(f"piecewise_constant: {what} {b!r} do not fit the step's dtype {x.dtype}")
+        raise TypeError(f"piecewise_constant: {what} {b!r} do not fit the step's dtype "
+                        f"{x.dtype.name}")
     return arr.astype(x.dtype)
 
 

@@ -9,7 +9,7 @@ a composite builds on the way go under `name/`. Axis arguments follow TF (`axis`
 >>> x = graph.placeholder(graph.float32, (None, 4), name="x")
 >>> m = graph.reduce_mean(x, axis=1, name="row_mean")
 >>> m.name, m.shape
-('row_mean:0', (None,))
+('row_mean:0', TensorShape([None]))
 """
 from __future__ import annotations
 
@@ -260,7 +260,7 @@ def reciprocal(x):
     """1 / x (tf.math.reciprocal) for floating tensors."""
     x = convert_to_tensor(x)
     if x.dtype.kind != "f":
-        raise TypeError(f"reciprocal: expects a floating tensor, got {x.dtype} ('{x.name}'); "
+        raise TypeError(f"reciprocal: expects a floating tensor, got {x.dtype.name} ('{x.name}'); "
                         f"cast it first")
     return ops.div(1.0, x)
 
@@ -330,8 +330,8 @@ def div_no_nan(x, y):
     divides them (float32 for 8 and 16 bits, float64 for 32 and 64), as TF does."""
     x, y = convert_to_tensor(x), convert_to_tensor(y)
     if x.dtype != y.dtype:
-        raise TypeError(f"div_no_nan: `x` and `y` must have the same dtype, got {x.dtype} "
-                        f"('{x.name}') and {y.dtype} ('{y.name}'), as in TF")
+        raise TypeError(f"div_no_nan: `x` and `y` must have the same dtype, got {x.dtype.name} "
+                        f"('{x.name}') and {y.dtype.name} ('{y.name}'), as in TF")
     zero = ops.eq(y, 0)
     q = _truediv(x, ops.where(zero, ops.ones_like(y), y))
     return ops.where(zero, ops.zeros_like(q), q)
@@ -342,7 +342,7 @@ def logical_xor(x, y):
     """True where exactly one of two bool tensors is (tf.math.logical_xor)."""
     x, y = convert_to_tensor(x), convert_to_tensor(y)
     if x.dtype.kind != "b" or y.dtype.kind != "b":
-        raise TypeError(f"logical_xor: expects bool tensors, got {x.dtype} and {y.dtype}")
+        raise TypeError(f"logical_xor: expects bool tensors, got {x.dtype.name} and {y.dtype.name}")
     return ops.ne(x, y)
 
 
@@ -361,8 +361,8 @@ def add_n(inputs, name=None):
     ts = [convert_to_tensor(t) for t in inputs]   # NOTE: each alone, as TF's AddN
     for t in ts[1:]:
         if t.dtype != ts[0].dtype:
-            raise TypeError(f"add_n: inputs must have one dtype, got {ts[0].dtype} "
-                            f"('{ts[0].name}') and {t.dtype} ('{t.name}')")
+            raise TypeError(f"add_n: inputs must have one dtype, got {ts[0].dtype.name} "
+                            f"('{ts[0].name}') and {t.dtype.name} ('{t.name}')")
         if t.ndim is not None and ts[0].ndim is not None and (t.ndim != ts[0].ndim or any(
                 a is not None and b is not None and a != b
                 for a, b in zip(t.shape, ts[0].shape))):
@@ -503,7 +503,7 @@ def reduce_prod(input_tensor, axis=None, keepdims=False):
 def _need_bool(what, x):
     x = convert_to_tensor(x)
     if x.dtype != np.bool_:
-        raise TypeError(f"{what}: expects a bool tensor, got {x.dtype} ('{x.name}')")
+        raise TypeError(f"{what}: expects a bool tensor, got {x.dtype.name} ('{x.name}')")
     return x
 
 
@@ -559,7 +559,7 @@ def l2_normalize(x, axis=None, epsilon=1e-12):
 def _need_float(what, x):
     x = convert_to_tensor(x)
     if x.dtype.kind != "f":
-        raise TypeError(f"{what}: expects a floating tensor, got {x.dtype} ('{x.name}')")
+        raise TypeError(f"{what}: expects a floating tensor, got {x.dtype.name} ('{x.name}')")
     return x
 
 

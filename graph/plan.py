@@ -152,7 +152,7 @@ def build_plan(fetches, feeds=()) -> Plan:
     for n in nodes:
         if n.type == "placeholder" and "default" not in n.attrs:
             raise InvalidArgumentError(f"You must feed a value for placeholder {describe(n)}: "
-                                       f"dtype {n.outputs[0].dtype}, shape "
+                                       f"dtype {n.outputs[0].dtype.name}, shape "
                                        f"{_shape_str(n.outputs[0])}", node=n)
         kernel, stateful = node_kernel(n)
         ins = tuple(slots[id(t)] for t in n.inputs)

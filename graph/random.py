@@ -4,7 +4,7 @@
 >>> from dualgrad import graph as tf
 >>> tf.random.set_random_seed(1)
 >>> tf.random.normal([2, 3]).shape
-(2, 3)
+TensorShape([2, 3])
 """
 from .math_ops import (get_seed, random_normal as normal, random_uniform as uniform,
                        set_random_seed, truncated_normal)

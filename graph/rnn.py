@@ -11,7 +11,7 @@ Variables are named as TF1 names them: `rnn/<cell>/kernel`, `bidirectional_rnn/f
 >>> cell = graph.nn.rnn_cell.GRUCell(4)
 >>> outputs, state = graph.nn.dynamic_rnn(cell, x, dtype=graph.float32)
 >>> outputs.shape, state.shape
-((None, 5, 4), (None, 4))
+(TensorShape([None, 5, 4]), TensorShape([None, 4]))
 """
 from __future__ import annotations
 

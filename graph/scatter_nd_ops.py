@@ -151,7 +151,7 @@ def scatter_rows(updates, rows, into, how, tie_into=True):
 def _indices(what, indices):
     i = convert_to_tensor(indices)
     if i.dtype not in (np.int32, np.int64):
-        raise TypeError(f"{what}: indices must be int32 or int64, got {i.dtype} ('{i.name}')")
+        raise TypeError(f"{what}: indices must be int32 or int64, got {i.dtype.name} ('{i.name}')")
     if i.ndim in (None, 0) or i.shape[-1] is None:
         raise located(f"{what}: indices must be at least 1-d with a known last dim, got "
                       f"{fmt_shape(i.spec)}")
@@ -162,7 +162,7 @@ def _shape(what, shape):
     """(the output shape as an int64 tensor, its static dims)."""
     if isinstance(shape, Tensor):
         if shape.dtype not in (np.int32, np.int64):
-            raise TypeError(f"{what}: shape must be int32 or int64, got {shape.dtype}")
+            raise TypeError(f"{what}: shape must be int32 or int64, got {shape.dtype.name}")
         if shape.node.type == "const":
             shape = np.asarray(shape.node.attrs["value"])
     mixed = isinstance(shape, (list, tuple)) and any(isinstance(d, Tensor) for d in shape)
@@ -242,8 +242,8 @@ def _tensor_scatter(what, tensor, indices, updates):
     u = convert_to_tensor(updates) if isinstance(updates, Tensor) else \
         constant(np.asarray(updates, x.dtype))
     if u.dtype != x.dtype:
-        raise TypeError(f"{what}: updates '{u.name}' have dtype {u.dtype}, tensor '{x.name}' "
-                        f"{x.dtype}: TF1 needs one dtype")
+        raise TypeError(f"{what}: updates '{u.name}' have dtype {u.dtype.name}, tensor '{x.name}' "
+                        f"{x.dtype.name}: TF1 needs one dtype")
     if x.ndim is None:
         raise located(f"{what}: the tensor's rank must be known")
     i = _indices(what, indices)

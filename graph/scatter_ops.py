@@ -73,11 +73,11 @@ def _scatter(how, ref, indices, updates, name):
         raise located(f"{how}: ref must have at least one dim, got a scalar")
     i = indices if isinstance(indices, Tensor) else constant(np.asarray(indices, np.int64))
     if i.dtype.kind not in "iu":
-        raise TypeError(f"{how}: indices must be integers, got {i.dtype}")
+        raise TypeError(f"{how}: indices must be integers, got {i.dtype.name}")
     u = updates if isinstance(updates, Tensor) else constant(np.asarray(updates, ref.dtype))
     if u.dtype != ref.dtype:
-        raise TypeError(f"{how}: updates '{u.name}' have dtype {u.dtype}, but Variable "
-                        f"'{ref.node.name}' has dtype {ref.dtype}")
+        raise TypeError(f"{how}: updates '{u.name}' have dtype {u.dtype.name}, but Variable "
+                        f"'{ref.node.name}' has dtype {ref.dtype.name}")
     if u.ndim and i.ndim is not None and u.ndim is not None:
         want = tuple(i.shape) + tuple(ref.shape[1:])
         if len(want) != u.ndim or any(None not in (a, b) and a != b

@@ -106,7 +106,7 @@ def unsorted_segment_sqrt_n(data, segment_ids, num_segments):
     x = convert_to_tensor(data)
     if x.dtype.kind != "f":
         raise TypeError(f"unsorted_segment_sqrt_n: data must be floating (TF's sqrt), got "
-                        f"{x.dtype} ('{x.name}')")
+                        f"{x.dtype.name} ('{x.name}')")
     total = _segment_sum("unsorted_segment_sqrt_n", x, segment_ids, num_segments, False)
     return total / ops.sqrt(_count("unsorted_segment_sqrt_n", x, segment_ids, num_segments))
 
@@ -141,7 +141,7 @@ def bincount(arr, weights=None, minlength=None, maxlength=None, dtype="int32"):
         a = cast(a, np.int32)     # NOTE: TF casts a non-integer arr to int32
     if a.dtype not in (np.int32, np.int64):
         raise TypeError(f"bincount: arr must be int32 or int64 (or not an integer), got "
-                        f"{a.dtype} ('{a.name}')")
+                        f"{a.dtype.name} ('{a.name}')")
     flat = ops.reshape(a, (-1,))
     size = ops.cast(ops.gt(ops.count(flat), 0), a.dtype) * (reduce_max(flat) + 1)
     if minlength is not None:
@@ -158,7 +158,7 @@ def bincount(arr, weights=None, minlength=None, maxlength=None, dtype="int32"):
                              f"{fmt_shape(a.spec)}")
     if w.dtype not in (np.int32, np.int64, np.float32, np.float64):
         raise TypeError(f"bincount: the counts' dtype must be int32, int64, float32 or "
-                        f"float64, got {w.dtype}")
+                        f"float64, got {w.dtype.name}")
     return _node(BINCOUNT, [flat, w, size], {}, Spec((None,), w.dtype), "bincount")
 
 
@@ -192,12 +192,12 @@ def histogram_fixed_width(values, value_range, nbins=100, dtype="int32", name=No
     v = convert_to_tensor(values)
     if v.dtype not in (np.int32, np.int64, np.float32, np.float64):
         raise TypeError(f"histogram_fixed_width: values must be int32, int64, float32 or "
-                        f"float64, got {v.dtype} ('{v.name}')")
+                        f"float64, got {v.dtype.name} ('{v.name}')")
     r = value_range if isinstance(value_range, Tensor) else \
         constant(np.asarray(value_range, v.dtype))   # NOTE: TF converts it to values' dtype
     if r.dtype != v.dtype:
-        raise TypeError(f"histogram_fixed_width: value_range has dtype {r.dtype}, values "
-                        f"{v.dtype}")
+        raise TypeError(f"histogram_fixed_width: value_range has dtype {r.dtype.name}, values "
+                        f"{v.dtype.name}")
     if r.ndim is not None and (r.ndim != 1 or r.shape[0] not in (None, 2)):
         raise located(f"histogram_fixed_width: value_range must have shape (2,), got "
                       f"{fmt_shape(r.spec)}")

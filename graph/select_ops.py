@@ -105,7 +105,7 @@ def in_top_k(predictions, targets, k):
         raise located(f"in_top_k: predictions must be 2-d and targets 1-d, got "
                       f"{fmt_shape(p.spec)} and {fmt_shape(t.spec)}")
     if t.dtype.kind not in "iu":
-        raise TypeError(f"in_top_k: targets must be int32 or int64, got {t.dtype}")
+        raise TypeError(f"in_top_k: targets must be int32 or int64, got {t.dtype.name}")
     t = ops.cast(t, np.int64)
     n = p.shape[1] if p.shape[1] is not None else ops.cast(shape_(p)[1], np.int64)
     valid = ops.logical_and(ops.ge(t, 0), ops.lt(t, n))
@@ -125,7 +125,7 @@ def sequence_mask(lengths, maxlen=None, dtype="bool"):
     to max(lengths) (0 for none)."""
     n = convert_to_tensor(lengths)
     if n.dtype.kind not in "iuf":
-        raise TypeError(f"sequence_mask: lengths must be numbers, got {n.dtype}")
+        raise TypeError(f"sequence_mask: lengths must be numbers, got {n.dtype.name}")
     n = ops.cast(n, np.int64)
     if maxlen is None:
         maxlen = ops.max(n, initial=0)
@@ -211,7 +211,7 @@ def boolean_mask(tensor, mask, axis=None):
     dims axis .. axis + mask.ndim - 1, which become one dim of the kept entries."""
     x, m = convert_to_tensor(tensor), convert_to_tensor(mask)
     if m.dtype != np.bool_:
-        raise TypeError(f"boolean_mask: mask must be bool, got {m.dtype}")
+        raise TypeError(f"boolean_mask: mask must be bool, got {m.dtype.name}")
     if m.ndim in (None, 0) or x.ndim is None:
         raise located(f"boolean_mask: the mask's rank must be known and not 0, got "
                       f"{fmt_shape(m.spec)}")
@@ -290,7 +290,7 @@ def gather_nd(params, indices, batch_dims=0):
     i = indices if isinstance(indices, Tensor) else constant(np.asarray(indices, np.int64))
     if i.dtype.kind not in "iu" or i.ndim in (None, 0) or i.shape[-1] is None:
         raise located(f"gather_nd: indices must be integers with a known last dim, got "
-                      f"{i.dtype} {fmt_shape(i.spec)}")
+                      f"{i.dtype.name} {fmt_shape(i.spec)}")
     m = i.shape[-1]
     if p.ndim is None or m > p.ndim:
         raise located(f"gather_nd: indices {fmt_shape(i.spec)} index {m} dims of params "
@@ -394,7 +394,7 @@ def segment_rows(what, data, segment_ids, num_segments, sorted_ids=False):
     shape is a prefix of data's (TF's unsorted segment ops; the sorted ones take 1-d ids)."""
     x, ids = convert_to_tensor(data), convert_to_tensor(segment_ids)
     if ids.dtype not in (np.int32, np.int64):
-        raise TypeError(f"{what}: segment_ids must be int32 or int64, got {ids.dtype} "
+        raise TypeError(f"{what}: segment_ids must be int32 or int64, got {ids.dtype.name} "
                         f"('{ids.name}')")
     k = ids.ndim
     if k is None or x.ndim is None or k > x.ndim or (sorted_ids and k != 1) or x.ndim == 0:
@@ -411,7 +411,7 @@ def segment_rows(what, data, segment_ids, num_segments, sorted_ids=False):
         n = num_segments if isinstance(num_segments, Tensor) else \
             constant(np.int64(num_segments))
         if isinstance(num_segments, Tensor) and n.dtype not in (np.int32, np.int64):
-            raise TypeError(f"{what}: num_segments must be int32 or int64, got {n.dtype}")
+            raise TypeError(f"{what}: num_segments must be int32 or int64, got {n.dtype.name}")
         if not isinstance(num_segments, Tensor) and int(num_segments) < 0:
             raise ValueError(f"{what}: num_segments must be non-negative, got {num_segments}")
     n = ops.reshape(ops.cast(n, np.int64), ())
@@ -521,7 +521,7 @@ def reverse_sequence(input, seq_lengths, seq_axis=None, batch_axis=None, seq_dim
         raise ValueError(f"reverse_sequence: seq_axis and batch_axis are both {seq_axis}")
     if n.dtype.kind not in "iu" or n.ndim != 1:
         raise located(f"reverse_sequence: seq_lengths must be a 1-d integer tensor, got "
-                      f"{n.dtype} {fmt_shape(n.spec)}")
+                      f"{n.dtype.name} {fmt_shape(n.spec)}")
     b = x.shape[batch_axis]
     if None not in (b, n.shape[0]) and b != n.shape[0]:
         raise ValueError(f"reverse_sequence: seq_lengths {fmt_shape(n.spec)} must have one "

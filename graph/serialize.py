@@ -80,7 +80,7 @@ class _Encoder:
         return {"name": n.name, "op": n.type, "inputs": [t.name for t in n.inputs],
                 "control": [c.name for c in n.control_inputs],
                 "attrs": {k: self.value(v, f"{gkey}{n.name}/{k}") for k, v in n.attrs.items()},
-                "outputs": [{"shape": list(t.spec.shape), "dtype": t.dtype.name,
+                "outputs": [{"shape": list(t.spec.shape), "dtype": t.spec.dtype.name,
                              "weak": self.value(t.spec.weak, "")} for t in n.outputs],
                 "loc": list(n.loc) if n.loc else None,
                 "grad_of": n.grad_of.name if n.grad_of is not None else None}
@@ -311,7 +311,7 @@ def _check_rule(op, name, inputs, attrs, specs):
     if len(specs) != 1 or spec.shape != specs[0].shape or spec.dtype != specs[0].dtype:
         raise GraphFileError(f"node {name!r} ({op.name}): stored output "
                              f"{[(s.shape, str(s.dtype)) for s in specs]} does not match the "
-                             f"shape rule's {spec.shape} {spec.dtype}")
+                             f"shape rule's {spec.shape} {spec.dtype.name}")
 
 
 def _read(path):
@@ -376,7 +376,7 @@ def load_into(path, g) -> Graph:
         a = g.saved_values.get(v.node.name)
         if a is not None and (a.shape != tuple(v.shape) or a.dtype != v.dtype):
             raise GraphFileError(f"{_paths(path)[1]}: variable {v.node.name!r} is {v.shape} "
-                                 f"{v.dtype} in the graph but {a.shape} {a.dtype} in the "
+                                 f"{v.dtype.name} in the graph but {a.shape} {a.dtype.name} in the "
                                  f"weights file")
     return g
 
@@ -392,8 +392,8 @@ def restore(session, path, var_list=None):
             raise NotFoundError(f"restore: variable {v.node.name!r} is not in {path}")
         a = arrays[key]
         if a.shape != tuple(v.shape) or a.dtype != v.dtype:
-            raise GraphFileError(f"restore: variable {v.node.name!r} is {v.shape} {v.dtype} "
-                                 f"in the graph but {a.shape} {a.dtype} in {path}")
+            raise GraphFileError(f"restore: variable {v.node.name!r} is {v.shape} {v.dtype.name} "
+                                 f"in the graph but {a.shape} {a.dtype.name} in {path}")
         values[v.node.name] = a
     session.load_variable_values(values)
 

@@ -302,10 +302,10 @@ class BaseSession:
 
 def _check_feed(t, value):
     arr = np.asarray(value)
-    want = t.dtype
+    want = t.spec.dtype
     if arr.dtype != want and not np.can_cast(arr.dtype, want, "same_kind"):
         raise InvalidArgumentError(
-            f"cannot feed a {arr.dtype} value to {_fed(t)}: it expects "
+            f"cannot feed a {arr.dtype.name} value to {_fed(t)}: it expects "
             f"{want}", node=t.node)
     shape = t.spec.shape
     if shape is not None and (arr.ndim != len(shape) or any(  # None: any rank (TF1's no shape)
@@ -319,7 +319,7 @@ def _check_feed(t, value):
         out = arr.astype(want)
     if not _representable(arr, out, want):
         raise InvalidArgumentError(
-            f"cannot feed this {arr.dtype} value to {_fed(t)}: some "
+            f"cannot feed this {arr.dtype.name} value to {_fed(t)}: some "
             f"elements are not representable in {want} (e.g. {_first_bad(arr, out, want)})",
             node=t.node)
     return out

@@ -5,10 +5,10 @@
 >>> x = graph.placeholder(graph.float32, (None, 28, 28, 1))
 >>> x.get_shape()[1].value, x.shape.as_list(), x.shape[0] is None
 (28, [None, 28, 28, 1], True)
+>>> x.shape, str(x.shape)
+(TensorShape([None, 28, 28, 1]), '(None, 28, 28, 1)')
 """
 from __future__ import annotations
-
-from dualgrad.ops.core import fmt_shape
 
 __all__ = ["TensorShape", "Dimension", "dimension_value"]
 
@@ -114,10 +114,13 @@ class TensorShape(tuple):
         other = as_shape(other)
         return other if other.ndims is None else TensorShape(tuple(self) + tuple(other))
 
-    def __str__(self):   # TF prints unknown dims as '?'
-        return fmt_shape(tuple(self))
+    # NOTE: TF 2's forms (what tf.compat.v1 prints): str (None, 3), repr TensorShape([None, 3]);
+    # dualgrad's error messages keep TF1's (?, 3) (ops.core.fmt_shape)
+    def __str__(self):
+        return tuple.__repr__(tuple(self))
 
-    __repr__ = tuple.__repr__
+    def __repr__(self):
+        return f"TensorShape({list(self)!r})"
 
 
 def as_shape(shape):

@@ -212,7 +212,7 @@ def _check_shared(v, full, shape, dtype):
                          f"{tuple(int(d) for d in shape)} and found shape {tuple(v.shape)}.")
     if dtype is not None and as_dtype(dtype) != v.dtype:
         raise ValueError(f"Trying to share variable {full}, but specified dtype "
-                         f"{as_dtype(dtype)} and found dtype {v.dtype}.")
+                         f"{as_dtype(dtype)} and found dtype {v.dtype.name}.")
     return v
 
 

@@ -183,9 +183,10 @@ class Variable(Tensor):
         g.variables.append(self)
         _add_to_collections(g, self, collections)
 
-    def __repr__(self):
-        return (f"<graph.Variable '{self.node.name}' shape={fmt_shape(self.spec)} "
-                f"dtype={self.dtype}>")
+    def __repr__(self):   # NOTE: TF 2's resource variable's form, for str() too
+        return f"<tf.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}>"
+
+    __str__ = __repr__
 
     # -- TF's Variable methods -----------------------------------------------------------------
     def value(self):
@@ -194,7 +195,7 @@ class Variable(Tensor):
         return identity(self, name="ReadVariableOp")
 
     def read_value(self):
-        return identity(self, name="Read/ReadVariableOp")
+        return identity(self)   # TF 2: Read/ReadVariableOp, then Identity
 
     def assign(self, value, name=None):
         return assign(self, value, name)
@@ -234,13 +235,13 @@ def _assign_node(kind, var, value, name):
     if not isinstance(value, Tensor):
         arr = np.asarray(value)
         if not np.can_cast(arr.dtype, var.dtype, "same_kind"):
-            raise TypeError(f"{kind.name}: cannot assign a {arr.dtype} value to Variable "
-                            f"'{var.node.name}' of dtype {var.dtype}")
+            raise TypeError(f"{kind.name}: cannot assign a {arr.dtype.name} value to Variable "
+                            f"'{var.node.name}' of dtype {var.dtype.name}")
         value = arr.astype(var.dtype)
     t = _lift(g, value, [var])
     if t.dtype != var.dtype:
-        raise TypeError(f"{kind.name}: value '{t.name}' has dtype {t.dtype}, but Variable "
-                        f"'{var.node.name}' has dtype {var.dtype}; cast it first")
+        raise TypeError(f"{kind.name}: value '{t.name}' has dtype {t.dtype.name}, but Variable "
+                        f"'{var.node.name}' has dtype {var.dtype.name}; cast it first")
     try:
         ok = len(t.shape) == len(var.shape) and all(
             a is None or a == b for a, b in zip(t.shape, var.shape))
@@ -277,7 +278,7 @@ def count_up_to(ref, limit, name=None):
         raise TypeError(f"count_up_to: the target must be a graph.Variable, got {ref!r}")
     if ref.dtype.kind not in "iu" or ref.shape != ():
         raise TypeError(f"count_up_to: Variable '{ref.node.name}' must be an integer scalar, "
-                        f"got dtype {ref.dtype} shape {fmt_shape(ref.spec)}")
+                        f"got dtype {ref.dtype.name} shape {fmt_shape(ref.spec)}")
     g = ref.graph
     return g.create_node(COUNT_UP_TO, (), {"var": ref.node.name, "limit": int(limit)},
                          [ref.spec], name or "CountUpTo").outputs[0]

@@ -13,7 +13,7 @@ batches to NHWC.
 >>> from dualgrad.comparisons.models import cnn_graph
 >>> trainer = cnn_graph.build(seed=0)
 >>> trainer.logits.shape
-(None, 10)
+TensorShape([None, 10])
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ numpy arrays and transposes it, so both versions start from the same point.
 >>> from dualgrad.comparisons.models.common import mlp_task, fit
 >>> trainer = mlp_graph.build(seed=0)
 >>> trainer.logits.shape          # static shape, known at build time
-(None, 10)
+TensorShape([None, 10])
 >>> losses = fit(trainer, mlp_task(), epochs=1)
 >>> losses[-1] < losses[0]
 True

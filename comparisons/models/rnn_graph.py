@@ -18,7 +18,7 @@ The LSTM is written out by hand in TF1's fused form: one kernel (8 + 64, 4*64) a
 >>> from dualgrad.comparisons.models import rnn_graph
 >>> trainer = rnn_graph.build(seed=0)
 >>> trainer.logits.shape
-(None, 10)
+TensorShape([None, 10])
 """
 from __future__ import annotations
 

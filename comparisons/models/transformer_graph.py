@@ -10,7 +10,7 @@ the whole block at once (GELU, layer norm and softmax chains become fused loops)
 >>> from dualgrad.comparisons.models import transformer_graph
 >>> trainer = transformer_graph.build(seed=0)
 >>> trainer.logits.shape
-(None, 10)
+TensorShape([None, 10])
 """
 from __future__ import annotations
 

@@ -140,7 +140,7 @@ class _ClassifierHead(_Head):
         [0, n_classes), as TF's head does."""
         labels = _labels_2d(labels, "DNNClassifier")
         if labels.dtype.kind not in "iu":
-            raise located(f"Labels dtype should be integer. Instead got {labels.dtype}.",
+            raise located(f"Labels dtype should be integer. Instead got {labels.dtype.name}.",
                           ValueError)
         checks = [assert_less(labels, np.asarray(self.n, labels.dtype),
                               message="Labels must <= n_classes - 1"),

@@ -111,8 +111,8 @@ def _check_value_feed(p, name, v):
     want = tuple(p.shape)
     if v.dtype != p.dtype or len(v.shape) != len(want) or any(
             w is not None and w != d for w, d in zip(want, v.shape)):
-        raise OnnxError(f"graph.onnx: input {name!r} takes {p.dtype} of shape {want}, "
-                        f"got {v.dtype} of shape {v.shape}")
+        raise OnnxError(f"graph.onnx: input {name!r} takes {p.dtype.name} of shape {want}, "
+                        f"got {v.dtype.name} of shape {v.shape}")
     return v
 
 

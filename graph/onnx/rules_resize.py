@@ -105,7 +105,7 @@ def _refusals(r, node, at, x):
         r.fail(node, f"keep_aspect_ratio_policy={at['keep_aspect_ratio_policy']!r}")
     if None in x.shape or np.dtype(x.dtype).kind != "f" and at.get("mode", "nearest") != \
             "nearest":
-        r.fail(node, f"resizing {x.dtype} of shape {x.shape} (known dims, floats for "
+        r.fail(node, f"resizing {x.dtype.name} of shape {x.shape} (known dims, floats for "
                      f"linear and cubic)")
 
 
