@@ -16,7 +16,7 @@ from dualgrad import ops
 from dualgrad.ops.rules import bfloat16 as _bfloat16, inexact
 from dualgrad.ops.core import ShapeError, user_frame, where_str
 from .. import devices as _device
-from ..core import Tensor, zero_grads
+from ..core import Tensor, printed, zero_grads
 from ..methods import to_args
 from ..devices import META_IMPL
 from ..formats import format_order, in_order, laid_out
@@ -36,7 +36,11 @@ class Parameter(Tensor):
         super().__init__(np.array(data, copy=True), requires_grad)
 
     def __repr__(self):
-        return "Parameter containing:\n" + super().__repr__()
+        """As torch's: `Parameter containing:` over the tensor's text (a subclass's text is
+        wrapped in `Parameter(...)`)."""
+        if type(self) is Parameter:
+            return "Parameter containing:\n" + printed(self, "tensor(")
+        return f"Parameter containing:\nParameter({printed(self, type(self).__name__ + '(')})"
 
 
 class UninitializedParameter(Parameter):
@@ -54,6 +58,9 @@ class UninitializedParameter(Parameter):
         raise RuntimeError("Can't access the shape of an uninitialized parameter or buffer. "
                            "Call `forward` to initialize the parameters before accessing "
                            "their attributes.")
+
+    def __repr__(self):
+        return "<UninitializedParameter>"
 
     def materialize(self, shape):
         self._array = np.zeros(tuple(shape), self._array.dtype)
