@@ -15,7 +15,7 @@ written in place, optimizer steps), for every call of the compiled function to d
 ...     x = tr.wrap(graph.placeholder("float32", (2, 3)), requires_grad=False)
 ...     y = (x * 2).sum(1)
 >>> type(y).__name__, y.shape, [n.op.name for n in tr.graph.get_operations()][-2:]
-('Tracer', (2,), ['mul', 'sum'])
+('Tracer', torch.Size([2]), ['mul', 'sum'])
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@
 >>> w = eager.ones(2, 3)
 >>> (x @ w).sum().backward()
 >>> x.grad
-tensor([[3., 3.]], shape=(1, 2), dtype=float32)
+tensor([[3., 3.]])
 """
 from __future__ import annotations
 if __name__ != "dualgrad.eager":  # NOTE: a second copy would mean a second op registry

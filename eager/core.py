@@ -5,7 +5,7 @@
 >>> y = (x * x).sum()
 >>> y.backward()
 >>> x.grad
-tensor([2., 4., 6.], shape=(3,), dtype=float32)
+tensor([2., 4., 6.])
 """
 from __future__ import annotations
 

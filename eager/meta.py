@@ -15,9 +15,9 @@ values (`.item()`, `bool()`, `.numpy()`, `.tolist()`, `.to("cpu")`) raises PyTor
 >>> model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10)).to("meta")
 >>> out = model(x)
 >>> out.shape, out.device
-((N, 10), device(type='meta'))
+(torch.Size([N, 10]), device(type='meta'))
 >>> out.sum().backward(); model[0].weight.grad.shape
-(32, 64)
+torch.Size([32, 64])
 """
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ from dualgrad.ops.rules import bfloat16 as _bfloat16, inexact
 from dualgrad.ops.core import ShapeError, user_frame, where_str
 from .. import devices as _device
 from ..core import Tensor, printed, zero_grads
+from ..size import Size
 from ..methods import to_args
 from ..devices import META_IMPL
 from ..formats import format_order, in_order, laid_out
@@ -421,12 +422,12 @@ class Module:
         values = {k: v for k, v in values.items()
                   if not isinstance(state_dict[k], UninitializedParameter)}
         lazy = {k for k in values if isinstance(own[k], UninitializedParameter)}
-        bad = [f"size mismatch for {k}: checkpoint has {v.shape}, the model has "
-               f"{own[k].shape}" for k, v in values.items()
-               if k not in lazy and v.shape != own[k].shape]
-        if bad:
-            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}: "
-                               + "; ".join(bad))
+        bad = [f"\n\tsize mismatch for {k}: copying a param with shape {Size(v.shape)} from "
+               f"checkpoint, the shape in current model is {Size(own[k].shape)}." for k, v in
+               values.items() if k not in lazy and v.shape != own[k].shape]
+        if bad:   # NOTE: torch's message
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:"
+                               + "".join(bad))
         for k in lazy:    # NOTE: a lazy module's parameter takes the checkpoint's shape
             own[k].materialize(values[k].shape)
         for k, v in values.items():

@@ -320,3 +320,19 @@ def test_bfloat16_data_is_exact():
     ours, theirs = pair(data, "bfloat16")
     assert np.array_equal(ours.float().numpy(), theirs.float().numpy())
     assert np.array_equal(ours.float().numpy(), data.astype(ml_dtypes.bfloat16).astype(np.float32))
+
+
+def test_saved_size_loads_back_a_size(tmp_path):
+    path = tmp_path / "ckpt.pt"
+    for lib in (eager, torch):
+        lib.save({"shape": lib.zeros(2, 3).shape, "plain": (2, 3)}, path)
+        back = lib.load(path)
+        assert repr(back["shape"]) == "torch.Size([2, 3])" and type(back["plain"]) is tuple
+
+
+def test_module_docstrings_run():
+    import doctest
+    from dualgrad.eager import printing, size
+    for mod in (printing, size):
+        failed, tried = doctest.testmod(mod)
+        assert tried > 0 and failed == 0, mod.__name__
