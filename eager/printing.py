@@ -110,33 +110,33 @@ def _number(v, notes):
     return re + im if im[0] in "+-" else re + "+" + im
 
 
-def _vector(values, indent, summarize, notes):
+def _vector(arr, indent, summarize, notes):
     e = OPTIONS.edgeitems
     width = notes[0].width + 2 + sum(n.width + 1 for n in notes[1:])   # NOTE: + 1 for "j"
     per_line = max(1, math.floor((OPTIONS.linewidth - indent) / width))
     if summarize and not e:
         items = ["..."]
-    elif summarize and len(values) > 2 * e:
-        items = ([_number(v, notes) for v in values[:e]] + [" ..."]
-                 + [_number(v, notes) for v in values[-e:]])
+    elif summarize and len(arr) > 2 * e:
+        items = ([_number(v, notes) for v in _as_numbers(arr[:e]).tolist()] + [" ..."]
+                 + [_number(v, notes) for v in _as_numbers(arr[-e:]).tolist()])
     else:
-        items = [_number(v, notes) for v in values]
+        items = [_number(v, notes) for v in _as_numbers(arr).tolist()]
     lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
     return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
 
 
-def _nested(values, ndim, indent, summarize, notes):
-    """values: nested lists of Python numbers, ndim deep."""
-    if ndim == 0:
-        return _number(values, notes)
-    if ndim == 1:
-        return _vector(values, indent, summarize, notes)
-    e, n = OPTIONS.edgeitems, len(values)
+def _nested(arr, indent, summarize, notes):
+    """arr's text, its rows indented by `indent` (only the rows shown are read)."""
+    if arr.ndim == 0:
+        return _number(_as_numbers(arr).item(), notes)
+    if arr.ndim == 1:
+        return _vector(arr, indent, summarize, notes)
+    e, n = OPTIONS.edgeitems, len(arr)
     rows = (list(range(e)) + [None] + list(range(n - e, n)) if summarize and n > 2 * e
             else range(n))
-    parts = ["..." if i is None else _nested(values[i], ndim - 1, indent + 1, summarize, notes)
+    parts = ["..." if i is None else _nested(arr[i], indent + 1, summarize, notes)
              for i in rows]
-    return "[" + ("," + "\n" * (ndim - 1) + " " * (indent + 1)).join(parts) + "]"
+    return "[" + ("," + "\n" * (arr.ndim - 1) + " " * (indent + 1)).join(parts) + "]"
 
 
 def _as_numbers(arr):
@@ -149,12 +149,10 @@ def _as_numbers(arr):
 def body(arr, indent):
     """The bracketed values of a non-empty array, laid out after `indent` characters."""
     summarize = arr.size > OPTIONS.threshold
-    vals = _as_numbers(arr)
-    shown = _edges(vals) if summarize else vals
-    floating = vals.dtype.kind in "fc"
-    parts = (shown.real, shown.imag) if vals.dtype.kind == "c" else (shown,)
-    notes = [Notation(p, floating) for p in parts]
-    return _nested(vals.tolist(), arr.ndim, indent, summarize, notes)
+    shown = _as_numbers(_edges(arr) if summarize else arr)
+    parts = (shown.real, shown.imag) if shown.dtype.kind == "c" else (shown,)
+    notes = [Notation(p, shown.dtype.kind in "fc") for p in parts]
+    return _nested(arr, indent, summarize, notes)
 
 
 def dtype_name(dtype):
