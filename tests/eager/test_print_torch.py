@@ -336,3 +336,36 @@ def test_module_docstrings_run():
     for mod in (printing, size):
         failed, tried = doctest.testmod(mod)
         assert tried > 0 and failed == 0, mod.__name__
+
+
+def test_shape_inside_compile_is_a_size():
+    from dualgrad import compiler
+    seen = []
+
+    @compiler.compile
+    def flat(x):
+        seen.append(repr(x.shape[1:]))
+        n, *rest = x.shape
+        return x.reshape(n, -1) * x.size(0)
+
+    out = flat(eager.ones(2, 3, 4))
+    assert out.shape == (2, 12) and repr(out.shape) == "torch.Size([2, 12])"
+    assert seen == ["torch.Size([3, 4])"] and flat.traces == 1
+
+
+def test_a_module_holding_a_size_retraces_when_it_changes():
+    from dualgrad import compiler
+
+    class Reshape(eager.nn.Module):
+        def __init__(self, shape):
+            super().__init__()
+            self.shape = shape
+
+        def forward(self, x):
+            return x.reshape(self.shape)
+
+    m = Reshape(eager.zeros(3, 4).shape)
+    f = compiler.compile(m)
+    assert f(eager.ones(12)).shape == (3, 4)
+    m.shape = eager.zeros(4, 3).shape
+    assert f(eager.ones(12)).shape == (4, 3)
