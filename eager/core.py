@@ -68,7 +68,7 @@ def blank(cls, requires_grad=False):
     entry, its array not set yet. The compile() tracer makes its tensors so
     (compiler/tracer.py), which then hold a graph value instead of an array."""
     t = _new(cls)
-    t.requires_grad, t.grad, t._node, t._root = requires_grad, None, None, None
+    t.requires_grad, t.grad, t._node, t._root, t._size = requires_grad, None, None, None, None
     return t
 
 
@@ -78,7 +78,7 @@ def _wrapped(out, op, inputs, attrs, track, _entry=_tuple_new, _Entry=Entry):
     call ends with: `EagerEngine.apply` and the operator fast path (`_binary`) alike."""
     t = _new(Tensor)
     t._array = out = out if type(out) is np.ndarray else np.asarray(out)
-    t.grad = t._root = None
+    t.grad = t._root = t._size = None
     if track and _GRAD.enabled and (out.dtype.kind in "fc" or is_bfloat16(out.dtype)):
         if out.dtype.kind == "c":
             raise no_complex_autograd(op.name)
@@ -830,7 +830,7 @@ class Tensor:
         if requires_grad and self._array.dtype.kind == "c":   # NOTE: nn.Parameter too
             raise no_complex_autograd("requires_grad=True")
         self.requires_grad = bool(requires_grad)
-        self.grad = self._root = None
+        self.grad = self._root = self._size = None
         self._node = None
 
     # -- what it is ---------------------------------------------------------------------------
@@ -856,7 +856,7 @@ class Tensor:
             size = self._size
             if size == shape:
                 return size
-        except AttributeError:   # NOTE: a tensor made without __init__ (`_new`, `blank`)
+        except AttributeError:   # NOTE: a tensor made by `_new` that did not set it
             pass
         size = self._size = as_size(shape)
         return size

@@ -163,6 +163,7 @@ class MetaEngine:
 def _wrap(arr, requires_grad=False):
     t = object.__new__(MetaTensor)
     t._array, t.grad, t._node, t.requires_grad = arr, None, None, requires_grad
+    t._size = None
     return t
 
 
