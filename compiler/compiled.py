@@ -15,7 +15,7 @@ graph's gradients to `backward()`.
 >>> y = loss(w, eager.ones(4, 3))
 >>> y.backward()
 >>> float(y), w.grad.shape, loss.traces
-(72.0, (3, 2), 1)
+(72.0, torch.Size([3, 2]), 1)
 
 What cannot be traced (a tensor's value read by Python: `if t.sum() > 0`, `.item()`,
 `.numpy()`, `print(t)`) is a *graph break*: that call runs eagerly, with a warning naming the

@@ -15,6 +15,7 @@ import numpy as np
 
 from dualgrad.eager.nn import STATE_VERSION, Module
 from dualgrad.eager.core import Tensor, array_of
+from dualgrad.eager.size import Size
 from dualgrad.ops.core import engine_of
 
 class Inline(Exception):
@@ -133,10 +134,12 @@ def modules_reached(fn):
 
 
 _PLAIN_ATTR = (bool, int, float, str, type(None))
+_TUPLES = (tuple, Size)   # NOTE: a module's `self.shape = x.shape` is a Size
 
 
 def _plain(v):
-    return type(v) in _PLAIN_ATTR or type(v) is tuple and all([type(x) in _PLAIN_ATTR for x in v])
+    return type(v) in _PLAIN_ATTR or type(v) in _TUPLES and all([type(x) in _PLAIN_ATTR
+                                                                 for x in v])
 
 
 class ModuleState:

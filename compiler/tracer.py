@@ -15,7 +15,7 @@ written in place, optimizer steps), for every call of the compiled function to d
 ...     x = tr.wrap(graph.placeholder("float32", (2, 3)), requires_grad=False)
 ...     y = (x * 2).sum(1)
 >>> type(y).__name__, y.shape, [n.op.name for n in tr.graph.get_operations()][-2:]
-('Tracer', (2,), ['mul', 'sum'])
+('Tracer', torch.Size([2]), ['mul', 'sum'])
 """
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Parameter
 from dualgrad.eager.core import Tensor, array_of, blank, foreign
 from dualgrad.eager.formats import format_order
+from dualgrad.eager.size import as_size
 from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
 from dualgrad.ops.rules import (as_operand, torch_needs_cast, torch_result_dtype,
                                 torch_scalar_opmath)
@@ -200,7 +201,7 @@ class Tracer(Tensor):
     _engine = TraceEngine
     __hash__ = object.__hash__   # __eq__ is elementwise (borrowed below), hashing by identity
 
-    shape = property(lambda self: tuple(self._g.spec.shape))
+    shape = property(lambda self: as_size(self._g.spec.shape))
     dtype = property(lambda self: self._g.spec.dtype)
     spec = property(lambda self: self._g.spec)
     ndim = property(lambda self: len(self._g.spec.shape))

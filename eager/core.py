@@ -5,7 +5,7 @@
 >>> y = (x * x).sum()
 >>> y.backward()
 >>> x.grad
-tensor([2., 4., 6.], shape=(3,), dtype=float32)
+tensor([2., 4., 6.])
 """
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ from dualgrad.ops.rules import (as_operand, bfloat16, inexact, ints_fit, is_bflo
                                 torch_scalar_opmath, warn_outer)
 
 from . import devices as _device
+from .printing import tensor_repr
+from .size import as_size
 from .amp import AUTOCAST as _AUTOCAST, lowers as _lowers
 from .hooks import (HOOK as _HOOK, LEAF_HOOKS as _LEAF_HOOKS, RemovableHandle as _HookHandle,
                     leaf_hooked)
@@ -66,7 +68,7 @@ def blank(cls, requires_grad=False):
     entry, its array not set yet. The compile() tracer makes its tensors so
     (compiler/tracer.py), which then hold a graph value instead of an array."""
     t = _new(cls)
-    t.requires_grad, t.grad, t._node, t._root = requires_grad, None, None, None
+    t.requires_grad, t.grad, t._node, t._root, t._size = requires_grad, None, None, None, None
     return t
 
 
@@ -76,7 +78,7 @@ def _wrapped(out, op, inputs, attrs, track, _entry=_tuple_new, _Entry=Entry):
     call ends with: `EagerEngine.apply` and the operator fast path (`_binary`) alike."""
     t = _new(Tensor)
     t._array = out = out if type(out) is np.ndarray else np.asarray(out)
-    t.grad = t._root = None
+    t.grad = t._root = t._size = None
     if track and _GRAD.enabled and (out.dtype.kind in "fc" or is_bfloat16(out.dtype)):
         if out.dtype.kind == "c":
             raise no_complex_autograd(op.name)
@@ -807,11 +809,19 @@ def _needs_grad(v):
     return node is None or type(node) is _Freed or node[0].vjp is not None
 
 
+def printed(t, prefix):
+    """t's text as torch prints it, after `prefix` ("tensor(")."""
+    arr = t._array if type(t._array) is np.ndarray else t._concrete("repr", "print")
+    node = t.grad_fn
+    return tensor_repr(arr, DEFAULT_FLOAT[0], prefix, node and node.name(), t.requires_grad)
+
+
 class Tensor:
     """An n-dimensional array with autograd, in PyTorch's style: its core here (storage,
     dtype and shape, autograd, the arithmetic operators); every other method and operator
     comes from the table in eager/surface.py."""
-    __slots__ = ("_array", "requires_grad", "grad", "_node", "_modified", "_root", "__weakref__")
+    __slots__ = ("_array", "requires_grad", "grad", "_node", "_modified", "_root", "_size",
+                 "__weakref__")
     _engine = EagerEngine
     __array_ufunc__ = None   # ndarray + Tensor defers to Tensor.__radd__
 
@@ -820,7 +830,7 @@ class Tensor:
         if requires_grad and self._array.dtype.kind == "c":   # NOTE: nn.Parameter too
             raise no_complex_autograd("requires_grad=True")
         self.requires_grad = bool(requires_grad)
-        self.grad = self._root = None
+        self.grad = self._root = self._size = None
         self._node = None
 
     # -- what it is ---------------------------------------------------------------------------
@@ -840,7 +850,16 @@ class Tensor:
 
     @property
     def shape(self):
-        return self._array.shape
+        """torch.Size: made once per shape the tensor has had (shape is read on hot paths)."""
+        shape = self._array.shape
+        try:
+            size = self._size
+            if size == shape:
+                return size
+        except AttributeError:   # NOTE: a tensor made by `_new` that did not set it
+            pass
+        size = self._size = as_size(shape)
+        return size
 
     @property
     def dtype(self):
@@ -866,7 +885,7 @@ class Tensor:
         return self._node is None
 
     def size(self, dim=None):
-        return self._array.shape if dim is None else self._array.shape[dim]
+        return self.shape if dim is None else self._array.shape[dim]
 
     def dim(self):
         return self._array.ndim
@@ -898,14 +917,15 @@ class Tensor:
         root = getattr(self, "_root", None)
         return UntypedStorage(self._concrete("untyped_storage") if root is None else root.array)
 
-    def _concrete(self, what):
-        """The tensor's NumPy array; inside compile() a traced value has no address: the
-        trace ends here and the function runs eagerly from this call on."""
+    def _concrete(self, what, kind="layout"):
+        """The tensor's NumPy array; inside compile() a traced value has no address (or,
+        for `kind` "print", no values to show): the trace ends here and the function runs
+        eagerly from this call on."""
         arr = self._array
         if type(arr) is not np.ndarray:
             tr = current_trace()
             if tr is not None:
-                tr.break_here("layout")
+                tr.break_here(kind)
             arr = np.asarray(arr)
         return arr
 
@@ -915,17 +935,10 @@ class Tensor:
         return self._array.shape[0]
 
     def __repr__(self):
-        arr = self._array.astype(np.float32) if is_bfloat16(self._array.dtype) else self._array
-        body = np.array2string(arr, separator=", ", prefix="tensor(", precision=4,
-                               threshold=200, edgeitems=3)
-        extra = [f"shape={self._array.shape}", f"dtype={self._array.dtype}"]
-        if self.grad_fn is not None:
-            extra.append(f"grad_fn=<{self.grad_fn.name()}>")
-        elif self.requires_grad:
-            extra.append("requires_grad=True")
-        return f"tensor({body}, {', '.join(extra)})"
-
-    __str__ = __repr__
+        """As torch prints it (eager/printing.py): `tensor([1.5000, 2.0000])`, the dtype
+        when it is not the default one of its kind, then `grad_fn=` or `requires_grad=`;
+        a subclass's name in place of `tensor`."""
+        return printed(self, "tensor(" if type(self) is Tensor else f"{type(self).__name__}(")
 
     # -- leaving the tensor world ---------------------------------------------------------------
     def numpy(self):

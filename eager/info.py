@@ -15,6 +15,7 @@ import numpy as np
 from dualgrad.ops.rules import finfo as rules_finfo, floating
 
 from .factories import get_default_dtype
+from .size import Size  # noqa: F401 - torch.Size
 from .formats import (channels_last, channels_last_3d, contiguous_format,  # noqa: F401 - torch.*
                       memory_format, preserve_format)
 
@@ -74,16 +75,6 @@ class iinfo:  # noqa: N801
 
     def __repr__(self):
         return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
-
-
-class Size(tuple):
-    """A shape: a tuple of ints (x.shape compares equal to it)."""
-
-    def numel(self):
-        return math.prod(self)
-
-    def __repr__(self):
-        return f"torch.Size({list(self)})"
 
 
 def _legacy(name, dtype):

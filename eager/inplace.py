@@ -16,7 +16,7 @@ the tensor's own array, so views and aliases see the change. Three rules keep gr
 >>> with eager.no_grad():
 ...     w -= 0.5 * eager.ones(3)
 >>> w
-tensor([0.5, 0.5, 0.5], shape=(3,), dtype=float32, requires_grad=True)
+tensor([0.5000, 0.5000, 0.5000], requires_grad=True)
 """
 from __future__ import annotations
 

@@ -15,9 +15,9 @@ values (`.item()`, `bool()`, `.numpy()`, `.tolist()`, `.to("cpu")`) raises PyTor
 >>> model = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 10)).to("meta")
 >>> out = model(x)
 >>> out.shape, out.device
-((N, 10), device(type='meta'))
+(torch.Size([N, 10]), device(type='meta'))
 >>> out.sum().backward(); model[0].weight.grad.shape
-(32, 64)
+torch.Size([32, 64])
 """
 from __future__ import annotations
 
@@ -163,6 +163,7 @@ class MetaEngine:
 def _wrap(arr, requires_grad=False):
     t = object.__new__(MetaTensor)
     t._array, t.grad, t._node, t.requires_grad = arr, None, None, requires_grad
+    t._size = None
     return t
 
 

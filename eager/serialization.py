@@ -8,7 +8,7 @@ What `torch.save` scripts hand over is stored whatever the file's extension (`mo
 a flat dict of tensors (`model.state_dict()`) is a plain safetensors file that any
 safetensors reader opens; anything nested (an optimizer's `state_dict()`, a checkpoint dict
 with an epoch number and several state dicts) keeps its tensors as safetensors entries and
-its structure - dicts, lists, tuples, numbers, strings, None - as JSON in the header's
+its structure - dicts, lists, tuples, torch.Size, numbers, strings, None - as JSON in the header's
 metadata. Objects that only pickle could store (a Module, a function) are refused.
 
 Every tensor of a nested object is stored under a name of its own: its path of keys
@@ -24,10 +24,10 @@ never another exception.
 >>> path = os.path.join(tempfile.mkdtemp(), "w.pt")
 >>> eager.save({"w": eager.ones(2)}, path)
 >>> eager.load(path)["w"]
-tensor([1., 1.], shape=(2,), dtype=float32)
+tensor([1., 1.])
 >>> eager.save({"epoch": 3, "state": {0: {"step": eager.tensor(3.0)}}}, path)
 >>> eager.load(path)["state"][0]["step"]
-tensor(3., shape=(), dtype=float32)
+tensor(3.)
 """
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ from dualgrad.ops.files import UnreadableWeights, atomic_path, read_safetensors,
 
 from .devices import check as check_device
 from .core import Tensor
+from .size import Size
 
 
 def _flat_tensors(obj):
@@ -94,6 +95,8 @@ def _encode(obj, arrays, where, depth=0):
         return {"int": int(obj)}
     if isinstance(obj, (float, np.floating)):
         return {"float": repr(float(obj))}       # repr keeps inf, nan and every digit
+    if isinstance(obj, Size):   # NOTE: x.shape saved comes back a torch.Size, as torch's
+        return {"size": [int(d) for d in obj]}
     if isinstance(obj, (list, tuple)):
         items = [_encode(v, arrays, f"{where}.{i}" if where else str(i), depth + 1)
                  for i, v in enumerate(obj)]
@@ -131,6 +134,8 @@ def _decode(node, arrays, depth=0):
         return value
     if kind == "float" and isinstance(value, str):
         return _float(value)
+    if kind == "size" and isinstance(value, list) and all(type(d) is int for d in value):
+        return Size(value)
     if kind in ("list", "tuple") and isinstance(value, list):
         items = [_decode(v, arrays, depth + 1) for v in value]
         return items if kind == "list" else tuple(items)
@@ -150,7 +155,7 @@ def _kind(node):
     return keys[0], node[keys[0]]
 
 
-_KINDS = ("tensor", "int", "float", "list", "tuple", "dict")
+_KINDS = ("tensor", "int", "float", "list", "tuple", "size", "dict")
 
 
 def _key(pair):

@@ -5,7 +5,7 @@
 >>> eager.manual_seed(0)
 >>> model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
 >>> model(eager.randn(3, 4)).shape
-(3, 2)
+torch.Size([3, 2])
 >>> [name for name, _ in model.named_parameters()]
 ['0.weight', '0.bias', '2.weight', '2.bias']
 """

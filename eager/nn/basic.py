@@ -4,7 +4,7 @@ Dropout, the simple activations, Sequential and ModuleList, and the recurrent ce
 >>> from dualgrad import eager
 >>> from dualgrad.eager import nn
 >>> nn.Linear(3, 2)(eager.ones(4, 3)).shape
-(4, 2)
+torch.Size([4, 2])
 """
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ class LazyLinear(Linear):
     >>> from dualgrad import eager
     >>> layer = eager.nn.LazyLinear(2)
     >>> layer(eager.ones(4, 3)).shape, type(layer).__name__, layer.weight.shape
-    ((4, 2), 'Linear', (2, 3))
+    (torch.Size([4, 2]), 'Linear', torch.Size([2, 3]))
     """
 
     cls_to_become = Linear

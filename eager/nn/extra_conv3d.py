@@ -6,7 +6,7 @@ results of the input slices its window covers, so the gradients are the 2-d ops'
 >>> import dualgrad.eager.nn.functional as F
 >>> x = torch.ones(1, 1, 3, 3, 3)
 >>> F.conv3d(x, torch.ones(1, 1, 2, 2, 2)).shape, F.max_pool3d(x, 2).shape
-((1, 1, 2, 2, 2), (1, 1, 1, 1, 1))
+(torch.Size([1, 1, 2, 2, 2]), torch.Size([1, 1, 1, 1, 1]))
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ them; each holds its options and calls its functional form.
 >>> net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1, groups=1), nn.ReLU(inplace=True),
 ...                     nn.AdaptiveAvgPool2d(1), nn.Flatten())
 >>> net(eager.randn(2, 3, 8, 8)).shape
-(2, 8)
+torch.Size([2, 8])
 """
 from __future__ import annotations
 

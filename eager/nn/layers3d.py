@@ -7,7 +7,7 @@ functional form (extra_conv3d.py, F.pad, F.dropout3d).
 >>> from dualgrad.eager import nn
 >>> net = nn.Sequential(nn.Conv3d(2, 4, 3, padding=1), nn.BatchNorm3d(4), nn.MaxPool3d(2))
 >>> net(eager.randn(1, 2, 4, 4, 4)).shape
-(1, 4, 2, 2, 2)
+torch.Size([1, 4, 2, 2, 2])
 """
 from __future__ import annotations
 

@@ -16,7 +16,8 @@ from dualgrad import ops
 from dualgrad.ops.rules import bfloat16 as _bfloat16, inexact
 from dualgrad.ops.core import ShapeError, user_frame, where_str
 from .. import devices as _device
-from ..core import Tensor, zero_grads
+from ..core import Tensor, printed, zero_grads
+from ..size import Size
 from ..methods import to_args
 from ..devices import META_IMPL
 from ..formats import format_order, in_order, laid_out
@@ -36,7 +37,11 @@ class Parameter(Tensor):
         super().__init__(np.array(data, copy=True), requires_grad)
 
     def __repr__(self):
-        return "Parameter containing:\n" + super().__repr__()
+        """As torch's: `Parameter containing:` over the tensor's text (a subclass's text is
+        wrapped in `Parameter(...)`)."""
+        if type(self) is Parameter:
+            return "Parameter containing:\n" + printed(self, "tensor(")
+        return f"Parameter containing:\nParameter({printed(self, type(self).__name__ + '(')})"
 
 
 class UninitializedParameter(Parameter):
@@ -54,6 +59,9 @@ class UninitializedParameter(Parameter):
         raise RuntimeError("Can't access the shape of an uninitialized parameter or buffer. "
                            "Call `forward` to initialize the parameters before accessing "
                            "their attributes.")
+
+    def __repr__(self):
+        return "<UninitializedParameter>"
 
     def materialize(self, shape):
         self._array = np.zeros(tuple(shape), self._array.dtype)
@@ -414,12 +422,12 @@ class Module:
         values = {k: v for k, v in values.items()
                   if not isinstance(state_dict[k], UninitializedParameter)}
         lazy = {k for k in values if isinstance(own[k], UninitializedParameter)}
-        bad = [f"size mismatch for {k}: checkpoint has {v.shape}, the model has "
-               f"{own[k].shape}" for k, v in values.items()
-               if k not in lazy and v.shape != own[k].shape]
-        if bad:
-            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}: "
-                               + "; ".join(bad))
+        bad = [f"\n\tsize mismatch for {k}: copying a param with shape {Size(v.shape)} from "
+               f"checkpoint, the shape in current model is {Size(own[k].shape)}." for k, v in
+               values.items() if k not in lazy and v.shape != own[k].shape]
+        if bad:   # NOTE: torch's message
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:"
+                               + "".join(bad))
         for k in lazy:    # NOTE: a lazy module's parameter takes the checkpoint's shape
             own[k].materialize(values[k].shape)
         for k, v in values.items():

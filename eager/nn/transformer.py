@@ -6,7 +6,7 @@ load; `Transformer.generate_square_subsequent_mask(sz)` gives torch's causal flo
 >>> from dualgrad import eager
 >>> from dualgrad.eager import nn
 >>> layer = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, batch_first=True)
->>> nn.TransformerEncoder(layer, num_layers=2)(eager.randn(3, 5, 8)).shape
+>>> nn.TransformerEncoder(layer, num_layers=2)(eager.randntorch.Size([3, 5, 8])).shape
 (3, 5, 8)
 """
 from __future__ import annotations

@@ -137,12 +137,10 @@ def test_bool_of_a_non_scalar_raises():
     assert not bool(eager.tensor(0.0))
 
 
-def test_repr_shows_values_shape_dtype_and_grad_fn():
+def test_repr_shows_values_and_grad_fn():
     x = _t([1.5, -2.0])
     y = x * 2.0
-    r = repr(y)
-    assert "3." in r and "-4." in r
-    assert "shape=(2,)" in r and "dtype=float32" in r and "grad_fn=<MulBackward0>" in r
+    assert repr(y) == "tensor([ 3., -4.], grad_fn=<MulBackward0>)"
     assert "requires_grad=True" in repr(x)
     assert "grad_fn" not in repr(x.detach()) and "requires_grad" not in repr(x.detach())
 
@@ -154,7 +152,7 @@ def test_print_in_the_middle_of_a_forward_pass(capsys):
     print(h.sum())
     h.sum().backward()
     out = capsys.readouterr().out
-    assert "shape=(2, 2)" in out and "grad_fn=<TanhBackward0>" in out and "grad_fn=<SumBackward0>" in out
+    assert "tensor([[0.9640, 0.9993]," in out and "grad_fn=<TanhBackward0>" in out and "grad_fn=<SumBackward0>" in out
     assert "0.964" in out          # tanh(2)
     assert x.grad is not None
 

@@ -129,8 +129,9 @@ def test_load_state_dict_size_mismatch_changes_nothing():
     before = {n: _np(p).copy() for n, p in net.named_parameters()}
     sd = other.state_dict()
     sd["head.2.weight"] = eager.zeros(3, 5)      # the last entry: nothing before it may load
-    with pytest.raises(RuntimeError, match=r"size mismatch for head.2.weight: checkpoint has "
-                                           r"\(3, 5\), the model has \(2, 5\)"):
+    with pytest.raises(RuntimeError, match=r"size mismatch for head.2.weight: copying a param "
+                                           r"with shape torch.Size\(\[3, 5\]\) from checkpoint, "
+                                           r"the shape in current model is torch.Size\(\[2, 5\]\)"):
         net.load_state_dict(sd)
     for n, p in net.named_parameters():
         np.testing.assert_array_equal(_np(p), before[n], err_msg=n)

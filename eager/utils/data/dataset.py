@@ -4,7 +4,7 @@
 >>> from dualgrad.eager.utils.data import TensorDataset, random_split
 >>> ds = TensorDataset(eager.arange(10), eager.arange(10) * 2)
 >>> ds[3]
-(tensor(3, shape=(), dtype=int64), tensor(6, shape=(), dtype=int64))
+(tensor(3), tensor(6))
 >>> [len(s) for s in random_split(ds, [0.8, 0.2], generator=eager.Generator().manual_seed(0))]
 [8, 2]
 """
