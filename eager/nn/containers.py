@@ -100,6 +100,8 @@ class ParameterDict(Module):
             self.update(parameters)
 
     def __getitem__(self, key):
+        if key not in self._parameters:      # NOTE: torch's reads it as an attribute
+            raise AttributeError(f"'ParameterDict' object has no attribute '{key}'")
         return self._parameters[key]
 
     def __setitem__(self, key, value):

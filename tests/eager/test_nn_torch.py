@@ -296,3 +296,32 @@ def test_containers_and_module_api():
     assert "in_features=2" in repr(net) and net.heads["b"](5) == 5
     assert len(net.heads) == 2 and "a" in net.heads and list(net.heads.keys()) == ["a", "b"]
     assert len(net.scales) == 2 and len(net.extra) == 1
+
+
+def test_container_lookups_of_missing_entries_raise_as_torch():
+    """A missing key or index raises torch's exception type in every container: a
+    ParameterDict's `[]` and `pop` raise AttributeError there (they read attributes), `del`
+    KeyError; `try: ... except KeyError` takes the branch it takes under torch."""
+    def calls(lib):
+        nn = lib.nn
+        return {
+            "ParameterDict[]": lambda: nn.ParameterDict({"a": nn.Parameter(lib.ones(1))})["b"],
+            "ParameterDict.pop": lambda: nn.ParameterDict().pop("b"),
+            "del ParameterDict[]": lambda: nn.ParameterDict().__delitem__("b"),
+            "ModuleDict[]": lambda: nn.ModuleDict({"a": nn.Identity()})["b"],
+            "ModuleDict.pop": lambda: nn.ModuleDict().pop("b"),
+            "del ModuleDict[]": lambda: nn.ModuleDict().__delitem__("b"),
+            "ModuleList[]": lambda: nn.ModuleList([nn.Identity()])[3],
+            "ParameterList[]": lambda: nn.ParameterList([nn.Parameter(lib.ones(1))])[3],
+            "Sequential[]": lambda: nn.Sequential(nn.Identity())[3],
+        }
+
+    def raised(fn):
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001 - the type is what is compared
+            return type(e).__name__
+        return None
+    want, got = calls(torch), calls(eager)
+    for name in want:
+        assert raised(got[name]) == raised(want[name]), name
