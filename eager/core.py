@@ -975,15 +975,28 @@ class Tensor:
         return bool(self._array)
 
     def __float__(self):
-        return float(self.item())
+        return float(self._scalar())
 
     def __int__(self):
-        return int(self.item())
+        return int(self._scalar())
+
+    def __complex__(self):
+        return complex(self._scalar())
+
+    def _scalar(self):
+        """The one element Python's float(), int() and complex() take (torch's ValueError for
+        more, where item() raises RuntimeError)."""
+        if self._array.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
 
     def __index__(self):
-        if self._array.dtype.kind not in "iu" or self._array.size != 1:
-            raise TypeError("only integer tensors of a single element can be an index")
-        return int(self._array)
+        """A single-element integer or bool tensor of any shape, as torch's (`names[t]` with
+        t of shape (1,) works there)."""
+        if self._array.dtype.kind not in "iub" or self._array.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self._array.reshape(()))
 
     __hash__ = object.__hash__
 
@@ -1127,7 +1140,7 @@ class Tensor:
         return self
 
     def __abs__(self):
-        return ops.abs(self)
+        return self.abs()        # NOTE: through the method, so torch's refusals apply (bool)
 
     def __eq__(self, o):
         return _binary(_CMP["eq"], self, o)

@@ -379,6 +379,9 @@ def bool_or_bitwise(logical, bitwise):
 
 
 def invert(self):
+    if not _is_bool(self) and np.dtype(self.dtype).kind not in "iu":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
     return ops.logical_not(self) if _is_bool(self) else bitwise_not(self)
 
 
