@@ -55,7 +55,8 @@ class finfo:  # noqa: N801 - torch's name
         self.dtype, self.bits = dt.name, int(fi.bits)
         self.eps, self.max, self.min = float(fi.eps), float(fi.max), float(fi.min)
         self.tiny = self.smallest_normal = float(fi.smallest_normal)
-        self.resolution = float(fi.resolution)
+        self.resolution = 10.0 ** -int(fi.precision)   # NOTE: torch's, a Python float (NumPy's is the
+        # dtype's rounding of it: 9.99999997e-07 for float32)
 
     def __repr__(self):
         return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
@@ -68,13 +69,15 @@ class iinfo:  # noqa: N801
 
     def __init__(self, type):  # noqa: A002
         dt = np.dtype(type)
-        if dt.kind not in "iub":
+        if dt.kind == "b":
+            raise TypeError("torch.bool is not supported by torch.iinfo")
+        if dt.kind not in "iu":
             raise TypeError(f"torch.iinfo() requires an integer input type, got {dt}")
-        ii = np.iinfo(np.uint8 if dt.kind == "b" else dt)
+        ii = np.iinfo(dt)
         self.dtype, self.bits, self.min, self.max = dt.name, int(ii.bits), int(ii.min), int(ii.max)
 
     def __repr__(self):
-        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
 
 
 def _legacy(name, dtype):

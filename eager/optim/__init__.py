@@ -72,7 +72,7 @@ class SGD(Optimizer):
     # parameters: 18 -> 23 µs a step; RNN, 6: 30 -> 35 µs). After the first step, momentum
     # runs as one in-place loop per parameter (ops/native.sgd_momentum_), bit for bit the rule
 
-    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0,
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
                  fused=None):
         sw = _switches("SGD", foreach=foreach, differentiable=differentiable, fused=fused)
@@ -111,7 +111,7 @@ class Adam(Optimizer):
     """Adam (Kingma & Ba), torch's defaults: lr=1e-3, betas=(0.9, 0.999), eps=1e-8;
     decoupled_weight_decay=True is AdamW's update, as in torch."""
     _elementwise = True
-    _default_decay = 0.0
+    _default_decay = 0
     _decoupled = False
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=None,
@@ -177,7 +177,7 @@ class RMSprop(Optimizer):
     """RMSprop, torch's defaults: lr=1e-2, alpha=0.99, eps=1e-8; momentum and centered."""
     _elementwise = True
 
-    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0.0, momentum=0.0,
+    def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
                  centered=False, capturable=False, foreach=None, maximize=False,
                  differentiable=False):
         sw = _switches("RMSprop", capturable=capturable, foreach=foreach, maximize=maximize,
@@ -208,8 +208,8 @@ class Adagrad(Optimizer):
     """Adagrad, torch's defaults: lr=1e-2, lr_decay=0, eps=1e-10, initial accumulator 0."""
     _elementwise = True
 
-    def __init__(self, params, lr=1e-2, lr_decay=0.0, weight_decay=0.0,
-                 initial_accumulator_value=0.0, eps=1e-10, foreach=None, *, maximize=False,
+    def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0,
+                 initial_accumulator_value=0, eps=1e-10, foreach=None, *, maximize=False,
                  differentiable=False, fused=None):
         sw = _switches("Adagrad", foreach=foreach, maximize=maximize,
                        differentiable=differentiable, fused=fused)
@@ -234,7 +234,7 @@ class Adadelta(Optimizer):
     """Adadelta, torch's defaults: lr=1.0, rho=0.9, eps=1e-6."""
     _elementwise = True
 
-    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0.0, foreach=None, *,
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
                  capturable=False, maximize=False, differentiable=False):
         sw = _switches("Adadelta", maximize=maximize, capturable=capturable, foreach=foreach,
                        differentiable=differentiable)
@@ -274,7 +274,7 @@ class Adamax(Optimizer):
     eps=1e-8."""
     _elementwise = True
 
-    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  foreach=None, *, maximize=False, differentiable=False, capturable=False):
         sw = _switches("Adamax", foreach=foreach, maximize=maximize,
                        differentiable=differentiable, capturable=capturable)
@@ -298,7 +298,7 @@ class NAdam(Optimizer):
     eps=1e-8, momentum_decay=4e-3; decoupled_weight_decay as AdamW decays."""
     _elementwise = True
 
-    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
                  maximize=False, capturable=False, differentiable=False):
         sw = _switches("NAdam", maximize=maximize, foreach=foreach, capturable=capturable,
@@ -329,7 +329,7 @@ class RAdam(Optimizer):
     decoupled_weight_decay as AdamW decays."""
     _elementwise = True
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0,
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False,
                  capturable=False, differentiable=False):
         sw = _switches("RAdam", maximize=maximize, foreach=foreach, capturable=capturable)
@@ -355,7 +355,7 @@ class ASGD(Optimizer):
     average of the parameters is state["ax"]."""
     _elementwise = True
 
-    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0.0,
+    def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0,
                  foreach=None, maximize=False, differentiable=False, capturable=False):
         sw = _switches("ASGD", foreach=foreach, maximize=maximize,
                        differentiable=differentiable, capturable=capturable)

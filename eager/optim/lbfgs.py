@@ -24,7 +24,7 @@ from .optimizer import Optimizer
 
 
 class LBFGS(Optimizer):
-    def __init__(self, params, lr=1.0, max_iter=20, max_eval=None, tolerance_grad=1e-7,
+    def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7,
                  tolerance_change=1e-9, history_size=100, line_search_fn=None):
         if line_search_fn is not None:
             raise NotImplementedError(f"LBFGS(line_search_fn={line_search_fn!r}) is not "

@@ -292,6 +292,9 @@ def test_param_groups_are_torchs(name, kw, group_kw):
     assert [list(g) for g in strip] == [list(g) for g in tstrip]
     assert strip == tstrip
     assert opt.state_dict()["param_groups"] == topt.state_dict()["param_groups"]
+    # NOTE: == holds 0 == 0.0; the printed optimizer shows each default's type (torch's
+    # weight_decay, momentum, dampening, lr_decay default to the int 0)
+    assert repr(opt) == repr(topt)
 
 
 @pytest.mark.parametrize("order", ["scheduler first", "optimizer first", "custom optimizer"])

@@ -61,3 +61,24 @@ def test_the_calls_differed_before():
     with pytest.raises(TypeError, match="only implemented on integer and Boolean"):
         ~dg.tensor([1.5])
     assert np.isclose(complex(dg.tensor([2.0])), 2 + 0j)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_type_limits_as_torch(dtype):
+    """finfo / iinfo: every value and the printed form (finfo(float32).resolution was NumPy's
+    float32 rounding of 1e-6, 9.99999997e-07; iinfo printed its limits in full where torch
+    prints them with %g)."""
+    if dtype == "bool":
+        with pytest.raises(TypeError):
+            torch.iinfo(torch.bool)
+        with pytest.raises(TypeError):
+            dg.iinfo(dg.bool)
+        return
+    info = "finfo" if dtype.startswith(("float", "bfloat")) else "iinfo"
+    want = getattr(torch, info)(getattr(torch, dtype))
+    got = getattr(dg, info)(getattr(dg, dtype))
+    assert repr(got) == repr(want)
+    names = ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution") \
+        if info == "finfo" else ("bits", "max", "min")
+    for name in names:
+        assert getattr(got, name) == getattr(want, name), name
