@@ -52,7 +52,8 @@ def test_python_protocols_as_torch(dtype):
 def test_the_calls_differed_before():
     """What this file pins (each differed: a list index with a (1,)-shaped tensor raised,
     abs() of a bool tensor computed where torch refuses, float() of two elements and ~ of a
-    float tensor raised RuntimeError for torch's ValueError and TypeError)."""
+    float tensor raised RuntimeError for torch's ValueError and TypeError, -t of a bool tensor
+    NumPy's message)."""
     assert [10, 20][dg.tensor([1])] == 20
     with pytest.raises(NotImplementedError):
         abs(dg.tensor([True]))
@@ -61,6 +62,9 @@ def test_the_calls_differed_before():
     with pytest.raises(TypeError, match="only implemented on integer and Boolean"):
         ~dg.tensor([1.5])
     assert np.isclose(complex(dg.tensor([2.0])), 2 + 0j)
+    for negate in (lambda t: -t, dg.neg, dg.negative, lambda t: t.neg_()):
+        with pytest.raises(RuntimeError, match="Negation, the `-` operator, on a bool tensor"):
+            negate(dg.tensor([True]))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
