@@ -69,9 +69,6 @@ REFUSED = {
     "logcumsumexp": (_FLOATING_ONLY, *_not_implemented("logcumsumexp_out_cpu")),
     "frac": (_FLOATING_ONLY, *_not_implemented("frac_cpu")),
     "abs": (_NO_BOOL, *_not_implemented("abs_cpu")),
-    **dict.fromkeys(("neg", "negative", "__neg__", "neg_", "negative_"), (
-        _NO_BOOL, RuntimeError, "Negation, the `-` operator, on a bool tensor is not supported. "
-        "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.")),
     "floor": (_NO_BOOL, *_not_implemented("floor_vml_cpu")),
     "ceil": (_NO_BOOL, *_not_implemented("ceil_vml_cpu")),
     "round": (_NO_BOOL, *_not_implemented("round_vml_cpu")),
