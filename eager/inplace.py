@@ -26,7 +26,7 @@ import numpy as np
 
 from dualgrad import ops
 from dualgrad.ops.core import TRACING, user_frame, where_str
-from dualgrad.ops.index import index_positions, staged, torch_stages
+from dualgrad.ops.index import index_positions, staged, torch_indexed
 from dualgrad.ops.rules import (torch_can_cast, torch_floating_only, torch_int_scalar,
                                 torch_scalar_into)
 
@@ -218,13 +218,10 @@ def setitem(t, index, value):
         val = value._array if _is_tensor(value) else torch_scalar_into(value, t._array.dtype) \
             if type(value) in (int, float) else value
         index = _numpy_index(index)
-        stages = torch_stages(index, t._array.ndim)
         try:    # NOTE: quiet as torch's copy: 1e10 into float16 is inf, nan into int64 silent
+            base, last = torch_indexed(t._array, index)
             with np.errstate(over="ignore", invalid="ignore"):
-                if stages is None:
-                    t._array[index] = val
-                else:               # NOTE: the first stage is basic indexing: a view of t
-                    t._array[stages[0]][stages[1]] = val
+                base[last] = val
         except (ValueError, IndexError, TypeError) as e:
             raise RuntimeError(f"setitem: cannot assign {np.shape(val)} into index {index!r} "
                                f"of a tensor of shape {t._array.shape}: {e} (at {_where()})") \

@@ -95,11 +95,18 @@ def _kind(p):
     return "array"
 
 
+def torch_indexed(arr, index):
+    """(base, last) such that base[last] reads, or is assigned, as torch's arr[index] (the
+    first of torch_stages applied: a view of arr)."""
+    stages = torch_stages(index, arr.ndim)
+    return (arr, index) if stages is None else (arr[stages[0]], stages[1])
+
+
 def index_positions(shape, index):
     """The flat positions of x[index] for an x of `shape`, read as torch reads the index."""
-    pos = np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape)
-    stages = torch_stages(index, len(shape))
-    return pos[index] if stages is None else pos[stages[0]][stages[1]]
+    base, last = torch_indexed(np.arange(int(np.prod(shape, dtype=np.int64))).reshape(shape),
+                               index)
+    return base[last]
 
 
 def staged(index):
