@@ -89,6 +89,41 @@ def _wrapped(out, op, inputs, attrs, track, _entry=_tuple_new, _Entry=Entry):
         t._node = None
     return t
 CLOCK = [0]   # ticks once per in-place write; tape entries record the tick they were made at
+# The tick of the last in-place write into each storage: id(array) of a base tensor (the
+# `_root` of its views) -> (weakref to that array, tick). torch's version counter is shared by
+# a tensor and all its views (detach too): a write through one view must fail the backward of
+# an entry that saved another view of the same memory, or the base itself.
+_WRITTEN = {}
+
+
+def _storage_key(t):
+    root = getattr(t, "_root", None)
+    return t._array if root is None else root.array
+
+
+def stamp_storage(t, tick):
+    """Record an in-place write into t's memory at `tick` (t's own, or the base it views)."""
+    arr = _storage_key(t)
+    if type(arr) is not np.ndarray:
+        return
+    key = id(arr)
+    held = _WRITTEN.get(key)
+    if held is None or held[0]() is not arr:
+        held = (weakref.ref(arr, lambda _r, key=key: _WRITTEN.pop(key, None)), tick)
+    _WRITTEN[key] = (held[0], tick)
+
+
+def written_at(t):
+    """The tick of the last in-place write into t or into memory t shares with its base or
+    the base's other views; -1 if none."""
+    tick = getattr(t, "_modified", -1)
+    arr = _storage_key(t)
+    held = _WRITTEN.get(id(arr))
+    if held is not None and held[0]() is arr and held[1] > tick:
+        return held[1]
+    return tick
+
+
 RETAINS_GRAD = {}   # id(non-leaf) -> weakref to it: backward() fills its .grad (retain_grad)
 DEFAULT_FLOAT = [np.dtype(np.float32)]   # torch.get_default_dtype / set_default_dtype
 _F32 = DEFAULT_FLOAT[0]
@@ -566,20 +601,72 @@ def _node_of(t):
             f"its saved values were freed by the first backward(). Pass retain_graph=True to "
             f"the first backward() if you need to call it twice.")
     if node is not None and node[3] is not None and node[3] != CLOCK[0]:
-        _check_unmodified(t, node)
+        return _check_unmodified(t, node)
     return node
 
 
 def _check_unmodified(t, node):
-    """PyTorch's version-counter check: no value this entry used was written in place later."""
-    for v in (t,) + tuple(node[1]):
-        if isinstance(v, Tensor) and getattr(v, "_modified", -1) > node[3]:
-            what = "its output" if v is t else f"an input of shape {tuple(v.shape)}"
-            raise RuntimeError(
-                f"one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: {what} ({v.dtype}) of '{node[0].name}' was written in "
-                f"place after '{node[0].name}' used it. Hint: make the in-place change out of "
-                f"place (y = y + 1 instead of y += 1), or clone() the tensor first.")
+    """PyTorch's version-counter check. An entry whose gradient rule reads a value (its
+    `Op.reads`: torch's saved tensors) that was written in place since the entry was made
+    raises PyTorch's error; a value it does not read may have been written: the entry then
+    takes the tensor as it was (`as_of`, the tape entry it had then), so `y[:, :2] =
+    y[:, :2].sigmoid()` or `y[..., 0] *= 2` differentiate as torch's. Returns the entry, with
+    its inputs as they were where that differs."""
+    op, clock, inputs, swapped = node[0], node[3], node[1], None
+    if op.reads_out() and written_at(t) > clock:
+        _modified_error(t, t, node)
+    for k, v in enumerate(inputs):
+        if isinstance(v, Tensor) and written_at(v) > clock:
+            if op.reads_input(k):
+                _modified_error(t, v, node)
+            old = as_of(v, clock)
+            if old is None:
+                _modified_error(t, v, node)
+            if old is not v:
+                swapped = list(inputs) if swapped is None else swapped
+                swapped[k] = old
+    return node if swapped is None else entry(op, tuple(swapped), node[2], clock)
+
+
+def _modified_error(t, v, node):
+    what = "its output" if v is t else f"an input of shape {tuple(v.shape)}"
+    raise RuntimeError(
+        f"one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: {what} ({v.dtype}) of '{node[0].name}' was written in "
+        f"place after '{node[0].name}' used it. Hint: make the in-place change out of "
+        f"place (y = y + 1 instead of y += 1), or clone() the tensor first.")
+
+
+def keep_before(t, tick, snapshot):
+    """t was written in place at `tick` with its tape entry replaced; `snapshot` (a tensor)
+    holds its value and tape entry from just before. Held weakly: it lives as long as the
+    tape that uses it."""
+    held = [k for k in (getattr(t, "_before", None) or ()) if k[1]() is not None]
+    held.append((tick, weakref.ref(snapshot)))
+    t._before = held
+
+
+def as_of(v, clock):
+    """v with the tape entry it had at `clock` (a snapshot a later write kept, or v's view of
+    its base as the base was then); v itself when no write since replaced an entry; None
+    when the one it had is no longer held."""
+    for tick, ref in getattr(v, "_before", None) or ():
+        if tick > clock:
+            return ref()
+    node = v._node
+    if node is None or type(node) is not Entry or not node[0].view or \
+            not isinstance(node[1][0], Tensor) or getattr(v, "_root", None) is None:
+        return v
+    base = as_of(node[1][0], clock)
+    if base is None or base is node[1][0]:
+        return base
+    rest = [a._array if isinstance(a, Tensor) else a for a in node[1][1:]]
+    old = _new(Tensor)
+    old._array = node[0].kernel(base._array, *rest, **node[2])
+    old.grad, old._root, old._size = None, None, None
+    old.requires_grad = v.requires_grad
+    old._node = entry(node[0], (base,) + tuple(node[1][1:]), node[2], node[3])
+    return old
 
 
 def owned_array(arr, taken):
@@ -821,7 +908,7 @@ class Tensor:
     dtype and shape, autograd, the arithmetic operators); every other method and operator
     comes from the table in eager/surface.py."""
     __slots__ = ("_array", "requires_grad", "grad", "_node", "_modified", "_root", "_size",
-                 "__weakref__")
+                 "_before", "__weakref__")
     _engine = EagerEngine
     __array_ufunc__ = None   # ndarray + Tensor defers to Tensor.__radd__
 

@@ -89,8 +89,10 @@ def _check_result(t, arr, name):
 
 
 def _stamp(t):
-    """Tick the clock and mark t (and the tensors it is a view of) as written now."""
+    """Tick the clock and mark t (and the tensors it is a view of, and its memory, which its
+    base's other views share) as written now."""
     CLOCK[0] += 1
+    _core.stamp_storage(t, CLOCK[0])
     while t is not None:
         t._modified = CLOCK[0]
         node = t._node
@@ -121,13 +123,11 @@ def apply_inplace(t, name, compute, *others):
     view = node is not None and type(node) is Entry and node[0].view and t.requires_grad
     private = view and _private_view(t)
     if view and not private:
-        raise RuntimeError(
-            f"{name}: in-place change of a view ({node[0].name} of another tensor) that "
-            f"requires grad is not supported by dualgrad; write it out of place, e.g. "
-            f"`y = y + v` instead of `y += v` (at {_where()})")
-    new = compute(_snapshot(t), *others)
+        return _through_view(t, name, compute, others)
+    prev = _snapshot(t)
+    new = compute(prev, *others)
     if private:   # NOTE: no one else sees the bases: t takes storage of its own, so a base's
-        t._array = t._array.copy()   # value stays what its tape entry saw (max's vjp reads it)
+        t._array, t._root = t._array.copy(), None   # value stays what its entry saw (max's vjp)
     _write(t, new, name)
     if private:   # NOTE: the bases were not written: stamp t alone
         CLOCK[0] += 1
@@ -135,7 +135,71 @@ def apply_inplace(t, name, compute, *others):
     else:
         _stamp(t)
     if new.requires_grad:     # the entry is as new as the write: it used the snapshot, not t
+        _core.keep_before(t, CLOCK[0], prev)
         t.requires_grad, t._node = True, entry(*new._node[:3], CLOCK[0])
+    return t
+
+
+def _view_chain(t):
+    """[(view, its entry)] from t up through the tensors it is a view of, while each view's
+    memory lies in its base's (a reshape that copied ends the chain: from there on the values
+    are a copy's, which a write does not reach)."""
+    chain, v = [], t
+    while True:
+        node = v._node
+        if node is None or type(node) is not Entry or not node[0].view or \
+                not _is_tensor(node[1][0]) or \
+                not np.may_share_memory(v._array, node[1][0]._array):
+            return chain
+        chain.append((v, node))
+        v = node[1][0]
+
+
+def _positions_in_base(chain):
+    """Where each element of chain[0]'s view lies in the last base, as flat positions shaped
+    like the view: each view op's own kernel applied to its base's positions."""
+    pos = None
+    for _, node in reversed(chain):
+        base = np.arange(node[1][0]._array.size).reshape(node[1][0]._array.shape) \
+            if pos is None else pos
+        rest = [a._array if _is_tensor(a) else a for a in node[1][1:]]
+        pos = np.asarray(node[0].kernel(base, *rest, **node[2]))
+    return pos
+
+
+def _through_view(t, name, compute, others):
+    """An in-place change of a view that requires grad (torch's CopySlices): the tensor the
+    view lies in (its root) becomes its old value (a snapshot, with its old tape entry) with
+    the view's positions replaced by the view's new value, computed from the view's old
+    value read from that snapshot. So `y[..., 0] *= 2`, `y[0] += y[1]` and
+    `y.diagonal().zero_()` differentiate as torch's, and every entry recorded before the write
+    reads the values it saw (eager.core.as_of)."""
+    chain = _view_chain(t)
+    root = chain[-1][1][1][0]
+    if root.requires_grad and root._node is None:
+        raise RuntimeError(f"{name}: a view of a leaf Variable that requires grad is being used "
+                           f"in an in-place operation. (at {_where()})")
+    pos = _positions_in_base(chain)
+    if np.unique(pos).size != pos.size:
+        raise RuntimeError(
+            f"{name}: unsupported operation: some elements of the input tensor and the "
+            f"written-to tensor refer to a single memory location. Please clone() the tensor "
+            f"before performing the operation. (at {_where()})")
+    old_root = _snapshot(root)
+    flat = pos.reshape(-1)
+    old = ops.reshape(ops.take(ops.reshape(old_root, (-1,)), flat, axis=0), t._array.shape)
+    new = compute(old, *others)
+    _write(t, new, name)
+    _stamp(t)
+    tick = CLOCK[0]
+    placed = _put_at(old_root, flat, ops.reshape(new, (-1,)) if _is_tensor(new) else new)
+    _core.keep_before(root, tick, old_root)
+    root.requires_grad, root._node = True, entry(*placed._node[:3], tick)
+    for view, node in chain[1:]:   # NOTE: views of the new root, as of now
+        view._node = entry(node[0], node[1], node[2], tick)
+    if _is_tensor(new) and new.requires_grad:
+        _core.keep_before(t, tick, old)
+        t.requires_grad, t._node = True, entry(*new._node[:3], tick)
     return t
 
 
@@ -165,8 +229,12 @@ def _numpy_index(index):
 
 def _put(prev, index, value):
     """prev with `value` written at `index`, built from ops so gradients reach both."""
+    return _put_at(prev, index_positions(prev._array.shape, _numpy_index(index)), value)
+
+
+def _put_at(prev, pos, value):
+    """prev with `value` (broadcast to pos's shape) written at the flat positions `pos`."""
     shape, n = prev._array.shape, prev._array.size
-    pos = index_positions(shape, _numpy_index(index))
     mask = np.zeros(n, np.bool_)
     mask[pos.reshape(-1)] = True
     v = value if _is_tensor(value) else np.asarray(value, dtype=prev._array.dtype)
@@ -214,6 +282,8 @@ def setitem(t, index, value):
     """t[index] = value: NumPy's indexing (ints, slices, masks, index arrays) on the array."""
     index = index_tensors(index, value)
     _index_put_dtype(t, index, value)
+    if _is_tensor(value) and _is_region(t, index, value):
+        return   # NOTE: `y[i] += v` wrote through the view y[i] already; Python assigns it back
     if not _needs_tape(t, (value,)):
         val = value._array if _is_tensor(value) else torch_scalar_into(value, t._array.dtype) \
             if type(value) in (int, float) else value
@@ -229,6 +299,24 @@ def setitem(t, index, value):
         _stamp(t)
         return
     apply_inplace(t, "setitem", lambda p, v: _put(p, index, v), value)
+
+
+def _is_region(t, index, value):
+    """value is the very view t[index] (a basic index: ints, slices, None, ...): the same
+    memory, shape and strides, so assigning it changes nothing."""
+    arr = value._array
+    if type(arr) is not np.ndarray or arr.base is None or value.dtype != t.dtype:
+        return False
+    parts = index if isinstance(index, tuple) else (index,)
+    if not all(p is None or p is Ellipsis or type(p) in (int, slice) for p in parts):
+        return False
+    try:
+        region = t._array[index]
+    except (IndexError, TypeError):
+        return False
+    return type(region) is np.ndarray and region.shape == arr.shape and \
+        region.strides == arr.strides and \
+        region.__array_interface__["data"][0] == arr.__array_interface__["data"][0]
 
 
 def _index_put_dtype(t, index, value):

@@ -10,6 +10,8 @@ lets it decide what "running" the op means. With neither, the kernel runs on the
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import os
 import sys
 import threading
@@ -125,12 +127,13 @@ class Op:
     __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "reduce", "category", "samples", "ref",
                  "stateful", "view", "onnx", "tf", "nondiff", "fn", "decompose", "promote",
                  "shape_only_from", "zero_from", "may_alias", "inference_identity", "front",
-                 "alias_layout", "grad_at", "scalar_opmath", "complex")
+                 "alias_layout", "grad_at", "scalar_opmath", "complex", "reads")
 
     def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, reduce=None, category=None,
                  samples=(), ref=None, stateful=False, view=False, onnx=None, tf=None, promote=None,
                  shape_only_from=None, zero_from=(), may_alias=False, inference_identity=False,
-                 front=(), alias_layout=None, grad_at=None, scalar_opmath=False, complex=False):
+                 front=(), alias_layout=None, grad_at=None, scalar_opmath=False, complex=False,
+                 reads=None):
         self.name, self.infer, self.kernel, self.vjp = name, infer, kernel, vjp
         self.scalar, self.reduce, self.samples, self.ref = scalar, reduce, tuple(samples), ref
         self.onnx = onnx   # the ONNX operator that computes the same from the same inputs
@@ -167,6 +170,11 @@ class Op:
         # declare it refuses them in every engine (`register` wraps its shape rule; eager's
         # dispatch asks it before the kernel): ComplexError, torch's NotImplementedError
         self.complex = complex
+        # which values the gradient rule reads: a tuple of input positions, with "out" for the
+        # result (exp: ("out",); add: ()); None, undeclared: every input and the result. A
+        # view's rule reads neither input 0 nor the result. Eager's version check (torch's
+        # saved tensors) raises only when a value the rule reads was written in place since
+        self.reads = None if reads is None else tuple(reads)
         self.fn = None  # the public function, e.g. ops.add
         self.decompose = None   # the same as a composite of other ops: what compile() traces
 
@@ -176,11 +184,32 @@ class Op:
         s = self.scalar
         return s(**attrs) if callable(s) else s
 
+    def reads_input(self, k) -> bool:
+        """Whether the gradient rule reads input k's values (not only its shape)."""
+        if self.reads is None:
+            return k != 0 or not self.view
+        return k in self.reads
+
+    def reads_out(self) -> bool:
+        """Whether the gradient rule reads the result's values: undeclared, when the rule
+        names `out` (the walker passes the result by that name only)."""
+        if self.reads is None:
+            return not self.view and _names_out(self.vjp)
+        return "out" in self.reads
+
     def __repr__(self):
         return f"<op {self.name}>"
 
     def __reduce__(self):  # ops travel by name only (graph files store names, never objects)
         return (REGISTRY.__getitem__, (self.name,))
+
+
+@functools.lru_cache(maxsize=None)
+def _names_out(rule) -> bool:
+    try:
+        return "out" in inspect.signature(rule).parameters
+    except (TypeError, ValueError):
+        return True
 
 
 REGISTRY: dict[str, Op] = {}

@@ -63,10 +63,10 @@ def _S(*shapes, **kw):
 _UNARY_SAMPLES = (_S(()), _S((1,)), _S((3, 4)), _S((2, 1, 3)))
 _POS_SAMPLES = tuple(Sample(s.args, domain=(0.2, 3.0)) for s in _UNARY_SAMPLES)
 
-NEG = register("neg", _unary_infer, np.negative, lambda g, x, **kw: (-g,),
+NEG = register("neg", _unary_infer, np.negative, lambda g, x, **kw: (-g,), reads=(),
                scalar="(-{0})", category=_EW, onnx="Neg", tf="Neg", samples=_UNARY_SAMPLES, ref=lambda np, x: -x, complex=True)
 EXP = register("exp", _unary_infer, np.exp,
-               lambda g, x, out, **kw: (g * out,),
+               lambda g, x, out, **kw: (g * out,), reads=("out",),
                scalar="exp({0})", category=_EW, floating=True, onnx="Exp", samples=_UNARY_SAMPLES,
                ref=lambda np, x: np.exp(x), tf="Exp", complex=True)
 LOG = register("log", _unary_infer, np.log, lambda g, x, **kw: (g / x,),
@@ -77,11 +77,11 @@ LOG1P = register("log1p", _unary_infer, np.log1p, lambda g, x, **kw: (g / (x + 1
                      _S((5,), domain=(-0.9, 1e-6)),),
                  ref=lambda np, x: np.log1p(x), tf="Log1p", complex=True)   # NOTE: exact where log(1 + x) rounds to 0
 SQRT = register("sqrt", _unary_infer, np.sqrt,
-                lambda g, x, out, **kw: (g * 0.5 / out,),
+                lambda g, x, out, **kw: (g * 0.5 / out,), reads=("out",),
                 scalar="sqrt({0})", category=_EW, floating=True, onnx="Sqrt", samples=_POS_SAMPLES,
                 ref=lambda np, x: np.sqrt(x), tf="Sqrt", complex=True)
 TANH = register("tanh", _unary_infer, np.tanh,
-                lambda g, x, out, **kw: (tanh_grad(out, g),),
+                lambda g, x, out, **kw: (tanh_grad(out, g),), reads=("out",),
                 scalar="tanh({0})", category=_EW, floating=True, onnx="Tanh",
                 samples=_UNARY_SAMPLES,
                 ref=lambda np, x: np.tanh(x), tf="Tanh", complex=True)
@@ -104,7 +104,7 @@ _NATIVE_SIGMOID = 1024   # NOTE: the same quotients with one exp, not two, and o
 
 
 SIGMOID = register("sigmoid", _unary_infer, _sigmoid_kernel,
-                   lambda g, x, out, **kw: (sigmoid_grad(out, g),),
+                   lambda g, x, out, **kw: (sigmoid_grad(out, g),), reads=("out",),
                    scalar="where({0} >= 0, 1 / (1 + exp(-abs({0}))), "
                           "exp(-abs({0})) / (1 + exp(-abs({0}))))", category=_EW,
                    floating=True, onnx="Sigmoid", samples=_UNARY_SAMPLES,
@@ -240,7 +240,7 @@ COS = register("cos", _unary_infer, np.cos, lambda g, x, **kw: (-(g * sin(x)),),
                scalar="cos({0})", category=_EW, floating=True, onnx="Cos", samples=_UNARY_SAMPLES,
                ref=lambda np, x: np.cos(x), tf="Cos", complex=True)
 
-EXPM1 = register("expm1", _unary_infer, np.expm1, lambda g, x, out, **kw: (g * (out + 1.0),),
+EXPM1 = register("expm1", _unary_infer, np.expm1, lambda g, x, out, **kw: (g * (out + 1.0),), reads=("out",),
                  category="other", floating=True, front=("tf",), samples=_UNARY_SAMPLES + (
                      _S((5,), domain=(-1e-6, 1e-6)),),
                  ref=lambda np, x: np.expm1(x), tf="Expm1", complex=True)   # NOTE: exact where exp(x) - 1 cancels
@@ -328,7 +328,7 @@ def _cast_vjp(g, x, dtype, **kw):
     return (cast(g, dtype=str(np.dtype(x.dtype))),)
 
 
-CAST = register("cast", _cast_infer, _cast_kernel, _cast_vjp,
+CAST = register("cast", _cast_infer, _cast_kernel, _cast_vjp, reads=(),
                 scalar=lambda dtype: f"cast_{dtype}({{0}})",
                 category=_EW, may_alias=True,
                 samples=(_S((3, 4), attrs={"dtype": "float64"}),
@@ -375,7 +375,7 @@ def _copy_kernel(x):
 # NOTE: torch.clone, a result with memory of its own. Front ends end with it where torch
 # returns a new tensor and the computation may be a no-op on the input (roll by 0, tile by 1,
 # flip as a negative-step slice), so a write through the result never changes the input.
-COPY = register("copy", _unary_infer, _copy_kernel, lambda g, x, **kw: (g,),
+COPY = register("copy", _unary_infer, _copy_kernel, lambda g, x, **kw: (g,), reads=(),
                 scalar="{0}", category=_EW, onnx="Identity", samples=_UNARY_SAMPLES,
                 ref=lambda np, x: x.copy(), complex=True)
 
@@ -502,14 +502,14 @@ _POW_SAMPLES = (Sample(((3, 4), 3), domain=(-2.0, 2.0)), Sample(((3, 4), 2)),
                 Sample(((3, 4), 0.5), domain=(0.2, 3.0)),
                 Sample(((3, 4), (3, 4)), domain=(0.2, 3.0)), Sample(((4, 1), (1, 2)), domain=(0.5, 2.0)))
 
-ADD = register("add", _binary_infer("add"), np.add, _add_vjp, promote="common", scalar="({0} + {1})", category=_EW,
+ADD = register("add", _binary_infer("add"), np.add, _add_vjp, promote="common", reads=(), scalar="({0} + {1})", category=_EW,
                onnx="Add",
                samples=_BINARY_SAMPLES, ref=lambda np, x, y: x + y, tf="AddV2", complex=True)
-SUB = register("sub", _binary_infer("sub"), np.subtract, _sub_vjp, promote="common", scalar="({0} - {1})",
+SUB = register("sub", _binary_infer("sub"), np.subtract, _sub_vjp, promote="common", reads=(), scalar="({0} - {1})",
                category=_EW, onnx="Sub", tf="Sub", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x - y, complex=True)
 MUL = register("mul", _binary_infer("mul"), _scalar_in_opmath(np.multiply), _mul_vjp, promote="common",
                scalar="({0} * {1})", scalar_opmath=True, category=_EW, onnx="Mul", tf="Mul", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x * y, complex=True)
-DIV = register("div", _div_infer, _scalar_in_opmath(np.true_divide), _div_vjp, promote="divide",
+DIV = register("div", _div_infer, _scalar_in_opmath(np.true_divide), _div_vjp, promote="divide", reads=(1, "out"),
                scalar="({0} / {1})", scalar_opmath=True, category=_EW,
                onnx="Div",
                samples=tuple(Sample(s.args, domain=(0.5, 2.0), match=s.match)
@@ -591,7 +591,7 @@ def _where_kernel(c, x, y):
 
 
 WHERE = register(
-    "where", _where_infer, _where_kernel, _where_vjp, promote="where", scalar="where({0}, {1}, {2})", category=_EW,
+    "where", _where_infer, _where_kernel, _where_vjp, promote="where", reads=(0,), scalar="where({0}, {1}, {2})", category=_EW,
     onnx="Where",
     samples=(Sample((np.array([True, False, True]), (3,), (3,))),
              Sample((np.array([[True], [False]]), (2, 3), ())),

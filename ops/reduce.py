@@ -143,7 +143,7 @@ _RED_SAMPLES = (
 )
 
 
-SUM = register("sum", _reduce_infer("sum", _sum_dtype), _sum_kernel, _sum_vjp, reduce="sum",
+SUM = register("sum", _reduce_infer("sum", _sum_dtype), _sum_kernel, _sum_vjp, reduce="sum", reads=(),
                samples=_RED_SAMPLES,
                ref=lambda np, x, axis=None, keepdims=False: np.sum(x, axis=axis,
                                                                     keepdims=keepdims), complex=True)
@@ -231,7 +231,7 @@ def _cumsum_vjp(g, x, axis, **kw):
     return (reverse(cumsum(reverse(g, axis), axis), axis),)
 
 
-CUMSUM = register("cumsum", _cumsum_infer, _cumsum_kernel, _cumsum_vjp, category="other",
+CUMSUM = register("cumsum", _cumsum_infer, _cumsum_kernel, _cumsum_vjp, category="other", reads=(),
                   samples=(Sample(((3, 4),), {"axis": 1}), Sample(((5,),), {"axis": 0}),
                            Sample(((2, 3, 4),), {"axis": -3}),
                            Sample(((3,),), {"axis": 1}, match="axis 1 is out of range")),

@@ -295,6 +295,7 @@ def _sum_to_like_ref(np, x, like):
 
 SUM_TO_LIKE = register("sum_to_like", _sum_to_like_infer, _sum_to_like_kernel,
                        lambda g, x, like, **kw: (broadcast_like(g, x), None), category=_SHAPE,
+                       reads=(),
                        shape_only_from=1, may_alias=True,
                        samples=(_S((2, 3, 4), (3, 1)), _S((2, 3), ()), _S((4, 3), (4, 3)),
                                 _S((2, 3, 4), (2, 3, 1)), _S((5, 2, 3), (2, 3))),
@@ -387,7 +388,7 @@ def _concat_vjp(g, *xs, axis, out=None, **kw):
                  for i, x in enumerate(xs))
 
 
-CONCAT = register("concat", _concat_infer, _concat_kernel, _concat_vjp, category=_SHAPE,
+CONCAT = register("concat", _concat_infer, _concat_kernel, _concat_vjp, category=_SHAPE, reads=(),
                   promote="common",
                   samples=(_S((2, 3), (4, 3), attrs={"axis": 0}),
                            _S((2, 3), (2, 1), (2, 2), attrs={"axis": -1}),
@@ -546,7 +547,7 @@ def _take_kernel(x, idx, axis=0, negative=True):
 
 TAKE = register("take", _take_infer, _take_kernel,
                 lambda g, x, idx, axis=0, **kw: (take_grad(g, idx, x, axis=axis), None),
-                category="other",
+                category="other", reads=(1,),
                 samples=(Sample(((5, 3), np.array([0, 4, 4, 1])), attrs={"axis": 0}),
                          Sample(((5, 3), np.array([[1, 2], [0, 0]])), attrs={"axis": 0}),
                          Sample(((2, 5), np.array([3, 1])), attrs={"axis": 1}),
@@ -576,7 +577,7 @@ _NATIVE_ROWS = 4096   # NOTE: below this NumPy's add.at is quick and numba need 
 TAKE_GRAD = register("take_grad", lambda g, idx, x, axis=0, **_: same(x, dtype=g.dtype),
                      _take_grad_kernel,
                      lambda gg, g, idx, x, axis=0, **kw: (take(gg, idx, axis=axis), None, None),
-                     category="other",
+                     category="other", reads=(1,),
                      samples=(Sample(((4, 3), np.array([0, 4, 4, 1]), (5, 3)),
                                      attrs={"axis": 0}),),
                      ref=lambda np_, g, idx, x, axis=0: refs.scatter(
@@ -615,7 +616,7 @@ def _pad_vjp(g, x, pad_width, **kw):
     return (slice_(g, index=index),)
 
 
-PAD = register("pad", _pad_infer, _pad_kernel, _pad_vjp, category=_SHAPE,
+PAD = register("pad", _pad_infer, _pad_kernel, _pad_vjp, category=_SHAPE, reads=(),
                samples=(_S((2, 3), attrs={"pad_width": ((1, 0), (2, 1))}),
                         _S((2, 3), attrs={"pad_width": ((0, 0), (1, 1)), "value": -1.0}),
                         _S((3, 4), attrs={"pad_width": ((-1, 2), (1, -2))}),
