@@ -744,7 +744,10 @@ def scoped_call(g, name, fn, *args, leaf=None, **kw):
     with g.name_scope(name) as scope:
         out = fn(*args, **kw)
         if isinstance(out, Tensor) and out.graph is g and out.node.name.startswith(scope):
-            g.rename(out.node, g.unique_name(leaf) if leaf else scope[:-1])
+            if not leaf:
+                g.rename(out.node, scope[:-1])
+            elif out.node.name != scope + leaf:
+                g.rename(out.node, g.unique_name(leaf))
     return out
 
 

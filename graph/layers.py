@@ -20,7 +20,7 @@ from dualgrad.ops.rules import norm_axis
 from .control_flow import cond
 from dualgrad.ops.updates import running_average
 
-from .core import GraphKeys, Tensor, _graph_of, convert_to_tensor
+from .core import GraphKeys, Tensor, _graph_of, convert_to_tensor, scoped_call
 from .init_ops import glorot_uniform_initializer, ones_initializer, zeros_initializer
 from .math_ops import matmul
 from .nn import (_no_constraints, avg_pool2d, dropout as nn_dropout, bias_add,
@@ -50,7 +50,9 @@ def flatten(inputs, name=None):
     if None in rest:
         raise located(f"flatten: all dims but the first must be known, got "
                          f"{fmt_shape(inputs.shape)}")
-    return ops.reshape(inputs, (-1, int(np.prod(rest, dtype=np.int64))))
+    g = _graph_of([inputs])   # NOTE: TF's Flatten layer: 'flatten/Reshape', 'flatten_1/...'
+    return scoped_call(g, name or "flatten", ops.reshape, inputs,
+                       (-1, int(np.prod(rest, dtype=np.int64))), leaf="Reshape")
 
 
 def _channels(data_format, what):

@@ -27,7 +27,7 @@ OPERATOR_NAMES = {
     "__rmod__": "mod", "__pow__": "pow", "__rpow__": "pow", "__matmul__": "matmul",
     "__rmatmul__": "matmul", "__neg__": "Neg", "__abs__": "Abs", "__lt__": "Less",
     "__le__": "LessEqual", "__gt__": "Greater", "__ge__": "GreaterEqual",
-    "__invert__": "LogicalNot", "__and__": "LogicalAnd", "__or__": "LogicalOr",
+    "__invert__": "LogicalNot", "__and__": "and", "__or__": "or",
     "__getitem__": "strided_slice",
 }
 
@@ -62,13 +62,13 @@ DEFAULT_NAMES = {
     "broadcast_to": "BroadcastTo", "math_ops._where": "Select",
     "math_ops._select_v2": "SelectV2",
     # nn
-    "nn.relu": "Relu", "nn.relu6": "Relu6", "nn.elu": "Elu", "nn.selu": "Selu",
+    "nn.relu": "Relu", "nn.sigmoid": "Sigmoid", "nn.tanh": "Tanh", "nn.relu6": "Relu6", "nn.elu": "Elu", "nn.selu": "Selu",
     "nn.softplus": "Softplus", "nn.softsign": "Softsign", "nn.leaky_relu": "LeakyRelu",
     "nn.softmax": "Softmax", "nn.log_softmax": "LogSoftmax", "nn.bias_add": "BiasAdd",
     "nn.l2_loss": "L2Loss", "nn.l2_normalize": "l2_normalize",
     "nn.sigmoid_cross_entropy_with_logits": "logistic_loss",
     # NOTE: these return their scope's last op; of 2-d logits (other ranks reshape after it)
-    "nn.softmax_cross_entropy_with_logits": "softmax_cross_entropy_with_logits/Reshape_2",
+    "nn.softmax_cross_entropy_with_logits": "softmax_cross_entropy_with_logits_sg/Reshape_2",
     "nn.softmax_cross_entropy_with_logits_v2": "softmax_cross_entropy_with_logits/Reshape_2",
     "nn.sparse_softmax_cross_entropy_with_logits":
         "SparseSoftmaxCrossEntropyWithLogits/SparseSoftmaxCrossEntropyWithLogits",
@@ -80,14 +80,11 @@ DEFAULT_NAMES = {
 # TF's own compositions use the operator ('add', 'mul'); other primitives keep their own.
 KERNEL_NAMES = {
     "add": "add", "sub": "sub", "mul": "mul", "div": "truediv", "pow": "pow", "neg": "Neg",
-    "matmul": "MatMul", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "rsqrt": "Rsqrt",
-    "abs": "Abs", "sign": "Sign", "relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh",
+    "matmul": "MatMul", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs",
+    "sign": "Sign", "relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh",
     "maximum": "Maximum", "minimum": "Minimum", "reshape": "Reshape", "sum": "Sum",
-    "mean": "Mean", "max": "Max", "min": "Min", "prod": "Prod", "cast": "Cast",
-    "eq": "Equal", "ne": "NotEqual", "gt": "Greater", "ge": "GreaterEqual", "lt": "Less",
-    "le": "LessEqual", "logical_and": "LogicalAnd", "logical_or": "LogicalOr",
-    "logical_not": "LogicalNot", "square": "Square", "floordiv": "FloorDiv",
-    "floormod": "FloorMod", "expand_dims": "ExpandDims", "squeeze": "Squeeze",
-    "tile": "Tile", "concat": "concat", "pad": "Pad", "softmax": "Softmax",
-    "log_softmax": "LogSoftmax", "argmax": "ArgMax", "argmin": "ArgMin",
+    "max": "Max", "prod": "Prod", "cast": "Cast", "eq": "Equal", "ne": "NotEqual",
+    "gt": "Greater", "ge": "GreaterEqual", "lt": "Less", "le": "LessEqual",
+    "floordiv": "FloorDiv", "floormod": "FloorMod", "expand_dims": "ExpandDims",
+    "squeeze": "Squeeze", "concat": "concat", "pad": "Pad", "argmax": "ArgMax",
 }
