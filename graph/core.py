@@ -568,6 +568,7 @@ class _ThreadState(threading.local):
         self.stack: list[Graph] = []      # `with g.as_default()` blocks of this thread
         self.grad_of: list[Node] = []     # the forward node whose gradient rule is being built
         self.sessions: list = []          # `with Session() as s:` blocks (graph/session.py)
+        self.calls: list[str] = []        # name scopes of the graph functions being built
 
 
 _TLS = _ThreadState()
@@ -742,13 +743,25 @@ def scoped_call(g, name, fn, *args, leaf=None, **kw):
     `leaf`, the result is `name/leaf`, as TF's functions that return their scope's last op
     (`tf.nn.dropout`: 'dropout/SelectV2')."""
     with g.name_scope(name) as scope:
-        out = fn(*args, **kw)
+        _TLS.calls.append(scope)
+        try:
+            out = fn(*args, **kw)
+        finally:
+            _TLS.calls.pop()
         if isinstance(out, Tensor) and out.graph is g and out.node.name.startswith(scope):
             if not leaf:
                 g.rename(out.node, scope[:-1])
             elif out.node.name != scope + leaf:
                 g.rename(out.node, g.unique_name(leaf))
     return out
+
+
+def _building(g, what):
+    """The name of the node being built, for errors: the graph function's own name when it is
+    being built ('dense/MatMul'), else the name the op would take."""
+    if _TLS.calls and _TLS.calls[-1] == g._scope:
+        return g._scope[:-1]
+    return g._scope + KERNEL_NAMES.get(what, what)
 
 
 def _operator(method, fn, *args):
@@ -792,7 +805,7 @@ def _check_tf1_types(g, name, inputs, floating=False):
     if bad is not None:
         loc = user_frame()
         err = TypeError(f"{tf1_types_message(name, *bad)} "
-                        f"(at {where_str(loc)}, building node '{g._scope}{name}')"
+                        f"(at {where_str(loc)}, building node '{_building(g, name)}')"
                         f"{_declared(inputs, loc)}")
         err.location = loc
         raise err
@@ -818,7 +831,7 @@ def _dtype_error(e, g, what, inputs):
              if t.spec.weak is None and any(t.spec is s for s in e.specs)]
     loc = user_frame()
     err = TypeError(f"{what}: {e}{': inputs ' + ' and '.join(named) if len(named) > 1 else ''}"
-                    f" (at {where_str(loc)}, building node '{g._scope}{what}'). TF1 graphs do "
+                    f" (at {where_str(loc)}, building node '{_building(g, what)}'). TF1 graphs do "
                     f"not convert between tensor dtypes: cast one input with graph.cast(x, "
                     f"dtype){_declared(inputs, loc)}")
     err.location = loc
@@ -873,7 +886,7 @@ def cast_within(arr, want):
 
 def _at_user_line(e, g, what, inputs=()):
     loc = user_frame()
-    extra = f" (at {where_str(loc)}, building node '{g._scope}{what}'"
+    extra = f" (at {where_str(loc)}, building node '{_building(g, what)}'"
     if _TLS.grad_of:
         fwd = _TLS.grad_of[-1]
         extra += (f", the gradient of '{fwd.name}' (op {fwd.type}) defined at "
