@@ -766,6 +766,8 @@ def _building(g, what):
 
 def _operator(method, fn, *args):
     """A Tensor operator as TF builds it: its nodes named as TF's (tf_names.OPERATOR_NAMES)."""
+    if any(getattr(a, "_engine", None) not in (None, GraphEngine) for a in args):
+        return fn(*args)   # NOTE: another engine's tensor (compile()'s tracer) takes the call
     return scoped_call(_graph_of(args), OPERATOR_NAMES[method], fn, *args)
 
 
