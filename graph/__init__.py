@@ -129,6 +129,9 @@ compat.v1 = compat.v2 = __import__("sys").modules[__name__]   # tf.compat.v1 is 
 python.util = _NS(compat=compat)
 
 Operation = Node
+from .naming import install_default_names as _install_default_names  # noqa: E402
+from .tf_names import DEFAULT_NAMES as _DEFAULT_NAMES  # noqa: E402
+_install_default_names(__import__("sys").modules[__name__], _DEFAULT_NAMES)
 bool = bool_  # noqa: A001 - graph.bool, as tf.bool
 print = print_  # noqa: A001 - graph.print(x, message), as tf.print / tf.Print
 Print = print_

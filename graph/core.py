@@ -30,6 +30,7 @@ from dualgrad.ops.composite import current_composite
 
 from .dtypes import DType, as_dtype, dtype_of, tf1_refused, tf1_types_message
 from .shapes import TensorShape, _UNKNOWN_RANK, _UnknownRankShape
+from .tf_names import KERNEL_NAMES, OPERATOR_NAMES
 
 __all__ = ["Graph", "Node", "Tensor", "TensorShape", "GraphEngine", "get_default_graph",
            "reset_default_graph", "name_scope", "control_dependencies", "placeholder",
@@ -183,61 +184,61 @@ class Tensor:
 
     # -- operators ----------------------------------------------------------------------------
     def __add__(self, o):
-        return ops.add(self, o)
+        return _operator("__add__", ops.add, self, o)
 
     def __radd__(self, o):
-        return ops.add(o, self)
+        return _operator("__radd__", ops.add, o, self)
 
     def __sub__(self, o):
-        return ops.sub(self, o)
+        return _operator("__sub__", ops.sub, self, o)
 
     def __rsub__(self, o):
-        return ops.sub(o, self)
+        return _operator("__rsub__", ops.sub, o, self)
 
     def __mul__(self, o):
-        return _mul_operator(self, o)
+        return _operator("__mul__", _mul_operator, self, o)
 
     def __rmul__(self, o):
-        return _mul_operator(o, self)
+        return _operator("__rmul__", _mul_operator, o, self)
 
     def __truediv__(self, o):
-        return truediv(self, o)
+        return _operator("__truediv__", truediv, self, o)
 
     def __rtruediv__(self, o):
-        return truediv(o, self)
+        return _operator("__rtruediv__", truediv, o, self)
 
     def __floordiv__(self, o):   # TF's FloorDiv and FloorMod, as Python's // and %
-        return ops.floordiv(self, o)
+        return _operator("__floordiv__", ops.floordiv, self, o)
 
     def __rfloordiv__(self, o):
-        return ops.floordiv(o, self)
+        return _operator("__rfloordiv__", ops.floordiv, o, self)
 
     def __mod__(self, o):
-        return ops.floormod(self, o)
+        return _operator("__mod__", ops.floormod, self, o)
 
     def __rmod__(self, o):
-        return ops.floormod(o, self)
+        return _operator("__rmod__", ops.floormod, o, self)
 
     def __pow__(self, o):
-        return ops.pow(self, o)
+        return _operator("__pow__", ops.pow, self, o)
 
     def __rpow__(self, o):
-        return ops.pow(o, self)
+        return _operator("__rpow__", ops.pow, o, self)
 
     def __matmul__(self, o):
-        return ops.matmul(self, o)
+        return _operator("__matmul__", ops.matmul, self, o)
 
     def __rmatmul__(self, o):
-        return ops.matmul(o, self)
+        return _operator("__rmatmul__", ops.matmul, o, self)
 
     def __neg__(self):
-        return ops.neg(self)
+        return _operator("__neg__", ops.neg, self)
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        return ops.abs(self)
+        return _operator("__abs__", ops.abs, self)
 
     # NOTE: TF1's graph mode compares tensors as objects (`x == y` is `x is y`, a Python bool),
     # so `v in tf.trainable_variables()` and tensors as dict keys work; graph.equal and
@@ -249,33 +250,33 @@ class Tensor:
         return self is not o
 
     def __lt__(self, o):
-        return ops.lt(self, o)
+        return _operator("__lt__", ops.lt, self, o)
 
     def __le__(self, o):
-        return ops.le(self, o)
+        return _operator("__le__", ops.le, self, o)
 
     def __gt__(self, o):
-        return ops.gt(self, o)
+        return _operator("__gt__", ops.gt, self, o)
 
     def __ge__(self, o):
-        return ops.ge(self, o)
+        return _operator("__ge__", ops.ge, self, o)
 
     # NOTE: graph.logical_not / _and / _or are these ops under `named`: the same calls, in the
     # graph's trace
     def __invert__(self):
         with tracing(GraphEngine):
-            return ops.logical_not(self)
+            return _operator("__invert__", ops.logical_not, self)
 
     def __and__(self, o):
         with tracing(GraphEngine):
-            return ops.logical_and(self, o)
+            return _operator("__and__", ops.logical_and, self, o)
 
     def __or__(self, o):
         with tracing(GraphEngine):
-            return ops.logical_or(self, o)
+            return _operator("__or__", ops.logical_or, self, o)
 
     def __getitem__(self, index):
-        return ops.getitem(self, index)
+        return _operator("__getitem__", ops.getitem, self, index)
 
     @property
     def T(self):
@@ -334,8 +335,7 @@ class Graph:
     def __init__(self):
         self._nodes: list[Node] = []
         self._by_name: dict[str, Node] = {}
-        self._names: set[str] = set()
-        self._next_suffix: dict[str, int] = {}
+        self._names_in_use: dict[str, int] = {}   # lower-cased name -> next suffix, as TF
         self._tls = threading.local()        # this thread's name scope and control deps
         self._base_scope = ""                # a cond/while body's label scope
         self.variables: list = []            # every Variable, in creation order
@@ -387,19 +387,42 @@ class Graph:
 
     # -- names ---------------------------------------------------------------------------------
     def unique_name(self, name, mark_as_used=True) -> str:
-        """`name` under the current scope, suffixed `_1`, `_2`, ... when taken (amortised
-        constant time: each base name remembers the next suffix to try)."""
+        """`name` under the current scope, suffixed `_1`, `_2`, ... when taken, as TF's
+        Graph.unique_name: names are compared without case ('MatMul' after 'matmul' is
+        'MatMul_1'), nodes and name scopes share them, each remembers its next suffix."""
         full = self._scope + name
-        if full in self._names:
-            i = self._next_suffix.get(full, 1)
-            while f"{full}_{i}" in self._names:
+        key = full.lower()
+        i = self._names_in_use.get(key, 0)
+        if mark_as_used:
+            self._names_in_use[key] = i + 1
+        if i > 0:
+            base = key
+            while key in self._names_in_use:   # NOTE: someone may have taken 'name_1'
+                key = f"{base}_{i}"
                 i += 1
             if mark_as_used:
-                self._next_suffix[full] = i + 1
-            full = f"{full}_{i}"
-        if mark_as_used:
-            self._names.add(full)
+                self._names_in_use[key] = 1
+            full = f"{full}_{i - 1}"
         return full
+
+    def reserve_outside(self, name):
+        """Take `name` in the scope around the current one, as TF's functions that build a
+        node before entering their own scope (a reduction's 'Const' of all axes)."""
+        inner = self._scope
+        self._scope = inner[:inner.rstrip("/").rfind("/") + 1]
+        try:
+            self.unique_name(name)
+        finally:
+            self._scope = inner
+
+    def name_in_use(self, name) -> bool:
+        """True if `name` (any case) is a node's or a name scope's, or was reserved."""
+        return name.lower() in self._names_in_use
+
+    def mark_name_used(self, name):
+        """Reserve `name` as taken (an imported node's name)."""
+        key = name.lower()
+        self._names_in_use[key] = max(self._names_in_use.get(key, 0), 1)
 
     @contextlib.contextmanager
     def name_scope(self, name):
@@ -444,9 +467,9 @@ class Graph:
         if exact_name:  # a name reserved by unique_name / name_scope, or read from a file
             if name in self._by_name:
                 raise ValueError(f"duplicate node name {name!r}")
-            self._names.add(name)
+            self.mark_name_used(name)
         else:
-            name = self.unique_name(name or op.name)
+            name = self.unique_name(name or KERNEL_NAMES.get(op.name, op.name))
         node.name = name
         node.loc = loc if loc is not None else user_frame()
         if grad_of is None and _TLS.grad_of:
@@ -463,11 +486,11 @@ class Graph:
         return node
 
     def rename(self, node, new_name):
-        """Give `node` a reserved name (used by the `name=` argument of op functions)."""
+        """Give `node` a reserved name (used by the `name=` argument of op functions); its old
+        name stays taken, as TF never gives a name twice."""
         del self._by_name[node.name]
-        self._names.discard(node.name)
         node.name = new_name
-        self._names.add(new_name)
+        self.mark_name_used(new_name)
         self._by_name[new_name] = node
 
     def get_operations(self) -> list[Node]:
@@ -545,6 +568,7 @@ class _ThreadState(threading.local):
         self.stack: list[Graph] = []      # `with g.as_default()` blocks of this thread
         self.grad_of: list[Node] = []     # the forward node whose gradient rule is being built
         self.sessions: list = []          # `with Session() as s:` blocks (graph/session.py)
+        self.calls: list[str] = []        # name scopes of the graph functions being built
 
 
 _TLS = _ThreadState()
@@ -712,6 +736,41 @@ def _lift(g, a, args) -> Tensor:
     return _const_node(g, np.array(a))   # NOTE: a copy: the graph owns its constants
 
 
+def scoped_call(g, name, fn, *args, leaf=None, **kw):
+    """fn(*args, **kw) with its nodes under the name scope `name/` and its result, when built
+    there, named `name` itself: TF's way of naming what a Python function builds
+    (`tf.nn.l2_normalize` is 'l2_normalize', its parts 'l2_normalize/Square', ...). With
+    `leaf`, the result is `name/leaf`, as TF's functions that return their scope's last op
+    (`tf.nn.dropout`: 'dropout/SelectV2')."""
+    with g.name_scope(name) as scope:
+        _TLS.calls.append(scope)
+        try:
+            out = fn(*args, **kw)
+        finally:
+            _TLS.calls.pop()
+        if isinstance(out, Tensor) and out.graph is g and out.node.name.startswith(scope):
+            if not leaf:
+                g.rename(out.node, scope[:-1])
+            elif out.node.name != scope + leaf:
+                g.rename(out.node, g.unique_name(leaf))
+    return out
+
+
+def _building(g, what):
+    """The name of the node being built, for errors: the graph function's own name when it is
+    being built ('dense/MatMul'), else the name the op would take."""
+    if _TLS.calls and _TLS.calls[-1] == g._scope:
+        return g._scope[:-1]
+    return g._scope + KERNEL_NAMES.get(what, what)
+
+
+def _operator(method, fn, *args):
+    """A Tensor operator as TF builds it: its nodes named as TF's (tf_names.OPERATOR_NAMES)."""
+    if any(getattr(a, "_engine", None) not in (None, GraphEngine) for a in args):
+        return fn(*args)   # NOTE: another engine's tensor (compile()'s tracer) takes the call
+    return scoped_call(_graph_of(args), OPERATOR_NAMES[method], fn, *args)
+
+
 def _build(g, op, inputs, attrs, name=None):
     strict = not _root(g).promote_dtypes
     if strict:
@@ -748,7 +807,7 @@ def _check_tf1_types(g, name, inputs, floating=False):
     if bad is not None:
         loc = user_frame()
         err = TypeError(f"{tf1_types_message(name, *bad)} "
-                        f"(at {where_str(loc)}, building node '{g._scope}{name}')"
+                        f"(at {where_str(loc)}, building node '{_building(g, name)}')"
                         f"{_declared(inputs, loc)}")
         err.location = loc
         raise err
@@ -774,7 +833,7 @@ def _dtype_error(e, g, what, inputs):
              if t.spec.weak is None and any(t.spec is s for s in e.specs)]
     loc = user_frame()
     err = TypeError(f"{what}: {e}{': inputs ' + ' and '.join(named) if len(named) > 1 else ''}"
-                    f" (at {where_str(loc)}, building node '{g._scope}{what}'). TF1 graphs do "
+                    f" (at {where_str(loc)}, building node '{_building(g, what)}'). TF1 graphs do "
                     f"not convert between tensor dtypes: cast one input with graph.cast(x, "
                     f"dtype){_declared(inputs, loc)}")
     err.location = loc
@@ -829,7 +888,7 @@ def cast_within(arr, want):
 
 def _at_user_line(e, g, what, inputs=()):
     loc = user_frame()
-    extra = f" (at {where_str(loc)}, building node '{g._scope}{what}'"
+    extra = f" (at {where_str(loc)}, building node '{_building(g, what)}'"
     if _TLS.grad_of:
         fwd = _TLS.grad_of[-1]
         extra += (f", the gradient of '{fwd.name}' (op {fwd.type}) defined at "

@@ -88,7 +88,7 @@ class GraphFileError(ValueError):
 
 
 def describe(node) -> str:
-    """`'dense/matmul' (op matmul) defined at file.py:12`, plus the forward op for gradients."""
+    """`'dense/MatMul' (op matmul) defined at file.py:12`, plus the forward op for gradients."""
     part = getattr(node, "built_by", None)
     part = f", part of {part}" if part and part != node.type else ""
     s = f"'{node.name}' (op {node.type}{part}) defined at {where_str(node.loc)}"

@@ -393,10 +393,11 @@ class _Importer:
         order = self.order()
         finals = [self.scope + nd.name for nd in order]
         for nd, final in zip(order, finals):
-            if final in g._names:
+            if g.name_in_use(final):
                 raise _error(f"import_graph_def: node {nd.name!r}: the graph already "
                                     f"has a node named {final!r} (pass name= to prefix)")
-        g._names.update(finals)
+        for final in finals:
+            g.mark_name_used(final)
         for nd, final in zip(order, finals):
             self.node(g, nd, final)
         unused = set(self.input_map) - self.used_map

@@ -20,8 +20,9 @@ from dualgrad.ops.rules import norm_axis
 from .control_flow import cond
 from dualgrad.ops.updates import running_average
 
-from .core import GraphKeys, Tensor, _graph_of, convert_to_tensor
+from .core import GraphKeys, Tensor, _graph_of, convert_to_tensor, scoped_call
 from .init_ops import glorot_uniform_initializer, ones_initializer, zeros_initializer
+from .math_ops import matmul
 from .nn import (_no_constraints, avg_pool2d, dropout as nn_dropout, bias_add,
                  conv2d as _conv2d, conv2d_transpose as _conv2d_transpose, dense, max_pool2d)
 from .variables import assign
@@ -49,7 +50,9 @@ def flatten(inputs, name=None):
     if None in rest:
         raise located(f"flatten: all dims but the first must be known, got "
                          f"{fmt_shape(inputs.shape)}")
-    return ops.reshape(inputs, (-1, int(np.prod(rest, dtype=np.int64))))
+    g = _graph_of([inputs])   # NOTE: TF's Flatten layer: 'flatten/Reshape', 'flatten_1/...'
+    return scoped_call(g, name or "flatten", ops.reshape, inputs,
+                       (-1, int(np.prod(rest, dtype=np.int64))), leaf="Reshape")
 
 
 def _channels(data_format, what):
@@ -253,9 +256,9 @@ class Dense:
             self.bias = next((v for v in new if v.name.endswith("bias:0")), None)
             self.built = True
             return y
-        y = ops.matmul(inputs, self.kernel)
+        y = matmul(inputs, self.kernel)
         if self.bias is not None:
-            y = y + self.bias
+            y = bias_add(y, self.bias)
         y = self.activation(y) if self.activation is not None else y
         return regularize_output(y, self._kw["activity_regularizer"])
 

@@ -183,7 +183,10 @@ def where_v2(condition, x=None, y=None, name=None):
     x and y, the coordinates of the True elements, as where."""
     if x is None and y is None:
         return where(condition, name=name)
-    return named(ops.where)(condition, x, y, name=name)
+    return _select_v2(condition, x, y, name=name)
+
+
+_select_v2 = named(ops.where)   # TF's SelectV2 (tf_names)
 
 
 def _operand_shape(v):
@@ -251,7 +254,7 @@ def clip_by_value(t, clip_value_min, clip_value_max):
 
 log1p, floor, ceil, round = (  # noqa: A001 - TF's names
     named(f) for f in (ops.log1p, ops.floor, ops.ceil, ops.round))   # NOTE: round: half to even
-floordiv = floor_div = named(ops.floordiv)
+floordiv, floor_div = named(ops.floordiv), named(ops.floordiv)   # TF: floordiv, FloorDiv
 floormod = mod = named(ops.floormod)
 
 
@@ -395,12 +398,22 @@ def matmul(a, b, transpose_a=False, transpose_b=False):
 def reduce_sum(input_tensor, axis=None, keepdims=False):
     """TF1's Sum: the result keeps the input's dtype (an int32 sum wraps around, as TF's);
     a bool input is refused, as TF has no bool kernel for Sum."""
+    _reduction_dims(input_tensor, axis)
     x = convert_to_tensor(input_tensor)
     if x.dtype == np.bool_:
         raise TypeError(f"reduce_sum: Value passed to parameter 'input' has DataType bool not "
                         f"in list of allowed values ('{x.name}'): cast it first, "
                         f"graph.reduce_sum(graph.cast(x, tf.int32))")
     return _sum_keeping_dtype(x, axis, keepdims)
+
+
+def _reduction_dims(x, axis):
+    """Take the names TF's reductions give the axes they build outside their own scope when
+    `axis` is None (all axes: 'Const', or 'Rank' and 'range' when the rank is unknown), so
+    the nodes built after one are named as TF's."""
+    if axis is None and isinstance(x, Tensor):
+        for n in ("Const",) if x.ndim is not None else ("Rank", "range"):
+            x.graph.reserve_outside(n)
 
 
 def _sum_keeping_dtype(x, axis, keepdims):
@@ -414,6 +427,7 @@ def _sum_keeping_dtype(x, axis, keepdims):
 def reduce_mean(input_tensor, axis=None, keepdims=False):
     """The mean over `axis`; of integers, TF's: the sum divided by the count, truncated
     toward zero, in the input's dtype (reduce_mean([1, 2]) is 1, of [-1, -2] -1)."""
+    _reduction_dims(input_tensor, axis)
     x = convert_to_tensor(input_tensor)
     check_tf1_types("reduce_mean", x)
     if x.dtype.kind not in "iu":
@@ -433,6 +447,7 @@ def trunc_div(x, n):
 @old_names(**_AXIS)
 def reduce_max(input_tensor, axis=None, keepdims=False):
     """The max over `axis`; over an empty axis TF's -inf (an integer dtype's lowest)."""
+    _reduction_dims(input_tensor, axis)
     x = convert_to_tensor(input_tensor)
     if _nonempty(x, axis):
         return ops.max(x, axis=axis, keepdims=keepdims)
@@ -444,6 +459,7 @@ def reduce_max(input_tensor, axis=None, keepdims=False):
 @old_names(**_AXIS)
 def reduce_min(input_tensor, axis=None, keepdims=False):
     """The min over `axis`; over an empty axis TF's +inf (an integer dtype's highest)."""
+    _reduction_dims(input_tensor, axis)
     x = convert_to_tensor(input_tensor)
     check_tf1_types("min", x)   # NOTE: ops.min of bools goes through float64: TF1 refuses them
     if _nonempty(x, axis):
@@ -497,6 +513,7 @@ def reduce_logsumexp(input_tensor, axis=None, keepdims=False):
 @named
 @old_names(**_AXIS)
 def reduce_prod(input_tensor, axis=None, keepdims=False):
+    _reduction_dims(input_tensor, axis)
     return ops.prod(input_tensor, axis=axis, keepdims=bool(keepdims))
 
 
@@ -511,6 +528,7 @@ def _need_bool(what, x):
 @old_names(**_AXIS)
 def reduce_any(input_tensor, axis=None, keepdims=False):
     """True where any element over `axis` is; False over an empty axis, as TF."""
+    _reduction_dims(input_tensor, axis)
     x = _need_bool("reduce_any", input_tensor)
     return ops.gt(ops.sum(ops.cast(x, np.int32), axis=axis, keepdims=bool(keepdims)), 0)
 
@@ -519,6 +537,7 @@ def reduce_any(input_tensor, axis=None, keepdims=False):
 @old_names(**_AXIS)
 def reduce_all(input_tensor, axis=None, keepdims=False):
     """True where every element over `axis` is; True over an empty axis, as TF."""
+    _reduction_dims(input_tensor, axis)
     x = _need_bool("reduce_all", input_tensor)
     return ops.eq(ops.sum(ops.cast(ops.logical_not(x), np.int32), axis=axis,
                           keepdims=bool(keepdims)), 0)

@@ -1,6 +1,7 @@
 """TF's `name=` argument for op functions: `named(fn)` makes `fn` build its nodes in the
 graph (arrays and numbers become constants) and name its result, with the nodes a composite
-builds on the way under `name/`.
+builds on the way under `name/`. Without `name=`, the name is TF's default for the function
+(graph/tf_names.py: 'MatMul', 'Softmax', 'truediv'), else the function's own name.
 
 >>> import numpy as np
 >>> from dualgrad import graph
@@ -18,9 +19,10 @@ import numpy as np
 
 from dualgrad.ops.core import tracing
 
-from .core import GraphEngine, Tensor, _graph_of, _is_python_data, as_input, get_default_graph
+from .core import (GraphEngine, Tensor, _graph_of, _is_python_data, as_input,
+                   get_default_graph, scoped_call)
 
-__all__ = ["named", "with_keywords"]
+__all__ = ["named", "with_keywords", "install_default_names"]
 
 
 # The parameters through which TF's functions take tensors (`x`, `logits`, `a`, ...): TF
@@ -37,12 +39,20 @@ def named(fn):
     `name=` argument."""
     slots = _tensor_slots(fn)
 
+    default = [fn.__name__, None]   # TF's default name, and the result's name in its scope
+
     @functools.wraps(fn)
     def wrapper(*args, name=None, **kw):
         with tracing(GraphEngine):
             if slots[1] and (any(_data(a) for a in args) or any(_data(v) for v in kw.values())):
                 args, kw = _as_tensors(args, kw, slots)
-            return _named_call(fn, args, kw, name)
+            return _named_call(fn, args, kw, default[0] if name is None else name, default[1])
+
+    def set_default_name(tf_name):   # NOTE: kept by functools.wraps of this wrapper too
+        scope, _, leaf = tf_name.partition("/")
+        default[:] = scope, leaf or None
+    wrapper.set_default_name = set_default_name
+    wrapper.default_name = lambda: "/".join(n for n in default if n)
     return with_keywords(wrapper, "name")
 
 
@@ -101,16 +111,30 @@ def with_keywords(wrapper, *names):
     return wrapper
 
 
-def _named_call(fn, args, kw, name):
+def _named_call(fn, args, kw, name, leaf=None):
     if name is None:
         return fn(*args, **kw)
     tensors = [a for a in list(args) + list(kw.values()) if isinstance(a, Tensor)]
     for a in args:
         if isinstance(a, (list, tuple)):
             tensors += [x for x in a if isinstance(x, Tensor)]
-    g = _graph_of(tensors) if tensors else get_default_graph()
-    with g.name_scope(name) as scope:
-        out = fn(*args, **kw)
-    if isinstance(out, Tensor) and out.graph is g and out.node.name.startswith(scope):
-        g.rename(out.node, scope[:-1])
-    return out
+    return scoped_call(_graph_of(tensors) if tensors else get_default_graph(), name, fn,
+                       *args, leaf=leaf, **kw)
+
+
+def install_default_names(namespace, table):
+    """Give each function of `table` ({path under namespace: TF's default name}) its default
+    node name. Two paths to one function must agree (`graph.divide` is `graph.truediv`)."""
+    given = {}
+    for path, tf_name in table.items():
+        fn = namespace
+        for part in path.split("."):
+            fn = getattr(fn, part)
+        if not hasattr(fn, "set_default_name"):
+            raise TypeError(f"graph.{path} is not a named graph function")
+        key = id(fn.set_default_name)
+        if given.get(key, tf_name) != tf_name:
+            raise ValueError(f"graph.{path}: default name {tf_name!r}, but the same function "
+                             f"is already named {given[key]!r}")
+        given[key] = tf_name
+        fn.set_default_name(tf_name)

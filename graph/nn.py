@@ -29,7 +29,7 @@ from . import rnn_cell
 from .init_ops import glorot_uniform_initializer, zeros_initializer
 from .select_ops import in_top_k, top_k
 from .rnn import bidirectional_dynamic_rnn, dynamic_rnn, static_bidirectional_rnn, static_rnn
-from .math_ops import (clip_by_norm, l2_normalize, named, old_names, reduce_mean, reduce_sum,
+from .math_ops import (clip_by_norm, l2_normalize, matmul, named, old_names, reduce_mean, reduce_sum,
                        squared_difference)
 from .sampled import log_uniform_candidate_sampler, nce_loss, sampled_softmax_loss
 from .variable_scope import layer_scope, layer_variable, regularize_output
@@ -603,10 +603,10 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
     with g.as_default(), layer_scope("dense", name, reuse, inputs):
         kernel = layer_variable("kernel", (d_in, units), dt, kernel_initializer,
                                 glorot_uniform_initializer(), kernel_regularizer, trainable)
-        y = ops.matmul(inputs, kernel)
+        y = matmul(inputs, kernel)   # NOTE: TF's node names: dense/MatMul, dense/BiasAdd
         if use_bias:
-            y = y + layer_variable("bias", (units,), dt, bias_initializer, zeros_initializer(),
-                                   bias_regularizer, trainable)
+            y = bias_add(y, layer_variable("bias", (units,), dt, bias_initializer,
+                                           zeros_initializer(), bias_regularizer, trainable))
         y = activation(y) if activation is not None else y
         return regularize_output(y, activity_regularizer)
 

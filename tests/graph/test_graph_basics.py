@@ -43,14 +43,14 @@ def test_unique_names_and_name_scopes():
         b = graph.matmul(a, w)
     with graph.name_scope("dense"):
         c = graph.matmul(x, w)
-    assert (a.op.name, b.op.name, c.op.name) == ("dense/matmul", "dense/matmul_1",
-                                                 "dense_1/matmul")
-    assert a.name == "dense/matmul:0"
+    assert (a.op.name, b.op.name, c.op.name) == ("dense/MatMul", "dense/MatMul_1",
+                                                 "dense_1/MatMul")
+    assert a.name == "dense/MatMul:0"
     y = graph.reduce_mean(a, axis=1, name="row_mean")
     assert y.op.name == "row_mean" and y.shape == (None,)
     g = graph.get_default_graph()
     assert g.get_tensor_by_name("row_mean:0") is y
-    assert g.get_operation_by_name("dense/matmul") is a.op
+    assert g.get_operation_by_name("dense/MatMul") is a.op
     with pytest.raises(NotFoundError, match="no node named 'nope'"):
         g.get_operation_by_name("nope")
 

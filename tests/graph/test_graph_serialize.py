@@ -126,7 +126,7 @@ def test_dot_export_and_summary():
     dot = graph.to_dot()
     assert dot.startswith('digraph "graph" {') and dot.rstrip().endswith("}")
     assert '"act" [label="act\\nrelu\\n(?, 2) float32"' in dot
-    assert '"x" -> "matmul" [label="(?, 3)"]' in dot
+    assert '"x" -> "MatMul" [label="(?, 3)"]' in dot
     text = graph.describe(width=300)
     assert "act" in text and "relu" in text and "(?, 2) float32" in text
     assert "grad of act" in text and "test_graph_serialize.py" in text

@@ -152,7 +152,8 @@ def _dg_model():
         y = dg.nn.softmax(dg.matmul(h, v), name="output")
         dg.argmax(y, 1, name="cls")
         n = dg.cast(dg.shape(x)[0], dg.float32)
-        dg.identity(dg.reduce_mean(y[:, 1:], axis=1) * n - dg.tanh(y[:, 0]), name="mean")
+        # NOTE: not "mean": as in TF, names are unique without case, and reduce_mean's is 'Mean'
+        dg.identity(dg.reduce_mean(y[:, 1:], axis=1) * n - dg.tanh(y[:, 0]), name="score")
         loss = dg.reduce_sum(y * y)
         dg.train.GradientDescentOptimizer(0.1).minimize(loss)
     return g
@@ -160,7 +161,7 @@ def _dg_model():
 
 def test_dualgrad_graph_runs_in_tf_after_freezing(tf, tmp_path):
     g = _dg_model()
-    names = ["output", "cls", "mean"]
+    names = ["output", "cls", "score"]
     with g.as_default(), dg.Session(graph=g) as s:
         s.run(dg.global_variables_initializer())
         expected = s.run([n + ":0" for n in names], {"input:0": IMAGES})

@@ -59,7 +59,7 @@ def test_an_error_on_a_later_run_names_the_node_and_line():
         with pytest.raises(Exception) as info:
             s.run(y, {x: np.ones((4, 3), np.float32), b: np.ones((5, 2), np.float32)})
     assert f"test_planfn.py:{line}" in str(info.value)
-    assert "in node 'matmul'" in str(info.value) and "(4, 3), (2, 5)" in str(info.value)
+    assert "in node 'MatMul'" in str(info.value) and "(4, 3), (2, 5)" in str(info.value)
     with graph.Session(g, optimize=False) as s, pytest.raises(Exception) as first:
         s.run(y, {x: np.ones((4, 3), np.float32), b: np.ones((5, 2), np.float32)})
     assert str(first.value) == str(info.value) and type(first.value) is type(info.value)

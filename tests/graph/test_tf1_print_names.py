@@ -186,17 +186,7 @@ KNOWN = {
     ("*", "*", "op repr"): "an op prints as dualgrad's Node, with dualgrad's op type",
     ("*", "*", "op str"): "print(op) shows dualgrad's Node, not TF's NodeDef text",
 }
-# NOTE: a node's default name is dualgrad's op name ('matmul'), or for a composite its last
-# primitive's (softmax: 'div_1'); TF names it after its kernel ('MatMul', 'Softmax'). For these
-# the name differs and repr / str are compared with TF's name put in.
-NODE_NAMES = {
-    "elementwise_and_reductions": ("truediv", "neg", "matmul", "relu", "sigmoid", "tanh",
-                                   "softmax", "reduce_sum", "reduce_mean axis", "argmax",
-                                   "equal", "cast", "reshape", "expand_dims", "square",
-                                   "exp"),
-    "get_variable_and_dense": ("dense out", "named dense out", "dense again"),
-    "gradients": ("loss", "grad of variable", "grad of placeholder"),
-}
+NODE_NAMES = {}
 
 
 def _known(program, label, view, want):
