@@ -28,6 +28,7 @@ from dualgrad.ops.rules import (as_operand, bfloat16, inexact, ints_fit, is_bflo
                                 torch_scalar_opmath, warn_outer)
 
 from . import devices as _device
+from .dtypes import _TABLE as _DTYPES
 from .printing import tensor_repr
 from .size import as_size
 from .amp import AUTOCAST as _AUTOCAST, lowers as _lowers
@@ -862,8 +863,8 @@ class Tensor:
         return size
 
     @property
-    def dtype(self):
-        return self._array.dtype
+    def dtype(self):   # NOTE: torch.dtype, one per NumPy dtype (eager/dtypes.py): a lookup
+        return _DTYPES[self._array.dtype]
 
     @property
     def spec(self):
