@@ -28,7 +28,7 @@ from dualgrad.ops.rules import (as_operand, bfloat16, inexact, ints_fit, is_bflo
                                 torch_scalar_opmath, warn_outer)
 
 from . import devices as _device
-from .dtypes import _TABLE as _DTYPES
+from .dtypes import TABLE as _DTYPES
 from .printing import tensor_repr
 from .size import as_size
 from .amp import AUTOCAST as _AUTOCAST, lowers as _lowers

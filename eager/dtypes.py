@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dualgrad.ops.dtypes import DTypeBase
+from dualgrad.ops.dtypes import DTypeBase, table_of
 from dualgrad.ops.rules import TORCH_SCALAR_NAMES, bfloat16, is_bfloat16
 
 # NOTE: torch's short names (torch.float32.abbr)
@@ -77,10 +77,10 @@ class dtype(DTypeBase):  # noqa: N801 - torch's name
     __str__ = __repr__
 
 
-_TABLE = dtype._table
+TABLE = table_of(dtype)   # NOTE: Tensor.dtype's lookup (core.py)
 of = dtype.of   # the one torch.dtype of a NumPy dtype, type or name
 
 
 def of_bfloat16():
     """torch.bfloat16 (ml_dtypes', imported on first use)."""
-    return _TABLE[bfloat16()]
+    return TABLE[bfloat16()]
