@@ -23,9 +23,9 @@ class _Table(dict):
     __slots__ = ("cls",)
 
     def __missing__(self, dt):
-        d = self[dt] = object.__new__(self.cls)
+        d = object.__new__(self.cls)
         d.dtype, d.kind, d.itemsize = dt, dt.kind, dt.itemsize
-        return d
+        return self.setdefault(dt, d)   # NOTE: atomic: two threads get the same object
 
 
 class DTypeBase:
