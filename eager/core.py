@@ -35,6 +35,10 @@ from .amp import AUTOCAST as _AUTOCAST, lowers as _lowers
 from .hooks import (HOOK as _HOOK, LEAF_HOOKS as _LEAF_HOOKS, RemovableHandle as _HookHandle,
                     leaf_hooked)
 
+_NP_FLOAT32 = np.dtype(np.float32)
+_FLOAT32 = _DTYPES[_NP_FLOAT32]   # NOTE: torch.float32, Tensor.dtype's common case
+
+
 class _GradMode(threading.local):
     enabled = True   # NOTE: per thread, as PyTorch's grad mode; the hot path reads one attribute
 
@@ -863,8 +867,9 @@ class Tensor:
         return size
 
     @property
-    def dtype(self):   # NOTE: torch.dtype, one per NumPy dtype (eager/dtypes.py): a lookup
-        return _DTYPES[self._array.dtype]
+    def dtype(self):   # NOTE: torch.dtype, one per NumPy dtype (eager/dtypes.py): a lookup,
+        d = self._array.dtype   # after an identity test for NumPy's own float32 (hashing a
+        return _FLOAT32 if d is _NP_FLOAT32 else _DTYPES[d]   # dtype costs more than `is`)
 
     @property
     def spec(self):
