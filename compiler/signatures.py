@@ -17,12 +17,14 @@ from dualgrad.eager.nn import STATE_VERSION, Module
 from dualgrad.eager.core import Tensor, array_of
 from dualgrad.eager.size import Size
 from dualgrad.ops.core import engine_of
+from dualgrad.ops.dtypes import DTypeBase
 
 class Inline(Exception):
     """An argument is a tracer or a graph tensor: run fn as it is (nested in a trace)."""
 
 
-_VALUE_TYPES = (type(None), bool, int, str, bytes, slice, type(Ellipsis), type, np.dtype)
+_VALUE_TYPES = (type(None), bool, int, str, bytes, slice, type(Ellipsis), type, np.dtype,
+                DTypeBase)   # NOTE: torch.float16 as an argument is a value
 _PLAIN = frozenset([type(None), bool, int, str, bytes])   # keyed (type, value), exact types
 
 
@@ -274,7 +276,7 @@ def describe(args, kwargs, grad_mode, training):
     """One readable line for a signature: argument specs and values, grad and train modes."""
     def one(x):
         if isinstance(x, Tensor):
-            return f"{x.dtype}{list(x.shape)}" + (" requires_grad" if x.requires_grad else "")
+            return f"{x.dtype.name}{list(x.shape)}" + (" requires_grad" if x.requires_grad else "")
         if isinstance(x, (tuple, list)):
             inner = ", ".join(one(v) for v in x)
             return f"({inner})" if isinstance(x, tuple) else f"[{inner}]"

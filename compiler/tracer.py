@@ -27,6 +27,7 @@ from dualgrad import ops
 from dualgrad.eager import is_grad_enabled
 from dualgrad.eager.nn import Parameter
 from dualgrad.eager.core import Tensor, array_of, blank, foreign
+from dualgrad.eager.dtypes import of as torch_dtype
 from dualgrad.eager.formats import format_order
 from dualgrad.eager.size import as_size
 from dualgrad.graph.core import GraphEngine, Tensor as GraphTensor
@@ -135,7 +136,7 @@ class _Values:
         self._t = t
 
     shape = property(lambda self: self._t.shape)
-    dtype = property(lambda self: self._t.dtype)
+    dtype = property(lambda self: self._t.spec.dtype)
     ndim = property(lambda self: self._t.ndim)
     spec = property(lambda self: self._t.spec)
     size = property(lambda self: int(np.prod(self._t.shape, dtype=np.int64)))
@@ -202,7 +203,7 @@ class Tracer(Tensor):
     __hash__ = object.__hash__   # __eq__ is elementwise (borrowed below), hashing by identity
 
     shape = property(lambda self: as_size(self._g.spec.shape))
-    dtype = property(lambda self: self._g.spec.dtype)
+    dtype = property(lambda self: torch_dtype(self._g.spec.dtype))
     spec = property(lambda self: self._g.spec)
     ndim = property(lambda self: len(self._g.spec.shape))
     _array = property(_Values)

@@ -22,15 +22,15 @@ from dualgrad.ops.rules import (torch_can_cast as _torch_can_cast,
                                 torch_result_dtype as _torch_result_dtype)
 from .core import Tensor, _GRAD
 
-float16, float32, float64 = np.dtype("float16"), np.dtype("float32"), np.dtype("float64")
-int8, int16, int32, int64 = (np.dtype(n) for n in ("int8", "int16", "int32", "int64"))
-uint8, bool_ = np.dtype("uint8"), np.dtype("bool")
-complex64, complex128 = np.dtype("complex64"), np.dtype("complex128")
+from .dtypes import dtype, of as _dtype_of  # noqa: E402 - torch.dtype (eager/dtypes.py)
+float16, float32, float64 = (_dtype_of(n) for n in ("float16", "float32", "float64"))
+int8, int16, int32, int64 = (_dtype_of(n) for n in ("int8", "int16", "int32", "int64"))
+uint8, bool_ = _dtype_of("uint8"), _dtype_of("bool")
+complex64, complex128 = _dtype_of("complex64"), _dtype_of("complex128")
 cfloat, cdouble = complex64, complex128
 bool = bool_  # noqa: A001 - torch.bool
 float, double, half, long, int, short = (  # noqa: A001 - torch's aliases
     float32, float64, float16, int64, int32, int16)
-dtype = np.dtype
 
 from .devices import (accelerator, backends, cpu, cuda, device, get_default_device,  # noqa: E402
                      set_default_device)
@@ -278,8 +278,8 @@ def equal(a, b):
 
 def result_type(a, b):
     """PyTorch's promotion of two operands (tensors or Python numbers)."""
-    return _torch_result_dtype([x._array if isinstance(x, Tensor) else x for x in (a, b)],
-                               get_default_dtype())
+    return _dtype_of(_torch_result_dtype([x._array if isinstance(x, Tensor) else x for x in (a, b)],
+                                         get_default_dtype()))
 
 
 def can_cast(from_, to):
@@ -288,7 +288,7 @@ def can_cast(from_, to):
 
 
 def promote_types(a, b):
-    return _torch_result_dtype([np.zeros(1, a), np.zeros(1, b)])
+    return _dtype_of(_torch_result_dtype([np.zeros(1, a), np.zeros(1, b)]))
 
 
 def _unary(fn):
@@ -378,7 +378,7 @@ def __getattr__(name):
         import importlib
         return importlib.import_module(".fx", __name__)
     if name == "bfloat16":   # NOTE: ml_dtypes' (NumPy has none), imported on first use
-        from dualgrad.ops.rules import bfloat16
-        return bfloat16()
+        from .dtypes import of_bfloat16
+        return of_bfloat16()
     from .not_provided import absent
     raise absent("", name)

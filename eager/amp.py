@@ -29,6 +29,7 @@ from dualgrad import ops
 from dualgrad.ops.core import is_value
 from dualgrad.ops.rules import HALF, bfloat16
 
+from .dtypes import of as torch_dtype
 from .grad_scaler import GradScaler
 
 __all__ = ["autocast", "GradScaler", "is_autocast_available", "lowers", "keeps_fp32"]
@@ -154,7 +155,7 @@ class autocast:  # noqa: N801 - torch's name
         if not isinstance(device_type, str):
             raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
         self.device, self._enabled = device_type, bool(enabled)
-        self.fast_dtype = bfloat16() if dtype is None else np.dtype(dtype)
+        self.fast_dtype = torch_dtype(bfloat16() if dtype is None else dtype)
         if self._enabled and device_type == "cuda":
             warnings.warn("CUDA is not available or torch_xla is imported. Disabling "
                           "autocast.", stacklevel=2)
@@ -174,7 +175,7 @@ class autocast:  # noqa: N801 - torch's name
         self._saved = (AUTOCAST.enabled, AUTOCAST.dtype)
         AUTOCAST.enabled = self._enabled
         if self._enabled:
-            AUTOCAST.dtype = self.fast_dtype
+            AUTOCAST.dtype = self.fast_dtype.dtype
         return self
 
     def __exit__(self, *exc):
@@ -197,4 +198,4 @@ def is_autocast_enabled(device_type=None):
 
 
 def get_autocast_dtype(device_type):
-    return AUTOCAST.dtype if device_type == "cpu" else _FLOAT16
+    return torch_dtype(AUTOCAST.dtype if device_type == "cpu" else _FLOAT16)

@@ -28,11 +28,16 @@ from dualgrad.ops.rules import (as_operand, bfloat16, inexact, ints_fit, is_bflo
                                 torch_scalar_opmath, warn_outer)
 
 from . import devices as _device
+from .dtypes import TABLE as _DTYPES
 from .printing import tensor_repr
 from .size import as_size
 from .amp import AUTOCAST as _AUTOCAST, lowers as _lowers
 from .hooks import (HOOK as _HOOK, LEAF_HOOKS as _LEAF_HOOKS, RemovableHandle as _HookHandle,
                     leaf_hooked)
+
+_NP_FLOAT32 = np.dtype(np.float32)
+_FLOAT32 = _DTYPES[_NP_FLOAT32]   # NOTE: torch.float32, Tensor.dtype's common case
+
 
 class _GradMode(threading.local):
     enabled = True   # NOTE: per thread, as PyTorch's grad mode; the hot path reads one attribute
@@ -949,8 +954,9 @@ class Tensor:
         return size
 
     @property
-    def dtype(self):
-        return self._array.dtype
+    def dtype(self):   # NOTE: torch.dtype, one per NumPy dtype (eager/dtypes.py): a lookup,
+        d = self._array.dtype   # after an identity test for NumPy's own float32 (hashing a
+        return _FLOAT32 if d is _NP_FLOAT32 else _DTYPES[d]   # dtype costs more than `is`)
 
     @property
     def spec(self):

@@ -2,7 +2,7 @@
 
 >>> from dualgrad import eager
 >>> eager.full((2,), 3).dtype, eager.linspace(0, 1, 5).tolist()
-(dtype('int64'), [0.0, 0.25, 0.5, 0.75, 1.0])
+(torch.int64, [0.0, 0.25, 0.5, 0.75, 1.0])
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from .devices import META_IMPL as _META, check as _check_device, is_meta as _is_
 from .formats import array_order, format_order, in_order, laid_out
 from .core import DEFAULT_FLOAT as _DEFAULT_FLOAT, Tensor, default_float  # noqa: F401 - others import it here
 from .core import no_complex_autograd
+from .dtypes import of as torch_dtype
 
 
 def set_default_dtype(d):
@@ -32,7 +33,7 @@ def set_default_dtype(d):
 
 
 def get_default_dtype():
-    return _DEFAULT_FLOAT[0]
+    return torch_dtype(_DEFAULT_FLOAT[0])
 
 
 def _make(arr, dtype, device, requires_grad):

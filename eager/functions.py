@@ -579,8 +579,8 @@ def lerp(input, end, weight):  # noqa: A002
     for name, other in (("end", end), ("weight", weight)):
         if isinstance(other, Tensor) and other.dtype != _t(input).dtype and \
                 (name == "end" or other.ndim):   # NOTE: a 0-d weight promotes instead
-            raise RuntimeError(f"expected dtype {TORCH_C_NAMES.get(str(_t(input).dtype))} for "
-                               f"`{name}` but got dtype {TORCH_C_NAMES.get(str(other.dtype))}")
+            raise RuntimeError(f"expected dtype {TORCH_C_NAMES.get(_t(input).dtype.name)} for "
+                               f"`{name}` but got dtype {TORCH_C_NAMES.get(other.dtype.name)}")
     # NOTE: a Python number weight does not take part in the dtype (lerp(uint8, uint8, 0.5)
     # raises), a 0-d tensor one does (lerp(int64, int64, tensor(0.5)) is float32)
     tensors = (input, end, weight) if isinstance(weight, Tensor) else (input, end)

@@ -14,6 +14,7 @@ import numpy as np
 
 from dualgrad.ops.rules import finfo as rules_finfo, floating
 
+from .dtypes import of as torch_dtype
 from .factories import get_default_dtype
 from .size import Size  # noqa: F401 - torch.Size
 from .formats import (channels_last, channels_last_3d, contiguous_format,  # noqa: F401 - torch.*
@@ -89,7 +90,7 @@ def _legacy(name, dtype):
             return tensor(args[0], dtype=dtype)
         return zeros(*args, dtype=dtype)
     make.__name__ = make.__qualname__ = name
-    make.dtype = np.dtype(dtype)
+    make.dtype = torch_dtype(dtype)
     return make
 
 

@@ -40,7 +40,13 @@ SCALAR_TYPE = {"float32": "Float", "float64": "Double", "float16": "Half",
 
 def scalar_type(dtype):
     """torch's C++ name of a dtype (Float, Long, Bool, ...), as its error messages spell it."""
-    return SCALAR_TYPE.get(str(dtype), str(dtype))
+    name = dtype_name(dtype)
+    return SCALAR_TYPE.get(name, name)
+
+
+def dtype_name(dtype) -> str:
+    """NumPy's name of a dtype (a torch.dtype, a NumPy dtype or a name): "float32"."""
+    return getattr(dtype, "name", dtype)
 
 
 def _not_implemented(kernel):
@@ -83,9 +89,9 @@ REFUSED = {
     "gelu": (_NO_NUMBERS, *_not_implemented("GeluKernelImpl")),
     "normalize": (_NO_NUMBERS, RuntimeError, "linalg.vector_norm: Expected a floating point or "
                   "complex tensor as input. Got {T}"),
-    "quantile": (lambda dt: str(dt) not in ("float32", "float64"), RuntimeError,
+    "quantile": (lambda dt: dtype_name(dt) not in ("float32", "float64"), RuntimeError,
                  "quantile() input tensor must be either float or double dtype"),
-    "nanquantile": (lambda dt: str(dt) not in ("float32", "float64"), RuntimeError,
+    "nanquantile": (lambda dt: dtype_name(dt) not in ("float32", "float64"), RuntimeError,
                     "quantile() input tensor must be either float or double dtype"),
 }
 
@@ -240,9 +246,9 @@ def _index_checked(name, fn, row):
         except TypeError:
             index = None   # NOTE: the call's own error follows, from fn
         dt = getattr(index, "dtype", None)
-        if isinstance(index, Tensor) and str(dt) not in dtypes and \
+        if isinstance(index, Tensor) and dtype_name(dt) not in dtypes and \
                 (index.numel() or base not in _EMPTY_UNCHECKED):
-            raise err(message.format(T=scalar_type(dt), t=str(dt)))
+            raise err(message.format(T=scalar_type(dt), t=dtype_name(dt)))
         return fn(*args, **kwargs)
     checked._index_of = name
     return checked
@@ -311,7 +317,7 @@ def _same_dtype_checked(name, fn, row):
                 else [v] if isinstance(v, Tensor) else []
         for t in ts[1:]:
             if t.dtype != ts[0].dtype:
-                a, b = str(ts[0].dtype), str(t.dtype)
+                a, b = dtype_name(ts[0].dtype), dtype_name(t.dtype)
                 raise RuntimeError(message.format(A=scalar_type(a), B=scalar_type(b),
                                                   a=TORCH_C_NAMES.get(a, a),
                                                   b=TORCH_C_NAMES.get(b, b)))

@@ -27,8 +27,9 @@ from dualgrad import ops
 from dualgrad.ops.core import ShapeError, Spec, fmt_shape, tracing, user_frame, where_str
 from dualgrad.ops.rules import DtypeMismatch, strict_dtypes
 from dualgrad.ops.composite import current_composite
+from dualgrad.ops.dtypes import DTypeBase
 
-from .dtypes import DType, as_dtype, dtype_of, tf1_refused, tf1_types_message
+from .dtypes import as_dtype, dtype_of, tf1_refused, tf1_types_message
 from .shapes import TensorShape, _UNKNOWN_RANK, _UnknownRankShape
 from .tf_names import KERNEL_NAMES, OPERATOR_NAMES
 
@@ -93,7 +94,7 @@ class Tensor:
     __array_ufunc__ = None   # ndarray + Tensor -> Tensor.__radd__
 
     def __init__(self, node, index, spec):
-        if type(spec.dtype) is DType:   # NOTE: a Spec holds the NumPy dtype (graph/dtypes.py)
+        if isinstance(spec.dtype, DTypeBase):   # NOTE: a Spec holds the NumPy dtype (graph/dtypes.py)
             spec = Spec(spec.shape, spec.dtype.dtype, spec.weak)
         self.node, self.index, self.spec = node, index, spec
 
@@ -311,13 +312,14 @@ def is_tensor(x) -> bool:
 
 
 def _numpy_dtypes(attrs):
-    """`attrs` with each `DType` (alone or in a list) replaced by its NumPy dtype: what
-    kernels, saved graphs and the compiler read (a user's `graph.float32` is a DType)."""
+    """`attrs` with each dtype object (alone or in a list) replaced by its NumPy dtype: what
+    kernels, saved graphs and the compiler read (a user's `graph.float32` is a DType, and
+    compile() traces eager code whose `torch.float32` is eager's; ops/dtypes.py)."""
     for k, v in attrs.items():
-        if type(v) is DType:
+        if isinstance(v, DTypeBase):
             attrs[k] = v.dtype
-        elif type(v) in (list, tuple) and any(type(x) is DType for x in v):
-            attrs[k] = type(v)(x.dtype if type(x) is DType else x for x in v)
+        elif type(v) in (list, tuple) and any(isinstance(x, DTypeBase) for x in v):
+            attrs[k] = type(v)(x.dtype if isinstance(x, DTypeBase) else x for x in v)
     return attrs
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dualgrad.ops.dtypes import DTypeBase
 from dualgrad.ops.rules import bfloat16 as _bfloat16, is_bfloat16
 
 
@@ -55,14 +56,16 @@ def as_dtype(dtype) -> np.dtype:
 
 
 # -- tf.DType: what users see ------------------------------------------------------------------
-class DType:
+class DType(DTypeBase):
     """TF's `DType` over a NumPy dtype (`.dtype`, which NumPy reads wherever it takes a
     dtype): TF's names and predicates; NumPy's attributes (`kind`, `itemsize`) are there too.
-    One object per dtype (`dtype_of`)."""
-    __slots__ = ("dtype",)
+    One object per dtype (`dtype_of`); equality, hashing, copies and NumPy's attributes are
+    ops.dtypes.DTypeBase's, which eager's `torch.dtype` shares."""
+    __slots__ = ()
 
-    def __init__(self, dtype):
-        self.dtype = dtype
+    @staticmethod
+    def _coerce(other):
+        return as_dtype(other)
 
     @property
     def name(self):
@@ -131,47 +134,16 @@ class DType:
     def is_compatible_with(self, other):
         return self == other
 
-    def __eq__(self, other):
-        if isinstance(other, DType):
-            return self.dtype == other.dtype
-        if other is None:   # NOTE: np.dtype(None) is float64
-            return False
-        try:
-            return self.dtype == as_dtype(other)
-        except TypeError:
-            return False
-
-    def __ne__(self, other):
-        return not self == other
-
-    def __hash__(self):   # NOTE: the NumPy dtype's, so sets and dicts of either find both
-        return hash(self.dtype)
-
     def __repr__(self):
         return f"tf.{self.name}"
 
     def __str__(self):
         return f"<dtype: {self.name!r}>"
 
-    def __reduce__(self):
-        return dtype_of, (self.dtype,)
-
-    def __getattr__(self, attr):   # NOTE: NumPy's own attributes: kind, itemsize, char, type
-        if attr.startswith("__") or attr == "dtype":
-            raise AttributeError(attr)
-        return getattr(self.dtype, attr)
-
-
-_INTERNED: dict = {}
-
 
 def dtype_of(dtype) -> DType:
     """The one `DType` of a NumPy dtype."""
-    dt = np.dtype(dtype)
-    d = _INTERNED.get(dt)
-    if d is None:
-        d = _INTERNED[dt] = DType(dt)
-    return d
+    return DType.of(dtype)
 
 
 def as_tf_dtype(dtype) -> DType:

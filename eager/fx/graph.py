@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..dtypes import dtype as torch_dtype
 from .node import Argument, Node, Target, map_arg, target_name
 
 # NOTE: the functions generated code writes as Python operators, as torch.fx's code does
@@ -426,7 +427,7 @@ class _CodeGen:
             return f"float({str(a)!r})"
         if a is None or a is Ellipsis or type(a) in (bool, int, float, str, complex):
             return repr(a)
-        if isinstance(a, np.dtype):
+        if isinstance(a, (np.dtype, torch_dtype)):
             return f"eager.{a.name}" if self._dtype_ok(a) else self.global_name(a, "dtype")
         return self.global_name(a, type(a).__name__.lower())
 

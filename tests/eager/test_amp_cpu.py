@@ -24,7 +24,7 @@ def _np(t):
 
 
 def _same(ours, ref, **tol):
-    assert str(ours.dtype) == str(ref.dtype).replace("torch.", ""), (ours.dtype, ref.dtype)
+    assert str(ours.dtype) == str(ref.dtype), (ours.dtype, ref.dtype)
     np.testing.assert_allclose(_np(ours), _np(ref), **(tol or BF16))
 
 
@@ -36,11 +36,11 @@ def test_bfloat16_promotes_as_torch():
     for name in others:
         a, b = eager.ones(2, dtype=eager.bfloat16), eager.ones(2, dtype=getattr(eager, name if name != "bool" else "bool_"))
         ra, rb = torch.ones(2, dtype=torch.bfloat16), torch.ones(2, dtype=getattr(torch, name))
-        assert str((a + b).dtype) == str((ra + rb).dtype).replace("torch.", ""), name
-        assert str((b * a).dtype) == str((rb * ra).dtype).replace("torch.", ""), name
+        assert str((a + b).dtype) == str((ra + rb).dtype), name
+        assert str((b * a).dtype) == str((rb * ra).dtype), name
     x, rx = eager.ones(2, dtype=eager.bfloat16), torch.ones(2, dtype=torch.bfloat16)
     for other in (2, 2.5, True):
-        assert str((x * other).dtype) == str((rx * other).dtype).replace("torch.", "")
+        assert str((x * other).dtype) == str((rx * other).dtype)
     zero_d = eager.tensor(3.0, dtype=eager.float64)
     assert (x * zero_d).dtype == eager.bfloat16 == eager.result_type(x, zero_d)
 
@@ -178,7 +178,7 @@ def test_autocast_computes_as_torch(dtype):
                 torch.autocast("cpu", dtype=getattr(torch, dtype)):
             for name in ref:
                 r, o = ref[name](), ours[name]()
-                assert str(o.dtype) == str(r.dtype).replace("torch.", ""), name
+                assert str(o.dtype) == str(r.dtype), name
                 if name not in ("linalg.qr", "linalg.svd", "linalg.matrix_rank", "pinverse"):
                     tol = {} if r.dtype != torch.float16 else dict(rtol=1e-3, atol=2e-3)
                     _same(o, r, **tol)

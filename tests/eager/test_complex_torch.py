@@ -27,7 +27,7 @@ def _np(t):
 
 
 def _same(ours, ref, rtol=1e-6, atol=1e-6):
-    assert str(ours.dtype) == str(ref.dtype).replace("torch.", ""), (ours.dtype, ref.dtype)
+    assert str(ours.dtype) == str(ref.dtype), (ours.dtype, ref.dtype)
     assert tuple(ours.shape) == tuple(ref.shape)
     np.testing.assert_allclose(_np(ours), _np(ref), rtol=rtol, atol=atol)
 
@@ -122,7 +122,7 @@ def test_promotion_matrix(dtype):
                     op(_of(eager, dtype), other(eager))
                 continue
             ours = op(_of(eager, dtype), other(eager))
-            assert str(ours.dtype) == str(ref.dtype).replace("torch.", ""), (dtype, label)
+            assert str(ours.dtype) == str(ref.dtype), (dtype, label)
             if ref.dtype.is_complex:
                 np.testing.assert_allclose(_np(ours), _np(ref), rtol=1e-3)
 
@@ -130,8 +130,8 @@ def test_promotion_matrix(dtype):
 def test_result_type_with_complex():
     z, f = eager.tensor(_Z), eager.ones(3, dtype=eager.float64)
     tz, tf_ = torch.tensor(_Z), torch.ones(3, dtype=torch.float64)
-    assert str(eager.result_type(z, f)) == str(torch.result_type(tz, tf_)).split(".")[1]
-    assert str(eager.result_type(f, 1j)) == str(torch.result_type(tf_, 1j)).split(".")[1]
+    assert repr(eager.result_type(z, f)) == repr(torch.result_type(tz, tf_))
+    assert repr(eager.result_type(f, 1j)) == repr(torch.result_type(tf_, 1j))
     assert not eager.can_cast(eager.complex64, eager.float64)
 
 
