@@ -700,7 +700,7 @@ def _neg_abs_exp(x):
 
 def lstm_c(z, c, out=None):
     """(N, 4H) gates, (N, H) state, float32/float64 of one dtype: f * c + i * tanh(g) (into
-    out, a C-contiguous (N, H) array, when given: ops/lstm_seq.py's rows)."""
+    out, a C-contiguous (N, H) array, when given: ops/lstm_sequence.py's rows)."""
     h = c.shape[1]
     out = np.empty(c.shape, c.dtype) if out is None else out
     _lstm_c(z, _neg_abs_exp(z[:, :2 * h]), np.tanh(z[:, 2 * h:3 * h]), c, out, c.dtype.type(1))

@@ -62,15 +62,18 @@ def _input_gates(x, weights):
 
 
 def _lstm_seq(x, state, weights, reverse):
-    """The LSTM's T steps as one op each way (ops/lstm_seq.py), whose values and gradients
-    are the per-step ops' bit for bit: out[:T] is the output sequence, out[-1] the last c."""
+    """The LSTM's T steps as one op each way (ops/lstm_sequence.py), whose values and gradients
+    are the per-step ops' bit for bit: out[:T] is the output sequence, out[-1] the last c.
+    NOTE: the sequence is a copy, as the per-step path's stack: a view of `out` would refuse
+    the in-place writes torch allows on the output (and they would change what backward
+    reads)."""
     gx, w_hh, b_hh = _input_gates(x, weights)
     h0, c0 = state
     save = is_grad_enabled() and any(t is not None and t.requires_grad
                                      for t in (gx, h0, c0, w_hh, b_hh))
     out = ops.lstm_seq(gx, h0, c0, w_hh, b_hh, reverse=reverse, save=save)
     steps = x.shape[0]
-    return out[:steps], (out[0 if reverse else steps - 1], out[-1])
+    return ops.copy(out[:steps]), (out[0 if reverse else steps - 1], out[-1])
 
 
 def _one_op(x, state):

@@ -276,8 +276,9 @@ def _grad_ref(np, h0, c0, w, out, g, reverse=False, bias=True):
     hs, zs, cs = out[:steps], out[steps:5 * steps].reshape(steps, -1, 4 * hidden), \
         out[5 * steps:]
     order = list(_order(steps, reverse))
-    dgx, dh, dc = np.zeros(zs.shape), np.zeros(h0.shape), np.zeros(h0.shape)
-    dw, db = np.zeros(w.shape), np.zeros(4 * hidden)
+    dt = out.dtype
+    dgx, dh, dc = np.zeros(zs.shape, dt), np.zeros(h0.shape, dt), np.zeros(h0.shape, dt)
+    dw, db = np.zeros(w.shape, dt), np.zeros(4 * hidden, dt)
     for k in range(steps - 1, -1, -1):
         t, z = order[k], zs[k]
         s = 1 / (1 + np.exp(-z))
