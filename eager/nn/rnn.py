@@ -1,5 +1,7 @@
 """nn.RNN, nn.LSTM and nn.GRU: torch's layers (num_layers, batch_first, bidirectional,
-dropout between layers, initial state), unrolled over time with the op library's ops.
+dropout between layers, initial state), unrolled over time with the op library's ops; the
+LSTM's steps (float32, float64, not packed, outside compile()'s trace and autocast) as one op
+each way, `ops.lstm_seq` (ops/lstm_sequence.py), with the per-step ops' values bit for bit.
 
 Parameter names, shapes, gate order and initialisation are torch's, so a torch state_dict
 loads as it is.
@@ -23,6 +25,7 @@ from dualgrad import ops
 from dualgrad.ops.core import TRACING, user_stacklevel
 from .module import Module, _float, _redraw, _uniform
 from . import functional as F
+from .. import amp
 from ..core import Tensor
 from ..grad_mode import is_grad_enabled
 from .utils.rnn import PackedSequence, packed_data, padded
@@ -78,9 +81,10 @@ def _lstm_seq(x, state, weights, reverse):
 
 def _one_op(x, state):
     """Whether the LSTM runs as lstm_seq: float32/float64 with steps, outside compile()'s
-    trace, which records the per-step ops (the op's `decompose`) its optimiser fuses."""
-    return not TRACING[0] and x.shape[0] and x.dtype in _SEQ_DTYPES and \
-        all(s.dtype == x.dtype for s in state)
+    trace, which records the per-step ops (the op's `decompose`) its optimiser fuses, and
+    outside autocast, which lowers each step's product (F.linear) as torch's does."""
+    return not TRACING[0] and amp.state() is None and x.shape[0] and \
+        x.dtype in _SEQ_DTYPES and all(s.dtype == x.dtype for s in state)
 
 
 _SEQ_DTYPES = (np.float32, np.float64)

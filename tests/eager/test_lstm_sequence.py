@@ -49,6 +49,14 @@ def _step(lib, model, x, w, state):
     return [a.detach().numpy() for a in (out, h, c, loss)] + [g.numpy() for g in grads]
 
 
+def _torch_twin(torch, model, dtype, config):
+    theirs = _layer(torch, dtype, **config)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            getattr(theirs, name).copy_(torch.from_numpy(p.detach().numpy().copy()))
+    return theirs
+
+
 def _ours(config, dtype, per_step=False, monkeypatch=None):
     eager.manual_seed(0)
     model = _layer(eager, dtype, **config)
@@ -88,10 +96,7 @@ def test_training_size_is_the_per_step_ops_bit_for_bit(monkeypatch):
 def test_values_and_gradients_match_torch(config, dtype):
     torch = pytest.importorskip("torch")
     model, got = _ours(config, dtype)
-    theirs = _layer(torch, dtype, **config)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            getattr(theirs, name).copy_(torch.from_numpy(p.detach().numpy().copy()))
+    theirs = _torch_twin(torch, model, dtype, config)
     (x, w), state = _data(dtype, **config)
     want = _step(torch, theirs, x, w, state)
     tol = dict(rtol=2e-4, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-9, atol=1e-11)
@@ -127,10 +132,8 @@ def test_double_backward_matches_torch():
     torch = pytest.importorskip("torch")
     config = dict(steps=4, batch=2, n_in=3, hidden=4)
     eager.manual_seed(0)
-    ours, theirs = _layer(eager, np.float64, **config), _layer(torch, np.float64, **config)
-    with torch.no_grad():
-        for name, p in ours.named_parameters():
-            getattr(theirs, name).copy_(torch.from_numpy(p.detach().numpy().copy()))
+    ours = _layer(eager, np.float64, **config)
+    theirs = _torch_twin(torch, ours, np.float64, config)
     (x, w), _ = _data(np.float64, **config)
     got = []
     for lib, model, t in ((eager, ours, eager.tensor), (torch, theirs, torch.from_numpy)):
@@ -162,6 +165,16 @@ def test_inference_keeps_only_the_outputs_and_gives_the_same_values(monkeypatch)
     assert full.shape == (18, 2, 2) and short.shape == (4, 2, 2)
     np.testing.assert_array_equal(full[:3], short[:3])
     np.testing.assert_array_equal(full[-1], short[-1])
+
+
+def test_autocast_lowers_each_steps_product_as_before(monkeypatch):
+    config = dict(num_layers=2)
+    got = []
+    for per_step in (False, True):
+        with eager.autocast("cpu"):
+            got.append(_ours(config, np.float32, per_step, monkeypatch)[1])
+    for a, b in zip(*got):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_the_output_takes_in_place_writes_as_before():
