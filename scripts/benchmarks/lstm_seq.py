@@ -7,6 +7,11 @@ CPU time is the steadier figure: it leaves out the time other processes held the
 
     python scripts/benchmarks/lstm_seq.py [--before /work/main] [--rounds 5] [--steps 10]
         [--columns eager,comp]
+    python scripts/benchmarks/lstm_seq.py --toggle [--steps 40]
+
+--toggle: one process, this tree, the eager step alternating between the per-step path (main's
+code for the LSTM, kept for packed sequences) and lstm_seq, step by step: the same process,
+heap and BLAS, so the difference is the one change's.
 """
 from __future__ import annotations
 
@@ -48,6 +53,33 @@ def run_child(column, steps):
     print(json.dumps({"times_ms": wall, "cpu_ms": cpu, "loss": loss}))
 
 
+def toggle(steps):
+    import time
+    from dualgrad import eager
+    from dualgrad.comparisons.bench import train_models as M
+    from dualgrad.comparisons.threads import blas_limit
+    from dualgrad.compiler.memory import pin_malloc
+    from dualgrad.eager.nn import rnn
+    pin_malloc()     # NOTE: as train_tier's child: dualgrad bench's allocator setting
+    one_op = rnn._one_op
+    paths = {"per-step": lambda *a: False, "lstm_seq": one_op}
+    times = {k: ([], []) for k in paths}
+    with blas_limit(1):
+        step = M.build(eager, "lstm", M.SIZES["lstm"])
+        for k in range(steps + 2):
+            for name, fn in paths.items():
+                rnn._one_op = fn
+                t0, c0 = time.perf_counter(), time.process_time()
+                step()
+                if k >= 2:
+                    times[name][0].append((time.perf_counter() - t0) * 1e3)
+                    times[name][1].append((time.process_time() - c0) * 1e3)
+    rnn._one_op = one_op
+    for name, (wall, cpu) in times.items():
+        print(f"  {name:9} wall {statistics.median(wall):7.1f} ms  cpu "
+              f"{statistics.median(cpu):7.1f} ms  (medians of {steps} steps)")
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--before", default="/work/main")
@@ -55,7 +87,10 @@ def main():
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--columns", default="eager,comp")
     p.add_argument("--child", help=argparse.SUPPRESS)
+    p.add_argument("--toggle", action="store_true")
     a = p.parse_args()
+    if a.toggle:
+        return toggle(a.steps)
     if a.child:
         return run_child(a.child, a.steps)
     runs = [(tree, root, col) for col in a.columns.split(",")
