@@ -107,9 +107,9 @@ def test_values_and_gradients_match_torch(config, dtype):
 def test_the_op_matches_finite_differences_in_float64():
     rng = np.random.default_rng(5)
     steps, n, h = 4, 3, 2
-    args = [rng.standard_normal(s) for s in ((steps, n, 4 * h), (n, h), (n, h), (4 * h, h), (4 * h,))]
-    probe = rng.standard_normal((6 * steps, n, h))
-    probe[steps:5 * steps] = 0   # NOTE: the loss reads h_t and c_t, as the layer does
+    shapes = ((steps, n, 4 * h), (n, h), (n, h), (4 * h, h), (4 * h,))
+    args = [rng.standard_normal(s) for s in shapes]
+    probe = rng.standard_normal((6 * steps, n, h))   # NOTE: every row: h_t, the gates, c_t
 
     def loss(*arrays):
         return float((ops.lstm_seq(*arrays, reverse=True) * probe).sum())
