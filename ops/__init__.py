@@ -29,6 +29,7 @@ from .losses import cascade_sum, softmax_cross_entropy, softmax_cross_entropy_gr
 from .pool import max_pool, max_pool_grad
 from .lstm import lstm_cell_c, lstm_cell_c_grad, lstm_cell_h, lstm_cell_h_grad
 from .norm import layer_norm_last, layer_norm_last_grad
+from .lstm_sequence import lstm_seq, lstm_seq_grad
 from .composite import (COMPOSITES, argmin, clamp, logical_and, logical_not, logical_or, rsqrt,
                         square, batch_norm, binary_cross_entropy,
                         binary_cross_entropy_with_logits, dropout,

@@ -698,17 +698,18 @@ def _neg_abs_exp(x):
     return np.exp(e, out=e)
 
 
-def lstm_c(z, c):
-    """(N, 4H) gates, (N, H) state, float32/float64 of one dtype: f * c + i * tanh(g)."""
+def lstm_c(z, c, out=None):
+    """(N, 4H) gates, (N, H) state, float32/float64 of one dtype: f * c + i * tanh(g) (into
+    out, a C-contiguous (N, H) array, when given: ops/lstm_sequence.py's rows)."""
     h = c.shape[1]
-    out = np.empty(c.shape, c.dtype)
+    out = np.empty(c.shape, c.dtype) if out is None else out
     _lstm_c(z, _neg_abs_exp(z[:, :2 * h]), np.tanh(z[:, 2 * h:3 * h]), c, out, c.dtype.type(1))
     return out
 
 
-def lstm_h(z, c):
+def lstm_h(z, c, out=None):
     h = c.shape[1]
-    out = np.tanh(c)
+    out = np.tanh(c, out=out)
     _lstm_h(z, _neg_abs_exp(z[:, 3 * h:]), out, c.dtype.type(1))
     return out
 

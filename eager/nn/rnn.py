@@ -1,5 +1,7 @@
 """nn.RNN, nn.LSTM and nn.GRU: torch's layers (num_layers, batch_first, bidirectional,
-dropout between layers, initial state), unrolled over time with the op library's ops.
+dropout between layers, initial state), unrolled over time with the op library's ops; the
+LSTM's steps (float32, float64, not packed, outside compile()'s trace and autocast) as one op
+each way, `ops.lstm_seq` (ops/lstm_sequence.py), with the per-step ops' values bit for bit.
 
 Parameter names, shapes, gate order and initialisation are torch's, so a torch state_dict
 loads as it is.
@@ -20,10 +22,12 @@ import warnings
 import numpy as np
 
 from dualgrad import ops
-from dualgrad.ops.core import user_stacklevel
+from dualgrad.ops.core import TRACING, user_stacklevel
 from .module import Module, _float, _redraw, _uniform
 from . import functional as F
+from .. import amp
 from ..core import Tensor
+from ..grad_mode import is_grad_enabled
 from .utils.rnn import PackedSequence, packed_data, padded
 
 
@@ -60,6 +64,30 @@ def _input_gates(x, weights):
     return F.linear(x, w_ih, b_ih), w_hh, b_hh
 
 
+def _lstm_seq(x, state, weights, reverse):
+    """The LSTM's T steps as one op each way (ops/lstm_sequence.py), whose values and gradients
+    are the per-step ops' bit for bit: out[:T] is the output sequence, out[-1] the last c.
+    NOTE: the sequence is a copy, as the per-step path's stack: a view of `out` would refuse
+    the in-place writes torch allows on the output (and they would change what backward
+    reads)."""
+    gx, w_hh, b_hh = _input_gates(x, weights)
+    h0, c0 = state
+    save = is_grad_enabled() and any(t is not None and t.requires_grad
+                                     for t in (gx, h0, c0, w_hh, b_hh))
+    out = ops.lstm_seq(gx, h0, c0, w_hh, b_hh, reverse=reverse, save=save)
+    steps = x.shape[0]
+    return ops.copy(out[:steps]), (out[0 if reverse else steps - 1], out[-1])
+
+
+def _one_op(x, state):
+    """Whether the LSTM runs as lstm_seq: float32/float64 with steps, outside compile()'s
+    trace, which records the per-step ops (the op's `decompose`) its optimiser fuses, and
+    outside autocast, which lowers each step's product (F.linear) as torch's does."""
+    return not TRACING[0] and amp.state() is None and x.shape[0] and \
+        x.dtype in _SEQ_DTYPES and all(s.dtype == x.dtype for s in state)
+
+
+_SEQ_DTYPES = (np.float32, np.float64)
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
@@ -203,6 +231,8 @@ class RNNBase(Module):
         return x, finals
 
     def _run(self, x, state, weights, reverse):
+        if self._lstm and _one_op(x, state):
+            return _lstm_seq(x, state, weights, reverse)
         state = tuple(state) if self._lstm else state[0]
         steps = range(x.shape[0] - 1, -1, -1) if reverse else range(x.shape[0])
         gx, w_hh, b_hh = _input_gates(x, weights)
