@@ -31,7 +31,7 @@ from dualgrad.ops.dtypes import DTypeBase
 
 from .dtypes import as_dtype, dtype_of, tf1_refused, tf1_types_message
 from .shapes import TensorShape, _UNKNOWN_RANK, _UnknownRankShape
-from .tf_names import KERNEL_NAMES, OPERATOR_NAMES
+from .tf_names import OPERATOR_NAMES
 
 __all__ = ["Graph", "Node", "Tensor", "TensorShape", "GraphEngine", "get_default_graph",
            "reset_default_graph", "name_scope", "control_dependencies", "placeholder",
@@ -471,7 +471,7 @@ class Graph:
                 raise ValueError(f"duplicate node name {name!r}")
             self.mark_name_used(name)
         else:
-            name = self.unique_name(name or KERNEL_NAMES.get(op.name, op.name))
+            name = self.unique_name(name or op.tf_name)
         node.name = name
         node.loc = loc if loc is not None else user_frame()
         if grad_of is None and _TLS.grad_of:
@@ -763,7 +763,8 @@ def _building(g, what):
     being built ('dense/MatMul'), else the name the op would take."""
     if _TLS.calls and _TLS.calls[-1] == g._scope:
         return g._scope[:-1]
-    return g._scope + KERNEL_NAMES.get(what, what)
+    op = ops.REGISTRY.get(what)
+    return g._scope + (what if op is None else op.tf_name)
 
 
 def _operator(method, fn, *args):

@@ -76,15 +76,4 @@ DEFAULT_NAMES = {
 }
 
 # The name a node of one dualgrad primitive takes when built outside these functions (a
-# gradient rule's nodes, a composite's parts): TF's kernel's, or the Python operator's where
-# TF's own compositions use the operator ('add', 'mul'); other primitives keep their own.
-KERNEL_NAMES = {
-    "add": "add", "sub": "sub", "mul": "mul", "div": "truediv", "pow": "pow", "neg": "Neg",
-    "matmul": "MatMul", "exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs",
-    "sign": "Sign", "relu": "Relu", "sigmoid": "Sigmoid", "tanh": "Tanh",
-    "maximum": "Maximum", "minimum": "Minimum", "reshape": "Reshape", "sum": "Sum",
-    "max": "Max", "prod": "Prod", "cast": "Cast", "eq": "Equal", "ne": "NotEqual",
-    "gt": "Greater", "ge": "GreaterEqual", "lt": "Less", "le": "LessEqual",
-    "floordiv": "FloorDiv", "floormod": "FloorMod", "expand_dims": "ExpandDims",
-    "squeeze": "Squeeze", "concat": "concat", "pad": "Pad", "argmax": "ArgMax",
-}
+# gradient rule's nodes, a composite's parts) is the op entry's `tf_name` (ops/core.py).

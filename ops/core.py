@@ -127,13 +127,13 @@ class Op:
     __slots__ = ("name", "infer", "kernel", "vjp", "scalar", "reduce", "category", "samples", "ref",
                  "stateful", "view", "onnx", "tf", "nondiff", "fn", "decompose", "promote",
                  "shape_only_from", "zero_from", "may_alias", "inference_identity", "front",
-                 "alias_layout", "grad_at", "scalar_opmath", "complex", "reads")
+                 "alias_layout", "grad_at", "scalar_opmath", "complex", "reads", "tf_name")
 
     def __init__(self, name, infer, kernel, vjp=None, *, scalar=None, reduce=None, category=None,
                  samples=(), ref=None, stateful=False, view=False, onnx=None, tf=None, promote=None,
                  shape_only_from=None, zero_from=(), may_alias=False, inference_identity=False,
                  front=(), alias_layout=None, grad_at=None, scalar_opmath=False, complex=False,
-                 reads=None):
+                 reads=None, tf_name=None):
         self.name, self.infer, self.kernel, self.vjp = name, infer, kernel, vjp
         self.scalar, self.reduce, self.samples, self.ref = scalar, reduce, tuple(samples), ref
         self.onnx = onnx   # the ONNX operator that computes the same from the same inputs
@@ -175,6 +175,9 @@ class Op:
         # view's rule reads neither input 0 nor the result. Eager's version check (torch's
         # saved tensors) raises only when a value the rule reads was written in place since
         self.reads = None if reads is None else tuple(reads)
+        # the default name tf.compat.v1 gives the node this op builds, where it is not the
+        # op's own name ("MatMul", "truediv"); the graph front end names nodes by it
+        self.tf_name = tf_name or name
         self.fn = None  # the public function, e.g. ops.add
         self.decompose = None   # the same as a composite of other ops: what compile() traces
 

@@ -64,14 +64,14 @@ _UNARY_SAMPLES = (_S(()), _S((1,)), _S((3, 4)), _S((2, 1, 3)))
 _POS_SAMPLES = tuple(Sample(s.args, domain=(0.2, 3.0)) for s in _UNARY_SAMPLES)
 
 NEG = register("neg", _unary_infer, np.negative, lambda g, x, **kw: (-g,), reads=(),
-               scalar="(-{0})", category=_EW, onnx="Neg", tf="Neg", samples=_UNARY_SAMPLES, ref=lambda np, x: -x, complex=True)
+               scalar="(-{0})", category=_EW, onnx="Neg", tf="Neg", samples=_UNARY_SAMPLES, ref=lambda np, x: -x, complex=True, tf_name="Neg")
 EXP = register("exp", _unary_infer, np.exp,
                lambda g, x, out, **kw: (g * out,), reads=("out",),
                scalar="exp({0})", category=_EW, floating=True, onnx="Exp", samples=_UNARY_SAMPLES,
-               ref=lambda np, x: np.exp(x), tf="Exp", complex=True)
+               ref=lambda np, x: np.exp(x), tf="Exp", complex=True, tf_name="Exp")
 LOG = register("log", _unary_infer, np.log, lambda g, x, **kw: (g / x,),
                scalar="log({0})", category=_EW, floating=True, onnx="Log", samples=_POS_SAMPLES,
-               ref=lambda np, x: np.log(x), tf="Log", complex=True)
+               ref=lambda np, x: np.log(x), tf="Log", complex=True, tf_name="Log")
 LOG1P = register("log1p", _unary_infer, np.log1p, lambda g, x, **kw: (g / (x + 1.0),),
                  scalar="log1p({0})", category=_EW, floating=True, samples=_POS_SAMPLES + (
                      _S((5,), domain=(-0.9, 1e-6)),),
@@ -79,12 +79,12 @@ LOG1P = register("log1p", _unary_infer, np.log1p, lambda g, x, **kw: (g / (x + 1
 SQRT = register("sqrt", _unary_infer, np.sqrt,
                 lambda g, x, out, **kw: (g * 0.5 / out,), reads=("out",),
                 scalar="sqrt({0})", category=_EW, floating=True, onnx="Sqrt", samples=_POS_SAMPLES,
-                ref=lambda np, x: np.sqrt(x), tf="Sqrt", complex=True)
+                ref=lambda np, x: np.sqrt(x), tf="Sqrt", complex=True, tf_name="Sqrt")
 TANH = register("tanh", _unary_infer, np.tanh,
                 lambda g, x, out, **kw: (tanh_grad(out, g),), reads=("out",),
                 scalar="tanh({0})", category=_EW, floating=True, onnx="Tanh",
                 samples=_UNARY_SAMPLES,
-                ref=lambda np, x: np.tanh(x), tf="Tanh", complex=True)
+                ref=lambda np, x: np.tanh(x), tf="Tanh", complex=True, tf_name="Tanh")
 
 
 def _sigmoid_kernel(x):
@@ -108,7 +108,7 @@ SIGMOID = register("sigmoid", _unary_infer, _sigmoid_kernel,
                    scalar="where({0} >= 0, 1 / (1 + exp(-abs({0}))), "
                           "exp(-abs({0})) / (1 + exp(-abs({0}))))", category=_EW,
                    floating=True, onnx="Sigmoid", samples=_UNARY_SAMPLES,
-                   ref=lambda np, x: 1 / (1 + np.exp(-x)), tf="Sigmoid")
+                   ref=lambda np, x: 1 / (1 + np.exp(-x)), tf="Sigmoid", tf_name="Sigmoid")
 
 
 # -- the gradients of sigmoid and tanh from their output y (TF's SigmoidGrad, TanhGrad): one
@@ -208,7 +208,7 @@ def _relu_kernel(x):
 RELU = register("relu", _float_only("relu", _unary_infer), _relu_kernel,
                 lambda g, x, **kw: (where(x > 0, g, 0),),
                 scalar="maximum({0}, 0)", category=_EW, onnx="Relu",
-                samples=_UNARY_SAMPLES, ref=lambda np, x: np.maximum(x, 0), tf="Relu")
+                samples=_UNARY_SAMPLES, ref=lambda np, x: np.maximum(x, 0), tf="Relu", tf_name="Relu")
 def _abs_infer(x, **_):
     if x.dtype.kind == "c":   # NOTE: |z| is real, of the parts' precision
         return Spec(x.shape, np.dtype(np.float32 if x.dtype == np.complex64 else np.float64))
@@ -217,7 +217,7 @@ def _abs_infer(x, **_):
 
 ABS = register("abs", _abs_infer, np.abs, lambda g, x, **kw: (g * sign(x),),
                scalar="abs({0})", category=_EW, onnx="Abs", samples=_UNARY_SAMPLES,
-               ref=lambda np, x: np.abs(x), tf="Abs", complex=True)
+               ref=lambda np, x: np.abs(x), tf="Abs", complex=True, tf_name="Abs")
 
 
 def _sign_infer(x, **_):
@@ -231,7 +231,7 @@ def _sign_infer(x, **_):
 # The gradient is zero (torch's and TF's): a leaf gets a zero .grad, not None
 SIGN = register("sign", _sign_infer, np.sign, lambda g, x, **kw: (g * 0.0,),
                 scalar="where({0} != {0}, {0}, where({0} > 0, 1, where({0} < 0, -1, 0)))",
-                category=_EW, onnx="Sign", tf="Sign", samples=_UNARY_SAMPLES, ref=lambda np, x: np.sign(x))
+                category=_EW, onnx="Sign", tf="Sign", samples=_UNARY_SAMPLES, ref=lambda np, x: np.sign(x), tf_name="Sign")
 
 SIN = register("sin", _unary_infer, np.sin, lambda g, x, **kw: (g * cos(x),),
                scalar="sin({0})", category=_EW, floating=True, onnx="Sin", samples=_UNARY_SAMPLES,
@@ -333,7 +333,7 @@ CAST = register("cast", _cast_infer, _cast_kernel, _cast_vjp, reads=(),
                 category=_EW, may_alias=True,
                 samples=(_S((3, 4), attrs={"dtype": "float64"}),
                                    _S((2,), attrs={"dtype": "int64"}, grad=False)),
-                ref=lambda np, x, dtype: x.astype(dtype), alias_layout="same_spec", complex=True)
+                ref=lambda np, x, dtype: x.astype(dtype), alias_layout="same_spec", complex=True, tf_name="Cast")
 
 
 def _stop_gradient_kernel(x):
@@ -504,24 +504,24 @@ _POW_SAMPLES = (Sample(((3, 4), 3), domain=(-2.0, 2.0)), Sample(((3, 4), 2)),
 
 ADD = register("add", _binary_infer("add"), np.add, _add_vjp, promote="common", reads=(), scalar="({0} + {1})", category=_EW,
                onnx="Add",
-               samples=_BINARY_SAMPLES, ref=lambda np, x, y: x + y, tf="AddV2", complex=True)
+               samples=_BINARY_SAMPLES, ref=lambda np, x, y: x + y, tf="AddV2", complex=True, tf_name="add")
 SUB = register("sub", _binary_infer("sub"), np.subtract, _sub_vjp, promote="common", reads=(), scalar="({0} - {1})",
-               category=_EW, onnx="Sub", tf="Sub", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x - y, complex=True)
+               category=_EW, onnx="Sub", tf="Sub", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x - y, complex=True, tf_name="sub")
 MUL = register("mul", _binary_infer("mul"), _scalar_in_opmath(np.multiply), _mul_vjp, promote="common",
-               scalar="({0} * {1})", scalar_opmath=True, category=_EW, onnx="Mul", tf="Mul", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x * y, complex=True)
+               scalar="({0} * {1})", scalar_opmath=True, category=_EW, onnx="Mul", tf="Mul", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x * y, complex=True, tf_name="mul")
 DIV = register("div", _div_infer, _scalar_in_opmath(np.true_divide), _div_vjp, promote="divide", reads=(1, "out"),
                scalar="({0} / {1})", scalar_opmath=True, category=_EW,
                onnx="Div",
                samples=tuple(Sample(s.args, domain=(0.5, 2.0), match=s.match)
-                             for s in _BINARY_SAMPLES), ref=lambda np, x, y: x / y, tf="RealDiv", complex=True)
+                             for s in _BINARY_SAMPLES), ref=lambda np, x, y: x / y, tf="RealDiv", complex=True, tf_name="truediv")
 POW = register("pow", _binary_infer("pow"), _pow_kernel, _pow_vjp, promote="common", scalar="({0} ** {1})",
-               category=_EW, onnx="Pow", tf="Pow", samples=_POW_SAMPLES, ref=lambda np, x, y: np.power(x, y), complex=True)
+               category=_EW, onnx="Pow", tf="Pow", samples=_POW_SAMPLES, ref=lambda np, x, y: np.power(x, y), complex=True, tf_name="pow")
 MAXIMUM = register("maximum", _binary_infer("maximum"), np.maximum, _maximum_vjp, promote="common",
                    scalar="maximum({0}, {1})", category=_EW, onnx="Max", samples=_BINARY_SAMPLES,
-                   ref=lambda np, x, y: np.maximum(x, y), tf="Maximum")
+                   ref=lambda np, x, y: np.maximum(x, y), tf="Maximum", tf_name="Maximum")
 MINIMUM = register("minimum", _binary_infer("minimum"), np.minimum, _minimum_vjp, promote="common",
                    scalar="minimum({0}, {1})", category=_EW, onnx="Min", samples=_BINARY_SAMPLES,
-                   ref=lambda np, x, y: np.minimum(x, y), tf="Minimum")
+                   ref=lambda np, x, y: np.minimum(x, y), tf="Minimum", tf_name="Minimum")
 
 
 
@@ -560,7 +560,7 @@ for _name, _kernel, _sym, _onnx, _tf in (
     register(_name, _binary_infer(_name, np.bool_), _kernel, None, promote="common",
              scalar=f"({{0}} {_sym} {{1}})", category=_EW, onnx=_onnx, tf=_tf, samples=_CMP_SAMPLES,
              ref=eval(f"lambda np, x, y: x {_sym} y"),  # noqa: S307 - a fixed operator table
-             complex=_name in ("eq", "ne"))   # NOTE: complex numbers are not ordered
+             complex=_name in ("eq", "ne"), tf_name=_tf)   # NOTE: complex numbers are not ordered
 
 
 def _where_infer(c, x, y, **_):
@@ -693,10 +693,10 @@ FLOORDIV = register("floordiv", _divmod_infer("floordiv"), _scalar_in_opmath(_fl
                         Sample(s.args, {"exact": True}, domain=s.domain)
                         for s in _DIV_SAMPLES[:2]),
                     ref=lambda np, x, y, exact=False: np.floor_divide(x, y) if exact
-                    else np.floor(x / y), tf="FloorDiv")
+                    else np.floor(x / y), tf="FloorDiv", tf_name="FloorDiv")
 FLOORMOD = register("floormod", _divmod_infer("floormod"), _floormod_kernel, _floormod_vjp,
                     category="other", promote="common", samples=_DIV_SAMPLES,
-                    ref=lambda np, x, y: x - np.floor(x / y) * y, tf="FloorMod")
+                    ref=lambda np, x, y: x - np.floor(x / y) * y, tf="FloorMod", tf_name="FloorMod")
 
 # NOTE: torch.fmod, TF's TruncateMod and ONNX's Mod(fmod=1): the remainder of the quotient
 # truncated toward zero, computed exactly (x - trunc(x / y) * y rounds twice)

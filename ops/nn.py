@@ -121,7 +121,7 @@ MATMUL = register(
                     match=r"matmul: cannot multiply \(32, 64\) by \(128, 10\): "
                           r"inner dimensions 64 != 128"),
              Sample(((2, 3, 4), (3, 4, 5)), match="batch dimensions")),
-    ref=lambda np, x, y: np.matmul(x, y), complex=True)
+    ref=lambda np, x, y: np.matmul(x, y), complex=True, tf_name="MatMul")
 
 
 # -- matmul_sum_nt: the sum over a stack of g_b @ y_b.T --------------------------------------

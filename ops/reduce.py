@@ -146,11 +146,11 @@ _RED_SAMPLES = (
 SUM = register("sum", _reduce_infer("sum", _sum_dtype), _sum_kernel, _sum_vjp, reduce="sum", reads=(),
                samples=_RED_SAMPLES,
                ref=lambda np, x, axis=None, keepdims=False: np.sum(x, axis=axis,
-                                                                    keepdims=keepdims), complex=True)
+                                                                    keepdims=keepdims), complex=True, tf_name="Sum")
 MAX = register("max", _reduce_infer("max"), _max_kernel, _max_vjp, reduce="max",
                samples=_RED_SAMPLES,
                ref=lambda np, x, axis=None, keepdims=False: np.max(x, axis=axis,
-                                                                    keepdims=keepdims))
+                                                                    keepdims=keepdims), tf_name="Max")
 
 
 @in_opmath
@@ -178,7 +178,7 @@ PROD = register("prod", _reduce_infer("prod"), _prod_kernel, _prod_vjp, category
                     Sample((np.array([[1.5, 0.0], [0.0, -2.0], [0.0, 0.0]]),), {"axis": 0}),
                     _RED_SAMPLES[-1]),
                 ref=lambda np, x, axis=None, keepdims=False: np.prod(x, axis=axis,
-                                                                     keepdims=keepdims), complex=True)
+                                                                     keepdims=keepdims), complex=True, tf_name="Prod")
 
 
 def _argmax_infer(x, axis=-1, keepdims=False, **_):
@@ -192,7 +192,7 @@ def _argmax_kernel(x, axis=-1, keepdims=False):
 ARGMAX = register("argmax", _argmax_infer, _argmax_kernel, None, category="other",
                   samples=(Sample(((3, 4),), {"axis": 1}, grad=False),),
                   ref=lambda np, x, axis=-1, keepdims=False: np.argmax(x, axis=axis,
-                                                                       keepdims=keepdims))
+                                                                       keepdims=keepdims), tf_name="ArgMax")
 
 
 def _count_infer(x, axis=None, **_):

@@ -112,7 +112,7 @@ RESHAPE = register("reshape", _reshape_infer, _reshape_kernel,
                                      r"|not a multiple"),
                             _S((3, 4), attrs={"shape": (5, 2)},
                                match=r"reshape: cannot reshape \(3, 4\) \(12 elements\)")),
-                   ref=lambda np, x, shape: np.reshape(x, shape), alias_layout="reshape", complex=True)
+                   ref=lambda np, x, shape: np.reshape(x, shape), alias_layout="reshape", complex=True, tf_name="Reshape")
 
 
 def _like_shape_infer(name):
@@ -323,7 +323,7 @@ EXPAND_DIMS = register("expand_dims", _expand_dims_infer, _expand_dims_kernel,
                        samples=(_S((3, 4), attrs={"axis": 1}), _S((), attrs={"axis": 0}),
                                 _S((3,), attrs={"axis": -1}),
                                 _S((3,), attrs={"axis": 3}, match="out of range")),
-                       ref=lambda np, x, axis: np.expand_dims(x, axis), alias_layout="reshape", complex=True)
+                       ref=lambda np, x, axis: np.expand_dims(x, axis), alias_layout="reshape", complex=True, tf_name="ExpandDims")
 
 
 def _squeeze_axes(x, axis):
@@ -354,7 +354,7 @@ SQUEEZE = register("squeeze", _squeeze_infer, _squeeze_kernel,
                    lambda g, x, **kw: (reshape_like(g, x),), category=_SHAPE, view=True,
                    samples=(_S((3, 1, 4), attrs={"axis": 1}), _S((1, 3, 1), attrs={"axis": None}),
                             _S((3, 4), attrs={"axis": 0}, match="has size 3, not 1")),
-                   ref=lambda np, x, axis: np.squeeze(x, axis), alias_layout="reshape", complex=True)
+                   ref=lambda np, x, axis: np.squeeze(x, axis), alias_layout="reshape", complex=True, tf_name="Squeeze")
 
 
 # -- concat -----------------------------------------------------------------------------------
@@ -395,7 +395,7 @@ CONCAT = register("concat", _concat_infer, _concat_kernel, _concat_vjp, category
                            _S((2, 3), (2, 4), attrs={"axis": 0},
                               match=r"concat: along axis 0, inputs \(2, 3\), \(2, 4\) differ "
                                     r"in dimension 1 \(3 vs 4\)")),
-                  ref=lambda np, *xs, axis: np.concatenate(xs, axis=axis), complex=True)
+                  ref=lambda np, *xs, axis: np.concatenate(xs, axis=axis), complex=True, tf_name="concat")
 
 
 def _concat_part_infer(g, *xs, axis, index, **_):
@@ -625,7 +625,7 @@ PAD = register("pad", _pad_infer, _pad_kernel, _pad_vjp, category=_SHAPE, reads=
                ref=lambda np, x, pad_width, value=0.0: np.pad(
                    x[tuple(slice(max(-lo, 0), x.shape[d] - max(-hi, 0))
                            for d, (lo, hi) in enumerate(pad_width))],
-                   [(max(lo, 0), max(hi, 0)) for lo, hi in pad_width], constant_values=value), complex=True)
+                   [(max(lo, 0), max(hi, 0)) for lo, hi in pad_width], constant_values=value), complex=True, tf_name="Pad")
 
 
 # -- constants shaped like a tensor -----------------------------------------------------------

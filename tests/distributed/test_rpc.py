@@ -179,7 +179,7 @@ def test_what_travels_comes_back_as_it_went_and_the_rest_is_refused():
     assert head == {"id": 7} and list(got) == list(value)
     t = got["t"]
     assert (type(t), str(t.dtype), t.shape, t.requires_grad) == \
-        (eager.Tensor, "bfloat16", (2, 3), True)
+        (eager.Tensor, "torch.bfloat16", (2, 3), True)
     assert type(got["p"]) is eager.nn.Parameter and got[3] == (1, [2.5, None], b"\x00\xff")
     assert got["np"].dtype == np.int16 and got["np"].tolist() == [[0, 1], [2, 3]]
     assert type(got["s"]) is np.float64 and got["f"] is eager.tanh

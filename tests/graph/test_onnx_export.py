@@ -14,6 +14,7 @@ NO_ONNX = {"fold", "slice_grad", "take_grad", "gather_grad", "concat_part", "sum
            "rand_like", "sigmoid_grad", "tanh_grad", "softmax_cross_entropy_grad", "max_pool_grad",
            "atan2", "erfinv", "floordiv", "floormod", "log1p", "prod",
            "expm1", "lstm_cell_c", "lstm_cell_h", "lstm_cell_c_grad", "lstm_cell_h_grad",
+           "lstm_seq", "lstm_seq_grad",   # eager's nn.LSTM only: traces and exports see the steps
            "layer_norm_last", "layer_norm_last_grad",
            "matmul_nt", "matmul_sum_nt", "erfc", "lgamma", "digamma", "trigamma", "polygamma",
            "diagonal",

@@ -164,9 +164,16 @@ def test_every_table_entry_has_a_case():
     assert labels <= set(CASES), sorted(labels - set(CASES))
 
 
-def test_kernel_names_are_registered_ops():
+def test_an_ops_tf_name_is_a_tf_kernel_or_python_name():
+    """`Op.tf_name` names a node built by one primitive: where the op says which TF kernel
+    computes it (`Op.tf`, its GraphDef form), the name is that kernel's or TF's Python-level
+    spelling of it ('add' for AddV2, 'truediv' for RealDiv)."""
     from dualgrad import ops
-    assert set(tf_names.KERNEL_NAMES) <= set(ops.REGISTRY)
+    python_level = {"AddV2": "add", "Sub": "sub", "Mul": "mul", "RealDiv": "truediv",
+                    "Pow": "pow", "ConcatV2": "concat"}
+    for op in ops.REGISTRY.values():
+        if op.tf_name != op.name and isinstance(op.tf, str):
+            assert op.tf_name in (op.tf, python_level.get(op.tf)), (op.name, op.tf, op.tf_name)
 
 
 # -- gradients: 'gradients/<forward op>_grad/...', then 'gradients_1/...' --------------------
