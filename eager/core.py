@@ -694,17 +694,35 @@ _POST_ACCUMULATE_HOOKS = {}   # id(leaf) -> (weakref to it, [hook(leaf)])
 
 def _accumulate_grad(t, g, create_graph, owned):
     """Add a leaf's gradient from one backward() into its .grad, then run its hooks."""
-    if _LEAF_HOOKS:   # NOTE: register_hook's hooks see (and may replace) g first
-        g = leaf_hooked(t, g)
-    if not create_graph:
+    hooked = leaf_hooked(t, g) if _LEAF_HOOKS else g   # NOTE: register_hook's hooks see
+    if hooked is not g and not create_graph:           # (and may replace) g first; what one
+        hooked = Tensor(np.array(hooked._array))       # returns may be held: .grad is a copy
+    g = hooked
+    if not create_graph or not g.requires_grad:   # NOTE: .grad is added into in place later
         arr = owned_array(g._array, owned)
         if arr is not g._array or g.requires_grad:   # NOTE: else g is a plain tensor to keep
             g = Tensor(arr)
-    t.grad = g if t.grad is None else t.grad + g
+    add_into_grad(t, g, create_graph)
     held = _POST_ACCUMULATE_HOOKS.get(id(t))
     if held is not None and held[0]() is t:
         for hook in list(held[1]):
             hook(t)
+
+
+def add_into_grad(t, g, create_graph):
+    """t.grad += g as torch's AccumulateGrad: into the same .grad tensor (a reference the user
+    holds sees the sum) unless the backward records a graph or .grad is part of one, where
+    .grad becomes a new tensor, the sum."""
+    old = t.grad
+    if old is None:
+        t.grad = g
+        return
+    arr, add = old._array, g._array
+    if not create_graph and not old.requires_grad and type(arr) is np.ndarray and \
+            arr.flags.writeable and arr.shape == np.shape(add) and arr.dtype == add.dtype:
+        np.add(arr, add, out=arr)
+    else:
+        t.grad = old + g
 
 
 def array_of(t):
@@ -866,7 +884,7 @@ def accumulate_into(outputs, seeds, inputs, retain_graph, create_graph):
     retain_graph = create_graph if retain_graph is None else retain_graph
     for x, g in zip(inputs, gradients_at(outputs, seeds, inputs, retain_graph, create_graph)):
         if g is not None:
-            x.grad = g if x.grad is None else x.grad + g
+            add_into_grad(x, g, create_graph)
 
 
 def seed_gradient(out, gradient):

@@ -2,6 +2,7 @@
 total is its own (ops.autodiff's add_into): the sums are those of `a + b + ...`, and no
 gradient a hook or another rule was handed is ever written to."""
 import numpy as np
+import pytest
 
 from dualgrad import eager
 
@@ -40,3 +41,74 @@ def test_hooked_gradient_is_not_written_after_it_was_handed_on():
     loss.backward()
     np.testing.assert_array_equal(seen[0].numpy(), [112.0, 224.0, 336.0])
     np.testing.assert_array_equal(w.grad.numpy(), [224.0, 448.0, 672.0])
+
+
+# -- .grad is added into in place, as torch's AccumulateGrad ---------------------------------
+def _held_after_second(lib):
+    x = lib.ones(3, requires_grad=True)
+    (x * 2).sum().backward()
+    held = x.grad
+    (x * 3).sum().backward()
+    return held is x.grad, held.tolist()
+
+
+def _create_graph_second(lib):
+    x = lib.ones(3, requires_grad=True)
+    (x * 2).sum().backward()
+    held = x.grad
+    (x * x).sum().backward(create_graph=True)
+    return held is x.grad, held.tolist(), x.grad.requires_grad
+
+
+def _backward_inputs(lib):
+    x = lib.ones(3, requires_grad=True)
+    y = x * 2
+    (y * y).sum().backward(inputs=[x])
+    held = x.grad
+    (x * 3).sum().backward(inputs=[x])
+    return held is x.grad, held.tolist()
+
+
+def _hook_returns_a_held_tensor(lib):
+    keep = lib.full((3,), 7.0)
+    x = lib.ones(3, requires_grad=True)
+    x.register_hook(lambda g: keep)
+    (x * 2).sum().backward()
+    (x * 2).sum().backward()
+    return keep.tolist(), x.grad.tolist()
+
+
+def _grad_the_user_set(lib):
+    x = lib.ones(3, requires_grad=True)
+    mine = lib.zeros(3)
+    x.grad = mine
+    (x * 2).sum().backward()
+    return mine.tolist(), x.grad is mine
+
+
+def _two_leaves_of_one_add(lib):
+    a, b = lib.ones(3, requires_grad=True), lib.ones(3, requires_grad=True)
+    (a + b).sum().backward()
+    (a * 5).sum().backward()
+    return a.grad.tolist(), b.grad.tolist()
+
+
+def _zero_grad_keeps_the_tensor(lib):
+    lib.manual_seed(0)
+    m = lib.nn.Linear(2, 2)
+    m(lib.ones(1, 2)).sum().backward()
+    held = m.weight.grad
+    lib.optim.SGD(m.parameters(), lr=0.1).zero_grad(set_to_none=False)
+    m(lib.ones(1, 2)).sum().backward()
+    return held is m.weight.grad, held.tolist()
+
+
+@pytest.mark.parametrize("program", [
+    _held_after_second, _create_graph_second, _backward_inputs, _hook_returns_a_held_tensor,
+    _grad_the_user_set, _two_leaves_of_one_add, _zero_grad_keeps_the_tensor])
+def test_grad_accumulates_into_the_same_tensor_as_torch(program):
+    """A reference to `.grad` taken after one backward sees the next one's sum (torch adds
+    into the tensor); a hook's returned tensor, or another leaf's gradient, is never added
+    into."""
+    import torch
+    assert program(eager) == program(torch)
