@@ -618,11 +618,12 @@ def _check_unmodified(t, node):
     y[:, :2].sigmoid()` or `y[..., 0] *= 2` differentiate as torch's. Returns the entry, with
     its inputs as they were where that differs."""
     op, clock, inputs, swapped = node[0], node[3], node[1], None
-    if op.reads_out() and written_at(t) > clock:
+    needs = tuple(isinstance(v, Tensor) and v.requires_grad for v in inputs)
+    if op.reads_out(needs) and written_at(t) > clock:
         _modified_error(t, t, node)
     for k, v in enumerate(inputs):
         if isinstance(v, Tensor) and written_at(v) > clock:
-            if op.reads_input(k):
+            if op.reads_input(k, needs):
                 _modified_error(t, v, node)
             old = as_of(v, clock)
             if old is None:

@@ -171,10 +171,12 @@ class Op:
         # dispatch asks it before the kernel): ComplexError, torch's NotImplementedError
         self.complex = complex
         # which values the gradient rule reads: a tuple of input positions, with "out" for the
-        # result (exp: ("out",); add: ()); None, undeclared: every input and the result. A
+        # result (exp: ("out",); add: ()), or a function of `needs` (which inputs want a
+        # gradient) giving one (mul reads y for x's gradient); None, undeclared: every input
+        # and the result. A
         # view's rule reads neither input 0 nor the result. Eager's version check (torch's
         # saved tensors) raises only when a value the rule reads was written in place since
-        self.reads = None if reads is None else tuple(reads)
+        self.reads = None if reads is None else reads if callable(reads) else tuple(reads)
         # the default name tf.compat.v1 gives the node this op builds, where it is not the
         # op's own name ("MatMul", "truediv"); the graph front end names nodes by it
         self.tf_name = tf_name or name
@@ -187,18 +189,22 @@ class Op:
         s = self.scalar
         return s(**attrs) if callable(s) else s
 
-    def reads_input(self, k) -> bool:
-        """Whether the gradient rule reads input k's values (not only its shape)."""
+    def _read(self, needs):
+        return self.reads(needs) if callable(self.reads) else self.reads
+
+    def reads_input(self, k, needs=None) -> bool:
+        """Whether the gradient rule reads input k's values (not only its shape) when the
+        inputs marked in `needs` want a gradient (None: all of them)."""
         if self.reads is None:
             return k != 0 or not self.view
-        return k in self.reads
+        return k in self._read(needs)
 
-    def reads_out(self) -> bool:
+    def reads_out(self, needs=None) -> bool:
         """Whether the gradient rule reads the result's values: undeclared, when the rule
         names `out` (the walker passes the result by that name only)."""
         if self.reads is None:
             return not self.view and _names_out(self.vjp)
-        return "out" in self.reads
+        return "out" in self._read(needs)
 
     def __repr__(self):
         return f"<op {self.name}>"

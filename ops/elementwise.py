@@ -507,7 +507,13 @@ ADD = register("add", _binary_infer("add"), np.add, _add_vjp, promote="common", 
                samples=_BINARY_SAMPLES, ref=lambda np, x, y: x + y, tf="AddV2", complex=True, tf_name="add")
 SUB = register("sub", _binary_infer("sub"), np.subtract, _sub_vjp, promote="common", reads=(), scalar="({0} - {1})",
                category=_EW, onnx="Sub", tf="Sub", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x - y, complex=True, tf_name="sub")
+def _mul_reads(needs):
+    """x * y: x's gradient reads y, y's reads x."""
+    return tuple(k for k in (0, 1) if needs is None or needs[1 - k])
+
+
 MUL = register("mul", _binary_infer("mul"), _scalar_in_opmath(np.multiply), _mul_vjp, promote="common",
+               reads=_mul_reads,
                scalar="({0} * {1})", scalar_opmath=True, category=_EW, onnx="Mul", tf="Mul", samples=_BINARY_SAMPLES, ref=lambda np, x, y: x * y, complex=True, tf_name="mul")
 DIV = register("div", _div_infer, _scalar_in_opmath(np.true_divide), _div_vjp, promote="divide", reads=(1, "out"),
                scalar="({0} / {1})", scalar_opmath=True, category=_EW,
