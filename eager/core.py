@@ -108,6 +108,8 @@ def _storage_key(t):
 
 def stamp_storage(t, tick):
     """Record an in-place write into t's memory at `tick` (t's own, or the base it views)."""
+    if type(getattr(t, "_root", None)) is DataStorage:
+        return
     arr = _storage_key(t)
     if type(arr) is not np.ndarray:
         return
@@ -365,6 +367,13 @@ class UntypedStorage:
 
     def __repr__(self):
         return f"UntypedStorage of {self._array.nbytes} bytes on cpu"
+
+
+class DataStorage(Storage):
+    """The storage of a tensor made by `.data`: the same memory, but torch gives `.data` a
+    version counter of its own, so a write through it is not one a backward checks for
+    (`y.data.mul_(2)` changes what `y`'s rule reads, silently, as in torch)."""
+    __slots__ = ()
 
 
 def _note_view(t, src):
@@ -953,7 +962,11 @@ class Tensor:
         tensor and are not recorded; `p.data = t` makes this tensor share `t`'s values (its
         shape may change), also unrecorded. `t.numpy()` is the NumPy array itself.
         """
-        return self.detach()   # inside compile() too: read at every call, as p.detach() is
+        out = self.detach()   # NOTE: inside compile() too: read at every call, as detach is
+        if out._node is None and not TRACING[0]:   # NOTE: a version counter of its own
+            base = getattr(self, "_root", None)
+            out._root = DataStorage(self._array if base is None else base.array)
+        return out
 
     @data.setter
     def data(self, value):

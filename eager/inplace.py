@@ -96,8 +96,9 @@ def _stamp(t):
     while t is not None:
         t._modified = CLOCK[0]
         node = t._node
-        t = node[1][0] if node is not None and type(node) is Entry and node[0].view \
+        base = node[1][0] if node is not None and type(node) is Entry and node[0].view \
             and _is_tensor(node[1][0]) else None
+        t = base if base is not None and np.may_share_memory(t._array, base._array) else None
 
 
 def apply_inplace(t, name, compute, *others):
@@ -123,7 +124,9 @@ def apply_inplace(t, name, compute, *others):
     view = node is not None and type(node) is Entry and node[0].view and t.requires_grad
     private = view and _private_view(t)
     if view and not private:
-        return _through_view(t, name, compute, others)
+        if _view_chain(t):
+            return _through_view(t, name, compute, others)
+        view = False   # NOTE: a reshape or contiguous() that copied: t's memory is its own
     prev = _snapshot(t)
     new = compute(prev, *others)
     if private:   # NOTE: no one else sees the bases: t takes storage of its own, so a base's

@@ -167,6 +167,44 @@ def test_assigning_into_part_of_a_tensor_as_torch(base):
     assert not bad, f"{len(bad)} programs differ:\n" + "\n".join(bad[:10])
 
 
+def _exp_then_data_write(lib, w):
+    y = w.exp()
+    y.data.mul_(2)            # torch: .data has a version counter of its own: not checked
+    return y.sum()
+
+
+def _exp_then_detach_write(lib, w):
+    y = w.exp()
+    y.detach().zero_()        # torch: detach() shares the counter: backward raises
+    return y.sum()
+
+
+def _write_a_copy_of_a_view(lib, w):
+    y = w * 1
+    y.T.contiguous().mul_(2)  # a copy: y is untouched
+    return (y * y).sum()
+
+
+def _chunks_written(lib, w):
+    y = w * 1
+    a, b = y.chunk(2, dim=1)
+    a.mul_(3)
+    b.add_(a)                 # torch refuses (a multi-output view); dualgrad's must be true
+    return (y * y).sum()
+
+
+def _view_of_data_written(lib, w):
+    y = w.sigmoid()
+    y.data[0].fill_(0.5)
+    return (y * 2).sum()
+
+
+@pytest.mark.parametrize("fn", [_exp_then_data_write, _exp_then_detach_write,
+                                _write_a_copy_of_a_view, _chunks_written, _view_of_data_written])
+def test_data_detach_copies_and_chunks_as_torch(fn):
+    assert _differs(fn) == ""
+
+
 def test_a_view_of_a_leaf_written_in_place_raises_torchs_error():
     for lib in (torch, eager):
         w = lib.ones(3, 4, requires_grad=True)
