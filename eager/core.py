@@ -676,10 +676,8 @@ def as_of(v, clock):
     if base is None or base is node[1][0]:
         return base
     rest = [a._array if isinstance(a, Tensor) else a for a in node[1][1:]]
-    old = _new(Tensor)
+    old = blank(Tensor, v.requires_grad)
     old._array = node[0].kernel(base._array, *rest, **node[2])
-    old.grad, old._root, old._size = None, None, None
-    old.requires_grad = v.requires_grad
     old._node = entry(node[0], (base,) + tuple(node[1][1:]), node[2], node[3])
     return old
 
@@ -963,9 +961,9 @@ class Tensor:
         shape may change), also unrecorded. `t.numpy()` is the NumPy array itself.
         """
         out = self.detach()   # NOTE: inside compile() too: read at every call, as detach is
-        if out._node is None and not TRACING[0]:   # NOTE: a version counter of its own
-            base = getattr(self, "_root", None)
-            out._root = DataStorage(self._array if base is None else base.array)
+        root = getattr(out, "_root", None)
+        if type(root) is Storage:   # NOTE: detach's memory, with a version counter of its own
+            out._root = DataStorage(root.array)
         return out
 
     @data.setter

@@ -88,17 +88,14 @@ def _check_result(t, arr, name):
                            f"(e.g. made by expand); clone() it first (at {_where()})")
 
 
-def _stamp(t):
+def _stamp(t, chain=None):
     """Tick the clock and mark t (and the tensors it is a view of, and its memory, which its
-    base's other views share) as written now."""
+    base's other views share) as written now. `chain`: t's `_view_chain`, if known."""
     CLOCK[0] += 1
     _core.stamp_storage(t, CLOCK[0])
-    while t is not None:
-        t._modified = CLOCK[0]
-        node = t._node
-        base = node[1][0] if node is not None and type(node) is Entry and node[0].view \
-            and _is_tensor(node[1][0]) else None
-        t = base if base is not None and np.may_share_memory(t._array, base._array) else None
+    t._modified = CLOCK[0]
+    for _, node in _view_chain(t) if chain is None else chain:
+        node[1][0]._modified = CLOCK[0]
 
 
 def apply_inplace(t, name, compute, *others):
@@ -124,9 +121,10 @@ def apply_inplace(t, name, compute, *others):
     view = node is not None and type(node) is Entry and node[0].view and t.requires_grad
     private = view and _private_view(t)
     if view and not private:
-        if _view_chain(t):
-            return _through_view(t, name, compute, others)
-        view = False   # NOTE: a reshape or contiguous() that copied: t's memory is its own
+        chain = _view_chain(t)
+        if chain:
+            return _through_view(t, chain, name, compute, others)
+        # NOTE: else a reshape or contiguous() that copied: t's memory is its own
     prev = _snapshot(t)
     new = compute(prev, *others)
     if private:   # NOTE: no one else sees the bases: t takes storage of its own, so a base's
@@ -170,14 +168,13 @@ def _positions_in_base(chain):
     return pos
 
 
-def _through_view(t, name, compute, others):
+def _through_view(t, chain, name, compute, others):
     """An in-place change of a view that requires grad (torch's CopySlices): the tensor the
     view lies in (its root) becomes its old value (a snapshot, with its old tape entry) with
     the view's positions replaced by the view's new value, computed from the view's old
     value read from that snapshot. So `y[..., 0] *= 2`, `y[0] += y[1]` and
     `y.diagonal().zero_()` differentiate as torch's, and every entry recorded before the write
-    reads the values it saw (eager.core.as_of)."""
-    chain = _view_chain(t)
+    reads the values it saw (eager.core.as_of). `chain` is `_view_chain(t)`, not empty."""
     root = chain[-1][1][1][0]
     if root.requires_grad and root._node is None:
         raise RuntimeError(f"{name}: a view of a leaf Variable that requires grad is being used "
@@ -193,7 +190,7 @@ def _through_view(t, name, compute, others):
     old = ops.reshape(ops.take(ops.reshape(old_root, (-1,)), flat, axis=0), t._array.shape)
     new = compute(old, *others)
     _write(t, new, name)
-    _stamp(t)
+    _stamp(t, chain)
     tick = CLOCK[0]
     placed = _put_at(old_root, flat, ops.reshape(new, (-1,)) if _is_tensor(new) else new)
     _core.keep_before(root, tick, old_root)

@@ -172,10 +172,10 @@ class Op:
         self.complex = complex
         # which values the gradient rule reads: a tuple of input positions, with "out" for the
         # result (exp: ("out",); add: ()), or a function of `needs` (which inputs want a
-        # gradient) giving one (mul reads y for x's gradient); None, undeclared: every input
-        # and the result. A
-        # view's rule reads neither input 0 nor the result. Eager's version check (torch's
-        # saved tensors) raises only when a value the rule reads was written in place since
+        # gradient) giving one (mul reads y for x's gradient); None, undeclared: every input,
+        # and the result if the rule names `out`; a view's rule reads neither input 0 nor the
+        # result. Eager's version check (torch's saved tensors) raises only when a value the
+        # rule reads was written in place since
         self.reads = None if reads is None else reads if callable(reads) else tuple(reads)
         # the default name tf.compat.v1 gives the node this op builds, where it is not the
         # op's own name ("MatMul", "truediv"); the graph front end names nodes by it

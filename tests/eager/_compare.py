@@ -24,6 +24,20 @@ def assert_same_results(ours, ref, rtol=1e-5, atol=1e-6):
                                    atol=atol, err_msg=k)
 
 
+def eager_and_compiled(loss_fn, module, x):
+    """[loss, every parameter's gradient] of loss_fn(x), run eagerly and then compiled
+    (dualgrad.compiler.compile), and the compiled function (to look into its graph)."""
+    from dualgrad import compiler, eager
+    compiled = compiler.compile(loss_fn)
+    got = []
+    for fn in (loss_fn, compiled):
+        module.zero_grad()
+        loss = fn(eager.tensor(x))
+        loss.backward()
+        got.append([loss.detach().numpy()] + [p.grad.numpy().copy() for p in module.parameters()])
+    return got, compiled
+
+
 def state(model):
     """A model's state_dict as NumPy arrays (copies)."""
     return {k: as_numpy(v).copy() for k, v in model.state_dict().items()}

@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dualgrad import compiler, eager, ops
+from dualgrad import eager, ops
 from dualgrad.eager import nn
 from dualgrad.ops.lstm import _c_composite, _h_composite
+
+from tests.eager._compare import eager_and_compiled
 
 RNG = np.random.default_rng(7)
 
@@ -117,13 +119,7 @@ def test_compile_traces_the_composite_and_matches_eager():
             h, c = cell(xs[t], (h, c))
         return (h * eager.tensor(w)).sum() + (c * c).sum()
 
-    compiled = compiler.compile(loss_fn)
-    got = []
-    for fn in (loss_fn, compiled):
-        cell.zero_grad()
-        loss = fn(eager.tensor(xs))
-        loss.backward()
-        got.append([loss.detach().numpy()] + [p.grad.numpy().copy() for p in cell.parameters()])
+    got, compiled = eager_and_compiled(loss_fn, cell, xs)
     names = [n.op.name for n in compiled.graph.get_operations()]
     assert not set(names) & {"lstm_cell_c", "lstm_cell_h", "lstm_cell_c_grad"}, names
     # NOTE: the two composites share one sigmoid over the gates per step (and one gradient)

@@ -7,9 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from dualgrad import compiler, eager, ops
+from dualgrad import eager, ops
 from dualgrad.eager import nn
 from dualgrad.eager.nn import rnn
+
+from tests.eager._compare import eager_and_compiled
 
 _LSTM_SEQ = ops.lstm_seq
 
@@ -196,13 +198,7 @@ def test_compile_traces_the_per_step_composite_and_matches_eager():
         out, (h, c) = model(x)
         return (out * eager.tensor(w)).sum() + (c * c).sum()
 
-    compiled = compiler.compile(loss_fn)
-    got = []
-    for fn in (loss_fn, compiled):
-        model.zero_grad()
-        loss = fn(eager.tensor(x))
-        loss.backward()
-        got.append([loss.detach().numpy()] + [p.grad.numpy().copy() for p in model.parameters()])
+    got, compiled = eager_and_compiled(loss_fn, model, x)
     names = {n.op.name for n in compiled.graph.get_operations()}
     assert not names & {"lstm_seq", "lstm_seq_grad", "lstm_cell_c", "lstm_cell_h"}, names
     for a, b in zip(*got):
